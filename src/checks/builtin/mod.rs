@@ -1,0 +1,201 @@
+//! Built-in system checks in Rust, with the Datadog Agent's metric names, units and types so
+//! dashboards keep working. One file per check; each declares its options so typos warn.
+
+#[cfg(target_os = "linux")]
+mod cpu;
+#[cfg(target_os = "linux")]
+mod disk;
+#[cfg(target_os = "linux")]
+mod io;
+#[cfg(target_os = "linux")]
+mod load;
+#[cfg(target_os = "linux")]
+mod memory;
+#[cfg(target_os = "linux")]
+mod network;
+#[cfg(target_os = "linux")]
+mod process;
+#[cfg(target_os = "linux")]
+mod uptime;
+
+use regex::{Regex, RegexBuilder};
+use serde::de::DeserializeOwned;
+
+use crate::config::CheckConf;
+use crate::error::UsageError;
+
+use super::Check;
+
+/// A built-in check: its name, what it does, its instance options and how to build it.
+pub struct BuiltinSpec {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub options: &'static [&'static str],
+    pub build: fn(Option<&CheckConf>) -> Result<Vec<Box<dyn Check>>, UsageError>,
+}
+
+/// A built-in check type, built from its typed instance options.
+pub trait Builtin: Check + Sized + 'static {
+    type Instance: DeserializeOwned + Default;
+    /// Validates the options; the message names the option at fault.
+    fn new(instance: Self::Instance) -> Result<Self, String>;
+}
+
+/// Builds every instance of `C` from its file, or its default instance when there is none.
+pub fn build<C: Builtin>(conf: Option<&CheckConf>) -> Result<Vec<Box<dyn Check>>, UsageError> {
+    let instances = match conf {
+        Some(c) => c.typed_instances::<C::Instance>()?,
+        None => vec![C::Instance::default()],
+    };
+    instances
+        .into_iter()
+        .enumerate()
+        .map(|(i, inst)| {
+            C::new(inst)
+                .map(|c| Box::new(c) as Box<dyn Check>)
+                .map_err(|msg| match conf {
+                    Some(c) => UsageError::config(&c.path, format!("instances[{i}].{msg}")),
+                    None => UsageError::config("(default instance)", msg),
+                })
+        })
+        .collect()
+}
+
+/// Compiles a list of regexes into one, anchored at the start as the Agent's `re.match`.
+pub fn regex_list(
+    option: &str,
+    patterns: &[String],
+    ignore_case: bool,
+) -> Result<Option<Regex>, String> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let joined = patterns
+        .iter()
+        .map(|p| format!("(?:{p})"))
+        .collect::<Vec<_>>()
+        .join("|");
+    RegexBuilder::new(&format!("^(?:{joined})"))
+        .case_insensitive(ignore_case)
+        .size_limit(1 << 20)
+        .build()
+        .map(Some)
+        .map_err(|e| format!("{option}: not a valid regular expression: {e}"))
+}
+
+/// `key:value` tags.
+pub fn tags(pairs: &[(&str, &str)]) -> Vec<String> {
+    pairs.iter().map(|(k, v)| format!("{k}:{v}")).collect()
+}
+
+#[cfg(target_os = "linux")]
+pub static BUILTINS: &[BuiltinSpec] = &[
+    BuiltinSpec {
+        name: "cpu",
+        summary: "CPU time split (user, system, idle, iowait, stolen, guest) in percent",
+        options: cpu::OPTIONS,
+        build: build::<cpu::CpuCheck>,
+    },
+    BuiltinSpec {
+        name: "disk",
+        summary: "space and inodes of each mounted filesystem",
+        options: disk::OPTIONS,
+        build: build::<disk::DiskCheck>,
+    },
+    BuiltinSpec {
+        name: "io",
+        summary: "per-device I/O rates, latency and utilisation (iostat -x)",
+        options: io::OPTIONS,
+        build: build::<io::IoCheck>,
+    },
+    BuiltinSpec {
+        name: "load",
+        summary: "load averages, raw and per core",
+        options: load::OPTIONS,
+        build: build::<load::LoadCheck>,
+    },
+    BuiltinSpec {
+        name: "memory",
+        summary: "physical memory and swap",
+        options: memory::OPTIONS,
+        build: build::<memory::MemoryCheck>,
+    },
+    BuiltinSpec {
+        name: "network",
+        summary: "per-interface traffic and errors; TCP/UDP connection states",
+        options: network::OPTIONS,
+        build: build::<network::NetworkCheck>,
+    },
+    BuiltinSpec {
+        name: "process",
+        summary: "CPU, memory, threads, fds and I/O of processes matched by name or pattern",
+        options: process::OPTIONS,
+        build: build::<process::ProcessCheck>,
+    },
+    BuiltinSpec {
+        name: "uptime",
+        summary: "seconds since boot",
+        options: uptime::OPTIONS,
+        build: build::<uptime::UptimeCheck>,
+    },
+];
+
+#[cfg(not(target_os = "linux"))]
+fn unsupported(_conf: Option<&CheckConf>) -> Result<Vec<Box<dyn Check>>, UsageError> {
+    Err(UsageError::flag(
+        "check",
+        "the built-in system checks read /proc and run on Linux only for now",
+    ))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub static BUILTINS: &[BuiltinSpec] = &[
+    BuiltinSpec {
+        name: "cpu",
+        summary: "CPU time split (Linux only)",
+        options: &[],
+        build: unsupported,
+    },
+    BuiltinSpec {
+        name: "disk",
+        summary: "filesystem space (Linux only)",
+        options: &[],
+        build: unsupported,
+    },
+    BuiltinSpec {
+        name: "io",
+        summary: "device I/O (Linux only)",
+        options: &[],
+        build: unsupported,
+    },
+    BuiltinSpec {
+        name: "load",
+        summary: "load averages (Linux only)",
+        options: &[],
+        build: unsupported,
+    },
+    BuiltinSpec {
+        name: "memory",
+        summary: "memory and swap (Linux only)",
+        options: &[],
+        build: unsupported,
+    },
+    BuiltinSpec {
+        name: "network",
+        summary: "interfaces (Linux only)",
+        options: &[],
+        build: unsupported,
+    },
+    BuiltinSpec {
+        name: "process",
+        summary: "processes (Linux only)",
+        options: &[],
+        build: unsupported,
+    },
+    BuiltinSpec {
+        name: "uptime",
+        summary: "uptime (Linux only)",
+        options: &[],
+        build: unsupported,
+    },
+];

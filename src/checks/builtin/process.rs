@@ -1,0 +1,214 @@
+//! `process`: processes matched by name or command-line pattern, summed as the Agent's process
+//! check reports them (system.processes.* tagged process_name:NAME, and the process.up service
+//! check).
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use serde::Deserialize;
+
+use crate::checks::Check;
+use crate::metrics::{ServiceCheckStatus, Sink};
+
+use super::Builtin;
+
+pub const OPTIONS: &[&str] = &[
+    "search_string",
+    "exact_match",
+    "pid",
+    "pid_file",
+    "ignore_denied_access",
+];
+
+#[derive(Debug, Deserialize)]
+#[serde(default)]
+pub struct ProcessInstance {
+    name: Option<String>,
+    search_string: Vec<String>,
+    exact_match: bool,
+    pid: Option<i32>,
+    pid_file: Option<String>,
+    ignore_denied_access: bool,
+}
+
+impl Default for ProcessInstance {
+    fn default() -> Self {
+        ProcessInstance {
+            name: None,
+            search_string: Vec::new(),
+            exact_match: true,
+            pid: None,
+            pid_file: None,
+            ignore_denied_access: true,
+        }
+    }
+}
+
+pub struct ProcessCheck {
+    name: String,
+    opts: ProcessInstance,
+    /// CPU seconds per pid at the previous run, to turn into a percentage.
+    last_cpu: Option<(Instant, HashMap<i32, f64>)>,
+}
+
+impl Builtin for ProcessCheck {
+    type Instance = ProcessInstance;
+    fn new(opts: ProcessInstance) -> Result<Self, String> {
+        let name =
+            opts.name.clone().filter(|n| !n.trim().is_empty()).ok_or(
+                "name: required; the process check tags everything with process_name:NAME",
+            )?;
+        if opts.search_string.is_empty() && opts.pid.is_none() && opts.pid_file.is_none() {
+            return Err("search_string: required (a list of names or patterns), unless pid or pid_file is set".into());
+        }
+        Ok(ProcessCheck {
+            name,
+            opts,
+            last_cpu: None,
+        })
+    }
+}
+
+impl ProcessCheck {
+    fn matches(&self, p: &procfs::process::Process) -> bool {
+        if let Some(pid) = self.opts.pid {
+            return p.pid == pid;
+        }
+        if self.opts.search_string.iter().any(|s| s == "All") {
+            return true;
+        }
+        if self.opts.exact_match {
+            let Ok(stat) = p.stat() else { return false };
+            self.opts.search_string.iter().any(|s| *s == stat.comm)
+        } else {
+            let Ok(cmd) = p.cmdline() else { return false };
+            let line = cmd.join(" ");
+            !line.is_empty()
+                && self
+                    .opts
+                    .search_string
+                    .iter()
+                    .any(|s| line.contains(s.as_str()))
+        }
+    }
+
+    fn pid_from_file(&self) -> anyhow::Result<Option<i32>> {
+        let Some(path) = &self.opts.pid_file else {
+            return Ok(None);
+        };
+        let text =
+            std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("pid_file {path}: {e}"))?;
+        let pid = text
+            .trim()
+            .parse::<i32>()
+            .map_err(|_| anyhow::anyhow!("pid_file {path}: `{}` is not a pid", text.trim()))?;
+        Ok(Some(pid))
+    }
+}
+
+impl Check for ProcessCheck {
+    fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
+        let now = Instant::now();
+        let pid_from_file = self.pid_from_file()?;
+        let tps = procfs::ticks_per_second() as f64;
+        let page_total = {
+            use procfs::Current;
+            procfs::Meminfo::current()
+                .map(|m| m.mem_total as f64)
+                .unwrap_or(0.0)
+        };
+        let me = std::process::id() as i32;
+        let (mut count, mut rss, mut vms, mut threads) = (0u64, 0f64, 0f64, 0f64);
+        let (mut fds, mut fds_known) = (0f64, false);
+        let mut io = [0f64; 4];
+        let mut io_known = false;
+        let mut cpu: HashMap<i32, f64> = HashMap::new();
+        let mut denied = 0u32;
+        for p in procfs::process::all_processes()?.flatten() {
+            // agentprof reading /proc is not the process the user asked about.
+            if p.pid == me {
+                continue;
+            }
+            let hit = match pid_from_file {
+                Some(pid) => p.pid == pid,
+                None => self.matches(&p),
+            };
+            if !hit {
+                continue;
+            }
+            let Ok(stat) = p.stat() else { continue };
+            count += 1;
+            rss += (stat.rss * procfs::page_size()) as f64;
+            vms += stat.vsize as f64;
+            threads += stat.num_threads as f64;
+            cpu.insert(p.pid, (stat.utime + stat.stime) as f64 / tps);
+            match p.fd_count() {
+                Ok(n) => {
+                    fds += n as f64;
+                    fds_known = true;
+                }
+                Err(_) => denied += 1,
+            }
+            if let Ok(i) = p.io() {
+                io_known = true;
+                io[0] += i.syscr as f64;
+                io[1] += i.syscw as f64;
+                io[2] += i.read_bytes as f64;
+                io[3] += i.write_bytes as f64;
+            }
+        }
+        let t = [format!("process_name:{}", self.name)];
+        sink.gauge("system.processes.number", count as f64, &t);
+        let status = if count > 0 {
+            ServiceCheckStatus::Ok
+        } else {
+            ServiceCheckStatus::Critical
+        };
+        let msg = if count > 0 {
+            String::new()
+        } else {
+            format!("no process matched {:?}", self.opts.search_string)
+        };
+        sink.service_check("process.up", status, &t, &msg);
+        if count == 0 {
+            self.last_cpu = Some((now, cpu));
+            return Ok(());
+        }
+        sink.gauge("system.processes.mem.rss", rss, &t);
+        sink.gauge("system.processes.mem.vms", vms, &t);
+        if page_total > 0.0 {
+            sink.gauge("system.processes.mem.pct", rss / page_total * 100.0, &t);
+        }
+        sink.gauge("system.processes.threads", threads, &t);
+        if fds_known {
+            sink.gauge("system.processes.open_file_descriptors", fds, &t);
+        }
+        if denied > 0 && !self.opts.ignore_denied_access {
+            sink.warning(format!(
+                "access denied to the fds of {denied} matched process(es)"
+            ));
+        }
+        if io_known {
+            sink.rate("system.processes.ioread_count", io[0], &t);
+            sink.rate("system.processes.iowrite_count", io[1], &t);
+            sink.rate("system.processes.ioread_bytes", io[2], &t);
+            sink.rate("system.processes.iowrite_bytes", io[3], &t);
+        }
+        match &self.last_cpu {
+            Some((then, prev)) => {
+                let dt = now.duration_since(*then).as_secs_f64();
+                // Only processes seen both times: a new process's lifetime CPU is not this interval's.
+                let used: f64 = cpu
+                    .iter()
+                    .filter_map(|(pid, s)| prev.get(pid).map(|p| (s - p).max(0.0)))
+                    .sum();
+                if dt > 0.0 {
+                    sink.gauge("system.processes.cpu.pct", used / dt * 100.0, &t);
+                }
+            }
+            None => sink.awaiting_previous(1),
+        }
+        self.last_cpu = Some((now, cpu));
+        Ok(())
+    }
+}

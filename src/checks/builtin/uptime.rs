@@ -1,0 +1,31 @@
+//! `uptime`: seconds since the machine booted.
+
+use serde::Deserialize;
+
+use crate::checks::Check;
+use crate::metrics::Sink;
+
+use super::Builtin;
+
+pub const OPTIONS: &[&str] = &[];
+
+#[derive(Debug, Default, Deserialize)]
+pub struct UptimeInstance {}
+
+pub struct UptimeCheck;
+
+impl Builtin for UptimeCheck {
+    type Instance = UptimeInstance;
+    fn new(_: UptimeInstance) -> Result<Self, String> {
+        Ok(UptimeCheck)
+    }
+}
+
+impl Check for UptimeCheck {
+    fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
+        use procfs::Current;
+        let up = procfs::Uptime::current()?;
+        sink.gauge("system.uptime", up.uptime, &[]);
+        Ok(())
+    }
+}

@@ -1,0 +1,258 @@
+//! Runs built-in check instances on a dedicated thread and measures each run on agentprof's
+//! own process: snapshots are taken on that thread right before and after `Check::run`, so the
+//! figures cover the run and nothing else. The thread lives across runs, so its creation never
+//! shows up as a run's threads, VMS or RSS. A run past its `timeout` is reported as failed and
+//! abandoned; the instance is not run again while it is still going.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::config::{AgentConfig, InstanceCommon};
+use crate::metrics::{Aggregator, Flushed, Sink};
+use crate::procstat::{self, ProcessSnapshot, Target};
+use crate::profile::{CallProfile, RUN_THREAD_NAME, RunCost, RunRecord, Sampler, measured_run};
+
+use super::{Check, LoadedCheck};
+
+/// Default per-run timeout of a built-in check, in seconds.
+const DEFAULT_TIMEOUT_S: f64 = 30.0;
+
+struct Job {
+    check: Box<dyn Check>,
+    reply: mpsc::Sender<Done>,
+}
+
+struct Done {
+    check: Box<dyn Check>,
+    sink: Sink,
+    result: Result<(), String>,
+    started_at: f64,
+    wall_s: f64,
+    before: ProcessSnapshot,
+    after: ProcessSnapshot,
+    peak_reset: bool,
+}
+
+struct Worker {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Worker {
+    fn spawn() -> std::io::Result<Worker> {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name(RUN_THREAD_NAME.into())
+            .spawn(move || {
+                for job in rx {
+                    let done = execute(job.check);
+                    if job.reply.send(done).is_err() {
+                        break;
+                    }
+                }
+            })?;
+        Ok(Worker { jobs: tx })
+    }
+}
+
+fn execute(mut check: Box<dyn Check>) -> Done {
+    let mut sink = Sink::default();
+    let peak_reset = procstat::reset_peak_rss(Target::SelfProcess);
+    let before = procstat::snapshot(Target::SelfProcess);
+    let started_at = unix_now();
+    let t0 = Instant::now();
+    let outcome =
+        std::panic::catch_unwind(AssertUnwindSafe(|| measured_run(|| check.run(&mut sink))));
+    let wall_s = t0.elapsed().as_secs_f64();
+    let after = procstat::snapshot(Target::SelfProcess);
+    let result = match outcome {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(format!("{e:#}")),
+        Err(panic) => Err(format!("the check panicked: {}", panic_message(&panic))),
+    };
+    Done {
+        check,
+        sink,
+        result,
+        started_at,
+        wall_s,
+        before,
+        after,
+        peak_reset,
+    }
+}
+
+fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+struct Instance {
+    index: usize,
+    timeout: Duration,
+    aggregator: Aggregator,
+    /// `None` while a timed-out run still holds the check.
+    check: Option<Box<dyn Check>>,
+}
+
+/// Runs the instances of one loaded check, keeping aggregation state across runs.
+pub struct Runner {
+    name: String,
+    instances: Vec<Instance>,
+    worker: Option<Worker>,
+}
+
+impl Runner {
+    /// Prepares `loaded`'s instances (all, or only `only`, 0-based) for running.
+    pub fn new(loaded: LoadedCheck, config: &AgentConfig, only: Option<usize>) -> Runner {
+        let instances = loaded
+            .instances
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| only.is_none_or(|o| o == *i))
+            .map(|(index, (common, check))| Instance {
+                index,
+                timeout: timeout_of(&common),
+                aggregator: Aggregator::new(
+                    hostname_of(&common, config),
+                    &common.tags,
+                    &config.tags,
+                    config.histogram.clone(),
+                ),
+                check: Some(check),
+            })
+            .collect();
+        Runner {
+            name: loaded.name,
+            instances,
+            worker: None,
+        }
+    }
+
+    pub fn instance_count(&self) -> usize {
+        self.instances.len()
+    }
+
+    /// Index (as in `instances[N]`) of the `pos`-th instance this runner runs.
+    pub fn instance_index(&self, pos: usize) -> usize {
+        self.instances[pos].index
+    }
+
+    /// Runs the `pos`-th instance once; with `profile`, samples the run into it.
+    pub fn run(&mut self, pos: usize, run: u32, profile: Option<&mut CallProfile>) -> RunRecord {
+        let name = self.name.clone();
+        let (index, timeout) = (self.instances[pos].index, self.instances[pos].timeout);
+        let Some(check) = self.instances[pos].check.take() else {
+            return self.failed(
+                pos,
+                run,
+                "the previous run is still going (it timed out)".into(),
+            );
+        };
+        if self.worker.is_none() {
+            match Worker::spawn() {
+                Ok(w) => self.worker = Some(w),
+                Err(e) => {
+                    self.instances[pos].check = Some(check);
+                    return self.failed(pos, run, format!("cannot start the run thread: {e}"));
+                }
+            }
+        }
+        let (reply_tx, reply_rx) = mpsc::channel();
+        let mut sampler = match profile.as_ref() {
+            Some(p) => match Sampler::start(p.frequency_hz) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    self.instances[pos].check = Some(check);
+                    return self.failed(pos, run, format!("{e:#}"));
+                }
+            },
+            None => None,
+        };
+        let sent = self.worker.as_ref().is_some_and(|w| {
+            w.jobs
+                .send(Job {
+                    check,
+                    reply: reply_tx,
+                })
+                .is_ok()
+        });
+        let started = Instant::now();
+        let received = if sent {
+            reply_rx.recv_timeout(timeout).ok()
+        } else {
+            None
+        };
+        let mut sample_error = None;
+        if let (Some(s), Some(p)) = (sampler.take(), profile) {
+            if let Err(e) = s.finish(p) {
+                sample_error = Some(format!("{e:#}"));
+            }
+        }
+        let Some(done) = received else {
+            // The worker holds the check; later runs on a fresh worker, this instance waits.
+            self.worker = None;
+            let why = if sent {
+                format!(
+                    "timed out after {} (instance timeout); the run was abandoned",
+                    crate::duration::human(started.elapsed())
+                )
+            } else {
+                "the run thread is gone".to_string()
+            };
+            let mut rec = self.failed(pos, run, why);
+            rec.cost.wall_s = started.elapsed().as_secs_f64();
+            return rec;
+        };
+        let inst = &mut self.instances[pos];
+        inst.check = Some(done.check);
+        let cost = RunCost::between(&done.before, &done.after, done.wall_s, done.peak_reset);
+        let mut flushed = inst.aggregator.flush(done.sink, done.started_at, run);
+        if let Some(e) = sample_error {
+            flushed.warnings.push(format!("profile: {e}"));
+        }
+        RunRecord::new(
+            &name,
+            index,
+            run,
+            done.started_at,
+            done.result,
+            cost,
+            flushed,
+        )
+    }
+
+    fn failed(&mut self, pos: usize, run: u32, why: String) -> RunRecord {
+        let index = self.instances[pos].index;
+        RunRecord::new(
+            &self.name,
+            index,
+            run,
+            unix_now(),
+            Err(why),
+            RunCost::default(),
+            Flushed::default(),
+        )
+    }
+}
+
+fn timeout_of(common: &InstanceCommon) -> Duration {
+    Duration::from_secs_f64(common.timeout.unwrap_or(DEFAULT_TIMEOUT_S))
+}
+
+fn hostname_of(common: &InstanceCommon, config: &AgentConfig) -> String {
+    if common.empty_default_hostname {
+        String::new()
+    } else {
+        config.hostname.clone()
+    }
+}

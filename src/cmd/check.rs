@@ -1,0 +1,243 @@
+//! `agentprof check NAME`: run one check once or N times, print its metrics and what each run
+//! cost, and optionally its CPU profile, flamegraph, pprof file and collector.log block.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context as _;
+
+use crate::checks::{Registry, Runner};
+use crate::cli::CheckArgs;
+use crate::config::{AgentConfig, LoadOptions};
+use crate::error::UsageError;
+use crate::profile::{CallProfile, ProfileKind, top, write_flamegraph};
+use crate::progress::Progress;
+use crate::render::{self, CheckReport, ProfileSummary, Style};
+
+use super::{Outcome, load_options};
+
+/// Fewer samples than this make a table that misleads more than it tells.
+pub const MIN_PROFILE_SAMPLES: u64 = 20;
+
+/// `agentprof check` options, validated once, free of clap types.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    pub name: String,
+    pub load: LoadOptions,
+    pub profile: bool,
+    pub times: u32,
+    pub pause: Duration,
+    pub json: bool,
+    pub bordered: bool,
+    pub top: usize,
+    pub frequency_hz: u32,
+    pub flamegraph: Option<PathBuf>,
+    pub pprof: Option<PathBuf>,
+    pub log: Option<PathBuf>,
+    pub instance: Option<usize>,
+}
+
+impl CheckOptions {
+    pub fn from_args(a: CheckArgs) -> Result<CheckOptions, UsageError> {
+        let mut pause = match &a.pause {
+            Some(p) => {
+                crate::duration::parse(p, 1e-3).map_err(|e| UsageError::flag("--pause", e))?
+            }
+            None => Duration::ZERO,
+        };
+        let mut times = a.times;
+        if a.rate {
+            // Like the Agent's `check -r`: two runs, one second apart, so rates have a value.
+            times = times.max(2);
+            pause = pause.max(Duration::from_secs(1));
+        }
+        for (flag, path) in [
+            ("--flamegraph", &a.flamegraph),
+            ("--pprof", &a.pprof),
+            ("--log", &a.log),
+        ] {
+            if let Some(p) = path {
+                writable_parent(flag, p)?;
+            }
+        }
+        Ok(CheckOptions {
+            load: load_options(&a.config),
+            name: a.name,
+            profile: a.profile || a.flamegraph.is_some() || a.pprof.is_some(),
+            times,
+            pause,
+            json: a.json,
+            bordered: a.table,
+            top: a.top as usize,
+            frequency_hz: a.frequency,
+            flamegraph: a.flamegraph,
+            pprof: a.pprof,
+            log: a.log,
+            instance: a.instance,
+        })
+    }
+}
+
+/// Fails before any run when an output file could not be written anyway.
+fn writable_parent(flag: &str, path: &Path) -> Result<(), UsageError> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(UsageError::flag(
+            flag,
+            format!("directory {} does not exist", parent.display()),
+        ));
+    }
+    if path.is_dir() {
+        return Err(UsageError::flag(
+            flag,
+            format!("{} is a directory; give a file name", path.display()),
+        ));
+    }
+    Ok(())
+}
+
+pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
+    let config = AgentConfig::load(&opts.load)?;
+    let registry = Registry::new(&config);
+    let loaded = registry.load(&opts.name)?;
+    let count = loaded.instances.len();
+    if let Some(i) = opts.instance
+        && i >= count
+    {
+        return Err(UsageError::flag(
+            "--instance",
+            format!(
+                "{} has {count} instance{} (0..{}); there is no instances[{i}]",
+                loaded.source,
+                if count == 1 { "" } else { "s" },
+                count - 1
+            ),
+        )
+        .into());
+    }
+    let mut config_warnings = config.warnings.clone();
+    config_warnings.extend(loaded.warnings.iter().cloned());
+    for w in &config_warnings {
+        eprintln!("agentprof: warning: {w}");
+    }
+    let (name, kind, version, source) = (
+        loaded.name.clone(),
+        loaded.kind,
+        loaded.version.clone(),
+        loaded.source.clone(),
+    );
+    let mut runner = Runner::new(loaded, &config, opts.instance);
+
+    let start_ns = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0);
+    let mut profile = opts
+        .profile
+        .then(|| CallProfile::new(ProfileKind::Cpu, opts.frequency_hz, start_ns));
+    let mut progress = Progress::new(
+        u64::from(opts.times) * runner.instance_count() as u64,
+        &format!("{name}:"),
+    );
+    let mut records = Vec::new();
+    for run in 1..=opts.times {
+        for pos in 0..runner.instance_count() {
+            records.push(runner.run(pos, run, profile.as_mut()));
+            progress.inc();
+        }
+        if run < opts.times && !opts.pause.is_zero() {
+            std::thread::sleep(opts.pause);
+        }
+    }
+    progress.finish();
+
+    let summary = profile.as_ref().map(|p| ProfileSummary {
+        frequency_hz: p.frequency_hz,
+        period_ns: p.period_ns,
+        samples: p.total_samples(),
+        min_samples: MIN_PROFILE_SAMPLES,
+        top: top(p, opts.top),
+    });
+    let report = CheckReport {
+        check: name,
+        kind,
+        version,
+        source,
+        records,
+        profile: summary,
+        config_warnings,
+    };
+
+    // Print first: whatever happens to the files below, what was collected is not lost.
+    let mut stdout = std::io::stdout().lock();
+    if opts.json {
+        serde_json::to_writer_pretty(&mut stdout, &render::json::render(&report))?;
+        writeln!(stdout)?;
+    } else {
+        stdout
+            .write_all(render::table::render(&report, Style::detect(opts.bordered)).as_bytes())?;
+    }
+    stdout.flush()?;
+    drop(stdout);
+
+    write_outputs(&opts, &config, &report, profile.as_ref())?;
+    Ok(if report.failed_runs() > 0 {
+        Outcome::RunFailed
+    } else {
+        Outcome::Success
+    })
+}
+
+fn write_outputs(
+    opts: &CheckOptions,
+    config: &AgentConfig,
+    report: &CheckReport,
+    profile: Option<&CallProfile>,
+) -> anyhow::Result<()> {
+    if let Some(log) = opts.log.as_ref().or(config.log_file.as_ref()) {
+        render::collector_log::append(log, &report.records).map_err(|e| {
+            UsageError::flag("--log", format!("cannot append to {}: {e}", log.display()))
+        })?;
+    }
+    let Some(profile) = profile else {
+        return Ok(());
+    };
+    if let Some(path) = &opts.pprof {
+        let bytes = crate::pprof::encode_gzip(profile).context("encoding the pprof profile")?;
+        std::fs::write(path, bytes).map_err(|e| {
+            UsageError::flag("--pprof", format!("cannot write {}: {e}", path.display()))
+        })?;
+        eprintln!(
+            "agentprof: wrote {} ({} samples)",
+            path.display(),
+            profile.total_samples()
+        );
+    }
+    if let Some(path) = &opts.flamegraph {
+        if profile.total_samples() == 0 {
+            eprintln!(
+                "agentprof: --flamegraph: no CPU samples were taken, so {} was not written; sample more runs (--times)",
+                path.display()
+            );
+        } else {
+            let file = std::fs::File::create(path).map_err(|e| {
+                UsageError::flag(
+                    "--flamegraph",
+                    format!("cannot write {}: {e}", path.display()),
+                )
+            })?;
+            let title = format!(
+                "agentprof check {} — {} samples",
+                report.check,
+                profile.total_samples()
+            );
+            write_flamegraph(profile, &title, std::io::BufWriter::new(file))?;
+            eprintln!("agentprof: wrote {}", path.display());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,62 @@
+//! `agentprof list`: every check agentprof can run, where its configuration comes from, and
+//! how many instances it has.
+
+use std::io::Write;
+
+use comfy_table::Table;
+use comfy_table::presets::NOTHING;
+
+use crate::checks::Registry;
+use crate::config::{AgentConfig, LoadOptions};
+
+use super::Outcome;
+
+pub fn run(opts: LoadOptions, json: bool) -> anyhow::Result<Outcome> {
+    let config = AgentConfig::load(&opts)?;
+    for w in &config.warnings {
+        eprintln!("agentprof: warning: {w}");
+    }
+    let rows = Registry::new(&config).list();
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(
+            &mut out,
+            &serde_json::json!({
+                "confd_path": config.confd_path,
+                "checks": rows,
+            }),
+        )?;
+        writeln!(out)?;
+        return Ok(Outcome::Success);
+    }
+    let mut t = Table::new();
+    t.load_style(NOTHING).force_no_tty();
+    t.set_header(["CHECK", "KIND", "CONFIG", "INSTANCES", "WHAT IT REPORTS"]);
+    for r in &rows {
+        let instances = if r.error.is_some() {
+            "error".to_string()
+        } else {
+            r.instances.to_string()
+        };
+        t.add_row(vec![
+            r.name.clone(),
+            r.kind.label().to_string(),
+            r.source.to_string(),
+            instances,
+            r.summary.clone(),
+        ]);
+    }
+    for line in t.to_string().lines() {
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    for r in rows.iter().filter(|r| r.error.is_some()) {
+        writeln!(
+            out,
+            "\n{}: {}",
+            r.name,
+            r.error.as_deref().unwrap_or_default()
+        )?;
+    }
+    writeln!(out, "\nconf.d: {}", config.confd_path.display())?;
+    Ok(Outcome::Success)
+}

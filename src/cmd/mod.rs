@@ -1,0 +1,68 @@
+//! The command layer: clap arguments become plain options here, each command runs, and one
+//! exit-code policy applies — 0 ok, 1 a check run failed, 2 usage or configuration error;
+//! a closed pipe (`agentprof … | head`) is not an error.
+
+mod check;
+mod generate;
+mod list;
+
+pub use generate::{completion_file_name, completion_script, man_pages};
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command, ConfigArgs};
+use crate::config::LoadOptions;
+use crate::error::is_usage_error;
+
+/// How a command that ran to the end went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Success,
+    /// At least one check run failed; everything collected was still printed.
+    RunFailed,
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match run(cli) {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::RunFailed) => ExitCode::from(1),
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("agentprof: {e:#}");
+            ExitCode::from(if is_usage_error(&e) { 2 } else { 1 })
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    match cli.command {
+        Command::Check(args) => check::run(check::CheckOptions::from_args(args)?),
+        Command::List(args) => list::run(load_options(&args.config), args.json),
+        Command::Completions(args) => generate::completions(args.shell),
+        Command::Man(args) => generate::man(&args.out),
+    }
+}
+
+fn load_options(c: &ConfigArgs) -> LoadOptions {
+    LoadOptions {
+        config: c.config.clone(),
+        confd: c.confd.clone(),
+        checks: c.checks.clone(),
+    }
+}

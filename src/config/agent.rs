@@ -1,0 +1,278 @@
+//! agentprof.yaml: searched in --config, $AGENTPROF_CONFIG, ./agentprof.yaml,
+//! /etc/agentprof/agentprof.yaml; DD_HOSTNAME and DD_TAGS override as in the Datadog Agent.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::UsageError;
+use crate::metrics::validate_tag;
+
+use super::checkconf::{find_key_line, suggest};
+
+/// Keys agentprof.yaml understands; anything else warns, as the Agent does with typos.
+const KNOWN_KEYS: &[&str] = &[
+    "hostname",
+    "tags",
+    "developer_mode",
+    "confd_path",
+    "checks_path",
+    "log_file",
+    "python",
+    "collector_profile_interval",
+    "histogram_aggregates",
+    "histogram_percentiles",
+];
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct AgentConfigFile {
+    hostname: Option<String>,
+    tags: Vec<String>,
+    developer_mode: bool,
+    confd_path: Option<PathBuf>,
+    checks_path: Option<PathBuf>,
+    log_file: Option<PathBuf>,
+    python: Option<String>,
+    collector_profile_interval: Option<u32>,
+    histogram_aggregates: Option<Vec<String>>,
+    histogram_percentiles: Option<Vec<f64>>,
+}
+
+/// Which histogram aggregates a run flushes (`.max`, `.median`, `.avg`, `.count`, `.95percentile`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistogramConfig {
+    pub aggregates: Vec<String>,
+    pub percentiles: Vec<f64>,
+}
+
+impl Default for HistogramConfig {
+    fn default() -> Self {
+        HistogramConfig {
+            aggregates: vec!["max".into(), "median".into(), "avg".into(), "count".into()],
+            percentiles: vec![0.95],
+        }
+    }
+}
+
+/// The settings every command works from, resolved once.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// The file the settings came from, if any.
+    pub source: Option<PathBuf>,
+    pub hostname: String,
+    pub tags: Vec<String>,
+    pub developer_mode: bool,
+    pub confd_path: PathBuf,
+    pub checks_path: PathBuf,
+    pub log_file: Option<PathBuf>,
+    pub python: String,
+    pub collector_profile_interval: u32,
+    pub histogram: HistogramConfig,
+    /// Problems worth a warning that do not stop the command (unknown keys).
+    pub warnings: Vec<String>,
+}
+
+/// What the command line says about where configuration lives.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    pub config: Option<PathBuf>,
+    pub confd: Option<PathBuf>,
+    pub checks: Option<PathBuf>,
+}
+
+const ENV_CONFIG: &str = "AGENTPROF_CONFIG";
+
+impl AgentConfig {
+    /// Finds and reads agentprof.yaml, then applies environment and flag overrides.
+    pub fn load(opts: &LoadOptions) -> Result<AgentConfig, UsageError> {
+        let explicit = opts.config.clone().or_else(|| {
+            std::env::var_os(ENV_CONFIG)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        });
+        let source = match explicit {
+            Some(path) => {
+                if !path.is_file() {
+                    let flag = if opts.config.is_some() {
+                        "--config"
+                    } else {
+                        ENV_CONFIG
+                    };
+                    return Err(UsageError::flag(
+                        flag,
+                        format!("{} does not exist or is not a file", path.display()),
+                    ));
+                }
+                Some(path)
+            }
+            None => ["agentprof.yaml", "/etc/agentprof/agentprof.yaml"]
+                .iter()
+                .map(PathBuf::from)
+                .find(|p| p.is_file()),
+        };
+        let (file, warnings) = match &source {
+            Some(path) => read_file(path)?,
+            None => (AgentConfigFile::default(), Vec::new()),
+        };
+        Self::resolve(source, file, warnings, opts)
+    }
+
+    fn resolve(
+        source: Option<PathBuf>,
+        file: AgentConfigFile,
+        warnings: Vec<String>,
+        opts: &LoadOptions,
+    ) -> Result<AgentConfig, UsageError> {
+        let base = source
+            .as_deref()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let rel = |p: PathBuf| if p.is_relative() { base.join(p) } else { p };
+        let cfg_path = source
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("agentprof.yaml"));
+
+        let hostname = std::env::var("DD_HOSTNAME")
+            .ok()
+            .filter(|h| !h.trim().is_empty())
+            .or(file.hostname.filter(|h| !h.trim().is_empty()))
+            .unwrap_or_else(system_hostname);
+
+        let mut tags = file.tags;
+        if let Ok(env_tags) = std::env::var("DD_TAGS") {
+            tags.extend(env_tags.split_whitespace().map(str::to_string));
+        }
+        for tag in &tags {
+            if let Err(why) = validate_tag(tag) {
+                return Err(UsageError::config(
+                    &cfg_path,
+                    format!("tags: `{tag}` is not a valid tag: {why}"),
+                ));
+            }
+        }
+
+        let confd_path = opts
+            .confd
+            .clone()
+            .or(file.confd_path.map(rel))
+            .unwrap_or_else(|| default_dir("conf.d", "/etc/agentprof/conf.d"));
+        let checks_path = opts
+            .checks
+            .clone()
+            .or(file.checks_path.map(rel))
+            .unwrap_or_else(|| default_dir("checks", "/etc/agentprof/checks.d"));
+
+        let mut histogram = HistogramConfig::default();
+        if let Some(aggs) = file.histogram_aggregates {
+            for a in &aggs {
+                if !["max", "min", "median", "avg", "sum", "count"].contains(&a.as_str()) {
+                    return Err(UsageError::config(
+                        &cfg_path,
+                        format!(
+                            "histogram_aggregates: unknown aggregate `{a}` (use max, min, median, avg, sum, count)"
+                        ),
+                    ));
+                }
+            }
+            histogram.aggregates = aggs;
+        }
+        if let Some(pcts) = file.histogram_percentiles {
+            for p in &pcts {
+                if !(*p > 0.0 && *p < 1.0) {
+                    return Err(UsageError::config(
+                        &cfg_path,
+                        format!(
+                            "histogram_percentiles: {p} is not between 0 and 1 (write 0.95 for the 95th)"
+                        ),
+                    ));
+                }
+            }
+            histogram.percentiles = pcts;
+        }
+
+        Ok(AgentConfig {
+            source,
+            hostname,
+            tags,
+            developer_mode: file.developer_mode,
+            confd_path,
+            checks_path,
+            log_file: file.log_file.map(rel),
+            python: std::env::var("AGENTPROF_PYTHON")
+                .ok()
+                .filter(|p| !p.is_empty())
+                .or(file.python)
+                .unwrap_or_else(|| "python3".into()),
+            collector_profile_interval: file.collector_profile_interval.unwrap_or(20),
+            histogram,
+            warnings,
+        })
+    }
+}
+
+fn read_file(path: &Path) -> Result<(AgentConfigFile, Vec<String>), UsageError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UsageError::config(path, format!("cannot read: {e}")))?;
+    let value: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&text).map_err(|e| UsageError::yaml(path, &e))?;
+    let mut warnings = Vec::new();
+    match &value {
+        serde_yaml_ng::Value::Null => return Ok((AgentConfigFile::default(), warnings)),
+        serde_yaml_ng::Value::Mapping(map) => {
+            for key in map.keys() {
+                let key = key.as_str().unwrap_or("?");
+                if !KNOWN_KEYS.contains(&key) {
+                    let at = find_key_line(&text, key)
+                        .map(|l| format!(":{l}"))
+                        .unwrap_or_default();
+                    warnings.push(format!(
+                        "{}{at}: unknown option `{key}`{}",
+                        path.display(),
+                        suggest(key, KNOWN_KEYS.iter().copied())
+                    ));
+                }
+            }
+        }
+        _ => {
+            return Err(UsageError::config(
+                path,
+                "expected a mapping of settings (hostname:, tags:, confd_path: …)",
+            ));
+        }
+    }
+    let file: AgentConfigFile =
+        serde_yaml_ng::from_str(&text).map_err(|e| UsageError::yaml(path, &e))?;
+    Ok((file, warnings))
+}
+
+fn default_dir(local: &str, system: &str) -> PathBuf {
+    let local = PathBuf::from(local);
+    if local.is_dir() || !Path::new(system).is_dir() {
+        local
+    } else {
+        PathBuf::from(system)
+    }
+}
+
+/// The machine's host name, as the Agent reports it when none is configured.
+pub fn system_hostname() -> String {
+    #[cfg(target_os = "linux")]
+    if let Ok(h) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+        let h = h.trim();
+        if !h.is_empty() {
+            return h.to_string();
+        }
+    }
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its whole length and gethostname NUL-terminates within it.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc == 0 {
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        if let Ok(s) = std::str::from_utf8(&buf[..end]) {
+            return s.to_string();
+        }
+    }
+    "localhost".into()
+}

@@ -1,0 +1,272 @@
+//! One check's configuration file (`conf.d/NAME.yaml` or `conf.d/NAME.d/conf.yaml`) with
+//! `init_config:` and `instances:` exactly as Datadog users write them.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_yaml_ng::Value;
+
+use crate::error::UsageError;
+
+/// Options every instance of every check understands.
+pub const COMMON_INSTANCE_KEYS: &[&str] = &[
+    "min_collection_interval",
+    "tags",
+    "timeout",
+    "service",
+    "name",
+    "empty_default_hostname",
+];
+
+/// Top-level keys of a check file besides init_config and instances that Datadog users keep there.
+const OTHER_TOP_KEYS: &[&str] = &["logs", "ad_identifiers"];
+
+/// A check's configuration file, read and parsed as YAML.
+#[derive(Debug, Clone)]
+pub struct CheckConf {
+    pub path: PathBuf,
+    text: String,
+    pub init_config: Value,
+    pub instances: Vec<Value>,
+}
+
+/// The per-instance options the runner itself uses, whatever the check.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct InstanceCommon {
+    pub min_collection_interval: Option<f64>,
+    pub tags: Vec<String>,
+    pub timeout: Option<f64>,
+    pub service: Option<String>,
+    pub name: Option<String>,
+    pub empty_default_hostname: bool,
+}
+
+#[derive(Deserialize)]
+struct TypedFile<T> {
+    #[serde(default = "Vec::new")]
+    instances: Vec<Option<T>>,
+}
+
+#[derive(Deserialize)]
+struct TypedInit<T> {
+    init_config: Option<T>,
+}
+
+impl CheckConf {
+    /// Finds NAME's file in `confd`: `NAME.yaml`, `NAME.yml`, then `NAME.d/conf.yaml`.
+    pub fn find(confd: &Path, name: &str) -> Option<PathBuf> {
+        [
+            confd.join(format!("{name}.yaml")),
+            confd.join(format!("{name}.yml")),
+            confd.join(format!("{name}.d")).join("conf.yaml"),
+            confd.join(format!("{name}.d")).join("conf.yml"),
+        ]
+        .into_iter()
+        .find(|p| p.is_file())
+    }
+
+    /// Reads and parses `path`. Syntax errors carry file:line:column.
+    pub fn read(path: &Path) -> Result<CheckConf, UsageError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| UsageError::config(path, format!("cannot read: {e}")))?;
+        Self::parse(path, text)
+    }
+
+    pub fn parse(path: &Path, text: String) -> Result<CheckConf, UsageError> {
+        let value: Value =
+            serde_yaml_ng::from_str(&text).map_err(|e| UsageError::yaml(path, &e))?;
+        let Value::Mapping(map) = value else {
+            return Err(UsageError::config(
+                path,
+                "expected a mapping with `init_config:` and `instances:`",
+            ));
+        };
+        let init_config = map.get("init_config").cloned().unwrap_or(Value::Null);
+        let instances = match map.get("instances") {
+            Some(Value::Sequence(seq)) => seq
+                .iter()
+                .map(|v| match v {
+                    Value::Null => Value::Mapping(Default::default()),
+                    other => other.clone(),
+                })
+                .collect(),
+            Some(Value::Null) | None => Vec::new(),
+            Some(_) => {
+                let line = find_key_line(&text, "instances").unwrap_or(1);
+                return Err(UsageError::ConfigAt {
+                    path: path.to_path_buf(),
+                    line,
+                    column: 1,
+                    message: "instances: expected a list of instances (`- key: value`)".into(),
+                });
+            }
+        };
+        if instances.is_empty() {
+            return Err(UsageError::config(
+                path,
+                "no instances: add at least one under `instances:` (`- {}` runs the defaults)",
+            ));
+        }
+        for (i, inst) in instances.iter().enumerate() {
+            if !inst.is_mapping() {
+                return Err(UsageError::config(
+                    path,
+                    format!("instances[{i}]: expected a mapping of options"),
+                ));
+            }
+        }
+        Ok(CheckConf {
+            path: path.to_path_buf(),
+            text,
+            init_config,
+            instances,
+        })
+    }
+
+    /// Warnings for keys no one reads: unknown top-level keys and unknown instance options.
+    pub fn unknown_key_warnings(&self, check_keys: &[&str]) -> Vec<String> {
+        let mut out = Vec::new();
+        let top: Vec<String> = serde_yaml_ng::from_str::<Value>(&self.text)
+            .ok()
+            .and_then(|v| v.as_mapping().cloned())
+            .map(|m| {
+                m.keys()
+                    .filter_map(|k| k.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let top_known = ["init_config", "instances"]
+            .iter()
+            .chain(OTHER_TOP_KEYS)
+            .copied()
+            .collect::<Vec<_>>();
+        for key in &top {
+            if !top_known.contains(&key.as_str()) {
+                out.push(self.unknown(key, "", &top_known));
+            }
+        }
+        let known: Vec<&str> = COMMON_INSTANCE_KEYS
+            .iter()
+            .chain(check_keys)
+            .copied()
+            .collect();
+        for (i, inst) in self.instances.iter().enumerate() {
+            if let Some(map) = inst.as_mapping() {
+                for key in map.keys() {
+                    let key = key.as_str().unwrap_or("?");
+                    if !known.contains(&key) {
+                        out.push(self.unknown(key, &format!("instances[{i}]."), &known));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn unknown(&self, key: &str, prefix: &str, known: &[&str]) -> String {
+        let at = find_key_line(&self.text, key)
+            .map(|l| format!(":{l}"))
+            .unwrap_or_default();
+        format!(
+            "{}{at}: unknown option `{prefix}{key}`, ignored{}",
+            self.path.display(),
+            suggest(key, known.iter().copied())
+        )
+    }
+
+    /// Every instance as the check's typed options; a wrong type names the option and its place.
+    pub fn typed_instances<T: DeserializeOwned + Default>(&self) -> Result<Vec<T>, UsageError> {
+        let file: TypedFile<T> =
+            serde_yaml_ng::from_str(&self.text).map_err(|e| UsageError::yaml(&self.path, &e))?;
+        Ok(file
+            .instances
+            .into_iter()
+            .map(Option::unwrap_or_default)
+            .collect())
+    }
+
+    /// `init_config:` as the check's typed options.
+    pub fn typed_init<T: DeserializeOwned + Default>(&self) -> Result<T, UsageError> {
+        let file: TypedInit<T> =
+            serde_yaml_ng::from_str(&self.text).map_err(|e| UsageError::yaml(&self.path, &e))?;
+        Ok(file.init_config.unwrap_or_default())
+    }
+}
+
+/// The 1-based line where `key:` first appears as a mapping key (also after `- `).
+pub fn find_key_line(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| {
+            let t = line.trim_start().trim_start_matches("- ").trim_start();
+            t.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+                || t.strip_prefix(&format!("\"{key}\""))
+                    .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        })
+        .map(|i| i + 1)
+}
+
+/// ` (did you mean `x`?)` for the closest candidate, or nothing when none is close.
+pub fn suggest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> String {
+    let best = candidates
+        .map(|c| (strsim::jaro_winkler(word, c), c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match best {
+        Some((_, c)) => format!(" (did you mean `{c}`?)"),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Default, Deserialize, PartialEq)]
+    #[serde(default)]
+    struct DiskLike {
+        use_mount: bool,
+    }
+
+    fn conf(text: &str) -> Result<CheckConf, UsageError> {
+        CheckConf::parse(Path::new("conf.d/disk.yaml"), text.to_string())
+    }
+
+    #[test]
+    fn syntax_error_has_line_and_column() {
+        let err = conf("init_config:\ninstances:\n  - use_mount: [\n").unwrap_err();
+        match err {
+            UsageError::ConfigAt { line, .. } => assert!(line >= 3),
+            other => panic!("expected a located error, got {other}"),
+        }
+    }
+
+    #[test]
+    fn wrong_type_names_the_option() {
+        let c = conf("init_config:\ninstances:\n  - use_mount: maybe\n").unwrap();
+        let err = c.typed_instances::<DiskLike>().unwrap_err().to_string();
+        assert!(err.contains("use_mount"), "{err}");
+        assert!(err.contains("disk.yaml:3:"), "{err}");
+    }
+
+    #[test]
+    fn unknown_options_warn_with_a_suggestion() {
+        let c = conf("init_config:\ninstances:\n  - use_mout: true\n    tags: [a:b]\n").unwrap();
+        let w = c.unknown_key_warnings(&["use_mount"]);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("disk.yaml:3: unknown option `instances[0].use_mout`"));
+        assert!(w[0].contains("did you mean `use_mount`"));
+    }
+
+    #[test]
+    fn empty_instance_runs_defaults() {
+        let c = conf("instances:\n  -\n").unwrap();
+        assert_eq!(
+            c.typed_instances::<DiskLike>().unwrap(),
+            vec![DiskLike::default()]
+        );
+        assert!(conf("instances: []\n").is_err());
+    }
+}

@@ -1,0 +1,63 @@
+//! Errors a user acts on. Anything of these types in an error chain exits with status 2.
+
+use std::path::PathBuf;
+
+/// A usage or configuration problem: the user must change a flag, a file or an environment value.
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    #[error("unknown check `{name}`{suggestion}")]
+    UnknownCheck { name: String, suggestion: String },
+    #[error("{flag}: {message}")]
+    Flag { flag: String, message: String },
+    #[error("{path}:{line}:{column}: {message}")]
+    ConfigAt {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{path}: {message}")]
+    Config { path: PathBuf, message: String },
+}
+
+impl UsageError {
+    pub fn flag(flag: impl Into<String>, message: impl Into<String>) -> Self {
+        UsageError::Flag {
+            flag: flag.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn config(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        UsageError::Config {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A YAML error, with its location when the parser knows it.
+    pub fn yaml(path: impl Into<PathBuf>, err: &serde_yaml_ng::Error) -> Self {
+        let path = path.into();
+        // serde_yaml_ng appends " at line L column C" to its message; keep the text before it.
+        let text = err.to_string();
+        let message = match text.find(" at line ") {
+            Some(i) => text[..i].to_string(),
+            None => text,
+        };
+        match err.location() {
+            Some(loc) => UsageError::ConfigAt {
+                path,
+                line: loc.line(),
+                column: loc.column(),
+                message,
+            },
+            None => UsageError::Config { path, message },
+        }
+    }
+}
+
+/// True when `err` (or anything it wraps) is a usage or configuration error.
+pub fn is_usage_error(err: &anyhow::Error) -> bool {
+    err.chain()
+        .any(|e| e.downcast_ref::<UsageError>().is_some())
+}

@@ -1,0 +1,17 @@
+//! agentprof: what agent checks, plugins and Go services cost.
+//!
+//! The binary is a thin shell over this library; see `cmd` for the command layer and
+//! DESIGN.md for how checks, run records, renderers and profiles fit together.
+
+pub mod checks;
+pub mod cli;
+pub mod cmd;
+pub mod config;
+pub mod duration;
+pub mod error;
+pub mod metrics;
+pub mod pprof;
+pub mod procstat;
+pub mod profile;
+pub mod progress;
+pub mod render;

@@ -1,0 +1,148 @@
+//! What a check submits and what a run reports: metrics with Datadog's types, service checks,
+//! events; tag validation; the aggregator that turns submissions into emitted values.
+
+mod aggregator;
+mod sink;
+
+pub use aggregator::{Aggregator, Flushed};
+pub use sink::{Sink, Submission};
+
+use serde::Serialize;
+
+/// How a check submitted a metric (the Datadog Agent's types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricType {
+    Gauge,
+    Count,
+    Rate,
+    MonotonicCount,
+    Histogram,
+    Historate,
+}
+
+impl MetricType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricType::Gauge => "gauge",
+            MetricType::Count => "count",
+            MetricType::Rate => "rate",
+            MetricType::MonotonicCount => "monotonic_count",
+            MetricType::Histogram => "histogram",
+            MetricType::Historate => "historate",
+        }
+    }
+}
+
+/// One emitted value, after aggregation: what a forwarder would send.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Metric {
+    pub metric: String,
+    /// The emitted type: `gauge`, `count` or `rate`.
+    #[serde(rename = "type")]
+    pub mtype: MetricType,
+    pub value: f64,
+    pub tags: Vec<String>,
+    pub host: String,
+    /// Unix seconds of the run that produced it.
+    pub timestamp: f64,
+    /// 1-based run number.
+    pub run: u32,
+}
+
+/// OK, WARNING, CRITICAL, UNKNOWN = 0..3, as Datadog numbers them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(into = "u8")]
+pub enum ServiceCheckStatus {
+    Ok = 0,
+    Warning = 1,
+    Critical = 2,
+    Unknown = 3,
+}
+
+impl From<ServiceCheckStatus> for u8 {
+    fn from(s: ServiceCheckStatus) -> u8 {
+        s as u8
+    }
+}
+
+impl ServiceCheckStatus {
+    pub fn from_code(code: i64) -> Option<Self> {
+        Some(match code {
+            0 => ServiceCheckStatus::Ok,
+            1 => ServiceCheckStatus::Warning,
+            2 => ServiceCheckStatus::Critical,
+            3 => ServiceCheckStatus::Unknown,
+            _ => return None,
+        })
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            ServiceCheckStatus::Ok => "OK",
+            ServiceCheckStatus::Warning => "WARNING",
+            ServiceCheckStatus::Critical => "CRITICAL",
+            ServiceCheckStatus::Unknown => "UNKNOWN",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServiceCheck {
+    pub name: String,
+    pub status: ServiceCheckStatus,
+    pub tags: Vec<String>,
+    pub message: String,
+    pub host: String,
+    pub run: u32,
+}
+
+/// An event as the Agent's `event()` takes it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Event {
+    pub title: String,
+    pub text: String,
+    pub alert_type: String,
+    pub priority: String,
+    pub aggregation_key: Option<String>,
+    pub source_type_name: Option<String>,
+    pub tags: Vec<String>,
+    pub host: String,
+    pub timestamp: f64,
+    pub run: u32,
+}
+
+/// Longest tag Datadog accepts.
+pub const MAX_TAG_LEN: usize = 200;
+
+/// Checks a tag the way Datadog's intake treats it; the reason is shown to the user.
+pub fn validate_tag(tag: &str) -> Result<(), &'static str> {
+    if tag.trim().is_empty() {
+        return Err("it is empty");
+    }
+    if tag.len() > MAX_TAG_LEN {
+        return Err("it is longer than 200 characters");
+    }
+    if tag.contains(',') {
+        return Err("it contains a comma, which separates tags");
+    }
+    if tag.chars().any(char::is_control) {
+        return Err("it contains a control character");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_validated() {
+        assert!(validate_tag("env:prod").is_ok());
+        assert!(validate_tag("device:/dev/sda1").is_ok());
+        assert!(validate_tag("").is_err());
+        assert!(validate_tag("a,b").is_err());
+        assert!(validate_tag("line\nbreak").is_err());
+        assert!(validate_tag(&"x".repeat(201)).is_err());
+    }
+}

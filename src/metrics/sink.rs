@@ -1,0 +1,100 @@
+//! The submission API a check calls during one run (gauge, count, rate, …), shared by every
+//! kind of check; the aggregator turns a run's submissions into emitted values.
+
+use super::{Event, MetricType, ServiceCheckStatus};
+
+/// One raw submission from a check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submission {
+    pub name: String,
+    pub mtype: MetricType,
+    pub value: f64,
+    pub tags: Vec<String>,
+    /// Overrides the agent's hostname for this value (`hostname=` in the Agent API).
+    pub hostname: Option<String>,
+    /// For monotonic_count: emit the first value instead of waiting for a second one.
+    pub flush_first_value: bool,
+}
+
+/// A service check as submitted, before hostname and global tags are applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubmittedServiceCheck {
+    pub name: String,
+    pub status: ServiceCheckStatus,
+    pub tags: Vec<String>,
+    pub hostname: Option<String>,
+    pub message: String,
+}
+
+/// Everything one run of one instance submitted.
+#[derive(Debug, Default)]
+pub struct Sink {
+    pub metrics: Vec<Submission>,
+    pub service_checks: Vec<SubmittedServiceCheck>,
+    pub events: Vec<Event>,
+    pub warnings: Vec<String>,
+    /// Values a check could not compute yet because they need a previous run (cpu %, io r_s).
+    pub awaiting_previous: u32,
+}
+
+impl Sink {
+    pub fn submit(&mut self, mtype: MetricType, name: &str, value: f64, tags: &[String]) {
+        self.metrics.push(Submission {
+            name: name.to_string(),
+            mtype,
+            value,
+            tags: tags.to_vec(),
+            hostname: None,
+            flush_first_value: false,
+        });
+    }
+
+    pub fn gauge(&mut self, name: &str, value: f64, tags: &[String]) {
+        self.submit(MetricType::Gauge, name, value, tags);
+    }
+
+    pub fn count(&mut self, name: &str, value: f64, tags: &[String]) {
+        self.submit(MetricType::Count, name, value, tags);
+    }
+
+    pub fn rate(&mut self, name: &str, value: f64, tags: &[String]) {
+        self.submit(MetricType::Rate, name, value, tags);
+    }
+
+    pub fn monotonic_count(&mut self, name: &str, value: f64, tags: &[String]) {
+        self.submit(MetricType::MonotonicCount, name, value, tags);
+    }
+
+    pub fn histogram(&mut self, name: &str, value: f64, tags: &[String]) {
+        self.submit(MetricType::Histogram, name, value, tags);
+    }
+
+    pub fn service_check(
+        &mut self,
+        name: &str,
+        status: ServiceCheckStatus,
+        tags: &[String],
+        message: &str,
+    ) {
+        self.service_checks.push(SubmittedServiceCheck {
+            name: name.to_string(),
+            status,
+            tags: tags.to_vec(),
+            hostname: None,
+            message: message.to_string(),
+        });
+    }
+
+    pub fn event(&mut self, event: Event) {
+        self.events.push(event);
+    }
+
+    pub fn warning(&mut self, message: impl Into<String>) {
+        self.warnings.push(message.into());
+    }
+
+    /// Notes `n` values that will appear from the next run on.
+    pub fn awaiting_previous(&mut self, n: u32) {
+        self.awaiting_previous += n;
+    }
+}

@@ -1,0 +1,172 @@
+//! Call profile -> profile.proto -> gzip, the form `go tool pprof` reads.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use prost::Message;
+
+use super::proto::{Function, Line, Location, Mapping, Profile, Sample, ValueType};
+use crate::profile::{CallProfile, ProfileKind};
+
+#[derive(Default)]
+struct Strings {
+    table: Vec<String>,
+    ids: HashMap<String, i64>,
+}
+
+impl Strings {
+    fn id(&mut self, s: &str) -> i64 {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = self.table.len() as i64;
+        self.table.push(s.to_string());
+        self.ids.insert(s.to_string(), id);
+        id
+    }
+}
+
+/// The profile as profile.proto: `samples/count` and `cpu/nanoseconds` per stack.
+pub fn to_proto(profile: &CallProfile) -> Profile {
+    let mut strings = Strings::default();
+    strings.id("");
+    let (samples, cpu, count, ns) = (
+        strings.id("samples"),
+        strings.id("cpu"),
+        strings.id("count"),
+        strings.id("nanoseconds"),
+    );
+    let ProfileKind::Cpu = profile.kind;
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "agentprof".into());
+    let mapping = Mapping {
+        id: 1,
+        filename: strings.id(&exe),
+        has_functions: true,
+        has_filenames: true,
+        has_line_numbers: true,
+        has_inline_frames: true,
+        ..Default::default()
+    };
+
+    let mut functions: Vec<Function> = Vec::new();
+    let mut function_ids: HashMap<(&str, Option<&str>), u64> = HashMap::new();
+    let mut locations: Vec<Location> = Vec::new();
+    let mut location_ids: HashMap<&[usize], u64> = HashMap::new();
+    let mut out_samples = Vec::with_capacity(profile.samples.len());
+    for s in &profile.samples {
+        let mut ids = Vec::with_capacity(s.locations.len());
+        for loc in &s.locations {
+            let next = locations.len() as u64 + 1;
+            let id = *location_ids.entry(loc.as_slice()).or_insert(next);
+            if id == next {
+                let lines = loc
+                    .iter()
+                    .map(|&fi| {
+                        let f = &profile.frames[fi];
+                        let key = (f.function.as_str(), f.file.as_deref());
+                        let fnext = functions.len() as u64 + 1;
+                        let function_id = *function_ids.entry(key).or_insert(fnext);
+                        if function_id == fnext {
+                            let name = strings.id(&f.function);
+                            functions.push(Function {
+                                id: function_id,
+                                name,
+                                system_name: name,
+                                filename: strings.id(f.file.as_deref().unwrap_or("")),
+                                start_line: 0,
+                            });
+                        }
+                        Line {
+                            function_id,
+                            line: f.line.map_or(0, i64::from),
+                            column: 0,
+                        }
+                    })
+                    .collect();
+                locations.push(Location {
+                    id,
+                    mapping_id: 1,
+                    address: 0,
+                    line: lines,
+                    is_folded: false,
+                });
+            }
+            ids.push(id);
+        }
+        out_samples.push(Sample {
+            location_id: ids,
+            value: vec![s.count as i64, (s.count * profile.period_ns) as i64],
+            label: Vec::new(),
+        });
+    }
+    Profile {
+        sample_type: vec![
+            ValueType {
+                r#type: samples,
+                unit: count,
+            },
+            ValueType {
+                r#type: cpu,
+                unit: ns,
+            },
+        ],
+        sample: out_samples,
+        mapping: vec![mapping],
+        location: locations,
+        function: functions,
+        string_table: strings.table,
+        time_nanos: profile.start_unix_ns,
+        duration_nanos: profile.duration_ns as i64,
+        period_type: Some(ValueType {
+            r#type: cpu,
+            unit: ns,
+        }),
+        period: profile.period_ns as i64,
+        ..Default::default()
+    }
+}
+
+/// Gzip-compressed profile.proto bytes.
+pub fn encode_gzip(profile: &CallProfile) -> std::io::Result<Vec<u8>> {
+    let raw = to_proto(profile).encode_to_vec();
+    let mut gz = GzEncoder::new(Vec::with_capacity(raw.len() / 2), Compression::default());
+    gz.write_all(&raw)?;
+    gz.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Frame;
+
+    #[test]
+    fn round_trips_through_prost() {
+        let mut p = CallProfile::new(ProfileKind::Cpu, 1000, 42);
+        let a = p.intern(Frame {
+            function: "leaf".into(),
+            file: Some("src/a.rs".into()),
+            line: Some(7),
+        });
+        let b = p.intern(Frame {
+            function: "root".into(),
+            file: None,
+            line: None,
+        });
+        p.add(vec![vec![a], vec![b]], 3);
+        p.add(vec![vec![b]], 1);
+        let bytes = to_proto(&p).encode_to_vec();
+        let back = Profile::decode(bytes.as_slice()).unwrap();
+        assert_eq!(back.sample.len(), 2);
+        assert_eq!(back.sample[0].value, vec![3, 3_000_000]);
+        assert_eq!(back.location.len(), 2);
+        assert_eq!(back.function.len(), 2);
+        assert_eq!(back.period, 1_000_000);
+        assert_eq!(back.string_table[0], "");
+        let gz = encode_gzip(&p).unwrap();
+        assert_eq!(&gz[..2], &[0x1f, 0x8b]);
+    }
+}

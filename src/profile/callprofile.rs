@@ -1,0 +1,91 @@
+//! A call profile: stacks of frames with a count, from any sampler. Top tables, flamegraphs
+//! and pprof files are all made from this one model.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileKind {
+    /// Sampled CPU stacks of native code (pprof-rs on agentprof itself).
+    Cpu,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Frame {
+    pub function: String,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+/// One distinct stack and how many samples hit it. `locations` are leaf first; each location
+/// lists its frames innermost first (more than one when calls were inlined).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub locations: Vec<Vec<usize>>,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct CallProfile {
+    pub kind: ProfileKind,
+    /// Interned frames; samples refer to them by index.
+    pub frames: Vec<Frame>,
+    pub samples: Vec<Sample>,
+    /// Nanoseconds one sample stands for (1e9 / frequency).
+    pub period_ns: u64,
+    pub frequency_hz: u32,
+    /// Wall time covered by sampling, summed over runs.
+    pub duration_ns: u64,
+    pub start_unix_ns: i64,
+    frame_ids: HashMap<Frame, usize>,
+}
+
+impl CallProfile {
+    pub fn new(kind: ProfileKind, frequency_hz: u32, start_unix_ns: i64) -> Self {
+        CallProfile {
+            kind,
+            frames: Vec::new(),
+            samples: Vec::new(),
+            period_ns: 1_000_000_000 / u64::from(frequency_hz.max(1)),
+            frequency_hz,
+            duration_ns: 0,
+            start_unix_ns,
+            frame_ids: HashMap::new(),
+        }
+    }
+
+    pub fn intern(&mut self, frame: Frame) -> usize {
+        if let Some(&id) = self.frame_ids.get(&frame) {
+            return id;
+        }
+        let id = self.frames.len();
+        self.frames.push(frame.clone());
+        self.frame_ids.insert(frame, id);
+        id
+    }
+
+    /// Adds `count` samples of a stack (leaf first), merging with an identical stack.
+    pub fn add(&mut self, locations: Vec<Vec<usize>>, count: u64) {
+        if count == 0 {
+            return;
+        }
+        match self.samples.iter_mut().find(|s| s.locations == locations) {
+            Some(s) => s.count += count,
+            None => self.samples.push(Sample { locations, count }),
+        }
+    }
+
+    pub fn total_samples(&self) -> u64 {
+        self.samples.iter().map(|s| s.count).sum()
+    }
+
+    /// Frames of a sample from leaf to root, inlined frames expanded.
+    pub fn stack<'a>(&'a self, sample: &'a Sample) -> impl Iterator<Item = &'a Frame> + 'a {
+        sample
+            .locations
+            .iter()
+            .flat_map(|loc| loc.iter().map(|&i| &self.frames[i]))
+    }
+}

@@ -1,0 +1,14 @@
+//! What a run costs: the `RunRecord` every kind of check yields, the process figures taken
+//! around it, and the call profile sampled while it ran.
+
+mod callprofile;
+mod flamegraph;
+mod record;
+mod sampler;
+mod top;
+
+pub use callprofile::{CallProfile, Frame, ProfileKind, Sample};
+pub use flamegraph::write_flamegraph;
+pub use record::{PeakScope, RunCost, RunRecord, RunStatus};
+pub use sampler::{RUN_THREAD_NAME, Sampler, measured_run};
+pub use top::{TopRow, TopTable, top};

@@ -1,0 +1,165 @@
+//! `RunRecord`: one run of one check instance, whatever kind of check produced it.
+
+use serde::Serialize;
+
+use crate::metrics::{Event, Flushed, Metric, ServiceCheck};
+use crate::procstat::{IoCounters, ProcessSnapshot};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Ok,
+    Error,
+}
+
+/// Whether `peak_rss` is the run's own peak or, when the kernel would not reset the mark,
+/// the measured process's peak since it started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeakScope {
+    Run,
+    Process,
+}
+
+/// The measured process's figures across one run. `None` means the OS cannot tell (n/a).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RunCost {
+    pub wall_s: f64,
+    pub cpu_user_s: Option<f64>,
+    pub cpu_system_s: Option<f64>,
+    pub rss_before: Option<u64>,
+    pub rss_after: Option<u64>,
+    pub vms_before: Option<u64>,
+    pub vms_after: Option<u64>,
+    pub peak_rss: Option<u64>,
+    pub peak_scope: Option<PeakScope>,
+    /// I/O during the run (after minus before).
+    pub io: Option<IoCounters>,
+    /// Threads, open fds and TCP/UDP sockets at the end of the run.
+    pub threads: Option<u64>,
+    pub open_fds: Option<u64>,
+    pub connections: Option<u64>,
+}
+
+fn diff(before: Option<u64>, after: Option<u64>) -> Option<i64> {
+    Some(after? as i64 - before? as i64)
+}
+
+impl RunCost {
+    pub fn between(
+        before: &ProcessSnapshot,
+        after: &ProcessSnapshot,
+        wall_s: f64,
+        peak_reset: bool,
+    ) -> RunCost {
+        let cpu = |a: Option<f64>, b: Option<f64>| Some((a? - b?).max(0.0));
+        RunCost {
+            wall_s,
+            cpu_user_s: cpu(after.cpu_user_s, before.cpu_user_s),
+            cpu_system_s: cpu(after.cpu_system_s, before.cpu_system_s),
+            rss_before: before.rss,
+            rss_after: after.rss,
+            vms_before: before.vms,
+            vms_after: after.vms,
+            peak_rss: after.peak_rss,
+            peak_scope: after.peak_rss.map(|_| {
+                if peak_reset {
+                    PeakScope::Run
+                } else {
+                    PeakScope::Process
+                }
+            }),
+            io: match (before.io, after.io) {
+                (Some(b), Some(a)) => Some(a.since(&b)),
+                _ => None,
+            },
+            threads: after.threads,
+            open_fds: after.open_fds,
+            connections: after.connections,
+        }
+    }
+
+    pub fn rss_diff(&self) -> Option<i64> {
+        diff(self.rss_before, self.rss_after)
+    }
+
+    pub fn vms_diff(&self) -> Option<i64> {
+        diff(self.vms_before, self.vms_after)
+    }
+}
+
+/// One run of one instance: what it emitted and what it cost.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    pub check: String,
+    /// 0-based, as in `instances[N]`.
+    pub instance: usize,
+    /// 1-based.
+    pub run: u32,
+    pub status: RunStatus,
+    pub error: Option<String>,
+    /// Unix seconds at the start of the run.
+    pub started_at: f64,
+    pub cost: RunCost,
+    pub metrics: Vec<Metric>,
+    pub service_checks: Vec<ServiceCheck>,
+    pub events: Vec<Event>,
+    pub warnings: Vec<String>,
+    pub awaiting_previous: u32,
+}
+
+impl RunRecord {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        check: &str,
+        instance: usize,
+        run: u32,
+        started_at: f64,
+        result: Result<(), String>,
+        cost: RunCost,
+        flushed: Flushed,
+    ) -> RunRecord {
+        let (status, error) = match result {
+            Ok(()) => (RunStatus::Ok, None),
+            Err(e) => (RunStatus::Error, Some(e)),
+        };
+        RunRecord {
+            check: check.to_string(),
+            instance,
+            run,
+            status,
+            error,
+            started_at,
+            cost,
+            metrics: flushed.metrics,
+            service_checks: flushed.service_checks,
+            events: flushed.events,
+            warnings: flushed.warnings,
+            awaiting_previous: flushed.awaiting_previous,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_figures_stay_unknown() {
+        let before = ProcessSnapshot {
+            rss: Some(100),
+            ..Default::default()
+        };
+        let after = ProcessSnapshot {
+            rss: Some(80),
+            vms: Some(1000),
+            ..Default::default()
+        };
+        let c = RunCost::between(&before, &after, 0.5, true);
+        assert_eq!(c.rss_diff(), Some(-20));
+        assert_eq!(c.vms_diff(), None);
+        assert_eq!(c.cpu_user_s, None);
+        assert_eq!(c.io, None);
+        assert_eq!(c.peak_scope, None);
+    }
+}

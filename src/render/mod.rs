@@ -1,0 +1,66 @@
+//! Renderers of a check report: terminal tables, the JSON document, the collector.log block.
+//! One file per format; all read `RunRecord`s and never know the kind of check.
+
+pub mod collector_log;
+pub mod json;
+pub mod table;
+pub mod units;
+
+use std::io::IsTerminal;
+
+use crate::checks::{CheckKind, ConfigSource};
+use crate::profile::{RunRecord, TopTable};
+
+/// What `agentprof check` has to show.
+#[derive(Debug, Clone)]
+pub struct CheckReport {
+    pub check: String,
+    pub kind: CheckKind,
+    pub version: String,
+    pub source: ConfigSource,
+    pub records: Vec<RunRecord>,
+    pub profile: Option<ProfileSummary>,
+    /// Configuration warnings (unknown options), shown once.
+    pub config_warnings: Vec<String>,
+}
+
+/// The sampled call profile, summarised for display.
+#[derive(Debug, Clone)]
+pub struct ProfileSummary {
+    pub frequency_hz: u32,
+    pub period_ns: u64,
+    pub samples: u64,
+    /// Fewer samples than this is not a profile worth a table.
+    pub min_samples: u64,
+    pub top: TopTable,
+}
+
+impl ProfileSummary {
+    pub fn meaningful(&self) -> bool {
+        self.samples >= self.min_samples
+    }
+}
+
+/// How to draw for the terminal.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    pub color: bool,
+    pub bordered: bool,
+}
+
+impl Style {
+    /// Colour only on a terminal and never with NO_COLOR set.
+    pub fn detect(bordered: bool) -> Style {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Style {
+            color: !no_color && std::io::stdout().is_terminal(),
+            bordered,
+        }
+    }
+}
+
+impl CheckReport {
+    pub fn failed_runs(&self) -> usize {
+        self.records.iter().filter(|r| r.error.is_some()).count()
+    }
+}

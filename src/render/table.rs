@@ -1,0 +1,336 @@
+//! Terminal output of a check report: metrics, service checks, events, warnings, then what each
+//! run cost and the profile. Plain aligned columns by default, bordered with `--table`.
+
+use std::fmt::Write as _;
+
+use comfy_table::presets::{ASCII_FULL, NOTHING, UTF8_FULL};
+use comfy_table::{Attribute, Cell, CellAlignment, Color, ContentArrangement, Table};
+
+use crate::profile::{RunCost, RunRecord};
+
+use super::units;
+use super::{CheckReport, ProfileSummary, Style};
+
+/// Runs shown one column each; with more, the cost table shows min, median, max and last.
+const MAX_RUN_COLUMNS: usize = 5;
+
+fn table(style: Style, header: &[&str]) -> Table {
+    let mut t = Table::new();
+    if style.bordered {
+        t.load_style(if style.color { UTF8_FULL } else { ASCII_FULL });
+    } else {
+        t.load_style(NOTHING);
+    }
+    if style.color {
+        t.enforce_styling();
+        t.set_content_arrangement(ContentArrangement::Dynamic);
+    } else {
+        t.force_no_tty();
+    }
+    t.set_header(header.iter().map(|h| {
+        let c = Cell::new(h);
+        if style.color {
+            c.add_attribute(Attribute::Bold)
+        } else {
+            c
+        }
+    }));
+    t
+}
+
+fn title(out: &mut String, style: Style, text: &str) {
+    if style.color {
+        let _ = writeln!(out, "\n\x1b[1m{text}\x1b[0m");
+    } else {
+        let _ = writeln!(out, "\n{text}");
+    }
+}
+
+fn push_table(out: &mut String, t: &Table) {
+    for line in t.to_string().lines() {
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+}
+
+pub fn render(report: &CheckReport, style: Style) -> String {
+    let mut out = String::new();
+    let runs = report.records.iter().map(|r| r.run).max().unwrap_or(0);
+    let instances: Vec<usize> = {
+        let mut v: Vec<usize> = report.records.iter().map(|r| r.instance).collect();
+        v.dedup();
+        v
+    };
+    let _ = writeln!(
+        out,
+        "{} · {} · {} · {} instance{} × {} run{}",
+        report.check,
+        report.kind.label(),
+        report.source,
+        instances.len(),
+        if instances.len() == 1 { "" } else { "s" },
+        runs,
+        if runs == 1 { "" } else { "s" },
+    );
+    for w in &report.config_warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    for &inst in &instances {
+        let recs: Vec<&RunRecord> = report
+            .records
+            .iter()
+            .filter(|r| r.instance == inst)
+            .collect();
+        let Some(last) = recs.last() else { continue };
+        let label = if instances.len() > 1 {
+            format!(" — instances[{inst}]")
+        } else {
+            String::new()
+        };
+        metrics(&mut out, style, last, runs, &label);
+        service_checks(&mut out, style, last, &label);
+        events(&mut out, style, last, &label);
+        let warnings: Vec<String> = recs
+            .iter()
+            .flat_map(|r| {
+                r.warnings
+                    .iter()
+                    .map(move |w| format!("run {}: {w}", r.run))
+            })
+            .collect();
+        if !warnings.is_empty() {
+            title(&mut out, style, &format!("Warnings{label}"));
+            for w in warnings {
+                let _ = writeln!(out, "  {w}");
+            }
+        }
+        cost(&mut out, style, &recs, &label);
+        for r in recs.iter().filter(|r| r.error.is_some()) {
+            let msg = r.error.as_deref().unwrap_or_default();
+            let line = format!("instances[{}] run {}: error: {msg}", r.instance, r.run);
+            if style.color {
+                let _ = writeln!(out, "\x1b[31m{line}\x1b[0m");
+            } else {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+    }
+    if let Some(p) = &report.profile {
+        profile(&mut out, style, p, runs);
+    }
+    out
+}
+
+fn metrics(out: &mut String, style: Style, last: &RunRecord, runs: u32, label: &str) {
+    let of = if runs > 1 {
+        format!(" (run {} of {runs})", last.run)
+    } else {
+        String::new()
+    };
+    title(out, style, &format!("Metrics{of}{label}"));
+    if last.metrics.is_empty() {
+        let _ = writeln!(out, "  (none)");
+    } else {
+        let mut t = table(style, &["METRIC", "TYPE", "VALUE", "TAGS"]);
+        for m in &last.metrics {
+            t.add_row(vec![
+                Cell::new(&m.metric),
+                Cell::new(m.mtype.as_str()),
+                Cell::new(units::value(m.value)).set_alignment(CellAlignment::Right),
+                Cell::new(m.tags.join(" ")),
+            ]);
+        }
+        push_table(out, &t);
+    }
+    if last.awaiting_previous > 0 {
+        let _ = writeln!(
+            out,
+            "  {} value{} need{} a previous run (rates and deltas): run with -r or -t 2",
+            last.awaiting_previous,
+            if last.awaiting_previous == 1 { "" } else { "s" },
+            if last.awaiting_previous == 1 { "s" } else { "" },
+        );
+    }
+}
+
+fn service_checks(out: &mut String, style: Style, last: &RunRecord, label: &str) {
+    if last.service_checks.is_empty() {
+        return;
+    }
+    title(out, style, &format!("Service checks{label}"));
+    let mut t = table(style, &["NAME", "STATUS", "TAGS", "MESSAGE"]);
+    for sc in &last.service_checks {
+        let mut status = Cell::new(sc.status.label());
+        if style.color {
+            status = status.fg(match sc.status.label() {
+                "OK" => Color::Green,
+                "WARNING" => Color::Yellow,
+                _ => Color::Red,
+            });
+        }
+        t.add_row(vec![
+            Cell::new(&sc.name),
+            status,
+            Cell::new(sc.tags.join(" ")),
+            Cell::new(&sc.message),
+        ]);
+    }
+    push_table(out, &t);
+}
+
+fn events(out: &mut String, style: Style, last: &RunRecord, label: &str) {
+    if last.events.is_empty() {
+        return;
+    }
+    title(out, style, &format!("Events{label}"));
+    let mut t = table(style, &["TITLE", "ALERT", "TAGS", "TEXT"]);
+    for e in &last.events {
+        t.add_row(vec![&e.title, &e.alert_type, &e.tags.join(" "), &e.text]);
+    }
+    push_table(out, &t);
+}
+
+type Figure = (
+    &'static str,
+    fn(&RunCost) -> Option<f64>,
+    fn(Option<f64>) -> String,
+);
+
+fn b(v: Option<f64>) -> String {
+    units::bytes(v.map(|x| x as u64))
+}
+fn sb(v: Option<f64>) -> String {
+    units::signed_bytes(v.map(|x| x as i64))
+}
+fn n(v: Option<f64>) -> String {
+    units::count(v.map(|x| x as u64))
+}
+
+const FIGURES: &[Figure] = &[
+    ("wall time", |c| Some(c.wall_s), units::seconds),
+    ("cpu user", |c| c.cpu_user_s, units::seconds),
+    ("cpu system", |c| c.cpu_system_s, units::seconds),
+    ("memory before (RSS)", |c| c.rss_before.map(|v| v as f64), b),
+    ("memory after (RSS)", |c| c.rss_after.map(|v| v as f64), b),
+    ("difference (RSS)", |c| c.rss_diff().map(|v| v as f64), sb),
+    ("memory before (VMS)", |c| c.vms_before.map(|v| v as f64), b),
+    ("memory after (VMS)", |c| c.vms_after.map(|v| v as f64), b),
+    ("difference (VMS)", |c| c.vms_diff().map(|v| v as f64), sb),
+    ("peak RSS", |c| c.peak_rss.map(|v| v as f64), b),
+    ("read bytes", |c| c.io.map(|i| i.read_bytes as f64), b),
+    ("write bytes", |c| c.io.map(|i| i.write_bytes as f64), b),
+    ("read ops", |c| c.io.map(|i| i.read_count as f64), n),
+    ("write ops", |c| c.io.map(|i| i.write_count as f64), n),
+    ("threads", |c| c.threads.map(|v| v as f64), n),
+    ("open fds", |c| c.open_fds.map(|v| v as f64), n),
+    (
+        "connections (TCP+UDP)",
+        |c| c.connections.map(|v| v as f64),
+        n,
+    ),
+];
+
+fn cost(out: &mut String, style: Style, recs: &[&RunRecord], label: &str) {
+    let scope = match recs.iter().find_map(|r| r.cost.peak_scope) {
+        Some(crate::profile::PeakScope::Process) => "; peak RSS since the process started",
+        _ => "",
+    };
+    title(
+        out,
+        style,
+        &format!("Cost of each run (measured on agentprof's own process{scope}){label}"),
+    );
+    let few = recs.len() <= MAX_RUN_COLUMNS;
+    let mut header: Vec<String> = vec!["FIGURE".into()];
+    if few {
+        header.extend(recs.iter().map(|r| format!("RUN {}", r.run)));
+    } else {
+        header.extend(
+            [
+                "MIN",
+                "MEDIAN",
+                "MAX",
+                &format!("LAST (RUN {})", recs[recs.len() - 1].run),
+            ]
+            .map(String::from),
+        );
+    }
+    let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut t = table(style, &header_refs);
+    let ok: Vec<&&RunRecord> = recs.iter().filter(|r| r.error.is_none()).collect();
+    for (name, get, fmt) in FIGURES {
+        let mut row = vec![Cell::new(name)];
+        if few {
+            row.extend(
+                recs.iter()
+                    .map(|r| Cell::new(fmt(get(&r.cost))).set_alignment(CellAlignment::Right)),
+            );
+        } else {
+            let mut vals: Vec<f64> = ok.iter().filter_map(|r| get(&r.cost)).collect();
+            vals.sort_by(f64::total_cmp);
+            let pick = |i: Option<usize>| i.and_then(|i| vals.get(i).copied());
+            let cells = [
+                pick((!vals.is_empty()).then_some(0)),
+                pick((!vals.is_empty()).then(|| (vals.len() - 1) / 2)),
+                pick(vals.len().checked_sub(1)),
+                get(&recs[recs.len() - 1].cost),
+            ];
+            row.extend(cells.map(|v| Cell::new(fmt(v)).set_alignment(CellAlignment::Right)));
+        }
+        t.add_row(row);
+    }
+    push_table(out, &t);
+}
+
+fn profile(out: &mut String, style: Style, p: &ProfileSummary, runs: u32) {
+    let ms = |samples: u64| samples as f64 * p.period_ns as f64 / 1e6;
+    if !p.meaningful() {
+        title(out, style, "Profile");
+        let suggest = (u64::from(runs) * p.min_samples * 2 / p.samples.max(1)).clamp(10, 100_000);
+        let _ = writeln!(
+            out,
+            "  {} sample{} at {} Hz ({:.1}ms of CPU) over {runs} run{}: too few for a meaningful profile \
+             (want at least {}); sample more runs, e.g. --times {suggest}",
+            p.samples,
+            if p.samples == 1 { "" } else { "s" },
+            p.frequency_hz,
+            ms(p.samples),
+            if runs == 1 { "" } else { "s" },
+            p.min_samples,
+        );
+        return;
+    }
+    title(
+        out,
+        style,
+        &format!(
+            "Profile: {} samples at {} Hz ({:.1}ms of CPU) over {runs} run{}; top {} of {} functions by cumulative time",
+            p.samples,
+            p.frequency_hz,
+            ms(p.samples),
+            if runs == 1 { "" } else { "s" },
+            p.top.rows.len(),
+            p.top.functions,
+        ),
+    );
+    let total = p.samples.max(1) as f64;
+    let mut t = table(style, &["FLAT", "FLAT%", "SUM%", "CUM", "CUM%", "FUNCTION"]);
+    let mut sum = 0u64;
+    for r in &p.top.rows {
+        sum += r.flat;
+        let loc = match (&r.file, r.line) {
+            (Some(f), Some(l)) => format!(" ({f}:{l})"),
+            (Some(f), None) => format!(" ({f})"),
+            _ => String::new(),
+        };
+        let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+        t.add_row(vec![
+            right(format!("{:.2}ms", ms(r.flat))),
+            right(format!("{:.2}%", r.flat as f64 / total * 100.0)),
+            right(format!("{:.2}%", sum as f64 / total * 100.0)),
+            right(format!("{:.2}ms", ms(r.cum))),
+            right(format!("{:.2}%", r.cum as f64 / total * 100.0)),
+            Cell::new(format!("{}{loc}", r.function)),
+        ]);
+    }
+    push_table(out, &t);
+}
