@@ -11,7 +11,9 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::config::{AgentConfig, InstanceCommon};
 use crate::metrics::{Aggregator, Flushed, Sink};
 use crate::procstat::{self, ProcessSnapshot, Target};
-use crate::profile::{CallProfile, RUN_THREAD_NAME, RunCost, RunRecord, Sampler, measured_run};
+use crate::profile::{
+    CallProfile, RUN_THREAD_NAME, RunCost, RunRecord, Sampler, ThreadId, measured_run,
+};
 
 use super::{Check, LoadedCheck};
 
@@ -36,14 +38,17 @@ struct Done {
 
 struct Worker {
     jobs: mpsc::Sender<Job>,
+    thread: ThreadId,
 }
 
 impl Worker {
     fn spawn() -> std::io::Result<Worker> {
         let (tx, rx) = mpsc::channel::<Job>();
+        let (id_tx, id_rx) = mpsc::channel();
         std::thread::Builder::new()
             .name(RUN_THREAD_NAME.into())
             .spawn(move || {
+                let _ = id_tx.send(ThreadId::current());
                 for job in rx {
                     let done = execute(job.check);
                     if job.reply.send(done).is_err() {
@@ -51,7 +56,10 @@ impl Worker {
                     }
                 }
             })?;
-        Ok(Worker { jobs: tx })
+        let thread = id_rx
+            .recv()
+            .map_err(|_| std::io::Error::other("the run thread exited at start"))?;
+        Ok(Worker { jobs: tx, thread })
     }
 }
 
@@ -109,6 +117,7 @@ pub struct Runner {
     name: String,
     instances: Vec<Instance>,
     worker: Option<Worker>,
+    sampler: Option<Sampler>,
 }
 
 impl Runner {
@@ -135,6 +144,7 @@ impl Runner {
             name: loaded.name,
             instances,
             worker: None,
+            sampler: None,
         }
     }
 
@@ -145,6 +155,11 @@ impl Runner {
     /// Index (as in `instances[N]`) of the `pos`-th instance this runner runs.
     pub fn instance_index(&self, pos: usize) -> usize {
         self.instances[pos].index
+    }
+
+    /// Samples lost because one run filled the sample buffer.
+    pub fn dropped_samples(&self) -> u64 {
+        self.sampler.as_ref().map_or(0, |s| s.dropped)
     }
 
     /// Runs the `pos`-th instance once; with `profile`, samples the run into it.
@@ -168,16 +183,17 @@ impl Runner {
             }
         }
         let (reply_tx, reply_rx) = mpsc::channel();
-        let mut sampler = match profile.as_ref() {
-            Some(p) => match Sampler::start(p.frequency_hz) {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    self.instances[pos].check = Some(check);
-                    return self.failed(pos, run, format!("{e:#}"));
-                }
-            },
-            None => None,
-        };
+        let mut sampling = false;
+        if let (Some(p), Some(w)) = (profile.as_ref(), self.worker.as_ref()) {
+            let sampler = self
+                .sampler
+                .get_or_insert_with(|| Sampler::new(p.frequency_hz));
+            if let Err(e) = sampler.start(w.thread) {
+                self.instances[pos].check = Some(check);
+                return self.failed(pos, run, format!("{e:#}"));
+            }
+            sampling = true;
+        }
         let sent = self.worker.as_ref().is_some_and(|w| {
             w.jobs
                 .send(Job {
@@ -192,11 +208,8 @@ impl Runner {
         } else {
             None
         };
-        let mut sample_error = None;
-        if let (Some(s), Some(p)) = (sampler.take(), profile) {
-            if let Err(e) = s.finish(p) {
-                sample_error = Some(format!("{e:#}"));
-            }
+        if let (true, Some(s), Some(p)) = (sampling, self.sampler.as_mut(), profile) {
+            s.stop(p);
         }
         let Some(done) = received else {
             // The worker holds the check; later runs on a fresh worker, this instance waits.
@@ -216,10 +229,7 @@ impl Runner {
         let inst = &mut self.instances[pos];
         inst.check = Some(done.check);
         let cost = RunCost::between(&done.before, &done.after, done.wall_s, done.peak_reset);
-        let mut flushed = inst.aggregator.flush(done.sink, done.started_at, run);
-        if let Some(e) = sample_error {
-            flushed.warnings.push(format!("profile: {e}"));
-        }
+        let flushed = inst.aggregator.flush(done.sink, done.started_at, run);
         RunRecord::new(
             &name,
             index,

@@ -10,5 +10,5 @@ mod top;
 pub use callprofile::{CallProfile, Frame, ProfileKind, Sample};
 pub use flamegraph::write_flamegraph;
 pub use record::{PeakScope, RunCost, RunRecord, RunStatus};
-pub use sampler::{RUN_THREAD_NAME, Sampler, measured_run};
+pub use sampler::{RUN_THREAD_NAME, Sampler, ThreadId, measured_run};
 pub use top::{TopRow, TopTable, top};

@@ -1,17 +1,14 @@
-//! CPU sampling of agentprof's own run threads with pprof-rs (SIGPROF at a set frequency).
-//! Only samples of the thread that runs the check count, and each stack is cut at
-//! `measured_run`, so the runner's own work and thread start-up never show in the profile.
+//! CPU sampling of the thread that runs a check. A POSIX timer on that thread's own CPU clock
+//! sends it SIGPROF every 1/frequency seconds of CPU it uses; the handler records the
+//! interrupted stack's return addresses into a preallocated buffer (no allocation, no locks),
+//! and `stop` symbolises them after the run. Only the check's thread is sampled, and each
+//! stack is cut at `measured_run`, so the runner's own work never shows in the profile.
+//!
+//! A general-purpose sampler (pprof-rs) preallocates ~170 MiB of stack buckets and takes most
+//! of a second to start; that would dwarf the few milliseconds and MiB a check costs.
 
-use std::time::Instant;
-
-use anyhow::Context as _;
-
-use super::{CallProfile, Frame};
-
-/// Name of the thread a built-in check runs on; the sampler keeps only its samples.
+/// Name of the thread a built-in check runs on.
 pub const RUN_THREAD_NAME: &str = "agentprof-run";
-
-const MARKER: &str = "measured_run";
 
 /// Runs `f`; the frame of this function is where sampled stacks are cut.
 #[inline(never)]
@@ -21,94 +18,351 @@ pub fn measured_run<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// Sampling in progress; `finish` adds what it saw to a `CallProfile`.
-pub struct Sampler {
-    guard: pprof::ProfilerGuard<'static>,
-    started: Instant,
+/// The thread to sample, as seen from inside it.
+#[derive(Debug, Clone, Copy)]
+pub struct ThreadId {
+    #[cfg(target_os = "linux")]
+    pthread: libc::pthread_t,
+    #[cfg(target_os = "linux")]
+    tid: libc::pid_t,
 }
 
-impl Sampler {
-    pub fn start(frequency_hz: u32) -> anyhow::Result<Sampler> {
-        let guard = pprof::ProfilerGuardBuilder::default()
-            .frequency(frequency_hz as i32)
-            // Unwinding from inside the unwinder or the vDSO can deadlock or fault.
-            .blocklist(&["libgcc", "libgcc_s", "vdso"])
-            .build()
-            .context("cannot start the CPU sampler")?;
-        Ok(Sampler {
-            guard,
-            started: Instant::now(),
-        })
-    }
-
-    pub fn finish(self, into: &mut CallProfile) -> anyhow::Result<()> {
-        let elapsed = self.started.elapsed();
-        let report = self
-            .guard
-            .report()
-            .build()
-            .context("cannot read the CPU samples")?;
-        drop(self.guard);
-        into.duration_ns += elapsed.as_nanos() as u64;
-        for (frames, count) in &report.data {
-            if frames.thread_name != RUN_THREAD_NAME || *count <= 0 {
-                continue;
-            }
-            let mut locations = Vec::with_capacity(frames.frames.len());
-            let mut cut = false;
-            for symbols in &frames.frames {
-                let mut loc = Vec::with_capacity(symbols.len());
-                for sym in symbols {
-                    let function = clean_name(&sym.name());
-                    if is_marker(&function) {
-                        cut = true;
-                    }
-                    loc.push(into.intern(Frame {
-                        function,
-                        file: sym.filename.as_ref().map(|p| p.display().to_string()),
-                        line: sym.lineno,
-                    }));
-                }
-                if !loc.is_empty() {
-                    locations.push(loc);
-                }
-                if cut {
-                    break;
-                }
-            }
-            if !locations.is_empty() {
-                into.add(locations, *count as u64);
+impl ThreadId {
+    /// The calling thread.
+    pub fn current() -> ThreadId {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: both calls only read the calling thread's identity.
+            ThreadId {
+                pthread: unsafe { libc::pthread_self() },
+                tid: unsafe { libc::gettid() },
             }
         }
-        Ok(())
+        #[cfg(not(target_os = "linux"))]
+        ThreadId {}
     }
 }
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use std::collections::HashMap;
+    use std::ffi::c_void;
+    use std::sync::Once;
+    use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, compiler_fence};
+
+    use anyhow::bail;
+
+    use super::super::{CallProfile, Frame};
+    use super::ThreadId;
+
+    /// Words per sample: [frame count, interrupted pc, return addresses…].
+    const SLOT: usize = 128;
+    /// Samples one run can hold; later ones are counted as dropped. The buffer is zero pages
+    /// until written, so only samples actually taken cost memory.
+    const CAPACITY: usize = 16_384;
+
+    static BUFFER: AtomicPtr<u64> = AtomicPtr::new(std::ptr::null_mut());
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    static ACTIVE: AtomicBool = AtomicBool::new(false);
+    static INSTALL: Once = Once::new();
+
+    extern "C" fn on_sigprof(_sig: libc::c_int, _info: *mut libc::siginfo_t, ctx: *mut c_void) {
+        if !ACTIVE.load(Ordering::Acquire) {
+            return;
+        }
+        let buf = BUFFER.load(Ordering::Acquire);
+        let i = NEXT.fetch_add(1, Ordering::Relaxed);
+        if buf.is_null() || i >= CAPACITY {
+            return;
+        }
+        // SAFETY: slot i is inside the buffer (i < CAPACITY) and only this thread writes it
+        // while sampling is active; the reader waits until sampling stopped.
+        unsafe {
+            let slot = buf.add(i * SLOT);
+            *slot.add(1) = interrupted_pc(ctx);
+            let mut n = 0usize;
+            backtrace::trace_unsynchronized(|frame| {
+                if n >= SLOT - 2 {
+                    return false;
+                }
+                *slot.add(2 + n) = frame.ip() as u64;
+                n += 1;
+                true
+            });
+            *slot = n as u64;
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn interrupted_pc(ctx: *mut c_void) -> u64 {
+        let uc = ctx as *const libc::ucontext_t;
+        // SAFETY: the kernel passes a valid ucontext to an SA_SIGINFO handler.
+        unsafe { (*uc).uc_mcontext.gregs[libc::REG_RIP as usize] as u64 }
+    }
+
+    #[cfg(target_arch = "aarch64")]
+    unsafe fn interrupted_pc(ctx: *mut c_void) -> u64 {
+        let uc = ctx as *const libc::ucontext_t;
+        // SAFETY: as above.
+        unsafe { (*uc).uc_mcontext.pc }
+    }
+
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    unsafe fn interrupted_pc(_ctx: *mut c_void) -> u64 {
+        0
+    }
+
+    fn install() -> bool {
+        INSTALL.call_once(|| {
+            let layout =
+                std::alloc::Layout::array::<u64>(SLOT * CAPACITY).expect("constant layout");
+            // SAFETY: a non-zero layout; zeroed pages are not resident until written.
+            let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut u64;
+            BUFFER.store(ptr, Ordering::Release);
+            // SAFETY: installs a handler that only touches atomics and the static buffer.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = on_sigprof as *const () as usize;
+                sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+                libc::sigemptyset(&mut sa.sa_mask);
+                libc::sigaction(libc::SIGPROF, &sa, std::ptr::null_mut());
+            }
+        });
+        !BUFFER.load(Ordering::Acquire).is_null()
+    }
+
+    /// Symbolised frames of one address, innermost inlined frame first.
+    type Location = Vec<usize>;
+
+    pub struct Sampler {
+        frequency_hz: u32,
+        timer: Option<libc::timer_t>,
+        /// address -> interned frames, kept across runs so each address is resolved once.
+        symbols: HashMap<(u64, bool), Location>,
+        pub dropped: u64,
+    }
+
+    impl Sampler {
+        pub fn new(frequency_hz: u32) -> Sampler {
+            Sampler {
+                frequency_hz: frequency_hz.max(1),
+                timer: None,
+                symbols: HashMap::new(),
+                dropped: 0,
+            }
+        }
+
+        /// Starts sampling `thread` on its CPU clock. The timer is created once and keeps
+        /// running across runs: a run shorter than one period is still sampled in proportion
+        /// to its CPU, because the clock counts the thread's CPU, not the run's.
+        pub fn start(&mut self, thread: ThreadId) -> anyhow::Result<()> {
+            if !install() {
+                bail!("cannot allocate the sample buffer");
+            }
+            NEXT.store(0, Ordering::Relaxed);
+            if self.timer.is_none() {
+                self.timer = Some(self.create_timer(thread)?);
+            }
+            ACTIVE.store(true, Ordering::Release);
+            Ok(())
+        }
+
+        fn create_timer(&self, thread: ThreadId) -> anyhow::Result<libc::timer_t> {
+            // SAFETY: plain libc calls on values we own; errors are checked.
+            unsafe {
+                let mut clock: libc::clockid_t = 0;
+                if libc::pthread_getcpuclockid(thread.pthread, &mut clock) != 0 {
+                    bail!("cannot read the run thread's CPU clock");
+                }
+                let mut sev: libc::sigevent = std::mem::zeroed();
+                sev.sigev_notify = libc::SIGEV_THREAD_ID;
+                sev.sigev_signo = libc::SIGPROF;
+                sev.sigev_notify_thread_id = thread.tid;
+                let mut timer: libc::timer_t = std::ptr::null_mut();
+                if libc::timer_create(clock, &mut sev, &mut timer) != 0 {
+                    bail!(
+                        "cannot create the sampling timer: {}",
+                        std::io::Error::last_os_error()
+                    );
+                }
+                let period = 1_000_000_000i64 / i64::from(self.frequency_hz);
+                let ts = libc::timespec {
+                    tv_sec: period / 1_000_000_000,
+                    tv_nsec: period % 1_000_000_000,
+                };
+                let spec = libc::itimerspec {
+                    it_interval: ts,
+                    it_value: ts,
+                };
+                if libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) != 0 {
+                    libc::timer_delete(timer);
+                    bail!(
+                        "cannot start the sampling timer: {}",
+                        std::io::Error::last_os_error()
+                    );
+                }
+                Ok(timer)
+            }
+        }
+
+        /// Stops sampling and adds this run's stacks to `into`.
+        pub fn stop(&mut self, into: &mut CallProfile) {
+            ACTIVE.store(false, Ordering::Release);
+            compiler_fence(Ordering::SeqCst);
+            let taken = NEXT.swap(0, Ordering::AcqRel);
+            let n = taken.min(CAPACITY);
+            self.dropped += (taken - n) as u64;
+            let buf = BUFFER.load(Ordering::Acquire);
+            let mut stacks: HashMap<Vec<u64>, u64> = HashMap::new();
+            for i in 0..n {
+                // SAFETY: slots below `n` were written by the handler, which no longer runs.
+                let slot = unsafe { std::slice::from_raw_parts(buf.add(i * SLOT), SLOT) };
+                let depth = (slot[0] as usize).min(SLOT - 2);
+                let (pc, ips) = (slot[1], &slot[2..2 + depth]);
+                // Frames above the interrupted one belong to the handler and the signal
+                // trampoline: start where the unwinder reached the interrupted pc.
+                let stack = match ips.iter().position(|&ip| ip == pc) {
+                    Some(at) => ips[at..].to_vec(),
+                    None if pc != 0 => vec![pc],
+                    None => continue,
+                };
+                *stacks.entry(stack).or_default() += 1;
+            }
+            for (stack, count) in stacks {
+                let mut locations = Vec::with_capacity(stack.len());
+                let mut inside_run = false;
+                for (depth, &ip) in stack.iter().enumerate() {
+                    let loc = self.resolve(ip, depth == 0, into);
+                    inside_run = loc
+                        .iter()
+                        .any(|&f| super::is_marker(&into.frames[f].function));
+                    locations.push(loc);
+                    if inside_run {
+                        break;
+                    }
+                }
+                // Samples of the runner's own measurements on the same thread are not the check's.
+                if inside_run {
+                    into.add(locations, count);
+                }
+            }
+        }
+
+        fn resolve(&mut self, ip: u64, leaf: bool, into: &mut CallProfile) -> Location {
+            if let Some(loc) = self.symbols.get(&(ip, leaf)) {
+                return loc.clone();
+            }
+            // A return address points after the call; look up the call itself.
+            let addr = if leaf { ip } else { ip.saturating_sub(1) };
+            let mut frames = Vec::new();
+            backtrace::resolve(addr as *mut c_void, |sym| {
+                let function = sym
+                    .name()
+                    .map(|n| format!("{n:#}"))
+                    .unwrap_or_else(|| format!("{addr:#x}"));
+                frames.push(Frame {
+                    function,
+                    file: sym.filename().map(|p| p.display().to_string()),
+                    line: sym.lineno(),
+                });
+            });
+            if frames.is_empty() {
+                frames.push(Frame {
+                    function: format!("{addr:#x}"),
+                    file: None,
+                    line: None,
+                });
+            }
+            let loc: Location = frames.into_iter().map(|f| into.intern(f)).collect();
+            self.symbols.insert((ip, leaf), loc.clone());
+            loc
+        }
+    }
+
+    impl Drop for Sampler {
+        fn drop(&mut self) {
+            ACTIVE.store(false, Ordering::Release);
+            if let Some(timer) = self.timer.take() {
+                // SAFETY: the timer was created by `start` and is deleted once.
+                unsafe { libc::timer_delete(timer) };
+            }
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use super::super::CallProfile;
+    use super::ThreadId;
+
+    pub struct Sampler {
+        pub dropped: u64,
+    }
+
+    impl Sampler {
+        pub fn new(_frequency_hz: u32) -> Sampler {
+            Sampler { dropped: 0 }
+        }
+        pub fn start(&mut self, _thread: ThreadId) -> anyhow::Result<()> {
+            anyhow::bail!("CPU sampling of checks is supported on Linux only for now")
+        }
+        pub fn stop(&mut self, _into: &mut CallProfile) {}
+    }
+}
+
+pub use imp::Sampler;
 
 fn is_marker(function: &str) -> bool {
     let base = function.split('<').next().unwrap_or(function);
-    base.ends_with(MARKER) && base.contains("profile::sampler")
-}
-
-/// Drops the `::h0123456789abcdef` hash legacy Rust mangling leaves on demangled names.
-fn clean_name(name: &str) -> String {
-    if let Some(i) = name.rfind("::h") {
-        let hash = &name[i + 3..];
-        if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return name[..i].to_string();
-        }
-    }
-    name.to_string()
+    base.ends_with("measured_run") && base.contains("profile::sampler")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::{CallProfile, ProfileKind};
 
     #[test]
-    fn names_lose_their_hash_only() {
-        assert_eq!(clean_name("a::b::h0123456789abcdef"), "a::b");
-        assert_eq!(clean_name("a::hello"), "a::hello");
+    fn marker_is_recognised() {
         assert!(is_marker("agentprof::profile::sampler::measured_run<T>"));
         assert!(!is_marker("other::measured_run"));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn samples_a_busy_thread_and_cuts_at_the_marker() {
+        #[inline(never)]
+        fn spin(ms: u64) -> u64 {
+            let t = std::time::Instant::now();
+            let mut x = 0u64;
+            while t.elapsed().as_millis() < u128::from(ms) {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+            x
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            tx.send(ThreadId::current()).unwrap();
+            go_rx.recv().unwrap();
+            measured_run(|| spin(200))
+        });
+        let id = rx.recv().unwrap();
+        let mut sampler = Sampler::new(1000);
+        sampler.start(id).unwrap();
+        go_tx.send(()).unwrap();
+        worker.join().unwrap();
+        let mut p = CallProfile::new(ProfileKind::Cpu, 1000, 0);
+        sampler.stop(&mut p);
+        // 200 ms of CPU at 1000 Hz: about 200 samples; allow for a loaded machine.
+        assert!(p.total_samples() >= 50, "{} samples", p.total_samples());
+        let t = crate::profile::top(&p, 50);
+        assert!(
+            t.rows.iter().any(|r| r.function.contains("spin")),
+            "{:?}",
+            t.rows
+        );
+        // Nothing above the marker: thread start-up is not in the profile.
+        assert!(!t.rows.iter().any(|r| r.function.contains("thread_start") || r.function.contains("start_thread")));
     }
 }

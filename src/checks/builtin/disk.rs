@@ -62,7 +62,7 @@ impl Builtin for DiskCheck {
     type Instance = DiskInstance;
 
     fn new(opts: DiskInstance) -> Result<Self, String> {
-        if !(opts.min_disk_size >= 0.0) {
+        if opts.min_disk_size.is_nan() || opts.min_disk_size < 0.0 {
             return Err(format!(
                 "min_disk_size: {} must be 0 or more (MiB)",
                 opts.min_disk_size

@@ -26,12 +26,15 @@ use crate::error::UsageError;
 
 use super::Check;
 
+/// Builds a check's instances from its configuration file (or its defaults when `None`).
+pub type BuildFn = fn(Option<&CheckConf>) -> Result<Vec<Box<dyn Check>>, UsageError>;
+
 /// A built-in check: its name, what it does, its instance options and how to build it.
 pub struct BuiltinSpec {
     pub name: &'static str,
     pub summary: &'static str,
     pub options: &'static [&'static str],
-    pub build: fn(Option<&CheckConf>) -> Result<Vec<Box<dyn Check>>, UsageError>,
+    pub build: BuildFn,
 }
 
 /// A built-in check type, built from its typed instance options.

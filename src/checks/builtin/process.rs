@@ -79,7 +79,7 @@ impl ProcessCheck {
         }
         if self.opts.exact_match {
             let Ok(stat) = p.stat() else { return false };
-            self.opts.search_string.iter().any(|s| *s == stat.comm)
+            self.opts.search_string.contains(&stat.comm)
         } else {
             let Ok(cmd) = p.cmdline() else { return false };
             let line = cmd.join(" ");

@@ -1,0 +1,66 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_agentprof_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_agentprof_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_agentprof_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_agentprof_using_subcommand
+    set -l cmd (__fish_agentprof_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c agentprof -n "__fish_agentprof_needs_command" -s h -l help -d 'Print help'
+complete -c agentprof -n "__fish_agentprof_needs_command" -s V -l version -d 'Print version'
+complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "check" -d 'Run one check once (or -t N times) and print its metrics and what each run cost'
+complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "list" -d 'List the checks agentprof can run, where their configuration comes from, and their instances'
+complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
+complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s t -l times -d 'Run the check N times (rates and deltas need at least two runs)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pause -d 'Pause between runs (e.g. 250, 500ms, 2s; a bare number is milliseconds)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l top -d 'Rows in the profile\'s top table' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l frequency -d 'Sampling frequency of the CPU profile, in Hz' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l flamegraph -d 'Write a flamegraph (SVG) of the sampled runs; implies --profile' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pprof -d 'Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l log -d 'Append the collector.log block of every run to FILE (overrides log_file)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l instance -d 'Run only instance N of the check\'s configuration (0-based, as in instances[N])' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l confd -d 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l checks -d 'Directory of plugin checks' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l profile -d 'Sample the run\'s CPU and print the top calls by cumulative time'
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s r -l rate -d 'Run twice, one second apart, so rates and deltas have a value'
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l json -d 'Print one JSON document (schema in docs/json.md)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l table -d 'Draw bordered tables instead of plain aligned columns'
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s h -l help -d 'Print help'
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s V -l version -d 'Print version'
+complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l confd -d 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l checks -d 'Directory of plugin checks' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l json -d 'Print one JSON document'
+complete -c agentprof -n "__fish_agentprof_using_subcommand list" -s h -l help -d 'Print help'
+complete -c agentprof -n "__fish_agentprof_using_subcommand list" -s V -l version -d 'Print version'
+complete -c agentprof -n "__fish_agentprof_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c agentprof -n "__fish_agentprof_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c agentprof -n "__fish_agentprof_using_subcommand man" -l out -d 'Directory to write the pages into' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand man" -s h -l help -d 'Print help'
+complete -c agentprof -n "__fish_agentprof_using_subcommand man" -s V -l version -d 'Print version'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check list completions man help" -f -a "check" -d 'Run one check once (or -t N times) and print its metrics and what each run cost'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check list completions man help" -f -a "list" -d 'List the checks agentprof can run, where their configuration comes from, and their instances'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check list completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check list completions man help" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check list completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

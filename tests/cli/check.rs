@@ -1,0 +1,404 @@
+//! `agentprof check` on every built-in check: JSON fields present and sane, runs, rates,
+//! instances, collector.log, list.
+
+use crate::support::{Sandbox, metric_values};
+
+fn assert_run_sane(run: &serde_json::Value) {
+    assert_eq!(run["status"], "ok", "{run}");
+    assert!(run["error"].is_null());
+    let wall = run["run_time_s"].as_f64().unwrap();
+    assert!(wall > 0.0 && wall < 30.0, "run_time_s {wall}");
+    for k in [
+        "rss_before",
+        "rss_after",
+        "vms_before",
+        "vms_after",
+        "peak_rss",
+    ] {
+        let v = run["memory"][k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("memory.{k} in {run}"));
+        assert!(v > 1024 * 1024, "memory.{k} = {v}");
+    }
+    let rss_diff = run["memory"]["rss_diff"].as_i64().unwrap();
+    assert_eq!(
+        rss_diff,
+        run["memory"]["rss_after"].as_i64().unwrap()
+            - run["memory"]["rss_before"].as_i64().unwrap()
+    );
+    assert!(
+        run["memory"]["peak_rss"].as_u64() >= run["memory"]["rss_after"].as_u64().map(|v| v / 2)
+    );
+    assert!(run["cpu"]["user_s"].as_f64().unwrap() >= 0.0);
+    assert!(run["cpu"]["system_s"].as_f64().unwrap() >= 0.0);
+    for k in ["read_bytes", "write_bytes", "read_count", "write_count"] {
+        assert!(run["io"].get(k).is_some(), "io.{k} missing");
+    }
+    assert!(
+        run["threads"].as_u64().unwrap() >= 2,
+        "the main thread and the run thread"
+    );
+    assert!(run["open_fds"].as_u64().unwrap() >= 3);
+    assert!(run["connections"].as_u64().is_some());
+}
+
+#[test]
+fn every_builtin_check_reports_metrics_and_cost() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/process.yaml",
+        "instances:\n  - name: all\n    search_string: [All]\n",
+    );
+    sb.write(
+        "conf.d/network.yaml",
+        "instances:\n  - collect_connection_state: true\n    excluded_interfaces: []\n",
+    );
+    let expect: &[(&str, &[&str])] = &[
+        (
+            "disk",
+            &[
+                "system.disk.total",
+                "system.disk.used",
+                "system.disk.free",
+                "system.disk.in_use",
+                "system.fs.inodes.total",
+            ],
+        ),
+        (
+            "cpu",
+            &[
+                "system.cpu.user",
+                "system.cpu.system",
+                "system.cpu.idle",
+                "system.cpu.iowait",
+                "system.cpu.stolen",
+                "system.cpu.guest",
+                "system.cpu.num_cores",
+            ],
+        ),
+        (
+            "memory",
+            &[
+                "system.mem.total",
+                "system.mem.free",
+                "system.mem.usable",
+                "system.swap.total",
+            ],
+        ),
+        (
+            "io",
+            &[
+                "system.io.r_s",
+                "system.io.w_s",
+                "system.io.rkb_s",
+                "system.io.wkb_s",
+                "system.io.await",
+                "system.io.util",
+            ],
+        ),
+        (
+            "load",
+            &[
+                "system.load.1",
+                "system.load.5",
+                "system.load.15",
+                "system.load.norm.1",
+            ],
+        ),
+        (
+            "network",
+            &[
+                "system.net.bytes_rcvd",
+                "system.net.bytes_sent",
+                "system.net.packets_in.count",
+                "system.net.packets_out.error",
+                "system.net.tcp4.listening",
+            ],
+        ),
+        ("uptime", &["system.uptime"]),
+        (
+            "process",
+            &[
+                "system.processes.number",
+                "system.processes.mem.rss",
+                "system.processes.threads",
+                "system.processes.open_file_descriptors",
+                "system.processes.cpu.pct",
+                "system.processes.ioread_bytes",
+            ],
+        ),
+    ];
+    for (check, metrics) in expect {
+        let r = sb.run(&["check", check, "--json", "-t", "2", "--pause", "50ms"]);
+        assert_eq!(r.code, 0, "{check}: {}", r.stderr);
+        let doc = r.json();
+        assert_eq!(doc["check"], *check);
+        assert_eq!(doc["kind"], "builtin");
+        assert_eq!(doc["schema_version"], 1);
+        let runs = doc["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2, "{check}");
+        runs.iter().for_each(assert_run_sane);
+        for m in *metrics {
+            let run2: Vec<_> = doc["metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|x| x["metric"] == *m && x["run"] == 2)
+                .collect();
+            assert!(!run2.is_empty(), "{check}: {m} missing in run 2");
+            for x in run2 {
+                assert!(x["value"].as_f64().unwrap().is_finite());
+                assert!(x["host"].as_str().is_some_and(|h| !h.is_empty()));
+                assert!(x["type"].is_string());
+            }
+        }
+    }
+}
+
+#[test]
+fn metric_values_match_the_system() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/disk.yaml",
+        "instances:\n  - use_mount: true\n    tag_by_filesystem: true\n",
+    );
+    let doc = sb.run(&["check", "disk", "--json"]).json();
+    let root: Vec<&serde_json::Value> = doc["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m["metric"] == "system.disk.total"
+                && m["tags"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|t| t == "device:/")
+        })
+        .collect();
+    assert_eq!(root.len(), 1, "system.disk.total for / in {doc}");
+    assert!(
+        root[0]["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t.as_str().unwrap().starts_with("filesystem:"))
+    );
+    // statvfs as Python's os module reports it: f_blocks * f_frsize.
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import os; s=os.statvfs('/'); print(s.f_blocks*s.f_frsize/1024)",
+        ])
+        .output()
+        .expect("python3");
+    let expected: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let got = root[0]["value"].as_f64().unwrap();
+    assert!(
+        (got - expected).abs() / expected < 0.02,
+        "disk.total {got} KiB vs statvfs {expected} KiB"
+    );
+
+    let doc = sb.run(&["check", "memory", "--json"]).json();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kb: f64 = meminfo
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(metric_values(&doc, "system.mem.total"), vec![kb / 1024.0]);
+
+    let doc = sb.run(&["check", "cpu", "--json"]).json();
+    let cores = std::fs::read_to_string("/proc/stat")
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+        .count();
+    assert_eq!(
+        metric_values(&doc, "system.cpu.num_cores"),
+        vec![cores as f64]
+    );
+    // A single run has no previous sample for the 7 percentages and the context switches.
+    assert!(metric_values(&doc, "system.cpu.user").is_empty());
+    assert_eq!(doc["runs"][0]["awaiting_previous"], 8);
+}
+
+#[test]
+fn times_runs_n_times_and_rate_runs_twice_a_second_apart() {
+    let sb = Sandbox::new();
+    let doc = sb
+        .run(&["check", "uptime", "--json", "--times", "3"])
+        .json();
+    let runs: Vec<u64> = doc["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run"].as_u64().unwrap())
+        .collect();
+    assert_eq!(runs, vec![1, 2, 3]);
+    assert_eq!(metric_values(&doc, "system.uptime").len(), 3);
+
+    let doc = sb.run(&["check", "network", "--json", "-r"]).json();
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    let gap = runs[1]["started_at"].as_f64().unwrap() - runs[0]["started_at"].as_f64().unwrap();
+    assert!(gap >= 1.0, "runs {gap}s apart");
+    let rates: Vec<&serde_json::Value> = doc["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["metric"] == "system.net.bytes_rcvd")
+        .collect();
+    assert!(!rates.is_empty());
+    assert!(
+        rates
+            .iter()
+            .all(|m| m["type"] == "rate" && m["run"] == 2 && m["value"].as_f64().unwrap() >= 0.0)
+    );
+}
+
+#[test]
+fn instance_tags_hostname_and_global_tags_apply() {
+    let sb = Sandbox::new();
+    sb.write("agentprof.yaml", "hostname: box-1\ntags: [env:test]\n");
+    sb.write(
+        "conf.d/uptime.yaml",
+        "instances:\n  - tags: [team:a]\n  - tags: [team:b]\n",
+    );
+    let doc = sb.run(&["check", "uptime", "--json"]).json();
+    let ms = doc["metrics"].as_array().unwrap();
+    assert_eq!(ms.len(), 2);
+    assert_eq!(ms[0]["host"], "box-1");
+    assert_eq!(ms[0]["tags"], serde_json::json!(["env:test", "team:a"]));
+    assert_eq!(ms[1]["tags"], serde_json::json!(["env:test", "team:b"]));
+    let doc = sb
+        .run_env(
+            &["check", "uptime", "--json", "--instance", "1"],
+            &[("DD_HOSTNAME", "from-env")],
+        )
+        .json();
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(doc["runs"][0]["instance"], 1);
+    assert_eq!(doc["metrics"][0]["host"], "from-env");
+}
+
+#[test]
+fn human_output_is_plain_when_piped_and_shows_cost() {
+    let sb = Sandbox::new();
+    let r = sb.run(&["check", "disk"]);
+    assert_eq!(r.code, 0);
+    assert!(!r.stdout.contains('\x1b'), "escape codes in piped output");
+    for needle in [
+        "Metrics",
+        "system.disk.total",
+        "Cost of each run",
+        "memory before (RSS)",
+        "difference (VMS)",
+        "peak RSS",
+        "connections (TCP+UDP)",
+        "wall time",
+    ] {
+        assert!(
+            r.stdout.contains(needle),
+            "{needle} missing in:\n{}",
+            r.stdout
+        );
+    }
+    let bordered = sb.run(&["check", "disk", "--table"]);
+    assert!(bordered.stdout.contains("+----"), "{}", bordered.stdout);
+}
+
+#[test]
+fn collector_log_block_is_appended() {
+    let sb = Sandbox::new();
+    let log = sb.file("collector.log");
+    let log_s = log.to_str().unwrap();
+    assert_eq!(
+        sb.run(&["check", "disk", "-t", "2", "--log", log_s]).code,
+        0
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 14, "{text}");
+    let head = regex_lite(lines[0]);
+    assert!(head, "header {}", lines[0]);
+    let labels = [
+        "Memory Before (RSS): ",
+        "Memory After (RSS): ",
+        "Difference (RSS): ",
+        "Memory Before (VMS): ",
+        "Memory After (VMS): ",
+        "Difference (VMS): ",
+    ];
+    for (line, label) in lines[1..7].iter().zip(labels) {
+        let v = line.strip_prefix(label).unwrap_or_else(|| panic!("{line}"));
+        v.parse::<i64>().unwrap_or_else(|_| panic!("{line}"));
+    }
+    let before: i64 = lines[1].rsplit(' ').next().unwrap().parse().unwrap();
+    let after: i64 = lines[2].rsplit(' ').next().unwrap().parse().unwrap();
+    let diff: i64 = lines[3].rsplit(' ').next().unwrap().parse().unwrap();
+    assert_eq!(after - before, diff);
+    // log_file in agentprof.yaml does the same, appending.
+    sb.write("agentprof.yaml", "log_file: collector.log\n");
+    assert_eq!(sb.run(&["check", "uptime"]).code, 0);
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 21);
+}
+
+/// `YYYY-MM-DD HH:MM:SS TZ | INFO | check | disk`
+fn regex_lite(line: &str) -> bool {
+    let parts: Vec<&str> = line.split(" | ").collect();
+    let ts: Vec<&str> = parts[0].split(' ').collect();
+    parts.len() == 4
+        && parts[1] == "INFO"
+        && parts[2] == "check"
+        && parts[3] == "disk"
+        && ts.len() == 3
+        && ts[0].len() == 10
+        && ts[1].len() == 8
+        && !ts[2].is_empty()
+}
+
+#[test]
+fn list_shows_every_builtin_and_its_config() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/disk.yaml",
+        "instances:\n  - {}\n  - use_mount: true\n",
+    );
+    let r = sb.run(&["list"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for name in [
+        "cpu", "disk", "io", "load", "memory", "network", "process", "uptime",
+    ] {
+        assert!(
+            r.stdout.lines().any(|l| l.trim_start().starts_with(name)),
+            "{name} in\n{}",
+            r.stdout
+        );
+    }
+    let doc: serde_json::Value = serde_json::from_str(&sb.run(&["list", "--json"]).stdout).unwrap();
+    let disk = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "disk")
+        .unwrap();
+    assert_eq!(disk["instances"], 2);
+    assert!(
+        disk["source"]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("disk.yaml")
+    );
+    let up = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "uptime")
+        .unwrap();
+    assert_eq!(up["source"]["type"], "default");
+}

@@ -1,0 +1,150 @@
+//! Bad input: what is wrong and where, exit 2 for usage and configuration, exit 1 for a run
+//! that failed, and nothing already collected is lost.
+
+use crate::support::Sandbox;
+
+#[test]
+fn unknown_check_names_the_closest_first() {
+    let r = Sandbox::new().run(&["check", "dsk"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("unknown check `dsk`; did you mean `disk`?"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("known checks: disk,"), "{}", r.stderr);
+    assert!(r.stdout.is_empty());
+}
+
+#[test]
+fn malformed_yaml_gives_file_line_and_column() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/disk.yaml",
+        "init_config:\ninstances:\n  - use_mount: true\n   tags: [a\n",
+    );
+    let r = sb.run(&["check", "disk"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("conf.d/disk.yaml:4:"), "{}", r.stderr);
+    let sb = Sandbox::new();
+    sb.write("agentprof.yaml", "hostname: [\n");
+    let r = sb.run(&["check", "disk"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("agentprof.yaml:"), "{}", r.stderr);
+}
+
+#[test]
+fn wrong_type_names_the_option_and_unknown_options_warn() {
+    let sb = Sandbox::new();
+    sb.write("conf.d/disk.yaml", "instances:\n  - use_mount: sometimes\n");
+    let r = sb.run(&["check", "disk"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("conf.d/disk.yaml:2:") && r.stderr.contains("use_mount"),
+        "{}",
+        r.stderr
+    );
+
+    sb.write("conf.d/disk.yaml", "instances:\n  - use_mout: true\n");
+    let r = sb.run(&["check", "disk"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("disk.yaml:2: unknown option `instances[0].use_mout`, ignored (did you mean `use_mount`?)"),
+        "{}",
+        r.stderr
+    );
+
+    sb.write(
+        "conf.d/disk.yaml",
+        "instances:\n  - mount_point_exclude: ['(']\n",
+    );
+    let r = sb.run(&["check", "disk"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("instances[0].mount_point_exclude: not a valid regular expression"),
+        "{}",
+        r.stderr
+    );
+
+    sb.write("conf.d/disk.yaml", "instances:\n  - timeout: -1\n");
+    let r = sb.run(&["check", "disk"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("instances[0].timeout"), "{}", r.stderr);
+
+    sb.write("conf.d/disk.yaml", "instances:\n  - tags: ['a,b']\n");
+    let r = sb.run(&["check", "disk"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("`a,b` is not a valid tag"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn bad_flags_name_the_flag() {
+    let sb = Sandbox::new();
+    for (args, flag) in [
+        (&["check", "disk", "--times", "0"][..], "--times"),
+        (&["check", "disk", "--pause", "soon"][..], "--pause"),
+        (&["check", "disk", "--top", "0"][..], "--top"),
+        (
+            &["check", "disk", "--pprof", "/no/such/dir/x.pb.gz"][..],
+            "--pprof",
+        ),
+        (
+            &["check", "disk", "--config", "/no/such/agentprof.yaml"][..],
+            "--config",
+        ),
+        (&["check", "disk", "--instance", "3"][..], "--instance"),
+    ] {
+        let r = sb.run(args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(flag), "{args:?}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn a_failing_run_exits_1_and_other_instances_still_print() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/process.yaml",
+        "instances:\n  - name: gone\n    pid_file: /no/such/file.pid\n  - name: all\n    search_string: [All]\n",
+    );
+    let r = sb.run(&["check", "process", "--json"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let doc = r.json();
+    assert_eq!(doc["runs"][0]["status"], "error");
+    assert!(
+        doc["runs"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("/no/such/file.pid")
+    );
+    assert_eq!(doc["runs"][1]["status"], "ok");
+    assert!(
+        doc["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["metric"] == "system.processes.number")
+    );
+
+    let r = sb.run(&["check", "process"]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stdout.contains("instances[0] run 1: error:"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("system.processes.number"), "{}", r.stdout);
+}
+
+#[test]
+fn process_check_without_config_says_what_is_required() {
+    let r = Sandbox::new().run(&["check", "process"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("name: required"), "{}", r.stderr);
+}

@@ -1,0 +1,8 @@
+//! Integration tests: the built binary, run as a user runs it.
+#![allow(clippy::unwrap_used)]
+
+mod check;
+mod errors;
+mod generated;
+mod profile;
+mod support;

@@ -1,0 +1,137 @@
+//! `--profile`, `--flamegraph`, `--pprof`: sampled stacks of the check, read back with the
+//! reference tool (`go tool pprof`) when Go is installed.
+
+use crate::support::{Sandbox, has_go};
+
+/// A check that burns measurable CPU per run: every process on the machine.
+fn busy(sb: &Sandbox) {
+    sb.write(
+        "conf.d/process.yaml",
+        "instances:\n  - name: all\n    search_string: [All]\n    exact_match: false\n",
+    );
+}
+
+#[test]
+fn short_runs_say_too_few_samples_instead_of_a_table() {
+    let sb = Sandbox::new();
+    let r = sb.run(&["check", "uptime", "--profile"]);
+    assert_eq!(r.code, 0);
+    assert!(
+        r.stdout.contains("too few for a meaningful profile"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("--times"), "{}", r.stdout);
+    let doc = sb.run(&["check", "uptime", "--profile", "--json"]).json();
+    assert_eq!(doc["profile"]["meaningful"], false);
+}
+
+#[test]
+fn profile_pprof_and_flamegraph_agree() {
+    let sb = Sandbox::new();
+    busy(&sb);
+    let (svg, pb) = (sb.file("out.svg"), sb.file("out.pb.gz"));
+    let r = sb.run(&[
+        "check",
+        "process",
+        "--json",
+        "-t",
+        "40",
+        "--top",
+        "10",
+        "--flamegraph",
+        svg.to_str().unwrap(),
+        "--pprof",
+        pb.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let p = &doc["profile"];
+    let samples = p["samples"].as_u64().unwrap();
+    assert!(samples >= 20, "{samples} samples");
+    let top = p["top"].as_array().unwrap();
+    assert_eq!(top.len(), 10);
+    // Sorted by cum; the check's own run method is on every sampled stack.
+    let cums: Vec<u64> = top.iter().map(|t| t["cum"].as_u64().unwrap()).collect();
+    assert!(cums.windows(2).all(|w| w[0] >= w[1]));
+    assert!(
+        top.iter().any(
+            |t| t["function"].as_str().unwrap().contains("ProcessCheck") && t["cum"] == samples
+        )
+    );
+    for t in top {
+        assert!(t["flat"].as_u64().unwrap() <= t["cum"].as_u64().unwrap());
+    }
+
+    let svg_text = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg_text.contains("<svg") && svg_text.contains("ProcessCheck"));
+    let bytes = std::fs::read(&pb).unwrap();
+    assert_eq!(&bytes[..2], &[0x1f, 0x8b]);
+
+    if !has_go() {
+        eprintln!("go is not installed: skipping the go tool pprof comparison");
+        return;
+    }
+    // go tool pprof -raw: the sample counts must add up to ours.
+    let raw = std::process::Command::new("go")
+        .args(["tool", "pprof", "-raw"])
+        .arg(&pb)
+        .output()
+        .unwrap();
+    assert!(
+        raw.status.success(),
+        "{}",
+        String::from_utf8_lossy(&raw.stderr)
+    );
+    let raw = String::from_utf8_lossy(&raw.stdout);
+    assert!(raw.contains("samples/count cpu/nanoseconds"), "{raw}");
+    let total: u64 = raw
+        .lines()
+        .skip_while(|l| !l.starts_with("Samples:"))
+        .skip(2)
+        .take_while(|l| l.contains(':') && !l.starts_with("Locations"))
+        .filter_map(|l| l.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(total, samples);
+    // go tool pprof -top: same total, and every sample under the run marker.
+    let out = std::process::Command::new("go")
+        .args([
+            "tool",
+            "pprof",
+            "-top",
+            "-cum",
+            "-sample_index=samples",
+            "-nodecount=200",
+        ])
+        .arg(&pb)
+        .output()
+        .unwrap();
+    let top_text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        top_text.contains(&format!("of {samples} total")),
+        "{top_text}"
+    );
+    let run_line = top_text
+        .lines()
+        .find(|l| l.contains("measured_run"))
+        .unwrap_or_else(|| panic!("{top_text}"));
+    let go_cum: u64 = run_line.split_whitespace().nth(3).unwrap().parse().unwrap();
+    assert_eq!(go_cum, samples, "{run_line}");
+}
+
+#[test]
+fn human_profile_table_has_pprof_columns() {
+    let sb = Sandbox::new();
+    busy(&sb);
+    let r = sb.run(&["check", "process", "--profile", "-t", "40", "--top", "5"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let header = r
+        .stdout
+        .lines()
+        .find(|l| l.contains("FLAT%"))
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    for col in ["FLAT", "FLAT%", "SUM%", "CUM", "CUM%", "FUNCTION"] {
+        assert!(header.contains(col));
+    }
+    assert!(r.stdout.contains("by cumulative time"));
+}
