@@ -55,8 +55,9 @@ mod imp {
     use super::super::{CallProfile, Frame};
     use super::ThreadId;
 
-    /// Words per sample: [frame count, interrupted pc, return addresses…].
+    /// Words per sample: [frame count, interrupted pc, weight, return addresses…].
     const SLOT: usize = 128;
+    const HEADER: usize = 3;
     /// Samples one run can hold; later ones are counted as dropped. The buffer is zero pages
     /// until written, so only samples actually taken cost memory.
     const CAPACITY: usize = 16_384;
@@ -64,6 +65,8 @@ mod imp {
     static BUFFER: AtomicPtr<u64> = AtomicPtr::new(std::ptr::null_mut());
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     static ACTIVE: AtomicBool = AtomicBool::new(false);
+    /// The sampling timer, for `timer_getoverrun` in the handler.
+    static TIMER: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     static INSTALL: Once = Once::new();
 
     extern "C" fn on_sigprof(_sig: libc::c_int, _info: *mut libc::siginfo_t, ctx: *mut c_void) {
@@ -80,12 +83,16 @@ mod imp {
         unsafe {
             let slot = buf.add(i * SLOT);
             *slot.add(1) = interrupted_pc(ctx);
+            // CPU-clock timers fire on scheduler ticks (often 4 ms): periods that elapsed
+            // since the last signal are overruns, and this sample stands for all of them.
+            let overrun = libc::timer_getoverrun(TIMER.load(Ordering::Acquire));
+            *slot.add(2) = 1 + overrun.max(0) as u64;
             let mut n = 0usize;
             backtrace::trace_unsynchronized(|frame| {
-                if n >= SLOT - 2 {
+                if n >= SLOT - HEADER {
                     return false;
                 }
-                *slot.add(2 + n) = frame.ip() as u64;
+                *slot.add(HEADER + n) = frame.ip() as u64;
                 n += 1;
                 true
             });
@@ -194,6 +201,7 @@ mod imp {
                     it_interval: ts,
                     it_value: ts,
                 };
+                TIMER.store(timer, Ordering::Release);
                 if libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) != 0 {
                     libc::timer_delete(timer);
                     bail!(
@@ -217,8 +225,9 @@ mod imp {
             for i in 0..n {
                 // SAFETY: slots below `n` were written by the handler, which no longer runs.
                 let slot = unsafe { std::slice::from_raw_parts(buf.add(i * SLOT), SLOT) };
-                let depth = (slot[0] as usize).min(SLOT - 2);
-                let (pc, ips) = (slot[1], &slot[2..2 + depth]);
+                let depth = (slot[0] as usize).min(SLOT - HEADER);
+                let (pc, weight) = (slot[1], slot[2].max(1));
+                let ips = &slot[HEADER..HEADER + depth];
                 // Frames above the interrupted one belong to the handler and the signal
                 // trampoline: start where the unwinder reached the interrupted pc.
                 let stack = match ips.iter().position(|&ip| ip == pc) {
@@ -226,7 +235,7 @@ mod imp {
                     None if pc != 0 => vec![pc],
                     None => continue,
                 };
-                *stacks.entry(stack).or_default() += 1;
+                *stacks.entry(stack).or_default() += weight;
             }
             for (stack, count) in stacks {
                 let mut locations = Vec::with_capacity(stack.len());
@@ -331,12 +340,24 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn samples_a_busy_thread_and_cuts_at_the_marker() {
+        /// Burns `ms` of this thread's CPU (not wall time: the machine may be busy).
         #[inline(never)]
         fn spin(ms: u64) -> u64 {
-            let t = std::time::Instant::now();
+            let cpu_ms = || {
+                let mut ts = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
+                // SAFETY: writes into the timespec we own.
+                unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+                ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+            };
+            let start = cpu_ms();
             let mut x = 0u64;
-            while t.elapsed().as_millis() < u128::from(ms) {
-                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            while cpu_ms() - start < ms {
+                for _ in 0..1000 {
+                    x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                }
             }
             x
         }
@@ -354,8 +375,12 @@ mod tests {
         worker.join().unwrap();
         let mut p = CallProfile::new(ProfileKind::Cpu, 1000, 0);
         sampler.stop(&mut p);
-        // 200 ms of CPU at 1000 Hz: about 200 samples; allow for a loaded machine.
-        assert!(p.total_samples() >= 50, "{} samples", p.total_samples());
+        // 200 ms of the thread's CPU at 1000 Hz: about 200 samples.
+        assert!(
+            (150..=230).contains(&p.total_samples()),
+            "{} samples",
+            p.total_samples()
+        );
         let t = crate::profile::top(&p, 50);
         assert!(
             t.rows.iter().any(|r| r.function.contains("spin")),
