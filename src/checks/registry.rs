@@ -64,13 +64,29 @@ impl<'a> Registry<'a> {
     }
 
     fn spec(&self, name: &str) -> Result<&'static BuiltinSpec, UsageError> {
-        BUILTINS
-            .iter()
-            .find(|b| b.name == name)
-            .ok_or_else(|| UsageError::UnknownCheck {
-                name: name.to_string(),
-                suggestion: self.closest(name),
-            })
+        if let Some(spec) = BUILTINS.iter().find(|b| b.name == name) {
+            return Ok(spec);
+        }
+        if let Some(plugin) = self.plugin_file(name) {
+            return Err(UsageError::config(
+                plugin,
+                "plugin checks (Python and exec) are not supported by this agentprof version yet; \
+                 it runs the built-in checks listed by `agentprof list`",
+            ));
+        }
+        Err(UsageError::UnknownCheck {
+            name: name.to_string(),
+            suggestion: self.closest(name),
+        })
+    }
+
+    /// A plugin file for NAME in checks_path (`NAME.py`, `NAME.sh` or `NAME`).
+    fn plugin_file(&self, name: &str) -> Option<PathBuf> {
+        let dir = &self.config.checks_path;
+        [format!("{name}.py"), format!("{name}.sh"), name.to_string()]
+            .into_iter()
+            .map(|f| dir.join(f))
+            .find(|p| p.is_file())
     }
 
     /// "; did you mean …? known checks: …", closest match first.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::{AgentConfig, InstanceCommon};
 use crate::metrics::{Aggregator, Flushed, Sink};
-use crate::procstat::{self, ProcessSnapshot, Target};
+use crate::procstat::{Probe, ProcessSnapshot, Target};
 use crate::profile::{
     CallProfile, RUN_THREAD_NAME, RunCost, RunRecord, Sampler, ThreadId, measured_run,
 };
@@ -49,8 +49,9 @@ impl Worker {
             .name(RUN_THREAD_NAME.into())
             .spawn(move || {
                 let _ = id_tx.send(ThreadId::current());
+                let mut probe = Probe::new(Target::SelfProcess);
                 for job in rx {
-                    let done = execute(job.check);
+                    let done = execute(&mut probe, job.check);
                     if job.reply.send(done).is_err() {
                         break;
                     }
@@ -63,16 +64,16 @@ impl Worker {
     }
 }
 
-fn execute(mut check: Box<dyn Check>) -> Done {
+fn execute(probe: &mut Probe, mut check: Box<dyn Check>) -> Done {
     let mut sink = Sink::default();
-    let peak_reset = procstat::reset_peak_rss(Target::SelfProcess);
-    let before = procstat::snapshot(Target::SelfProcess);
+    let peak_reset = probe.reset_peak_rss();
+    let before = probe.before();
     let started_at = unix_now();
     let t0 = Instant::now();
     let outcome =
         std::panic::catch_unwind(AssertUnwindSafe(|| measured_run(|| check.run(&mut sink))));
     let wall_s = t0.elapsed().as_secs_f64();
-    let after = procstat::snapshot(Target::SelfProcess);
+    let after = probe.after();
     let result = match outcome {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(format!("{e:#}")),
@@ -133,7 +134,7 @@ impl Runner {
                 timeout: timeout_of(&common),
                 aggregator: Aggregator::new(
                     hostname_of(&common, config),
-                    &common.tags,
+                    &instance_tags(&common),
                     &config.tags,
                     config.histogram.clone(),
                 ),
@@ -257,6 +258,15 @@ impl Runner {
 
 fn timeout_of(common: &InstanceCommon) -> Duration {
     Duration::from_secs_f64(common.timeout.unwrap_or(DEFAULT_TIMEOUT_S))
+}
+
+/// The instance's `tags`, and `service:NAME` when `service` is set, as the Agent adds it.
+fn instance_tags(common: &InstanceCommon) -> Vec<String> {
+    let mut tags = common.tags.clone();
+    if let Some(service) = common.service.as_deref().filter(|s| !s.is_empty()) {
+        tags.push(format!("service:{service}"));
+    }
+    tags
 }
 
 fn hostname_of(common: &InstanceCommon, config: &AgentConfig) -> String {

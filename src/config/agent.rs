@@ -158,6 +158,16 @@ impl AgentConfig {
             .clone()
             .or(file.confd_path.map(rel))
             .unwrap_or_else(|| default_dir("conf.d", "/etc/agentprof/conf.d"));
+        for (flag, dir) in [("--confd", &opts.confd), ("--checks", &opts.checks)] {
+            if let Some(d) = dir
+                && !d.is_dir()
+            {
+                return Err(UsageError::flag(
+                    flag,
+                    format!("{} is not a directory", d.display()),
+                ));
+            }
+        }
         let checks_path = opts
             .checks
             .clone()

@@ -1,64 +1,136 @@
 //! Linux snapshots through procfs; CPU of agentprof itself from getrusage for microsecond
 //! resolution (a few-millisecond check is below /proc/stat's 10 ms ticks).
+//!
+//! A snapshot costs a few hundred microseconds (fd list, socket tables) and its own reads
+//! and allocations must not be billed to the run. So the slow figures are taken first before
+//! a run and last after it, and the counters that move with every syscall (CPU, I/O) are read
+//! nearest to the run: I/O with a single `pread` on a file opened in advance, whose own read
+//! is accounted for exactly.
 
 use std::collections::HashSet;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 
-use procfs::process::{FDTarget, Process};
+use procfs::FromBufRead;
+use procfs::process::{FDTarget, Io, Process};
 
 use super::{IoCounters, ProcessSnapshot, Target};
 
-fn process(target: Target) -> Option<Process> {
-    match target {
-        Target::SelfProcess => Process::myself().ok(),
-        Target::Pid(pid) => Process::new(pid as i32).ok(),
+/// Takes snapshots of one process, before and after runs.
+pub struct Probe {
+    target: Target,
+    proc: Option<Process>,
+    io_file: Option<File>,
+    buf: Vec<u8>,
+}
+
+impl Probe {
+    pub fn new(target: Target) -> Probe {
+        let (proc, io_path) = match target {
+            Target::SelfProcess => (Process::myself().ok(), "/proc/self/io".to_string()),
+            Target::Pid(pid) => (Process::new(pid as i32).ok(), format!("/proc/{pid}/io")),
+        };
+        Probe {
+            target,
+            proc,
+            io_file: File::open(io_path).ok(),
+            buf: vec![0; 1024],
+        }
+    }
+
+    /// Figures right before a run: slow ones first, syscall counters last.
+    pub fn before(&mut self) -> ProcessSnapshot {
+        let mut snap = ProcessSnapshot::default();
+        self.fds_and_sockets(&mut snap);
+        self.status(&mut snap);
+        snap.io = self.io().map(|mut io| {
+            // The pread that sampled these counters is counted once it returns: bill it here,
+            // not to the run.
+            if self.target == Target::SelfProcess {
+                io.read_count += 1;
+            }
+            io
+        });
+        self.cpu(&mut snap);
+        snap
+    }
+
+    /// Figures right after a run: syscall counters first, slow ones last.
+    pub fn after(&mut self) -> ProcessSnapshot {
+        let mut snap = ProcessSnapshot::default();
+        self.cpu(&mut snap);
+        snap.io = self.io();
+        self.status(&mut snap);
+        self.fds_and_sockets(&mut snap);
+        snap
+    }
+
+    /// Resets the kernel's peak-RSS mark (VmHWM) so the next snapshot's peak is the run's own.
+    /// Returns false when the kernel refuses (before Linux 4.0, or no permission).
+    pub fn reset_peak_rss(&self) -> bool {
+        let path = match self.target {
+            Target::SelfProcess => "/proc/self/clear_refs".to_string(),
+            Target::Pid(pid) => format!("/proc/{pid}/clear_refs"),
+        };
+        std::fs::write(path, b"5").is_ok()
+    }
+
+    fn status(&self, snap: &mut ProcessSnapshot) {
+        if let Some(status) = self.proc.as_ref().and_then(|p| p.status().ok()) {
+            snap.rss = status.vmrss.map(|kb| kb * 1024);
+            snap.vms = status.vmsize.map(|kb| kb * 1024);
+            snap.peak_rss = status.vmhwm.map(|kb| kb * 1024);
+            snap.threads = Some(status.threads);
+        }
+    }
+
+    fn io(&mut self) -> Option<IoCounters> {
+        let file = self.io_file.as_ref()?;
+        let n = file.read_at(&mut self.buf, 0).ok()?;
+        let io = Io::from_buf_read(&self.buf[..n]).ok()?;
+        Some(IoCounters {
+            read_bytes: io.read_bytes,
+            write_bytes: io.write_bytes,
+            read_count: io.syscr,
+            write_count: io.syscw,
+        })
+    }
+
+    fn cpu(&self, snap: &mut ProcessSnapshot) {
+        let (user, system) = match self.target {
+            Target::SelfProcess => self_cpu(),
+            Target::Pid(_) => match self.proc.as_ref().and_then(|p| p.stat().ok()) {
+                Some(stat) => {
+                    let tps = procfs::ticks_per_second() as f64;
+                    (Some(stat.utime as f64 / tps), Some(stat.stime as f64 / tps))
+                }
+                None => (None, None),
+            },
+        };
+        snap.cpu_user_s = user;
+        snap.cpu_system_s = system;
+    }
+
+    fn fds_and_sockets(&self, snap: &mut ProcessSnapshot) {
+        let Some(proc) = &self.proc else { return };
+        if let Ok(fds) = proc.fd() {
+            let mut count = 0u64;
+            let mut sockets = HashSet::new();
+            for fd in fds.flatten() {
+                count += 1;
+                if let FDTarget::Socket(inode) = fd.target {
+                    sockets.insert(inode);
+                }
+            }
+            snap.open_fds = Some(count);
+            snap.connections = inet_socket_count(proc, &sockets);
+        }
     }
 }
 
-/// Takes every figure it can; each one that fails is left `None`.
+/// All figures at once, for a process that is not being timed.
 pub fn snapshot(target: Target) -> ProcessSnapshot {
-    let mut snap = ProcessSnapshot::default();
-    let Some(proc) = process(target) else {
-        return snap;
-    };
-    if let Ok(status) = proc.status() {
-        snap.rss = status.vmrss.map(|kb| kb * 1024);
-        snap.vms = status.vmsize.map(|kb| kb * 1024);
-        snap.peak_rss = status.vmhwm.map(|kb| kb * 1024);
-        snap.threads = Some(status.threads);
-    }
-    match target {
-        Target::SelfProcess => {
-            let (user, system) = self_cpu();
-            snap.cpu_user_s = user;
-            snap.cpu_system_s = system;
-        }
-        Target::Pid(_) => {
-            if let Ok(stat) = proc.stat() {
-                let tps = procfs::ticks_per_second() as f64;
-                snap.cpu_user_s = Some(stat.utime as f64 / tps);
-                snap.cpu_system_s = Some(stat.stime as f64 / tps);
-            }
-        }
-    }
-    snap.io = proc.io().ok().map(|io| IoCounters {
-        read_bytes: io.read_bytes,
-        write_bytes: io.write_bytes,
-        read_count: io.syscr,
-        write_count: io.syscw,
-    });
-    if let Ok(fds) = proc.fd() {
-        let mut count = 0u64;
-        let mut sockets = HashSet::new();
-        for fd in fds.flatten() {
-            count += 1;
-            if let FDTarget::Socket(inode) = fd.target {
-                sockets.insert(inode);
-            }
-        }
-        snap.open_fds = Some(count);
-        snap.connections = inet_socket_count(&proc, &sockets);
-    }
-    snap
+    Probe::new(target).after()
 }
 
 /// How many of `sockets` (inodes) are TCP or UDP sockets in the process's network namespace.
@@ -98,16 +170,6 @@ fn self_cpu() -> (Option<f64>, Option<f64>) {
     (Some(secs(usage.ru_utime)), Some(secs(usage.ru_stime)))
 }
 
-/// Resets the kernel's peak-RSS mark (VmHWM) so the next snapshot's peak is the run's own.
-/// Returns false when the kernel refuses (before Linux 4.0, or no permission).
-pub fn reset_peak_rss(target: Target) -> bool {
-    let path = match target {
-        Target::SelfProcess => "/proc/self/clear_refs".to_string(),
-        Target::Pid(pid) => format!("/proc/{pid}/clear_refs"),
-    };
-    std::fs::write(path, b"5").is_ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +182,36 @@ mod tests {
         assert!(s.threads.unwrap() >= 1);
         assert!(s.open_fds.unwrap() >= 3);
         assert!(s.cpu_user_s.is_some());
+        assert!(s.io.is_some());
+    }
+
+    #[test]
+    fn nothing_between_snapshots_costs_no_io() {
+        let mut p = Probe::new(Target::SelfProcess);
+        let before = p.before();
+        let after = p.after();
+        // Other tests run threads of this process meanwhile; this one did no I/O itself, so
+        // only those can show. Retry a few times to find a quiet moment.
+        let quiet = (0..20).any(|_| {
+            let b = p.before();
+            let a = p.after();
+            a.io.unwrap().since(&b.io.unwrap()).read_count == 0
+        });
+        assert!(quiet, "{before:?} {after:?}");
+    }
+
+    #[test]
+    fn a_read_between_snapshots_is_counted_once() {
+        let mut p = Probe::new(Target::SelfProcess);
+        let f = File::open("/proc/self/stat").unwrap();
+        let mut buf = [0u8; 64];
+        let exact = (0..20).any(|_| {
+            let b = p.before();
+            let _ = f.read_at(&mut buf, 0);
+            let a = p.after();
+            a.io.unwrap().since(&b.io.unwrap()).read_count == 1
+        });
+        assert!(exact);
     }
 
     #[test]

@@ -7,9 +7,9 @@ mod linux;
 mod other;
 
 #[cfg(target_os = "linux")]
-pub use linux::{reset_peak_rss, snapshot};
+pub use linux::{Probe, snapshot};
 #[cfg(not(target_os = "linux"))]
-pub use other::{reset_peak_rss, snapshot};
+pub use other::{Probe, snapshot};
 
 use serde::Serialize;
 

@@ -33,6 +33,26 @@ pub fn snapshot(target: Target) -> ProcessSnapshot {
     }
 }
 
-pub fn reset_peak_rss(_target: Target) -> bool {
-    false
+/// Snapshots of one process before and after runs; sysinfo has no cheaper partial read.
+pub struct Probe {
+    target: Target,
+}
+
+impl Probe {
+    pub fn new(target: Target) -> Probe {
+        Probe { target }
+    }
+
+    pub fn before(&mut self) -> ProcessSnapshot {
+        snapshot(self.target)
+    }
+
+    pub fn after(&mut self) -> ProcessSnapshot {
+        snapshot(self.target)
+    }
+
+    /// There is no portable way to reset a process's peak RSS.
+    pub fn reset_peak_rss(&self) -> bool {
+        false
+    }
 }

@@ -334,3 +334,124 @@ fn profile(out: &mut String, style: Style, p: &ProfileSummary, runs: u32) {
     }
     push_table(out, &t);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::{CheckKind, ConfigSource};
+    use crate::metrics::{Flushed, Metric, MetricType, ServiceCheck, ServiceCheckStatus};
+    use crate::procstat::IoCounters;
+    use crate::profile::{PeakScope, TopRow, TopTable};
+
+    fn report(runs: u32, profile_samples: u64) -> CheckReport {
+        let records = (1..=runs)
+            .map(|run| {
+                let cost = RunCost {
+                    wall_s: 0.000_5 * f64::from(run),
+                    cpu_user_s: Some(0.000_4),
+                    cpu_system_s: Some(0.0),
+                    rss_before: Some(18_685_952),
+                    rss_after: Some(18_722_816),
+                    vms_before: Some(2_533_859_328),
+                    vms_after: Some(2_534_907_904),
+                    peak_rss: Some(18_800_000),
+                    peak_scope: Some(PeakScope::Run),
+                    io: Some(IoCounters {
+                        read_bytes: 0,
+                        write_bytes: 4096,
+                        read_count: 12,
+                        write_count: 1,
+                    }),
+                    threads: Some(2),
+                    open_fds: Some(9),
+                    connections: None,
+                };
+                let flushed = Flushed {
+                    metrics: vec![Metric {
+                        metric: "system.disk.total".into(),
+                        mtype: MetricType::Gauge,
+                        value: 264212084.0,
+                        tags: vec!["device:/dev/vda".into(), "device_name:vda".into()],
+                        host: "box".into(),
+                        timestamp: 1.0,
+                        run,
+                    }],
+                    service_checks: vec![ServiceCheck {
+                        name: "process.up".into(),
+                        status: ServiceCheckStatus::Ok,
+                        tags: vec![],
+                        message: String::new(),
+                        host: "box".into(),
+                        run,
+                    }],
+                    awaiting_previous: if run == 1 { 3 } else { 0 },
+                    ..Default::default()
+                };
+                RunRecord::new("disk", 0, run, 1.0, Ok(()), cost, flushed)
+            })
+            .collect();
+        let profile = (profile_samples > 0).then(|| ProfileSummary {
+            frequency_hz: 1000,
+            period_ns: 1_000_000,
+            samples: profile_samples,
+            min_samples: 20,
+            top: TopTable {
+                total_samples: profile_samples,
+                functions: 2,
+                rows: vec![
+                    TopRow {
+                        function: "disk::run".into(),
+                        file: Some("src/disk.rs".into()),
+                        line: Some(10),
+                        flat: 0,
+                        cum: profile_samples,
+                    },
+                    TopRow {
+                        function: "statvfs".into(),
+                        file: None,
+                        line: None,
+                        flat: profile_samples,
+                        cum: profile_samples,
+                    },
+                ],
+            },
+        });
+        CheckReport {
+            check: "disk".into(),
+            kind: CheckKind::Builtin,
+            version: "0.1.0".into(),
+            source: ConfigSource::Default,
+            records,
+            profile,
+            config_warnings: vec![],
+        }
+    }
+
+    const PLAIN: Style = Style {
+        color: false,
+        bordered: false,
+    };
+
+    #[test]
+    fn one_run_with_a_profile() {
+        insta::assert_snapshot!(render(&report(1, 40), PLAIN));
+    }
+
+    #[test]
+    fn many_runs_summarise_and_too_few_samples_say_so() {
+        insta::assert_snapshot!(render(&report(7, 3), PLAIN));
+    }
+
+    #[test]
+    fn bordered_tables_are_ascii_without_colour() {
+        let out = render(
+            &report(1, 0),
+            Style {
+                color: false,
+                bordered: true,
+            },
+        );
+        assert!(out.contains("+-----"));
+        assert!(!out.contains('\x1b'));
+    }
+}

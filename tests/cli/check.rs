@@ -267,14 +267,17 @@ fn instance_tags_hostname_and_global_tags_apply() {
     sb.write("agentprof.yaml", "hostname: box-1\ntags: [env:test]\n");
     sb.write(
         "conf.d/uptime.yaml",
-        "instances:\n  - tags: [team:a]\n  - tags: [team:b]\n",
+        "instances:\n  - tags: [team:a]\n  - tags: [team:b]\n    service: web\n",
     );
     let doc = sb.run(&["check", "uptime", "--json"]).json();
     let ms = doc["metrics"].as_array().unwrap();
     assert_eq!(ms.len(), 2);
     assert_eq!(ms[0]["host"], "box-1");
     assert_eq!(ms[0]["tags"], serde_json::json!(["env:test", "team:a"]));
-    assert_eq!(ms[1]["tags"], serde_json::json!(["env:test", "team:b"]));
+    assert_eq!(
+        ms[1]["tags"],
+        serde_json::json!(["env:test", "service:web", "team:b"])
+    );
     let doc = sb
         .run_env(
             &["check", "uptime", "--json", "--instance", "1"],

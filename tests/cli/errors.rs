@@ -148,3 +148,29 @@ fn process_check_without_config_says_what_is_required() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("name: required"), "{}", r.stderr);
 }
+
+#[test]
+fn directories_from_flags_must_exist_and_plugins_are_named() {
+    let sb = Sandbox::new();
+    for flag in ["--confd", "--checks"] {
+        let r = sb.run(&["check", "disk", flag, "/no/such/dir"]);
+        assert_eq!(r.code, 2);
+        assert!(
+            r.stderr
+                .contains(&format!("{flag}: /no/such/dir is not a directory")),
+            "{}",
+            r.stderr
+        );
+    }
+    sb.write(
+        "checks/mycheck.py",
+        "from datadog_checks.base import AgentCheck\n",
+    );
+    let r = sb.run(&["check", "mycheck"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("checks/mycheck.py: plugin checks"),
+        "{}",
+        r.stderr
+    );
+}
