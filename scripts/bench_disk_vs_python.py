@@ -1,11 +1,13 @@
 """Wall time and peak RSS of a cold `agentprof check disk` against the peer: the same disk
 check written on datadog_checks_base + psutil, run once by Python (scripts/peer_disk_check.py).
 
-Each command is started N times (default 15), interleaved so both see the same machine state;
-wall time from a monotonic clock around spawn-to-exit, peak RSS from the child's rusage
-(ru_maxrss). Prints medians and the agentprof/peer ratios.
+Each command is started N times (default 15), interleaved so both see the same machine state.
+Wall time: a monotonic clock around spawn-to-exit. Peak RSS: GNU time's %M (Debian package
+`time`) in a separate start of the same command, because a child forked by this Python
+process inherits Python's own high-water mark in ru_maxrss. Prints medians and the
+agentprof/peer ratios.
 
-    cargo build --release
+    apt-get install time && cargo build --release
     python3 scripts/bench_disk_vs_python.py --python venv/bin/python [-n 15]
 """
 
@@ -13,18 +15,24 @@ import argparse
 import os
 import statistics
 import subprocess
+import tempfile
 import time
 
 
 def measure(argv):
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
+    rc = subprocess.call(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit("%s exited %d" % (argv, proc.returncode))
-    return wall, usage.ru_maxrss  # KiB on Linux
+    if rc != 0:
+        raise SystemExit("%s exited %d" % (argv, rc))
+    with tempfile.NamedTemporaryFile("r") as out:
+        subprocess.check_call(
+            ["/usr/bin/time", "-f", "%M", "-o", out.name] + argv,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        rss = int(out.read().split()[-1])  # KiB
+    return wall, rss
 
 
 def main():

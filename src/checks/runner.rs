@@ -12,7 +12,7 @@ use crate::config::{AgentConfig, InstanceCommon};
 use crate::metrics::{Aggregator, Flushed, Sink};
 use crate::procstat::{Probe, ProcessSnapshot, Target};
 use crate::profile::{
-    CallProfile, RUN_THREAD_NAME, RunCost, RunRecord, Sampler, ThreadId, measured_run,
+    CallProfile, ProfileKind, RUN_THREAD_NAME, RunCost, RunRecord, Sampler, ThreadId, measured_run,
 };
 
 use super::{Check, LoadedCheck};
@@ -98,6 +98,13 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
+fn unix_now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
 fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -118,12 +125,24 @@ pub struct Runner {
     name: String,
     instances: Vec<Instance>,
     worker: Option<Worker>,
-    sampler: Option<Sampler>,
+    /// Set when runs are profiled.
+    profile: Option<Profiling>,
+}
+
+struct Profiling {
+    sampler: Sampler,
+    profile: CallProfile,
 }
 
 impl Runner {
     /// Prepares `loaded`'s instances (all, or only `only`, 0-based) for running.
-    pub fn new(loaded: LoadedCheck, config: &AgentConfig, only: Option<usize>) -> Runner {
+    /// With `profile_hz`, every run's CPU is sampled at that frequency (see `finish_profile`).
+    pub fn new(
+        loaded: LoadedCheck,
+        config: &AgentConfig,
+        only: Option<usize>,
+        profile_hz: Option<u32>,
+    ) -> Runner {
         let instances = loaded
             .instances
             .into_iter()
@@ -145,7 +164,10 @@ impl Runner {
             name: loaded.name,
             instances,
             worker: None,
-            sampler: None,
+            profile: profile_hz.map(|hz| Profiling {
+                sampler: Sampler::new(hz),
+                profile: CallProfile::new(ProfileKind::Cpu, hz, unix_now_ns()),
+            }),
         }
     }
 
@@ -158,13 +180,16 @@ impl Runner {
         self.instances[pos].index
     }
 
-    /// Samples lost because one run filled the sample buffer.
-    pub fn dropped_samples(&self) -> u64 {
-        self.sampler.as_ref().map_or(0, |s| s.dropped)
+    /// The call profile of every run so far, symbolised now that the runs are over; with
+    /// the samples a full buffer lost.
+    pub fn finish_profile(&mut self) -> Option<(CallProfile, u64)> {
+        let mut p = self.profile.take()?;
+        p.sampler.finish(&mut p.profile);
+        Some((p.profile, p.sampler.dropped))
     }
 
     /// Runs the `pos`-th instance once; with `profile`, samples the run into it.
-    pub fn run(&mut self, pos: usize, run: u32, profile: Option<&mut CallProfile>) -> RunRecord {
+    pub fn run(&mut self, pos: usize, run: u32) -> RunRecord {
         let name = self.name.clone();
         let (index, timeout) = (self.instances[pos].index, self.instances[pos].timeout);
         let Some(check) = self.instances[pos].check.take() else {
@@ -184,16 +209,11 @@ impl Runner {
             }
         }
         let (reply_tx, reply_rx) = mpsc::channel();
-        let mut sampling = false;
-        if let (Some(p), Some(w)) = (profile.as_ref(), self.worker.as_ref()) {
-            let sampler = self
-                .sampler
-                .get_or_insert_with(|| Sampler::new(p.frequency_hz));
-            if let Err(e) = sampler.start(w.thread) {
-                self.instances[pos].check = Some(check);
-                return self.failed(pos, run, format!("{e:#}"));
-            }
-            sampling = true;
+        if let (Some(p), Some(w)) = (self.profile.as_mut(), self.worker.as_ref())
+            && let Err(e) = p.sampler.start(w.thread)
+        {
+            self.instances[pos].check = Some(check);
+            return self.failed(pos, run, format!("{e:#}"));
         }
         let sent = self.worker.as_ref().is_some_and(|w| {
             w.jobs
@@ -209,8 +229,9 @@ impl Runner {
         } else {
             None
         };
-        if let (true, Some(s), Some(p)) = (sampling, self.sampler.as_mut(), profile) {
-            s.stop(p);
+        if let Some(p) = self.profile.as_mut() {
+            p.sampler.stop();
+            p.profile.duration_ns += started.elapsed().as_nanos() as u64;
         }
         let Some(done) = received else {
             // The worker holds the check; later runs on a fresh worker, this instance waits.

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::Context as _;
 
@@ -11,7 +11,7 @@ use crate::checks::{Registry, Runner};
 use crate::cli::CheckArgs;
 use crate::config::{AgentConfig, LoadOptions};
 use crate::error::UsageError;
-use crate::profile::{CallProfile, ProfileKind, top, write_flamegraph};
+use crate::profile::{CallProfile, top, write_flamegraph};
 use crate::progress::Progress;
 use crate::render::{self, CheckReport, ProfileSummary, Style};
 
@@ -130,15 +130,12 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         loaded.version.clone(),
         loaded.source.clone(),
     );
-    let mut runner = Runner::new(loaded, &config, opts.instance);
-
-    let start_ns = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0);
-    let mut profile = opts
-        .profile
-        .then(|| CallProfile::new(ProfileKind::Cpu, opts.frequency_hz, start_ns));
+    let mut runner = Runner::new(
+        loaded,
+        &config,
+        opts.instance,
+        opts.profile.then_some(opts.frequency_hz),
+    );
     let mut progress = Progress::new(
         u64::from(opts.times) * runner.instance_count() as u64,
         &format!("{name}:"),
@@ -146,7 +143,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     let mut records = Vec::new();
     for run in 1..=opts.times {
         for pos in 0..runner.instance_count() {
-            records.push(runner.run(pos, run, profile.as_mut()));
+            records.push(runner.run(pos, run));
             progress.inc();
         }
         if run < opts.times && !opts.pause.is_zero() {
@@ -154,6 +151,14 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         }
     }
     progress.finish();
+    let profile = runner.finish_profile().map(|(profile, dropped)| {
+        if dropped > 0 {
+            eprintln!(
+                "agentprof: warning: {dropped} samples were lost because one run filled the sample buffer"
+            );
+        }
+        profile
+    });
 
     let summary = profile.as_ref().map(|p| ProfileSummary {
         frequency_hz: p.frequency_hz,

@@ -146,7 +146,12 @@ mod imp {
         timer: Option<libc::timer_t>,
         /// address -> interned frames, kept across runs so each address is resolved once.
         symbols: HashMap<(u64, bool), Location>,
+        /// Stacks (addresses, leaf first) sampled since the last `finish`, with their weight.
+        raw: HashMap<Vec<u64>, u64>,
+        /// Samples lost because a run filled the buffer.
         pub dropped: u64,
+        /// Samples of the run thread outside `measured_run` (the runner's own snapshots).
+        pub outside_run: u64,
     }
 
     impl Sampler {
@@ -155,7 +160,9 @@ mod imp {
                 frequency_hz: frequency_hz.max(1),
                 timer: None,
                 symbols: HashMap::new(),
+                raw: HashMap::new(),
                 dropped: 0,
+                outside_run: 0,
             }
         }
 
@@ -213,15 +220,14 @@ mod imp {
             }
         }
 
-        /// Stops sampling and adds this run's stacks to `into`.
-        pub fn stop(&mut self, into: &mut CallProfile) {
+        /// Stops sampling; the run's stacks are kept as addresses until `finish`.
+        pub fn stop(&mut self) {
             ACTIVE.store(false, Ordering::Release);
             compiler_fence(Ordering::SeqCst);
             let taken = NEXT.swap(0, Ordering::AcqRel);
             let n = taken.min(CAPACITY);
             self.dropped += (taken - n) as u64;
             let buf = BUFFER.load(Ordering::Acquire);
-            let mut stacks: HashMap<Vec<u64>, u64> = HashMap::new();
             for i in 0..n {
                 // SAFETY: slots below `n` were written by the handler, which no longer runs.
                 let slot = unsafe { std::slice::from_raw_parts(buf.add(i * SLOT), SLOT) };
@@ -231,13 +237,25 @@ mod imp {
                 // Frames above the interrupted one belong to the handler and the signal
                 // trampoline: start where the unwinder reached the interrupted pc.
                 let stack = match ips.iter().position(|&ip| ip == pc) {
-                    Some(at) => ips[at..].to_vec(),
-                    None if pc != 0 => vec![pc],
+                    Some(at) => &ips[at..],
+                    None if pc != 0 => std::slice::from_ref(&slot[1]),
                     None => continue,
                 };
-                *stacks.entry(stack).or_default() += weight;
+                match self.raw.get_mut(stack) {
+                    Some(c) => *c += weight,
+                    None => {
+                        self.raw.insert(stack.to_vec(), weight);
+                    }
+                }
             }
-            for (stack, count) in stacks {
+        }
+
+        /// Symbolises every stack sampled so far into `into`. Symbolisation reads the
+        /// binary's debug information (tens of MiB), so it runs once, after the last run,
+        /// where it cannot inflate any run's figures.
+        pub fn finish(&mut self, into: &mut CallProfile) {
+            let raw = std::mem::take(&mut self.raw);
+            for (stack, count) in raw {
                 let mut locations = Vec::with_capacity(stack.len());
                 let mut inside_run = false;
                 for (depth, &ip) in stack.iter().enumerate() {
@@ -253,6 +271,8 @@ mod imp {
                 // Samples of the runner's own measurements on the same thread are not the check's.
                 if inside_run {
                     into.add(locations, count);
+                } else {
+                    self.outside_run += count;
                 }
             }
         }
@@ -306,24 +326,31 @@ mod imp {
 
     pub struct Sampler {
         pub dropped: u64,
+        pub outside_run: u64,
     }
 
     impl Sampler {
         pub fn new(_frequency_hz: u32) -> Sampler {
-            Sampler { dropped: 0 }
+            Sampler {
+                dropped: 0,
+                outside_run: 0,
+            }
         }
         pub fn start(&mut self, _thread: ThreadId) -> anyhow::Result<()> {
             anyhow::bail!("CPU sampling of checks is supported on Linux only for now")
         }
-        pub fn stop(&mut self, _into: &mut CallProfile) {}
+        pub fn stop(&mut self) {}
+        pub fn finish(&mut self, _into: &mut CallProfile) {}
     }
 }
 
 pub use imp::Sampler;
 
+/// The marker frame, named with its path (symbol table, full debug info) or without it
+/// (line-tables-only debug info names functions by their last segment).
 fn is_marker(function: &str) -> bool {
     let base = function.split('<').next().unwrap_or(function);
-    base.ends_with("measured_run") && base.contains("profile::sampler")
+    base == "measured_run" || base.ends_with("profile::sampler::measured_run")
 }
 
 #[cfg(test)]
@@ -334,6 +361,9 @@ mod tests {
     #[test]
     fn marker_is_recognised() {
         assert!(is_marker("agentprof::profile::sampler::measured_run<T>"));
+        assert!(is_marker(
+            "measured_run<core::result::Result<(), anyhow::Error>>"
+        ));
         assert!(!is_marker("other::measured_run"));
     }
 
@@ -374,7 +404,8 @@ mod tests {
         go_tx.send(()).unwrap();
         worker.join().unwrap();
         let mut p = CallProfile::new(ProfileKind::Cpu, 1000, 0);
-        sampler.stop(&mut p);
+        sampler.stop();
+        sampler.finish(&mut p);
         // 200 ms of the thread's CPU at 1000 Hz: about 200 samples.
         assert!(
             (150..=230).contains(&p.total_samples()),

@@ -26,8 +26,9 @@ pub const OPTIONS: &[&str] = &[
     "excluded_disks",
 ];
 
-/// Filesystems the Agent leaves out unless told otherwise.
-const DEFAULT_FS_EXCLUDE: &[&str] = &["iso9660$", "tracefs$"];
+/// Filesystems the Agent leaves out unless told otherwise (its `iso9660$`, `tracefs$`),
+/// matched by name: compiling a regex for them would double the check's heap.
+const DEFAULT_FS_EXCLUDE: &[&str] = &["iso9660", "tracefs"];
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -68,11 +69,9 @@ impl Builtin for DiskCheck {
                 opts.min_disk_size
             ));
         }
-        let mut fs_ex: Vec<String> = DEFAULT_FS_EXCLUDE.iter().map(|s| s.to_string()).collect();
-        fs_ex.extend(opts.file_system_exclude.iter().cloned());
         Ok(DiskCheck {
             fs_include: regex_list("file_system_include", &opts.file_system_include, true)?,
-            fs_exclude: regex_list("file_system_exclude", &fs_ex, true)?,
+            fs_exclude: regex_list("file_system_exclude", &opts.file_system_exclude, true)?,
             dev_include: regex_list("device_include", &opts.device_include, false)?,
             dev_exclude: regex_list("device_exclude", &opts.device_exclude, false)?,
             mnt_include: regex_list("mount_point_include", &opts.mount_point_include, false)?,
@@ -113,7 +112,8 @@ impl Check for DiskCheck {
             {
                 continue;
             }
-            if self.opts.excluded_filesystems.contains(fstype)
+            if DEFAULT_FS_EXCLUDE.iter().any(|f| fstype.ends_with(f))
+                || self.opts.excluded_filesystems.contains(fstype)
                 || self.opts.excluded_disks.contains(device)
             {
                 continue;
