@@ -297,3 +297,94 @@ fn hostname_of(common: &InstanceCommon, config: &AgentConfig) -> String {
         config.hostname.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::{CheckKind, ConfigSource};
+    use crate::config::LoadOptions;
+
+    struct Sleepy(Duration);
+    impl Check for Sleepy {
+        fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
+            std::thread::sleep(self.0);
+            sink.gauge("slept", 1.0, &[]);
+            Ok(())
+        }
+    }
+
+    struct Panics;
+    impl Check for Panics {
+        fn run(&mut self, _sink: &mut Sink) -> anyhow::Result<()> {
+            panic!("boom")
+        }
+    }
+
+    fn runner(checks: Vec<(Option<f64>, Box<dyn Check>)>) -> Runner {
+        let config = AgentConfig::load(&LoadOptions {
+            config: None,
+            confd: Some(std::env::temp_dir()),
+            checks: None,
+        })
+        .unwrap();
+        let loaded = LoadedCheck {
+            name: "test".into(),
+            kind: CheckKind::Builtin,
+            version: "0".into(),
+            source: ConfigSource::Default,
+            instances: checks
+                .into_iter()
+                .map(|(timeout, c)| {
+                    let common = InstanceCommon {
+                        timeout,
+                        ..Default::default()
+                    };
+                    (common, c)
+                })
+                .collect(),
+            warnings: vec![],
+        };
+        Runner::new(loaded, &config, None, None)
+    }
+
+    #[test]
+    fn a_run_past_its_timeout_fails_and_the_others_go_on() {
+        let mut r = runner(vec![
+            (Some(0.1), Box::new(Sleepy(Duration::from_secs(2)))),
+            (None, Box::new(Sleepy(Duration::ZERO))),
+        ]);
+        let slow = r.run(0, 1);
+        assert!(
+            slow.error.as_deref().unwrap().contains("timed out"),
+            "{:?}",
+            slow.error
+        );
+        assert!(slow.cost.wall_s >= 0.1 && slow.cost.wall_s < 1.5);
+        let fast = r.run(1, 1);
+        assert!(fast.error.is_none(), "{:?}", fast.error);
+        assert_eq!(fast.metrics.len(), 1);
+        // The abandoned run still holds the first instance.
+        let again = r.run(0, 2);
+        assert!(again.error.as_deref().unwrap().contains("still going"));
+    }
+
+    #[test]
+    fn a_panic_is_a_failed_run_not_a_crash() {
+        let mut r = runner(vec![(None, Box::new(Panics))]);
+        let rec = r.run(0, 1);
+        assert_eq!(rec.error.as_deref(), Some("the check panicked: boom"));
+        // The check object comes back: the next run runs (and panics) again.
+        assert!(r.run(0, 2).error.is_some());
+    }
+
+    #[test]
+    fn runs_are_measured_on_the_run_thread() {
+        let mut r = runner(vec![(None, Box::new(Sleepy(Duration::from_millis(20))))]);
+        let rec = r.run(0, 1);
+        assert!(rec.cost.wall_s >= 0.02);
+        // CPU is the whole process's (other tests run in it too): only check it is there.
+        assert!(rec.cost.cpu_user_s.is_some() && rec.cost.cpu_system_s.is_some());
+        assert!(rec.cost.threads.unwrap() >= 2);
+        assert_eq!(rec.cost.peak_scope, Some(crate::profile::PeakScope::Run));
+    }
+}

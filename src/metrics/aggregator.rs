@@ -35,12 +35,14 @@ pub struct Aggregator {
     monotonic: HashMap<Context, f64>,
 }
 
+/// One run's values by context; a map per type so a check submitting thousands of contexts
+/// stays linear.
 #[derive(Default)]
 struct RunState {
-    gauges: Vec<(Context, f64)>,
-    counts: Vec<(Context, f64, MetricType)>,
-    rates: Vec<(Context, f64)>,
-    histograms: Vec<(Context, Vec<f64>)>,
+    gauges: HashMap<Context, f64>,
+    counts: HashMap<Context, (f64, MetricType)>,
+    rates: HashMap<Context, f64>,
+    histograms: HashMap<Context, Vec<f64>>,
 }
 
 impl Aggregator {
@@ -100,7 +102,7 @@ impl Aggregator {
         for (ctx, v) in state.gauges {
             emit(&mut out, ctx, MetricType::Gauge, v);
         }
-        for (ctx, v, t) in state.counts {
+        for (ctx, (v, t)) in state.counts {
             emit(&mut out, ctx, t, v);
         }
         for (ctx, v) in state.rates {
@@ -185,10 +187,10 @@ impl Aggregator {
         let host = sub.hostname.unwrap_or_else(|| self.hostname.clone());
         let ctx: Context = (sub.name, tags, host);
         match sub.mtype {
-            MetricType::Gauge => upsert(&mut state.gauges, ctx, |v| *v = sub.value, sub.value),
-            MetricType::Count => {
-                add_count(&mut state.counts, ctx, sub.value, MetricType::Count);
+            MetricType::Gauge => {
+                state.gauges.insert(ctx, sub.value);
             }
+            MetricType::Count => add_count(&mut state.counts, ctx, sub.value),
             MetricType::Rate => match self.rates.insert(ctx.clone(), (sub.value, ts)) {
                 None => out.awaiting_previous += 1,
                 Some((prev, prev_ts)) => {
@@ -196,7 +198,7 @@ impl Aggregator {
                     let rate = (sub.value - prev) / dt;
                     // Two submissions in one run, or a counter that went back: nothing to emit.
                     if dt > 0.0 && rate >= 0.0 {
-                        upsert(&mut state.rates, ctx, |v| *v = rate, rate);
+                        state.rates.insert(ctx, rate);
                     }
                 }
             },
@@ -204,38 +206,22 @@ impl Aggregator {
                 let prev = self.monotonic.insert(ctx.clone(), sub.value);
                 match prev {
                     Some(prev) if sub.value >= prev => {
-                        add_count(&mut state.counts, ctx, sub.value - prev, MetricType::Count);
+                        add_count(&mut state.counts, ctx, sub.value - prev);
                     }
                     Some(_) => {} // a reset: the counter started again, emit nothing
-                    None if sub.flush_first_value => {
-                        add_count(&mut state.counts, ctx, sub.value, MetricType::Count);
-                    }
+                    None if sub.flush_first_value => add_count(&mut state.counts, ctx, sub.value),
                     None => out.awaiting_previous += 1,
                 }
             }
             MetricType::Histogram | MetricType::Historate => {
-                match state.histograms.iter_mut().find(|(c, _)| *c == ctx) {
-                    Some((_, values)) => values.push(sub.value),
-                    None => state.histograms.push((ctx, vec![sub.value])),
-                }
+                state.histograms.entry(ctx).or_default().push(sub.value);
             }
         }
     }
 }
 
-/// Replaces the value of `ctx` (via `update`) or appends it with `value`.
-fn upsert(list: &mut Vec<(Context, f64)>, ctx: Context, update: impl FnOnce(&mut f64), value: f64) {
-    match list.iter_mut().find(|(c, _)| *c == ctx) {
-        Some((_, v)) => update(v),
-        None => list.push((ctx, value)),
-    }
-}
-
-fn add_count(list: &mut Vec<(Context, f64, MetricType)>, ctx: Context, value: f64, t: MetricType) {
-    match list.iter_mut().find(|(c, _, _)| *c == ctx) {
-        Some((_, v, _)) => *v += value,
-        None => list.push((ctx, value, t)),
-    }
+fn add_count(counts: &mut HashMap<Context, (f64, MetricType)>, ctx: Context, value: f64) {
+    counts.entry(ctx).or_insert((0.0, MetricType::Count)).0 += value;
 }
 
 /// Nearest-rank percentile of sorted, non-empty `values`.

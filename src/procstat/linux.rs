@@ -138,25 +138,17 @@ fn inet_socket_count(proc: &Process, sockets: &HashSet<u64>) -> Option<u64> {
     if sockets.is_empty() {
         return Some(0);
     }
-    let mut n = 0u64;
-    let mut any = false;
-    if let Ok(t) = proc.tcp() {
-        any = true;
-        n += t.iter().filter(|e| sockets.contains(&e.inode)).count() as u64;
-    }
-    if let Ok(t) = proc.tcp6() {
-        any = true;
-        n += t.iter().filter(|e| sockets.contains(&e.inode)).count() as u64;
-    }
-    if let Ok(t) = proc.udp() {
-        any = true;
-        n += t.iter().filter(|e| sockets.contains(&e.inode)).count() as u64;
-    }
-    if let Ok(t) = proc.udp6() {
-        any = true;
-        n += t.iter().filter(|e| sockets.contains(&e.inode)).count() as u64;
-    }
-    any.then_some(n)
+    let inodes = |t: &[u64]| t.iter().filter(|i| sockets.contains(i)).count() as u64;
+    let tables = [
+        proc.tcp()
+            .map(|t| t.iter().map(|e| e.inode).collect::<Vec<_>>()),
+        proc.tcp6().map(|t| t.iter().map(|e| e.inode).collect()),
+        proc.udp().map(|t| t.iter().map(|e| e.inode).collect()),
+        proc.udp6().map(|t| t.iter().map(|e| e.inode).collect()),
+    ];
+    let readable: Vec<Vec<u64>> = tables.into_iter().flatten().collect();
+    // No table readable (no /proc/net): the count is unknown, not zero.
+    (!readable.is_empty()).then(|| readable.iter().map(|t| inodes(t)).sum())
 }
 
 fn self_cpu() -> (Option<f64>, Option<f64>) {

@@ -40,6 +40,7 @@ pub struct CallProfile {
     pub duration_ns: u64,
     pub start_unix_ns: i64,
     frame_ids: HashMap<Frame, usize>,
+    sample_ids: HashMap<Vec<Vec<usize>>, usize>,
 }
 
 impl CallProfile {
@@ -53,6 +54,7 @@ impl CallProfile {
             duration_ns: 0,
             start_unix_ns,
             frame_ids: HashMap::new(),
+            sample_ids: HashMap::new(),
         }
     }
 
@@ -71,9 +73,13 @@ impl CallProfile {
         if count == 0 {
             return;
         }
-        match self.samples.iter_mut().find(|s| s.locations == locations) {
-            Some(s) => s.count += count,
-            None => self.samples.push(Sample { locations, count }),
+        match self.sample_ids.get(&locations) {
+            Some(&i) => self.samples[i].count += count,
+            None => {
+                self.sample_ids
+                    .insert(locations.clone(), self.samples.len());
+                self.samples.push(Sample { locations, count });
+            }
         }
     }
 
