@@ -270,6 +270,7 @@ mod imp {
                 }
                 // Samples of the runner's own measurements on the same thread are not the check's.
                 if inside_run {
+                    super::trim_runner_frames(&mut locations, into);
                     into.add(locations, count);
                 } else {
                     self.outside_run += count;
@@ -346,6 +347,25 @@ mod imp {
 
 pub use imp::Sampler;
 
+/// Drops the root-side frames that are the runner's, not the check's: the marker and the
+/// closure that calls the check (possibly inlined into the marker's location).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn trim_runner_frames(locations: &mut Vec<Vec<usize>>, profile: &super::CallProfile) {
+    let is_runner = |f: usize| {
+        let name = &profile.frames[f].function;
+        is_marker(name) || name.starts_with("agentprof::checks::runner::execute")
+    };
+    while let Some(last) = locations.last_mut() {
+        while last.last().is_some_and(|&f| is_runner(f)) {
+            last.pop();
+        }
+        if !last.is_empty() {
+            break;
+        }
+        locations.pop();
+    }
+}
+
 /// The marker frame, named with its path (symbol table, full debug info) or without it
 /// (line-tables-only debug info names functions by their last segment).
 fn is_marker(function: &str) -> bool {
@@ -418,7 +438,9 @@ mod tests {
             "{:?}",
             t.rows
         );
-        // Nothing above the marker: thread start-up is not in the profile.
-        assert!(!t.rows.iter().any(|r| r.function.contains("thread_start") || r.function.contains("start_thread")));
+        // Nothing above the check: thread start-up and the runner are not in the profile.
+        assert!(!t.rows.iter().any(|r| r.function.contains("thread_start")
+            || r.function.contains("start_thread")
+            || is_marker(&r.function)));
     }
 }

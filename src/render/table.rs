@@ -281,6 +281,24 @@ fn cost(out: &mut String, style: Style, recs: &[&RunRecord], label: &str) {
     push_table(out, &t);
 }
 
+/// A source path as a reader wants it in a table: crates from their name on
+/// (`procfs-0.18.0/src/lib.rs`), the standard library from `library/`, the rest as is.
+/// JSON and pprof files keep the full path.
+fn short_path(path: &str) -> &str {
+    if let Some(i) = path.find("/registry/src/") {
+        let rest = &path[i + "/registry/src/".len()..];
+        return rest
+            .split_once('/')
+            .map_or(rest, |(_, crate_path)| crate_path);
+    }
+    if path.starts_with("/rustc/")
+        && let Some(i) = path.find("/library/")
+    {
+        return &path[i + 1..];
+    }
+    path
+}
+
 fn profile(out: &mut String, style: Style, p: &ProfileSummary, runs: u32) {
     let ms = |samples: u64| samples as f64 * p.period_ns as f64 / 1e6;
     if !p.meaningful() {
@@ -317,7 +335,7 @@ fn profile(out: &mut String, style: Style, p: &ProfileSummary, runs: u32) {
     let mut sum = 0u64;
     for r in &p.top.rows {
         sum += r.flat;
-        let loc = match (&r.file, r.line) {
+        let loc = match (r.file.as_deref().map(short_path), r.line) {
             (Some(f), Some(l)) => format!(" ({f}:{l})"),
             (Some(f), None) => format!(" ({f})"),
             _ => String::new(),
@@ -440,6 +458,24 @@ mod tests {
     #[test]
     fn many_runs_summarise_and_too_few_samples_say_so() {
         insta::assert_snapshot!(render(&report(7, 3), PLAIN));
+    }
+
+    #[test]
+    fn source_paths_are_shortened_for_the_table() {
+        assert_eq!(
+            short_path(
+                "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/procfs-0.18.0/src/lib.rs"
+            ),
+            "procfs-0.18.0/src/lib.rs"
+        );
+        assert_eq!(
+            short_path("/rustc/59807616e1fa/library/std/src/os/fd/owned.rs"),
+            "library/std/src/os/fd/owned.rs"
+        );
+        assert_eq!(
+            short_path("src/checks/builtin/disk.rs"),
+            "src/checks/builtin/disk.rs"
+        );
     }
 
     #[test]
