@@ -281,10 +281,18 @@ fn cost(out: &mut String, style: Style, recs: &[&RunRecord], label: &str) {
     push_table(out, &t);
 }
 
-/// A source path as a reader wants it in a table: crates from their name on
+/// A source path as a reader wants it in a table: agentprof's own relative to its source
+/// tree, crates from their name on
 /// (`procfs-0.18.0/src/lib.rs`), the standard library from `library/`, the rest as is.
 /// JSON and pprof files keep the full path.
 fn short_path(path: &str) -> &str {
+    // agentprof's own sources, relative to where it was built.
+    if let Some(rest) = path
+        .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .and_then(|r| r.strip_prefix('/'))
+    {
+        return rest;
+    }
     if let Some(i) = path.find("/registry/src/") {
         let rest = &path[i + "/registry/src/".len()..];
         return rest
