@@ -10,7 +10,9 @@ pub fn snapshot(target: Target) -> ProcessSnapshot {
         Target::SelfProcess => Pid::from_u32(std::process::id()),
         Target::Pid(p) => Pid::from_u32(p),
     };
-    let mut sys = System::new();
+    let Ok(mut sys) = System::new() else {
+        return ProcessSnapshot::default();
+    };
     sys.refresh_processes_specifics(
         ProcessesToUpdate::Some(&[pid]),
         true,
