@@ -327,4 +327,29 @@ mod tests {
         assert_eq!(value(&f, "c"), Some(5.0));
         assert!(f.warnings.iter().any(|w| w.contains("\"x,y\" dropped")));
     }
+
+    #[test]
+    fn service_checks_and_events_get_host_and_tags() {
+        use crate::metrics::{Event, ServiceCheckStatus};
+        let mut a = agg();
+        let mut s = Sink::default();
+        s.service_check(
+            "disk.up",
+            ServiceCheckStatus::Critical,
+            &["x:1".into()],
+            "full",
+        );
+        s.event(Event {
+            title: "disk full".into(),
+            tags: vec!["x:1".into()],
+            ..Default::default()
+        });
+        let f = a.flush(s, 42.0, 3);
+        let sc = &f.service_checks[0];
+        assert_eq!((sc.status as u8, sc.host.as_str(), sc.run), (2, "host1", 3));
+        assert_eq!(sc.tags, vec!["env:test", "inst:1", "x:1"]);
+        let ev = &f.events[0];
+        assert_eq!((ev.host.as_str(), ev.timestamp, ev.run), ("host1", 42.0, 3));
+        assert_eq!(ev.tags, vec!["env:test", "inst:1", "x:1"]);
+    }
 }
