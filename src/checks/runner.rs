@@ -175,11 +175,6 @@ impl Runner {
         self.instances.len()
     }
 
-    /// Index (as in `instances[N]`) of the `pos`-th instance this runner runs.
-    pub fn instance_index(&self, pos: usize) -> usize {
-        self.instances[pos].index
-    }
-
     /// The call profile of every run so far, symbolised now that the runs are over; with
     /// the samples a full buffer lost.
     pub fn finish_profile(&mut self) -> Option<(CallProfile, u64)> {

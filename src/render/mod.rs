@@ -20,7 +20,7 @@ pub struct CheckReport {
     pub source: ConfigSource,
     pub records: Vec<RunRecord>,
     pub profile: Option<ProfileSummary>,
-    /// Configuration warnings (unknown options), shown once.
+    /// Configuration warnings (unknown options): printed on stderr when found, kept for JSON.
     pub config_warnings: Vec<String>,
 }
 

@@ -71,9 +71,6 @@ pub fn render(report: &CheckReport, style: Style) -> String {
         runs,
         if runs == 1 { "" } else { "s" },
     );
-    for w in &report.config_warnings {
-        let _ = writeln!(out, "warning: {w}");
-    }
     for &inst in &instances {
         let recs: Vec<&RunRecord> = report
             .records
