@@ -160,11 +160,24 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         profile
     });
 
+    let cpu: Vec<f64> = records
+        .iter()
+        .filter(|r| r.error.is_none())
+        .filter_map(|r| Some(r.cost.cpu_user_s? + r.cost.cpu_system_s?))
+        .collect();
+    let cpu_per_run = (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64);
     let summary = profile.as_ref().map(|p| ProfileSummary {
         frequency_hz: p.frequency_hz,
         period_ns: p.period_ns,
         samples: p.total_samples(),
         min_samples: MIN_PROFILE_SAMPLES,
+        suggested_times: ProfileSummary::suggest_times(
+            MIN_PROFILE_SAMPLES,
+            p.period_ns,
+            records.len() as u64,
+            cpu_per_run,
+            p.total_samples(),
+        ),
         top: top(p, opts.top),
     });
     let report = CheckReport {

@@ -95,6 +95,7 @@ pub fn render(report: &CheckReport) -> Value {
                 "samples": p.samples,
                 "meaningful": p.meaningful(),
                 "min_samples": p.min_samples,
+                "suggested_times": p.suggested_times,
                 "functions": p.top.functions,
                 "top": p.top.rows,
             }),

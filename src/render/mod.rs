@@ -32,12 +32,32 @@ pub struct ProfileSummary {
     pub samples: u64,
     /// Fewer samples than this is not a profile worth a table.
     pub min_samples: u64,
+    /// Runs that would give about twice `min_samples`, from the CPU a run used.
+    pub suggested_times: u64,
     pub top: TopTable,
 }
 
 impl ProfileSummary {
     pub fn meaningful(&self) -> bool {
         self.samples >= self.min_samples
+    }
+
+    /// How many runs give about twice `min_samples`: from the CPU seconds one run used
+    /// (measured, so a run that sampled nothing still gets a real estimate), else from the
+    /// samples seen so far.
+    pub fn suggest_times(
+        min_samples: u64,
+        period_ns: u64,
+        runs: u64,
+        cpu_per_run_s: Option<f64>,
+        samples: u64,
+    ) -> u64 {
+        let want = 2.0 * min_samples as f64;
+        let n = match cpu_per_run_s.filter(|c| *c > 0.0) {
+            Some(cpu) => want * period_ns as f64 / 1e9 / cpu,
+            None => want * runs as f64 / samples.max(1) as f64,
+        };
+        (n.ceil() as u64).clamp(2, 1_000_000)
     }
 }
 

@@ -308,17 +308,17 @@ fn profile(out: &mut String, style: Style, p: &ProfileSummary, runs: u32) {
     let ms = |samples: u64| samples as f64 * p.period_ns as f64 / 1e6;
     if !p.meaningful() {
         title(out, style, "Profile");
-        let suggest = (u64::from(runs) * p.min_samples * 2 / p.samples.max(1)).clamp(10, 100_000);
         let _ = writeln!(
             out,
             "  {} sample{} at {} Hz ({:.1}ms of CPU) over {runs} run{}: too few for a meaningful profile \
-             (want at least {}); sample more runs, e.g. --times {suggest}",
+             (want at least {}); sample more runs, e.g. --times {}",
             p.samples,
             if p.samples == 1 { "" } else { "s" },
             p.frequency_hz,
             ms(p.samples),
             if runs == 1 { "" } else { "s" },
             p.min_samples,
+            p.suggested_times,
         );
         return;
     }
@@ -418,6 +418,7 @@ mod tests {
             period_ns: 1_000_000,
             samples: profile_samples,
             min_samples: 20,
+            suggested_times: 93,
             top: TopTable {
                 total_samples: profile_samples,
                 functions: 2,
