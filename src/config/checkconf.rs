@@ -15,7 +15,6 @@ pub const COMMON_INSTANCE_KEYS: &[&str] = &[
     "tags",
     "timeout",
     "service",
-    "name",
     "empty_default_hostname",
 ];
 
@@ -39,7 +38,6 @@ pub struct InstanceCommon {
     pub tags: Vec<String>,
     pub timeout: Option<f64>,
     pub service: Option<String>,
-    pub name: Option<String>,
     pub empty_default_hostname: bool,
 }
 
@@ -47,11 +45,6 @@ pub struct InstanceCommon {
 struct TypedFile<T> {
     #[serde(default = "Vec::new")]
     instances: Vec<Option<T>>,
-}
-
-#[derive(Deserialize)]
-struct TypedInit<T> {
-    init_config: Option<T>,
 }
 
 impl CheckConf {
@@ -185,13 +178,6 @@ impl CheckConf {
             .into_iter()
             .map(Option::unwrap_or_default)
             .collect())
-    }
-
-    /// `init_config:` as the check's typed options.
-    pub fn typed_init<T: DeserializeOwned + Default>(&self) -> Result<T, UsageError> {
-        let file: TypedInit<T> =
-            serde_yaml_ng::from_str(&self.text).map_err(|e| UsageError::yaml(&self.path, &e))?;
-        Ok(file.init_config.unwrap_or_default())
     }
 }
 

@@ -13,6 +13,7 @@ use crate::metrics::{ServiceCheckStatus, Sink};
 use super::Builtin;
 
 pub const OPTIONS: &[&str] = &[
+    "name",
     "search_string",
     "exact_match",
     "pid",
