@@ -121,7 +121,8 @@ impl Aggregator {
                         values.iter().sum::<f64>() / values.len() as f64,
                     ),
                     "sum" => ("sum", MetricType::Gauge, values.iter().sum()),
-                    "count" => ("count", MetricType::Count, values.len() as f64),
+                    // The Agent sends `.count` as a rate over the check's flush interval of 1.
+                    "count" => ("count", MetricType::Rate, values.len() as f64),
                     _ => continue,
                 };
                 emit(
@@ -224,7 +225,8 @@ fn add_count(counts: &mut HashMap<Context, (f64, MetricType)>, ctx: Context, val
     counts.entry(ctx).or_insert((0.0, MetricType::Count)).0 += value;
 }
 
-/// Nearest-rank percentile of sorted, non-empty `values`.
+/// Nearest-rank percentile of sorted, non-empty `values`: the index the Agent picks,
+/// `(p·n − 1) div 100` for p in percent.
 fn nearest_rank(values: &[f64], p: f64) -> f64 {
     let rank = (p * values.len() as f64).ceil() as usize;
     values[rank.clamp(1, values.len()) - 1]
@@ -305,6 +307,8 @@ mod tests {
         assert_eq!(value(&f, "h.median"), Some(50.0));
         assert_eq!(value(&f, "h.avg"), Some(50.5));
         assert_eq!(value(&f, "h.count"), Some(100.0));
+        let count = f.metrics.iter().find(|m| m.metric == "h.count").unwrap();
+        assert_eq!(count.mtype, MetricType::Rate);
         assert_eq!(value(&f, "h.95percentile"), Some(95.0));
         // Nothing carries over to the next run.
         assert!(a.flush(Sink::default(), 2.0, 2).metrics.is_empty());
