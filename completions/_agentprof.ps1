@@ -33,8 +33,8 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             break
         }
         'agentprof;check' {
-            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Run the check N times (rates and deltas need at least two runs)')
-            [CompletionResult]::new('--times', '--times', [CompletionResultType]::ParameterName, 'Run the check N times (rates and deltas need at least two runs)')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)')
+            [CompletionResult]::new('--times', '--times', [CompletionResultType]::ParameterName, 'Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)')
             [CompletionResult]::new('--pause', '--pause', [CompletionResultType]::ParameterName, 'Pause between runs (e.g. 250, 500ms, 2s; a bare number is milliseconds)')
             [CompletionResult]::new('--top', '--top', [CompletionResultType]::ParameterName, 'Rows in the profile''s top table')
             [CompletionResult]::new('--frequency', '--frequency', [CompletionResultType]::ParameterName, 'Sampling frequency of the CPU profile, in Hz')

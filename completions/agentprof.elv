@@ -29,8 +29,8 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'agentprof;check'= {
-            cand -t 'Run the check N times (rates and deltas need at least two runs)'
-            cand --times 'Run the check N times (rates and deltas need at least two runs)'
+            cand -t 'Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)'
+            cand --times 'Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)'
             cand --pause 'Pause between runs (e.g. 250, 500ms, 2s; a bare number is milliseconds)'
             cand --top 'Rows in the profile''s top table'
             cand --frequency 'Sampling frequency of the CPU profile, in Hz'

@@ -31,7 +31,7 @@ complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "list" -d 'List 
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s t -l times -d 'Run the check N times (rates and deltas need at least two runs)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s t -l times -d 'Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pause -d 'Pause between runs (e.g. 250, 500ms, 2s; a bare number is milliseconds)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l top -d 'Rows in the profile\'s top table' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l frequency -d 'Sampling frequency of the CPU profile, in Hz' -r

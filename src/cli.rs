@@ -51,9 +51,9 @@ pub struct CheckArgs {
     /// Sample the run's CPU and print the top calls by cumulative time
     #[arg(long)]
     pub profile: bool,
-    /// Run the check N times (rates and deltas need at least two runs)
+    /// Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)
     #[arg(short = 't', long = "times", value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..))]
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub times: u32,
     /// Run twice, one second apart, so rates and deltas have a value
     #[arg(short = 'r', long)]

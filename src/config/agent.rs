@@ -223,8 +223,7 @@ impl AgentConfig {
 }
 
 fn read_file(path: &Path) -> Result<(AgentConfigFile, Vec<String>), UsageError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UsageError::config(path, format!("cannot read: {e}")))?;
+    let text = super::read_config_text(path)?;
     let value: serde_yaml_ng::Value =
         serde_yaml_ng::from_str(&text).map_err(|e| UsageError::yaml(path, &e))?;
     let mut warnings = Vec::new();

@@ -62,8 +62,7 @@ impl CheckConf {
 
     /// Reads and parses `path`. Syntax errors carry file:line:column.
     pub fn read(path: &Path) -> Result<CheckConf, UsageError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| UsageError::config(path, format!("cannot read: {e}")))?;
+        let text = super::read_config_text(path)?;
         Self::parse(path, text)
     }
 

@@ -5,3 +5,32 @@ mod checkconf;
 
 pub use agent::{AgentConfig, HistogramConfig, LoadOptions};
 pub use checkconf::{CheckConf, InstanceCommon, find_key_line, suggest};
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::error::UsageError;
+
+/// Largest configuration file agentprof reads; real ones are a few KiB.
+pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Reads a configuration file, refusing one over `MAX_CONFIG_BYTES` before reading it.
+pub(crate) fn read_config_text(path: &Path) -> Result<String, UsageError> {
+    let cannot = |e: std::io::Error| UsageError::config(path, format!("cannot read: {e}"));
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut text = String::new();
+    // Read one byte past the limit, so a file that grows meanwhile is caught too.
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(cannot)?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(UsageError::config(
+            path,
+            format!(
+                "larger than {} MiB; is this a configuration file?",
+                MAX_CONFIG_BYTES >> 20
+            ),
+        ));
+    }
+    Ok(text)
+}

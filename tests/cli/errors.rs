@@ -174,3 +174,41 @@ fn directories_from_flags_must_exist_and_plugins_are_named() {
         r.stderr
     );
 }
+
+#[test]
+fn oversized_and_bomb_configs_are_refused_before_they_cost_memory() {
+    let sb = Sandbox::new();
+    let big = format!(
+        "instances:\n  - tags: [a:b]\n#{}\n",
+        "x".repeat(5 * 1024 * 1024)
+    );
+    sb.write("conf.d/disk.yaml", &big);
+    let r = sb.run(&["check", "disk"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("conf.d/disk.yaml: larger than 4 MiB"),
+        "{}",
+        r.stderr
+    );
+
+    // A billion laughs: aliases that expand to 10^12 strings.
+    let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..12 {
+        let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+        bomb.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+    }
+    bomb.push_str("instances:\n  - tags: *a11\n");
+    sb.write("conf.d/disk.yaml", &bomb);
+    let r = sb.run(&["check", "disk"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("conf.d/disk.yaml: repetition limit exceeded"),
+        "{}",
+        r.stderr
+    );
+
+    let r = sb.run(&["check", "disk", "--times", "2000000"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("--times"), "{}", r.stderr);
+}
