@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-git ls-files -z | xargs -0 -I{} cp --parents {} "$work"
+git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} cp --parents {} "$work"
 cp Cargo.lock "$work/" 2>/dev/null || true
 cd "$work"
 grep -rl 'target_os = "linux"' src | xargs sed -i 's/target_os = "linux"/target_os = "agentprof_not_linux"/g'

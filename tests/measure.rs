@@ -9,7 +9,7 @@
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use agentprof::checks::{Check, CheckKind, ConfigSource, LoadedCheck, Runner};
+use agentprof::checks::{Check, CheckKind, ConfigSource, LoadedCheck, Runnable, Runner};
 use agentprof::config::{AgentConfig, InstanceCommon, LoadOptions};
 use agentprof::metrics::Sink;
 use agentprof::profile::RunRecord;
@@ -37,9 +37,12 @@ fn run_twice(check: impl Check + 'static) -> (RunRecord, RunRecord) {
     let loaded = LoadedCheck {
         name: "measured".into(),
         kind: CheckKind::Builtin,
-        version: "0".into(),
+        version: None,
         source: ConfigSource::Default,
-        instances: vec![(InstanceCommon::default(), Box::new(check))],
+        instances: vec![(
+            InstanceCommon::default(),
+            Runnable::InProcess(Box::new(check)),
+        )],
         warnings: vec![],
     };
     let mut runner = Runner::new(loaded, &config, None, None);

@@ -2,15 +2,19 @@
 //! that measures each run, and the built-in system checks.
 
 pub mod builtin;
+pub mod exec;
 mod registry;
 mod runner;
 
 pub use registry::{CheckListing, ConfigSource, LoadedCheck, Registry};
 pub use runner::Runner;
 
+use std::time::Duration;
+
 use serde::Serialize;
 
 use crate::metrics::Sink;
+use crate::profile::RunCost;
 
 /// One configured instance of a check, ready to run again and again (state lives across runs).
 pub trait Check: Send {
@@ -18,17 +22,51 @@ pub trait Check: Send {
     fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()>;
 }
 
+/// A check that runs in a process of its own (an exec plugin, a Python worker) and measures
+/// that process's cost itself.
+pub trait ExternalCheck: Send {
+    /// Runs once, within `timeout`, submitting through `sink`.
+    fn run(&mut self, sink: &mut Sink, timeout: Duration) -> ExternalRun;
+}
+
+/// What an external run returns: its outcome and what it cost the process that ran it.
+pub struct ExternalRun {
+    pub result: Result<(), String>,
+    /// Unix seconds at the start of the run.
+    pub started_at: f64,
+    pub cost: RunCost,
+}
+
+/// How one instance runs.
+pub enum Runnable {
+    /// Inside agentprof, measured on agentprof's own process.
+    InProcess(Box<dyn Check>),
+    /// In a process of its own, which measures itself.
+    External(Box<dyn ExternalCheck>),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckKind {
     /// Rust, inside agentprof: its cost is measured on agentprof's own process.
     Builtin,
+    /// An executable printing DogStatsD datagrams: its cost is measured on its process.
+    Exec,
 }
 
 impl CheckKind {
     pub fn label(self) -> &'static str {
         match self {
             CheckKind::Builtin => "built-in",
+            CheckKind::Exec => "exec plugin",
+        }
+    }
+
+    /// The process whose figures a run's cost is.
+    pub fn measured_process(self) -> &'static str {
+        match self {
+            CheckKind::Builtin => "agentprof's own process",
+            CheckKind::Exec => "the plugin's process",
         }
     }
 }

@@ -1,7 +1,9 @@
-//! Which checks exist and how each is configured: built-ins always, with their conf.d file or
-//! their default instance.
+//! Which checks exist and how each is configured: plugins found in `checks_path` (an
+//! executable `NAME` or `NAME.sh` is an exec plugin; `NAME.py` a Python check) and the
+//! built-ins, each with its conf.d file or its default instance. A plugin with a built-in's
+//! name overrides it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -9,7 +11,8 @@ use crate::config::{AgentConfig, CheckConf, InstanceCommon};
 use crate::error::UsageError;
 
 use super::builtin::{BUILTINS, BuiltinSpec};
-use super::{Check, CheckKind};
+use super::exec::{self, ExecCheck, ExecInstance};
+use super::{CheckKind, Runnable};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", content = "path", rename_all = "snake_case")]
@@ -32,9 +35,10 @@ impl std::fmt::Display for ConfigSource {
 pub struct LoadedCheck {
     pub name: String,
     pub kind: CheckKind,
-    pub version: String,
+    /// The check's version where it has one (built-ins: agentprof's).
+    pub version: Option<String>,
     pub source: ConfigSource,
-    pub instances: Vec<(InstanceCommon, Box<dyn Check>)>,
+    pub instances: Vec<(InstanceCommon, Runnable)>,
     pub warnings: Vec<String>,
 }
 
@@ -43,11 +47,36 @@ pub struct LoadedCheck {
 pub struct CheckListing {
     pub name: String,
     pub kind: CheckKind,
+    /// The plugin file, for plugins.
+    pub path: Option<PathBuf>,
+    /// True when this plugin replaces the built-in check of the same name.
+    pub overrides_builtin: bool,
     pub source: ConfigSource,
     pub instances: usize,
     pub summary: String,
     /// Set when the configuration cannot be loaded.
     pub error: Option<String>,
+}
+
+/// A plugin file in checks_path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Plugin {
+    Exec(PathBuf),
+    Python(PathBuf),
+}
+
+impl Plugin {
+    fn path(&self) -> &Path {
+        match self {
+            Plugin::Exec(p) | Plugin::Python(p) => p,
+        }
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 pub struct Registry<'a> {
@@ -59,34 +88,63 @@ impl<'a> Registry<'a> {
         Registry { config }
     }
 
-    pub fn names(&self) -> Vec<&'static str> {
-        BUILTINS.iter().map(|b| b.name).collect()
+    /// Names of every check that can run: plugins and built-ins.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = BUILTINS.iter().map(|b| b.name.to_string()).collect();
+        names.extend(self.plugins().into_iter().map(|(n, _)| n));
+        names.sort();
+        names.dedup();
+        names
     }
 
-    fn spec(&self, name: &str) -> Result<&'static BuiltinSpec, UsageError> {
-        if let Some(spec) = BUILTINS.iter().find(|b| b.name == name) {
-            return Ok(spec);
-        }
-        if let Some(plugin) = self.plugin_file(name) {
-            return Err(UsageError::config(
-                plugin,
-                "plugin checks (Python and exec) are not supported by this agentprof version yet; \
-                 it runs the built-in checks listed by `agentprof list`",
-            ));
-        }
-        Err(UsageError::UnknownCheck {
+    fn spec(&self, name: &str) -> Option<&'static BuiltinSpec> {
+        BUILTINS.iter().find(|b| b.name == name)
+    }
+
+    fn unknown(&self, name: &str) -> UsageError {
+        UsageError::UnknownCheck {
             name: name.to_string(),
             suggestion: self.closest(name),
-        })
+        }
     }
 
-    /// A plugin file for NAME in checks_path (`NAME.py`, `NAME.sh` or `NAME`).
-    fn plugin_file(&self, name: &str) -> Option<PathBuf> {
+    /// NAME's plugin in checks_path: `NAME.py`, else an executable `NAME` or `NAME.sh`.
+    fn plugin(&self, name: &str) -> Option<Plugin> {
         let dir = &self.config.checks_path;
-        [format!("{name}.py"), format!("{name}.sh"), name.to_string()]
+        let py = dir.join(format!("{name}.py"));
+        if py.is_file() {
+            return Some(Plugin::Python(py));
+        }
+        [dir.join(name), dir.join(format!("{name}.sh"))]
             .into_iter()
-            .map(|f| dir.join(f))
-            .find(|p| p.is_file())
+            .find(|p| is_executable(p))
+            .map(Plugin::Exec)
+    }
+
+    /// Every plugin in checks_path, by name.
+    fn plugins(&self) -> Vec<(String, Plugin)> {
+        let Ok(entries) = std::fs::read_dir(&self.config.checks_path) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| {
+                let path = e.path();
+                let file = path.file_name()?.to_str()?.to_string();
+                let name = match file.rsplit_once('.') {
+                    Some((stem, "py" | "sh")) => stem.to_string(),
+                    Some(_) => return None,
+                    None => file,
+                };
+                (!name.is_empty() && !name.starts_with('.')).then_some(name)
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+            .into_iter()
+            .filter_map(|n| self.plugin(&n).map(|p| (n, p)))
+            .collect()
     }
 
     /// "; did you mean …? known checks: …", closest match first.
@@ -113,12 +171,31 @@ impl<'a> Registry<'a> {
 
     /// Loads NAME with its instances; configuration problems are usage errors (exit 2).
     pub fn load(&self, name: &str) -> Result<LoadedCheck, UsageError> {
-        let spec = self.spec(name)?;
+        match self.plugin(name) {
+            Some(Plugin::Exec(path)) => self.load_exec(name, &path),
+            Some(Plugin::Python(path)) => Err(UsageError::config(
+                path,
+                "Python checks are not supported by this agentprof version yet; \
+                 built-in checks and exec plugins are",
+            )),
+            None => match self.spec(name) {
+                Some(spec) => self.load_builtin(spec),
+                None => Err(self.unknown(name)),
+            },
+        }
+    }
+
+    /// The check's file (if any), its source, and every instance's common options.
+    fn common(
+        &self,
+        name: &str,
+        options: &[&str],
+        warnings: &mut Vec<String>,
+    ) -> Result<(Option<CheckConf>, ConfigSource, Vec<InstanceCommon>), UsageError> {
         let conf = self.conf(name)?;
-        let mut warnings = Vec::new();
         let (source, commons) = match &conf {
             Some(c) => {
-                warnings.extend(c.unknown_key_warnings(spec.options));
+                warnings.extend(c.unknown_key_warnings(options));
                 (
                     ConfigSource::File(c.path.clone()),
                     c.typed_instances::<InstanceCommon>()?,
@@ -129,41 +206,110 @@ impl<'a> Registry<'a> {
         for (i, common) in commons.iter().enumerate() {
             validate_common(conf.as_ref(), i, common)?;
         }
+        Ok((conf, source, commons))
+    }
+
+    fn load_builtin(&self, spec: &BuiltinSpec) -> Result<LoadedCheck, UsageError> {
+        let mut warnings = Vec::new();
+        let (conf, source, commons) = self.common(spec.name, spec.options, &mut warnings)?;
         let checks = (spec.build)(conf.as_ref())?;
         Ok(LoadedCheck {
             name: spec.name.to_string(),
             kind: CheckKind::Builtin,
-            version: env!("CARGO_PKG_VERSION").to_string(),
+            version: Some(env!("CARGO_PKG_VERSION").to_string()),
             source,
-            instances: commons.into_iter().zip(checks).collect(),
+            instances: commons
+                .into_iter()
+                .zip(checks.into_iter().map(Runnable::InProcess))
+                .collect(),
+            warnings,
+        })
+    }
+
+    fn load_exec(&self, name: &str, path: &Path) -> Result<LoadedCheck, UsageError> {
+        let mut warnings = Vec::new();
+        let (conf, source, commons) = self.common(name, exec::OPTIONS, &mut warnings)?;
+        let empty = serde_yaml_ng::Value::Mapping(Default::default());
+        let (init, raws, typed) = match &conf {
+            Some(c) => (
+                c.init_config.clone(),
+                c.instances.clone(),
+                c.typed_instances::<ExecInstance>()?,
+            ),
+            None => (
+                serde_yaml_ng::Value::Null,
+                vec![empty],
+                vec![ExecInstance::default()],
+            ),
+        };
+        let instances = commons
+            .into_iter()
+            .zip(raws.iter().zip(typed))
+            .map(|(common, (raw, opts))| {
+                let check = ExecCheck::new(path, &init, raw, opts);
+                (common, Runnable::External(Box::new(check)))
+            })
+            .collect();
+        Ok(LoadedCheck {
+            name: name.to_string(),
+            kind: CheckKind::Exec,
+            version: None,
+            source,
+            instances,
             warnings,
         })
     }
 
     /// Every check agentprof can run, with where its configuration comes from.
     pub fn list(&self) -> Vec<CheckListing> {
-        BUILTINS
+        let plugins = self.plugins();
+        let mut rows: Vec<CheckListing> = plugins
             .iter()
-            .map(|spec| {
-                let (source, instances, error) = match self.load(spec.name) {
-                    Ok(l) => (l.source, l.instances.len(), None),
-                    Err(e) => {
-                        let source = CheckConf::find(&self.config.confd_path, spec.name)
-                            .map(ConfigSource::File)
-                            .unwrap_or(ConfigSource::Default);
-                        (source, 0, Some(e.to_string()))
-                    }
+            .map(|(name, plugin)| {
+                let (kind, summary) = match plugin {
+                    Plugin::Exec(_) => (CheckKind::Exec, "exec plugin (DogStatsD on stdout)"),
+                    Plugin::Python(_) => (CheckKind::Exec, "Python check (not supported yet)"),
                 };
-                CheckListing {
-                    name: spec.name.to_string(),
-                    kind: CheckKind::Builtin,
-                    source,
-                    instances,
-                    summary: spec.summary.to_string(),
-                    error,
-                }
+                self.listing(name, kind, Some(plugin.path()), summary)
             })
-            .collect()
+            .collect();
+        for spec in BUILTINS {
+            if let Some(row) = rows.iter_mut().find(|r| r.name == spec.name) {
+                row.overrides_builtin = true;
+                continue;
+            }
+            rows.push(self.listing(spec.name, CheckKind::Builtin, None, spec.summary));
+        }
+        rows.sort_by(|a, b| a.name.cmp(&b.name));
+        rows
+    }
+
+    fn listing(
+        &self,
+        name: &str,
+        kind: CheckKind,
+        path: Option<&Path>,
+        summary: &str,
+    ) -> CheckListing {
+        let (source, instances, error) = match self.load(name) {
+            Ok(l) => (l.source, l.instances.len(), None),
+            Err(e) => {
+                let source = CheckConf::find(&self.config.confd_path, name)
+                    .map(ConfigSource::File)
+                    .unwrap_or(ConfigSource::Default);
+                (source, 0, Some(e.to_string()))
+            }
+        };
+        CheckListing {
+            name: name.to_string(),
+            kind,
+            path: path.map(Path::to_path_buf),
+            overrides_builtin: false,
+            source,
+            instances,
+            summary: summary.to_string(),
+            error,
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use crate::profile::{
     CallProfile, ProfileKind, RUN_THREAD_NAME, RunCost, RunRecord, Sampler, ThreadId, measured_run,
 };
 
-use super::{Check, LoadedCheck};
+use super::{Check, ExternalCheck, LoadedCheck, Runnable};
 
 /// Default per-run timeout of a built-in check, in seconds.
 const DEFAULT_TIMEOUT_S: f64 = 30.0;
@@ -118,6 +118,8 @@ struct Instance {
     aggregator: Aggregator,
     /// `None` while a timed-out run still holds the check.
     check: Option<Box<dyn Check>>,
+    /// Set for checks that run in a process of their own.
+    external: Option<Box<dyn ExternalCheck>>,
 }
 
 /// Runs the instances of one loaded check, keeping aggregation state across runs.
@@ -148,16 +150,23 @@ impl Runner {
             .into_iter()
             .enumerate()
             .filter(|(i, _)| only.is_none_or(|o| o == *i))
-            .map(|(index, (common, check))| Instance {
-                index,
-                timeout: timeout_of(&common),
-                aggregator: Aggregator::new(
-                    hostname_of(&common, config),
-                    &instance_tags(&common),
-                    &config.tags,
-                    config.histogram.clone(),
-                ),
-                check: Some(check),
+            .map(|(index, (common, runnable))| {
+                let (check, external) = match runnable {
+                    Runnable::InProcess(c) => (Some(c), None),
+                    Runnable::External(e) => (None, Some(e)),
+                };
+                Instance {
+                    index,
+                    timeout: timeout_of(&common),
+                    aggregator: Aggregator::new(
+                        hostname_of(&common, config),
+                        &instance_tags(&common),
+                        &config.tags,
+                        config.histogram.clone(),
+                    ),
+                    check,
+                    external,
+                }
             })
             .collect();
         Runner {
@@ -185,6 +194,9 @@ impl Runner {
 
     /// Runs the `pos`-th instance once; with `profile`, samples the run into it.
     pub fn run(&mut self, pos: usize, run: u32) -> RunRecord {
+        if self.instances[pos].external.is_some() {
+            return self.run_external(pos, run);
+        }
         let name = self.name.clone();
         let (index, timeout) = (self.instances[pos].index, self.instances[pos].timeout);
         let Some(check) = self.instances[pos].check.take() else {
@@ -258,6 +270,25 @@ impl Runner {
         )
     }
 
+    fn run_external(&mut self, pos: usize, run: u32) -> RunRecord {
+        let inst = &mut self.instances[pos];
+        let mut sink = Sink::default();
+        let Some(check) = inst.external.as_mut() else {
+            return self.failed(pos, run, "no runnable check".into());
+        };
+        let out = check.run(&mut sink, inst.timeout);
+        let flushed = inst.aggregator.flush(sink, out.started_at, run);
+        RunRecord::new(
+            &self.name,
+            inst.index,
+            run,
+            out.started_at,
+            out.result,
+            out.cost,
+            flushed,
+        )
+    }
+
     fn failed(&mut self, pos: usize, run: u32, why: String) -> RunRecord {
         let index = self.instances[pos].index;
         RunRecord::new(
@@ -325,7 +356,7 @@ mod tests {
         let loaded = LoadedCheck {
             name: "test".into(),
             kind: CheckKind::Builtin,
-            version: "0".into(),
+            version: None,
             source: ConfigSource::Default,
             instances: checks
                 .into_iter()
@@ -334,7 +365,7 @@ mod tests {
                         timeout,
                         ..Default::default()
                     };
-                    (common, c)
+                    (common, Runnable::InProcess(c))
                 })
                 .collect(),
             warnings: vec![],

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::checks::{Registry, Runner};
+use crate::checks::{CheckKind, Registry, Runner};
 use crate::cli::CheckArgs;
 use crate::config::{AgentConfig, LoadOptions};
 use crate::error::UsageError;
@@ -119,6 +119,24 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         )
         .into());
     }
+    let mut profile_hz = opts.profile.then_some(opts.frequency_hz);
+    if loaded.kind == CheckKind::Exec && opts.profile {
+        let flag = if opts.pprof.is_some() {
+            Some("--pprof")
+        } else if opts.flamegraph.is_some() {
+            Some("--flamegraph")
+        } else {
+            None
+        };
+        if let Some(flag) = flag {
+            return Err(UsageError::flag(flag, format!("{} is an exec plugin: agentprof measures its process's cost but cannot sample its calls", loaded.name)).into());
+        }
+        eprintln!(
+            "agentprof: warning: --profile: {} is an exec plugin; its cost is measured, its calls are not sampled",
+            loaded.name
+        );
+        profile_hz = None;
+    }
     let mut config_warnings = config.warnings.clone();
     config_warnings.extend(loaded.warnings.iter().cloned());
     for w in &config_warnings {
@@ -130,12 +148,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         loaded.version.clone(),
         loaded.source.clone(),
     );
-    let mut runner = Runner::new(
-        loaded,
-        &config,
-        opts.instance,
-        opts.profile.then_some(opts.frequency_hz),
-    );
+    let mut runner = Runner::new(loaded, &config, opts.instance, profile_hz);
     let mut progress = Progress::new(
         u64::from(opts.times) * runner.instance_count() as u64,
         &format!("{name}:"),

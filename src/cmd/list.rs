@@ -23,6 +23,7 @@ pub fn run(opts: LoadOptions, json: bool) -> anyhow::Result<Outcome> {
             &mut out,
             &serde_json::json!({
                 "confd_path": config.confd_path,
+            "checks_path": config.checks_path,
                 "checks": rows,
             }),
         )?;
@@ -43,7 +44,13 @@ pub fn run(opts: LoadOptions, json: bool) -> anyhow::Result<Outcome> {
             r.kind.label().to_string(),
             r.source.to_string(),
             instances,
-            r.summary.clone(),
+            match &r.path {
+                Some(p) if r.overrides_builtin => {
+                    format!("{} ({}; overrides the built-in)", r.summary, p.display())
+                }
+                Some(p) => format!("{} ({})", r.summary, p.display()),
+                None => r.summary.clone(),
+            },
         ]);
     }
     for line in t.to_string().lines() {
@@ -57,6 +64,11 @@ pub fn run(opts: LoadOptions, json: bool) -> anyhow::Result<Outcome> {
             r.error.as_deref().unwrap_or_default()
         )?;
     }
-    writeln!(out, "\nconf.d: {}", config.confd_path.display())?;
+    writeln!(
+        out,
+        "\nconf.d: {}   plugins: {}",
+        config.confd_path.display(),
+        config.checks_path.display()
+    )?;
     Ok(Outcome::Success)
 }

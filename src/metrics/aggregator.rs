@@ -43,6 +43,7 @@ struct RunState {
     counts: HashMap<Context, (f64, MetricType)>,
     rates: HashMap<Context, f64>,
     histograms: HashMap<Context, Vec<f64>>,
+    sets: HashMap<Context, std::collections::HashSet<u64>>,
 }
 
 impl Aggregator {
@@ -107,6 +108,9 @@ impl Aggregator {
         }
         for (ctx, v) in state.rates {
             emit(&mut out, ctx, MetricType::Rate, v);
+        }
+        for (ctx, values) in state.sets {
+            emit(&mut out, ctx, MetricType::Gauge, values.len() as f64);
         }
         for ((name, tags, host), mut values) in state.histograms {
             values.sort_by(f64::total_cmp);
@@ -216,6 +220,13 @@ impl Aggregator {
             }
             MetricType::Histogram | MetricType::Historate => {
                 state.histograms.entry(ctx).or_default().push(sub.value);
+            }
+            MetricType::Set => {
+                state
+                    .sets
+                    .entry(ctx)
+                    .or_default()
+                    .insert(sub.value.to_bits());
             }
         }
     }

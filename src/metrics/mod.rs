@@ -2,6 +2,7 @@
 //! events; tag validation; the aggregator that turns submissions into emitted values.
 
 mod aggregator;
+pub mod dogstatsd;
 mod sink;
 
 pub use aggregator::{Aggregator, Flushed};
@@ -19,6 +20,8 @@ pub enum MetricType {
     MonotonicCount,
     Histogram,
     Historate,
+    /// DogStatsD sets: the number of distinct values seen in a run, emitted as a gauge.
+    Set,
 }
 
 impl MetricType {
@@ -30,6 +33,7 @@ impl MetricType {
             MetricType::MonotonicCount => "monotonic_count",
             MetricType::Histogram => "histogram",
             MetricType::Historate => "historate",
+            MetricType::Set => "set",
         }
     }
 }

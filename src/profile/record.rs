@@ -12,13 +12,17 @@ pub enum RunStatus {
     Error,
 }
 
-/// Whether `peak_rss` is the run's own peak or, when the kernel would not reset the mark,
-/// the measured process's peak since it started.
+/// What `peak_rss` covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PeakScope {
+    /// The run's own peak (the kernel's mark, reset before the run or new with the process).
     Run,
+    /// The measured process's peak since it started: the kernel would not reset the mark.
     Process,
+    /// The highest mark seen while sampling a short-lived process: the run's peak is at least
+    /// this and may be higher.
+    Sampled,
 }
 
 /// The measured process's figures across one run. `None` means the OS cannot tell (n/a).

@@ -16,7 +16,7 @@ use crate::profile::{RunRecord, TopTable};
 pub struct CheckReport {
     pub check: String,
     pub kind: CheckKind,
-    pub version: String,
+    pub version: Option<String>,
     pub source: ConfigSource,
     pub records: Vec<RunRecord>,
     pub profile: Option<ProfileSummary>,

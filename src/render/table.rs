@@ -100,7 +100,13 @@ pub fn render(report: &CheckReport, style: Style) -> String {
                 let _ = writeln!(out, "  {w}");
             }
         }
-        cost(&mut out, style, &recs, &label);
+        cost(
+            &mut out,
+            style,
+            &recs,
+            report.kind.measured_process(),
+            &label,
+        );
         for r in recs.iter().filter(|r| r.error.is_some()) {
             let msg = r.error.as_deref().unwrap_or_default();
             let line = format!("instances[{}] run {}: error: {msg}", r.instance, r.run);
@@ -226,15 +232,16 @@ const FIGURES: &[Figure] = &[
     ),
 ];
 
-fn cost(out: &mut String, style: Style, recs: &[&RunRecord], label: &str) {
+fn cost(out: &mut String, style: Style, recs: &[&RunRecord], measured: &str, label: &str) {
     let scope = match recs.iter().find_map(|r| r.cost.peak_scope) {
         Some(crate::profile::PeakScope::Process) => "; peak RSS since the process started",
+        Some(crate::profile::PeakScope::Sampled) => "; peak RSS as sampled every 5 ms",
         _ => "",
     };
     title(
         out,
         style,
-        &format!("Cost of each run (measured on agentprof's own process{scope}){label}"),
+        &format!("Cost of each run (measured on {measured}{scope}){label}"),
     );
     let few = recs.len() <= MAX_RUN_COLUMNS;
     let mut header: Vec<String> = vec!["FIGURE".into()];
@@ -443,7 +450,7 @@ mod tests {
         CheckReport {
             check: "disk".into(),
             kind: CheckKind::Builtin,
-            version: "0.1.0".into(),
+            version: Some("0.1.0".into()),
             source: ConfigSource::Default,
             records,
             profile,

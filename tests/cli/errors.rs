@@ -169,7 +169,8 @@ fn directories_from_flags_must_exist_and_plugins_are_named() {
     let r = sb.run(&["check", "mycheck"]);
     assert_eq!(r.code, 2);
     assert!(
-        r.stderr.contains("checks/mycheck.py: plugin checks"),
+        r.stderr
+            .contains("checks/mycheck.py: Python checks are not supported"),
         "{}",
         r.stderr
     );

@@ -3,6 +3,7 @@
 
 mod check;
 mod errors;
+mod exec;
 mod generated;
 mod profile;
 mod support;

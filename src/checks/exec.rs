@@ -1,0 +1,314 @@
+//! Exec plugins: any executable that prints DogStatsD datagrams on stdout. The instance's
+//! configuration arrives as JSON on stdin (and `command:` as arguments); a non-zero exit fails
+//! the run with the tail of stderr; the per-instance timeout kills the whole process group.
+//!
+//! The cost is the plugin's own, measured on the child: CPU from its rusage (children it
+//! waited for included), I/O from /proc read after it exits but before it is reaped, RSS,
+//! threads, fds and sockets sampled while it runs. Peak RSS is the child's high-water mark:
+//! rusage reports max(parent's mark at spawn, child's) for a spawned child, so the sampled
+//! VmHWM is used unless rusage's figure is above agentprof's own mark.
+
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Deserialize;
+
+use crate::metrics::{Sink, dogstatsd};
+use crate::procstat::{Probe, ProcessSnapshot, Target};
+use crate::profile::{PeakScope, RunCost};
+
+use super::{ExternalCheck, ExternalRun};
+
+/// Instance options an exec plugin understands besides the common ones.
+pub const OPTIONS: &[&str] = &["command"];
+
+/// stdout kept per run; more is cut with a warning.
+const MAX_STDOUT: u64 = 16 * 1024 * 1024;
+/// Tail of stderr kept for the error message.
+const STDERR_TAIL: usize = 4096;
+/// How often a running plugin's figures are sampled.
+const SAMPLE_EVERY: Duration = Duration::from_millis(5);
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ExecInstance {
+    /// Arguments passed to the plugin.
+    command: Vec<String>,
+}
+
+pub struct ExecCheck {
+    program: PathBuf,
+    args: Vec<String>,
+    /// `{"init_config": …, "instance": …}`, written to stdin.
+    stdin: Vec<u8>,
+}
+
+impl ExecCheck {
+    pub fn new(
+        program: &Path,
+        init_config: &serde_yaml_ng::Value,
+        instance: &serde_yaml_ng::Value,
+        opts: ExecInstance,
+    ) -> ExecCheck {
+        let doc = serde_json::json!({ "init_config": init_config, "instance": instance });
+        ExecCheck {
+            program: program.to_path_buf(),
+            args: opts.command,
+            stdin: serde_json::to_vec(&doc).unwrap_or_default(),
+        }
+    }
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// Reads at most `limit` bytes of `r`, then drains the rest; returns (kept, total length).
+fn read_capped(mut r: impl Read, limit: u64) -> (Vec<u8>, u64) {
+    let mut kept = Vec::new();
+    let _ = (&mut r).take(limit).read_to_end(&mut kept);
+    let rest = std::io::copy(&mut r, &mut std::io::sink()).unwrap_or(0);
+    let total = kept.len() as u64 + rest;
+    (kept, total)
+}
+
+fn read_tail(mut r: impl Read, keep: usize) -> Vec<u8> {
+    let mut tail = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = r.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > 2 * keep {
+            tail.drain(..tail.len() - keep);
+        }
+    }
+    if tail.len() > keep {
+        tail.drain(..tail.len() - keep);
+    }
+    tail
+}
+
+/// Waits for `pid` to exit without reaping it, so /proc still has its final I/O counters.
+fn wait_exit_keep_zombie(pid: i32) {
+    // SAFETY: waitid writes into the zeroed siginfo we own.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        while libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT,
+        ) != 0
+        {
+            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break;
+            }
+        }
+    }
+}
+
+/// Reaps `pid`; its exit status and resource usage.
+fn reap(pid: i32) -> Option<(i32, libc::rusage)> {
+    // SAFETY: wait4 writes into the status and rusage we own.
+    unsafe {
+        let mut status = 0;
+        let mut usage: libc::rusage = std::mem::zeroed();
+        loop {
+            let r = libc::wait4(pid, &mut status, 0, &mut usage);
+            if r == pid {
+                return Some((status, usage));
+            }
+            if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return None;
+        }
+    }
+}
+
+fn describe_status(status: i32) -> Option<String> {
+    if libc::WIFEXITED(status) {
+        match libc::WEXITSTATUS(status) {
+            0 => None,
+            code => Some(format!("exited with status {code}")),
+        }
+    } else if libc::WIFSIGNALED(status) {
+        Some(format!("killed by signal {}", libc::WTERMSIG(status)))
+    } else {
+        Some(format!("ended with wait status {status}"))
+    }
+}
+
+fn self_peak_rss() -> u64 {
+    Probe::new(Target::SelfProcess)
+        .after()
+        .peak_rss
+        .unwrap_or(u64::MAX)
+}
+
+impl ExternalCheck for ExecCheck {
+    fn run(&mut self, sink: &mut Sink, timeout: Duration) -> ExternalRun {
+        let started_at = unix_now();
+        let t0 = Instant::now();
+        let spawned = Command::new(&self.program)
+            .args(&self.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn();
+        let mut child: Child = match spawned {
+            Ok(c) => c,
+            Err(e) => {
+                return ExternalRun {
+                    result: Err(format!("cannot start {}: {e}", self.program.display())),
+                    started_at,
+                    cost: RunCost::default(),
+                };
+            }
+        };
+        let pid = child.id() as i32;
+        let mut probe = Probe::new(Target::Pid(child.id()));
+        let first = probe.after();
+
+        let stdin = child.stdin.take();
+        let input = self.stdin.clone();
+        let writer = std::thread::spawn(move || {
+            if let Some(mut s) = stdin {
+                // A plugin that does not read its stdin closes it: that is fine.
+                let _ = s.write_all(&input);
+            }
+        });
+        let stdout = child.stdout.take();
+        let out_reader = std::thread::spawn(move || {
+            stdout
+                .map(|s| read_capped(s, MAX_STDOUT))
+                .unwrap_or_default()
+        });
+        let stderr = child.stderr.take();
+        let err_reader = std::thread::spawn(move || {
+            stderr
+                .map(|s| read_tail(s, STDERR_TAIL))
+                .unwrap_or_default()
+        });
+
+        let (exit_tx, exit_rx) = mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            wait_exit_keep_zombie(pid);
+            let _ = exit_tx.send(Instant::now());
+        });
+        let mut last = first.clone();
+        let mut timed_out = false;
+        let ended = loop {
+            match exit_rx.recv_timeout(SAMPLE_EVERY) {
+                Ok(at) => break at,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break Instant::now(),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if t0.elapsed() >= timeout {
+                        timed_out = true;
+                        // SAFETY: signals the process group this plugin leads.
+                        unsafe { libc::kill(-pid, libc::SIGKILL) };
+                        break exit_rx.recv().unwrap_or_else(|_| Instant::now());
+                    }
+                    let s = probe.after();
+                    if s.rss.is_some() {
+                        last = s;
+                    }
+                }
+            }
+        };
+        let wall_s = ended.duration_since(t0).as_secs_f64();
+        let _ = waiter.join();
+        // Zombie: final I/O counters, including the children it reaped.
+        let final_io = probe.after().io;
+        let reaped = reap(pid);
+        // agentprof's own high-water mark now is at least what the child inherited at spawn.
+        let own_peak = self_peak_rss();
+        let _ = writer.join();
+        let (stdout, stdout_len) = out_reader.join().unwrap_or_default();
+        let stderr_tail = err_reader.join().unwrap_or_default();
+
+        dogstatsd::parse_into(&String::from_utf8_lossy(&stdout), sink);
+        if stdout_len > MAX_STDOUT {
+            sink.warning(format!(
+                "stdout was {stdout_len} bytes; only the first {} MiB were read",
+                MAX_STDOUT >> 20
+            ));
+        }
+
+        let mut cost = cost_of(&first, &last, wall_s, own_peak, reaped.map(|r| r.1));
+        cost.io = match (first.io, final_io) {
+            (Some(a), Some(b)) => Some(b.since(&a)),
+            _ => None,
+        };
+        let tail = String::from_utf8_lossy(&stderr_tail).trim().to_string();
+        let with_tail = |msg: String| {
+            if tail.is_empty() {
+                msg
+            } else {
+                format!("{msg}; stderr ends with:\n{tail}")
+            }
+        };
+        let result = if timed_out {
+            Err(with_tail(format!(
+                "timed out after {} (instance timeout); the process group was killed",
+                crate::duration::human(timeout)
+            )))
+        } else {
+            match reaped.map(|r| describe_status(r.0)) {
+                Some(None) => Ok(()),
+                Some(Some(why)) => Err(with_tail(format!("{} {why}", self.program.display()))),
+                None => Err("the plugin's exit status was lost".into()),
+            }
+        };
+        ExternalRun {
+            result,
+            started_at,
+            cost,
+        }
+    }
+}
+
+fn cost_of(
+    first: &ProcessSnapshot,
+    last: &ProcessSnapshot,
+    wall_s: f64,
+    own_peak: u64,
+    usage: Option<libc::rusage>,
+) -> RunCost {
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    // rusage's mark is max(agentprof's mark at spawn, the child's): above agentprof's own
+    // mark it is the child's exact peak; otherwise only the sampled mark is the child's.
+    let rusage_peak = usage
+        .map(|u| u.ru_maxrss as u64 * 1024)
+        .filter(|&r| r > own_peak);
+    let (peak, scope) = match (rusage_peak, last.peak_rss.or(first.peak_rss)) {
+        (Some(r), _) => (Some(r), Some(PeakScope::Run)),
+        (None, Some(sampled)) => (Some(sampled), Some(PeakScope::Sampled)),
+        (None, None) => (None, None),
+    };
+    RunCost {
+        wall_s,
+        cpu_user_s: usage.map(|u| tv(u.ru_utime)),
+        cpu_system_s: usage.map(|u| tv(u.ru_stime)),
+        rss_before: first.rss,
+        rss_after: last.rss,
+        vms_before: first.vms,
+        vms_after: last.vms,
+        peak_rss: peak,
+        peak_scope: scope,
+        io: None,
+        threads: last.threads,
+        open_fds: last.open_fds,
+        connections: last.connections,
+    }
+}

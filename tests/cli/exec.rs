@@ -1,0 +1,190 @@
+//! Exec plugins: DogStatsD on stdout, configuration on stdin, failures, timeouts, overrides.
+
+use crate::support::{Sandbox, metric_values};
+
+fn plugin(sb: &Sandbox, name: &str, body: &str) {
+    let path = sb.write(&format!("checks/{name}"), &format!("#!/bin/sh\n{body}"));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn plugin_metrics_service_checks_events_and_its_own_cost() {
+    let sb = Sandbox::new();
+    let out = sb.file("written.bin");
+    plugin(
+        &sb,
+        "demo.sh",
+        &format!(
+            "cfg=$(cat)\n\
+             v=$(echo \"$cfg\" | sed -n 's/.*\"value\":\\([0-9]*\\).*/\\1/p')\n\
+             echo \"demo.value:$v|g|#from:stdin\"\n\
+             echo \"demo.args:$#|g\"\n\
+             echo \"demo.hits:2|c|@0.5\"\n\
+             echo \"demo.lat:10:20:30|ms\"\n\
+             echo \"_sc|demo.up|1|#a:b|m:slow\"\n\
+             echo \"_e{{4,3}}:boot|now|t:warning\"\n\
+             echo 'not a datagram'\n\
+             head -c 1048576 /dev/zero > {}\n\
+             sync {}\n",
+            out.display(),
+            out.display()
+        ),
+    );
+    sb.write(
+        "conf.d/demo.yaml",
+        "instances:\n  - value: 7\n    command: [one, two]\n    tags: [team:x]\n",
+    );
+    let r = sb.run(&["check", "demo", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    assert_eq!(doc["kind"], "exec");
+    assert!(doc["version"].is_null());
+    assert_eq!(metric_values(&doc, "demo.value"), vec![7.0]);
+    assert_eq!(metric_values(&doc, "demo.args"), vec![2.0]);
+    assert_eq!(metric_values(&doc, "demo.hits"), vec![4.0]);
+    assert_eq!(metric_values(&doc, "demo.lat.max"), vec![30.0]);
+    let m = doc["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "demo.value")
+        .unwrap();
+    assert_eq!(m["tags"], serde_json::json!(["from:stdin", "team:x"]));
+    assert_eq!(doc["service_checks"][0]["status"], 1);
+    assert_eq!(doc["service_checks"][0]["message"], "slow");
+    assert_eq!(doc["events"][0]["title"], "boot");
+    assert_eq!(doc["events"][0]["alert_type"], "warning");
+    assert!(
+        doc["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("not a datagram"))
+    );
+    let run = &doc["runs"][0];
+    assert!(
+        run["cpu"]["user_s"].as_f64().unwrap() + run["cpu"]["system_s"].as_f64().unwrap() > 0.0
+    );
+    assert!(
+        run["io"]["write_bytes"].as_u64().unwrap() >= 1_048_576,
+        "{run}"
+    );
+    assert!(run["memory"]["rss_before"].as_u64().unwrap() > 0);
+    assert_eq!(run["threads"], 1);
+    let r = sb.run(&["check", "demo"]);
+    assert!(
+        r.stdout.contains("measured on the plugin's process"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn a_failing_plugin_exits_1_with_its_stderr() {
+    let sb = Sandbox::new();
+    plugin(
+        &sb,
+        "bad",
+        "echo 'ok.metric:1|g'\necho 'disk on fire' >&2\nexit 3\n",
+    );
+    let r = sb.run(&["check", "bad", "--json"]);
+    assert_eq!(r.code, 1);
+    let doc = r.json();
+    let err = doc["runs"][0]["error"].as_str().unwrap();
+    assert!(
+        err.contains("exited with status 3") && err.contains("disk on fire"),
+        "{err}"
+    );
+    // What it printed before failing is still reported.
+    assert_eq!(metric_values(&doc, "ok.metric"), vec![1.0]);
+}
+
+#[test]
+fn a_hanging_plugin_and_its_children_are_killed_at_the_timeout() {
+    let sb = Sandbox::new();
+    let pidfile = sb.file("child.pid");
+    plugin(
+        &sb,
+        "hang",
+        &format!("sleep 60 &\necho $! > {}\nwait\n", pidfile.display()),
+    );
+    sb.write("conf.d/hang.yaml", "instances:\n  - timeout: 1\n");
+    let t = std::time::Instant::now();
+    let r = sb.run(&["check", "hang", "--json"]);
+    assert!(t.elapsed().as_secs_f64() < 5.0, "took {:?}", t.elapsed());
+    assert_eq!(r.code, 1);
+    let doc = r.json();
+    assert!(
+        doc["runs"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("timed out after 1.00s")
+    );
+    let child: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let alive = std::fs::read_to_string(format!("/proc/{child}/stat"))
+        .is_ok_and(|s| s.split_whitespace().nth(2).is_none_or(|st| st != "Z"));
+    assert!(!alive, "the plugin's child {child} outlived the timeout");
+}
+
+#[test]
+fn a_plugin_overrides_the_builtin_of_the_same_name() {
+    let sb = Sandbox::new();
+    plugin(&sb, "uptime.sh", "echo 'custom.uptime:1|g'\n");
+    let doc = sb.run(&["check", "uptime", "--json"]).json();
+    assert_eq!(doc["kind"], "exec");
+    assert_eq!(metric_values(&doc, "custom.uptime"), vec![1.0]);
+    let list: serde_json::Value =
+        serde_json::from_str(&sb.run(&["list", "--json"]).stdout).unwrap();
+    let up = list["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "uptime")
+        .unwrap();
+    assert_eq!(up["kind"], "exec");
+    assert_eq!(up["overrides_builtin"], true);
+    let text = sb.run(&["list"]).stdout;
+    assert!(text.contains("overrides the built-in"), "{text}");
+    // A profile of another process cannot be sampled; a file that promises one is refused.
+    let r = sb.run(&["check", "uptime", "--pprof", "x.pb.gz"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("--pprof: uptime is an exec plugin"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn the_shipped_file_age_plugin_reports_age_and_freshness() {
+    let sb = Sandbox::new();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fresh = sb.write("fresh.txt", "hello");
+    sb.write(
+        "conf.d/file_age.yaml",
+        &format!(
+            "instances:\n  - command: [{}, 3600]\n  - command: [{}/missing.txt]\n",
+            fresh.display(),
+            sb.path().display()
+        ),
+    );
+    let checks = repo.join("checks");
+    let r = sb.run(&["check", "file_age", "--checks", checks.to_str().unwrap(), "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let age = metric_values(&doc, "file_age.seconds");
+    assert_eq!(age.len(), 1);
+    assert!(age[0] >= 0.0 && age[0] < 60.0, "{age:?}");
+    assert_eq!(metric_values(&doc, "file_age.bytes"), vec![5.0]);
+    let sc = doc["service_checks"].as_array().unwrap();
+    assert_eq!(sc.len(), 2);
+    assert_eq!(sc[0]["status"], 0);
+    assert_eq!(sc[1]["status"], 2);
+    assert!(sc[1]["message"].as_str().unwrap().contains("does not exist"));
+}
