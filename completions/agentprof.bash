@@ -67,7 +67,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__check)
-            opts="-t -r -h -V --profile --times --rate --pause --json --table --top --frequency --flamegraph --pprof --log --instance --config --confd --checks --help --version"
+            opts="-t -r -h -V --profile --times --rate --pause --json --table --top --frequency --flamegraph --pprof --pstats --log --instance --config --confd --checks --python --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -101,6 +101,10 @@ _agentprof() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --pstats)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -118,6 +122,10 @@ _agentprof() {
                     return 0
                     ;;
                 --checks)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --python)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -227,7 +235,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__list)
-            opts="-h -V --json --config --confd --checks --help --version"
+            opts="-h -V --json --config --confd --checks --python --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -242,6 +250,10 @@ _agentprof() {
                     return 0
                     ;;
                 --checks)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --python)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

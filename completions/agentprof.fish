@@ -37,11 +37,13 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l top -d 'Ro
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l frequency -d 'Sampling frequency of the CPU profile, in Hz' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l flamegraph -d 'Write a flamegraph (SVG) of the sampled runs; implies --profile' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pprof -d 'Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pstats -d 'Write a Python check\'s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l log -d 'Append the collector.log block of every run to FILE (overrides log_file)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l instance -d 'Run only instance N of the check\'s configuration (0-based, as in instances[N])' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l confd -d 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l checks -d 'Directory of plugin checks' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l python -d 'Python interpreter for Python checks (a virtualenv\'s python works)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l profile -d 'Sample the run\'s CPU and print the top calls by cumulative time'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s r -l rate -d 'Run twice, one second apart, so rates and deltas have a value'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l json -d 'Print one JSON document (schema in docs/json.md)'
@@ -51,6 +53,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s V -l versi
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l confd -d 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l checks -d 'Directory of plugin checks' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l python -d 'Python interpreter for Python checks (a virtualenv\'s python works)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l json -d 'Print one JSON document'
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -s V -l version -d 'Print version'

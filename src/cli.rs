@@ -42,6 +42,9 @@ pub struct ConfigArgs {
     /// Directory of plugin checks
     #[arg(long, value_name = "DIR")]
     pub checks: Option<PathBuf>,
+    /// Python interpreter for Python checks (a virtualenv's python works)
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -81,6 +84,10 @@ pub struct CheckArgs {
     /// Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile
     #[arg(long, value_name = "FILE.pb.gz")]
     pub pprof: Option<PathBuf>,
+    /// Write a Python check's cProfile statistics as a pstats dump (python -m pstats,
+    /// snakeviz); implies --profile
+    #[arg(long, value_name = "FILE")]
+    pub pstats: Option<PathBuf>,
     /// Append the collector.log block of every run to FILE (overrides log_file)
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,

@@ -32,6 +32,7 @@ fn run_twice(check: impl Check + 'static) -> (RunRecord, RunRecord) {
         config: None,
         confd: Some(std::env::temp_dir()),
         checks: None,
+        python: None,
     })
     .unwrap();
     let loaded = LoadedCheck {
@@ -44,6 +45,7 @@ fn run_twice(check: impl Check + 'static) -> (RunRecord, RunRecord) {
             Runnable::InProcess(Box::new(check)),
         )],
         warnings: vec![],
+        python: None,
     };
     let mut runner = Runner::new(loaded, &config, None, None);
     let warm = runner.run(0, 1);

@@ -156,7 +156,7 @@ fn self_peak_rss() -> u64 {
 }
 
 impl ExternalCheck for ExecCheck {
-    fn run(&mut self, sink: &mut Sink, timeout: Duration) -> ExternalRun {
+    fn run(&mut self, sink: &mut Sink, timeout: Duration, _profile: bool) -> ExternalRun {
         let started_at = unix_now();
         let t0 = Instant::now();
         let spawned = Command::new(&self.program)

@@ -3,6 +3,7 @@
 
 pub mod builtin;
 pub mod exec;
+pub mod python;
 mod registry;
 mod runner;
 
@@ -25,8 +26,9 @@ pub trait Check: Send {
 /// A check that runs in a process of its own (an exec plugin, a Python worker) and measures
 /// that process's cost itself.
 pub trait ExternalCheck: Send {
-    /// Runs once, within `timeout`, submitting through `sink`.
-    fn run(&mut self, sink: &mut Sink, timeout: Duration) -> ExternalRun;
+    /// Runs once, within `timeout`, submitting through `sink`; with `profile`, records the
+    /// run's calls where the kind of check can.
+    fn run(&mut self, sink: &mut Sink, timeout: Duration, profile: bool) -> ExternalRun;
 }
 
 /// What an external run returns: its outcome and what it cost the process that ran it.
@@ -52,6 +54,8 @@ pub enum CheckKind {
     Builtin,
     /// An executable printing DogStatsD datagrams: its cost is measured on its process.
     Exec,
+    /// A Python check on the AgentCheck API, in agentprof's Python worker.
+    Python,
 }
 
 impl CheckKind {
@@ -59,6 +63,7 @@ impl CheckKind {
         match self {
             CheckKind::Builtin => "built-in",
             CheckKind::Exec => "exec plugin",
+            CheckKind::Python => "Python",
         }
     }
 
@@ -67,6 +72,7 @@ impl CheckKind {
         match self {
             CheckKind::Builtin => "agentprof's own process",
             CheckKind::Exec => "the plugin's process",
+            CheckKind::Python => "the Python worker process",
         }
     }
 }

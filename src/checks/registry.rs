@@ -4,6 +4,7 @@
 //! name overrides it.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
@@ -12,6 +13,7 @@ use crate::error::UsageError;
 
 use super::builtin::{BUILTINS, BuiltinSpec};
 use super::exec::{self, ExecCheck, ExecInstance};
+use super::python::{self, LoadSpec, PythonCheck, PythonHost};
 use super::{CheckKind, Runnable};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -40,6 +42,8 @@ pub struct LoadedCheck {
     pub source: ConfigSource,
     pub instances: Vec<(InstanceCommon, Runnable)>,
     pub warnings: Vec<String>,
+    /// The worker every instance of a Python check shares.
+    pub python: Option<Arc<Mutex<PythonHost>>>,
 }
 
 /// One row of `agentprof list`.
@@ -173,11 +177,7 @@ impl<'a> Registry<'a> {
     pub fn load(&self, name: &str) -> Result<LoadedCheck, UsageError> {
         match self.plugin(name) {
             Some(Plugin::Exec(path)) => self.load_exec(name, &path),
-            Some(Plugin::Python(path)) => Err(UsageError::config(
-                path,
-                "Python checks are not supported by this agentprof version yet; \
-                 built-in checks and exec plugins are",
-            )),
+            Some(Plugin::Python(path)) => self.load_python(name, &path),
             None => match self.spec(name) {
                 Some(spec) => self.load_builtin(spec),
                 None => Err(self.unknown(name)),
@@ -223,6 +223,7 @@ impl<'a> Registry<'a> {
                 .zip(checks.into_iter().map(Runnable::InProcess))
                 .collect(),
             warnings,
+            python: None,
         })
     }
 
@@ -257,6 +258,87 @@ impl<'a> Registry<'a> {
             source,
             instances,
             warnings,
+            python: None,
+        })
+    }
+
+    /// A Python check: one worker for all its instances, started at the first run. Options
+    /// are the check's own business, so only the common ones are typed here.
+    fn load_python(&self, name: &str, path: &Path) -> Result<LoadedCheck, UsageError> {
+        let mut warnings = Vec::new();
+        let conf = self.conf(name)?;
+        let (source, commons) = match &conf {
+            Some(c) => (
+                ConfigSource::File(c.path.clone()),
+                c.typed_instances::<InstanceCommon>()?,
+            ),
+            None => (ConfigSource::Default, vec![InstanceCommon::default()]),
+        };
+        for (i, common) in commons.iter().enumerate() {
+            validate_common(conf.as_ref(), i, common)?;
+        }
+        let to_json =
+            |v: &serde_yaml_ng::Value| serde_json::to_value(v).unwrap_or(serde_json::Value::Null);
+        let (init, raws) = match &conf {
+            Some(c) => (
+                to_json(&c.init_config),
+                c.instances.iter().map(to_json).collect::<Vec<_>>(),
+            ),
+            None => (serde_json::Value::Null, vec![serde_json::json!({})]),
+        };
+        let init = if init.is_null() {
+            serde_json::json!({})
+        } else {
+            init
+        };
+        if conf.is_none() {
+            warnings.push(format!(
+                "{name} has no configuration in {}: running one empty instance",
+                self.config.confd_path.display()
+            ));
+        }
+        let check_ids = raws
+            .iter()
+            .enumerate()
+            .map(|(i, r)| python::check_id(name, i, r))
+            .collect();
+        let host = Arc::new(Mutex::new(PythonHost::new(LoadSpec {
+            python: self.config.python.clone(),
+            name: name.to_string(),
+            path: path.to_path_buf(),
+            init_config: init,
+            instances: raws,
+            check_ids,
+            config: serde_json::json!({
+                "hostname": self.config.hostname,
+                "tags": self.config.tags,
+                "agentprof_version": env!("CARGO_PKG_VERSION"),
+                "enable_metadata_collection": true,
+                "disable_unsafe_yaml": true,
+                "histogram_aggregates": self.config.histogram.aggregates,
+                "histogram_percentiles": self.config.histogram.percentiles.iter().map(|p| format!("{p}")).collect::<Vec<_>>(),
+            }),
+            state_dir: python::state_dir().join("persistent_cache"),
+        })));
+        let instances = commons
+            .into_iter()
+            .enumerate()
+            .map(|(index, common)| {
+                let check = PythonCheck {
+                    host: Arc::clone(&host),
+                    index,
+                };
+                (common, Runnable::External(Box::new(check)))
+            })
+            .collect();
+        Ok(LoadedCheck {
+            name: name.to_string(),
+            kind: CheckKind::Python,
+            version: None,
+            source,
+            instances,
+            warnings,
+            python: Some(host),
         })
     }
 
@@ -268,7 +350,7 @@ impl<'a> Registry<'a> {
             .map(|(name, plugin)| {
                 let (kind, summary) = match plugin {
                     Plugin::Exec(_) => (CheckKind::Exec, "exec plugin (DogStatsD on stdout)"),
-                    Plugin::Python(_) => (CheckKind::Exec, "Python check (not supported yet)"),
+                    Plugin::Python(_) => (CheckKind::Python, "Python check (AgentCheck)"),
                 };
                 self.listing(name, kind, Some(plugin.path()), summary)
             })

@@ -129,6 +129,8 @@ pub struct Runner {
     worker: Option<Worker>,
     /// Set when runs are profiled.
     profile: Option<Profiling>,
+    /// Profile checks that run elsewhere (their own way: cProfile for Python).
+    profile_external: bool,
 }
 
 struct Profiling {
@@ -173,6 +175,7 @@ impl Runner {
             name: loaded.name,
             instances,
             worker: None,
+            profile_external: profile_hz.is_some(),
             profile: profile_hz.map(|hz| Profiling {
                 sampler: Sampler::new(hz),
                 profile: CallProfile::new(ProfileKind::Cpu, hz, unix_now_ns()),
@@ -276,7 +279,7 @@ impl Runner {
         let Some(check) = inst.external.as_mut() else {
             return self.failed(pos, run, "no runnable check".into());
         };
-        let out = check.run(&mut sink, inst.timeout);
+        let out = check.run(&mut sink, inst.timeout, self.profile_external);
         let flushed = inst.aggregator.flush(sink, out.started_at, run);
         RunRecord::new(
             &self.name,
@@ -351,6 +354,7 @@ mod tests {
             config: None,
             confd: Some(std::env::temp_dir()),
             checks: None,
+            python: None,
         })
         .unwrap();
         let loaded = LoadedCheck {
@@ -369,6 +373,7 @@ mod tests {
                 })
                 .collect(),
             warnings: vec![],
+            python: None,
         };
         Runner::new(loaded, &config, None, None)
     }

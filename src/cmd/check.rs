@@ -3,17 +3,20 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
 
+use crate::checks::python::PythonHost;
 use crate::checks::{CheckKind, Registry, Runner};
 use crate::cli::CheckArgs;
 use crate::config::{AgentConfig, LoadOptions};
 use crate::error::UsageError;
 use crate::profile::{CallProfile, top, write_flamegraph};
 use crate::progress::Progress;
-use crate::render::{self, CheckReport, ProfileSummary, Style};
+use crate::render::pstats::PstatsView;
+use crate::render::{self, CheckReport, ProfileSummary, ProfileView, Style};
 
 use super::{Outcome, load_options};
 
@@ -34,6 +37,7 @@ pub struct CheckOptions {
     pub frequency_hz: u32,
     pub flamegraph: Option<PathBuf>,
     pub pprof: Option<PathBuf>,
+    pub pstats: Option<PathBuf>,
     pub log: Option<PathBuf>,
     pub instance: Option<usize>,
 }
@@ -55,6 +59,7 @@ impl CheckOptions {
         for (flag, path) in [
             ("--flamegraph", &a.flamegraph),
             ("--pprof", &a.pprof),
+            ("--pstats", &a.pstats),
             ("--log", &a.log),
         ] {
             if let Some(p) = path {
@@ -64,7 +69,7 @@ impl CheckOptions {
         Ok(CheckOptions {
             load: load_options(&a.config),
             name: a.name,
-            profile: a.profile || a.flamegraph.is_some() || a.pprof.is_some(),
+            profile: a.profile || a.flamegraph.is_some() || a.pprof.is_some() || a.pstats.is_some(),
             times,
             pause,
             json: a.json,
@@ -73,10 +78,106 @@ impl CheckOptions {
             frequency_hz: a.frequency,
             flamegraph: a.flamegraph,
             pprof: a.pprof,
+            pstats: a.pstats,
             log: a.log,
             instance: a.instance,
         })
     }
+}
+
+/// `--pstats` and `--flamegraph` of a Python check, from its cProfile statistics.
+fn write_python_outputs(
+    opts: &CheckOptions,
+    report: &CheckReport,
+    host: &Arc<Mutex<PythonHost>>,
+) -> anyhow::Result<()> {
+    if let Some(path) = &opts.pstats {
+        let written = host
+            .lock()
+            .map_err(|_| "the Python host failed".to_string())
+            .and_then(|mut h| h.dump_pstats(path));
+        match written {
+            Ok(()) => eprintln!("agentprof: wrote {} (python -m pstats {0})", path.display()),
+            Err(e) => {
+                return Err(UsageError::flag(
+                    "--pstats",
+                    format!("cannot write {}: {e}", path.display()),
+                )
+                .into());
+            }
+        }
+    }
+    if let Some(path) = &opts.flamegraph {
+        let folded = match &report.profile {
+            Some(ProfileView::Pstats(v)) => v.report.folded.clone(),
+            _ => Vec::new(),
+        };
+        if folded.is_empty() {
+            eprintln!(
+                "agentprof: --flamegraph: no cProfile data, so {} was not written",
+                path.display()
+            );
+            return Ok(());
+        }
+        let file = std::fs::File::create(path).map_err(|e| {
+            UsageError::flag(
+                "--flamegraph",
+                format!("cannot write {}: {e}", path.display()),
+            )
+        })?;
+        let mut o = inferno::flamegraph::Options::default();
+        o.title = format!("agentprof check {} — cProfile", report.check);
+        o.count_name = "µs".into();
+        inferno::flamegraph::from_lines(
+            &mut o,
+            folded.iter().map(String::as_str),
+            std::io::BufWriter::new(file),
+        )
+        .map_err(|e| anyhow::anyhow!("cannot draw the flamegraph: {e}"))?;
+        eprintln!("agentprof: wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Profile outputs that the kind of check cannot produce are refused before any run.
+fn check_profile_flags(opts: &CheckOptions, name: &str, kind: CheckKind) -> Result<(), UsageError> {
+    let refuse = |flag: &str, why: String| Err(UsageError::flag(flag, why));
+    match kind {
+        CheckKind::Exec => {
+            for (flag, set) in [
+                ("--pprof", opts.pprof.is_some()),
+                ("--flamegraph", opts.flamegraph.is_some()),
+                ("--pstats", opts.pstats.is_some()),
+            ] {
+                if set {
+                    return refuse(
+                        flag,
+                        format!(
+                            "{name} is an exec plugin: agentprof measures its process's cost but cannot sample its calls"
+                        ),
+                    );
+                }
+            }
+        }
+        CheckKind::Python if opts.pprof.is_some() => {
+            return refuse(
+                "--pprof",
+                format!(
+                    "{name} is a Python check: its calls are profiled with cProfile; write them with --pstats FILE"
+                ),
+            );
+        }
+        CheckKind::Builtin if opts.pstats.is_some() => {
+            return refuse(
+                "--pstats",
+                format!(
+                    "{name} is a built-in check: its calls are sampled natively; write them with --pprof FILE"
+                ),
+            );
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Fails before any run when an output file could not be written anyway.
@@ -120,17 +221,8 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         .into());
     }
     let mut profile_hz = opts.profile.then_some(opts.frequency_hz);
+    check_profile_flags(&opts, &loaded.name, loaded.kind)?;
     if loaded.kind == CheckKind::Exec && opts.profile {
-        let flag = if opts.pprof.is_some() {
-            Some("--pprof")
-        } else if opts.flamegraph.is_some() {
-            Some("--flamegraph")
-        } else {
-            None
-        };
-        if let Some(flag) = flag {
-            return Err(UsageError::flag(flag, format!("{} is an exec plugin: agentprof measures its process's cost but cannot sample its calls", loaded.name)).into());
-        }
         eprintln!(
             "agentprof: warning: --profile: {} is an exec plugin; its cost is measured, its calls are not sampled",
             loaded.name
@@ -142,7 +234,8 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     for w in &config_warnings {
         eprintln!("agentprof: warning: {w}");
     }
-    let (name, kind, version, source) = (
+    let python_host = loaded.python.clone();
+    let (name, kind, mut version, source) = (
         loaded.name.clone(),
         loaded.kind,
         loaded.version.clone(),
@@ -164,6 +257,12 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         }
     }
     progress.finish();
+    if let Some(host) = &python_host
+        && let Ok(h) = host.lock()
+        && let Some(l) = &h.loaded
+    {
+        version = l.version.clone();
+    }
     let profile = runner.finish_profile().map(|(profile, dropped)| {
         if dropped > 0 {
             eprintln!(
@@ -193,13 +292,30 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         ),
         top: top(p, opts.top),
     });
+    let view = match (&python_host, opts.profile) {
+        (Some(host), true) => match host
+            .lock()
+            .map_err(|_| "the Python host failed".to_string())
+            .and_then(|mut h| h.pstats(opts.top))
+        {
+            Ok(report) => Some(ProfileView::Pstats(PstatsView {
+                report,
+                top: opts.top,
+            })),
+            Err(e) => {
+                eprintln!("agentprof: warning: --profile: no cProfile statistics: {e}");
+                None
+            }
+        },
+        _ => summary.map(ProfileView::Cpu),
+    };
     let report = CheckReport {
         check: name,
         kind,
         version,
         source,
         records,
-        profile: summary,
+        profile: view,
         config_warnings,
     };
 
@@ -215,7 +331,13 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     stdout.flush()?;
     drop(stdout);
 
-    write_outputs(&opts, &config, &report, profile.as_ref())?;
+    write_outputs(
+        &opts,
+        &config,
+        &report,
+        profile.as_ref(),
+        python_host.as_ref(),
+    )?;
     Ok(if report.failed_runs() > 0 {
         Outcome::RunFailed
     } else {
@@ -228,11 +350,15 @@ fn write_outputs(
     config: &AgentConfig,
     report: &CheckReport,
     profile: Option<&CallProfile>,
+    python_host: Option<&Arc<Mutex<PythonHost>>>,
 ) -> anyhow::Result<()> {
     if let Some(log) = opts.log.as_ref().or(config.log_file.as_ref()) {
         render::collector_log::append(log, &report.records).map_err(|e| {
             UsageError::flag("--log", format!("cannot append to {}: {e}", log.display()))
         })?;
+    }
+    if let Some(host) = python_host {
+        return write_python_outputs(opts, report, host);
     }
     let Some(profile) = profile else {
         return Ok(());

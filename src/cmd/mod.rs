@@ -64,5 +64,6 @@ fn load_options(c: &ConfigArgs) -> LoadOptions {
         config: c.config.clone(),
         confd: c.confd.clone(),
         checks: c.checks.clone(),
+        python: c.python.clone(),
     }
 }

@@ -79,6 +79,8 @@ pub struct LoadOptions {
     pub config: Option<PathBuf>,
     pub confd: Option<PathBuf>,
     pub checks: Option<PathBuf>,
+    /// `--python`: wins over $AGENTPROF_PYTHON and `python:`.
+    pub python: Option<String>,
 }
 
 const ENV_CONFIG: &str = "AGENTPROF_CONFIG";
@@ -210,8 +212,11 @@ impl AgentConfig {
             confd_path,
             checks_path,
             log_file: file.log_file.map(rel),
-            python: std::env::var("AGENTPROF_PYTHON")
-                .ok()
+            python: opts
+                .python
+                .clone()
+                .filter(|p| !p.is_empty())
+                .or_else(|| std::env::var("AGENTPROF_PYTHON").ok())
                 .filter(|p| !p.is_empty())
                 .or(file.python)
                 .unwrap_or_else(|| "python3".into()),

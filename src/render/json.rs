@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::CheckReport;
+use super::{CheckReport, ProfileView};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -85,21 +85,23 @@ pub fn render(report: &CheckReport) -> Value {
         "events": events,
         "warnings": warnings,
     });
-    if let (Some(p), Value::Object(m)) = (&report.profile, &mut doc) {
-        m.insert(
-            "profile".into(),
-            json!({
-                "kind": "cpu",
-                "frequency_hz": p.frequency_hz,
-                "period_ns": p.period_ns,
-                "samples": p.samples,
-                "meaningful": p.meaningful(),
-                "min_samples": p.min_samples,
-                "suggested_times": p.suggested_times,
-                "functions": p.top.functions,
-                "top": p.top.rows,
-            }),
-        );
+    let profile = match &report.profile {
+        Some(ProfileView::Cpu(p)) => Some(json!({
+            "kind": "cpu",
+            "frequency_hz": p.frequency_hz,
+            "period_ns": p.period_ns,
+            "samples": p.samples,
+            "meaningful": p.meaningful(),
+            "min_samples": p.min_samples,
+            "suggested_times": p.suggested_times,
+            "functions": p.top.functions,
+            "top": p.top.rows,
+        })),
+        Some(ProfileView::Pstats(v)) => Some(super::pstats::json(v)),
+        None => None,
+    };
+    if let (Some(p), Value::Object(m)) = (profile, &mut doc) {
+        m.insert("profile".into(), p);
     }
     doc
 }

@@ -3,6 +3,7 @@
 
 pub mod collector_log;
 pub mod json;
+pub mod pstats;
 pub mod table;
 pub mod units;
 
@@ -19,9 +20,16 @@ pub struct CheckReport {
     pub version: Option<String>,
     pub source: ConfigSource,
     pub records: Vec<RunRecord>,
-    pub profile: Option<ProfileSummary>,
+    pub profile: Option<ProfileView>,
     /// Configuration warnings (unknown options): printed on stderr when found, kept for JSON.
     pub config_warnings: Vec<String>,
+}
+
+/// What `--profile` found: sampled native stacks, or a Python check's cProfile statistics.
+#[derive(Debug, Clone)]
+pub enum ProfileView {
+    Cpu(ProfileSummary),
+    Pstats(pstats::PstatsView),
 }
 
 /// The sampled call profile, summarised for display.

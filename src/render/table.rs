@@ -9,7 +9,7 @@ use comfy_table::{Attribute, Cell, CellAlignment, Color, ContentArrangement, Tab
 use crate::profile::{RunCost, RunRecord};
 
 use super::units;
-use super::{CheckReport, ProfileSummary, Style};
+use super::{CheckReport, ProfileSummary, ProfileView, Style};
 
 /// Runs shown one column each; with more, the cost table shows min, median, max and last.
 const MAX_RUN_COLUMNS: usize = 5;
@@ -117,8 +117,20 @@ pub fn render(report: &CheckReport, style: Style) -> String {
             }
         }
     }
-    if let Some(p) = &report.profile {
-        profile(&mut out, style, p, runs);
+    match &report.profile {
+        Some(ProfileView::Cpu(p)) => profile(&mut out, style, p, runs),
+        Some(ProfileView::Pstats(v)) => {
+            title(
+                &mut out,
+                style,
+                &format!(
+                    "Profile: cProfile over {runs} run{}",
+                    if runs == 1 { "" } else { "s" }
+                ),
+            );
+            out.push_str(&super::pstats::render(v));
+        }
+        None => {}
     }
     out
 }
@@ -420,32 +432,34 @@ mod tests {
                 RunRecord::new("disk", 0, run, 1.0, Ok(()), cost, flushed)
             })
             .collect();
-        let profile = (profile_samples > 0).then(|| ProfileSummary {
-            frequency_hz: 1000,
-            period_ns: 1_000_000,
-            samples: profile_samples,
-            min_samples: 20,
-            suggested_times: 93,
-            top: TopTable {
-                total_samples: profile_samples,
-                functions: 2,
-                rows: vec![
-                    TopRow {
-                        function: "disk::run".into(),
-                        file: Some("src/disk.rs".into()),
-                        line: Some(10),
-                        flat: 0,
-                        cum: profile_samples,
-                    },
-                    TopRow {
-                        function: "statvfs".into(),
-                        file: None,
-                        line: None,
-                        flat: profile_samples,
-                        cum: profile_samples,
-                    },
-                ],
-            },
+        let profile = (profile_samples > 0).then(|| {
+            ProfileView::Cpu(ProfileSummary {
+                frequency_hz: 1000,
+                period_ns: 1_000_000,
+                samples: profile_samples,
+                min_samples: 20,
+                suggested_times: 93,
+                top: TopTable {
+                    total_samples: profile_samples,
+                    functions: 2,
+                    rows: vec![
+                        TopRow {
+                            function: "disk::run".into(),
+                            file: Some("src/disk.rs".into()),
+                            line: Some(10),
+                            flat: 0,
+                            cum: profile_samples,
+                        },
+                        TopRow {
+                            function: "statvfs".into(),
+                            file: None,
+                            line: None,
+                            flat: profile_samples,
+                            cum: profile_samples,
+                        },
+                    ],
+                },
+            })
         });
         CheckReport {
             check: "disk".into(),

@@ -150,7 +150,7 @@ fn process_check_without_config_says_what_is_required() {
 }
 
 #[test]
-fn directories_from_flags_must_exist_and_plugins_are_named() {
+fn directories_from_flags_must_exist_and_broken_plugins_say_why() {
     let sb = Sandbox::new();
     for flag in ["--confd", "--checks"] {
         let r = sb.run(&["check", "disk", flag, "/no/such/dir"]);
@@ -162,18 +162,15 @@ fn directories_from_flags_must_exist_and_plugins_are_named() {
             r.stderr
         );
     }
+    // A Python file without an AgentCheck subclass: the run fails and says why.
     sb.write(
         "checks/mycheck.py",
         "from datadog_checks.base import AgentCheck\n",
     );
-    let r = sb.run(&["check", "mycheck"]);
-    assert_eq!(r.code, 2);
-    assert!(
-        r.stderr
-            .contains("checks/mycheck.py: Python checks are not supported"),
-        "{}",
-        r.stderr
-    );
+    let r = sb.run(&["check", "mycheck", "--json"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let err = r.json()["runs"][0]["error"].as_str().unwrap().to_string();
+    assert!(err.contains("defines no subclass of AgentCheck"), "{err}");
 }
 
 #[test]

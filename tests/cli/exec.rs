@@ -175,7 +175,13 @@ fn the_shipped_file_age_plugin_reports_age_and_freshness() {
         ),
     );
     let checks = repo.join("checks");
-    let r = sb.run(&["check", "file_age", "--checks", checks.to_str().unwrap(), "--json"]);
+    let r = sb.run(&[
+        "check",
+        "file_age",
+        "--checks",
+        checks.to_str().unwrap(),
+        "--json",
+    ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let doc = r.json();
     let age = metric_values(&doc, "file_age.seconds");
@@ -186,5 +192,10 @@ fn the_shipped_file_age_plugin_reports_age_and_freshness() {
     assert_eq!(sc.len(), 2);
     assert_eq!(sc[0]["status"], 0);
     assert_eq!(sc[1]["status"], 2);
-    assert!(sc[1]["message"].as_str().unwrap().contains("does not exist"));
+    assert!(
+        sc[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not exist")
+    );
 }

@@ -6,4 +6,5 @@ mod errors;
 mod exec;
 mod generated;
 mod profile;
+mod python;
 mod support;

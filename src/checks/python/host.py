@@ -1,0 +1,553 @@
+# agentprof Python host: runs Datadog-style checks for agentprof in a persistent worker.
+#
+# Embedded in the agentprof binary and started as `python -u -c <this> IN_FD OUT_FD`. It talks
+# to agentprof over a private pipe pair (length-prefixed JSON, plus one-byte sync marks around
+# each run so agentprof can snapshot this process at the run's exact start and end); the
+# worker's stdout is not the channel, so a check that prints cannot corrupt anything.
+#
+# Before any check is imported it installs the host modules the Datadog Agent provides,
+# `aggregator` and `datadog_agent`, so checks built on the real `datadog_checks_base` submit
+# here. Where that package is missing, a small compatible AgentCheck is installed as
+# `datadog_checks.base` and as the legacy `checks` module.
+import hashlib
+import importlib.util
+import inspect
+import json
+import math
+import os
+import re
+import resource
+import struct
+import sys
+import time
+import traceback
+import types
+
+IN_FD = int(sys.argv[1])
+OUT_FD = int(sys.argv[2])
+
+# ---------------------------------------------------------------- channel
+
+def _read_exact(n):
+    chunks = []
+    while n:
+        b = os.read(IN_FD, n)
+        if not b:
+            raise EOFError("agentprof closed the channel")
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+def _write_all(data):
+    view = memoryview(data)
+    while view:
+        n = os.write(OUT_FD, view)
+        view = view[n:]
+
+
+def recv():
+    (n,) = struct.unpack(">I", _read_exact(4))
+    return json.loads(_read_exact(n))
+
+
+def send(obj):
+    data = json.dumps(obj, default=str).encode()
+    _write_all(struct.pack(">I", len(data)) + data)
+
+
+def mark(byte):
+    """One write of one byte: agentprof accounts for exactly this syscall."""
+    os.write(OUT_FD, byte)
+
+
+def wait_mark(expected):
+    """One read of one byte: agentprof accounts for exactly this syscall."""
+    b = os.read(IN_FD, 1)
+    if b != expected:
+        raise EOFError("agentprof closed the channel")
+
+# ---------------------------------------------------------------- state of the current run
+
+RUN = {}
+
+
+def _new_run():
+    RUN.clear()
+    RUN.update(metrics=[], service_checks=[], events=[], warnings=[], invalid=0)
+
+
+_new_run()
+CONFIG = {}
+STATE_DIR = None
+
+
+def _warn(msg):
+    RUN["warnings"].append(msg)
+
+
+def _clean_tags(tags, what):
+    out = []
+    if tags is None:
+        return out
+    if isinstance(tags, (str, bytes)):
+        tags = [tags]
+    try:
+        items = list(tags)
+    except TypeError:
+        _warn("%s: tags %r are not a list, dropped" % (what, tags))
+        RUN["invalid"] += 1
+        return out
+    for t in items:
+        if isinstance(t, bytes):
+            t = t.decode("utf-8", "replace")
+        if not isinstance(t, str):
+            _warn("%s: tag %r is not a string, dropped" % (what, t))
+            RUN["invalid"] += 1
+            continue
+        out.append(t)
+    return out
+
+# ---------------------------------------------------------------- host module: aggregator
+
+aggregator = types.ModuleType("aggregator")
+aggregator.GAUGE, aggregator.RATE, aggregator.COUNT, aggregator.MONOTONIC_COUNT = 0, 1, 2, 3
+aggregator.COUNTER, aggregator.HISTOGRAM, aggregator.HISTORATE = 4, 5, 6
+
+
+def submit_metric(check, check_id, mtype, name, value, tags, hostname, flush_first_value=False):
+    if isinstance(name, bytes):
+        name = name.decode("utf-8", "replace")
+    if not isinstance(name, str) or not name:
+        _warn("metric name %r is not a string, dropped" % (name,))
+        RUN["invalid"] += 1
+        return
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        _warn("%s: value %r is not a number, dropped" % (name, value))
+        RUN["invalid"] += 1
+        return
+    if not math.isfinite(v):
+        _warn("%s: value %r is not a finite number, dropped" % (name, value))
+        RUN["invalid"] += 1
+        return
+    if mtype not in (0, 1, 2, 3, 4, 5, 6):
+        _warn("%s: unknown metric type %r, dropped" % (name, mtype))
+        RUN["invalid"] += 1
+        return
+    RUN["metrics"].append([int(mtype), name, v, _clean_tags(tags, name), hostname or None, bool(flush_first_value)])
+
+
+def submit_service_check(check, check_id, name, status, tags, hostname, message=""):
+    try:
+        status = int(status)
+    except (TypeError, ValueError):
+        status = -1
+    if status not in (0, 1, 2, 3):
+        _warn("service check %s: status %r is not 0-3, dropped" % (name, status))
+        RUN["invalid"] += 1
+        return
+    RUN["service_checks"].append([str(name), status, _clean_tags(tags, name), hostname or None, str(message or "")])
+
+
+def submit_event(check, check_id, event):
+    if not isinstance(event, dict):
+        _warn("event %r is not a dict, dropped" % (event,))
+        RUN["invalid"] += 1
+        return
+    e = dict(event)
+    e["tags"] = _clean_tags(e.get("tags"), "event")
+    RUN["events"].append(e)
+
+
+def submit_histogram_bucket(check, check_id, name, value, lower_bound, upper_bound, monotonic, hostname, tags,
+                            flush_first_value=False):
+    # Buckets are reported as a count per bucket, tagged with its bounds.
+    bt = _clean_tags(tags, name) + ["lower_bound:%s" % lower_bound, "upper_bound:%s" % upper_bound]
+    mtype = 3 if monotonic else 2
+    submit_metric(check, check_id, mtype, name, value, bt, hostname, flush_first_value)
+
+
+def submit_histogram_bucket_multi(check, check_id, name, buckets, monotonic, hostname, tags, flush_first_value=False):
+    for (value, lower, upper) in buckets:
+        submit_histogram_bucket(check, check_id, name, value, lower, upper, monotonic, hostname, tags,
+                                flush_first_value)
+
+
+def submit_event_platform_event(check, check_id, raw_event, event_type):
+    RUN.setdefault("event_platform_events", []).append([str(event_type), str(raw_event)[:4096]])
+
+
+def submit_metric_e2e(*args, **kwargs):
+    pass
+
+
+for _f in (submit_metric, submit_service_check, submit_event, submit_histogram_bucket,
+           submit_histogram_bucket_multi, submit_event_platform_event, submit_metric_e2e):
+    setattr(aggregator, _f.__name__, _f)
+
+# ---------------------------------------------------------------- host module: datadog_agent
+
+datadog_agent = types.ModuleType("datadog_agent")
+_PROCESS_START = time.time()
+_METADATA = {}
+
+
+def _cache_path(key):
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)[:120]
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return os.path.join(STATE_DIR, "%s-%s" % (safe, digest))
+
+
+def read_persistent_cache(key):
+    try:
+        with open(_cache_path(key)) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def write_persistent_cache(key, value):
+    os.makedirs(STATE_DIR, exist_ok=True)
+    tmp = _cache_path(key) + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(value)
+    os.replace(tmp, _cache_path(key))
+
+
+def _log(message, level=20):
+    if int(level) >= 30:
+        sys.stderr.write("%s\n" % message)
+
+
+_passthrough = lambda query, options=None: query  # noqa: E731  documented: no obfuscation
+
+for _name, _fn in dict(
+    get_config=lambda key: CONFIG.get(key),
+    get_hostname=lambda: CONFIG.get("hostname", ""),
+    get_host_tags=lambda: json.dumps({"system": CONFIG.get("tags", [])}),
+    get_clustername=lambda: "",
+    get_version=lambda: CONFIG.get("agentprof_version", "0"),
+    log=_log,
+    send_log=lambda log_line, check_id: None,
+    set_check_metadata=lambda check_id, name, value: _METADATA.__setitem__((check_id, name), value),
+    set_external_tags=lambda tags: None,
+    read_persistent_cache=read_persistent_cache,
+    write_persistent_cache=write_persistent_cache,
+    tracemalloc_enabled=lambda *a, **k: False,
+    get_process_start_time=lambda: _PROCESS_START,
+    headers=lambda agentConfig=None, http_host=None, **kw: {"User-Agent": "agentprof"},
+    obfuscate_sql=_passthrough,
+    obfuscate_sql_exec_plan=lambda plan, normalize=False: plan,
+    obfuscate_mongodb_string=lambda command: command,
+    emit_agent_telemetry=lambda check_name, metric_name, metric_value, metric_type: None,
+    report_issue=lambda check_name, report_json: None,
+    resolve_issue=lambda issue_id: None,
+).items():
+    setattr(datadog_agent, _name, _fn)
+
+sys.modules["aggregator"] = aggregator
+sys.modules["datadog_agent"] = datadog_agent
+
+# ---------------------------------------------------------------- compatible AgentCheck
+
+COMPAT_SOURCE = r'''
+import json, logging, traceback, copy
+import aggregator, datadog_agent
+
+class AgentCheck(object):
+    OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
+    HTTP_CONFIG_REMAPPER = None
+
+    def __init__(self, *args, **kwargs):
+        self.name = kwargs.get("name", args[0] if len(args) > 0 else "")
+        self.init_config = kwargs.get("init_config", args[1] if len(args) > 1 else {}) or {}
+        instances = kwargs.get("instances", args[2] if len(args) > 2 else [{}])
+        if isinstance(instances, dict):
+            instances = [instances]
+        self.instances = instances or [{}]
+        self.instance = self.instances[0] if self.instances else {}
+        self.check_id = ""
+        self.warnings = []
+        self.log = logging.getLogger("checks.%s" % self.name)
+        self.hostname = datadog_agent.get_hostname()
+
+    def _tags(self, tags):
+        return list(tags or [])
+
+    def gauge(self, name, value, tags=None, hostname=None, device_name=None, raw=False):
+        aggregator.submit_metric(self, self.check_id, aggregator.GAUGE, name, value, self._dev(tags, device_name), hostname, False)
+
+    def count(self, name, value, tags=None, hostname=None, device_name=None, raw=False):
+        aggregator.submit_metric(self, self.check_id, aggregator.COUNT, name, value, self._dev(tags, device_name), hostname, False)
+
+    def monotonic_count(self, name, value, tags=None, hostname=None, device_name=None, raw=False, flush_first_value=False):
+        aggregator.submit_metric(self, self.check_id, aggregator.MONOTONIC_COUNT, name, value, self._dev(tags, device_name), hostname, flush_first_value)
+
+    def rate(self, name, value, tags=None, hostname=None, device_name=None, raw=False):
+        aggregator.submit_metric(self, self.check_id, aggregator.RATE, name, value, self._dev(tags, device_name), hostname, False)
+
+    def histogram(self, name, value, tags=None, hostname=None, device_name=None, raw=False):
+        aggregator.submit_metric(self, self.check_id, aggregator.HISTOGRAM, name, value, self._dev(tags, device_name), hostname, False)
+
+    def historate(self, name, value, tags=None, hostname=None, device_name=None, raw=False):
+        aggregator.submit_metric(self, self.check_id, aggregator.HISTORATE, name, value, self._dev(tags, device_name), hostname, False)
+
+    def increment(self, name, value=1, tags=None, hostname=None, device_name=None, raw=False):
+        aggregator.submit_metric(self, self.check_id, aggregator.COUNTER, name, value, self._dev(tags, device_name), hostname, False)
+
+    def decrement(self, name, value=-1, tags=None, hostname=None, device_name=None, raw=False):
+        aggregator.submit_metric(self, self.check_id, aggregator.COUNTER, name, value, self._dev(tags, device_name), hostname, False)
+
+    def _dev(self, tags, device_name):
+        tags = self._tags(tags)
+        if device_name:
+            tags.append("device:%s" % device_name)
+        return tags
+
+    def service_check(self, name, status, tags=None, hostname=None, message=None, raw=False):
+        aggregator.submit_service_check(self, self.check_id, name, status, self._tags(tags), hostname, message or "")
+
+    def event(self, event):
+        aggregator.submit_event(self, self.check_id, event)
+
+    def warning(self, warning_message, *args, **kwargs):
+        message = str(warning_message) % args if args else str(warning_message)
+        self.log.warning(message)
+        self.warnings.append(message)
+
+    def get_warnings(self):
+        w, self.warnings = self.warnings, []
+        return w
+
+    def set_metadata(self, name, value, **options):
+        datadog_agent.set_check_metadata(self.check_id, name, value)
+
+    def read_persistent_cache(self, key):
+        return datadog_agent.read_persistent_cache("%s_%s" % (self.check_id, key))
+
+    def write_persistent_cache(self, key, value):
+        datadog_agent.write_persistent_cache("%s_%s" % (self.check_id, key), value)
+
+    def check(self, instance):
+        raise NotImplementedError
+
+    def run(self):
+        try:
+            self.check(copy.deepcopy(self.instance))
+            return ""
+        except Exception as e:
+            return json.dumps([{"message": str(e), "traceback": traceback.format_exc()}])
+'''
+
+
+def _install_compat():
+    compat = types.ModuleType("datadog_checks.base")
+    compat.__file__ = "<agentprof compat AgentCheck>"
+    exec(compile(COMPAT_SOURCE, "<agentprof AgentCheck>", "exec"), compat.__dict__)
+    pkg = types.ModuleType("datadog_checks")
+    pkg.__path__ = []
+    pkg.base = compat
+    checks_mod = types.ModuleType("checks")
+    checks_mod.AgentCheck = compat.AgentCheck
+    sys.modules.update({"datadog_checks": pkg, "datadog_checks.base": compat, "checks": checks_mod})
+    return compat.AgentCheck, "agentprof compatible AgentCheck"
+
+
+def _base_class():
+    try:
+        from datadog_checks.base import AgentCheck
+        try:
+            from datadog_checks.base import __version__ as v
+        except ImportError:
+            v = "?"
+        return AgentCheck, "datadog_checks_base %s" % v
+    except ImportError:
+        return _install_compat()
+
+# ---------------------------------------------------------------- loading like the Agent
+
+CHECKS = []
+PROFILE = None
+
+
+def load(msg):
+    global STATE_DIR
+    CONFIG.clear()
+    CONFIG.update(msg.get("config") or {})
+    STATE_DIR = msg["state_dir"]
+    base, base_name = _base_class()
+    path = msg["path"]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    spec = importlib.util.spec_from_file_location(msg["name"], path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[msg["name"]] = module
+    spec.loader.exec_module(module)
+    own = [c for _, c in inspect.getmembers(module, inspect.isclass)
+           if issubclass(c, base) and c is not base and c.__module__ == module.__name__]
+    if not own:
+        raise TypeError("%s defines no subclass of AgentCheck" % path)
+    # The most derived one: not a base of another class in the module.
+    leaves = [c for c in own if not any(o is not c and issubclass(o, c) for o in own)]
+    cls = leaves[0]
+    version = getattr(module, "__version__", None)
+    init_config = msg.get("init_config") or {}
+    del CHECKS[:]
+    for inst, check_id in zip(msg["instances"], msg["check_ids"]):
+        c = cls(msg["name"], init_config, [inst])
+        c.check_id = check_id
+        CHECKS.append(c)
+    return {"ok": True, "class": cls.__name__, "base": base_name, "version": version,
+            "python": sys.version.split()[0]}
+
+
+def _rusage():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime, r.ru_stime
+
+
+def run(msg):
+    global PROFILE
+    check = CHECKS[msg["instance"]]
+    _new_run()
+    prof = None
+    if msg.get("profile"):
+        import cProfile
+        prof = cProfile.Profile()
+    mark(b"r")
+    wait_mark(b"g")
+    u0, s0 = _rusage()
+    t0 = time.perf_counter()
+    if prof is not None:
+        prof.enable()
+    try:
+        error = check.run()
+    except BaseException:  # a check's run() that raises past the base class
+        error = json.dumps([{"message": "run() raised", "traceback": traceback.format_exc()}])
+    if prof is not None:
+        prof.disable()
+    wall = time.perf_counter() - t0
+    u1, s1 = _rusage()
+    mark(b"d")
+    wait_mark(b"c")
+    if prof is not None:
+        import pstats
+        if PROFILE is None:
+            PROFILE = pstats.Stats(prof)
+        else:
+            PROFILE.add(prof)
+    get_warnings = getattr(check, "get_warnings", None)
+    warnings = list(get_warnings()) if callable(get_warnings) else []
+    return {
+        "error": _format_error(error),
+        "wall_s": wall,
+        "cpu_user_s": u1 - u0,
+        "cpu_system_s": s1 - s0,
+        "metrics": RUN["metrics"],
+        "service_checks": RUN["service_checks"],
+        "events": RUN["events"],
+        "warnings": [str(w) for w in warnings] + RUN["warnings"],
+        "invalid": RUN["invalid"],
+    }
+
+
+def _format_error(error):
+    if not error:
+        return None
+    try:
+        parsed = json.loads(error)
+        return "\n".join((e.get("traceback") or e.get("message") or "").rstrip() for e in parsed)
+    except Exception:
+        return str(error)
+
+
+def stats(msg):
+    """The cumulative cProfile statistics, in pstats' own order and numbers."""
+    if PROFILE is None:
+        return {"functions": 0, "rows": [], "total_calls": 0, "prim_calls": 0, "total_tt": 0.0, "folded": []}
+    st = PROFILE
+    st.sort_stats("cumulative")
+    rows = []
+    for func in st.fcn_list[: msg["top"]]:
+        cc, nc, tt, ct, _callers = st.stats[func]
+        rows.append([func[0], func[1], func[2], cc, nc, tt, ct])
+    return {
+        "functions": len(st.stats),
+        "rows": rows,
+        "total_calls": st.total_calls,
+        "prim_calls": st.prim_calls,
+        "total_tt": st.total_tt,
+        "folded": folded(st.stats),
+    }
+
+
+def _label(func):
+    filename, line, name = func
+    if filename == "~":
+        return name
+    return "%s (%s:%d)" % (name, os.path.basename(filename), line)
+
+
+def folded(raw):
+    """Stacks for a flamegraph from cProfile's caller edges: each function's cumulative time
+    is split among its callees in proportion to the edges' cumulative times."""
+    callees = {}
+    has_caller = set()
+    for func, (_cc, _nc, _tt, _ct, callers) in raw.items():
+        for caller, edge in callers.items():
+            callees.setdefault(caller, []).append((func, edge[3]))
+            has_caller.add(func)
+    roots = [f for f in raw if f not in has_caller]
+    out = {}
+
+    def walk(func, budget, stack, depth):
+        if budget <= 0 or depth > 64:
+            return
+        stack.append(_label(func))
+        children = [(c, t) for c, t in callees.get(func, []) if _label(c) not in stack]
+        total = sum(t for _, t in children)
+        scale = min(1.0, budget / total) if total > 0 else 0.0
+        used = 0.0
+        for child, t in children:
+            share = t * scale
+            used += share
+            walk(child, share, stack, depth + 1)
+        own = budget - used
+        if own > 0:
+            key = ";".join(stack)
+            out[key] = out.get(key, 0.0) + own
+        stack.pop()
+
+    for r in roots:
+        walk(r, raw[r][3], [], 0)
+    return ["%s %d" % (k, max(1, int(round(v * 1e6)))) for k, v in out.items() if v * 1e6 >= 0.5]
+
+
+def dump(msg):
+    if PROFILE is None:
+        raise ValueError("no profile was taken")
+    PROFILE.dump_stats(msg["path"])
+    return {"ok": True}
+
+
+HANDLERS = {"load": load, "run": run, "stats": stats, "dump": dump}
+
+
+def main():
+    while True:
+        try:
+            msg = recv()
+        except EOFError:
+            return
+        handler = HANDLERS.get(msg.get("op"))
+        try:
+            reply = handler(msg) if handler else {"error": "unknown op %r" % msg.get("op")}
+        except EOFError:
+            return
+        except BaseException:
+            reply = {"error": traceback.format_exc()}
+        send(reply)
+
+
+main()

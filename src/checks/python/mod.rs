@@ -1,0 +1,374 @@
+//! Python checks on the Datadog `AgentCheck` API, run in a persistent worker process that
+//! agentprof starts with the configured interpreter. The host code (host.py) is embedded;
+//! agentprof and the worker talk over a private pipe pair, so a check that prints cannot
+//! corrupt anything (the worker's stdout goes to agentprof's stderr).
+//!
+//! Each run is bracketed by one-byte marks: the worker says it is ready, agentprof snapshots
+//! it and says go; the worker runs the check, says done and waits while agentprof snapshots
+//! it again. So RSS, VMS, peak RSS, I/O, threads, fds and sockets are taken by agentprof at
+//! the run's exact start and end; CPU and wall time come from the worker's own clocks taken
+//! right around `run()`. The two mark syscalls inside the window are accounted for exactly.
+
+mod protocol;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::metrics::{Event, MetricType, ServiceCheckStatus, Sink, Submission};
+use crate::profile::{PeakScope, RunCost};
+
+use super::{ExternalCheck, ExternalRun};
+use protocol::Worker;
+
+/// The host program, run as `python -u -c HOST IN_FD OUT_FD`.
+pub const HOST: &str = include_str!("host.py");
+
+/// Longest a worker may take to start and import a check.
+const LOAD_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What the worker needs to load a check.
+#[derive(Debug, Clone)]
+pub struct LoadSpec {
+    pub python: String,
+    pub name: String,
+    pub path: PathBuf,
+    pub init_config: Value,
+    pub instances: Vec<Value>,
+    pub check_ids: Vec<String>,
+    pub config: Value,
+    pub state_dir: PathBuf,
+}
+
+/// The check as the worker loaded it.
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    pub class: String,
+    pub base: String,
+    pub version: Option<String>,
+    pub python: String,
+}
+
+/// cProfile statistics, in pstats' order and numbers.
+#[derive(Debug, Clone, Default)]
+pub struct PstatsReport {
+    pub functions: usize,
+    pub total_calls: u64,
+    pub prim_calls: u64,
+    pub total_tt: f64,
+    /// file, line, function, primitive calls, calls, tottime, cumtime
+    pub rows: Vec<(String, u32, String, u64, u64, f64, f64)>,
+    /// `root;…;leaf microseconds` lines for a flamegraph.
+    pub folded: Vec<String>,
+}
+
+/// One worker shared by every instance of a Python check, started on first use and again
+/// after it died or was stopped at a timeout.
+pub struct PythonHost {
+    spec: LoadSpec,
+    worker: Option<Worker>,
+    pub loaded: Option<Loaded>,
+}
+
+impl PythonHost {
+    pub fn new(spec: LoadSpec) -> PythonHost {
+        PythonHost {
+            spec,
+            worker: None,
+            loaded: None,
+        }
+    }
+
+    fn ensure_started(&mut self) -> Result<&mut Worker, String> {
+        if self.worker.is_none() {
+            let mut w = Worker::spawn(&self.spec.python)?;
+            let reply = w.request(
+                &json!({
+                    "op": "load",
+                    "name": self.spec.name,
+                    "path": self.spec.path,
+                    "init_config": self.spec.init_config,
+                    "instances": self.spec.instances,
+                    "check_ids": self.spec.check_ids,
+                    "config": self.spec.config,
+                    "state_dir": self.spec.state_dir,
+                }),
+                LOAD_TIMEOUT,
+            )?;
+            if let Some(e) = reply.get("error").and_then(Value::as_str) {
+                return Err(format!(
+                    "{} could not be loaded:\n{}",
+                    self.spec.path.display(),
+                    e.trim_end()
+                ));
+            }
+            self.loaded = Some(Loaded {
+                class: reply["class"].as_str().unwrap_or_default().to_string(),
+                base: reply["base"].as_str().unwrap_or_default().to_string(),
+                version: reply["version"].as_str().map(str::to_string),
+                python: reply["python"].as_str().unwrap_or_default().to_string(),
+            });
+            self.worker = Some(w);
+        }
+        self.worker
+            .as_mut()
+            .ok_or_else(|| "the Python worker is not running".to_string())
+    }
+
+    /// Runs instance `index` once.
+    pub fn run(
+        &mut self,
+        index: usize,
+        sink: &mut Sink,
+        timeout: Duration,
+        profile: bool,
+    ) -> ExternalRun {
+        let started_at = unix_now();
+        let outcome = match self.ensure_started() {
+            Ok(w) => w.run(index, profile, timeout),
+            Err(e) => {
+                self.worker = None;
+                return ExternalRun {
+                    result: Err(e),
+                    started_at,
+                    cost: RunCost::default(),
+                };
+            }
+        };
+        match outcome {
+            Ok(measured) => {
+                let result = absorb(&measured.reply, sink);
+                ExternalRun {
+                    result,
+                    started_at,
+                    cost: measured.cost,
+                }
+            }
+            Err(e) => {
+                // Dead, hung or confused: stop it; the next run starts a fresh worker.
+                let status = self
+                    .worker
+                    .take()
+                    .map(protocol::Worker::stop)
+                    .unwrap_or_default();
+                ExternalRun {
+                    result: Err(format!("{e}{status}")),
+                    started_at,
+                    cost: RunCost::default(),
+                }
+            }
+        }
+    }
+
+    /// The cumulative cProfile statistics of every profiled run.
+    pub fn pstats(&mut self, top: usize) -> Result<PstatsReport, String> {
+        let w = self
+            .worker
+            .as_mut()
+            .ok_or("the Python worker is not running")?;
+        let r = w.request(&json!({"op": "stats", "top": top}), LOAD_TIMEOUT)?;
+        if let Some(e) = r.get("error").and_then(Value::as_str) {
+            return Err(e.to_string());
+        }
+        let rows = r["rows"]
+            .as_array()
+            .map(|rows| {
+                rows.iter()
+                    .map(|row| {
+                        (
+                            row[0].as_str().unwrap_or_default().to_string(),
+                            row[1].as_u64().unwrap_or(0) as u32,
+                            row[2].as_str().unwrap_or_default().to_string(),
+                            row[3].as_u64().unwrap_or(0),
+                            row[4].as_u64().unwrap_or(0),
+                            row[5].as_f64().unwrap_or(0.0),
+                            row[6].as_f64().unwrap_or(0.0),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(PstatsReport {
+            functions: r["functions"].as_u64().unwrap_or(0) as usize,
+            total_calls: r["total_calls"].as_u64().unwrap_or(0),
+            prim_calls: r["prim_calls"].as_u64().unwrap_or(0),
+            total_tt: r["total_tt"].as_f64().unwrap_or(0.0),
+            rows,
+            folded: r["folded"]
+                .as_array()
+                .map(|f| {
+                    f.iter()
+                        .filter_map(|l| l.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Writes the cumulative statistics as a pstats dump (python -m pstats, snakeviz).
+    pub fn dump_pstats(&mut self, path: &Path) -> Result<(), String> {
+        let abs = std::path::absolute(path).map_err(|e| e.to_string())?;
+        let w = self
+            .worker
+            .as_mut()
+            .ok_or("the Python worker is not running")?;
+        let r = w.request(&json!({"op": "dump", "path": abs}), LOAD_TIMEOUT)?;
+        match r.get("error").and_then(Value::as_str) {
+            Some(e) => Err(e.trim_end().to_string()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Moves a run's submissions into `sink`; the run's error, if any.
+fn absorb(reply: &Value, sink: &mut Sink) -> Result<(), String> {
+    for m in reply["metrics"].as_array().into_iter().flatten() {
+        let mtype = match m[0].as_u64() {
+            Some(0) => MetricType::Gauge,
+            Some(1) => MetricType::Rate,
+            Some(2) | Some(4) => MetricType::Count,
+            Some(3) => MetricType::MonotonicCount,
+            Some(5) => MetricType::Histogram,
+            Some(6) => MetricType::Historate,
+            _ => continue,
+        };
+        sink.metrics.push(Submission {
+            name: m[1].as_str().unwrap_or_default().to_string(),
+            mtype,
+            value: m[2].as_f64().unwrap_or(f64::NAN),
+            tags: strings(&m[3]),
+            hostname: m[4].as_str().map(str::to_string),
+            flush_first_value: m[5].as_bool().unwrap_or(false),
+        });
+    }
+    for sc in reply["service_checks"].as_array().into_iter().flatten() {
+        let Some(status) = sc[1].as_i64().and_then(ServiceCheckStatus::from_code) else {
+            continue;
+        };
+        sink.service_check(
+            sc[0].as_str().unwrap_or_default(),
+            status,
+            &strings(&sc[2]),
+            sc[4].as_str().unwrap_or_default(),
+        );
+        if let (Some(h), Some(last)) = (sc[3].as_str(), sink.service_checks.last_mut()) {
+            last.hostname = Some(h.to_string());
+        }
+    }
+    for e in reply["events"].as_array().into_iter().flatten() {
+        let s = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_string);
+        sink.event(Event {
+            title: s("msg_title").or_else(|| s("title")).unwrap_or_default(),
+            text: s("msg_text").or_else(|| s("text")).unwrap_or_default(),
+            alert_type: s("alert_type").unwrap_or_else(|| "info".into()),
+            priority: s("priority").unwrap_or_else(|| "normal".into()),
+            aggregation_key: s("aggregation_key"),
+            source_type_name: s("source_type_name"),
+            tags: strings(&e["tags"]),
+            host: s("host").unwrap_or_default(),
+            timestamp: e.get("timestamp").and_then(Value::as_f64).unwrap_or(0.0),
+            run: 0,
+        });
+    }
+    for w in reply["warnings"].as_array().into_iter().flatten() {
+        if let Some(w) = w.as_str() {
+            sink.warning(w.to_string());
+        }
+    }
+    match reply["error"].as_str() {
+        Some(e) => Err(e.to_string()),
+        None => Ok(()),
+    }
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// One instance of a Python check: its index in the shared worker.
+pub struct PythonCheck {
+    pub host: Arc<Mutex<PythonHost>>,
+    pub index: usize,
+}
+
+impl ExternalCheck for PythonCheck {
+    fn run(&mut self, sink: &mut Sink, timeout: Duration, profile: bool) -> ExternalRun {
+        match self.host.lock() {
+            Ok(mut h) => h.run(self.index, sink, timeout, profile),
+            Err(_) => ExternalRun {
+                result: Err("the Python host is unusable after an earlier failure".into()),
+                started_at: unix_now(),
+                cost: RunCost::default(),
+            },
+        }
+    }
+}
+
+/// The run's cost from the two snapshots agentprof took and the worker's own clocks.
+fn cost_of(
+    before: &crate::procstat::ProcessSnapshot,
+    after: &crate::procstat::ProcessSnapshot,
+    reply: &Value,
+    peak_reset: bool,
+) -> RunCost {
+    let mut before = before.clone();
+    // The worker's read of "go" and write of "done" fall inside the window: not the check's.
+    if let Some(io) = before.io.as_mut() {
+        io.read_count += 1;
+        io.write_count += 1;
+    }
+    let mut cost = RunCost::between(
+        &before,
+        after,
+        reply["wall_s"].as_f64().unwrap_or(0.0),
+        peak_reset,
+    );
+    cost.cpu_user_s = reply["cpu_user_s"].as_f64();
+    cost.cpu_system_s = reply["cpu_system_s"].as_f64();
+    if !peak_reset {
+        cost.peak_scope = cost.peak_rss.map(|_| PeakScope::Process);
+    }
+    cost
+}
+
+/// A check id stable across agentprof runs, so the persistent cache survives them:
+/// `NAME:INDEX:HASH-OF-INSTANCE`.
+pub fn check_id(name: &str, index: usize, instance: &Value) -> String {
+    let text = instance.to_string();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{name}:{index}:{h:016x}")
+}
+
+/// Where persistent caches live: $AGENTPROF_STATE_DIR, else $XDG_STATE_HOME/agentprof, else
+/// ~/.local/state/agentprof.
+pub fn state_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("AGENTPROF_STATE_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("agentprof");
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    home.join(".local/state/agentprof")
+}

@@ -1,0 +1,241 @@
+//! The worker process and its channel: two pipes on fds 3 (agentprof -> worker) and 4
+//! (worker -> agentprof), length-prefixed JSON messages and one-byte marks around each run.
+//! Every read has a deadline, so a hung worker is found and stopped, never waited on forever.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::procstat::{Probe, Target};
+use crate::profile::RunCost;
+
+/// Largest reply accepted from the worker.
+const MAX_REPLY: u32 = 256 * 1024 * 1024;
+/// How long the worker may take to answer anything but the run itself.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub struct Worker {
+    child: Child,
+    to: File,
+    from: File,
+    probe: Probe,
+}
+
+/// A measured run: the worker's reply and the run's cost.
+pub struct Measured {
+    pub reply: Value,
+    pub cost: RunCost,
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two-element array we own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!(
+            "cannot create a pipe: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+impl Worker {
+    pub fn spawn(python: &str) -> Result<Worker, String> {
+        let (child_in, to) = pipe()?;
+        let (from, child_out) = pipe()?;
+        let stdout_to_stderr = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| format!("cannot duplicate stderr: {e}"))?;
+        let (ci, co) = (child_in.as_raw_fd(), child_out.as_raw_fd());
+        let mut cmd = Command::new(python);
+        cmd.args(["-u", "-c", super::HOST, "3", "4"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(stdout_to_stderr))
+            .stderr(Stdio::inherit())
+            .process_group(0);
+        // SAFETY: only async-signal-safe fcntl/dup2/close calls between fork and exec. The
+        // ends are first moved above 10 (either may already be fd 3 or 4), then dup2'd to 3
+        // and 4, which clears close-on-exec: exactly fds 3 and 4 reach the worker.
+        unsafe {
+            cmd.pre_exec(move || {
+                let a = libc::fcntl(ci, libc::F_DUPFD, 10);
+                let b = libc::fcntl(co, libc::F_DUPFD, 10);
+                if a < 0 || b < 0 || libc::dup2(a, 3) < 0 || libc::dup2(b, 4) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::close(a);
+                libc::close(b);
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => format!(
+                "Python interpreter `{python}` not found: install python3, or set --python, `python:` in agentprof.yaml or $AGENTPROF_PYTHON"
+            ),
+            _ => format!("cannot start `{python}`: {e}"),
+        })?;
+        drop((child_in, child_out));
+        let probe = Probe::new(Target::Pid(child.id()));
+        Ok(Worker {
+            child,
+            to: File::from(to),
+            from: File::from(from),
+            probe,
+        })
+    }
+
+    fn send(&mut self, msg: &Value) -> Result<(), String> {
+        let body = serde_json::to_vec(msg).map_err(|e| e.to_string())?;
+        let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        self.to
+            .write_all(&frame)
+            .map_err(|e| format!("the Python worker stopped listening: {e}"))
+    }
+
+    fn wait_readable(&self, deadline: Instant) -> Result<(), String> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err("timeout".into());
+            }
+            let mut pfd = libc::pollfd {
+                fd: self.from.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = left.as_millis().min(i32::MAX as u128) as i32;
+            // SAFETY: one pollfd we own.
+            let r = unsafe { libc::poll(&mut pfd, 1, ms.max(1)) };
+            if r > 0 {
+                return Ok(());
+            }
+            if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return Err(format!("poll: {}", std::io::Error::last_os_error()));
+            }
+        }
+    }
+
+    fn read_exact(&mut self, buf: &mut [u8], deadline: Instant) -> Result<(), String> {
+        let mut got = 0;
+        while got < buf.len() {
+            self.wait_readable(deadline)?;
+            match self.from.read(&mut buf[got..]) {
+                Ok(0) => return Err("the Python worker exited".into()),
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("reading from the Python worker: {e}")),
+            }
+        }
+        Ok(())
+    }
+
+    fn recv(&mut self, timeout: Duration) -> Result<Value, String> {
+        let deadline = Instant::now() + timeout;
+        let mut len = [0u8; 4];
+        self.read_exact(&mut len, deadline)?;
+        let n = u32::from_be_bytes(len);
+        if n > MAX_REPLY {
+            return Err(format!(
+                "the Python worker sent a {n}-byte reply; the limit is {MAX_REPLY}"
+            ));
+        }
+        let mut body = vec![0u8; n as usize];
+        self.read_exact(&mut body, deadline)?;
+        serde_json::from_slice(&body).map_err(|e| format!("the Python worker sent bad JSON: {e}"))
+    }
+
+    pub fn request(&mut self, msg: &Value, timeout: Duration) -> Result<Value, String> {
+        self.send(msg)?;
+        self.recv(timeout)
+    }
+
+    fn expect_mark(&mut self, mark: u8, deadline: Instant) -> Result<(), String> {
+        let mut b = [0u8; 1];
+        self.read_exact(&mut b, deadline)?;
+        if b[0] != mark {
+            return Err(format!(
+                "the Python worker is out of step (got {:?})",
+                b[0] as char
+            ));
+        }
+        Ok(())
+    }
+
+    fn send_mark(&mut self, mark: u8) -> Result<(), String> {
+        self.to
+            .write_all(&[mark])
+            .map_err(|e| format!("the Python worker stopped listening: {e}"))
+    }
+
+    /// Runs instance `index`: snapshots at the exact start and end, then the submissions.
+    pub fn run(
+        &mut self,
+        index: usize,
+        profile: bool,
+        timeout: Duration,
+    ) -> Result<Measured, String> {
+        self.send(&serde_json::json!({"op": "run", "instance": index, "profile": profile}))?;
+        self.expect_mark(b'r', Instant::now() + REPLY_TIMEOUT)?;
+        let peak_reset = self.probe.reset_peak_rss();
+        let before = self.probe.before();
+        self.send_mark(b'g')?;
+        let started = Instant::now();
+        match self.expect_mark(b'd', started + timeout) {
+            Ok(()) => {}
+            Err(e) if e == "timeout" => {
+                return Err(format!(
+                    "timed out after {} (instance timeout); the Python worker was stopped and starts again for the next run",
+                    crate::duration::human(timeout)
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+        let after = self.probe.after();
+        self.send_mark(b'c')?;
+        let reply = self.recv(REPLY_TIMEOUT)?;
+        let cost = super::cost_of(&before, &after, &reply, peak_reset);
+        Ok(Measured { reply, cost })
+    }
+
+    /// Kills the worker's process group and reaps it; how it ended, for the error message.
+    pub fn stop(mut self) -> String {
+        let pid = self.child.id() as i32;
+        if let Ok(Some(status)) = self.child.try_wait() {
+            return describe(status);
+        }
+        // SAFETY: signals the process group this worker leads.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+        match self.child.wait() {
+            Ok(status) if status.code().is_some() => describe(status),
+            _ => String::new(),
+        }
+    }
+}
+
+fn describe(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!(" (the worker exited with status {c})"),
+        (None, Some(s)) => format!(" (the worker was killed by signal {s})"),
+        _ => String::new(),
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let pid = self.child.id() as i32;
+            // SAFETY: as in `stop`.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            let _ = self.child.wait();
+        }
+    }
+}

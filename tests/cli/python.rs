@@ -1,0 +1,277 @@
+//! Python checks: the real `datadog_checks_base` (venv from $AGENTPROF_TEST_PYTHON, which
+//! .ci/run creates) and the built-in compatible AgentCheck on plain python3; pstats numbers
+//! against Python's own pstats; isolation from prints, exceptions, hangs and crashes.
+
+use crate::support::{Sandbox, metric_values};
+
+/// The venv interpreter with datadog-checks-base; in CI its absence is a failure.
+fn venv_python() -> Option<String> {
+    match std::env::var("AGENTPROF_TEST_PYTHON") {
+        Ok(p) if !p.is_empty() => Some(p),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must set AGENTPROF_TEST_PYTHON to a venv with datadog-checks-base"
+            );
+            eprintln!("AGENTPROF_TEST_PYTHON is not set: skipping the datadog_checks_base test");
+            None
+        }
+    }
+}
+
+const DEMO: &str = r#"
+from datadog_checks.base import AgentCheck
+
+__version__ = "1.2.3"
+
+class DemoCheck(AgentCheck):
+    def check(self, instance):
+        n = int(self.read_persistent_cache("runs") or 0) + 1
+        self.write_persistent_cache("runs", str(n))
+        print("a check that prints")
+        self.gauge("demo.gauge", 1.5, tags=["env:" + instance.get("env", "none")])
+        self.count("demo.count", 2)
+        self.monotonic_count("demo.mono", 10 * n)
+        self.rate("demo.rate", 100 * n)
+        for v in range(1, 101):
+            self.histogram("demo.hist", v)
+        self.service_check("demo.up", AgentCheck.WARNING, tags=["a:b"], message="slowish")
+        self.event({"msg_title": "hello", "msg_text": "world", "alert_type": "info", "tags": ["e:1"]})
+        self.warning("careful: %s", "thing")
+        self.gauge("demo.cache_runs", n)
+"#;
+
+fn demo_sandbox() -> Sandbox {
+    let sb = Sandbox::new();
+    sb.write("checks/demo.py", DEMO);
+    sb.write(
+        "conf.d/demo.yaml",
+        "init_config:\ninstances:\n  - env: dev\n    tags: [team:x]\n",
+    );
+    sb
+}
+
+fn assert_demo(sb: &Sandbox, python: &str) {
+    let state = sb.file("state");
+    let run = |args: &[&str]| {
+        let mut all = vec!["check", "demo", "--python", python, "--json"];
+        all.extend_from_slice(args);
+        sb.run_env(&all, &[("AGENTPROF_STATE_DIR", state.to_str().unwrap())])
+    };
+    let r = run(&["-t", "2"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // The check's print went to stderr, not into the JSON.
+    assert!(r.stderr.contains("a check that prints"), "{}", r.stderr);
+    let doc = r.json();
+    assert_eq!(doc["kind"], "python");
+    assert_eq!(doc["version"], "1.2.3");
+    let at = |name: &str, run: u64| -> Vec<f64> {
+        doc["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["metric"] == name && m["run"] == run)
+            .map(|m| m["value"].as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(at("demo.gauge", 1), vec![1.5]);
+    let g = doc["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "demo.gauge")
+        .unwrap();
+    assert_eq!(g["tags"], serde_json::json!(["env:dev", "team:x"]));
+    assert_eq!(at("demo.count", 2), vec![2.0]);
+    // monotonic_count and rate: nothing on the first run, the change on the second.
+    assert!(at("demo.mono", 1).is_empty());
+    assert_eq!(at("demo.mono", 2), vec![10.0]);
+    assert!(at("demo.rate", 1).is_empty());
+    let rate = at("demo.rate", 2);
+    assert_eq!(rate.len(), 1);
+    let gap = doc["runs"][1]["started_at"].as_f64().unwrap()
+        - doc["runs"][0]["started_at"].as_f64().unwrap();
+    assert!(
+        (rate[0] - 100.0 / gap).abs() / rate[0] < 0.05,
+        "rate {rate:?} over {gap}s"
+    );
+    assert_eq!(at("demo.hist.max", 1), vec![100.0]);
+    assert_eq!(at("demo.hist.median", 1), vec![50.0]);
+    assert_eq!(at("demo.hist.avg", 1), vec![50.5]);
+    assert_eq!(at("demo.hist.95percentile", 1), vec![95.0]);
+    assert_eq!(at("demo.hist.count", 1), vec![100.0]);
+    let sc = &doc["service_checks"][0];
+    assert_eq!(
+        (
+            sc["name"].as_str(),
+            sc["status"].as_u64(),
+            sc["message"].as_str()
+        ),
+        (Some("demo.up"), Some(1), Some("slowish"))
+    );
+    assert_eq!(doc["events"][0]["title"], "hello");
+    assert_eq!(doc["events"][0]["text"], "world");
+    assert!(
+        doc["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().ends_with("careful: thing"))
+    );
+    assert_eq!(at("demo.cache_runs", 2), vec![2.0]);
+    // The persistent cache outlives the worker: a new agentprof run goes on counting.
+    let doc = run(&[]).json();
+    assert_eq!(metric_values(&doc, "demo.cache_runs"), vec![3.0]);
+    // The run's cost is the worker's.
+    let c = &doc["runs"][0];
+    assert!(c["memory"]["rss_before"].as_u64().unwrap() > 4 << 20);
+    assert!(c["cpu"]["user_s"].as_f64().is_some());
+    assert!(c["threads"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn a_check_on_the_real_datadog_checks_base() {
+    let Some(python) = venv_python() else { return };
+    let sb = demo_sandbox();
+    assert_demo(&sb, &python);
+}
+
+#[test]
+fn the_same_check_on_plain_python_through_the_builtin_agentcheck() {
+    let sb = demo_sandbox();
+    // -I: isolated, so a datadog_checks_base installed for the user cannot be picked up.
+    sb.write("py.sh", "#!/bin/sh\nexec python3 -I \"$@\"\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(sb.file("py.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_demo(&sb, sb.file("py.sh").to_str().unwrap());
+}
+
+#[test]
+fn pstats_numbers_are_pythons_own() {
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/fib.py",
+        "from checks import AgentCheck\n\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n\n\
+         class Fib(AgentCheck):\n    def check(self, instance):\n        self.gauge('fib', fib(15))\n",
+    );
+    let dump = sb.file("fib.prof");
+    let r = sb.run(&[
+        "check",
+        "fib",
+        "-t",
+        "3",
+        "--top",
+        "8",
+        "--pstats",
+        dump.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let ours: Vec<&str> = r
+        .stdout
+        .lines()
+        .skip_while(|l| !l.contains("function calls"))
+        .collect();
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import pstats,sys; pstats.Stats(sys.argv[1]).sort_stats('cumulative').print_stats(8)",
+        ])
+        .arg(&dump)
+        .output()
+        .unwrap();
+    let theirs = String::from_utf8_lossy(&out.stdout);
+    let theirs: Vec<&str> = theirs
+        .lines()
+        .skip_while(|l| !l.contains("function calls"))
+        .collect();
+    // Same header, same rows, same numbers: 6 header lines and 8 rows.
+    assert!(
+        ours.len() >= 14 && theirs.len() >= 14,
+        "{ours:?}\n{theirs:?}"
+    );
+    for (a, b) in ours.iter().zip(theirs.iter()).take(14) {
+        assert_eq!(a.trim_end(), b.trim_end());
+    }
+    assert!(
+        ours.iter().any(|l| l.contains("fib)") && l.contains('/')),
+        "recursion shown as calls/primitive"
+    );
+    // JSON rows carry pstats' ncalls string.
+    let doc = sb.run(&["check", "fib", "--profile", "--json"]).json();
+    assert_eq!(doc["profile"]["kind"], "pstats");
+    let fib = doc["profile"]["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["function"] == "fib")
+        .unwrap();
+    assert_eq!(fib["ncalls"], "1973/1");
+}
+
+#[test]
+fn exceptions_hangs_and_crashes_fail_the_run_not_agentprof() {
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/flaky.py",
+        "import os, time\nfrom checks import AgentCheck\n\n\
+         class Flaky(AgentCheck):\n    def check(self, instance):\n        mode = instance['mode']\n\
+         \x20       if mode == 'raise':\n            raise ValueError('no data from the device')\n\
+         \x20       if mode == 'hang':\n            time.sleep(60)\n\
+         \x20       if mode == 'crash':\n            os._exit(7)\n        self.gauge('flaky.ok', 1)\n",
+    );
+    sb.write(
+        "conf.d/flaky.yaml",
+        "instances:\n  - mode: raise\n  - mode: hang\n    timeout: 1\n  - mode: crash\n  - mode: fine\n",
+    );
+    let t = std::time::Instant::now();
+    let r = sb.run(&["check", "flaky", "--json"]);
+    assert!(t.elapsed().as_secs_f64() < 10.0, "took {:?}", t.elapsed());
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let doc = r.json();
+    let err = |i: usize| {
+        doc["runs"][i]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        err(0).contains("ValueError: no data from the device") && err(0).contains("Traceback"),
+        "{}",
+        err(0)
+    );
+    assert!(err(1).contains("timed out after 1.00s"), "{}", err(1));
+    assert!(
+        err(2).contains("exited") && err(2).contains("status 7"),
+        "{}",
+        err(2)
+    );
+    // The worker is started again: the last instance still runs.
+    assert_eq!(doc["runs"][3]["status"], "ok");
+    assert_eq!(metric_values(&doc, "flaky.ok"), vec![1.0]);
+}
+
+#[test]
+fn invalid_submissions_are_warned_and_skipped() {
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/sloppy.py",
+        "from checks import AgentCheck\n\nclass Sloppy(AgentCheck):\n    def check(self, instance):\n\
+         \x20       self.gauge('a', float('nan'))\n        self.gauge('b', 'seven')\n\
+         \x20       self.gauge('c', 1, tags=['ok:1', 5, 'bad,tag'])\n        self.service_check('d', 9)\n",
+    );
+    let r = sb.run(&["check", "sloppy", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    assert_eq!(doc["metrics"].as_array().unwrap().len(), 1);
+    assert_eq!(doc["metrics"][0]["tags"], serde_json::json!(["ok:1"]));
+    let w = doc["warnings"].to_string();
+    for needle in [
+        "not a finite number",
+        "'seven' is not a number",
+        "tag 5 is not a string",
+        "bad,tag",
+        "status 9",
+    ] {
+        assert!(w.contains(needle), "{needle} in {w}");
+    }
+}
