@@ -52,6 +52,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'Run twice, one second apart, so rates and deltas have a value')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (schema in docs/json.md)')
             [CompletionResult]::new('--table', '--table', [CompletionResultType]::ParameterName, 'Draw bordered tables instead of plain aligned columns')
+            [CompletionResult]::new('--memory', '--memory', [CompletionResultType]::ParameterName, 'Trace a Python check''s allocations (tracemalloc): top allocating lines per run, and with --times the lines that grew most from the first run to the last')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')

@@ -48,6 +48,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --rate 'Run twice, one second apart, so rates and deltas have a value'
             cand --json 'Print one JSON document (schema in docs/json.md)'
             cand --table 'Draw bordered tables instead of plain aligned columns'
+            cand --memory 'Trace a Python check''s allocations (tracemalloc): top allocating lines per run, and with --times the lines that grew most from the first run to the last'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'

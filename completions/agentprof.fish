@@ -48,6 +48,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l profile -d
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s r -l rate -d 'Run twice, one second apart, so rates and deltas have a value'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l json -d 'Print one JSON document (schema in docs/json.md)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l table -d 'Draw bordered tables instead of plain aligned columns'
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l memory -d 'Trace a Python check\'s allocations (tracemalloc): top allocating lines per run, and with --times the lines that grew most from the first run to the last'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F

@@ -91,6 +91,10 @@ pub struct CheckArgs {
     /// Append the collector.log block of every run to FILE (overrides log_file)
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+    /// Trace a Python check's allocations (tracemalloc): top allocating lines per run, and
+    /// with --times the lines that grew most from the first run to the last
+    #[arg(long)]
+    pub memory: bool,
     /// Run only instance N of the check's configuration (0-based, as in instances[N])
     #[arg(long, value_name = "N")]
     pub instance: Option<usize>,

@@ -47,7 +47,7 @@ fn run_twice(check: impl Check + 'static) -> (RunRecord, RunRecord) {
         warnings: vec![],
         python: None,
     };
-    let mut runner = Runner::new(loaded, &config, None, None);
+    let mut runner = Runner::new(loaded, &config, None, None, false);
     let warm = runner.run(0, 1);
     let rec = runner.run(0, 2);
     assert!(rec.error.is_none(), "{:?}", rec.error);

@@ -21,7 +21,7 @@ use crate::metrics::{Sink, dogstatsd};
 use crate::procstat::{Probe, ProcessSnapshot, Target};
 use crate::profile::{PeakScope, RunCost};
 
-use super::{ExternalCheck, ExternalRun};
+use super::{ExternalCheck, ExternalRun, RunOptions};
 
 /// Instance options an exec plugin understands besides the common ones.
 pub const OPTIONS: &[&str] = &["command"];
@@ -156,7 +156,7 @@ fn self_peak_rss() -> u64 {
 }
 
 impl ExternalCheck for ExecCheck {
-    fn run(&mut self, sink: &mut Sink, timeout: Duration, _profile: bool) -> ExternalRun {
+    fn run(&mut self, sink: &mut Sink, timeout: Duration, _opts: RunOptions) -> ExternalRun {
         let started_at = unix_now();
         let t0 = Instant::now();
         let spawned = Command::new(&self.program)
@@ -173,6 +173,7 @@ impl ExternalCheck for ExecCheck {
                     result: Err(format!("cannot start {}: {e}", self.program.display())),
                     started_at,
                     cost: RunCost::default(),
+                    memory: None,
                 };
             }
         };
@@ -274,6 +275,7 @@ impl ExternalCheck for ExecCheck {
             result,
             started_at,
             cost,
+            memory: None,
         }
     }
 }

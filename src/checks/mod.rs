@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::metrics::Sink;
-use crate::profile::RunCost;
+use crate::profile::{MemoryProfile, RunCost};
 
 /// One configured instance of a check, ready to run again and again (state lives across runs).
 pub trait Check: Send {
@@ -26,9 +26,17 @@ pub trait Check: Send {
 /// A check that runs in a process of its own (an exec plugin, a Python worker) and measures
 /// that process's cost itself.
 pub trait ExternalCheck: Send {
-    /// Runs once, within `timeout`, submitting through `sink`; with `profile`, records the
-    /// run's calls where the kind of check can.
-    fn run(&mut self, sink: &mut Sink, timeout: Duration, profile: bool) -> ExternalRun;
+    /// Runs once, within `timeout`, submitting through `sink`.
+    fn run(&mut self, sink: &mut Sink, timeout: Duration, opts: RunOptions) -> ExternalRun;
+}
+
+/// What to record about an external run besides its cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// The run's calls (cProfile for Python).
+    pub profile: bool,
+    /// The run's allocations (tracemalloc for Python).
+    pub memory: bool,
 }
 
 /// What an external run returns: its outcome and what it cost the process that ran it.
@@ -37,6 +45,7 @@ pub struct ExternalRun {
     /// Unix seconds at the start of the run.
     pub started_at: f64,
     pub cost: RunCost,
+    pub memory: Option<MemoryProfile>,
 }
 
 /// How one instance runs.

@@ -15,7 +15,7 @@ use crate::profile::{
     CallProfile, ProfileKind, RUN_THREAD_NAME, RunCost, RunRecord, Sampler, ThreadId, measured_run,
 };
 
-use super::{Check, ExternalCheck, LoadedCheck, Runnable};
+use super::{Check, ExternalCheck, LoadedCheck, RunOptions, Runnable};
 
 /// Default per-run timeout of a built-in check, in seconds.
 const DEFAULT_TIMEOUT_S: f64 = 30.0;
@@ -129,8 +129,8 @@ pub struct Runner {
     worker: Option<Worker>,
     /// Set when runs are profiled.
     profile: Option<Profiling>,
-    /// Profile checks that run elsewhere (their own way: cProfile for Python).
-    profile_external: bool,
+    /// What external checks record besides their cost (cProfile, tracemalloc for Python).
+    external_opts: RunOptions,
 }
 
 struct Profiling {
@@ -146,6 +146,7 @@ impl Runner {
         config: &AgentConfig,
         only: Option<usize>,
         profile_hz: Option<u32>,
+        memory: bool,
     ) -> Runner {
         let instances = loaded
             .instances
@@ -175,7 +176,10 @@ impl Runner {
             name: loaded.name,
             instances,
             worker: None,
-            profile_external: profile_hz.is_some(),
+            external_opts: RunOptions {
+                profile: profile_hz.is_some(),
+                memory,
+            },
             profile: profile_hz.map(|hz| Profiling {
                 sampler: Sampler::new(hz),
                 profile: CallProfile::new(ProfileKind::Cpu, hz, unix_now_ns()),
@@ -279,9 +283,9 @@ impl Runner {
         let Some(check) = inst.external.as_mut() else {
             return self.failed(pos, run, "no runnable check".into());
         };
-        let out = check.run(&mut sink, inst.timeout, self.profile_external);
+        let out = check.run(&mut sink, inst.timeout, self.external_opts);
         let flushed = inst.aggregator.flush(sink, out.started_at, run);
-        RunRecord::new(
+        let mut rec = RunRecord::new(
             &self.name,
             inst.index,
             run,
@@ -289,7 +293,9 @@ impl Runner {
             out.result,
             out.cost,
             flushed,
-        )
+        );
+        rec.memory = out.memory;
+        rec
     }
 
     fn failed(&mut self, pos: usize, run: u32, why: String) -> RunRecord {
@@ -375,7 +381,7 @@ mod tests {
             warnings: vec![],
             python: None,
         };
-        Runner::new(loaded, &config, None, None)
+        Runner::new(loaded, &config, None, None, false)
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub struct CheckOptions {
     pub pstats: Option<PathBuf>,
     pub log: Option<PathBuf>,
     pub instance: Option<usize>,
+    pub memory: bool,
 }
 
 impl CheckOptions {
@@ -81,6 +82,7 @@ impl CheckOptions {
             pstats: a.pstats,
             log: a.log,
             instance: a.instance,
+            memory: a.memory,
         })
     }
 }
@@ -142,6 +144,14 @@ fn write_python_outputs(
 /// Profile outputs that the kind of check cannot produce are refused before any run.
 fn check_profile_flags(opts: &CheckOptions, name: &str, kind: CheckKind) -> Result<(), UsageError> {
     let refuse = |flag: &str, why: String| Err(UsageError::flag(flag, why));
+    if opts.memory && kind != CheckKind::Python {
+        return refuse(
+            "--memory",
+            format!(
+                "{name} is not a Python check: --memory traces Python allocations (tracemalloc); the cost table already shows RSS, VMS and peak RSS of every run"
+            ),
+        );
+    }
     match kind {
         CheckKind::Exec => {
             for (flag, set) in [
@@ -241,7 +251,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         loaded.version.clone(),
         loaded.source.clone(),
     );
-    let mut runner = Runner::new(loaded, &config, opts.instance, profile_hz);
+    let mut runner = Runner::new(loaded, &config, opts.instance, profile_hz, opts.memory);
     let mut progress = Progress::new(
         u64::from(opts.times) * runner.instance_count() as u64,
         &format!("{name}:"),
@@ -309,6 +319,10 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         },
         _ => summary.map(ProfileView::Cpu),
     };
+    let memory_growth = match (&python_host, opts.memory && opts.times > 1) {
+        (Some(host), true) => host.lock().ok().and_then(|mut h| h.memory_growth(10).ok()),
+        _ => None,
+    };
     let report = CheckReport {
         check: name,
         kind,
@@ -316,6 +330,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         source,
         records,
         profile: view,
+        memory_growth,
         config_warnings,
     };
 

@@ -92,6 +92,26 @@ impl RunCost {
     }
 }
 
+/// A source line and the memory a run left allocated there (tracemalloc).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AllocLine {
+    pub file: String,
+    pub line: u32,
+    /// Bytes allocated there and still alive at the end (negative: freed).
+    pub size: i64,
+    /// Blocks, likewise.
+    pub count: i64,
+}
+
+/// `--memory` of a Python run: tracemalloc's view.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemoryProfile {
+    /// Highest traced memory during the run above what was traced at its start, bytes.
+    pub traced_peak: u64,
+    /// Lines holding the most new memory at the end of the run.
+    pub top: Vec<AllocLine>,
+}
+
 /// One run of one instance: what it emitted and what it cost.
 #[derive(Debug, Clone)]
 pub struct RunRecord {
@@ -110,6 +130,8 @@ pub struct RunRecord {
     pub events: Vec<Event>,
     pub warnings: Vec<String>,
     pub awaiting_previous: u32,
+    /// With `--memory`, for Python checks.
+    pub memory: Option<MemoryProfile>,
 }
 
 impl RunRecord {
@@ -140,6 +162,7 @@ impl RunRecord {
             events: flushed.events,
             warnings: flushed.warnings,
             awaiting_previous: flushed.awaiting_previous,
+            memory: None,
         }
     }
 }

@@ -41,6 +41,7 @@ pub fn render(report: &CheckReport) -> Value {
                 "open_fds": c.open_fds,
                 "connections": c.connections,
                 "awaiting_previous": r.awaiting_previous,
+                "memory_profile": r.memory,
             })
         })
         .collect();
@@ -73,6 +74,17 @@ pub fn render(report: &CheckReport) -> Value {
                 .map(|w| json!(format!("instances[{}] run {}: {w}", r.instance, r.run))),
         );
     }
+    let mut instances: Vec<usize> = report.records.iter().map(|r| r.instance).collect();
+    instances.sort_unstable();
+    instances.dedup();
+    let leaks: Vec<Value> = instances
+        .iter()
+        .filter_map(|&i| {
+            let recs: Vec<&crate::profile::RunRecord> =
+                report.records.iter().filter(|r| r.instance == i).collect();
+            crate::profile::leak::trend(&recs).map(|t| with_instance(json!(t), i))
+        })
+        .collect();
     let mut doc = json!({
         "schema_version": SCHEMA_VERSION,
         "check": report.check,
@@ -84,6 +96,8 @@ pub fn render(report: &CheckReport) -> Value {
         "service_checks": service_checks,
         "events": events,
         "warnings": warnings,
+        "leak": leaks,
+        "memory_growth": report.memory_growth,
     });
     let profile = match &report.profile {
         Some(ProfileView::Cpu(p)) => Some(json!({

@@ -107,6 +107,37 @@ pub fn render(report: &CheckReport, style: Style) -> String {
             report.kind.measured_process(),
             &label,
         );
+        if let Some((r, m)) = recs
+            .iter()
+            .rev()
+            .find_map(|r| r.memory.as_ref().map(|m| (r, m)))
+        {
+            title(
+                &mut out,
+                style,
+                &format!(
+                    "Memory (tracemalloc), run {}: traced peak {} above the start; lines holding the most new memory{label}",
+                    r.run,
+                    units::bytes(Some(m.traced_peak))
+                ),
+            );
+            alloc_table(&mut out, style, &m.top);
+        }
+        if let Some(t) = crate::profile::leak::trend(&recs) {
+            let _ = writeln!(
+                out,
+                "  RSS trend over {} runs: {} per run (least squares); grew in {} of {} steps{}",
+                t.runs,
+                units::signed_bytes(Some(t.rss_slope_bytes_per_run.round() as i64)),
+                t.growing_steps,
+                t.steps,
+                if t.steady_growth {
+                    ": steady growth, a leak?"
+                } else {
+                    ""
+                },
+            );
+        }
         for r in recs.iter().filter(|r| r.error.is_some()) {
             let msg = r.error.as_deref().unwrap_or_default();
             let line = format!("instances[{}] run {}: error: {msg}", r.instance, r.run);
@@ -116,6 +147,15 @@ pub fn render(report: &CheckReport, style: Style) -> String {
                 let _ = writeln!(out, "{line}");
             }
         }
+    }
+    if let Some(growth) = &report.memory_growth {
+        let last = report.records.iter().map(|r| r.run).max().unwrap_or(1);
+        title(
+            &mut out,
+            style,
+            &format!("Memory growth from run 1 to run {last} (tracemalloc)"),
+        );
+        alloc_table(&mut out, style, growth);
     }
     match &report.profile {
         Some(ProfileView::Cpu(p)) => profile(&mut out, style, p, runs),
@@ -297,6 +337,22 @@ fn cost(out: &mut String, style: Style, recs: &[&RunRecord], measured: &str, lab
     push_table(out, &t);
 }
 
+fn alloc_table(out: &mut String, style: Style, lines: &[crate::profile::AllocLine]) {
+    if lines.is_empty() {
+        let _ = writeln!(out, "  (no line holds more memory)");
+        return;
+    }
+    let mut t = table(style, &["SIZE", "BLOCKS", "LINE"]);
+    for l in lines {
+        t.add_row(vec![
+            Cell::new(units::signed_bytes(Some(l.size))).set_alignment(CellAlignment::Right),
+            Cell::new(format!("{:+}", l.count)).set_alignment(CellAlignment::Right),
+            Cell::new(format!("{}:{}", short_path(&l.file), l.line)),
+        ]);
+    }
+    push_table(out, &t);
+}
+
 /// A source path as a reader wants it in a table: agentprof's own relative to its source
 /// tree, crates from their name on
 /// (`procfs-0.18.0/src/lib.rs`), the standard library from `library/`, the rest as is.
@@ -468,6 +524,7 @@ mod tests {
             source: ConfigSource::Default,
             records,
             profile,
+            memory_growth: None,
             config_warnings: vec![],
         }
     }

@@ -275,3 +275,43 @@ fn invalid_submissions_are_warned_and_skipped() {
         assert!(w.contains(needle), "{needle} in {w}");
     }
 }
+
+#[test]
+fn memory_tracing_and_the_leak_signal_find_a_leaking_line() {
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/leaky.py",
+        "from checks import AgentCheck\nKEEP = []\n\nclass Leaky(AgentCheck):\n    def check(self, instance):\n\
+         \x20       KEEP.append(bytearray(2 * 1024 * 1024))\n        self.gauge('leaky.kept', len(KEEP))\n",
+    );
+    let r = sb.run(&["check", "leaky", "-t", "6", "--memory", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let last = &doc["runs"][5]["memory_profile"];
+    let top = &last["top"][0];
+    assert!(
+        top["file"].as_str().unwrap().ends_with("leaky.py") && top["line"] == 6,
+        "{last}"
+    );
+    assert!(top["size"].as_i64().unwrap() >= 2 << 20);
+    let growth = &doc["memory_growth"][0];
+    assert!(growth["size"].as_i64().unwrap() >= 10 << 20, "{growth}");
+    let leak = &doc["leak"][0];
+    assert_eq!(leak["steady_growth"], true, "{leak}");
+    let slope = leak["rss_slope_bytes_per_run"].as_f64().unwrap();
+    assert!(
+        slope > 1.5 * (1 << 20) as f64 && slope < 3.0 * (1 << 20) as f64,
+        "{slope}"
+    );
+    let text = sb.run(&["check", "leaky", "-t", "5", "--memory"]).stdout;
+    assert!(text.contains("steady growth, a leak?"), "{text}");
+    assert!(text.contains("leaky.py:6"), "{text}");
+    // Not a Python check: refused, saying what to use instead.
+    let r = sb.run(&["check", "uptime", "--memory"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("--memory: uptime is not a Python check"),
+        "{}",
+        r.stderr
+    );
+}

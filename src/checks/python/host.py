@@ -407,14 +407,42 @@ def _rusage():
     return r.ru_utime, r.ru_stime
 
 
+MEMORY = {"first": None, "last": None}
+_TRACE_FILTERS = None
+
+
+def _snapshot():
+    import tracemalloc
+    snap = tracemalloc.take_snapshot()
+    return snap.filter_traces(_TRACE_FILTERS)
+
+
+def _lines(stats, top=10):
+    out = []
+    for st in stats[:top]:
+        frame = st.traceback[0]
+        out.append([frame.filename, frame.lineno, st.size_diff, st.count_diff])
+    return out
+
+
 def run(msg):
-    global PROFILE
+    global PROFILE, _TRACE_FILTERS
     check = CHECKS[msg["instance"]]
     _new_run()
     prof = None
     if msg.get("profile"):
         import cProfile
         prof = cProfile.Profile()
+    snap0 = None
+    if msg.get("memory"):
+        import tracemalloc
+        if not tracemalloc.is_tracing():
+            tracemalloc.start()
+            # agentprof's own host code ("<string>") and tracemalloc are not the check's.
+            _TRACE_FILTERS = [tracemalloc.Filter(False, "<string>"), tracemalloc.Filter(False, tracemalloc.__file__)]
+        snap0 = _snapshot()
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
     mark(b"r")
     wait_mark(b"g")
     u0, s0 = _rusage()
@@ -437,6 +465,16 @@ def run(msg):
             PROFILE = pstats.Stats(prof)
         else:
             PROFILE.add(prof)
+    memory = None
+    if snap0 is not None:
+        import tracemalloc
+        peak = tracemalloc.get_traced_memory()[1] - base
+        snap1 = _snapshot()
+        if MEMORY["first"] is None:
+            MEMORY["first"] = snap1
+        MEMORY["last"] = snap1
+        diff = [st for st in snap1.compare_to(snap0, "lineno") if st.size_diff > 0]
+        memory = {"traced_peak": max(0, peak), "top": _lines(diff)}
     get_warnings = getattr(check, "get_warnings", None)
     warnings = list(get_warnings()) if callable(get_warnings) else []
     return {
@@ -449,6 +487,7 @@ def run(msg):
         "events": RUN["events"],
         "warnings": [str(w) for w in warnings] + RUN["warnings"],
         "invalid": RUN["invalid"],
+        "memory": memory,
     }
 
 
@@ -524,6 +563,14 @@ def folded(raw):
     return ["%s %d" % (k, max(1, int(round(v * 1e6)))) for k, v in out.items() if v * 1e6 >= 0.5]
 
 
+def memgrowth(msg):
+    """Lines whose live memory grew most between the first and the last traced run."""
+    if MEMORY["first"] is None or MEMORY["last"] is MEMORY["first"]:
+        return {"top": []}
+    diff = [st for st in MEMORY["last"].compare_to(MEMORY["first"], "lineno") if st.size_diff > 0]
+    return {"top": _lines(diff, msg.get("top", 10))}
+
+
 def dump(msg):
     if PROFILE is None:
         raise ValueError("no profile was taken")
@@ -531,7 +578,7 @@ def dump(msg):
     return {"ok": True}
 
 
-HANDLERS = {"load": load, "run": run, "stats": stats, "dump": dump}
+HANDLERS = {"load": load, "run": run, "stats": stats, "dump": dump, "memgrowth": memgrowth}
 
 
 def main():

@@ -18,9 +18,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::metrics::{Event, MetricType, ServiceCheckStatus, Sink, Submission};
-use crate::profile::{PeakScope, RunCost};
+use crate::profile::{AllocLine, MemoryProfile, PeakScope, RunCost};
 
-use super::{ExternalCheck, ExternalRun};
+use super::{ExternalCheck, ExternalRun, RunOptions};
 use protocol::Worker;
 
 /// The host program, run as `python -u -c HOST IN_FD OUT_FD`.
@@ -123,29 +123,29 @@ impl PythonHost {
         index: usize,
         sink: &mut Sink,
         timeout: Duration,
-        profile: bool,
+        opts: RunOptions,
     ) -> ExternalRun {
         let started_at = unix_now();
+        let failed = |e: String| ExternalRun {
+            result: Err(e),
+            started_at,
+            cost: RunCost::default(),
+            memory: None,
+        };
         let outcome = match self.ensure_started() {
-            Ok(w) => w.run(index, profile, timeout),
+            Ok(w) => w.run(index, opts, timeout),
             Err(e) => {
                 self.worker = None;
-                return ExternalRun {
-                    result: Err(e),
-                    started_at,
-                    cost: RunCost::default(),
-                };
+                return failed(e);
             }
         };
         match outcome {
-            Ok(measured) => {
-                let result = absorb(&measured.reply, sink);
-                ExternalRun {
-                    result,
-                    started_at,
-                    cost: measured.cost,
-                }
-            }
+            Ok(measured) => ExternalRun {
+                result: absorb(&measured.reply, sink),
+                started_at,
+                cost: measured.cost,
+                memory: memory_of(&measured.reply["memory"]),
+            },
             Err(e) => {
                 // Dead, hung or confused: stop it; the next run starts a fresh worker.
                 let status = self
@@ -153,11 +153,7 @@ impl PythonHost {
                     .take()
                     .map(protocol::Worker::stop)
                     .unwrap_or_default();
-                ExternalRun {
-                    result: Err(format!("{e}{status}")),
-                    started_at,
-                    cost: RunCost::default(),
-                }
+                failed(format!("{e}{status}"))
             }
         }
     }
@@ -205,6 +201,19 @@ impl PythonHost {
                 })
                 .unwrap_or_default(),
         })
+    }
+
+    /// Lines whose live memory grew most between the first and the last `--memory` run.
+    pub fn memory_growth(&mut self, top: usize) -> Result<Vec<AllocLine>, String> {
+        let w = self
+            .worker
+            .as_mut()
+            .ok_or("the Python worker is not running")?;
+        let r = w.request(&json!({"op": "memgrowth", "top": top}), LOAD_TIMEOUT)?;
+        if let Some(e) = r.get("error").and_then(Value::as_str) {
+            return Err(e.to_string());
+        }
+        Ok(alloc_lines(&r["top"]))
     }
 
     /// Writes the cumulative statistics as a pstats dump (python -m pstats, snakeviz).
@@ -283,6 +292,26 @@ fn absorb(reply: &Value, sink: &mut Sink) -> Result<(), String> {
     }
 }
 
+fn alloc_lines(v: &Value) -> Vec<AllocLine> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .map(|l| AllocLine {
+            file: l[0].as_str().unwrap_or_default().to_string(),
+            line: l[1].as_u64().unwrap_or(0) as u32,
+            size: l[2].as_i64().unwrap_or(0),
+            count: l[3].as_i64().unwrap_or(0),
+        })
+        .collect()
+}
+
+fn memory_of(v: &Value) -> Option<MemoryProfile> {
+    v.is_object().then(|| MemoryProfile {
+        traced_peak: v["traced_peak"].as_u64().unwrap_or(0),
+        top: alloc_lines(&v["top"]),
+    })
+}
+
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
         .map(|a| {
@@ -307,13 +336,14 @@ pub struct PythonCheck {
 }
 
 impl ExternalCheck for PythonCheck {
-    fn run(&mut self, sink: &mut Sink, timeout: Duration, profile: bool) -> ExternalRun {
+    fn run(&mut self, sink: &mut Sink, timeout: Duration, opts: RunOptions) -> ExternalRun {
         match self.host.lock() {
-            Ok(mut h) => h.run(self.index, sink, timeout, profile),
+            Ok(mut h) => h.run(self.index, sink, timeout, opts),
             Err(_) => ExternalRun {
                 result: Err("the Python host is unusable after an earlier failure".into()),
                 started_at: unix_now(),
                 cost: RunCost::default(),
+                memory: None,
             },
         }
     }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::checks::RunOptions;
 use crate::procstat::{Probe, Target};
 use crate::profile::RunCost;
 
@@ -179,10 +180,10 @@ impl Worker {
     pub fn run(
         &mut self,
         index: usize,
-        profile: bool,
+        opts: RunOptions,
         timeout: Duration,
     ) -> Result<Measured, String> {
-        self.send(&serde_json::json!({"op": "run", "instance": index, "profile": profile}))?;
+        self.send(&serde_json::json!({"op": "run", "instance": index, "profile": opts.profile, "memory": opts.memory}))?;
         self.expect_mark(b'r', Instant::now() + REPLY_TIMEOUT)?;
         let peak_reset = self.probe.reset_peak_rss();
         let before = self.probe.before();

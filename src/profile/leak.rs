@@ -1,0 +1,102 @@
+//! The leak signal: how RSS after each run moves across `--times N` runs. A least-squares
+//! slope in bytes per run, and whether growth is steady (most steps up) rather than one jump.
+
+use serde::Serialize;
+
+use super::RunRecord;
+
+/// Fewer runs than this say nothing about a trend.
+pub const MIN_RUNS: usize = 5;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LeakTrend {
+    pub runs: usize,
+    /// Least-squares slope of RSS after each run, bytes per run.
+    pub rss_slope_bytes_per_run: f64,
+    /// Steps (run to next run) in which RSS after the run grew.
+    pub growing_steps: usize,
+    pub steps: usize,
+    /// RSS grew in at least 80% of the steps and by more than a page per run.
+    pub steady_growth: bool,
+}
+
+/// The trend of one instance's successful runs, in run order; `None` below `MIN_RUNS`.
+pub fn trend(records: &[&RunRecord]) -> Option<LeakTrend> {
+    let rss: Vec<f64> = records
+        .iter()
+        .filter(|r| r.error.is_none())
+        .filter_map(|r| r.cost.rss_after.map(|v| v as f64))
+        .collect();
+    if rss.len() < MIN_RUNS {
+        return None;
+    }
+    let n = rss.len() as f64;
+    let mean_x = (n - 1.0) / 2.0;
+    let mean_y = rss.iter().sum::<f64>() / n;
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (i, y) in rss.iter().enumerate() {
+        let dx = i as f64 - mean_x;
+        sxy += dx * (y - mean_y);
+        sxx += dx * dx;
+    }
+    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    let steps = rss.len() - 1;
+    let growing_steps = rss.windows(2).filter(|w| w[1] > w[0]).count();
+    Some(LeakTrend {
+        runs: rss.len(),
+        rss_slope_bytes_per_run: slope,
+        growing_steps,
+        steps,
+        steady_growth: slope > 4096.0 && growing_steps * 5 >= steps * 4,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Flushed;
+    use crate::profile::RunCost;
+
+    fn runs(rss: &[u64]) -> Vec<RunRecord> {
+        rss.iter()
+            .enumerate()
+            .map(|(i, &r)| {
+                let cost = RunCost {
+                    rss_after: Some(r),
+                    ..Default::default()
+                };
+                RunRecord::new("x", 0, i as u32 + 1, 0.0, Ok(()), cost, Flushed::default())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn steady_growth_is_flagged_and_one_jump_is_not() {
+        let leak = runs(&[
+            100 << 20,
+            101 << 20,
+            102 << 20,
+            103 << 20,
+            104 << 20,
+            105 << 20,
+        ]);
+        let t = trend(&leak.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!(t.rss_slope_bytes_per_run, (1 << 20) as f64);
+        assert!(t.steady_growth);
+        let jump = runs(&[
+            100 << 20,
+            110 << 20,
+            110 << 20,
+            110 << 20,
+            110 << 20,
+            110 << 20,
+        ]);
+        assert!(
+            !trend(&jump.iter().collect::<Vec<_>>())
+                .unwrap()
+                .steady_growth
+        );
+        let few = runs(&[1, 2, 3]);
+        assert!(trend(&few.iter().collect::<Vec<_>>()).is_none());
+    }
+}
