@@ -7,4 +7,5 @@ mod exec;
 mod generated;
 mod profile;
 mod python;
+mod shipped;
 mod support;
