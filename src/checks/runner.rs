@@ -37,15 +37,34 @@ struct Done {
 }
 
 struct Worker {
-    jobs: mpsc::Sender<Job>,
+    /// `None` once closed; the thread ends when it sees the channel closed.
+    jobs: Option<mpsc::Sender<Job>>,
     thread: ThreadId,
+    /// Joined on drop, so no run thread outlives its runner; `None` when abandoned.
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Worker {
+    /// Leaves a thread that is stuck in a timed-out run behind instead of waiting for it.
+    fn abandon(mut self) {
+        self.handle = None;
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
 }
 
 impl Worker {
     fn spawn() -> std::io::Result<Worker> {
         let (tx, rx) = mpsc::channel::<Job>();
         let (id_tx, id_rx) = mpsc::channel();
-        std::thread::Builder::new()
+        let handle = std::thread::Builder::new()
             .name(RUN_THREAD_NAME.into())
             .spawn(move || {
                 let _ = id_tx.send(ThreadId::current());
@@ -60,7 +79,11 @@ impl Worker {
         let thread = id_rx
             .recv()
             .map_err(|_| std::io::Error::other("the run thread exited at start"))?;
-        Ok(Worker { jobs: tx, thread })
+        Ok(Worker {
+            jobs: Some(tx),
+            thread,
+            handle: Some(handle),
+        })
     }
 }
 
@@ -229,14 +252,15 @@ impl Runner {
             self.instances[pos].check = Some(check);
             return self.failed(pos, run, format!("{e:#}"));
         }
-        let sent = self.worker.as_ref().is_some_and(|w| {
-            w.jobs
-                .send(Job {
-                    check,
-                    reply: reply_tx,
-                })
-                .is_ok()
-        });
+        let job = Job {
+            check,
+            reply: reply_tx,
+        };
+        let sent = self
+            .worker
+            .as_ref()
+            .and_then(|w| w.jobs.as_ref())
+            .is_some_and(|jobs| jobs.send(job).is_ok());
         let started = Instant::now();
         let received = if sent {
             reply_rx.recv_timeout(timeout).ok()
@@ -249,7 +273,9 @@ impl Runner {
         }
         let Some(done) = received else {
             // The worker holds the check; later runs on a fresh worker, this instance waits.
-            self.worker = None;
+            if let Some(w) = self.worker.take() {
+                w.abandon();
+            }
             let why = if sent {
                 format!(
                     "timed out after {} (instance timeout); the run was abandoned",

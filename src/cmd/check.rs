@@ -267,11 +267,13 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         }
     }
     progress.finish();
+    let mut python = None;
     if let Some(host) = &python_host
         && let Ok(h) = host.lock()
         && let Some(l) = &h.loaded
     {
         version = l.version.clone();
+        python = Some(l.clone());
     }
     let profile = runner.finish_profile().map(|(profile, dropped)| {
         if dropped > 0 {
@@ -331,6 +333,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         records,
         profile: view,
         memory_growth,
+        python,
         config_warnings,
     };
 

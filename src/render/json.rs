@@ -97,6 +97,7 @@ pub fn render(report: &CheckReport) -> Value {
         "events": events,
         "warnings": warnings,
         "leak": leaks,
+        "python": report.python,
         "memory_growth": report.memory_growth,
     });
     let profile = match &report.profile {

@@ -21,6 +21,8 @@ pub struct CheckReport {
     pub source: ConfigSource,
     pub records: Vec<RunRecord>,
     pub profile: Option<ProfileView>,
+    /// How the Python worker was started, for Python checks.
+    pub python: Option<crate::checks::python::Loaded>,
     /// With `--memory` and several runs: lines that grew most from the first run to the last.
     pub memory_growth: Option<Vec<crate::profile::AllocLine>>,
     /// Configuration warnings (unknown options): printed on stderr when found, kept for JSON.

@@ -71,6 +71,22 @@ pub fn render(report: &CheckReport, style: Style) -> String {
         runs,
         if runs == 1 { "" } else { "s" },
     );
+    if let Some(p) = &report.python {
+        let _ = writeln!(
+            out,
+            "Python {} ({}) · {} · class {} · worker started in {}{}",
+            p.python,
+            p.interpreter,
+            p.base,
+            p.class,
+            units::seconds(Some(p.start_s)),
+            if p.starts > 1 {
+                format!(" (started {} times)", p.starts)
+            } else {
+                String::new()
+            },
+        );
+    }
     for &inst in &instances {
         let recs: Vec<&RunRecord> = report
             .records
@@ -525,6 +541,7 @@ mod tests {
             records,
             profile,
             memory_growth: None,
+            python: None,
             config_warnings: vec![],
         }
     }

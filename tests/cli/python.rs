@@ -51,7 +51,7 @@ fn demo_sandbox() -> Sandbox {
     sb
 }
 
-fn assert_demo(sb: &Sandbox, python: &str) {
+fn assert_demo(sb: &Sandbox, python: &str, base: &str) {
     let state = sb.file("state");
     let run = |args: &[&str]| {
         let mut all = vec!["check", "demo", "--python", python, "--json"];
@@ -65,6 +65,13 @@ fn assert_demo(sb: &Sandbox, python: &str) {
     let doc = r.json();
     assert_eq!(doc["kind"], "python");
     assert_eq!(doc["version"], "1.2.3");
+    assert_eq!(doc["python"]["class"], "DemoCheck");
+    assert!(
+        doc["python"]["base"].as_str().unwrap().starts_with(base),
+        "{}",
+        doc["python"]
+    );
+    assert!(doc["python"]["start_s"].as_f64().unwrap() > 0.0);
     let at = |name: &str, run: u64| -> Vec<f64> {
         doc["metrics"]
             .as_array()
@@ -133,7 +140,7 @@ fn assert_demo(sb: &Sandbox, python: &str) {
 fn a_check_on_the_real_datadog_checks_base() {
     let Some(python) = venv_python() else { return };
     let sb = demo_sandbox();
-    assert_demo(&sb, &python);
+    assert_demo(&sb, &python, "datadog_checks_base ");
 }
 
 #[test]
@@ -143,7 +150,11 @@ fn the_same_check_on_plain_python_through_the_builtin_agentcheck() {
     sb.write("py.sh", "#!/bin/sh\nexec python3 -I \"$@\"\n");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(sb.file("py.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    assert_demo(&sb, sb.file("py.sh").to_str().unwrap());
+    assert_demo(
+        &sb,
+        sb.file("py.sh").to_str().unwrap(),
+        "agentprof compatible",
+    );
 }
 
 #[test]

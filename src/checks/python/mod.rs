@@ -43,12 +43,21 @@ pub struct LoadSpec {
 }
 
 /// The check as the worker loaded it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Loaded {
+    /// The AgentCheck subclass that runs.
     pub class: String,
+    /// `datadog_checks_base X.Y.Z` or agentprof's compatible AgentCheck.
     pub base: String,
     pub version: Option<String>,
+    /// The interpreter's version.
     pub python: String,
+    /// The interpreter as configured.
+    pub interpreter: String,
+    /// Seconds from starting the worker to the check loaded (the last start, after restarts).
+    pub start_s: f64,
+    /// Workers started: more than one after a timeout or a crash.
+    pub starts: u32,
 }
 
 /// cProfile statistics, in pstats' order and numbers.
@@ -83,6 +92,7 @@ impl PythonHost {
 
     fn ensure_started(&mut self) -> Result<&mut Worker, String> {
         if self.worker.is_none() {
+            let t0 = std::time::Instant::now();
             let mut w = Worker::spawn(&self.spec.python)?;
             let reply = w.request(
                 &json!({
@@ -104,11 +114,15 @@ impl PythonHost {
                     e.trim_end()
                 ));
             }
+            let starts = self.loaded.as_ref().map_or(0, |l| l.starts) + 1;
             self.loaded = Some(Loaded {
                 class: reply["class"].as_str().unwrap_or_default().to_string(),
                 base: reply["base"].as_str().unwrap_or_default().to_string(),
                 version: reply["version"].as_str().map(str::to_string),
                 python: reply["python"].as_str().unwrap_or_default().to_string(),
+                interpreter: self.spec.python.clone(),
+                start_s: t0.elapsed().as_secs_f64(),
+                starts,
             });
             self.worker = Some(w);
         }
