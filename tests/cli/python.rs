@@ -207,6 +207,22 @@ fn pstats_numbers_are_pythons_own() {
         ours.iter().any(|l| l.contains("fib)") && l.contains('/')),
         "recursion shown as calls/primitive"
     );
+    // A flamegraph from cProfile's caller edges.
+    let svg = sb.file("fib.svg");
+    let r = sb.run(&[
+        "check",
+        "fib",
+        "-t",
+        "2",
+        "--flamegraph",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let svg = std::fs::read_to_string(svg).unwrap();
+    assert!(
+        svg.contains("<svg") && svg.contains("fib (fib.py:3)"),
+        "flamegraph without fib"
+    );
     // JSON rows carry pstats' ncalls string.
     let doc = sb.run(&["check", "fib", "--profile", "--json"]).json();
     assert_eq!(doc["profile"]["kind"], "pstats");
