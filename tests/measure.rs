@@ -9,7 +9,7 @@
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use agentprof::checks::{Check, CheckKind, ConfigSource, LoadedCheck, Runnable, Runner};
+use agentprof::checks::{Check, LoadedCheck, Runner};
 use agentprof::config::{AgentConfig, InstanceCommon, LoadOptions};
 use agentprof::metrics::Sink;
 use agentprof::profile::RunRecord;
@@ -35,18 +35,10 @@ fn run_twice(check: impl Check + 'static) -> (RunRecord, RunRecord) {
         python: None,
     })
     .unwrap();
-    let loaded = LoadedCheck {
-        name: "measured".into(),
-        kind: CheckKind::Builtin,
-        version: None,
-        source: ConfigSource::Default,
-        instances: vec![(
-            InstanceCommon::default(),
-            Runnable::InProcess(Box::new(check)),
-        )],
-        warnings: vec![],
-        python: None,
-    };
+    let loaded = LoadedCheck::in_process(
+        "measured",
+        vec![(InstanceCommon::default(), Box::new(check) as Box<dyn Check>)],
+    );
     let mut runner = Runner::new(loaded, &config, None, None, false);
     let warm = runner.run(0, 1);
     let rec = runner.run(0, 2);

@@ -46,6 +46,27 @@ pub struct LoadedCheck {
     pub python: Option<Arc<Mutex<PythonHost>>>,
 }
 
+impl LoadedCheck {
+    /// A check of custom in-process instances, for embedding agentprof's runner (and tests).
+    pub fn in_process(
+        name: &str,
+        instances: Vec<(InstanceCommon, Box<dyn super::Check>)>,
+    ) -> LoadedCheck {
+        LoadedCheck {
+            name: name.to_string(),
+            kind: CheckKind::Builtin,
+            version: None,
+            source: ConfigSource::Default,
+            instances: instances
+                .into_iter()
+                .map(|(c, check)| (c, Runnable::InProcess(check)))
+                .collect(),
+            warnings: Vec::new(),
+            python: None,
+        }
+    }
+}
+
 /// One row of `agentprof list`.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckListing {

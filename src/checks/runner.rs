@@ -362,7 +362,6 @@ fn hostname_of(common: &InstanceCommon, config: &AgentConfig) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checks::{CheckKind, ConfigSource};
     use crate::config::LoadOptions;
 
     struct Sleepy(Duration);
@@ -389,24 +388,17 @@ mod tests {
             python: None,
         })
         .unwrap();
-        let loaded = LoadedCheck {
-            name: "test".into(),
-            kind: CheckKind::Builtin,
-            version: None,
-            source: ConfigSource::Default,
-            instances: checks
-                .into_iter()
-                .map(|(timeout, c)| {
-                    let common = InstanceCommon {
-                        timeout,
-                        ..Default::default()
-                    };
-                    (common, Runnable::InProcess(c))
-                })
-                .collect(),
-            warnings: vec![],
-            python: None,
-        };
+        let instances = checks
+            .into_iter()
+            .map(|(timeout, c)| {
+                let common = InstanceCommon {
+                    timeout,
+                    ..Default::default()
+                };
+                (common, c)
+            })
+            .collect();
+        let loaded = LoadedCheck::in_process("test", instances);
         Runner::new(loaded, &config, None, None, false)
     }
 

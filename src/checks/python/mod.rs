@@ -172,16 +172,22 @@ impl PythonHost {
         }
     }
 
-    /// The cumulative cProfile statistics of every profiled run.
-    pub fn pstats(&mut self, top: usize) -> Result<PstatsReport, String> {
+    /// Asks the running worker `msg`; its reply, or the error it reported.
+    fn ask(&mut self, msg: &Value) -> Result<Value, String> {
         let w = self
             .worker
             .as_mut()
             .ok_or("the Python worker is not running")?;
-        let r = w.request(&json!({"op": "stats", "top": top}), LOAD_TIMEOUT)?;
-        if let Some(e) = r.get("error").and_then(Value::as_str) {
-            return Err(e.to_string());
+        let r = w.request(msg, LOAD_TIMEOUT)?;
+        match r.get("error").and_then(Value::as_str) {
+            Some(e) => Err(e.trim_end().to_string()),
+            None => Ok(r),
         }
+    }
+
+    /// The cumulative cProfile statistics of every profiled run.
+    pub fn pstats(&mut self, top: usize) -> Result<PstatsReport, String> {
+        let r = self.ask(&json!({"op": "stats", "top": top}))?;
         let rows = r["rows"]
             .as_array()
             .map(|rows| {
@@ -219,29 +225,14 @@ impl PythonHost {
 
     /// Lines whose live memory grew most between the first and the last `--memory` run.
     pub fn memory_growth(&mut self, top: usize) -> Result<Vec<AllocLine>, String> {
-        let w = self
-            .worker
-            .as_mut()
-            .ok_or("the Python worker is not running")?;
-        let r = w.request(&json!({"op": "memgrowth", "top": top}), LOAD_TIMEOUT)?;
-        if let Some(e) = r.get("error").and_then(Value::as_str) {
-            return Err(e.to_string());
-        }
+        let r = self.ask(&json!({"op": "memgrowth", "top": top}))?;
         Ok(alloc_lines(&r["top"]))
     }
 
     /// Writes the cumulative statistics as a pstats dump (python -m pstats, snakeviz).
     pub fn dump_pstats(&mut self, path: &Path) -> Result<(), String> {
         let abs = std::path::absolute(path).map_err(|e| e.to_string())?;
-        let w = self
-            .worker
-            .as_mut()
-            .ok_or("the Python worker is not running")?;
-        let r = w.request(&json!({"op": "dump", "path": abs}), LOAD_TIMEOUT)?;
-        match r.get("error").and_then(Value::as_str) {
-            Some(e) => Err(e.trim_end().to_string()),
-            None => Ok(()),
-        }
+        self.ask(&json!({"op": "dump", "path": abs})).map(|_| ())
     }
 }
 
