@@ -98,6 +98,15 @@ impl Plugin {
     }
 }
 
+/// True when `program` names an executable file, directly or through $PATH.
+fn interpreter_exists(program: &str) -> bool {
+    if program.contains('/') {
+        return is_executable(Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| is_executable(&d.join(program))))
+}
+
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     path.metadata()
@@ -286,6 +295,16 @@ impl<'a> Registry<'a> {
     /// A Python check: one worker for all its instances, started at the first run. Options
     /// are the check's own business, so only the common ones are typed here.
     fn load_python(&self, name: &str, path: &Path) -> Result<LoadedCheck, UsageError> {
+        let python = &self.config.python;
+        if !interpreter_exists(python) {
+            return Err(UsageError::flag(
+                "--python",
+                format!(
+                    "Python interpreter `{python}` not found (needed by {}): install python3, or set --python, `python:` in agentprof.yaml or $AGENTPROF_PYTHON",
+                    path.display()
+                ),
+            ));
+        }
         let mut warnings = Vec::new();
         let conf = self.conf(name)?;
         let (source, commons) = match &conf {

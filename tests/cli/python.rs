@@ -342,3 +342,17 @@ fn memory_tracing_and_the_leak_signal_find_a_leaking_line() {
         r.stderr
     );
 }
+
+#[test]
+fn a_missing_interpreter_is_a_usage_error() {
+    let sb = Sandbox::new();
+    sb.write("checks/demo.py", DEMO);
+    let r = sb.run(&["check", "demo", "--python", "/no/such/python"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("--python: Python interpreter `/no/such/python` not found"),
+        "{}",
+        r.stderr
+    );
+}
