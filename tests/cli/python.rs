@@ -356,3 +356,47 @@ fn a_missing_interpreter_is_a_usage_error() {
         r.stderr
     );
 }
+
+#[test]
+fn a_python_runs_figures_are_what_the_check_did() {
+    let sb = Sandbox::new();
+    let out = sb.file("out.bin");
+    sb.write(
+        "checks/busy.py",
+        &format!(
+            "import os, time\nfrom checks import AgentCheck\nKEEP = []\n\n\
+             class Busy(AgentCheck):\n    def check(self, instance):\n\
+             \x20       if instance.get('warm'):\n            return\n\
+             \x20       KEEP.append(bytearray(8 * 1024 * 1024))\n\
+             \x20       t = time.process_time()\n\
+             \x20       while time.process_time() - t < 0.1:\n            pass\n\
+             \x20       fd = os.open({out:?}, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)\n\
+             \x20       for _ in range(16):\n            os.write(fd, b'x' * 65536)\n\
+             \x20       os.fsync(fd)\n        os.close(fd)\n",
+            out = out.display().to_string()
+        ),
+    );
+    // Instance 0 warms the worker up; instance 1 is measured.
+    sb.write("conf.d/busy.yaml", "instances:\n  - warm: true\n  - {}\n");
+    let r = sb.run(&["check", "busy", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let run = &doc["runs"][1];
+    let rss_diff = run["memory"]["rss_diff"].as_i64().unwrap();
+    assert!(
+        rss_diff >= 8 << 20 && rss_diff < 10 << 20,
+        "rss diff {rss_diff}"
+    );
+    let cpu = run["cpu"]["user_s"].as_f64().unwrap() + run["cpu"]["system_s"].as_f64().unwrap();
+    assert!(
+        cpu >= 0.099 && cpu <= run["run_time_s"].as_f64().unwrap() + 0.01,
+        "cpu {cpu}"
+    );
+    // Exactly the check's own 16 writes: the worker's protocol marks are accounted for.
+    assert_eq!(run["io"]["write_count"], 16, "{run}");
+    assert!(
+        run["io"]["write_bytes"].as_u64().unwrap() >= 1 << 20,
+        "{run}"
+    );
+    assert_eq!(run["io"]["read_count"], 0, "{run}");
+}
