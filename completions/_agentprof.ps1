@@ -26,6 +26,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Run one check once (or -t N times) and print its metrics and what each run cost')
+            [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Run every configured check on its interval: the agent, in developer mode with --profile')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the checks agentprof can run, where their configuration comes from, and their instances')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write the man pages (agentprof.1 and one page per subcommand)')
@@ -53,6 +54,21 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (schema in docs/json.md)')
             [CompletionResult]::new('--table', '--table', [CompletionResultType]::ParameterName, 'Draw bordered tables instead of plain aligned columns')
             [CompletionResult]::new('--memory', '--memory', [CompletionResultType]::ParameterName, 'Trace a Python check''s allocations (tracemalloc): top allocating lines per run, and with --times the lines that grew most from the first run to the last')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'agentprof;start' {
+            [CompletionResult]::new('--duration', '--duration', [CompletionResultType]::ParameterName, 'Stop by itself after this long (e.g. 30s, 10m)')
+            [CompletionResult]::new('--log', '--log', [CompletionResultType]::ParameterName, 'Write collector.log here (overrides log_file; - is stdout)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)')
+            [CompletionResult]::new('--confd', '--confd', [CompletionResultType]::ParameterName, 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)')
+            [CompletionResult]::new('--checks', '--checks', [CompletionResultType]::ParameterName, 'Directory of plugin checks')
+            [CompletionResult]::new('--python', '--python', [CompletionResultType]::ParameterName, 'Python interpreter for Python checks (a virtualenv''s python works)')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Developer mode: log each run''s memory before and after and the agent''s own figures (also `developer_mode: true` in agentprof.yaml)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'At stop, print the summary as one JSON document (metrics then go only to the configured forwarders)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -88,6 +104,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
         }
         'agentprof;help' {
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Run one check once (or -t N times) and print its metrics and what each run cost')
+            [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Run every configured check on its interval: the agent, in developer mode with --profile')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the checks agentprof can run, where their configuration comes from, and their instances')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write the man pages (agentprof.1 and one page per subcommand)')
@@ -95,6 +112,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             break
         }
         'agentprof;help;check' {
+            break
+        }
+        'agentprof;help;start' {
             break
         }
         'agentprof;help;list' {

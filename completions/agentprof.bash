@@ -31,6 +31,9 @@ _agentprof() {
             agentprof,man)
                 cmd="agentprof__subcmd__man"
                 ;;
+            agentprof,start)
+                cmd="agentprof__subcmd__start"
+                ;;
             agentprof__subcmd__help,check)
                 cmd="agentprof__subcmd__help__subcmd__check"
                 ;;
@@ -46,6 +49,9 @@ _agentprof() {
             agentprof__subcmd__help,man)
                 cmd="agentprof__subcmd__help__subcmd__man"
                 ;;
+            agentprof__subcmd__help,start)
+                cmd="agentprof__subcmd__help__subcmd__start"
+                ;;
             *)
                 ;;
         esac
@@ -53,7 +59,7 @@ _agentprof() {
 
     case "${cmd}" in
         agentprof)
-            opts="-h -V --help --version check list completions man help"
+            opts="-h -V --help --version check start list completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -151,7 +157,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__help)
-            opts="check list completions man help"
+            opts="check start list completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -234,6 +240,20 @@ _agentprof() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentprof__subcmd__help__subcmd__start)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agentprof__subcmd__list)
             opts="-h -V --json --config --confd --checks --python --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -272,6 +292,44 @@ _agentprof() {
             fi
             case "${prev}" in
                 --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentprof__subcmd__start)
+            opts="-h -V --profile --duration --json --log --config --confd --checks --python --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --confd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --checks)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --python)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -23,6 +23,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand check 'Run one check once (or -t N times) and print its metrics and what each run cost'
+            cand start 'Run every configured check on its interval: the agent, in developer mode with --profile'
             cand list 'List the checks agentprof can run, where their configuration comes from, and their instances'
             cand completions 'Print a shell completion script to stdout'
             cand man 'Write the man pages (agentprof.1 and one page per subcommand)'
@@ -54,6 +55,20 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'agentprof;start'= {
+            cand --duration 'Stop by itself after this long (e.g. 30s, 10m)'
+            cand --log 'Write collector.log here (overrides log_file; - is stdout)'
+            cand --config 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)'
+            cand --confd 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)'
+            cand --checks 'Directory of plugin checks'
+            cand --python 'Python interpreter for Python checks (a virtualenv''s python works)'
+            cand --profile 'Developer mode: log each run''s memory before and after and the agent''s own figures (also `developer_mode: true` in agentprof.yaml)'
+            cand --json 'At stop, print the summary as one JSON document (metrics then go only to the configured forwarders)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'agentprof;list'= {
             cand --config 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)'
             cand --confd 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)'
@@ -80,12 +95,15 @@ set edit:completion:arg-completer[agentprof] = {|@words|
         }
         &'agentprof;help'= {
             cand check 'Run one check once (or -t N times) and print its metrics and what each run cost'
+            cand start 'Run every configured check on its interval: the agent, in developer mode with --profile'
             cand list 'List the checks agentprof can run, where their configuration comes from, and their instances'
             cand completions 'Print a shell completion script to stdout'
             cand man 'Write the man pages (agentprof.1 and one page per subcommand)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'agentprof;help;check'= {
+        }
+        &'agentprof;help;start'= {
         }
         &'agentprof;help;list'= {
         }

@@ -27,6 +27,7 @@ end
 complete -c agentprof -n "__fish_agentprof_needs_command" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_needs_command" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "check" -d 'Run one check once (or -t N times) and print its metrics and what each run cost'
+complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "start" -d 'Run every configured check on its interval: the agent, in developer mode with --profile'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "list" -d 'List the checks agentprof can run, where their configuration comes from, and their instances'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
@@ -51,6 +52,16 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l table -d '
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l memory -d 'Trace a Python check\'s allocations (tracemalloc): top allocating lines per run, and with --times the lines that grew most from the first run to the last'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s V -l version -d 'Print version'
+complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l duration -d 'Stop by itself after this long (e.g. 30s, 10m)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l log -d 'Write collector.log here (overrides log_file; - is stdout)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l confd -d 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l checks -d 'Directory of plugin checks' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l python -d 'Python interpreter for Python checks (a virtualenv\'s python works)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l profile -d 'Developer mode: log each run\'s memory before and after and the agent\'s own figures (also `developer_mode: true` in agentprof.yaml)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l json -d 'At stop, print the summary as one JSON document (metrics then go only to the configured forwarders)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand start" -s h -l help -d 'Print help'
+complete -c agentprof -n "__fish_agentprof_using_subcommand start" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l confd -d 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l checks -d 'Directory of plugin checks' -r -F
@@ -63,8 +74,9 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand completions" -s V -l
 complete -c agentprof -n "__fish_agentprof_using_subcommand man" -l out -d 'Directory to write the pages into' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand man" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand man" -s V -l version -d 'Print version'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check list completions man help" -f -a "check" -d 'Run one check once (or -t N times) and print its metrics and what each run cost'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check list completions man help" -f -a "list" -d 'List the checks agentprof can run, where their configuration comes from, and their instances'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check list completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check list completions man help" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check list completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list completions man help" -f -a "check" -d 'Run one check once (or -t N times) and print its metrics and what each run cost'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list completions man help" -f -a "start" -d 'Run every configured check on its interval: the agent, in developer mode with --profile'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list completions man help" -f -a "list" -d 'List the checks agentprof can run, where their configuration comes from, and their instances'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list completions man help" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -22,6 +22,8 @@ pub struct Cli {
 pub enum Command {
     /// Run one check once (or -t N times) and print its metrics and what each run cost
     Check(CheckArgs),
+    /// Run every configured check on its interval: the agent, in developer mode with --profile
+    Start(StartArgs),
     /// List the checks agentprof can run, where their configuration comes from, and their instances
     List(ListArgs),
     /// Print a shell completion script to stdout
@@ -98,6 +100,26 @@ pub struct CheckArgs {
     /// Run only instance N of the check's configuration (0-based, as in instances[N])
     #[arg(long, value_name = "N")]
     pub instance: Option<usize>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StartArgs {
+    /// Developer mode: log each run's memory before and after and the agent's own figures
+    /// (also `developer_mode: true` in agentprof.yaml)
+    #[arg(long)]
+    pub profile: bool,
+    /// Stop by itself after this long (e.g. 30s, 10m)
+    #[arg(long, value_name = "D")]
+    pub duration: Option<String>,
+    /// At stop, print the summary as one JSON document (metrics then go only to the
+    /// configured forwarders)
+    #[arg(long)]
+    pub json: bool,
+    /// Write collector.log here (overrides log_file; - is stdout)
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
     #[command(flatten)]
     pub config: ConfigArgs,
 }

@@ -3,11 +3,13 @@
 //! The binary is a thin shell over this library; see `cmd` for the command layer and
 //! DESIGN.md for how checks, run records, renderers and profiles fit together.
 
+pub mod agent;
 pub mod checks;
 pub mod cli;
 pub mod cmd;
 pub mod config;
 pub mod duration;
+pub mod emit;
 pub mod error;
 pub mod metrics;
 pub mod pprof;

@@ -5,6 +5,7 @@
 mod check;
 mod generate;
 mod list;
+mod start;
 
 pub use generate::{completion_file_name, completion_script, man_pages};
 
@@ -53,6 +54,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Command::Check(args) => check::run(check::CheckOptions::from_args(args)?),
+        Command::Start(args) => start::run(args),
         Command::List(args) => list::run(load_options(&args.config), args.json),
         Command::Completions(args) => generate::completions(args.shell),
         Command::Man(args) => generate::man(&args.out),

@@ -22,6 +22,8 @@ const KNOWN_KEYS: &[&str] = &[
     "collector_profile_interval",
     "histogram_aggregates",
     "histogram_percentiles",
+    "dogstatsd_url",
+    "metrics_file",
 ];
 
 #[derive(Debug, Deserialize, Default)]
@@ -37,6 +39,8 @@ struct AgentConfigFile {
     collector_profile_interval: Option<u32>,
     histogram_aggregates: Option<Vec<String>>,
     histogram_percentiles: Option<Vec<f64>>,
+    dogstatsd_url: Option<String>,
+    metrics_file: Option<PathBuf>,
 }
 
 /// Which histogram aggregates a run flushes (`.max`, `.median`, `.avg`, `.count`, `.95percentile`).
@@ -69,6 +73,10 @@ pub struct AgentConfig {
     pub python: String,
     pub collector_profile_interval: u32,
     pub histogram: HistogramConfig,
+    /// `agentprof start` sends metrics here: `udp://HOST:PORT` or a unix datagram socket path.
+    pub dogstatsd_url: Option<String>,
+    /// `agentprof start` appends one JSON metric per line here.
+    pub metrics_file: Option<PathBuf>,
     /// Problems worth a warning that do not stop the command (unknown keys).
     pub warnings: Vec<String>,
 }
@@ -222,6 +230,8 @@ impl AgentConfig {
                 .unwrap_or_else(|| "python3".into()),
             collector_profile_interval: file.collector_profile_interval.unwrap_or(20),
             histogram,
+            dogstatsd_url: file.dogstatsd_url.filter(|u| !u.is_empty()),
+            metrics_file: file.metrics_file.map(rel),
             warnings,
         })
     }

@@ -309,6 +309,10 @@ mod imp {
         }
     }
 
+    // SAFETY: the timer id is a plain handle the kernel accepts from any thread of the
+    // process; nothing else in a Sampler is tied to the thread that created it.
+    unsafe impl Send for Sampler {}
+
     impl Drop for Sampler {
         fn drop(&mut self) {
             ACTIVE.store(false, Ordering::Release);

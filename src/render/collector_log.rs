@@ -20,6 +20,35 @@ pub fn timestamp(unix_s: f64) -> String {
         .to_string()
 }
 
+/// One log line as the Agent's collector.log has them:
+/// `YYYY-MM-DD HH:MM:SS TZ | LEVEL | module(file:line) | message`.
+pub fn line(unix_s: f64, level: &str, origin: &str, message: &str) -> String {
+    format!("{} | {level} | {origin} | {message}\n", timestamp(unix_s))
+}
+
+/// The `AGENT STATS:` block: one `( 'name', timestamp, value, { 'hostname': …, 'type': … })`
+/// tuple per agent metric, as the Agent printed them.
+pub fn agent_stats(unix_s: f64, origin: &str, metrics: &[crate::metrics::Metric]) -> String {
+    let mut s = line(unix_s, "INFO", origin, "");
+    s.push_str("AGENT STATS:\n[ ");
+    for (i, m) in metrics.iter().enumerate() {
+        if i > 0 {
+            s.push_str(",\n  ");
+        }
+        let _ = write!(
+            s,
+            "( '{}', {}, {}, {{ 'hostname': '{}', 'type': '{}'}})",
+            m.metric,
+            m.timestamp as i64,
+            m.value,
+            m.host,
+            m.mtype.as_str()
+        );
+    }
+    s.push_str("\n]\n");
+    s
+}
+
 pub fn block(r: &RunRecord) -> String {
     let c = &r.cost;
     let mut s = String::new();

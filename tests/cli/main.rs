@@ -8,4 +8,5 @@ mod generated;
 mod profile;
 mod python;
 mod shipped;
+mod start;
 mod support;

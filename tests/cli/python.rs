@@ -384,7 +384,7 @@ fn a_python_runs_figures_are_what_the_check_did() {
     let run = &doc["runs"][1];
     let rss_diff = run["memory"]["rss_diff"].as_i64().unwrap();
     assert!(
-        rss_diff >= 8 << 20 && rss_diff < 10 << 20,
+        (8 << 20..10 << 20).contains(&rss_diff),
         "rss diff {rss_diff}"
     );
     let cpu = run["cpu"]["user_s"].as_f64().unwrap() + run["cpu"]["system_s"].as_f64().unwrap();

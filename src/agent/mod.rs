@@ -1,0 +1,324 @@
+//! `agentprof start`: every configured check on its interval, the agent in developer mode.
+//! Check threads run the checks; this loop forwards what they report, logs the developer-mode
+//! blocks, emits the agent's own figures every collector loop, and stops on SIGINT, SIGTERM or
+//! `--duration`, flushing every forwarder and printing the summary.
+
+mod schedule;
+pub mod signal;
+mod stats;
+mod summary;
+
+pub use summary::CheckSummary;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::checks::{CheckKind, Registry, Runner};
+use crate::config::{AgentConfig, CheckConf};
+use crate::emit::{Batch, DogStatsd, Forwarder, JsonLines};
+use crate::error::UsageError;
+use crate::metrics::{Aggregator, Flushed, Sink};
+use crate::render::collector_log;
+
+use schedule::{DEFAULT_INTERVAL, Msg};
+
+/// How long running checks get to finish once the agent is asked to stop.
+const GRACE: Duration = Duration::from_secs(3);
+/// conf.d files that configure the agent, not checks.
+const NOT_CHECKS: &[&str] = &["agent_metrics", "profile"];
+
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    pub developer_mode: bool,
+    pub duration: Option<Duration>,
+    pub json: bool,
+    /// Overrides `log_file`; `-` is stdout.
+    pub log: Option<PathBuf>,
+}
+
+/// What the agent did, for the summary and `--json`.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct AgentReport {
+    pub checks: Vec<CheckSummary>,
+    pub config_errors: Vec<String>,
+    pub forwarders: Vec<String>,
+    pub forward_errors: u64,
+    pub loops: u32,
+    pub duration_s: f64,
+}
+
+/// Names of the checks that have a configuration in `confd`.
+pub fn configured_checks(confd: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(confd) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| {
+            let file = e.file_name().to_str()?.to_string();
+            let name = file
+                .strip_suffix(".yaml")
+                .or_else(|| file.strip_suffix(".yml"))
+                .or_else(|| file.strip_suffix(".d"))?
+                .to_string();
+            (CheckConf::find(confd, &name).is_some() && !NOT_CHECKS.contains(&name.as_str()))
+                .then_some(name)
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// The collector.log destination: a file appended to, or stdout.
+enum Log {
+    File(std::fs::File),
+    Stdout,
+    None,
+}
+
+impl Log {
+    fn write(&mut self, text: &str) {
+        let _ = match self {
+            Log::File(f) => f.write_all(text.as_bytes()),
+            Log::Stdout => std::io::stdout().write_all(text.as_bytes()),
+            Log::None => Ok(()),
+        };
+    }
+}
+
+pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentReport> {
+    let registry = Registry::new(config);
+    let mut report = AgentReport::default();
+    let mut checks = Vec::new();
+    for name in configured_checks(&config.confd_path) {
+        match registry.load(&name) {
+            Ok(loaded) => {
+                for w in &loaded.warnings {
+                    eprintln!("agentprof: warning: {w}");
+                }
+                checks.push(loaded);
+            }
+            Err(e) => {
+                eprintln!("agentprof: {name} not started: {e}");
+                report.config_errors.push(format!("{name}: {e}"));
+            }
+        }
+    }
+    if checks.is_empty() {
+        return Err(UsageError::config(
+            &config.confd_path,
+            "no check is configured here (add NAME.yaml with `instances:`; see conf.d/*.yaml.example)",
+        )
+        .into());
+    }
+
+    let mut forwarders: Vec<Box<dyn Forwarder>> = Vec::new();
+    if let Some(url) = &config.dogstatsd_url {
+        forwarders.push(Box::new(
+            DogStatsd::connect(url).map_err(|e| UsageError::flag("dogstatsd_url", e))?,
+        ));
+    }
+    if let Some(path) = &config.metrics_file {
+        let f = JsonLines::open(path).map_err(|e| {
+            UsageError::flag(
+                "metrics_file",
+                format!("cannot append to {}: {e}", path.display()),
+            )
+        })?;
+        forwarders.push(Box::new(f));
+    }
+    if forwarders.is_empty() && !opts.json {
+        forwarders.push(Box::new(JsonLines::stdout()));
+    }
+    report.forwarders = forwarders.iter().map(|f| f.name()).collect();
+
+    let mut log = match opts.log.as_ref().or(config.log_file.as_ref()) {
+        Some(p) if p.as_os_str() == "-" => Log::Stdout,
+        Some(p) => Log::File(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| {
+                    UsageError::flag("--log", format!("cannot append to {}: {e}", p.display()))
+                })?,
+        ),
+        None => Log::None,
+    };
+
+    signal::install();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let mut kinds: HashMap<String, CheckKind> = HashMap::new();
+    let mut summaries: HashMap<String, CheckSummary> = HashMap::new();
+    let mut shortest = DEFAULT_INTERVAL;
+    let mut running = 0;
+    for loaded in checks {
+        let intervals: Vec<Duration> = loaded
+            .instances
+            .iter()
+            .map(|(c, _)| {
+                c.min_collection_interval
+                    .map_or(DEFAULT_INTERVAL, Duration::from_secs_f64)
+            })
+            .collect();
+        shortest = intervals.iter().copied().fold(shortest, Duration::min);
+        let name = loaded.name.clone();
+        kinds.insert(name.clone(), loaded.kind);
+        summaries.insert(name.clone(), CheckSummary::new(&name, loaded.kind.label()));
+        let runner = Runner::new(loaded, config, None, None, false);
+        let (tx, stop) = (tx.clone(), Arc::clone(&stop));
+        let spawned = std::thread::Builder::new()
+            .name(format!("check-{name}"))
+            .spawn(move || schedule::run_check(name, runner, intervals, tx, stop));
+        match spawned {
+            Ok(_) => running += 1,
+            Err(e) => report
+                .config_errors
+                .push(format!("cannot start a thread: {e}")),
+        }
+    }
+    drop(tx);
+
+    let loop_every = shortest.clamp(Duration::from_secs(1), DEFAULT_INTERVAL);
+    let mut agent = stats::AgentStats::new(Aggregator::new(
+        config.hostname.clone(),
+        &[],
+        &config.tags,
+        config.histogram.clone(),
+    ));
+    let started = Instant::now();
+    let mut next_loop = started + loop_every;
+    let (mut collection_s, mut emit_s) = (0.0, 0.0);
+    let mut stopping_since: Option<Instant> = None;
+    let forward = |batch: &Batch<'_>, fw: &mut Vec<Box<dyn Forwarder>>, errors: &mut u64| -> f64 {
+        let t = Instant::now();
+        for f in fw.iter_mut() {
+            if let Err(e) = f.send(batch) {
+                *errors += 1;
+                if *errors <= 5 {
+                    eprintln!("agentprof: {}: {e}", f.name());
+                }
+            }
+        }
+        t.elapsed().as_secs_f64()
+    };
+    let mut check_aggs: HashMap<String, Aggregator> = HashMap::new();
+    while running > 0 {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(Msg::Run(rec)) => {
+                let kind = kinds.get(&rec.check).copied().unwrap_or(CheckKind::Builtin);
+                collection_s += rec.cost.wall_s;
+                if opts.developer_mode {
+                    log.write(&collector_log::block(&rec));
+                }
+                let mut sink = Sink::default();
+                stats::check_metrics(&rec, kind, opts.developer_mode, &mut sink);
+                let agg = check_aggs.entry(rec.check.clone()).or_insert_with(|| {
+                    Aggregator::new(
+                        config.hostname.clone(),
+                        &[],
+                        &config.tags,
+                        config.histogram.clone(),
+                    )
+                });
+                let own = agg.flush(sink, rec.started_at, rec.run);
+                for part in [
+                    Batch {
+                        metrics: &rec.metrics,
+                        service_checks: &rec.service_checks,
+                        events: &rec.events,
+                    },
+                    Batch {
+                        metrics: &own.metrics,
+                        service_checks: &own.service_checks,
+                        events: &own.events,
+                    },
+                ] {
+                    emit_s += forward(&part, &mut forwarders, &mut report.forward_errors);
+                }
+                if let Some(s) = summaries.get_mut(&rec.check) {
+                    // A built-in check shares agentprof's process with every other check: its
+                    // RSS is the agent's (reported as datadog.agent.collector.*), not its own.
+                    s.add(*rec, opts.developer_mode && kind != CheckKind::Builtin);
+                }
+            }
+            Ok(Msg::Skipped { check, count }) => {
+                eprintln!(
+                    "agentprof: warning: {check}: {count} run(s) skipped: the previous run was still going"
+                );
+                if let Some(s) = summaries.get_mut(&check) {
+                    s.skipped += count;
+                }
+            }
+            Ok(Msg::Done) => running -= 1,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        let now = Instant::now();
+        if now >= next_loop && stopping_since.is_none() {
+            next_loop += loop_every;
+            report.loops += 1;
+            let flushed: Flushed = agent.collect(collection_s, emit_s, unix_now());
+            collection_s = 0.0;
+            emit_s = 0.0;
+            if opts.developer_mode {
+                log.write(&collector_log::agent_stats(
+                    unix_now(),
+                    &format!("checks.collector({}:{})", file!(), line!()),
+                    &flushed.metrics,
+                ));
+            }
+            let batch = Batch {
+                metrics: &flushed.metrics,
+                service_checks: &flushed.service_checks,
+                events: &flushed.events,
+            };
+            emit_s += forward(&batch, &mut forwarders, &mut report.forward_errors);
+        }
+        let asked = signal::requested() || opts.duration.is_some_and(|d| started.elapsed() >= d);
+        if asked && stopping_since.is_none() {
+            stop.store(true, Ordering::SeqCst);
+            stopping_since = Some(now);
+        }
+        if stopping_since.is_some_and(|t| t.elapsed() >= GRACE) {
+            // Checks still running past the grace period are left behind; their results are not waited for.
+            eprintln!(
+                "agentprof: {running} check(s) still running after {}s: not waited for",
+                GRACE.as_secs()
+            );
+            break;
+        }
+    }
+    for f in forwarders.iter_mut() {
+        if let Err(e) = f.flush() {
+            report.forward_errors += 1;
+            eprintln!("agentprof: {}: {e}", f.name());
+        }
+    }
+    report.duration_s = started.elapsed().as_secs_f64();
+    let mut list: Vec<CheckSummary> = summaries.into_values().collect();
+    list.sort_by(|a, b| a.check.cmp(&b.check));
+    for s in &mut list {
+        s.finish();
+    }
+    report.checks = list;
+    Ok(report)
+}
+
+pub fn render_summary(report: &AgentReport) -> String {
+    summary::render(&report.checks, &report.config_errors, &report.forwarders)
+}

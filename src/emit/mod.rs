@@ -1,0 +1,29 @@
+//! Forwarders: where `agentprof start` sends what checks and the agent itself report. One file
+//! per destination behind a small trait; all get the same aggregated values.
+
+mod dogstatsd;
+mod jsonl;
+
+pub use dogstatsd::DogStatsd;
+pub use jsonl::JsonLines;
+
+use crate::metrics::{Event, Metric, ServiceCheck};
+
+/// What one flush carries.
+pub struct Batch<'a> {
+    pub metrics: &'a [Metric],
+    pub service_checks: &'a [ServiceCheck],
+    pub events: &'a [Event],
+}
+
+/// A destination for metrics, service checks and events.
+pub trait Forwarder: Send {
+    /// A short name for messages and the summary, e.g. `dogstatsd udp://127.0.0.1:8125`.
+    fn name(&self) -> String;
+    /// Sends (or queues) a batch; an error is counted and reported, never fatal.
+    fn send(&mut self, batch: &Batch<'_>) -> std::io::Result<()>;
+    /// Sends whatever is queued.
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,177 @@
+//! `agentprof start`: checks on their intervals, developer mode, forwarders, stopping.
+
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+use crate::support::Sandbox;
+
+fn plugin(sb: &Sandbox, name: &str, body: &str) {
+    let path = sb.write(&format!("checks/{name}"), &format!("#!/bin/sh\n{body}"));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn the_agent_runs_every_check_logs_forwards_and_summarises() {
+    let sb = Sandbox::new();
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    sb.write(
+        "agentprof.yaml",
+        &format!(
+            "dogstatsd_url: udp://{}\nmetrics_file: metrics.jsonl\nlog_file: collector.log\nhostname: box\n",
+            udp.local_addr().unwrap()
+        ),
+    );
+    sb.write(
+        "conf.d/uptime.yaml",
+        "instances:\n  - min_collection_interval: 1\n",
+    );
+    plugin(&sb, "fast.sh", "echo 'fast.value:1|g|#via:exec'\n");
+    sb.write(
+        "conf.d/fast.yaml",
+        "instances:\n  - min_collection_interval: 1\n",
+    );
+    plugin(&sb, "hang.sh", "sleep 30\n");
+    sb.write(
+        "conf.d/hang.yaml",
+        "instances:\n  - min_collection_interval: 1\n    timeout: 1\n",
+    );
+    sb.write("conf.d/disk.yaml", "instances:\n  - use_mount: [\n");
+    let t = Instant::now();
+    let r = sb.run(&["start", "--profile", "--duration", "3500ms", "--json"]);
+    assert!(
+        t.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let check = |name: &str| {
+        doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert!(check("uptime")["runs"].as_u64().unwrap() >= 3, "{doc}");
+    assert!(
+        check("fast")["runs"].as_u64().unwrap() >= 3,
+        "the hanging check did not stall the others"
+    );
+    let hang = check("hang");
+    assert!(hang["errors"].as_u64().unwrap() >= 1);
+    assert!(hang["last_error"].as_str().unwrap().contains("timed out"));
+    assert!(
+        doc["config_errors"]
+            .to_string()
+            .contains("conf.d/disk.yaml:3:1"),
+        "{}",
+        doc["config_errors"]
+    );
+    assert!(doc["loops"].as_u64().unwrap() >= 2);
+
+    let log = std::fs::read_to_string(sb.file("collector.log")).unwrap();
+    assert!(
+        log.contains(" | INFO | check | uptime\nMemory Before (RSS): "),
+        "{log}"
+    );
+    assert!(log.contains("Difference (VMS): "));
+    assert!(
+        log.contains("AGENT STATS:\n[ ( 'datadog.agent.collector."),
+        "{log}"
+    );
+
+    let jsonl = std::fs::read_to_string(sb.file("metrics.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["metric"]["metric"] == "system.uptime" && l["metric"]["host"] == "box")
+    );
+    assert!(lines.iter().any(|l| l["metric"]["metric"] == "fast.value"));
+
+    let mut got = String::new();
+    let mut buf = [0u8; 65536];
+    while let Ok(n) = udp.recv(&mut buf) {
+        got.push_str(std::str::from_utf8(&buf[..n]).unwrap());
+        got.push('\n');
+    }
+    for name in [
+        "system.uptime:",
+        "fast.value:1|g|#via:exec,host:box",
+        "datadog.agent.collector.memory_info.rss:",
+        "datadog.agent.collector.memory_info.vms:",
+        "datadog.agent.collector.io_counters.read_bytes:",
+        "datadog.agent.collector.io_counters.write_bytes:",
+        "datadog.agent.collector.io_counters.read_count:",
+        "datadog.agent.collector.io_counters.write_count:",
+        "datadog.agent.collector.num_threads:",
+        "datadog.agent.collector.num_fds:",
+        "datadog.agent.collector.connections:",
+        "datadog.agent.collector.cpu.used:",
+        "datadog.agent.collector.collection.time:",
+        "datadog.agent.emitter.emit.time:",
+        "datadog.agent.check_run_time:",
+        "datadog.agent.check.memory_info.rss:",
+        "_sc|datadog.agent.up|0",
+        "_sc|datadog.agent.check_status|2|#check:hang",
+    ] {
+        assert!(got.contains(name), "{name} not received over UDP:\n{got}");
+    }
+}
+
+#[test]
+fn sigterm_stops_the_agent_within_five_seconds_with_a_summary() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/uptime.yaml",
+        "instances:\n  - min_collection_interval: 1\n",
+    );
+    sb.write("agentprof.yaml", "metrics_file: m.jsonl\n");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
+        .args(["start", "--json"])
+        .current_dir(sb.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let t = Instant::now();
+    // SAFETY: signals the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "stopped after {:?}",
+        t.elapsed()
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["checks"][0]["runs"].as_u64().unwrap() >= 1);
+    let flushed = std::fs::read_to_string(sb.file("m.jsonl")).unwrap();
+    assert!(
+        flushed.contains("system.uptime"),
+        "forwarders flushed at stop"
+    );
+}
+
+#[test]
+fn nothing_configured_is_a_usage_error() {
+    let r = Sandbox::new().run(&["start", "--duration", "1s"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("no check is configured"), "{}", r.stderr);
+    let r = Sandbox::new().run(&["start", "--duration", "soon"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("--duration"), "{}", r.stderr);
+}
