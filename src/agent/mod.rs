@@ -3,6 +3,7 @@
 //! blocks, emits the agent's own figures every collector loop, and stops on SIGINT, SIGTERM or
 //! `--duration`, flushing every forwarder and printing the summary.
 
+mod agent_metrics;
 mod schedule;
 pub mod signal;
 mod stats;
@@ -125,6 +126,7 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
         .into());
     }
 
+    let which = agent_metrics::AgentMetrics::load(&config.confd_path)?;
     let mut forwarders: Vec<Box<dyn Forwarder>> = Vec::new();
     if let Some(url) = &config.dogstatsd_url {
         forwarders.push(Box::new(
@@ -194,12 +196,15 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
     drop(tx);
 
     let loop_every = shortest.clamp(Duration::from_secs(1), DEFAULT_INTERVAL);
-    let mut agent = stats::AgentStats::new(Aggregator::new(
-        config.hostname.clone(),
-        &[],
-        &config.tags,
-        config.histogram.clone(),
-    ));
+    let mut agent = stats::AgentStats::new(
+        Aggregator::new(
+            config.hostname.clone(),
+            &[],
+            &config.tags,
+            config.histogram.clone(),
+        ),
+        which,
+    );
     let started = Instant::now();
     let mut next_loop = started + loop_every;
     let (mut collection_s, mut emit_s) = (0.0, 0.0);

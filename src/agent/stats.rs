@@ -6,10 +6,13 @@ use std::time::Instant;
 use crate::checks::CheckKind;
 use crate::metrics::{Aggregator, Flushed, ServiceCheckStatus, Sink};
 use crate::procstat::{Probe, Target};
+
+use super::agent_metrics::AgentMetrics;
 use crate::profile::RunRecord;
 
 /// Samples agentprof's own process each loop.
 pub struct AgentStats {
+    which: AgentMetrics,
     probe: Probe,
     aggregator: Aggregator,
     last: Option<(Instant, f64)>,
@@ -17,8 +20,9 @@ pub struct AgentStats {
 }
 
 impl AgentStats {
-    pub fn new(aggregator: Aggregator) -> AgentStats {
+    pub fn new(aggregator: Aggregator, which: AgentMetrics) -> AgentStats {
         AgentStats {
+            which,
             probe: Probe::new(Target::SelfProcess),
             aggregator,
             last: None,
@@ -32,16 +36,21 @@ impl AgentStats {
         self.loops += 1;
         let s = self.probe.after();
         let mut sink = Sink::default();
-        let g = |sink: &mut Sink, name: &str, v: Option<f64>| {
-            if let Some(v) = v {
-                sink.gauge(&format!("datadog.agent.collector.{name}"), v, &[]);
+        let which = &self.which;
+        let mut put = |method: &str, name: &str, v: Option<f64>| {
+            if let (Some(t), Some(v)) = (which.get(method), v) {
+                sink.submit(t, &format!("datadog.agent.collector.{name}"), v, &[]);
             }
         };
-        g(&mut sink, "memory_info.rss", s.rss.map(|v| v as f64));
-        g(&mut sink, "memory_info.vms", s.vms.map(|v| v as f64));
-        g(&mut sink, "num_threads", s.threads.map(|v| v as f64));
-        g(&mut sink, "num_fds", s.open_fds.map(|v| v as f64));
-        g(&mut sink, "connections", s.connections.map(|v| v as f64));
+        put("memory_info", "memory_info.rss", s.rss.map(|v| v as f64));
+        put("memory_info", "memory_info.vms", s.vms.map(|v| v as f64));
+        put("num_threads", "num_threads", s.threads.map(|v| v as f64));
+        put("num_fds", "num_fds", s.open_fds.map(|v| v as f64));
+        put(
+            "connections",
+            "connections",
+            s.connections.map(|v| v as f64),
+        );
         if let Some(io) = s.io {
             for (name, v) in [
                 ("read_bytes", io.read_bytes),
@@ -49,10 +58,10 @@ impl AgentStats {
                 ("read_count", io.read_count),
                 ("write_count", io.write_count),
             ] {
-                sink.rate(
-                    &format!("datadog.agent.collector.io_counters.{name}"),
-                    v as f64,
-                    &[],
+                put(
+                    "io_counters",
+                    &format!("io_counters.{name}"),
+                    Some(v as f64),
                 );
             }
         }
@@ -61,10 +70,13 @@ impl AgentStats {
             _ => None,
         };
         let now = Instant::now();
-        if let (Some(cpu), Some((then, cpu_then))) = (cpu, self.last) {
+        if let (Some(cpu), Some((then, cpu_then)), Some(t)) =
+            (cpu, self.last, self.which.get("cpu_percent"))
+        {
             let dt = now.duration_since(then).as_secs_f64();
             if dt > 0.0 {
-                sink.gauge(
+                sink.submit(
+                    t,
                     "datadog.agent.collector.cpu.used",
                     (cpu - cpu_then) / dt * 100.0,
                     &[],
