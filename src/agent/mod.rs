@@ -4,15 +4,16 @@
 //! `--duration`, flushing every forwarder and printing the summary.
 
 mod agent_metrics;
+mod logfile;
 mod schedule;
 pub mod signal;
 mod stats;
 mod summary;
 
+pub use logfile::parse_size;
 pub use summary::CheckSummary;
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +27,7 @@ use crate::error::UsageError;
 use crate::metrics::{Aggregator, Flushed, Sink};
 use crate::render::collector_log;
 
+use logfile::{LogSink, RotatingFile};
 use schedule::{DEFAULT_INTERVAL, Msg};
 
 /// How long running checks get to finish once the agent is asked to stop.
@@ -83,23 +85,6 @@ fn unix_now() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// The collector.log destination: a file appended to, or stdout.
-enum Log {
-    File(std::fs::File),
-    Stdout,
-    None,
-}
-
-impl Log {
-    fn write(&mut self, text: &str) {
-        let _ = match self {
-            Log::File(f) => f.write_all(text.as_bytes()),
-            Log::Stdout => std::io::stdout().write_all(text.as_bytes()),
-            Log::None => Ok(()),
-        };
-    }
-}
-
 pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentReport> {
     let registry = Registry::new(config);
     let mut report = AgentReport::default();
@@ -148,17 +133,13 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
     report.forwarders = forwarders.iter().map(|f| f.name()).collect();
 
     let mut log = match opts.log.as_ref().or(config.log_file.as_ref()) {
-        Some(p) if p.as_os_str() == "-" => Log::Stdout,
-        Some(p) => Log::File(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .map_err(|e| {
-                    UsageError::flag("--log", format!("cannot append to {}: {e}", p.display()))
-                })?,
+        Some(p) if p.as_os_str() == "-" => LogSink::Stdout,
+        Some(p) => LogSink::File(
+            RotatingFile::open(p, config.log_file_max_size, config.log_file_max_rolls).map_err(
+                |e| UsageError::flag("--log", format!("cannot append to {}: {e}", p.display())),
+            )?,
         ),
-        None => Log::None,
+        None => LogSink::None,
     };
 
     signal::install();

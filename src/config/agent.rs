@@ -24,6 +24,8 @@ const KNOWN_KEYS: &[&str] = &[
     "histogram_percentiles",
     "dogstatsd_url",
     "metrics_file",
+    "log_file_max_size",
+    "log_file_max_rolls",
 ];
 
 #[derive(Debug, Deserialize, Default)]
@@ -41,6 +43,8 @@ struct AgentConfigFile {
     histogram_percentiles: Option<Vec<f64>>,
     dogstatsd_url: Option<String>,
     metrics_file: Option<PathBuf>,
+    log_file_max_size: Option<serde_yaml_ng::Value>,
+    log_file_max_rolls: Option<u32>,
 }
 
 /// Which histogram aggregates a run flushes (`.max`, `.median`, `.avg`, `.count`, `.95percentile`).
@@ -77,6 +81,10 @@ pub struct AgentConfig {
     pub dogstatsd_url: Option<String>,
     /// `agentprof start` appends one JSON metric per line here.
     pub metrics_file: Option<PathBuf>,
+    /// collector.log is rotated past this many bytes (default 10 MiB)...
+    pub log_file_max_size: u64,
+    /// ...keeping this many old files (default 1).
+    pub log_file_max_rolls: u32,
     /// Problems worth a warning that do not stop the command (unknown keys).
     pub warnings: Vec<String>,
 }
@@ -212,6 +220,18 @@ impl AgentConfig {
             histogram.percentiles = pcts;
         }
 
+        let log_file_max_size = match &file.log_file_max_size {
+            None => 10 << 20,
+            Some(v) => {
+                let text = match v {
+                    serde_yaml_ng::Value::Number(n) => n.to_string(),
+                    serde_yaml_ng::Value::String(s) => s.clone(),
+                    other => format!("{other:?}"),
+                };
+                crate::agent::parse_size(&text)
+                    .map_err(|e| UsageError::config(&cfg_path, format!("log_file_max_size: {e}")))?
+            }
+        };
         Ok(AgentConfig {
             source,
             hostname,
@@ -232,6 +252,8 @@ impl AgentConfig {
             histogram,
             dogstatsd_url: file.dogstatsd_url.filter(|u| !u.is_empty()),
             metrics_file: file.metrics_file.map(rel),
+            log_file_max_size,
+            log_file_max_rolls: file.log_file_max_rolls.unwrap_or(1),
             warnings,
         })
     }

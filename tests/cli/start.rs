@@ -175,3 +175,28 @@ fn nothing_configured_is_a_usage_error() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("--duration"), "{}", r.stderr);
 }
+
+#[test]
+fn collector_log_rotates_by_size() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/uptime.yaml",
+        "instances:\n  - min_collection_interval: 1\n",
+    );
+    sb.write(
+        "agentprof.yaml",
+        "log_file: collector.log\nlog_file_max_size: 1KB\nlog_file_max_rolls: 2\nmetrics_file: m.jsonl\n",
+    );
+    let r = sb.run(&["start", "--profile", "--duration", "2500ms", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(sb.file("collector.log.1").exists(), "rotated once at least");
+    assert!(std::fs::metadata(sb.file("collector.log")).unwrap().len() <= 2048);
+    sb.write("agentprof.yaml", "log_file_max_size: huge\n");
+    let r = sb.run(&["start", "--duration", "1s"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("log_file_max_size: `huge` is not a size"),
+        "{}",
+        r.stderr
+    );
+}
