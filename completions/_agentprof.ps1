@@ -63,6 +63,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
         'agentprof;start' {
             [CompletionResult]::new('--duration', '--duration', [CompletionResultType]::ParameterName, 'Stop by itself after this long (e.g. 30s, 10m)')
             [CompletionResult]::new('--log', '--log', [CompletionResultType]::ParameterName, 'Write collector.log here (overrides log_file; - is stdout)')
+            [CompletionResult]::new('--metrics-listen', '--metrics-listen', [CompletionResultType]::ParameterName, 'Serve the agent''s own figures as OpenMetrics on http://ADDR/metrics (e.g. 127.0.0.1:9494)')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)')
             [CompletionResult]::new('--confd', '--confd', [CompletionResultType]::ParameterName, 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)')
             [CompletionResult]::new('--checks', '--checks', [CompletionResultType]::ParameterName, 'Directory of plugin checks')

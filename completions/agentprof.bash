@@ -303,7 +303,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__start)
-            opts="-h -V --profile --duration --json --log --config --confd --checks --python --help --version"
+            opts="-h -V --profile --duration --json --log --metrics-listen --config --confd --checks --python --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -314,6 +314,10 @@ _agentprof() {
                     return 0
                     ;;
                 --log)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-listen)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

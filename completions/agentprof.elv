@@ -58,6 +58,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
         &'agentprof;start'= {
             cand --duration 'Stop by itself after this long (e.g. 30s, 10m)'
             cand --log 'Write collector.log here (overrides log_file; - is stdout)'
+            cand --metrics-listen 'Serve the agent''s own figures as OpenMetrics on http://ADDR/metrics (e.g. 127.0.0.1:9494)'
             cand --config 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)'
             cand --confd 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)'
             cand --checks 'Directory of plugin checks'

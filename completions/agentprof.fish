@@ -54,6 +54,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s h -l help 
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l duration -d 'Stop by itself after this long (e.g. 30s, 10m)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l log -d 'Write collector.log here (overrides log_file; - is stdout)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l metrics-listen -d 'Serve the agent\'s own figures as OpenMetrics on http://ADDR/metrics (e.g. 127.0.0.1:9494)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l confd -d 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l checks -d 'Directory of plugin checks' -r -F

@@ -120,6 +120,9 @@ pub struct StartArgs {
     /// Write collector.log here (overrides log_file; - is stdout)
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+    /// Serve the agent's own figures as OpenMetrics on http://ADDR/metrics (e.g. 127.0.0.1:9494)
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
     #[command(flatten)]
     pub config: ConfigArgs,
 }

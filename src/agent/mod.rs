@@ -5,6 +5,7 @@
 
 mod agent_metrics;
 mod logfile;
+mod openmetrics;
 mod schedule;
 pub mod signal;
 mod stats;
@@ -42,6 +43,8 @@ pub struct StartOptions {
     pub json: bool,
     /// Overrides `log_file`; `-` is stdout.
     pub log: Option<PathBuf>,
+    /// Serve /metrics here.
+    pub metrics_listen: Option<String>,
 }
 
 /// What the agent did, for the summary and `--json`.
@@ -142,6 +145,21 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
         None => LogSink::None,
     };
 
+    let exported = match &opts.metrics_listen {
+        Some(addr) => {
+            let listener = std::net::TcpListener::bind(addr.as_str()).map_err(|e| {
+                UsageError::flag("--metrics-listen", format!("cannot listen on {addr}: {e}"))
+            })?;
+            if let Ok(local) = listener.local_addr() {
+                eprintln!("agentprof: serving http://{local}/metrics");
+            }
+            let m = Arc::new(openmetrics::OpenMetrics::new());
+            openmetrics::serve(listener, Arc::clone(&m));
+            Some(m)
+        }
+        None => None,
+    };
+
     signal::install();
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel::<Msg>();
@@ -222,6 +240,9 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
                     )
                 });
                 let own = agg.flush(sink, rec.started_at, rec.run);
+                if let Some(m) = &exported {
+                    m.update(&own.metrics);
+                }
                 for part in [
                     Batch {
                         metrics: &rec.metrics,
@@ -259,6 +280,9 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
             next_loop += loop_every;
             report.loops += 1;
             let flushed: Flushed = agent.collect(collection_s, emit_s, unix_now());
+            if let Some(m) = &exported {
+                m.update(&flushed.metrics);
+            }
             collection_s = 0.0;
             emit_s = 0.0;
             if opts.developer_mode {

@@ -24,6 +24,7 @@ pub fn run(args: StartArgs) -> anyhow::Result<Outcome> {
         duration,
         json: args.json,
         log: args.log,
+        metrics_listen: args.metrics_listen,
     };
     let report = agent::run(&config, &opts)?;
     let mut out = std::io::stdout().lock();

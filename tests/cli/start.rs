@@ -200,3 +200,75 @@ fn collector_log_rotates_by_size() {
         r.stderr
     );
 }
+
+#[test]
+fn metrics_listen_serves_the_agents_own_figures() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/uptime.yaml",
+        "instances:\n  - min_collection_interval: 1\n",
+    );
+    sb.write("agentprof.yaml", "metrics_file: m.jsonl\n");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
+        .args([
+            "start",
+            "--profile",
+            "--duration",
+            "4s",
+            "--json",
+            "--metrics-listen",
+            &addr,
+        ])
+        .current_dir(sb.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let get = |path: &str| {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        text
+    };
+    let resp = get("/metrics");
+    let vm_rss: f64 = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("VmRSS:")
+                .map(|v| v.trim().trim_end_matches(" kB").parse::<f64>().unwrap() * 1024.0)
+        })
+        .unwrap();
+    assert!(get("/nope").starts_with("HTTP/1.1 404"));
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        resp.starts_with("HTTP/1.1 200 OK") && resp.contains("application/openmetrics-text"),
+        "{resp}"
+    );
+    assert!(resp.trim_end().ends_with("# EOF"));
+    let value = |name: &str| -> f64 {
+        resp.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing:\n{resp}"))
+    };
+    let rss = value("datadog_agent_collector_memory_info_rss ");
+    // Against /proc, read a moment later: the same process, about the same size.
+    assert!(
+        (rss - vm_rss).abs() / vm_rss < 0.25,
+        "exported {rss}, /proc {vm_rss}"
+    );
+    assert!(value("datadog_agent_collector_num_threads ") >= 3.0);
+    assert!(value("datadog_agent_check_run_time{check=\"uptime\"} ") > 0.0);
+}
