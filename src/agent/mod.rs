@@ -23,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::checks::{CheckKind, Registry, Runner};
 use crate::config::{AgentConfig, CheckConf};
-use crate::emit::{Batch, DogStatsd, Forwarder, JsonLines};
+use crate::emit::{Batch, DatadogApi, DogStatsd, Forwarder, JsonLines};
 use crate::error::UsageError;
 use crate::metrics::{Aggregator, Flushed, Sink};
 use crate::render::collector_log;
@@ -120,6 +120,12 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
         forwarders.push(Box::new(
             DogStatsd::connect(url).map_err(|e| UsageError::flag("dogstatsd_url", e))?,
         ));
+    }
+    if let Some(key) = &config.api_key {
+        let base = crate::emit::datadog_api::base_url(&config.site, config.dd_url.as_deref());
+        let api =
+            DatadogApi::start(key.0.clone(), base).map_err(|e| UsageError::flag("api_key", e))?;
+        forwarders.push(Box::new(api));
     }
     if let Some(path) = &config.metrics_file {
         let f = JsonLines::open(path).map_err(|e| {

@@ -26,6 +26,9 @@ const KNOWN_KEYS: &[&str] = &[
     "metrics_file",
     "log_file_max_size",
     "log_file_max_rolls",
+    "api_key",
+    "site",
+    "dd_url",
 ];
 
 #[derive(Debug, Deserialize, Default)]
@@ -45,6 +48,9 @@ struct AgentConfigFile {
     metrics_file: Option<PathBuf>,
     log_file_max_size: Option<serde_yaml_ng::Value>,
     log_file_max_rolls: Option<u32>,
+    api_key: Option<String>,
+    site: Option<String>,
+    dd_url: Option<String>,
 }
 
 /// Which histogram aggregates a run flushes (`.max`, `.median`, `.avg`, `.count`, `.95percentile`).
@@ -60,6 +66,16 @@ impl Default for HistogramConfig {
             aggregates: vec!["max".into(), "median".into(), "avg".into(), "count".into()],
             percentiles: vec![0.95],
         }
+    }
+}
+
+/// A Datadog API key: its Debug and Display never show it.
+#[derive(Clone, PartialEq)]
+pub struct ApiKey(pub String);
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
     }
 }
 
@@ -85,6 +101,12 @@ pub struct AgentConfig {
     pub log_file_max_size: u64,
     /// ...keeping this many old files (default 1).
     pub log_file_max_rolls: u32,
+    /// Datadog API key (`api_key`, $DD_API_KEY). Never printed: Debug shows it redacted.
+    pub api_key: Option<ApiKey>,
+    /// Datadog site (`site`, $DD_SITE; default datadoghq.com).
+    pub site: String,
+    /// Overrides the API base URL (`dd_url`).
+    pub dd_url: Option<String>,
     /// Problems worth a warning that do not stop the command (unknown keys).
     pub warnings: Vec<String>,
 }
@@ -254,6 +276,17 @@ impl AgentConfig {
             metrics_file: file.metrics_file.map(rel),
             log_file_max_size,
             log_file_max_rolls: file.log_file_max_rolls.unwrap_or(1),
+            api_key: std::env::var("DD_API_KEY")
+                .ok()
+                .or(file.api_key)
+                .filter(|k| !k.trim().is_empty())
+                .map(ApiKey),
+            site: std::env::var("DD_SITE")
+                .ok()
+                .or(file.site)
+                .filter(|s| !s.trim().is_empty())
+                .unwrap_or_else(|| "datadoghq.com".into()),
+            dd_url: file.dd_url.filter(|u| !u.trim().is_empty()),
             warnings,
         })
     }

@@ -3,7 +3,7 @@
 mod agent;
 mod checkconf;
 
-pub use agent::{AgentConfig, HistogramConfig, LoadOptions};
+pub use agent::{AgentConfig, ApiKey, HistogramConfig, LoadOptions};
 pub use checkconf::{CheckConf, InstanceCommon, find_key_line, suggest};
 
 use std::io::Read;

@@ -1,9 +1,11 @@
 //! Forwarders: where `agentprof start` sends what checks and the agent itself report. One file
 //! per destination behind a small trait; all get the same aggregated values.
 
+pub mod datadog_api;
 mod dogstatsd;
 mod jsonl;
 
+pub use datadog_api::DatadogApi;
 pub use dogstatsd::DogStatsd;
 pub use jsonl::JsonLines;
 

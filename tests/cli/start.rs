@@ -272,3 +272,119 @@ fn metrics_listen_serves_the_agents_own_figures() {
     assert!(value("datadog_agent_collector_num_threads ") >= 3.0);
     assert!(value("datadog_agent_check_run_time{check=\"uptime\"} ") > 0.0);
 }
+
+/// One request the intake saw: path, lower-cased headers, decompressed body.
+type Request = (String, Vec<(String, String)>, String);
+
+/// A loopback Datadog intake that answers 500 to the first request and 202 after, recording
+/// (path, headers, decompressed body) of each.
+fn intake() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Request>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(stream) = stream else { continue };
+            let mut r = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            if r.read_line(&mut line).is_err() {
+                continue;
+            }
+            let path = line
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or_default()
+                .to_string();
+            let mut headers = Vec::new();
+            loop {
+                let mut h = String::new();
+                if r.read_line(&mut h).is_err() || h.trim().is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = h.trim().split_once(':') {
+                    headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+                }
+            }
+            let len: usize = headers
+                .iter()
+                .find(|(k, _)| k == "content-length")
+                .map_or(0, |(_, v)| v.parse().unwrap());
+            let mut body = vec![0u8; len];
+            r.read_exact(&mut body).unwrap();
+            let mut text = String::new();
+            let _ = flate2::read::GzDecoder::new(&body[..]).read_to_string(&mut text);
+            log.lock().unwrap().push((path, headers, text));
+            let status = if n == 0 {
+                "500 Internal Server Error"
+            } else {
+                "202 Accepted"
+            };
+            let mut s = stream;
+            let _ = write!(
+                s,
+                "HTTP/1.1 {status}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+            );
+        }
+    });
+    (url, seen)
+}
+
+#[test]
+fn series_reach_the_datadog_api_gzipped_with_retries_and_the_key_stays_secret() {
+    let sb = Sandbox::new();
+    let (url, seen) = intake();
+    sb.write(
+        "conf.d/uptime.yaml",
+        "instances:\n  - min_collection_interval: 1\n",
+    );
+    sb.write(
+        "agentprof.yaml",
+        &format!("api_key: s3cr3t-key-0123\ndd_url: {url}\nhostname: box\n"),
+    );
+    let r = sb.run(&["start", "--profile", "--duration", "2500ms", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        !r.stdout.contains("s3cr3t") && !r.stderr.contains("s3cr3t"),
+        "the key leaked"
+    );
+    let seen = seen.lock().unwrap();
+    assert!(seen.len() >= 3, "{} requests", seen.len());
+    let series: Vec<&Request> = seen
+        .iter()
+        .filter(|(p, _, _)| p == "/api/v2/series")
+        .collect();
+    assert!(series.len() >= 2, "the 500 was retried");
+    for (_, headers, _) in &series {
+        let h = |k: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(h("dd-api-key"), Some("s3cr3t-key-0123"));
+        assert_eq!(h("content-encoding"), Some("gzip"));
+        assert_eq!(h("content-type"), Some("application/json"));
+    }
+    let all: Vec<serde_json::Value> = series
+        .iter()
+        .map(|(_, _, b)| serde_json::from_str(b).unwrap())
+        .collect();
+    let uptime = all
+        .iter()
+        .flat_map(|d| d["series"].as_array().unwrap().clone())
+        .find(|s| s["metric"] == "system.uptime")
+        .expect("system.uptime sent");
+    assert_eq!(uptime["type"], 3);
+    assert!(uptime["points"][0]["value"].as_f64().unwrap() > 0.0);
+    assert!(uptime["points"][0]["timestamp"].as_i64().unwrap() > 1_600_000_000);
+    assert_eq!(
+        uptime["resources"][0],
+        serde_json::json!({"name": "box", "type": "host"})
+    );
+    assert!(
+        seen.iter()
+            .any(|(p, _, b)| p == "/api/v1/check_run" && b.contains("datadog.agent.up"))
+    );
+}

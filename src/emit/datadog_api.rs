@@ -1,0 +1,289 @@
+//! The Datadog HTTP API: series (v2, gzip) and service checks (v1 check_run), sent from a
+//! thread of their own so a slow or failing intake never stalls the agent. A bounded queue
+//! holds batches; when it is full the oldest are dropped and counted. 5xx answers and network
+//! errors are retried with backoff; other 4xx answers are dropped with a message. The API key
+//! is only ever in the DD-API-KEY header: never in a URL, a message, a log line or `--json`.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use serde_json::{Value, json};
+
+use crate::metrics::MetricType;
+
+use super::{Batch, Forwarder};
+
+/// Batches waiting to be sent, at most.
+const QUEUE: usize = 256;
+/// Attempts per payload.
+const ATTEMPTS: u32 = 5;
+const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+
+/// What the sender thread reports.
+#[derive(Debug, Default)]
+pub struct ApiStats {
+    pub sent: AtomicU64,
+    pub retried: AtomicU64,
+    pub dropped: AtomicU64,
+    pub failed: AtomicU64,
+}
+
+struct Payload {
+    path: &'static str,
+    body: Vec<u8>,
+}
+
+struct Shared {
+    queue: Mutex<(VecDeque<Payload>, bool)>,
+    ready: Condvar,
+    stats: ApiStats,
+}
+
+pub struct DatadogApi {
+    base: String,
+    shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// `https://api.SITE`, or `dd_url` as given.
+pub fn base_url(site: &str, dd_url: Option<&str>) -> String {
+    match dd_url {
+        Some(u) => u.trim_end_matches('/').to_string(),
+        None => format!("https://api.{site}"),
+    }
+}
+
+fn gzip(v: &Value) -> Vec<u8> {
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    let _ = serde_json::to_writer(&mut gz, v);
+    gz.finish().unwrap_or_default()
+}
+
+/// The v2 series body: type 1 count, 2 rate, 3 gauge.
+pub fn series(batch: &Batch<'_>) -> Value {
+    let series: Vec<Value> = batch
+        .metrics
+        .iter()
+        .map(|m| {
+            let kind = match m.mtype {
+                MetricType::Count | MetricType::MonotonicCount => 1,
+                MetricType::Rate => 2,
+                _ => 3,
+            };
+            let mut s = json!({
+                "metric": m.metric,
+                "type": kind,
+                "points": [{"timestamp": m.timestamp as i64, "value": m.value}],
+                "tags": m.tags,
+            });
+            if !m.host.is_empty() {
+                s["resources"] = json!([{"name": m.host, "type": "host"}]);
+            }
+            s
+        })
+        .collect();
+    json!({ "series": series })
+}
+
+fn check_runs(batch: &Batch<'_>) -> Value {
+    Value::Array(
+        batch
+            .service_checks
+            .iter()
+            .map(|sc| {
+                json!({
+                    "check": sc.name,
+                    "host_name": sc.host,
+                    "status": sc.status as u8,
+                    "timestamp": std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_secs())
+                        .unwrap_or(0),
+                    "message": sc.message,
+                    "tags": sc.tags,
+                })
+            })
+            .collect(),
+    )
+}
+
+impl DatadogApi {
+    pub fn start(api_key: String, base: String) -> Result<DatadogApi, String> {
+        // rustls with ring, not aws-lc: the build stays light.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::blocking::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let shared = Arc::new(Shared {
+            queue: Mutex::new((VecDeque::new(), false)),
+            ready: Condvar::new(),
+            stats: ApiStats::default(),
+        });
+        let (s, url) = (Arc::clone(&shared), base.clone());
+        let thread = std::thread::Builder::new()
+            .name("datadog-api".into())
+            .spawn(move || sender(client, api_key, url, s))
+            .map_err(|e| format!("cannot start the sender: {e}"))?;
+        Ok(DatadogApi {
+            base,
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn stats(&self) -> &ApiStats {
+        &self.shared.stats
+    }
+
+    fn push(&self, p: Payload) {
+        let Ok(mut q) = self.shared.queue.lock() else {
+            return;
+        };
+        if q.0.len() >= QUEUE {
+            q.0.pop_front();
+            self.shared.stats.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        q.0.push_back(p);
+        self.shared.ready.notify_one();
+    }
+}
+
+fn sender(client: reqwest::blocking::Client, key: String, base: String, shared: Arc<Shared>) {
+    loop {
+        let next = {
+            let Ok(mut q) = shared.queue.lock() else {
+                return;
+            };
+            loop {
+                if let Some(p) = q.0.pop_front() {
+                    break Some(p);
+                }
+                if q.1 {
+                    break None;
+                }
+                q = match shared.ready.wait(q) {
+                    Ok(q) => q,
+                    Err(_) => return,
+                };
+            }
+        };
+        let Some(p) = next else { return };
+        let mut backoff = FIRST_BACKOFF;
+        for attempt in 1..=ATTEMPTS {
+            let res = client
+                .post(format!("{base}{}", p.path))
+                .header("DD-API-KEY", &key)
+                .header("Content-Type", "application/json")
+                .header("Content-Encoding", "gzip")
+                .header(
+                    "User-Agent",
+                    concat!("agentprof/", env!("CARGO_PKG_VERSION")),
+                )
+                .body(p.body.clone())
+                .send();
+            let retry = match res {
+                Ok(r) if r.status().is_success() => {
+                    shared.stats.sent.fetch_add(1, Ordering::Relaxed);
+                    false
+                }
+                Ok(r) if r.status().is_server_error() || r.status().as_u16() == 429 => true,
+                Ok(r) => {
+                    shared.stats.failed.fetch_add(1, Ordering::Relaxed);
+                    eprintln!(
+                        "agentprof: datadog api {base}{}: {} (not retried)",
+                        p.path,
+                        r.status()
+                    );
+                    false
+                }
+                Err(e) => {
+                    if attempt == ATTEMPTS {
+                        eprintln!(
+                            "agentprof: datadog api {base}{}: {}",
+                            p.path,
+                            e.without_url()
+                        );
+                    }
+                    true
+                }
+            };
+            if !retry {
+                break;
+            }
+            if attempt == ATTEMPTS {
+                shared.stats.failed.fetch_add(1, Ordering::Relaxed);
+                break;
+            }
+            shared.stats.retried.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(backoff);
+            backoff *= 2;
+        }
+    }
+}
+
+impl Forwarder for DatadogApi {
+    fn name(&self) -> String {
+        format!("datadog api {}", self.base)
+    }
+
+    fn send(&mut self, batch: &Batch<'_>) -> std::io::Result<()> {
+        if !batch.metrics.is_empty() {
+            self.push(Payload {
+                path: "/api/v2/series",
+                body: gzip(&series(batch)),
+            });
+        }
+        if !batch.service_checks.is_empty() {
+            self.push(Payload {
+                path: "/api/v1/check_run",
+                body: gzip(&check_runs(batch)),
+            });
+        }
+        Ok(())
+    }
+
+    /// Waits (at most 1.5 s) for the queue to drain, then stops the sender.
+    fn flush(&mut self) -> std::io::Result<()> {
+        let deadline = Instant::now() + Duration::from_millis(1500);
+        while Instant::now() < deadline {
+            let empty = self
+                .shared
+                .queue
+                .lock()
+                .map(|q| q.0.is_empty())
+                .unwrap_or(true);
+            if empty {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Ok(mut q) = self.shared.queue.lock() {
+            let left = q.0.len() as u64;
+            q.0.clear();
+            q.1 = true;
+            self.shared.stats.dropped.fetch_add(left, Ordering::Relaxed);
+        }
+        self.shared.ready.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let s = &self.shared.stats;
+        let _ = writeln!(
+            std::io::stderr(),
+            "agentprof: datadog api: {} payload(s) sent, {} retried, {} failed, {} dropped",
+            s.sent.load(Ordering::Relaxed),
+            s.retried.load(Ordering::Relaxed),
+            s.failed.load(Ordering::Relaxed),
+            s.dropped.load(Ordering::Relaxed)
+        );
+        Ok(())
+    }
+}
