@@ -171,6 +171,10 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
     let (tx, rx) = mpsc::channel::<Msg>();
     let mut kinds: HashMap<String, CheckKind> = HashMap::new();
     let mut summaries: HashMap<String, CheckSummary> = HashMap::new();
+    let mut python_hosts: Vec<(
+        String,
+        Arc<std::sync::Mutex<crate::checks::python::PythonHost>>,
+    )> = Vec::new();
     let mut shortest = DEFAULT_INTERVAL;
     let mut running = 0;
     for loaded in checks {
@@ -185,8 +189,14 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
         shortest = intervals.iter().copied().fold(shortest, Duration::min);
         let name = loaded.name.clone();
         kinds.insert(name.clone(), loaded.kind);
+        if let Some(host) = &loaded.python {
+            python_hosts.push((name.clone(), Arc::clone(host)));
+        }
+        // Developer mode profiles Python checks with cProfile, for the periodic top calls.
+        let python_profile =
+            (opts.developer_mode && loaded.kind == CheckKind::Python).then_some(1000);
         summaries.insert(name.clone(), CheckSummary::new(&name, loaded.kind.label()));
-        let runner = Runner::new(loaded, config, None, None, false);
+        let runner = Runner::new(loaded, config, None, python_profile, false);
         let (tx, stop) = (tx.clone(), Arc::clone(&stop));
         let spawned = std::thread::Builder::new()
             .name(format!("check-{name}"))
@@ -291,6 +301,12 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
             }
             collection_s = 0.0;
             emit_s = 0.0;
+            if opts.developer_mode
+                && config.collector_profile_interval > 0
+                && report.loops % config.collector_profile_interval == 0
+            {
+                log_top_calls(&mut log, &python_hosts);
+            }
             if opts.developer_mode {
                 log.write(&collector_log::agent_stats(
                     unix_now(),
@@ -333,6 +349,30 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
     }
     report.checks = list;
     Ok(report)
+}
+
+/// Every `collector_profile_interval` loops: the top 20 calls of each Python check since it
+/// started, in pstats' layout. A check busy running right now is logged at the next interval.
+fn log_top_calls(
+    log: &mut LogSink,
+    hosts: &[(
+        String,
+        Arc<std::sync::Mutex<crate::checks::python::PythonHost>>,
+    )],
+) {
+    for (name, host) in hosts {
+        let Ok(mut h) = host.try_lock() else { continue };
+        let Ok(report) = h.pstats(20) else { continue };
+        let view = crate::render::pstats::PstatsView { report, top: 20 };
+        let origin = format!("collector(profile.rs:{})", line!());
+        log.write(&collector_log::line(
+            unix_now(),
+            "DEBUG",
+            &origin,
+            &format!("{name}: top calls"),
+        ));
+        log.write(&crate::render::pstats::render(&view));
+    }
 }
 
 pub fn render_summary(report: &AgentReport) -> String {

@@ -388,3 +388,30 @@ fn series_reach_the_datadog_api_gzipped_with_retries_and_the_key_stays_secret() 
             .any(|(p, _, b)| p == "/api/v1/check_run" && b.contains("datadog.agent.up"))
     );
 }
+
+#[test]
+fn developer_mode_logs_python_checks_top_calls_every_n_loops() {
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/pyc.py",
+        "from checks import AgentCheck\n\nclass P(AgentCheck):\n    def check(self, instance):\n        self.gauge('pyc.value', sum(range(1000)))\n",
+    );
+    sb.write(
+        "conf.d/pyc.yaml",
+        "instances:\n  - min_collection_interval: 1\n",
+    );
+    sb.write(
+        "agentprof.yaml",
+        "log_file: collector.log\ncollector_profile_interval: 1\nmetrics_file: m.jsonl\n",
+    );
+    let r = sb.run(&["start", "--profile", "--duration", "2500ms", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let log = std::fs::read_to_string(sb.file("collector.log")).unwrap();
+    assert!(log.contains(" | DEBUG | collector(profile.rs:"), "{log}");
+    assert!(log.contains("pyc: top calls"));
+    assert!(log.contains("   Ordered by: cumulative time"));
+    assert!(log.contains("pyc.py:4(check)"), "{log}");
+    // A Python check's own process figures in developer mode.
+    let m = std::fs::read_to_string(sb.file("m.jsonl")).unwrap();
+    assert!(m.contains("datadog.agent.check.memory_info.rss") && m.contains("check:pyc"));
+}
