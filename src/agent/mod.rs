@@ -56,6 +56,8 @@ pub struct AgentReport {
     pub forward_errors: u64,
     pub loops: u32,
     pub duration_s: f64,
+    /// Developer mode: the agent's whole-run flamegraph and pprof file.
+    pub profile_files: Vec<PathBuf>,
 }
 
 /// Names of the checks that have a configuration in `confd`.
@@ -165,6 +167,24 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
         }
         None => None,
     };
+
+    // Developer mode samples the whole agent process (every thread) at 99 Hz.
+    let mut sampler = None;
+    let mut agent_profile = None;
+    if opts.developer_mode {
+        let mut s = crate::profile::Sampler::new_process(AGENT_HZ);
+        match s.start_process() {
+            Ok(()) => {
+                sampler = Some(s);
+                agent_profile = Some(crate::profile::CallProfile::new(
+                    crate::profile::ProfileKind::Cpu,
+                    AGENT_HZ,
+                    (unix_now() * 1e9) as i64,
+                ));
+            }
+            Err(e) => eprintln!("agentprof: warning: the agent is not sampled: {e:#}"),
+        }
+    }
 
     signal::install();
     let stop = Arc::new(AtomicBool::new(false));
@@ -301,10 +321,17 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
             }
             collection_s = 0.0;
             emit_s = 0.0;
+            if let Some(s) = sampler.as_mut() {
+                s.drain();
+            }
             if opts.developer_mode
                 && config.collector_profile_interval > 0
                 && report.loops % config.collector_profile_interval == 0
             {
+                if let (Some(s), Some(p)) = (sampler.as_mut(), agent_profile.as_mut()) {
+                    s.finish(p);
+                    log.write(&agent_top_calls(p));
+                }
                 log_top_calls(&mut log, &python_hosts);
             }
             if opts.developer_mode {
@@ -342,6 +369,12 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
         }
     }
     report.duration_s = started.elapsed().as_secs_f64();
+    if let (Some(mut s), Some(mut p)) = (sampler, agent_profile) {
+        s.stop();
+        s.finish(&mut p);
+        p.duration_ns = started.elapsed().as_nanos() as u64;
+        report.profile_files = write_agent_profile(&config.profile_dir, &p);
+    }
     let mut list: Vec<CheckSummary> = summaries.into_values().collect();
     list.sort_by(|a, b| a.check.cmp(&b.check));
     for s in &mut list {
@@ -349,6 +382,81 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
     }
     report.checks = list;
     Ok(report)
+}
+
+/// Sampling frequency of the agent's own profile, as Go's default (not a divisor of timers).
+const AGENT_HZ: u32 = 99;
+
+/// The agent's top 20 functions by cumulative samples, `go tool pprof -top -cum` style.
+fn agent_top_calls(p: &crate::profile::CallProfile) -> String {
+    let t = crate::profile::top(p, 20);
+    let ms = |n: u64| n as f64 * p.period_ns as f64 / 1e6;
+    let pct = |n: u64| n as f64 / t.total_samples.max(1) as f64 * 100.0;
+    let origin = format!("collector(profile.rs:{})", line!());
+    let mut out = collector_log::line(
+        unix_now(),
+        "DEBUG",
+        &origin,
+        &format!(
+            "agent: {} samples at {AGENT_HZ} Hz ({:.1}ms of CPU), top {} of {} functions by cumulative time",
+            t.total_samples,
+            ms(t.total_samples),
+            t.rows.len(),
+            t.functions
+        ),
+    );
+    out.push_str("      flat  flat%   sum%        cum   cum%\n");
+    let mut sum = 0;
+    for r in &t.rows {
+        sum += r.flat;
+        out.push_str(&format!(
+            "{:>8.2}ms {:>5.2}% {:>5.2}% {:>8.2}ms {:>5.2}%  {}\n",
+            ms(r.flat),
+            pct(r.flat),
+            pct(sum),
+            ms(r.cum),
+            pct(r.cum),
+            r.function
+        ));
+    }
+    out
+}
+
+/// Writes `agent-UNIXTIME.svg` and `.pb.gz` into `dir`; the paths written.
+fn write_agent_profile(dir: &Path, p: &crate::profile::CallProfile) -> Vec<PathBuf> {
+    if p.total_samples() == 0 {
+        eprintln!("agentprof: the agent used too little CPU to be sampled: no profile written");
+        return Vec::new();
+    }
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!("agentprof: cannot create {}: {e}", dir.display());
+        return Vec::new();
+    }
+    let stem = dir.join(format!("agent-{}", unix_now() as u64));
+    let mut written = Vec::new();
+    let pb = stem.with_extension("pb.gz");
+    match crate::pprof::encode_gzip(p).and_then(|b| std::fs::write(&pb, b)) {
+        Ok(()) => written.push(pb),
+        Err(e) => eprintln!("agentprof: cannot write {}: {e}", pb.display()),
+    }
+    let svg = stem.with_extension("svg");
+    let drawn = std::fs::File::create(&svg)
+        .map_err(anyhow::Error::from)
+        .and_then(|f| {
+            crate::profile::write_flamegraph(
+                p,
+                "agentprof start — the agent",
+                std::io::BufWriter::new(f),
+            )
+        });
+    match drawn {
+        Ok(()) => written.push(svg),
+        Err(e) => eprintln!("agentprof: cannot write {}: {e:#}", svg.display()),
+    }
+    for w in &written {
+        eprintln!("agentprof: wrote {}", w.display());
+    }
+    written
 }
 
 /// Every `collector_profile_interval` loops: the top 20 calls of each Python check since it

@@ -29,6 +29,7 @@ const KNOWN_KEYS: &[&str] = &[
     "api_key",
     "site",
     "dd_url",
+    "profile_dir",
 ];
 
 #[derive(Debug, Deserialize, Default)]
@@ -51,6 +52,7 @@ struct AgentConfigFile {
     api_key: Option<String>,
     site: Option<String>,
     dd_url: Option<String>,
+    profile_dir: Option<PathBuf>,
 }
 
 /// Which histogram aggregates a run flushes (`.max`, `.median`, `.avg`, `.count`, `.95percentile`).
@@ -107,6 +109,8 @@ pub struct AgentConfig {
     pub site: String,
     /// Overrides the API base URL (`dd_url`).
     pub dd_url: Option<String>,
+    /// Where `agentprof start --profile` writes the agent's flamegraph and pprof at stop.
+    pub profile_dir: PathBuf,
     /// Problems worth a warning that do not stop the command (unknown keys).
     pub warnings: Vec<String>,
 }
@@ -287,6 +291,10 @@ impl AgentConfig {
                 .filter(|s| !s.trim().is_empty())
                 .unwrap_or_else(|| "datadoghq.com".into()),
             dd_url: file.dd_url.filter(|u| !u.trim().is_empty()),
+            profile_dir: file
+                .profile_dir
+                .map(rel)
+                .unwrap_or_else(|| PathBuf::from("profiles")),
             warnings,
         })
     }

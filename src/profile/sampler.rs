@@ -65,11 +65,19 @@ mod imp {
     static BUFFER: AtomicPtr<u64> = AtomicPtr::new(std::ptr::null_mut());
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     static ACTIVE: AtomicBool = AtomicBool::new(false);
+    /// Handlers running right now: with process-wide sampling, several threads may be in one.
+    static INFLIGHT: AtomicUsize = AtomicUsize::new(0);
     /// The sampling timer, for `timer_getoverrun` in the handler.
     static TIMER: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     static INSTALL: Once = Once::new();
 
-    extern "C" fn on_sigprof(_sig: libc::c_int, _info: *mut libc::siginfo_t, ctx: *mut c_void) {
+    extern "C" fn on_sigprof(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
+        INFLIGHT.fetch_add(1, Ordering::AcqRel);
+        record(sig, info, ctx);
+        INFLIGHT.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    fn record(_sig: libc::c_int, _info: *mut libc::siginfo_t, ctx: *mut c_void) {
         if !ACTIVE.load(Ordering::Acquire) {
             return;
         }
@@ -78,8 +86,8 @@ mod imp {
         if buf.is_null() || i >= CAPACITY {
             return;
         }
-        // SAFETY: slot i is inside the buffer (i < CAPACITY) and only this thread writes it
-        // while sampling is active; the reader waits until sampling stopped.
+        // SAFETY: slot i is inside the buffer (i < CAPACITY) and only this handler writes it
+        // (slots are claimed atomically); the reader waits until no handler is in flight.
         unsafe {
             let slot = buf.add(i * SLOT);
             *slot.add(1) = interrupted_pc(ctx);
@@ -141,7 +149,17 @@ mod imp {
     /// Symbolised frames of one address, innermost inlined frame first.
     type Location = Vec<usize>;
 
+    /// What a sampler samples.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Scope {
+        /// One thread, on its CPU clock; stacks cut at `measured_run`.
+        Thread,
+        /// Every thread of agentprof, on the process's CPU clock; whole stacks.
+        Process,
+    }
+
     pub struct Sampler {
+        scope: Scope,
         frequency_hz: u32,
         timer: Option<libc::timer_t>,
         /// address -> interned frames, kept across runs so each address is resolved once.
@@ -157,6 +175,7 @@ mod imp {
     impl Sampler {
         pub fn new(frequency_hz: u32) -> Sampler {
             Sampler {
+                scope: Scope::Thread,
                 frequency_hz: frequency_hz.max(1),
                 timer: None,
                 symbols: HashMap::new(),
@@ -164,6 +183,69 @@ mod imp {
                 dropped: 0,
                 outside_run: 0,
             }
+        }
+
+        /// A sampler of the whole process (every thread), for the agent's own profile.
+        pub fn new_process(frequency_hz: u32) -> Sampler {
+            let mut s = Sampler::new(frequency_hz);
+            s.scope = Scope::Process;
+            s
+        }
+
+        /// Starts sampling every thread of agentprof on the process's CPU clock.
+        pub fn start_process(&mut self) -> anyhow::Result<()> {
+            if !install() {
+                bail!("cannot allocate the sample buffer");
+            }
+            NEXT.store(0, Ordering::Relaxed);
+            if self.timer.is_none() {
+                // SAFETY: plain libc calls on values we own; errors are checked.
+                let timer = unsafe {
+                    let mut sev: libc::sigevent = std::mem::zeroed();
+                    sev.sigev_notify = libc::SIGEV_SIGNAL;
+                    sev.sigev_signo = libc::SIGPROF;
+                    let mut timer: libc::timer_t = std::ptr::null_mut();
+                    if libc::timer_create(libc::CLOCK_PROCESS_CPUTIME_ID, &mut sev, &mut timer) != 0
+                    {
+                        bail!(
+                            "cannot create the sampling timer: {}",
+                            std::io::Error::last_os_error()
+                        );
+                    }
+                    timer
+                };
+                TIMER.store(timer, Ordering::Release);
+                self.arm(timer)?;
+                self.timer = Some(timer);
+            }
+            ACTIVE.store(true, Ordering::Release);
+            Ok(())
+        }
+
+        fn arm(&self, timer: libc::timer_t) -> anyhow::Result<()> {
+            let period = 1_000_000_000i64 / i64::from(self.frequency_hz);
+            let ts = libc::timespec {
+                tv_sec: period / 1_000_000_000,
+                tv_nsec: period % 1_000_000_000,
+            };
+            let spec = libc::itimerspec {
+                it_interval: ts,
+                it_value: ts,
+            };
+            // SAFETY: the timer was just created by this sampler.
+            if unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) } != 0 {
+                bail!(
+                    "cannot start the sampling timer: {}",
+                    std::io::Error::last_os_error()
+                );
+            }
+            Ok(())
+        }
+
+        /// Moves what was sampled so far out of the buffer and goes on sampling.
+        pub fn drain(&mut self) {
+            self.stop();
+            ACTIVE.store(true, Ordering::Release);
         }
 
         /// Starts sampling `thread` on its CPU clock. The timer is created once and keeps
@@ -224,6 +306,13 @@ mod imp {
         pub fn stop(&mut self) {
             ACTIVE.store(false, Ordering::Release);
             compiler_fence(Ordering::SeqCst);
+            // A handler on another thread may still be writing its slot.
+            let t = std::time::Instant::now();
+            while INFLIGHT.load(Ordering::Acquire) > 0
+                && t.elapsed() < std::time::Duration::from_millis(100)
+            {
+                std::hint::spin_loop();
+            }
             let taken = NEXT.swap(0, Ordering::AcqRel);
             let n = taken.min(CAPACITY);
             self.dropped += (taken - n) as u64;
@@ -258,6 +347,15 @@ mod imp {
             for (stack, count) in raw {
                 let mut locations = Vec::with_capacity(stack.len());
                 let mut inside_run = false;
+                if self.scope == Scope::Process {
+                    let locations: Vec<Vec<usize>> = stack
+                        .iter()
+                        .enumerate()
+                        .map(|(depth, &ip)| self.resolve(ip, depth == 0, into))
+                        .collect();
+                    into.add(locations, count);
+                    continue;
+                }
                 for (depth, &ip) in stack.iter().enumerate() {
                     let loc = self.resolve(ip, depth == 0, into);
                     inside_run = loc
@@ -344,6 +442,13 @@ mod imp {
         pub fn start(&mut self, _thread: ThreadId) -> anyhow::Result<()> {
             anyhow::bail!("CPU sampling of checks is supported on Linux only for now")
         }
+        pub fn new_process(frequency_hz: u32) -> Sampler {
+            Sampler::new(frequency_hz)
+        }
+        pub fn start_process(&mut self) -> anyhow::Result<()> {
+            anyhow::bail!("CPU sampling is supported on Linux only for now")
+        }
+        pub fn drain(&mut self) {}
         pub fn stop(&mut self) {}
         pub fn finish(&mut self, _into: &mut CallProfile) {}
     }

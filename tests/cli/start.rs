@@ -415,3 +415,56 @@ fn developer_mode_logs_python_checks_top_calls_every_n_loops() {
     let m = std::fs::read_to_string(sb.file("m.jsonl")).unwrap();
     assert!(m.contains("datadog.agent.check.memory_info.rss") && m.contains("check:pyc"));
 }
+
+#[test]
+fn developer_mode_profiles_the_whole_agent() {
+    let sb = Sandbox::new();
+    let busy = "  - name: all\n    search_string: [All]\n    exact_match: false\n    min_collection_interval: 1\n";
+    sb.write(
+        "conf.d/process.yaml",
+        &format!("instances:\n{busy}{busy}{busy}"),
+    );
+    sb.write(
+        "agentprof.yaml",
+        "log_file: collector.log\ncollector_profile_interval: 2\nmetrics_file: m.jsonl\nprofile_dir: prof\n",
+    );
+    let r = sb.run(&["start", "--profile", "--duration", "3500ms", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let files: Vec<String> = doc["profile_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(files.len(), 2, "{doc}");
+    let pb = files.iter().find(|f| f.ends_with(".pb.gz")).unwrap();
+    let svg = files.iter().find(|f| f.ends_with(".svg")).unwrap();
+    assert!(
+        std::fs::read_to_string(sb.path().join(svg))
+            .unwrap()
+            .contains("<svg")
+    );
+    let log = std::fs::read_to_string(sb.file("collector.log")).unwrap();
+    assert!(
+        log.contains("agent: ") && log.contains("samples at 99 Hz"),
+        "{log}"
+    );
+    assert!(
+        log.contains("ProcessCheck"),
+        "the checks' work shows in the agent's profile"
+    );
+    if crate::support::has_go() {
+        let raw = std::process::Command::new("go")
+            .args(["tool", "pprof", "-raw"])
+            .arg(sb.path().join(pb))
+            .output()
+            .unwrap();
+        assert!(
+            raw.status.success(),
+            "{}",
+            String::from_utf8_lossy(&raw.stderr)
+        );
+        assert!(String::from_utf8_lossy(&raw.stdout).contains("samples/count cpu/nanoseconds"));
+    }
+}
