@@ -209,28 +209,37 @@ fn metrics_listen_serves_the_agents_own_figures() {
         "instances:\n  - min_collection_interval: 1\n",
     );
     sb.write("agentprof.yaml", "metrics_file: m.jsonl\n");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
+    // Port 0: agentprof picks a free port and says which, so no other test can race for it.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
         .args([
             "start",
             "--profile",
             "--duration",
-            "4s",
+            "30s",
             "--json",
             "--metrics-listen",
-            &addr,
+            "127.0.0.1:0",
         ])
         .current_dir(sb.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
+    let addr = {
+        use std::io::BufRead;
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let line = lines
+            .find_map(|l| l.ok().filter(|l| l.contains("serving http://")))
+            .expect("the agent says where /metrics is served");
+        std::thread::spawn(move || lines.for_each(drop));
+        line.split("http://")
+            .nth(1)
+            .unwrap()
+            .trim_end_matches("/metrics")
+            .to_string()
+    };
+    // At least one collector loop (1 s) has run.
+    std::thread::sleep(Duration::from_millis(1800));
     let get = |path: &str| {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
@@ -249,6 +258,8 @@ fn metrics_listen_serves_the_agents_own_figures() {
         })
         .unwrap();
     assert!(get("/nope").starts_with("HTTP/1.1 404"));
+    // SAFETY: signals the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     assert!(
