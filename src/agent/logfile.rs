@@ -11,6 +11,27 @@ pub enum LogSink {
     None,
 }
 
+/// `log_level`: lines below it are not written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Debug,
+    Info,
+    Warning,
+    Error,
+}
+
+impl Level {
+    pub fn parse(text: &str) -> Result<Level, String> {
+        Ok(match text.to_ascii_lowercase().as_str() {
+            "debug" | "trace" => Level::Debug,
+            "info" => Level::Info,
+            "warn" | "warning" => Level::Warning,
+            "error" | "critical" => Level::Error,
+            other => return Err(format!("`{other}` is not debug, info, warning or error")),
+        })
+    }
+}
+
 impl LogSink {
     pub fn write(&mut self, text: &str) {
         match self {

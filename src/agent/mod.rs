@@ -11,7 +11,7 @@ pub mod signal;
 mod stats;
 mod summary;
 
-pub use logfile::parse_size;
+pub use logfile::{Level, parse_size};
 pub use summary::CheckSummary;
 
 use std::collections::HashMap;
@@ -168,6 +168,11 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
         None => None,
     };
 
+    let level = match &config.log_level {
+        Some(l) => Level::parse(l).map_err(|e| UsageError::flag("log_level", e))?,
+        None if opts.developer_mode => Level::Debug,
+        None => Level::Info,
+    };
     // Developer mode samples the whole agent process (every thread) at 99 Hz.
     let mut sampler = None;
     let mut agent_profile = None;
@@ -262,8 +267,18 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
             Ok(Msg::Run(rec)) => {
                 let kind = kinds.get(&rec.check).copied().unwrap_or(CheckKind::Builtin);
                 collection_s += rec.cost.wall_s;
-                if opts.developer_mode {
-                    log.write(&collector_log::block(&rec));
+                if opts.developer_mode && level <= Level::Info {
+                    let origin = format!("checks({}:{})", file!(), line!());
+                    log.write(&collector_log::block_from(&rec, &origin));
+                }
+                if let (Some(e), true) = (&rec.error, level <= Level::Error) {
+                    let origin = format!("checks({}:{})", file!(), line!());
+                    let first = e.lines().last().unwrap_or_default();
+                    let msg = format!(
+                        "{} instance {} run {} failed: {first}",
+                        rec.check, rec.instance, rec.run
+                    );
+                    log.write(&collector_log::line(rec.started_at, "ERROR", &origin, &msg));
                 }
                 let mut sink = Sink::default();
                 stats::check_metrics(&rec, kind, opts.developer_mode, &mut sink);
@@ -325,6 +340,7 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
                 s.drain();
             }
             if opts.developer_mode
+                && level <= Level::Debug
                 && config.collector_profile_interval > 0
                 && report.loops % config.collector_profile_interval == 0
             {
@@ -334,7 +350,7 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
                 }
                 log_top_calls(&mut log, &python_hosts);
             }
-            if opts.developer_mode {
+            if opts.developer_mode && level <= Level::Info {
                 log.write(&collector_log::agent_stats(
                     unix_now(),
                     &format!("checks.collector({}:{})", file!(), line!()),

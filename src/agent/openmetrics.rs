@@ -139,9 +139,16 @@ impl Default for OpenMetrics {
 
 fn answer(mut stream: TcpStream, metrics: &OpenMetrics) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    let mut buf = [0u8; 2048];
-    let n = stream.read(&mut buf).unwrap_or(0);
-    let request = String::from_utf8_lossy(&buf[..n]);
+    // Read the whole request head: closing with unread bytes would reset the connection.
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 8192 {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let request = String::from_utf8_lossy(&buf);
     let first = request.lines().next().unwrap_or_default();
     let (status, ctype, body) = if first.starts_with("GET /metrics ") || first == "GET /metrics" {
         (

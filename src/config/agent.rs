@@ -30,6 +30,7 @@ const KNOWN_KEYS: &[&str] = &[
     "site",
     "dd_url",
     "profile_dir",
+    "log_level",
 ];
 
 #[derive(Debug, Deserialize, Default)]
@@ -53,6 +54,7 @@ struct AgentConfigFile {
     site: Option<String>,
     dd_url: Option<String>,
     profile_dir: Option<PathBuf>,
+    log_level: Option<String>,
 }
 
 /// Which histogram aggregates a run flushes (`.max`, `.median`, `.avg`, `.count`, `.95percentile`).
@@ -109,6 +111,8 @@ pub struct AgentConfig {
     pub site: String,
     /// Overrides the API base URL (`dd_url`).
     pub dd_url: Option<String>,
+    /// collector.log's level (`log_level`); `None`: debug in developer mode, else info.
+    pub log_level: Option<String>,
     /// Where `agentprof start --profile` writes the agent's flamegraph and pprof at stop.
     pub profile_dir: PathBuf,
     /// Problems worth a warning that do not stop the command (unknown keys).
@@ -295,6 +299,14 @@ impl AgentConfig {
                 .profile_dir
                 .map(rel)
                 .unwrap_or_else(|| PathBuf::from("profiles")),
+            log_level: match file.log_level {
+                Some(l) => Some(
+                    crate::agent::Level::parse(&l)
+                        .map(|_| l)
+                        .map_err(|e| UsageError::config(&cfg_path, format!("log_level: {e}")))?,
+                ),
+                None => None,
+            },
             warnings,
         })
     }

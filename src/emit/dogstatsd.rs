@@ -189,4 +189,31 @@ mod tests {
         }
         assert_eq!(got, 200);
     }
+
+    #[test]
+    fn sends_to_a_unix_datagram_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dsd.socket");
+        let rx = UnixDatagram::bind(&path).unwrap();
+        let mut d = DogStatsd::connect(path.to_str().unwrap()).unwrap();
+        let m = Metric {
+            metric: "u.m".into(),
+            mtype: MetricType::Count,
+            value: 2.0,
+            tags: vec![],
+            host: String::new(),
+            timestamp: 0.0,
+            run: 1,
+        };
+        d.send(&Batch {
+            metrics: &[m],
+            service_checks: &[],
+            events: &[],
+        })
+        .unwrap();
+        let mut buf = [0u8; 256];
+        let n = rx.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"u.m:2|c");
+        assert!(DogStatsd::connect("relative/path").is_err());
+    }
 }

@@ -49,12 +49,14 @@ pub fn agent_stats(unix_s: f64, origin: &str, metrics: &[crate::metrics::Metric]
     s
 }
 
-pub fn block(r: &RunRecord) -> String {
+/// The run's memory block, its header naming where it comes from (`check` for
+/// `agentprof check`, `module(file:line)` for the agent).
+pub fn block_from(r: &RunRecord, origin: &str) -> String {
     let c = &r.cost;
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} | INFO | check | {}",
+        "{} | INFO | {origin} | {}",
         timestamp(r.started_at),
         r.check
     );
@@ -68,6 +70,10 @@ pub fn block(r: &RunRecord) -> String {
 }
 
 /// Appends the blocks of `records` to `path`, creating it if needed.
+pub fn block(r: &RunRecord) -> String {
+    block_from(r, "check")
+}
+
 pub fn append(path: &Path, records: &[RunRecord]) -> std::io::Result<()> {
     let mut text = String::new();
     for r in records {

@@ -75,8 +75,11 @@ fn the_agent_runs_every_check_logs_forwards_and_summarises() {
     assert!(doc["loops"].as_u64().unwrap() >= 2);
 
     let log = std::fs::read_to_string(sb.file("collector.log")).unwrap();
+    assert!(log.contains(" | INFO | checks(src/agent/mod.rs:"), "{log}");
+    assert!(log.contains(" | uptime\nMemory Before (RSS): "), "{log}");
+    assert!(log.contains(" | ERROR | checks(src/agent/mod.rs:"), "{log}");
     assert!(
-        log.contains(" | INFO | check | uptime\nMemory Before (RSS): "),
+        log.contains("hang instance 0 run 1 failed: timed out"),
         "{log}"
     );
     assert!(log.contains("Difference (VMS): "));
@@ -243,7 +246,8 @@ fn metrics_listen_serves_the_agents_own_figures() {
     let get = |path: &str| {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
-        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+            .unwrap();
         let mut text = String::new();
         s.read_to_string(&mut text).unwrap();
         text
@@ -478,4 +482,33 @@ fn developer_mode_profiles_the_whole_agent() {
         );
         assert!(String::from_utf8_lossy(&raw.stdout).contains("samples/count cpu/nanoseconds"));
     }
+}
+
+#[test]
+fn log_level_filters_collector_log() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/uptime.yaml",
+        "instances:\n  - min_collection_interval: 1\n",
+    );
+    sb.write(
+        "agentprof.yaml",
+        "log_file: c.log\nlog_level: error\nmetrics_file: m.jsonl\n",
+    );
+    let r = sb.run(&["start", "--profile", "--duration", "1500ms", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let log = std::fs::read_to_string(sb.file("c.log")).unwrap_or_default();
+    assert!(
+        !log.contains("Memory Before") && !log.contains("AGENT STATS"),
+        "{log}"
+    );
+    sb.write("agentprof.yaml", "log_level: chatty\n");
+    let r = sb.run(&["start", "--duration", "1s"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("log_level: `chatty` is not debug, info, warning or error"),
+        "{}",
+        r.stderr
+    );
 }
