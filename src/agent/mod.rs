@@ -221,7 +221,10 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
         let python_profile =
             (opts.developer_mode && loaded.kind == CheckKind::Python).then_some(1000);
         summaries.insert(name.clone(), CheckSummary::new(&name, loaded.kind.label()));
-        let runner = Runner::new(loaded, config, None, python_profile, false);
+        let mut runner = Runner::new(loaded, config, None, python_profile, false);
+        if !opts.developer_mode {
+            runner = runner.without_process_figures();
+        }
         let (tx, stop) = (tx.clone(), Arc::clone(&stop));
         let spawned = std::thread::Builder::new()
             .name(format!("check-{name}"))
