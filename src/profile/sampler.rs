@@ -281,22 +281,10 @@ mod imp {
                         std::io::Error::last_os_error()
                     );
                 }
-                let period = 1_000_000_000i64 / i64::from(self.frequency_hz);
-                let ts = libc::timespec {
-                    tv_sec: period / 1_000_000_000,
-                    tv_nsec: period % 1_000_000_000,
-                };
-                let spec = libc::itimerspec {
-                    it_interval: ts,
-                    it_value: ts,
-                };
                 TIMER.store(timer, Ordering::Release);
-                if libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) != 0 {
+                if let Err(e) = self.arm(timer) {
                     libc::timer_delete(timer);
-                    bail!(
-                        "cannot start the sampling timer: {}",
-                        std::io::Error::last_os_error()
-                    );
+                    return Err(e);
                 }
                 Ok(timer)
             }
