@@ -139,10 +139,6 @@ impl DatadogApi {
         })
     }
 
-    pub fn stats(&self) -> &ApiStats {
-        &self.shared.stats
-    }
-
     fn push(&self, p: Payload) {
         let Ok(mut q) = self.shared.queue.lock() else {
             return;

@@ -93,6 +93,16 @@ impl Forwarder for DogStatsd {
         format!("dogstatsd {}", self.url)
     }
 
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.too_long > 0 {
+            eprintln!(
+                "agentprof: dogstatsd {}: {} line(s) longer than a {}-byte datagram were not sent",
+                self.url, self.too_long, self.max
+            );
+        }
+        Ok(())
+    }
+
     fn send(&mut self, batch: &Batch<'_>) -> std::io::Result<()> {
         let mut lines: Vec<String> = batch.metrics.iter().map(line).collect();
         for sc in batch.service_checks {

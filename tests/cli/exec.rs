@@ -2,18 +2,11 @@
 
 use crate::support::{Sandbox, metric_values};
 
-fn plugin(sb: &Sandbox, name: &str, body: &str) {
-    let path = sb.write(&format!("checks/{name}"), &format!("#!/bin/sh\n{body}"));
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
 #[test]
 fn plugin_metrics_service_checks_events_and_its_own_cost() {
     let sb = Sandbox::new();
     let out = sb.file("written.bin");
-    plugin(
-        &sb,
+    sb.plugin(
         "demo.sh",
         &format!(
             "cfg=$(cat)\n\
@@ -83,8 +76,7 @@ fn plugin_metrics_service_checks_events_and_its_own_cost() {
 #[test]
 fn a_failing_plugin_exits_1_with_its_stderr() {
     let sb = Sandbox::new();
-    plugin(
-        &sb,
+    sb.plugin(
         "bad",
         "echo 'ok.metric:1|g'\necho 'disk on fire' >&2\nexit 3\n",
     );
@@ -104,8 +96,7 @@ fn a_failing_plugin_exits_1_with_its_stderr() {
 fn a_hanging_plugin_and_its_children_are_killed_at_the_timeout() {
     let sb = Sandbox::new();
     let pidfile = sb.file("child.pid");
-    plugin(
-        &sb,
+    sb.plugin(
         "hang",
         &format!("sleep 60 &\necho $! > {}\nwait\n", pidfile.display()),
     );
@@ -135,7 +126,7 @@ fn a_hanging_plugin_and_its_children_are_killed_at_the_timeout() {
 #[test]
 fn a_plugin_overrides_the_builtin_of_the_same_name() {
     let sb = Sandbox::new();
-    plugin(&sb, "uptime.sh", "echo 'custom.uptime:1|g'\n");
+    sb.plugin("uptime.sh", "echo 'custom.uptime:1|g'\n");
     let doc = sb.run(&["check", "uptime", "--json"]).json();
     assert_eq!(doc["kind"], "exec");
     assert_eq!(metric_values(&doc, "custom.uptime"), vec![1.0]);

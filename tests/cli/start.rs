@@ -5,12 +5,6 @@ use std::time::{Duration, Instant};
 
 use crate::support::Sandbox;
 
-fn plugin(sb: &Sandbox, name: &str, body: &str) {
-    let path = sb.write(&format!("checks/{name}"), &format!("#!/bin/sh\n{body}"));
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
 #[test]
 fn the_agent_runs_every_check_logs_forwards_and_summarises() {
     let sb = Sandbox::new();
@@ -28,12 +22,12 @@ fn the_agent_runs_every_check_logs_forwards_and_summarises() {
         "conf.d/uptime.yaml",
         "instances:\n  - min_collection_interval: 1\n",
     );
-    plugin(&sb, "fast.sh", "echo 'fast.value:1|g|#via:exec'\n");
+    sb.plugin("fast.sh", "echo 'fast.value:1|g|#via:exec'\n");
     sb.write(
         "conf.d/fast.yaml",
         "instances:\n  - min_collection_interval: 1\n",
     );
-    plugin(&sb, "hang.sh", "sleep 30\n");
+    sb.plugin("hang.sh", "sleep 30\n");
     sb.write(
         "conf.d/hang.yaml",
         "instances:\n  - min_collection_interval: 1\n    timeout: 1\n",

@@ -49,6 +49,14 @@ impl Sandbox {
         p
     }
 
+    /// An executable `checks/NAME`: a shell script with `body`.
+    pub fn plugin(&self, name: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.write(&format!("checks/{name}"), &format!("#!/bin/sh\n{body}"));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        path
+    }
+
     pub fn run(&self, args: &[&str]) -> Run {
         self.run_env(args, &[])
     }
