@@ -6,6 +6,7 @@
 mod agent_metrics;
 mod logfile;
 mod openmetrics;
+mod pool;
 mod schedule;
 pub mod signal;
 mod stats;
@@ -53,6 +54,8 @@ pub struct AgentReport {
     pub checks: Vec<CheckSummary>,
     pub config_errors: Vec<String>,
     pub forwarders: Vec<String>,
+    /// Per forwarder, what it delivered (after the final flush).
+    pub delivery: Vec<crate::emit::Delivery>,
     pub forward_errors: u64,
     pub loops: u32,
     pub duration_s: f64,
@@ -202,6 +205,7 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
     )> = Vec::new();
     let mut shortest = DEFAULT_INTERVAL;
     let mut running = 0;
+    let mut builtins = Vec::new();
     for loaded in checks {
         let intervals: Vec<Duration> = loaded
             .instances
@@ -214,17 +218,18 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
         shortest = intervals.iter().copied().fold(shortest, Duration::min);
         let name = loaded.name.clone();
         kinds.insert(name.clone(), loaded.kind);
+        summaries.insert(name.clone(), CheckSummary::new(&name, loaded.kind.label()));
+        if loaded.kind == CheckKind::Builtin {
+            builtins.push(loaded);
+            continue;
+        }
         if let Some(host) = &loaded.python {
             python_hosts.push((name.clone(), Arc::clone(host)));
         }
         // Developer mode profiles Python checks with cProfile, for the periodic top calls.
         let python_profile =
             (opts.developer_mode && loaded.kind == CheckKind::Python).then_some(1000);
-        summaries.insert(name.clone(), CheckSummary::new(&name, loaded.kind.label()));
-        let mut runner = Runner::new(loaded, config, None, python_profile, false);
-        if !opts.developer_mode {
-            runner = runner.without_process_figures();
-        }
+        let runner = Runner::new(loaded, config, None, python_profile, false);
         let (tx, stop) = (tx.clone(), Arc::clone(&stop));
         let spawned = std::thread::Builder::new()
             .name(format!("check-{name}"))
@@ -236,6 +241,30 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
                 .push(format!("cannot start a thread: {e}")),
         }
     }
+    // Built-in checks share a few threads; outside developer mode only their run time is
+    // measured (process snapshots per run cost more than these small checks).
+    let pool = if builtins.is_empty() {
+        None
+    } else {
+        match pool::Pool::start(
+            builtins,
+            config,
+            config.check_runners,
+            opts.developer_mode,
+            tx.clone(),
+        ) {
+            Ok(p) => {
+                running += 1;
+                Some(p)
+            }
+            Err(e) => {
+                report
+                    .config_errors
+                    .push(format!("cannot start the check runners: {e}"));
+                None
+            }
+        }
+    };
     drop(tx);
 
     let loop_every = shortest.clamp(Duration::from_secs(1), DEFAULT_INTERVAL);
@@ -329,6 +358,9 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
+        if let Some(p) = &pool {
+            p.watch();
+        }
         let now = Instant::now();
         if now >= next_loop && stopping_since.is_none() {
             next_loop += loop_every;
@@ -370,6 +402,9 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
         let asked = signal::requested() || opts.duration.is_some_and(|d| started.elapsed() >= d);
         if asked && stopping_since.is_none() {
             stop.store(true, Ordering::SeqCst);
+            if let Some(p) = &pool {
+                p.stop();
+            }
             stopping_since = Some(now);
         }
         if stopping_since.is_some_and(|t| t.elapsed() >= GRACE) {
@@ -387,6 +422,7 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
             eprintln!("agentprof: {}: {e}", f.name());
         }
     }
+    report.delivery = forwarders.iter().map(|f| f.delivery()).collect();
     report.duration_s = started.elapsed().as_secs_f64();
     if let (Some(mut s), Some(mut p)) = (sampler, agent_profile) {
         s.stop();
@@ -503,5 +539,5 @@ fn log_top_calls(
 }
 
 pub fn render_summary(report: &AgentReport) -> String {
-    summary::render(&report.checks, &report.config_errors, &report.forwarders)
+    summary::render(&report.checks, &report.config_errors, &report.delivery)
 }

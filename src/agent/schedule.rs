@@ -1,4 +1,4 @@
-//! One thread per check runs its instances on their `min_collection_interval`, with a little
+//! Python checks and exec plugins: one thread per check runs its instances on their `min_collection_interval`, with a little
 //! jitter so instances do not fire together. A run that is still going when the next is due
 //! makes that run skipped and counted; a slow or hanging check never delays another check,
 //! because each has its own thread and its own per-instance timeout.
@@ -27,7 +27,7 @@ pub enum Msg {
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(15);
 
 /// Deterministic jitter in [0, 10% of the interval), from the check name and instance.
-fn jitter(name: &str, instance: usize, interval: Duration) -> Duration {
+pub(super) fn jitter(name: &str, instance: usize, interval: Duration) -> Duration {
     let mut h: u64 = 1469598103934665603;
     for b in name.bytes().chain([instance as u8]) {
         h = (h ^ u64::from(b)).wrapping_mul(1099511628211);

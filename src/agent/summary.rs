@@ -6,7 +6,45 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::profile::RunRecord;
-use crate::profile::leak::{LeakTrend, trend};
+use crate::profile::leak::{LeakTrend, trend_of};
+
+/// RSS values kept per instance for the trend; past this, every other one is dropped and
+/// only every second run after is kept, so a long run's memory stays bounded.
+const TREND_POINTS: usize = 2048;
+
+/// RSS after the successful runs of one instance, every `stride`-th run.
+#[derive(Debug, Clone, Default)]
+struct RssSeries {
+    instance: usize,
+    stride: usize,
+    /// Successful runs seen (with an RSS figure).
+    runs: usize,
+    points: Vec<f64>,
+}
+
+impl RssSeries {
+    fn push(&mut self, rss: f64) {
+        if self.runs.is_multiple_of(self.stride) {
+            if self.points.len() == TREND_POINTS {
+                let kept: Vec<f64> = self.points.iter().copied().step_by(2).collect();
+                self.points = kept;
+                self.stride *= 2;
+            }
+            if self.runs.is_multiple_of(self.stride) {
+                self.points.push(rss);
+            }
+        }
+        self.runs += 1;
+    }
+}
+
+/// The RSS trend of one instance.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstanceTrend {
+    pub instance: usize,
+    #[serde(flatten)]
+    pub trend: LeakTrend,
+}
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CheckSummary {
@@ -25,11 +63,11 @@ pub struct CheckSummary {
     pub last_run_time_s: f64,
     pub last_error: Option<String>,
     /// Developer mode: per instance.
-    pub rss_trend: Vec<LeakTrend>,
+    pub rss_trend: Vec<InstanceTrend>,
     #[serde(skip)]
     total_time_s: f64,
     #[serde(skip)]
-    records: Vec<RunRecord>,
+    series: Vec<RssSeries>,
 }
 
 impl CheckSummary {
@@ -56,36 +94,45 @@ impl CheckSummary {
         self.total_time_s += rec.cost.wall_s;
         self.last_run_time_s = rec.cost.wall_s;
         self.average_run_time_s = self.total_time_s / f64::from(self.runs);
-        if keep_for_trend {
-            // Only the figures the trend needs.
-            let mut slim = rec;
-            slim.metrics.clear();
-            slim.events.clear();
-            slim.service_checks.clear();
-            self.records.push(slim);
+        if keep_for_trend
+            && rec.error.is_none()
+            && let Some(rss) = rec.cost.rss_after
+        {
+            let at = match self.series.iter().position(|r| r.instance == rec.instance) {
+                Some(at) => at,
+                None => {
+                    self.series.push(RssSeries {
+                        instance: rec.instance,
+                        stride: 1,
+                        ..Default::default()
+                    });
+                    self.series.len() - 1
+                }
+            };
+            self.series[at].push(rss as f64);
         }
     }
 
     pub fn finish(&mut self) {
-        let mut instances: Vec<usize> = self.records.iter().map(|r| r.instance).collect();
-        instances.sort_unstable();
-        instances.dedup();
-        self.rss_trend = instances
+        self.series.sort_by_key(|r| r.instance);
+        self.rss_trend = self
+            .series
             .iter()
-            .filter_map(|&i| {
-                trend(
-                    &self
-                        .records
-                        .iter()
-                        .filter(|r| r.instance == i)
-                        .collect::<Vec<_>>(),
-                )
+            .filter_map(|r| {
+                trend_of(&r.points, r.stride, r.runs).map(|trend| InstanceTrend {
+                    instance: r.instance,
+                    trend,
+                })
             })
             .collect();
     }
 }
 
-pub fn render(checks: &[CheckSummary], config_errors: &[String], forwarders: &[String]) -> String {
+pub fn render(
+    checks: &[CheckSummary],
+    config_errors: &[String],
+    delivery: &[crate::emit::Delivery],
+) -> String {
     let mut out = String::from("\nRunning checks\n");
     let mut t = comfy_table::Table::new();
     t.load_style(comfy_table::presets::NOTHING).force_no_tty();
@@ -124,11 +171,13 @@ pub fn render(checks: &[CheckSummary], config_errors: &[String], forwarders: &[S
             let first = e.lines().last().unwrap_or_default();
             let _ = writeln!(out, "{}: last error: {first}", c.check);
         }
-        for tr in &c.rss_trend {
+        for it in &c.rss_trend {
+            let tr = &it.trend;
             let _ = writeln!(
                 out,
-                "{}: RSS {} per run over {} runs; grew in {} of {} steps{}",
+                "{} instance {}: RSS {} per run over {} runs; grew in {} of {} steps{}",
                 c.check,
+                it.instance,
                 crate::render::units::signed_bytes(Some(tr.rss_slope_bytes_per_run.round() as i64)),
                 tr.runs,
                 tr.growing_steps,
@@ -144,8 +193,44 @@ pub fn render(checks: &[CheckSummary], config_errors: &[String], forwarders: &[S
     for e in config_errors {
         let _ = writeln!(out, "not started: {e}");
     }
-    if !forwarders.is_empty() {
-        let _ = writeln!(out, "sent to: {}", forwarders.join(", "));
+    for d in delivery {
+        let mut line = format!("sent to {}: {} {}", d.forwarder, d.sent, d.unit);
+        for (n, what) in [
+            (d.retried, "retried"),
+            (d.failed, "failed"),
+            (d.dropped, "dropped"),
+        ] {
+            if n > 0 {
+                let _ = write!(line, ", {n} {what}");
+            }
+        }
+        let _ = writeln!(out, "{line}");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_run_keeps_a_bounded_series_and_the_same_slope() {
+        let mut s = RssSeries {
+            stride: 1,
+            ..Default::default()
+        };
+        for run in 0..10_000 {
+            s.push(50e6 + 8192.0 * f64::from(run));
+        }
+        assert!(s.points.len() <= TREND_POINTS, "{}", s.points.len());
+        assert_eq!(s.stride, 8);
+        let t = trend_of(&s.points, s.stride, s.runs).expect("trend");
+        assert_eq!(t.runs, 10_000);
+        assert!(
+            (t.rss_slope_bytes_per_run - 8192.0).abs() < 1e-6,
+            "{}",
+            t.rss_slope_bytes_per_run
+        );
+        assert!(t.steady_growth);
+    }
 }

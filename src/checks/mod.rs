@@ -9,6 +9,7 @@ mod runner;
 
 pub use registry::{CheckListing, ConfigSource, LoadedCheck, Registry};
 pub use runner::Runner;
+pub(crate) use runner::{execute, hostname_of, instance_tags, timeout_of, unix_now};
 
 use std::time::Duration;
 

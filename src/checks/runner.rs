@@ -27,15 +27,22 @@ struct Job {
     measure: bool,
 }
 
-struct Done {
-    check: Box<dyn Check>,
-    sink: Sink,
-    result: Result<(), String>,
-    started_at: f64,
-    wall_s: f64,
-    before: ProcessSnapshot,
-    after: ProcessSnapshot,
-    peak_reset: bool,
+/// One finished run of an in-process check, with the check handed back.
+pub(crate) struct Done {
+    pub check: Box<dyn Check>,
+    pub sink: Sink,
+    pub result: Result<(), String>,
+    pub started_at: f64,
+    pub wall_s: f64,
+    pub before: ProcessSnapshot,
+    pub after: ProcessSnapshot,
+    pub peak_reset: bool,
+}
+
+impl Done {
+    pub fn cost(&self) -> RunCost {
+        RunCost::between(&self.before, &self.after, self.wall_s, self.peak_reset)
+    }
 }
 
 struct Worker {
@@ -89,7 +96,8 @@ impl Worker {
     }
 }
 
-fn execute(probe: &mut Probe, mut check: Box<dyn Check>, measure: bool) -> Done {
+/// Runs `check` once on this thread; with `measure`, takes the process snapshots around it.
+pub(crate) fn execute(probe: &mut Probe, mut check: Box<dyn Check>, measure: bool) -> Done {
     let mut sink = Sink::default();
     let peak_reset = measure && probe.reset_peak_rss();
     let before = if measure {
@@ -138,7 +146,7 @@ fn unix_now_ns() -> i64 {
         .unwrap_or(0)
 }
 
-fn unix_now() -> f64 {
+pub(crate) fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -311,8 +319,8 @@ impl Runner {
             return rec;
         };
         let inst = &mut self.instances[pos];
+        let cost = done.cost();
         inst.check = Some(done.check);
-        let cost = RunCost::between(&done.before, &done.after, done.wall_s, done.peak_reset);
         let flushed = inst.aggregator.flush(done.sink, done.started_at, run);
         RunRecord::new(
             &name,
@@ -360,12 +368,12 @@ impl Runner {
     }
 }
 
-fn timeout_of(common: &InstanceCommon) -> Duration {
+pub(crate) fn timeout_of(common: &InstanceCommon) -> Duration {
     Duration::from_secs_f64(common.timeout.unwrap_or(DEFAULT_TIMEOUT_S))
 }
 
 /// The instance's `tags`, and `service:NAME` when `service` is set, as the Agent adds it.
-fn instance_tags(common: &InstanceCommon) -> Vec<String> {
+pub(crate) fn instance_tags(common: &InstanceCommon) -> Vec<String> {
     let mut tags = common.tags.clone();
     if let Some(service) = common.service.as_deref().filter(|s| !s.is_empty()) {
         tags.push(format!("service:{service}"));
@@ -373,7 +381,7 @@ fn instance_tags(common: &InstanceCommon) -> Vec<String> {
     tags
 }
 
-fn hostname_of(common: &InstanceCommon, config: &AgentConfig) -> String {
+pub(crate) fn hostname_of(common: &InstanceCommon, config: &AgentConfig) -> String {
     if common.empty_default_hostname {
         String::new()
     } else {

@@ -31,6 +31,7 @@ const KNOWN_KEYS: &[&str] = &[
     "dd_url",
     "profile_dir",
     "log_level",
+    "check_runners",
 ];
 
 #[derive(Debug, Deserialize, Default)]
@@ -55,6 +56,7 @@ struct AgentConfigFile {
     dd_url: Option<String>,
     profile_dir: Option<PathBuf>,
     log_level: Option<String>,
+    check_runners: Option<usize>,
 }
 
 /// Which histogram aggregates a run flushes (`.max`, `.median`, `.avg`, `.count`, `.95percentile`).
@@ -115,6 +117,8 @@ pub struct AgentConfig {
     pub log_level: Option<String>,
     /// Where `agentprof start --profile` writes the agent's flamegraph and pprof at stop.
     pub profile_dir: PathBuf,
+    /// Threads `agentprof start` runs built-in checks on (`check_runners`, default 4).
+    pub check_runners: usize,
     /// Problems worth a warning that do not stop the command (unknown keys).
     pub warnings: Vec<String>,
 }
@@ -279,6 +283,7 @@ impl AgentConfig {
                 .or(file.python)
                 .unwrap_or_else(|| "python3".into()),
             collector_profile_interval: file.collector_profile_interval.unwrap_or(20),
+            check_runners: file.check_runners.unwrap_or(4).clamp(1, 64),
             histogram,
             dogstatsd_url: file.dogstatsd_url.filter(|u| !u.is_empty()),
             metrics_file: file.metrics_file.map(rel),

@@ -1,11 +1,11 @@
-//! The Datadog HTTP API: series (v2, gzip) and service checks (v1 check_run), sent from a
+//! The Datadog HTTP API: series (v2, gzip), service checks (v1 check_run, gzip) and events
+//! (v1 events, one per request as that endpoint takes them), sent from a
 //! thread of their own so a slow or failing intake never stalls the agent. A bounded queue
 //! holds batches; when it is full the oldest are dropped and counted. 5xx answers and network
 //! errors are retried with backoff; other 4xx answers are dropped with a message. The API key
 //! is only ever in the DD-API-KEY header: never in a URL, a message, a log line or `--json`.
 
 use std::collections::VecDeque;
-use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -36,6 +36,7 @@ pub struct ApiStats {
 struct Payload {
     path: &'static str,
     body: Vec<u8>,
+    gzip: bool,
 }
 
 struct Shared {
@@ -88,6 +89,29 @@ pub fn series(batch: &Batch<'_>) -> Value {
         })
         .collect();
     json!({ "series": series })
+}
+
+/// One v1 event: title and text cut to the API's limits (100 and 4000 characters).
+fn event(e: &crate::metrics::Event) -> Value {
+    let cut = |s: &str, n: usize| s.chars().take(n).collect::<String>();
+    let mut v = json!({
+        "title": cut(&e.title, 100),
+        "text": cut(&e.text, 4000),
+        "date_happened": e.timestamp as i64,
+        "priority": e.priority,
+        "alert_type": e.alert_type,
+        "tags": e.tags,
+    });
+    if !e.host.is_empty() {
+        v["host"] = json!(e.host);
+    }
+    if let Some(k) = &e.aggregation_key {
+        v["aggregation_key"] = json!(cut(k, 100));
+    }
+    if let Some(s) = &e.source_type_name {
+        v["source_type_name"] = json!(s);
+    }
+    v
 }
 
 fn check_runs(batch: &Batch<'_>) -> Value {
@@ -174,17 +198,18 @@ fn sender(client: reqwest::blocking::Client, key: String, base: String, shared: 
         let Some(p) = next else { return };
         let mut backoff = FIRST_BACKOFF;
         for attempt in 1..=ATTEMPTS {
-            let res = client
+            let mut req = client
                 .post(format!("{base}{}", p.path))
                 .header("DD-API-KEY", &key)
                 .header("Content-Type", "application/json")
-                .header("Content-Encoding", "gzip")
                 .header(
                     "User-Agent",
                     concat!("agentprof/", env!("CARGO_PKG_VERSION")),
-                )
-                .body(p.body.clone())
-                .send();
+                );
+            if p.gzip {
+                req = req.header("Content-Encoding", "gzip");
+            }
+            let res = req.body(p.body.clone()).send();
             let retry = match res {
                 Ok(r) if r.status().is_success() => {
                     shared.stats.sent.fetch_add(1, Ordering::Relaxed);
@@ -230,17 +255,38 @@ impl Forwarder for DatadogApi {
         format!("datadog api {}", self.base)
     }
 
+    fn delivery(&self) -> super::Delivery {
+        let s = &self.shared.stats;
+        super::Delivery {
+            forwarder: self.name(),
+            unit: "payloads",
+            sent: s.sent.load(Ordering::Relaxed),
+            retried: s.retried.load(Ordering::Relaxed),
+            failed: s.failed.load(Ordering::Relaxed),
+            dropped: s.dropped.load(Ordering::Relaxed),
+        }
+    }
+
     fn send(&mut self, batch: &Batch<'_>) -> std::io::Result<()> {
         if !batch.metrics.is_empty() {
             self.push(Payload {
                 path: "/api/v2/series",
                 body: gzip(&series(batch)),
+                gzip: true,
             });
         }
         if !batch.service_checks.is_empty() {
             self.push(Payload {
                 path: "/api/v1/check_run",
                 body: gzip(&check_runs(batch)),
+                gzip: true,
+            });
+        }
+        for e in batch.events {
+            self.push(Payload {
+                path: "/api/v1/events",
+                body: serde_json::to_vec(&event(e)).unwrap_or_default(),
+                gzip: false,
             });
         }
         Ok(())
@@ -271,15 +317,6 @@ impl Forwarder for DatadogApi {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        let s = &self.shared.stats;
-        let _ = writeln!(
-            std::io::stderr(),
-            "agentprof: datadog api: {} payload(s) sent, {} retried, {} failed, {} dropped",
-            s.sent.load(Ordering::Relaxed),
-            s.retried.load(Ordering::Relaxed),
-            s.failed.load(Ordering::Relaxed),
-            s.dropped.load(Ordering::Relaxed)
-        );
         Ok(())
     }
 }

@@ -23,8 +23,9 @@ pub struct DogStatsd {
     url: String,
     socket: Socket,
     max: usize,
-    /// Datagrams sent, and lines that did not fit any datagram.
+    /// Datagrams sent, datagrams the socket refused, and lines that did not fit any datagram.
     pub sent: u64,
+    pub failed: u64,
     pub too_long: u64,
 }
 
@@ -40,6 +41,7 @@ impl DogStatsd {
                 socket: Socket::Udp(socket),
                 max: UDP_MAX,
                 sent: 0,
+                failed: 0,
                 too_long: 0,
             });
         }
@@ -55,17 +57,21 @@ impl DogStatsd {
             socket: Socket::Unix(socket, PathBuf::from(path)),
             max: UNIX_MAX,
             sent: 0,
+            failed: 0,
             too_long: 0,
         })
     }
 
     fn emit(&mut self, payload: &str) -> std::io::Result<()> {
-        match &self.socket {
+        let sent = match &self.socket {
             Socket::Udp(s) => s.send(payload.as_bytes()).map(|_| ()),
             Socket::Unix(s, path) => s.send_to(payload.as_bytes(), path).map(|_| ()),
-        }?;
-        self.sent += 1;
-        Ok(())
+        };
+        match sent {
+            Ok(()) => self.sent += 1,
+            Err(_) => self.failed += 1,
+        }
+        sent
     }
 }
 
@@ -91,6 +97,17 @@ pub fn line(m: &Metric) -> String {
 impl Forwarder for DogStatsd {
     fn name(&self) -> String {
         format!("dogstatsd {}", self.url)
+    }
+
+    fn delivery(&self) -> super::Delivery {
+        super::Delivery {
+            forwarder: self.name(),
+            unit: "datagrams",
+            sent: self.sent,
+            failed: self.failed,
+            dropped: self.too_long,
+            ..Default::default()
+        }
     }
 
     fn flush(&mut self) -> std::io::Result<()> {

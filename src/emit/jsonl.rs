@@ -11,6 +11,8 @@ use super::{Batch, Forwarder};
 pub struct JsonLines {
     name: String,
     out: BufWriter<Box<dyn Write + Send>>,
+    lines: u64,
+    failed: u64,
 }
 
 impl JsonLines {
@@ -23,6 +25,8 @@ impl JsonLines {
         Ok(JsonLines {
             name: format!("metrics_file {}", path.display()),
             out: BufWriter::new(Box::new(file)),
+            lines: 0,
+            failed: 0,
         })
     }
 
@@ -31,6 +35,8 @@ impl JsonLines {
         JsonLines {
             name: "stdout".into(),
             out: BufWriter::new(Box::new(std::io::stdout())),
+            lines: 0,
+            failed: 0,
         }
     }
 }
@@ -41,6 +47,36 @@ impl Forwarder for JsonLines {
     }
 
     fn send(&mut self, batch: &Batch<'_>) -> std::io::Result<()> {
+        let n = (batch.metrics.len() + batch.service_checks.len() + batch.events.len()) as u64;
+        match self.write(batch) {
+            Ok(()) => {
+                self.lines += n;
+                Ok(())
+            }
+            Err(e) => {
+                self.failed += n;
+                Err(e)
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+
+    fn delivery(&self) -> super::Delivery {
+        super::Delivery {
+            forwarder: self.name.clone(),
+            unit: "lines",
+            sent: self.lines,
+            failed: self.failed,
+            ..Default::default()
+        }
+    }
+}
+
+impl JsonLines {
+    fn write(&mut self, batch: &Batch<'_>) -> std::io::Result<()> {
         for m in batch.metrics {
             serde_json::to_writer(&mut self.out, &json!({"kind": "metric", "metric": m}))?;
             self.out.write_all(b"\n")?;
@@ -57,9 +93,5 @@ impl Forwarder for JsonLines {
             self.out.write_all(b"\n")?;
         }
         Ok(())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
     }
 }

@@ -18,6 +18,21 @@ pub struct Batch<'a> {
     pub events: &'a [Event],
 }
 
+/// What a forwarder delivered, for the summary and `--json`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Delivery {
+    pub forwarder: String,
+    /// What is counted: `datagrams`, `payloads` (HTTP requests' bodies) or `lines`.
+    pub unit: &'static str,
+    pub sent: u64,
+    /// Attempts repeated after a 5xx, a 429 or a network error.
+    pub retried: u64,
+    /// Given up on: refused by the receiver, out of attempts, or (datagrams) a send error.
+    pub failed: u64,
+    /// Never attempted: a full queue, a queue left at stop, or a line too long for a datagram.
+    pub dropped: u64,
+}
+
 /// A destination for metrics, service checks and events.
 pub trait Forwarder: Send {
     /// A short name for messages and the summary, e.g. `dogstatsd udp://127.0.0.1:8125`.
@@ -28,4 +43,6 @@ pub trait Forwarder: Send {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+    /// What was delivered so far.
+    fn delivery(&self) -> Delivery;
 }

@@ -13,7 +13,7 @@ pub struct LeakTrend {
     pub runs: usize,
     /// Least-squares slope of RSS after each run, bytes per run.
     pub rss_slope_bytes_per_run: f64,
-    /// Steps (run to next run) in which RSS after the run grew.
+    /// Steps (from one RSS value to the next) in which RSS after the run grew.
     pub growing_steps: usize,
     pub steps: usize,
     /// RSS grew in at least 80% of the steps and by more than a page per run.
@@ -27,6 +27,11 @@ pub fn trend(records: &[&RunRecord]) -> Option<LeakTrend> {
         .filter(|r| r.error.is_none())
         .filter_map(|r| r.cost.rss_after.map(|v| v as f64))
         .collect();
+    trend_of(&rss, 1, rss.len())
+}
+
+/// The trend of RSS values taken every `stride` runs, out of `runs` runs in all.
+pub fn trend_of(rss: &[f64], stride: usize, runs: usize) -> Option<LeakTrend> {
     if rss.len() < MIN_RUNS {
         return None;
     }
@@ -39,11 +44,11 @@ pub fn trend(records: &[&RunRecord]) -> Option<LeakTrend> {
         sxy += dx * (y - mean_y);
         sxx += dx * dx;
     }
-    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 } / stride.max(1) as f64;
     let steps = rss.len() - 1;
     let growing_steps = rss.windows(2).filter(|w| w[1] > w[0]).count();
     Some(LeakTrend {
-        runs: rss.len(),
+        runs,
         rss_slope_bytes_per_run: slope,
         growing_steps,
         steps,

@@ -45,7 +45,7 @@ impl ThreadId {
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use std::collections::HashMap;
+    use std::collections::{HashMap, HashSet};
     use std::ffi::c_void;
     use std::sync::Once;
     use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, compiler_fence};
@@ -331,6 +331,7 @@ mod imp {
         /// binary's debug information (tens of MiB), so it runs once, after the last run,
         /// where it cannot inflate any run's figures.
         pub fn finish(&mut self, into: &mut CallProfile) {
+            self.resolve_new(into);
             let raw = std::mem::take(&mut self.raw);
             for (stack, count) in raw {
                 let mut locations = Vec::with_capacity(stack.len());
@@ -339,13 +340,13 @@ mod imp {
                     let locations: Vec<Vec<usize>> = stack
                         .iter()
                         .enumerate()
-                        .map(|(depth, &ip)| self.resolve(ip, depth == 0, into))
+                        .map(|(depth, &ip)| self.resolve(ip, depth == 0))
                         .collect();
                     into.add(locations, count);
                     continue;
                 }
                 for (depth, &ip) in stack.iter().enumerate() {
-                    let loc = self.resolve(ip, depth == 0, into);
+                    let loc = self.resolve(ip, depth == 0);
                     inside_run = loc
                         .iter()
                         .any(|&f| super::is_marker(&into.frames[f].function));
@@ -364,35 +365,93 @@ mod imp {
             }
         }
 
-        fn resolve(&mut self, ip: u64, leaf: bool, into: &mut CallProfile) -> Location {
-            if let Some(loc) = self.symbols.get(&(ip, leaf)) {
-                return loc.clone();
+        /// Resolves every address of the stacks sampled so far that has not been resolved
+        /// before. The work runs on a short-lived thread of its own: parsing the binary's
+        /// debug information allocates tens of MiB, and on that thread those allocations
+        /// land in an allocator arena nothing long-lived shares, so they are all given back
+        /// afterwards and a long-running agent that symbolises now and then does not grow.
+        fn resolve_new(&mut self, into: &mut CallProfile) {
+            let mut missing: Vec<(u64, bool)> = Vec::new();
+            let mut seen: HashSet<(u64, bool)> = HashSet::new();
+            for stack in self.raw.keys() {
+                for (depth, &ip) in stack.iter().enumerate() {
+                    let key = (ip, depth == 0);
+                    if !self.symbols.contains_key(&key) && seen.insert(key) {
+                        missing.push(key);
+                    }
+                }
             }
-            // A return address points after the call; look up the call itself.
-            let addr = if leaf { ip } else { ip.saturating_sub(1) };
-            let mut frames = Vec::new();
-            backtrace::resolve(addr as *mut c_void, |sym| {
-                let function = sym
-                    .name()
-                    .map(|n| format!("{n:#}"))
-                    .unwrap_or_else(|| format!("{addr:#x}"));
-                frames.push(Frame {
-                    function,
-                    file: sym.filename().map(|p| p.display().to_string()),
-                    line: sym.lineno(),
-                });
-            });
-            if frames.is_empty() {
-                frames.push(Frame {
-                    function: format!("{addr:#x}"),
-                    file: None,
-                    line: None,
-                });
+            drop(seen);
+            if missing.is_empty() {
+                return;
             }
-            let loc: Location = frames.into_iter().map(|f| into.intern(f)).collect();
-            self.symbols.insert((ip, leaf), loc.clone());
-            loc
+            let release = self.scope == Scope::Process;
+            let keys = missing.clone();
+            let resolved = std::thread::Builder::new()
+                .name("agentprof-symbols".into())
+                .spawn(move || resolve_all(&keys, release))
+                .ok()
+                .and_then(|h| h.join().ok());
+            let resolved = resolved
+                .unwrap_or_else(|| missing.iter().map(|&(ip, _)| vec![unknown(ip)]).collect());
+            for (key, frames) in missing.into_iter().zip(resolved.iter()) {
+                // Copies made here, so nothing kept points into the helper's allocations.
+                let loc: Location = frames.iter().map(|f| into.intern(f.clone())).collect();
+                self.symbols.insert(key, loc);
+            }
+            drop(resolved);
+            if release {
+                #[cfg(target_env = "gnu")]
+                // SAFETY: malloc_trim only returns free heap pages to the kernel.
+                unsafe {
+                    libc::malloc_trim(0);
+                }
+            }
         }
+
+        fn resolve(&mut self, ip: u64, leaf: bool) -> Location {
+            self.symbols.get(&(ip, leaf)).cloned().unwrap_or_default()
+        }
+    }
+
+    fn unknown(addr: u64) -> Frame {
+        Frame {
+            function: format!("{addr:#x}"),
+            file: None,
+            line: None,
+        }
+    }
+
+    /// Frames of each address (innermost inlined frame first); with `release`, the symbol
+    /// tables are dropped afterwards.
+    fn resolve_all(keys: &[(u64, bool)], release: bool) -> Vec<Vec<Frame>> {
+        let out = keys
+            .iter()
+            .map(|&(ip, leaf)| {
+                // A return address points after the call; look up the call itself.
+                let addr = if leaf { ip } else { ip.saturating_sub(1) };
+                let mut frames = Vec::new();
+                backtrace::resolve(addr as *mut c_void, |sym| {
+                    let function = sym
+                        .name()
+                        .map(|n| format!("{n:#}"))
+                        .unwrap_or_else(|| format!("{addr:#x}"));
+                    frames.push(Frame {
+                        function,
+                        file: sym.filename().map(|p| p.display().to_string()),
+                        line: sym.lineno(),
+                    });
+                });
+                if frames.is_empty() {
+                    frames.push(unknown(addr));
+                }
+                frames
+            })
+            .collect();
+        if release {
+            backtrace::clear_symbol_cache();
+        }
+        out
     }
 
     // SAFETY: the timer id is a plain handle the kernel accepts from any thread of the

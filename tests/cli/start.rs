@@ -322,8 +322,17 @@ fn intake() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Request>>>) {
                 .map_or(0, |(_, v)| v.parse().unwrap());
             let mut body = vec![0u8; len];
             r.read_exact(&mut body).unwrap();
+            let gzipped = headers
+                .iter()
+                .any(|(k, v)| k == "content-encoding" && v == "gzip");
             let mut text = String::new();
-            let _ = flate2::read::GzDecoder::new(&body[..]).read_to_string(&mut text);
+            if gzipped {
+                flate2::read::GzDecoder::new(&body[..])
+                    .read_to_string(&mut text)
+                    .unwrap();
+            } else {
+                text = String::from_utf8(body).unwrap();
+            }
             log.lock().unwrap().push((path, headers, text));
             let status = if n == 0 {
                 "500 Internal Server Error"
@@ -346,6 +355,14 @@ fn series_reach_the_datadog_api_gzipped_with_retries_and_the_key_stays_secret() 
     let (url, seen) = intake();
     sb.write(
         "conf.d/uptime.yaml",
+        "instances:\n  - min_collection_interval: 1\n",
+    );
+    sb.plugin(
+        "deploys",
+        "echo '_e{6,10}:deploy|v2 is live|t:success|#team:web'\n",
+    );
+    sb.write(
+        "conf.d/deploys.yaml",
         "instances:\n  - min_collection_interval: 1\n",
     );
     sb.write(
@@ -395,6 +412,34 @@ fn series_reach_the_datadog_api_gzipped_with_retries_and_the_key_stays_secret() 
     assert!(
         seen.iter()
             .any(|(p, _, b)| p == "/api/v1/check_run" && b.contains("datadog.agent.up"))
+    );
+    let (_, headers, body) = seen
+        .iter()
+        .find(|(p, _, _)| p == "/api/v1/events")
+        .expect("the plugin's event was sent");
+    assert!(!headers.iter().any(|(k, _)| k == "content-encoding"));
+    let ev: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(ev["title"], "deploy");
+    assert_eq!(ev["text"], "v2 is live");
+    assert_eq!(ev["alert_type"], "success");
+    assert_eq!(ev["host"], "box");
+    assert!(ev["tags"].as_array().unwrap().contains(&"team:web".into()));
+    assert!(ev["date_happened"].as_i64().unwrap() > 1_600_000_000);
+    // What the forwarder delivered is in --json: the 500 shows as a retry.
+    let doc = r.json();
+    let api = doc["delivery"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["unit"] == "payloads")
+        .expect("api delivery");
+    assert!(!api["forwarder"].as_str().unwrap().contains("s3cr3t"));
+    assert_eq!(api["retried"], 1, "{api}");
+    assert_eq!(api["failed"], 0, "{api}");
+    assert_eq!(
+        api["sent"].as_u64().unwrap(),
+        seen.len() as u64 - 1,
+        "{api}"
     );
 }
 
