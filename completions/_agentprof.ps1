@@ -28,6 +28,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Run one check once (or -t N times) and print its metrics and what each run cost')
             [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Run every configured check on its interval: the agent, in developer mode with --profile')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the checks agentprof can run, where their configuration comes from, and their instances')
+            [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write the man pages (agentprof.1 and one page per subcommand)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -88,6 +89,21 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'agentprof;top' {
+            [CompletionResult]::new('--sample-index', '--sample-index', [CompletionResultType]::ParameterName, 'Which sample type to report: a name (alloc_space, inuse_space, contentions, delay, …) or an index; default: the profile''s default sample type, else the last')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Show at most N rows (default: every node above 0.5% of the total)')
+            [CompletionResult]::new('--nodes', '--nodes', [CompletionResultType]::ParameterName, 'Show at most N rows (default: every node above 0.5% of the total)')
+            [CompletionResult]::new('--max-size-mb', '--max-size-mb', [CompletionResultType]::ParameterName, 'Largest file accepted, compressed or not (MiB)')
+            [CompletionResult]::new('--max-decompressed-mb', '--max-decompressed-mb', [CompletionResultType]::ParameterName, 'Largest decompressed profile accepted (MiB); checked while inflating')
+            [CompletionResult]::new('--max-fields', '--max-fields', [CompletionResultType]::ParameterName, 'Most protobuf fields and packed elements accepted, counted before decoding')
+            [CompletionResult]::new('--cum', '--cum', [CompletionResultType]::ParameterName, 'Sort by cumulative value instead of flat')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (see docs/json.md)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'agentprof;completions' {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
@@ -107,6 +123,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Run one check once (or -t N times) and print its metrics and what each run cost')
             [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Run every configured check on its interval: the agent, in developer mode with --profile')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the checks agentprof can run, where their configuration comes from, and their instances')
+            [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write the man pages (agentprof.1 and one page per subcommand)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -119,6 +136,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             break
         }
         'agentprof;help;list' {
+            break
+        }
+        'agentprof;help;top' {
             break
         }
         'agentprof;help;completions' {

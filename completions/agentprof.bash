@@ -34,6 +34,9 @@ _agentprof() {
             agentprof,start)
                 cmd="agentprof__subcmd__start"
                 ;;
+            agentprof,top)
+                cmd="agentprof__subcmd__top"
+                ;;
             agentprof__subcmd__help,check)
                 cmd="agentprof__subcmd__help__subcmd__check"
                 ;;
@@ -52,6 +55,9 @@ _agentprof() {
             agentprof__subcmd__help,start)
                 cmd="agentprof__subcmd__help__subcmd__start"
                 ;;
+            agentprof__subcmd__help,top)
+                cmd="agentprof__subcmd__help__subcmd__top"
+                ;;
             *)
                 ;;
         esac
@@ -59,7 +65,7 @@ _agentprof() {
 
     case "${cmd}" in
         agentprof)
-            opts="-h -V --help --version check start list completions man help"
+            opts="-h -V --help --version check start list top completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -157,7 +163,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__help)
-            opts="check start list completions man help"
+            opts="check start list top completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -254,6 +260,20 @@ _agentprof() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentprof__subcmd__help__subcmd__top)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agentprof__subcmd__list)
             opts="-h -V --json --config --confd --checks --python --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -334,6 +354,44 @@ _agentprof() {
                     return 0
                     ;;
                 --python)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentprof__subcmd__top)
+            opts="-n -h -V --cum --sample-index --nodes --json --max-size-mb --max-decompressed-mb --max-fields --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --sample-index)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --nodes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-size-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-fields)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -25,6 +25,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand check 'Run one check once (or -t N times) and print its metrics and what each run cost'
             cand start 'Run every configured check on its interval: the agent, in developer mode with --profile'
             cand list 'List the checks agentprof can run, where their configuration comes from, and their instances'
+            cand top 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`'
             cand completions 'Print a shell completion script to stdout'
             cand man 'Write the man pages (agentprof.1 and one page per subcommand)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -81,6 +82,20 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'agentprof;top'= {
+            cand --sample-index 'Which sample type to report: a name (alloc_space, inuse_space, contentions, delay, …) or an index; default: the profile''s default sample type, else the last'
+            cand -n 'Show at most N rows (default: every node above 0.5% of the total)'
+            cand --nodes 'Show at most N rows (default: every node above 0.5% of the total)'
+            cand --max-size-mb 'Largest file accepted, compressed or not (MiB)'
+            cand --max-decompressed-mb 'Largest decompressed profile accepted (MiB); checked while inflating'
+            cand --max-fields 'Most protobuf fields and packed elements accepted, counted before decoding'
+            cand --cum 'Sort by cumulative value instead of flat'
+            cand --json 'Print one JSON document (see docs/json.md)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'agentprof;completions'= {
             cand -h 'Print help'
             cand --help 'Print help'
@@ -98,6 +113,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand check 'Run one check once (or -t N times) and print its metrics and what each run cost'
             cand start 'Run every configured check on its interval: the agent, in developer mode with --profile'
             cand list 'List the checks agentprof can run, where their configuration comes from, and their instances'
+            cand top 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`'
             cand completions 'Print a shell completion script to stdout'
             cand man 'Write the man pages (agentprof.1 and one page per subcommand)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -107,6 +123,8 @@ set edit:completion:arg-completer[agentprof] = {|@words|
         &'agentprof;help;start'= {
         }
         &'agentprof;help;list'= {
+        }
+        &'agentprof;help;top'= {
         }
         &'agentprof;help;completions'= {
         }

@@ -29,6 +29,7 @@ complete -c agentprof -n "__fish_agentprof_needs_command" -s V -l version -d 'Pr
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "check" -d 'Run one check once (or -t N times) and print its metrics and what each run cost'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "start" -d 'Run every configured check on its interval: the agent, in developer mode with --profile'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "list" -d 'List the checks agentprof can run, where their configuration comes from, and their instances'
+complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "top" -d 'Print a pprof profile\'s top functions, row for row as `go tool pprof -top`'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -70,14 +71,24 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l python -d '
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l json -d 'Print one JSON document'
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -s V -l version -d 'Print version'
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l sample-index -d 'Which sample type to report: a name (alloc_space, inuse_space, contentions, delay, …) or an index; default: the profile\'s default sample type, else the last' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s n -l nodes -d 'Show at most N rows (default: every node above 0.5% of the total)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l max-size-mb -d 'Largest file accepted, compressed or not (MiB)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l max-decompressed-mb -d 'Largest decompressed profile accepted (MiB); checked while inflating' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l max-fields -d 'Most protobuf fields and packed elements accepted, counted before decoding' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l cum -d 'Sort by cumulative value instead of flat'
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l json -d 'Print one JSON document (see docs/json.md)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s h -l help -d 'Print help'
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand man" -l out -d 'Directory to write the pages into' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand man" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand man" -s V -l version -d 'Print version'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list completions man help" -f -a "check" -d 'Run one check once (or -t N times) and print its metrics and what each run cost'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list completions man help" -f -a "start" -d 'Run every configured check on its interval: the agent, in developer mode with --profile'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list completions man help" -f -a "list" -d 'List the checks agentprof can run, where their configuration comes from, and their instances'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list completions man help" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top completions man help" -f -a "check" -d 'Run one check once (or -t N times) and print its metrics and what each run cost'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top completions man help" -f -a "start" -d 'Run every configured check on its interval: the agent, in developer mode with --profile'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top completions man help" -f -a "list" -d 'List the checks agentprof can run, where their configuration comes from, and their instances'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top completions man help" -f -a "top" -d 'Print a pprof profile\'s top functions, row for row as `go tool pprof -top`'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top completions man help" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

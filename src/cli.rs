@@ -26,10 +26,51 @@ pub enum Command {
     Start(StartArgs),
     /// List the checks agentprof can run, where their configuration comes from, and their instances
     List(ListArgs),
+    /// Print a pprof profile's top functions, row for row as `go tool pprof -top`
+    Top(TopArgs),
     /// Print a shell completion script to stdout
     Completions(CompletionsArgs),
     /// Write the man pages (agentprof.1 and one page per subcommand)
     Man(ManArgs),
+}
+
+/// How much a local profile file may weigh; network input always uses the strict limits.
+#[derive(Debug, Args, Clone)]
+pub struct ProfileLimitArgs {
+    /// Largest file accepted, compressed or not (MiB)
+    #[arg(long, value_name = "MIB", default_value_t = 256,
+          value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub max_size_mb: u64,
+    /// Largest decompressed profile accepted (MiB); checked while inflating
+    #[arg(long, value_name = "MIB", default_value_t = 1024,
+          value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub max_decompressed_mb: u64,
+    /// Most protobuf fields and packed elements accepted, counted before decoding
+    #[arg(long, value_name = "N", default_value_t = 100_000_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_fields: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// A pprof profile: gzip, zstd or raw protobuf (Go's runtime/pprof, dd-trace-go uploads, any pprof writer)
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Sort by cumulative value instead of flat
+    #[arg(long)]
+    pub cum: bool,
+    /// Which sample type to report: a name (alloc_space, inuse_space, contentions, delay, …) or
+    /// an index; default: the profile's default sample type, else the last
+    #[arg(long, value_name = "NAME")]
+    pub sample_index: Option<String>,
+    /// Show at most N rows (default: every node above 0.5% of the total)
+    #[arg(short = 'n', long, value_name = "N")]
+    pub nodes: Option<usize>,
+    /// Print one JSON document (see docs/json.md)
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub limits: ProfileLimitArgs,
 }
 
 /// Where configuration comes from; shared by every command that loads checks.

@@ -5,6 +5,7 @@
 mod check;
 mod generate;
 mod list;
+mod pprof;
 mod start;
 
 pub use generate::{completion_file_name, completion_script, man_pages};
@@ -56,6 +57,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Check(args) => check::run(check::CheckOptions::from_args(args)?),
         Command::Start(args) => start::run(args),
         Command::List(args) => list::run(load_options(&args.config), args.json),
+        Command::Top(args) => pprof::top(args),
         Command::Completions(args) => generate::completions(args.shell),
         Command::Man(args) => generate::man(&args.out),
     }

@@ -1,7 +1,11 @@
 //! The pprof format (profile.proto): prost-derived types and gzip encoding of call profiles,
 //! so `go tool pprof` and every pprof viewer read what agentprof writes.
 
+pub mod decode;
 mod encode;
+pub mod measure;
+pub mod model;
 pub mod proto;
+pub mod report;
 
 pub use encode::{encode_gzip, to_proto};

@@ -5,6 +5,7 @@ mod check;
 mod errors;
 mod exec;
 mod generated;
+mod pprof;
 mod profile;
 mod python;
 mod shipped;

@@ -96,6 +96,33 @@ pub fn metric_values(doc: &serde_json::Value, metric: &str) -> Vec<f64> {
         .collect()
 }
 
+/// True when Go can be used; in CI (where `.ci/run` installs it) its absence is a failure.
+pub fn require_go() -> bool {
+    if has_go() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "go is not installed, and CI must run the comparisons with go tool pprof"
+    );
+    eprintln!("go is not installed: skipping the go tool pprof comparison");
+    false
+}
+
+/// `go ARGS…`: stdout, or None when go failed.
+pub fn go(args: &[&str]) -> Option<String> {
+    let out = Command::new("go").args(args).output().expect("go");
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/dd-trace-go-upload")
+        .join(name)
+}
+
 pub fn has_go() -> bool {
     Command::new("go")
         .arg("version")

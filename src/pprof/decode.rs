@@ -1,0 +1,447 @@
+//! Reading pprof input that may come from anywhere: a body-size limit, decompression (gzip or
+//! zstd, sniffed from the magic bytes; anything else is raw protobuf) that stops at a limit
+//! while inflating, a pre-scan of the protobuf wire format that counts fields and packed
+//! elements against a budget before anything is decoded, then prost. Each refusal says why.
+//! Every limit is checked before the allocation it protects, so no input can make agentprof
+//! allocate past it.
+
+use std::io::Read;
+
+use prost::Message;
+
+use super::proto::Profile;
+
+const MIB: u64 = 1 << 20;
+
+/// How much a profile may weigh, compressed and not, and how many protobuf fields and packed
+/// elements it may hold.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    pub body: u64,
+    pub decompressed: u64,
+    pub fields: u64,
+}
+
+impl Limits {
+    /// Limits for anything that came over the network: `body_size_limit_mb` (default 32),
+    /// decompressed at most min(body limit, 8 MiB), 100,000 fields and elements.
+    pub fn network(body_size_limit_mb: u64) -> Limits {
+        let body = body_size_limit_mb.max(1) * MIB;
+        Limits {
+            body,
+            decompressed: body.min(8 * MIB),
+            fields: 100_000,
+        }
+    }
+
+    /// Defaults for a local file the user names (`top`, `diff`, `flamegraph`); flags change them.
+    pub fn local() -> Limits {
+        Limits {
+            body: 256 * MIB,
+            decompressed: 1024 * MIB,
+            fields: 100_000_000,
+        }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::network(32)
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum DecodeError {
+    #[error("{size} bytes is over the {limit}-byte size limit")]
+    TooLarge { size: u64, limit: u64 },
+    #[error("decompresses to more than {limit} bytes (the decompressed limit); refused")]
+    TooLargeDecompressed { limit: u64 },
+    #[error("{0} data is corrupt: {1}")]
+    Corrupt(&'static str, String),
+    #[error("holds more than {budget} protobuf fields and elements (the parsing budget); refused")]
+    Budget { budget: u64 },
+    #[error("not a pprof profile: {0}")]
+    NotAProfile(String),
+    #[error("not a valid pprof profile: {0}")]
+    Malformed(String),
+    #[error("empty input")]
+    Empty,
+}
+
+/// How the bytes were compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    Gzip,
+    Zstd,
+    None,
+}
+
+pub fn sniff(bytes: &[u8]) -> Compression {
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        Compression::Gzip
+    } else if bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Compression::Zstd
+    } else {
+        Compression::None
+    }
+}
+
+/// The uncompressed protobuf bytes of `bytes`, within `limits`.
+pub fn decompress(bytes: &[u8], limits: &Limits) -> Result<Vec<u8>, DecodeError> {
+    let size = bytes.len() as u64;
+    if size > limits.body {
+        return Err(DecodeError::TooLarge {
+            size,
+            limit: limits.body,
+        });
+    }
+    if bytes.is_empty() {
+        return Err(DecodeError::Empty);
+    }
+    match sniff(bytes) {
+        Compression::Gzip => bounded(
+            flate2::read::MultiGzDecoder::new(bytes),
+            limits.decompressed,
+            "gzip",
+        ),
+        Compression::Zstd => {
+            // The window is capped too: a frame may ask for a window of gigabytes.
+            let window = limits.decompressed.max(1 << 10);
+            let dec = ruzstd::decoding::StreamingDecoder::new_with_max_window_size(bytes, window)
+                .map_err(|e| DecodeError::Corrupt("zstd", e.to_string()))?;
+            bounded(dec, limits.decompressed, "zstd")
+        }
+        Compression::None => {
+            if size > limits.decompressed {
+                return Err(DecodeError::TooLargeDecompressed {
+                    limit: limits.decompressed,
+                });
+            }
+            Ok(bytes.to_vec())
+        }
+    }
+}
+
+/// Reads at most `limit` bytes, in chunks, refusing input that has more.
+fn bounded(r: impl Read, limit: u64, what: &'static str) -> Result<Vec<u8>, DecodeError> {
+    let mut out = Vec::new();
+    let mut r = r.take(limit + 1);
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        let n = match r.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(DecodeError::Corrupt(what, e.to_string())),
+        };
+        if out.len() as u64 + n as u64 > limit {
+            return Err(DecodeError::TooLargeDecompressed { limit });
+        }
+        out.extend_from_slice(&chunk[..n]);
+    }
+    Ok(out)
+}
+
+/// What a body that is not protobuf looks like, for the message that refuses it.
+pub fn describe_non_profile(bytes: &[u8]) -> Option<String> {
+    let head = &bytes[..bytes.len().min(512)];
+    let text = std::str::from_utf8(head).ok().or_else(|| {
+        // A cut in the middle of a UTF-8 sequence at the 512th byte.
+        (1..4).find_map(|cut| std::str::from_utf8(&head[..head.len().saturating_sub(cut)]).ok())
+    })?;
+    let t = text.trim_start();
+    if t.is_empty()
+        || !t
+            .chars()
+            .take(64)
+            .all(|c| !c.is_control() || c.is_whitespace())
+    {
+        return None;
+    }
+    let first_line: String = t
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(120)
+        .collect();
+    let lower = t.to_ascii_lowercase();
+    Some(
+        if lower.starts_with("<!doctype html")
+            || lower.starts_with("<html")
+            || lower.starts_with('<')
+        {
+            "an HTML page (a login page or a proxy's error page?)".to_string()
+        } else if t.starts_with('{') || t.starts_with('[') {
+            format!("a JSON document: {first_line}")
+        } else {
+            format!("text: {first_line}")
+        },
+    )
+}
+
+/// Where a length-delimited field leads: a nested message, packed varints, or plain bytes.
+#[derive(Clone, Copy)]
+enum Msg {
+    Profile,
+    Sample,
+    Location,
+    /// Messages with scalar fields only (ValueType, Mapping, Function, Line, Label).
+    Flat,
+}
+
+fn nested(msg: Msg, field: u64) -> Option<Option<Msg>> {
+    // Some(Some(m)): nested message; Some(None): packed scalars; None: bytes/string.
+    match (msg, field) {
+        (Msg::Profile, 1 | 3 | 5 | 11) => Some(Some(Msg::Flat)),
+        (Msg::Profile, 2) => Some(Some(Msg::Sample)),
+        (Msg::Profile, 4) => Some(Some(Msg::Location)),
+        (Msg::Profile, 13) => Some(None),
+        (Msg::Sample, 1 | 2) => Some(None),
+        (Msg::Sample, 3) => Some(Some(Msg::Flat)),
+        (Msg::Location, 4) => Some(Some(Msg::Flat)),
+        _ => None,
+    }
+}
+
+fn varint(buf: &[u8], at: &mut usize) -> Option<u64> {
+    let mut v: u64 = 0;
+    for shift in (0..64).step_by(7) {
+        let b = *buf.get(*at)?;
+        *at += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Counts every field, nested field and packed element of `buf` against `budget`, without
+/// allocating; a cut or malformed message is reported as such.
+pub fn prescan(buf: &[u8], budget: u64) -> Result<u64, DecodeError> {
+    let mut count = 0u64;
+    scan(buf, Msg::Profile, budget, &mut count, 0)?;
+    Ok(count)
+}
+
+fn malformed(what: &str) -> DecodeError {
+    DecodeError::Malformed(what.to_string())
+}
+
+fn scan(buf: &[u8], msg: Msg, budget: u64, count: &mut u64, depth: u32) -> Result<(), DecodeError> {
+    if depth > 3 {
+        return Err(malformed("nested too deep"));
+    }
+    let mut at = 0;
+    while at < buf.len() {
+        let key = varint(buf, &mut at).ok_or_else(|| malformed("truncated field key"))?;
+        let (field, wire) = (key >> 3, key & 7);
+        if field == 0 {
+            return Err(malformed("field number 0"));
+        }
+        *count += 1;
+        if *count > budget {
+            return Err(DecodeError::Budget { budget });
+        }
+        match wire {
+            0 => {
+                varint(buf, &mut at).ok_or_else(|| malformed("truncated varint"))?;
+            }
+            1 => {
+                at = at
+                    .checked_add(8)
+                    .filter(|&e| e <= buf.len())
+                    .ok_or_else(|| malformed("truncated fixed64"))?
+            }
+            5 => {
+                at = at
+                    .checked_add(4)
+                    .filter(|&e| e <= buf.len())
+                    .ok_or_else(|| malformed("truncated fixed32"))?
+            }
+            2 => {
+                let len = varint(buf, &mut at).ok_or_else(|| malformed("truncated length"))?;
+                let end = usize::try_from(len)
+                    .ok()
+                    .and_then(|l| at.checked_add(l))
+                    .filter(|&e| e <= buf.len())
+                    .ok_or_else(|| malformed("a field runs past the end (truncated?)"))?;
+                let body = &buf[at..end];
+                match nested(msg, field) {
+                    Some(Some(inner)) => scan(body, inner, budget, count, depth + 1)?,
+                    Some(None) => {
+                        let mut p = 0;
+                        while p < body.len() {
+                            varint(body, &mut p)
+                                .ok_or_else(|| malformed("truncated packed varint"))?;
+                            *count += 1;
+                            if *count > budget {
+                                return Err(DecodeError::Budget { budget });
+                            }
+                        }
+                    }
+                    None => {}
+                }
+                at = end;
+            }
+            _ => return Err(malformed(&format!("wire type {wire} of field {field}"))),
+        }
+    }
+    Ok(())
+}
+
+/// Decodes a profile from raw or compressed bytes within `limits`.
+pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Profile, DecodeError> {
+    let raw = decompress(bytes, limits)?;
+    decode_raw(&raw, limits)
+}
+
+/// Decodes uncompressed protobuf bytes within `limits.fields`.
+pub fn decode_raw(raw: &[u8], limits: &Limits) -> Result<Profile, DecodeError> {
+    if raw.is_empty() {
+        return Err(DecodeError::Empty);
+    }
+    if let Err(e) = prescan(raw, limits.fields) {
+        return Err(match (&e, describe_non_profile(raw)) {
+            (DecodeError::Malformed(_), Some(what)) => DecodeError::NotAProfile(what),
+            _ => e,
+        });
+    }
+    let p = Profile::decode(raw).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    if p.sample_type.is_empty() && p.sample.is_empty() && p.string_table.is_empty() {
+        return Err(match describe_non_profile(raw) {
+            Some(what) => DecodeError::NotAProfile(what),
+            None => DecodeError::NotAProfile("no sample types and no strings".into()),
+        });
+    }
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/fixtures/dd-trace-go-upload")
+            .join(name);
+        std::fs::read(p).expect("fixture")
+    }
+
+    #[test]
+    fn every_dd_trace_go_fixture_decodes_within_the_network_limits() {
+        for f in [
+            "cpu.pprof",
+            "delta-heap.pprof",
+            "delta-mutex.pprof",
+            "delta-block.pprof",
+            "goroutines.pprof",
+        ] {
+            let p = decode(&fixture(f), &Limits::default()).expect(f);
+            assert!(!p.sample_type.is_empty(), "{f}");
+        }
+    }
+
+    #[test]
+    fn a_gzip_bomb_stops_at_the_limit() {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..64 {
+            gz.write_all(&zeros).expect("write");
+        }
+        let bomb = gz.finish().expect("gzip");
+        assert!(bomb.len() < 200_000);
+        let e = decode(&bomb, &Limits::default()).unwrap_err();
+        assert_eq!(e, DecodeError::TooLargeDecompressed { limit: 8 << 20 });
+    }
+
+    #[test]
+    fn zstd_raw_and_gzip_give_the_same_profile() {
+        // dd-trace-go uploads raw protobuf; Go's net/http/pprof serves gzip.
+        let raw = fixture("cpu.pprof");
+        assert_eq!(sniff(&raw), Compression::None);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&raw).expect("gzip");
+        let gz = gz.finish().expect("gzip");
+        assert_eq!(sniff(&gz), Compression::Gzip);
+        let from_raw = decode(&raw, &Limits::default()).expect("raw decodes");
+        assert_eq!(from_raw, decode(&gz, &Limits::default()).expect("gz"));
+        let zst = ruzstd::encoding::compress_to_vec(
+            &raw[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        assert_eq!(sniff(&zst), Compression::Zstd);
+        assert_eq!(from_raw, decode(&zst, &Limits::default()).expect("zstd"));
+        // A zstd bomb stops at the limit too.
+        let zeros = vec![0u8; 16 << 20];
+        let bomb = ruzstd::encoding::compress_to_vec(
+            &zeros[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        assert_eq!(
+            decode(&bomb, &Limits::default()).unwrap_err(),
+            DecodeError::TooLargeDecompressed { limit: 8 << 20 }
+        );
+    }
+
+    #[test]
+    fn the_budget_is_counted_before_decoding() {
+        let raw = decompress(&fixture("cpu.pprof"), &Limits::default()).expect("raw");
+        let n = prescan(&raw, u64::MAX).expect("scan");
+        assert!(n > 1000);
+        let tight = Limits {
+            fields: n - 1,
+            ..Limits::default()
+        };
+        assert_eq!(
+            decode(&raw, &tight).unwrap_err(),
+            DecodeError::Budget { budget: n - 1 }
+        );
+        assert!(decode(&raw, &Limits { fields: n, ..tight }).is_ok());
+    }
+
+    #[test]
+    fn truncated_and_foreign_bodies_are_refused_with_a_reason() {
+        let raw = decompress(&fixture("goroutines.pprof"), &Limits::default()).expect("raw");
+        let cut = &raw[..raw.len() - 7];
+        assert!(matches!(
+            decode(cut, &Limits::default()),
+            Err(DecodeError::Malformed(_))
+        ));
+        let html = b"<!DOCTYPE html><html><body>Sign in</body></html>";
+        assert!(
+            decode(html, &Limits::default())
+                .unwrap_err()
+                .to_string()
+                .contains("HTML")
+        );
+        let go = b"profile duration exceeds server's WriteTimeout\n";
+        let e = decode(go, &Limits::default()).unwrap_err().to_string();
+        assert!(e.contains("exceeds server's WriteTimeout"), "{e}");
+        let json = br#"{"error": "unauthorized"}"#;
+        assert!(
+            decode(json, &Limits::default())
+                .unwrap_err()
+                .to_string()
+                .contains("JSON")
+        );
+        assert_eq!(
+            decode(&[1, 2, 3], &Limits::default()).unwrap_err(),
+            DecodeError::Malformed("field number 0".into())
+        );
+        let small = Limits {
+            body: 10,
+            ..Limits::default()
+        };
+        assert_eq!(
+            decompress(&[0u8; 11], &small).unwrap_err(),
+            DecodeError::TooLarge {
+                size: 11,
+                limit: 10
+            }
+        );
+    }
+}

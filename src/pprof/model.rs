@@ -1,0 +1,201 @@
+//! A decoded profile with its references checked and resolved to indexes: every string,
+//! location, function and mapping a sample points at exists, and every sample has one value
+//! per sample type — the checks `go tool pprof` makes before it reports anything.
+
+use std::collections::HashMap;
+
+use super::decode::DecodeError;
+use super::proto::Profile;
+
+/// A checked profile: `proto` plus index tables.
+pub struct Pprof {
+    pub proto: Profile,
+    /// Per location (by position in `proto.location`): its mapping's position, if any.
+    pub loc_mapping: Vec<Option<usize>>,
+    /// Per location: (function position or None, line) for each line, innermost first.
+    pub loc_lines: Vec<Vec<(Option<usize>, i64)>>,
+    /// Per sample: location positions, leaf first.
+    pub sample_locs: Vec<Vec<u32>>,
+}
+
+fn bad(what: String) -> DecodeError {
+    DecodeError::Malformed(what)
+}
+
+impl Pprof {
+    pub fn new(proto: Profile) -> Result<Pprof, DecodeError> {
+        let strings = proto.string_table.len() as i64;
+        let check_str = |i: i64, what: &str| -> Result<(), DecodeError> {
+            if i < 0 || i >= strings.max(1) || (strings == 0 && i != 0) {
+                return Err(bad(format!(
+                    "{what} names string {i}; the table has {strings}"
+                )));
+            }
+            Ok(())
+        };
+        if strings > 0 && !proto.string_table[0].is_empty() {
+            return Err(bad("string 0 is not empty".into()));
+        }
+        for vt in proto.sample_type.iter().chain(proto.period_type.iter()) {
+            check_str(vt.r#type, "a sample type")?;
+            check_str(vt.unit, "a sample type's unit")?;
+        }
+        for c in &proto.comment {
+            check_str(*c, "a comment")?;
+        }
+        check_str(proto.default_sample_type, "default_sample_type")?;
+        check_str(proto.drop_frames, "drop_frames")?;
+        check_str(proto.keep_frames, "keep_frames")?;
+        let mut mappings = HashMap::with_capacity(proto.mapping.len());
+        for (i, m) in proto.mapping.iter().enumerate() {
+            check_str(m.filename, "a mapping's file")?;
+            check_str(m.build_id, "a mapping's build id")?;
+            if m.id == 0 {
+                return Err(bad("a mapping has id 0".into()));
+            }
+            if mappings.insert(m.id, i).is_some() {
+                return Err(bad(format!("two mappings have id {}", m.id)));
+            }
+        }
+        let mut functions = HashMap::with_capacity(proto.function.len());
+        for (i, f) in proto.function.iter().enumerate() {
+            check_str(f.name, "a function's name")?;
+            check_str(f.system_name, "a function's system name")?;
+            check_str(f.filename, "a function's file")?;
+            if f.id == 0 {
+                return Err(bad("a function has id 0".into()));
+            }
+            if functions.insert(f.id, i).is_some() {
+                return Err(bad(format!("two functions have id {}", f.id)));
+            }
+        }
+        let mut locations = HashMap::with_capacity(proto.location.len());
+        let mut loc_mapping = Vec::with_capacity(proto.location.len());
+        let mut loc_lines = Vec::with_capacity(proto.location.len());
+        for (i, l) in proto.location.iter().enumerate() {
+            if l.id == 0 {
+                return Err(bad("a location has id 0".into()));
+            }
+            if locations.insert(l.id, i as u32).is_some() {
+                return Err(bad(format!("two locations have id {}", l.id)));
+            }
+            loc_mapping.push(if l.mapping_id == 0 {
+                None
+            } else {
+                Some(*mappings.get(&l.mapping_id).ok_or_else(|| {
+                    bad(format!(
+                        "location {} names mapping {}, which is not in the profile",
+                        l.id, l.mapping_id
+                    ))
+                })?)
+            });
+            let mut lines = Vec::with_capacity(l.line.len());
+            for ln in &l.line {
+                let f = if ln.function_id == 0 {
+                    None
+                } else {
+                    Some(*functions.get(&ln.function_id).ok_or_else(|| {
+                        bad(format!(
+                            "location {} names function {}, which is not in the profile",
+                            l.id, ln.function_id
+                        ))
+                    })?)
+                };
+                lines.push((f, ln.line));
+            }
+            loc_lines.push(lines);
+        }
+        let types = proto.sample_type.len();
+        let mut sample_locs = Vec::with_capacity(proto.sample.len());
+        for (n, s) in proto.sample.iter().enumerate() {
+            if s.value.len() != types {
+                return Err(bad(format!(
+                    "sample {n} has {} values for {types} sample types",
+                    s.value.len()
+                )));
+            }
+            let mut locs = Vec::with_capacity(s.location_id.len());
+            for id in &s.location_id {
+                locs.push(*locations.get(id).ok_or_else(|| {
+                    bad(format!(
+                        "sample {n} names location {id}, which is not in the profile"
+                    ))
+                })?);
+            }
+            for l in &s.label {
+                check_str(l.key, "a label key")?;
+                check_str(l.str, "a label value")?;
+                check_str(l.num_unit, "a label unit")?;
+            }
+            sample_locs.push(locs);
+        }
+        Ok(Pprof {
+            proto,
+            loc_mapping,
+            loc_lines,
+            sample_locs,
+        })
+    }
+
+    pub fn str(&self, i: i64) -> &str {
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| self.proto.string_table.get(i))
+            .map_or("", String::as_str)
+    }
+
+    /// (type, unit) of every sample type.
+    pub fn sample_types(&self) -> Vec<(&str, &str)> {
+        self.proto
+            .sample_type
+            .iter()
+            .map(|v| (self.str(v.r#type), self.str(v.unit)))
+            .collect()
+    }
+
+    /// The sample type to report, as `go tool pprof -sample_index`: a name, an index, or
+    /// (None) the profile's default sample type, else the last.
+    pub fn sample_index(&self, name: Option<&str>) -> Result<usize, String> {
+        let types = self.sample_types();
+        if types.is_empty() {
+            return Err("the profile has no sample types".into());
+        }
+        let Some(name) = name.filter(|n| !n.is_empty()) else {
+            let dst = self.str(self.proto.default_sample_type);
+            if !dst.is_empty()
+                && let Some(i) = types.iter().position(|(t, _)| *t == dst)
+            {
+                return Ok(i);
+            }
+            return Ok(types.len() - 1);
+        };
+        if let Ok(i) = name.parse::<i64>() {
+            if i < 0 || i as usize >= types.len() {
+                return Err(format!(
+                    "sample index {name} is outside the range [0..{}]",
+                    types.len() - 1
+                ));
+            }
+            return Ok(i as usize);
+        }
+        let no_inuse = name.strip_prefix("inuse_").unwrap_or(name);
+        types
+            .iter()
+            .position(|(t, _)| *t == name || *t == no_inuse)
+            .ok_or_else(|| {
+                format!(
+                    "sample index {name:?} must be one of: {}",
+                    types.iter().map(|(t, _)| *t).collect::<Vec<_>>().join(", ")
+                )
+            })
+    }
+
+    /// The main binary's file name, as Go's `File:` header (the first mapping's).
+    pub fn main_file(&self) -> Option<&str> {
+        self.proto
+            .mapping
+            .first()
+            .map(|m| self.str(m.filename))
+            .filter(|f| !f.is_empty())
+    }
+}

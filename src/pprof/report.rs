@@ -1,0 +1,489 @@
+//! The `go tool pprof -top` report, computed the way pprof computes it so the rows are the same:
+//! nodes are functions (inlined frames are nodes of their own), a sample adds its value to the
+//! cum of every distinct node on its stack and to the flat of its leaf; nodes whose cum is
+//! under 0.5% of the total are dropped and the graph rebuilt without them (a sample whose leaf
+//! was dropped adds no flat); rows sort by flat (or cum), then name; the output unit is
+//! chosen from the smallest value shown; `(inline)` marks nodes only ever reached through
+//! inlined calls.
+
+use std::collections::HashMap;
+
+use super::measure::{percentage, scale, scaled_label};
+use super::model::Pprof;
+
+#[derive(Debug, Clone)]
+pub struct TopOptions {
+    /// `--sample-index`: a name or an index; None is the default sample type, else the last.
+    pub sample_index: Option<String>,
+    /// Sort by cum instead of flat.
+    pub cum: bool,
+    /// Show at most this many nodes (0: all that are kept).
+    pub nodes: usize,
+    pub node_fraction: f64,
+    pub edge_fraction: f64,
+}
+
+impl Default for TopOptions {
+    fn default() -> Self {
+        TopOptions {
+            sample_index: None,
+            cum: false,
+            nodes: 0,
+            node_fraction: 0.005,
+            edge_fraction: 0.001,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TopRow {
+    pub function: String,
+    /// `(inline)`, `(partial-inline)` or empty.
+    pub inline: &'static str,
+    pub flat: i64,
+    pub cum: i64,
+    pub flat_fmt: String,
+    pub cum_fmt: String,
+    pub flat_pct: String,
+    pub sum_pct: String,
+    pub cum_pct: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TopReport {
+    /// The header lines, as Go prints them (File, Type, Time, Duration, Showing …, Dropped …).
+    pub header: Vec<String>,
+    pub sample_type: String,
+    pub unit: String,
+    /// Unit the values are printed in.
+    pub output_unit: String,
+    pub total: i64,
+    pub shown_flat: i64,
+    pub dropped_nodes: usize,
+    pub rows: Vec<TopRow>,
+}
+
+impl TopReport {
+    /// The text `go tool pprof -top` prints.
+    pub fn text(&self) -> String {
+        let mut out = String::with_capacity(80 * (self.rows.len() + self.header.len() + 1));
+        for h in &self.header {
+            out.push_str(h);
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "{:>10} {:>5}% {:>5}% {:>10} {:>5}%\n",
+            "flat", "flat", "sum", "cum", "cum"
+        ));
+        for r in &self.rows {
+            let inl = if r.inline.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", r.inline)
+            };
+            out.push_str(&format!(
+                "{:>10} {} {} {:>10} {}  {}{}\n",
+                r.flat_fmt, r.flat_pct, r.sum_pct, r.cum_fmt, r.cum_pct, r.function, inl
+            ));
+        }
+        out
+    }
+}
+
+/// What identifies a node at function granularity (pprof's NodeInfo with address, line and
+/// file cleared): the function name, or the binary when a frame has no name.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct NodeKey<'a> {
+    name: &'a str,
+    objfile: &'a str,
+    start_line: i64,
+}
+
+impl NodeKey<'_> {
+    fn printable(&self) -> String {
+        if !self.name.is_empty() {
+            self.name.to_string()
+        } else if !self.objfile.is_empty() {
+            let base = self.objfile.rsplit('/').next().unwrap_or(self.objfile);
+            format!("[{base}]")
+        } else {
+            "<unknown>".to_string()
+        }
+    }
+
+    /// Go's `fmt.Sprint(NodeInfo)`, the last tie-breaker of its sort.
+    fn sprint(&self) -> String {
+        format!(
+            "{{{}  0  {} 0 {}}}",
+            self.name, self.start_line, self.objfile
+        )
+    }
+}
+
+/// The nodes of a profile and, per location, its nodes innermost first.
+pub struct Nodes<'a> {
+    keys: Vec<NodeKey<'a>>,
+    names: Vec<String>,
+    loc_nodes: Vec<Vec<u32>>,
+}
+
+impl<'a> Nodes<'a> {
+    pub fn new(p: &'a Pprof) -> Nodes<'a> {
+        let mut ids: HashMap<NodeKey<'a>, u32> = HashMap::new();
+        let mut keys = Vec::new();
+        let mut loc_nodes = Vec::with_capacity(p.loc_lines.len());
+        for (li, lines) in p.loc_lines.iter().enumerate() {
+            let objfile = p.loc_mapping[li]
+                .map(|m| p.str(p.proto.mapping[m].filename))
+                .unwrap_or("");
+            let mut nodes = Vec::with_capacity(lines.len().max(1));
+            let empty = [(None, 0)];
+            let lines: &[(Option<usize>, i64)] = if lines.is_empty() { &empty } else { lines };
+            for &(f, _) in lines {
+                let key = match f {
+                    None => NodeKey {
+                        name: "",
+                        objfile,
+                        start_line: 0,
+                    },
+                    Some(f) => {
+                        let func = &p.proto.function[f];
+                        let name = p.str(func.name);
+                        if name.is_empty() {
+                            NodeKey {
+                                name,
+                                objfile,
+                                start_line: func.start_line,
+                            }
+                        } else {
+                            NodeKey {
+                                name,
+                                objfile: "",
+                                start_line: 0,
+                            }
+                        }
+                    }
+                };
+                let next = keys.len() as u32;
+                let id = *ids.entry(key.clone()).or_insert_with(|| {
+                    keys.push(key);
+                    next
+                });
+                nodes.push(id);
+            }
+            loc_nodes.push(nodes);
+        }
+        let names = keys.iter().map(NodeKey::printable).collect();
+        Nodes {
+            keys,
+            names,
+            loc_nodes,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    pub fn name(&self, n: usize) -> &str {
+        &self.names[n]
+    }
+}
+
+/// Flat and cum per node, and (when asked) the call edges with their weight and whether every
+/// call along them was inlined.
+pub struct Graph {
+    pub flat: Vec<i64>,
+    pub cum: Vec<i64>,
+    pub edges: HashMap<(u32, u32), (i64, bool)>,
+}
+
+/// One pass over the samples, as pprof's newGraph: `kept` drops nodes (their frames are skipped
+/// and the edge over them is residual).
+pub fn build(
+    p: &Pprof,
+    nodes: &Nodes<'_>,
+    index: usize,
+    kept: Option<&[bool]>,
+    with_edges: bool,
+) -> Graph {
+    let n = nodes.len();
+    let mut flat = vec![0i64; n];
+    let mut cum = vec![0i64; n];
+    let mut seen = vec![0u32; n];
+    let mut edges: HashMap<(u32, u32), (i64, bool, u32)> = HashMap::new();
+    for (si, s) in p.proto.sample.iter().enumerate() {
+        let w = s.value[index];
+        if w == 0 {
+            continue;
+        }
+        let stamp = si as u32 + 1;
+        let mut parent: Option<u32> = None;
+        let mut residual = false;
+        for &loc in p.sample_locs[si].iter().rev() {
+            let ln = &nodes.loc_nodes[loc as usize];
+            let last = ln.len() - 1;
+            for (ni, &node) in ln.iter().enumerate().rev() {
+                if kept.is_some_and(|k| !k[node as usize]) {
+                    residual = true;
+                    continue;
+                }
+                if seen[node as usize] != stamp {
+                    seen[node as usize] = stamp;
+                    cum[node as usize] += w;
+                }
+                if with_edges
+                    && let Some(par) = parent
+                    && par != node
+                {
+                    let inline = ni != last;
+                    let e = edges.entry((par, node)).or_insert((0, inline, 0));
+                    if e.2 != stamp {
+                        e.2 = stamp;
+                        e.0 += w;
+                        if !inline {
+                            e.1 = false;
+                        }
+                    }
+                }
+                parent = Some(node);
+                residual = false;
+            }
+        }
+        if let (Some(leaf), false) = (parent, residual) {
+            flat[leaf as usize] += w;
+        }
+    }
+    Graph {
+        flat,
+        cum,
+        edges: edges
+            .into_iter()
+            .map(|(k, (w, inl, _))| (k, (w, inl)))
+            .collect(),
+    }
+}
+
+/// pprof's computeTotal: the sum of absolute values.
+pub fn total(p: &Pprof, index: usize) -> i64 {
+    p.proto
+        .sample
+        .iter()
+        .map(|s| s.value[index].saturating_abs())
+        .fold(0i64, i64::saturating_add)
+}
+
+fn sort_nodes(list: &mut [u32], g: &Graph, nodes: &Nodes<'_>, cum: bool) {
+    list.sort_by(|&l, &r| {
+        let (l, r) = (l as usize, r as usize);
+        let (lf, rf) = (g.flat[l].abs(), g.flat[r].abs());
+        let (lc, rc) = (g.cum[l].abs(), g.cum[r].abs());
+        let by_name = nodes.name(l).cmp(nodes.name(r));
+        let last = || nodes.keys[l].sprint().cmp(&nodes.keys[r].sprint());
+        if cum {
+            rc.cmp(&lc).then(by_name).then(rf.cmp(&lf)).then_with(last)
+        } else {
+            rf.cmp(&lf).then(by_name).then(rc.cmp(&lc)).then_with(last)
+        }
+    });
+}
+
+/// Go's `Time:` header: "Jan 2, 2006 at 3:04pm (MST)" in the local time zone.
+fn go_time(nanos: i64) -> String {
+    let Ok(ts) = jiff::Timestamp::from_nanosecond(i128::from(nanos)) else {
+        return String::new();
+    };
+    let z = ts.to_zoned_datetime(jiff::tz::TimeZone::system());
+    z.strftime("%b %-d, %Y at %-I:%M%P (%Z)").to_string()
+}
+
+/// The `go tool pprof -top` report of `p`.
+pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
+    let index = p.sample_index(opts.sample_index.as_deref())?;
+    let (stype, sunit) = p.sample_types()[index];
+    let nodes = Nodes::new(p);
+    let total = total(p, index);
+
+    let mut g = build(p, &nodes, index, None, false);
+    let present = |g: &Graph| -> Vec<u32> {
+        (0..nodes.len() as u32)
+            .filter(|&i| g.flat[i as usize] != 0 || g.cum[i as usize] != 0)
+            .collect()
+    };
+    let mut list = present(&g);
+    let node_cutoff = ((total as f64 * opts.node_fraction) as i64).abs();
+    let edge_cutoff = ((total as f64 * opts.edge_fraction) as i64).abs();
+    let mut dropped = 0;
+    let mut kept: Option<Vec<bool>> = None;
+    if node_cutoff > 0 {
+        let keep: Vec<u32> = list
+            .iter()
+            .copied()
+            .filter(|&i| g.cum[i as usize].abs() >= node_cutoff)
+            .collect();
+        if keep.len() != list.len() {
+            dropped = list.len() - keep.len();
+            let mut mask = vec![false; nodes.len()];
+            for &i in &keep {
+                mask[i as usize] = true;
+            }
+            g = build(p, &nodes, index, Some(&mask), false);
+            list = present(&g);
+            kept = Some(mask);
+        }
+    }
+    let orig_count = list.len();
+    sort_nodes(&mut list, &g, &nodes, opts.cum);
+    if opts.nodes > 0 && opts.nodes < list.len() {
+        list.truncate(opts.nodes);
+        let mut mask = vec![false; nodes.len()];
+        for &i in &list {
+            mask[i as usize] = true;
+        }
+        g = build(p, &nodes, index, Some(&mask), false);
+        list = present(&g);
+        sort_nodes(&mut list, &g, &nodes, opts.cum);
+        kept = Some(mask);
+    }
+    // The final graph's edges say which nodes are reached only through inlined calls.
+    let edges = build(p, &nodes, index, kept.as_deref(), true).edges;
+    let mut inline_in = vec![(false, false); nodes.len()];
+    for (&(_, dst), &(w, inl)) in &edges {
+        if w.abs() < edge_cutoff {
+            continue;
+        }
+        let e = &mut inline_in[dst as usize];
+        if inl {
+            e.0 = true;
+        } else {
+            e.1 = true;
+        }
+    }
+
+    // The output unit: from the smallest value shown, as pprof's selectOutputUnit.
+    let mut min_value = 0i64;
+    for &i in &list {
+        let mut v = g.flat[i as usize].abs();
+        if v == 0 {
+            v = g.cum[i as usize].abs();
+        }
+        if v > 0 && (min_value == 0 || v < min_value) {
+            min_value = v;
+        }
+    }
+    let max_value = total;
+    if min_value == 0 {
+        min_value = max_value;
+    }
+    let out_unit = if list.is_empty() {
+        "minimum".to_string()
+    } else {
+        let (_, min_u) = scale(min_value, sunit, "minimum");
+        let (_, max_u) = scale(max_value, sunit, "minimum");
+        let mut unit = min_u.clone();
+        if min_u != max_u && min_value.saturating_mul(100) < max_value {
+            unit = scale(min_value.saturating_mul(100), sunit, "minimum").1;
+        }
+        if unit.is_empty() {
+            sunit.to_string()
+        } else {
+            unit
+        }
+    };
+    let fmt = |v: i64| scaled_label(v, sunit, &out_unit);
+
+    let mut header = Vec::new();
+    if let Some(m) = p.proto.mapping.first() {
+        let file = p.str(m.filename);
+        if !file.is_empty() {
+            header.push(format!("File: {}", file.rsplit('/').next().unwrap_or(file)));
+        }
+        let id = p.str(m.build_id);
+        if !id.is_empty() {
+            header.push(format!("Build ID: {id}"));
+        }
+    }
+    for &c in &p.proto.comment {
+        let c = p.str(c);
+        if !c.starts_with('#') {
+            header.push(c.to_string());
+        }
+    }
+    header.push(format!("Type: {stype}"));
+    if p.proto.time_nanos != 0 {
+        header.push(format!("Time: {}", go_time(p.proto.time_nanos)));
+    }
+    if p.proto.duration_nanos != 0 {
+        let duration = scaled_label(p.proto.duration_nanos, "nanoseconds", "auto");
+        let (total_ns, total_unit) = scale(total, sunit, "nanoseconds");
+        let ratio = if total_unit == "ns" && total_ns != 0.0 {
+            format!("({})", percentage(total_ns as i64, p.proto.duration_nanos))
+        } else {
+            String::new()
+        };
+        header.push(format!(
+            "Duration: {duration}, Total samples = {} {ratio}",
+            fmt(total)
+        ));
+    }
+    let flat_sum: i64 = list.iter().map(|&i| g.flat[i as usize]).sum();
+    header.push(format!(
+        "Showing nodes accounting for {}, {} of {} total",
+        fmt(flat_sum),
+        percentage(flat_sum, total).trim(),
+        fmt(total)
+    ));
+    if total != 0 {
+        if dropped > 0 {
+            header.push(format!(
+                "Dropped {dropped} {} (cum <= {})",
+                if dropped > 1 { "nodes" } else { "node" },
+                fmt(((total as f64 * opts.node_fraction) as i64).abs())
+            ));
+        }
+        if !list.is_empty() && list.len() < orig_count {
+            header.push(format!(
+                "Showing top {} nodes out of {orig_count}",
+                list.len()
+            ));
+        }
+    }
+
+    let mut rows = Vec::with_capacity(list.len());
+    let mut sum = 0i64;
+    for &i in &list {
+        let i = i as usize;
+        let (flat, cum) = (g.flat[i], g.cum[i]);
+        sum += flat;
+        let inline = match inline_in[i] {
+            (true, true) => "(partial-inline)",
+            (true, false) => "(inline)",
+            _ => "",
+        };
+        rows.push(TopRow {
+            function: nodes.name(i).to_string(),
+            inline,
+            flat,
+            cum,
+            flat_fmt: fmt(flat),
+            cum_fmt: fmt(cum),
+            flat_pct: percentage(flat, total),
+            sum_pct: percentage(sum, total),
+            cum_pct: percentage(cum, total),
+        });
+    }
+    Ok(TopReport {
+        header,
+        sample_type: stype.to_string(),
+        unit: sunit.to_string(),
+        output_unit: out_unit,
+        total,
+        shown_flat: flat_sum,
+        dropped_nodes: dropped,
+        rows,
+    })
+}
