@@ -29,6 +29,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Run every configured check on its interval: the agent, in developer mode with --profile')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the checks agentprof can run, where their configuration comes from, and their instances')
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`')
+            [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads')
+            [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Compare two pprof profiles: per function the change of flat and cum, biggest first')
+            [CompletionResult]::new('flamegraph', 'flamegraph', [CompletionResultType]::ParameterValue, 'Draw a pprof profile as a flamegraph (SVG)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write the man pages (agentprof.1 and one page per subcommand)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -104,6 +107,68 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'agentprof;pull' {
+            [CompletionResult]::new('--types', '--types', [CompletionResultType]::ParameterName, 'Profile types, comma-separated: cpu,heap,allocs,goroutine,mutex,block,threadcreate')
+            [CompletionResult]::new('--profile-duration', '--profile-duration', [CompletionResultType]::ParameterName, 'How long the CPU profile records (its seconds=)')
+            [CompletionResult]::new('--interval', '--interval', [CompletionResultType]::ParameterName, 'Collect again every D (at least 10s); runs until SIGINT/SIGTERM unless --count is given')
+            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'Collect N times, --interval apart (default 60s)')
+            [CompletionResult]::new('--http-timeout', '--http-timeout', [CompletionResultType]::ParameterName, 'Timeout of one request; must exceed the profile duration (default: duration + 10s)')
+            [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write <DIR>/<service>/<type>-<time>.pb.gz (and delta-<type>-… for cumulative types)')
+            [CompletionResult]::new('--top', '--top', [CompletionResultType]::ParameterName, 'Print each profile''s top N functions (the delta when there is one)')
+            [CompletionResult]::new('--service', '--service', [CompletionResultType]::ParameterName, 'Service name (default: the URL''s host)')
+            [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Environment tag (env:)')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Version tag (version:)')
+            [CompletionResult]::new('--tag', '--tag', [CompletionResultType]::ParameterName, 'A tag added to uploads and figures, k:v (repeatable)')
+            [CompletionResult]::new('--tls-ca', '--tls-ca', [CompletionResultType]::ParameterName, 'CA certificate(s) (PEM) to trust for https targets')
+            [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'Client certificate (PEM) for https targets that ask for one')
+            [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'The client certificate''s private key (PEM)')
+            [CompletionResult]::new('--upload', '--upload', [CompletionResultType]::ParameterName, 'POST each collection here in dd-trace-go''s format (DataKit: http://host:9529/profiling/v1/input)')
+            [CompletionResult]::new('--spool', '--spool', [CompletionResultType]::ParameterName, 'Where uploads that failed wait to be sent (default: $AGENTPROF_STATE_DIR or the XDG state dir)')
+            [CompletionResult]::new('--body-size-limit-mb', '--body-size-limit-mb', [CompletionResultType]::ParameterName, 'Largest response accepted (MiB); decompressed at most min(this, 8 MiB)')
+            [CompletionResult]::new('--delta-cache-mb', '--delta-cache-mb', [CompletionResultType]::ParameterName, 'Memory for delta baselines (MiB), least recently used evicted first')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)')
+            [CompletionResult]::new('--confd', '--confd', [CompletionResultType]::ParameterName, 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)')
+            [CompletionResult]::new('--checks', '--checks', [CompletionResultType]::ParameterName, 'Directory of plugin checks')
+            [CompletionResult]::new('--python', '--python', [CompletionResultType]::ParameterName, 'Python interpreter for Python checks (a virtualenv''s python works)')
+            [CompletionResult]::new('--once', '--once', [CompletionResultType]::ParameterName, 'Collect once (the default without --interval)')
+            [CompletionResult]::new('--flamegraph', '--flamegraph', [CompletionResultType]::ParameterName, 'Also write an SVG flamegraph of each profile next to it (needs --out)')
+            [CompletionResult]::new('--insecure-skip-verify', '--insecure-skip-verify', [CompletionResultType]::ParameterName, 'Do not verify the target''s certificate (not for production)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document per collection (see docs/json.md)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentprof;diff' {
+            [CompletionResult]::new('--sample-index', '--sample-index', [CompletionResultType]::ParameterName, 'Sample type to compare (name or index); default: the new profile''s default')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Show at most N rows; 0 shows every changed function')
+            [CompletionResult]::new('--nodes', '--nodes', [CompletionResultType]::ParameterName, 'Show at most N rows; 0 shows every changed function')
+            [CompletionResult]::new('--flamegraph', '--flamegraph', [CompletionResultType]::ParameterName, 'Also write a differential flamegraph here (red grew, blue shrank)')
+            [CompletionResult]::new('--max-size-mb', '--max-size-mb', [CompletionResultType]::ParameterName, 'Largest file accepted, compressed or not (MiB)')
+            [CompletionResult]::new('--max-decompressed-mb', '--max-decompressed-mb', [CompletionResultType]::ParameterName, 'Largest decompressed profile accepted (MiB); checked while inflating')
+            [CompletionResult]::new('--max-fields', '--max-fields', [CompletionResultType]::ParameterName, 'Most protobuf fields and packed elements accepted, counted before decoding')
+            [CompletionResult]::new('--cum', '--cum', [CompletionResultType]::ParameterName, 'Sort by the change of cum instead of flat')
+            [CompletionResult]::new('--normalize', '--normalize', [CompletionResultType]::ParameterName, 'Scale the base so both totals are equal (profiles of different lengths)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (see docs/json.md)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'agentprof;flamegraph' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Where to write the SVG')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Where to write the SVG')
+            [CompletionResult]::new('--sample-index', '--sample-index', [CompletionResultType]::ParameterName, 'Sample type to draw (name or index); default: the profile''s default, else the last')
+            [CompletionResult]::new('--title', '--title', [CompletionResultType]::ParameterName, 'Title of the flamegraph (default: the file name and sample type)')
+            [CompletionResult]::new('--max-size-mb', '--max-size-mb', [CompletionResultType]::ParameterName, 'Largest file accepted, compressed or not (MiB)')
+            [CompletionResult]::new('--max-decompressed-mb', '--max-decompressed-mb', [CompletionResultType]::ParameterName, 'Largest decompressed profile accepted (MiB); checked while inflating')
+            [CompletionResult]::new('--max-fields', '--max-fields', [CompletionResultType]::ParameterName, 'Most protobuf fields and packed elements accepted, counted before decoding')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'agentprof;completions' {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
@@ -124,6 +189,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Run every configured check on its interval: the agent, in developer mode with --profile')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the checks agentprof can run, where their configuration comes from, and their instances')
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`')
+            [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads')
+            [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Compare two pprof profiles: per function the change of flat and cum, biggest first')
+            [CompletionResult]::new('flamegraph', 'flamegraph', [CompletionResultType]::ParameterValue, 'Draw a pprof profile as a flamegraph (SVG)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write the man pages (agentprof.1 and one page per subcommand)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -139,6 +207,15 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             break
         }
         'agentprof;help;top' {
+            break
+        }
+        'agentprof;help;pull' {
+            break
+        }
+        'agentprof;help;diff' {
+            break
+        }
+        'agentprof;help;flamegraph' {
             break
         }
         'agentprof;help;completions' {

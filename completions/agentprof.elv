@@ -26,6 +26,9 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand start 'Run every configured check on its interval: the agent, in developer mode with --profile'
             cand list 'List the checks agentprof can run, where their configuration comes from, and their instances'
             cand top 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`'
+            cand pull 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads'
+            cand diff 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
+            cand flamegraph 'Draw a pprof profile as a flamegraph (SVG)'
             cand completions 'Print a shell completion script to stdout'
             cand man 'Write the man pages (agentprof.1 and one page per subcommand)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -96,6 +99,65 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'agentprof;pull'= {
+            cand --types 'Profile types, comma-separated: cpu,heap,allocs,goroutine,mutex,block,threadcreate'
+            cand --profile-duration 'How long the CPU profile records (its seconds=)'
+            cand --interval 'Collect again every D (at least 10s); runs until SIGINT/SIGTERM unless --count is given'
+            cand --count 'Collect N times, --interval apart (default 60s)'
+            cand --http-timeout 'Timeout of one request; must exceed the profile duration (default: duration + 10s)'
+            cand --out 'Write <DIR>/<service>/<type>-<time>.pb.gz (and delta-<type>-… for cumulative types)'
+            cand --top 'Print each profile''s top N functions (the delta when there is one)'
+            cand --service 'Service name (default: the URL''s host)'
+            cand --env 'Environment tag (env:)'
+            cand --version 'Version tag (version:)'
+            cand --tag 'A tag added to uploads and figures, k:v (repeatable)'
+            cand --tls-ca 'CA certificate(s) (PEM) to trust for https targets'
+            cand --tls-cert 'Client certificate (PEM) for https targets that ask for one'
+            cand --tls-key 'The client certificate''s private key (PEM)'
+            cand --upload 'POST each collection here in dd-trace-go''s format (DataKit: http://host:9529/profiling/v1/input)'
+            cand --spool 'Where uploads that failed wait to be sent (default: $AGENTPROF_STATE_DIR or the XDG state dir)'
+            cand --body-size-limit-mb 'Largest response accepted (MiB); decompressed at most min(this, 8 MiB)'
+            cand --delta-cache-mb 'Memory for delta baselines (MiB), least recently used evicted first'
+            cand --config 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)'
+            cand --confd 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)'
+            cand --checks 'Directory of plugin checks'
+            cand --python 'Python interpreter for Python checks (a virtualenv''s python works)'
+            cand --once 'Collect once (the default without --interval)'
+            cand --flamegraph 'Also write an SVG flamegraph of each profile next to it (needs --out)'
+            cand --insecure-skip-verify 'Do not verify the target''s certificate (not for production)'
+            cand --json 'Print one JSON document per collection (see docs/json.md)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'agentprof;diff'= {
+            cand --sample-index 'Sample type to compare (name or index); default: the new profile''s default'
+            cand -n 'Show at most N rows; 0 shows every changed function'
+            cand --nodes 'Show at most N rows; 0 shows every changed function'
+            cand --flamegraph 'Also write a differential flamegraph here (red grew, blue shrank)'
+            cand --max-size-mb 'Largest file accepted, compressed or not (MiB)'
+            cand --max-decompressed-mb 'Largest decompressed profile accepted (MiB); checked while inflating'
+            cand --max-fields 'Most protobuf fields and packed elements accepted, counted before decoding'
+            cand --cum 'Sort by the change of cum instead of flat'
+            cand --normalize 'Scale the base so both totals are equal (profiles of different lengths)'
+            cand --json 'Print one JSON document (see docs/json.md)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentprof;flamegraph'= {
+            cand -o 'Where to write the SVG'
+            cand --output 'Where to write the SVG'
+            cand --sample-index 'Sample type to draw (name or index); default: the profile''s default, else the last'
+            cand --title 'Title of the flamegraph (default: the file name and sample type)'
+            cand --max-size-mb 'Largest file accepted, compressed or not (MiB)'
+            cand --max-decompressed-mb 'Largest decompressed profile accepted (MiB); checked while inflating'
+            cand --max-fields 'Most protobuf fields and packed elements accepted, counted before decoding'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'agentprof;completions'= {
             cand -h 'Print help'
             cand --help 'Print help'
@@ -114,6 +176,9 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand start 'Run every configured check on its interval: the agent, in developer mode with --profile'
             cand list 'List the checks agentprof can run, where their configuration comes from, and their instances'
             cand top 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`'
+            cand pull 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads'
+            cand diff 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
+            cand flamegraph 'Draw a pprof profile as a flamegraph (SVG)'
             cand completions 'Print a shell completion script to stdout'
             cand man 'Write the man pages (agentprof.1 and one page per subcommand)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -125,6 +190,12 @@ set edit:completion:arg-completer[agentprof] = {|@words|
         &'agentprof;help;list'= {
         }
         &'agentprof;help;top'= {
+        }
+        &'agentprof;help;pull'= {
+        }
+        &'agentprof;help;diff'= {
+        }
+        &'agentprof;help;flamegraph'= {
         }
         &'agentprof;help;completions'= {
         }

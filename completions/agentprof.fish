@@ -30,6 +30,9 @@ complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "check" -d 'Run 
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "start" -d 'Run every configured check on its interval: the agent, in developer mode with --profile'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "list" -d 'List the checks agentprof can run, where their configuration comes from, and their instances'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "top" -d 'Print a pprof profile\'s top functions, row for row as `go tool pprof -top`'
+complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "pull" -d 'Pull pprof profiles from Go services\' net/http/pprof: files, top tables, deltas, uploads'
+complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "diff" -d 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
+complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "flamegraph" -d 'Draw a pprof profile as a flamegraph (SVG)'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -80,15 +83,64 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l cum -d 'Sort
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l json -d 'Print one JSON document (see docs/json.md)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s V -l version -d 'Print version'
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l types -d 'Profile types, comma-separated: cpu,heap,allocs,goroutine,mutex,block,threadcreate' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l profile-duration -d 'How long the CPU profile records (its seconds=)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l interval -d 'Collect again every D (at least 10s); runs until SIGINT/SIGTERM unless --count is given' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l count -d 'Collect N times, --interval apart (default 60s)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l http-timeout -d 'Timeout of one request; must exceed the profile duration (default: duration + 10s)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l out -d 'Write <DIR>/<service>/<type>-<time>.pb.gz (and delta-<type>-… for cumulative types)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l top -d 'Print each profile\'s top N functions (the delta when there is one)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l service -d 'Service name (default: the URL\'s host)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l env -d 'Environment tag (env:)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l version -d 'Version tag (version:)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l tag -d 'A tag added to uploads and figures, k:v (repeatable)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l tls-ca -d 'CA certificate(s) (PEM) to trust for https targets' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l tls-cert -d 'Client certificate (PEM) for https targets that ask for one' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l tls-key -d 'The client certificate\'s private key (PEM)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l upload -d 'POST each collection here in dd-trace-go\'s format (DataKit: http://host:9529/profiling/v1/input)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l spool -d 'Where uploads that failed wait to be sent (default: $AGENTPROF_STATE_DIR or the XDG state dir)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l body-size-limit-mb -d 'Largest response accepted (MiB); decompressed at most min(this, 8 MiB)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l delta-cache-mb -d 'Memory for delta baselines (MiB), least recently used evicted first' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l confd -d 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l checks -d 'Directory of plugin checks' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l python -d 'Python interpreter for Python checks (a virtualenv\'s python works)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l once -d 'Collect once (the default without --interval)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l flamegraph -d 'Also write an SVG flamegraph of each profile next to it (needs --out)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l insecure-skip-verify -d 'Do not verify the target\'s certificate (not for production)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l json -d 'Print one JSON document per collection (see docs/json.md)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -s h -l help -d 'Print help'
+complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l sample-index -d 'Sample type to compare (name or index); default: the new profile\'s default' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -s n -l nodes -d 'Show at most N rows; 0 shows every changed function' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l flamegraph -d 'Also write a differential flamegraph here (red grew, blue shrank)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l max-size-mb -d 'Largest file accepted, compressed or not (MiB)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l max-decompressed-mb -d 'Largest decompressed profile accepted (MiB); checked while inflating' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l max-fields -d 'Most protobuf fields and packed elements accepted, counted before decoding' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l cum -d 'Sort by the change of cum instead of flat'
+complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l normalize -d 'Scale the base so both totals are equal (profiles of different lengths)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l json -d 'Print one JSON document (see docs/json.md)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -s h -l help -d 'Print help'
+complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -s V -l version -d 'Print version'
+complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -s o -l output -d 'Where to write the SVG' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l sample-index -d 'Sample type to draw (name or index); default: the profile\'s default, else the last' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l title -d 'Title of the flamegraph (default: the file name and sample type)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l max-size-mb -d 'Largest file accepted, compressed or not (MiB)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l max-decompressed-mb -d 'Largest decompressed profile accepted (MiB); checked while inflating' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l max-fields -d 'Most protobuf fields and packed elements accepted, counted before decoding' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -s h -l help -d 'Print help'
+complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand man" -l out -d 'Directory to write the pages into' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand man" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand man" -s V -l version -d 'Print version'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top completions man help" -f -a "check" -d 'Run one check once (or -t N times) and print its metrics and what each run cost'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top completions man help" -f -a "start" -d 'Run every configured check on its interval: the agent, in developer mode with --profile'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top completions man help" -f -a "list" -d 'List the checks agentprof can run, where their configuration comes from, and their instances'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top completions man help" -f -a "top" -d 'Print a pprof profile\'s top functions, row for row as `go tool pprof -top`'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top completions man help" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "check" -d 'Run one check once (or -t N times) and print its metrics and what each run cost'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "start" -d 'Run every configured check on its interval: the agent, in developer mode with --profile'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "list" -d 'List the checks agentprof can run, where their configuration comes from, and their instances'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "top" -d 'Print a pprof profile\'s top functions, row for row as `go tool pprof -top`'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "pull" -d 'Pull pprof profiles from Go services\' net/http/pprof: files, top tables, deltas, uploads'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "diff" -d 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "flamegraph" -d 'Draw a pprof profile as a flamegraph (SVG)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

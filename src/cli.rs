@@ -28,6 +28,13 @@ pub enum Command {
     List(ListArgs),
     /// Print a pprof profile's top functions, row for row as `go tool pprof -top`
     Top(TopArgs),
+    /// Pull pprof profiles from Go services' net/http/pprof: files, top tables, deltas, uploads
+    #[command(disable_version_flag = true)]
+    Pull(Box<PullArgs>),
+    /// Compare two pprof profiles: per function the change of flat and cum, biggest first
+    Diff(DiffArgs),
+    /// Draw a pprof profile as a flamegraph (SVG)
+    Flamegraph(FlamegraphArgs),
     /// Print a shell completion script to stdout
     Completions(CompletionsArgs),
     /// Write the man pages (agentprof.1 and one page per subcommand)
@@ -69,6 +76,137 @@ pub struct TopArgs {
     /// Print one JSON document (see docs/json.md)
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub limits: ProfileLimitArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// The service's pprof URL: http://host:6060 means /debug/pprof; a path is a prefix
+    /// (http://h:6060/custom/pprof). Without it, the targets of conf.d/profile.yaml
+    #[arg(value_name = "URL")]
+    pub url: Option<String>,
+    /// Profile types, comma-separated: cpu,heap,allocs,goroutine,mutex,block,threadcreate
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "cpu,heap,goroutine,mutex,block"
+    )]
+    pub types: Vec<String>,
+    /// How long the CPU profile records (its seconds=)
+    #[arg(long, value_name = "D", default_value = "10s")]
+    pub profile_duration: String,
+    /// Collect again every D (at least 10s); runs until SIGINT/SIGTERM unless --count is given
+    #[arg(long, value_name = "D")]
+    pub interval: Option<String>,
+    /// Collect once (the default without --interval)
+    #[arg(long, conflicts_with = "count")]
+    pub once: bool,
+    /// Collect N times, --interval apart (default 60s)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+    /// Timeout of one request; must exceed the profile duration (default: duration + 10s)
+    #[arg(long, value_name = "D")]
+    pub http_timeout: Option<String>,
+    /// Write <DIR>/<service>/<type>-<time>.pb.gz (and delta-<type>-… for cumulative types)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print each profile's top N functions (the delta when there is one)
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// Also write an SVG flamegraph of each profile next to it (needs --out)
+    #[arg(long, requires = "out")]
+    pub flamegraph: bool,
+    /// Service name (default: the URL's host)
+    #[arg(long)]
+    pub service: Option<String>,
+    /// Environment tag (env:)
+    #[arg(long)]
+    pub env: Option<String>,
+    /// Version tag (version:)
+    #[arg(long)]
+    pub version: Option<String>,
+    /// A tag added to uploads and figures, k:v (repeatable)
+    #[arg(long = "tag", value_name = "K:V")]
+    pub tags: Vec<String>,
+    /// CA certificate(s) (PEM) to trust for https targets
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// Client certificate (PEM) for https targets that ask for one
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Do not verify the target's certificate (not for production)
+    #[arg(long)]
+    pub insecure_skip_verify: bool,
+    /// POST each collection here in dd-trace-go's format (DataKit: http://host:9529/profiling/v1/input)
+    #[arg(long, value_name = "URL")]
+    pub upload: Option<String>,
+    /// Where uploads that failed wait to be sent (default: $AGENTPROF_STATE_DIR or the XDG state dir)
+    #[arg(long, value_name = "DIR")]
+    pub spool: Option<PathBuf>,
+    /// Largest response accepted (MiB); decompressed at most min(this, 8 MiB)
+    #[arg(long, value_name = "MIB", default_value_t = 32,
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub body_size_limit_mb: u64,
+    /// Memory for delta baselines (MiB), least recently used evicted first
+    #[arg(long, value_name = "MIB", default_value_t = 32,
+          value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub delta_cache_mb: u64,
+    /// Print one JSON document per collection (see docs/json.md)
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The profile before the change
+    #[arg(value_name = "BASE")]
+    pub base: PathBuf,
+    /// The profile after the change
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+    /// Sample type to compare (name or index); default: the new profile's default
+    #[arg(long, value_name = "NAME")]
+    pub sample_index: Option<String>,
+    /// Sort by the change of cum instead of flat
+    #[arg(long)]
+    pub cum: bool,
+    /// Scale the base so both totals are equal (profiles of different lengths)
+    #[arg(long)]
+    pub normalize: bool,
+    /// Show at most N rows; 0 shows every changed function
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 30)]
+    pub nodes: usize,
+    /// Also write a differential flamegraph here (red grew, blue shrank)
+    #[arg(long, value_name = "OUT.svg")]
+    pub flamegraph: Option<PathBuf>,
+    /// Print one JSON document (see docs/json.md)
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub limits: ProfileLimitArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct FlamegraphArgs {
+    /// A pprof profile: gzip, zstd or raw protobuf
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Where to write the SVG
+    #[arg(short = 'o', long, value_name = "OUT.svg")]
+    pub output: PathBuf,
+    /// Sample type to draw (name or index); default: the profile's default, else the last
+    #[arg(long, value_name = "NAME")]
+    pub sample_index: Option<String>,
+    /// Title of the flamegraph (default: the file name and sample type)
+    #[arg(long)]
+    pub title: Option<String>,
     #[command(flatten)]
     pub limits: ProfileLimitArgs,
 }

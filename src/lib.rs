@@ -16,4 +16,5 @@ pub mod pprof;
 pub mod procstat;
 pub mod profile;
 pub mod progress;
+pub mod pull;
 pub mod render;

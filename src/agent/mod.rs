@@ -24,7 +24,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::checks::{CheckKind, Registry, Runner};
 use crate::config::{AgentConfig, CheckConf};
-use crate::emit::{Batch, DatadogApi, DogStatsd, Forwarder, JsonLines};
+use crate::emit::{Batch, Forwarder, JsonLines};
 use crate::error::UsageError;
 use crate::metrics::{Aggregator, Flushed, Sink};
 use crate::render::collector_log;
@@ -120,27 +120,7 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
     }
 
     let which = agent_metrics::AgentMetrics::load(&config.confd_path)?;
-    let mut forwarders: Vec<Box<dyn Forwarder>> = Vec::new();
-    if let Some(url) = &config.dogstatsd_url {
-        forwarders.push(Box::new(
-            DogStatsd::connect(url).map_err(|e| UsageError::flag("dogstatsd_url", e))?,
-        ));
-    }
-    if let Some(key) = &config.api_key {
-        let base = crate::emit::datadog_api::base_url(&config.site, config.dd_url.as_deref());
-        let api =
-            DatadogApi::start(key.0.clone(), base).map_err(|e| UsageError::flag("api_key", e))?;
-        forwarders.push(Box::new(api));
-    }
-    if let Some(path) = &config.metrics_file {
-        let f = JsonLines::open(path).map_err(|e| {
-            UsageError::flag(
-                "metrics_file",
-                format!("cannot append to {}: {e}", path.display()),
-            )
-        })?;
-        forwarders.push(Box::new(f));
-    }
+    let mut forwarders = crate::emit::configured(config)?;
     if forwarders.is_empty() && !opts.json {
         forwarders.push(Box::new(JsonLines::stdout()));
     }

@@ -6,6 +6,7 @@ mod check;
 mod generate;
 mod list;
 mod pprof;
+mod pull;
 mod start;
 
 pub use generate::{completion_file_name, completion_script, man_pages};
@@ -58,6 +59,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Start(args) => start::run(args),
         Command::List(args) => list::run(load_options(&args.config), args.json),
         Command::Top(args) => pprof::top(args),
+        Command::Pull(args) => pull::run(*args),
+        Command::Diff(args) => pprof::diff(args),
+        Command::Flamegraph(args) => pprof::flamegraph(args),
         Command::Completions(args) => generate::completions(args.shell),
         Command::Man(args) => generate::man(&args.out),
     }

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::cli::{ProfileLimitArgs, TopArgs};
+use crate::cli::{DiffArgs, FlamegraphArgs, ProfileLimitArgs, TopArgs};
 use crate::error::UsageError;
 use crate::pprof::decode::{Limits, decode};
 use crate::pprof::model::Pprof;
@@ -70,5 +70,70 @@ pub fn top(args: TopArgs) -> anyhow::Result<Outcome> {
     } else {
         out.write_all(report.text().as_bytes())?;
     }
+    Ok(Outcome::Success)
+}
+
+pub fn diff(args: DiffArgs) -> anyhow::Result<Outcome> {
+    let lim = limits(&args.limits);
+    let base = load(&args.base, &lim)?;
+    let new = load(&args.new, &lim)?;
+    let report = crate::pprof::diff::diff(
+        &base,
+        &new,
+        args.sample_index.as_deref(),
+        args.normalize,
+        args.cum,
+    )
+    .map_err(|e| UsageError::flag("--sample-index", e))?;
+    if let Some(svg) = &args.flamegraph {
+        let idx = crate::pprof::diff::common_index(&base, &new, args.sample_index.as_deref())
+            .map_err(|e| UsageError::flag("--sample-index", e))?;
+        let title = format!(
+            "{} vs {} — {}",
+            args.base.display(),
+            args.new.display(),
+            report.sample_type
+        );
+        let file = std::fs::File::create(svg)
+            .map_err(|e| UsageError::flag("--flamegraph", format!("{}: {e}", svg.display())))?;
+        crate::pprof::diff::write_diff_flamegraph(
+            &base,
+            &new,
+            idx,
+            args.normalize,
+            &title,
+            std::io::BufWriter::new(file),
+        )?;
+        eprintln!("agentprof: wrote {}", svg.display());
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let doc = serde_json::json!({
+            "schema": 1,
+            "base": args.base,
+            "new": args.new,
+            "report": report,
+        });
+        serde_json::to_writer_pretty(&mut out, &doc)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(report.text(args.nodes).as_bytes())?;
+    }
+    Ok(Outcome::Success)
+}
+
+pub fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<Outcome> {
+    let p = load(&args.file, &limits(&args.limits))?;
+    let index = p
+        .sample_index(args.sample_index.as_deref())
+        .map_err(|e| UsageError::flag("--sample-index", e))?;
+    let title = args
+        .title
+        .clone()
+        .unwrap_or_else(|| format!("{} — {}", args.file.display(), p.sample_types()[index].0));
+    let file = std::fs::File::create(&args.output)
+        .map_err(|e| UsageError::flag("--output", format!("{}: {e}", args.output.display())))?;
+    crate::pprof::diff::write_flamegraph(&p, index, &title, std::io::BufWriter::new(file))?;
+    eprintln!("agentprof: wrote {}", args.output.display());
     Ok(Outcome::Success)
 }

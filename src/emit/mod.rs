@@ -46,3 +46,33 @@ pub trait Forwarder: Send {
     /// What was delivered so far.
     fn delivery(&self) -> Delivery;
 }
+
+/// The forwarders agentprof.yaml configures (`dogstatsd_url`, `api_key`, `metrics_file`), in
+/// that order; none when nothing is set.
+pub fn configured(
+    config: &crate::config::AgentConfig,
+) -> Result<Vec<Box<dyn Forwarder>>, crate::error::UsageError> {
+    use crate::error::UsageError;
+    let mut forwarders: Vec<Box<dyn Forwarder>> = Vec::new();
+    if let Some(url) = &config.dogstatsd_url {
+        forwarders.push(Box::new(
+            DogStatsd::connect(url).map_err(|e| UsageError::flag("dogstatsd_url", e))?,
+        ));
+    }
+    if let Some(key) = &config.api_key {
+        let base = datadog_api::base_url(&config.site, config.dd_url.as_deref());
+        let api =
+            DatadogApi::start(key.0.clone(), base).map_err(|e| UsageError::flag("api_key", e))?;
+        forwarders.push(Box::new(api));
+    }
+    if let Some(path) = &config.metrics_file {
+        let f = JsonLines::open(path).map_err(|e| {
+            UsageError::flag(
+                "metrics_file",
+                format!("cannot append to {}: {e}", path.display()),
+            )
+        })?;
+        forwarders.push(Box::new(f));
+    }
+    Ok(forwarders)
+}

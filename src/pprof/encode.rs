@@ -132,7 +132,12 @@ pub fn to_proto(profile: &CallProfile) -> Profile {
 
 /// Gzip-compressed profile.proto bytes.
 pub fn encode_gzip(profile: &CallProfile) -> std::io::Result<Vec<u8>> {
-    let raw = to_proto(profile).encode_to_vec();
+    encode_proto_gzip(&to_proto(profile))
+}
+
+/// Gzip-compressed bytes of a profile.proto message.
+pub fn encode_proto_gzip(profile: &Profile) -> std::io::Result<Vec<u8>> {
+    let raw = profile.encode_to_vec();
     let mut gz = GzEncoder::new(Vec::with_capacity(raw.len() / 2), Compression::default());
     gz.write_all(&raw)?;
     gz.finish()

@@ -2,10 +2,11 @@
 //! so `go tool pprof` and every pprof viewer read what agentprof writes.
 
 pub mod decode;
+pub mod diff;
 mod encode;
 pub mod measure;
 pub mod model;
 pub mod proto;
 pub mod report;
 
-pub use encode::{encode_gzip, to_proto};
+pub use encode::{encode_gzip, encode_proto_gzip, to_proto};

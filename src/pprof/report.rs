@@ -192,6 +192,11 @@ impl<'a> Nodes<'a> {
     pub fn name(&self, n: usize) -> &str {
         &self.names[n]
     }
+
+    /// The nodes of location `i`, innermost first.
+    pub fn loc(&self, i: usize) -> &[u32] {
+        &self.loc_nodes[i]
+    }
 }
 
 /// Flat and cum per node, and (when asked) the call edges with their weight and whether every

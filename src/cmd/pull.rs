@@ -1,0 +1,345 @@
+//! `agentprof pull`: targets from the command line or from conf.d/profile.yaml (DataKit's
+//! fields), checked before anything is fetched; then the collections.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::cli::PullArgs;
+use crate::config::AgentConfig;
+use crate::error::UsageError;
+use crate::pull::fetch::{TYPES, Tls, parse_target};
+use crate::pull::{MIN_INTERVAL, PullOptions, Target};
+
+use super::{Outcome, load_options};
+
+/// Default time between collections, as dd-trace-go's.
+const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Tags in the upload are comma-separated: a name may not hold a comma, colon or newline, a
+/// value not a comma or newline.
+fn check_tag(tag: &str) -> Result<(), String> {
+    let (k, v) = tag
+        .split_once(':')
+        .ok_or_else(|| format!("tag {tag:?}: write it as key:value"))?;
+    if k.is_empty() || k.contains([',', '\n']) {
+        return Err(format!(
+            "tag {tag:?}: a name cannot be empty or hold a comma or newline"
+        ));
+    }
+    if v.contains([',', '\n']) {
+        return Err(format!(
+            "tag {tag:?}: a value cannot hold a comma or newline"
+        ));
+    }
+    Ok(())
+}
+
+fn duration(text: &str, what: &str) -> Result<Duration, String> {
+    crate::duration::parse(text, 1.0).map_err(|e| format!("{what}: {e}"))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    #[serde(default)]
+    instances: Vec<ProfileInstance>,
+    #[serde(default)]
+    init_config: Option<serde_yaml_ng::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Tags {
+    Map(BTreeMap<String, String>),
+    List(Vec<String>),
+}
+
+/// A target in DataKit's `[[inputs.profile.go]]` fields.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileInstance {
+    url: String,
+    interval: Option<String>,
+    profile_duration: Option<String>,
+    http_timeout: Option<String>,
+    service: Option<String>,
+    env: Option<String>,
+    version: Option<String>,
+    enabled_types: Option<Vec<String>>,
+    tags: Option<Tags>,
+    #[serde(default = "yes")]
+    enabled: bool,
+    tls_open: Option<bool>,
+    tls_ca: Option<std::path::PathBuf>,
+    tls_cert: Option<std::path::PathBuf>,
+    tls_key: Option<std::path::PathBuf>,
+    #[serde(default)]
+    insecure_skip_verify: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+struct Spec<'a> {
+    url: &'a str,
+    types: Vec<String>,
+    profile_duration: Duration,
+    interval: Duration,
+    http_timeout: Option<Duration>,
+    service: Option<String>,
+    env: Option<String>,
+    version: Option<String>,
+    tags: Vec<String>,
+    tls: Tls,
+}
+
+fn target(s: Spec<'_>) -> Result<Target, String> {
+    let url = parse_target(s.url).map_err(|e| format!("URL: {e}"))?;
+    let mut types = Vec::new();
+    for t in &s.types {
+        let t = t.trim().to_ascii_lowercase();
+        let t = if t == "goroutines" {
+            "goroutine".into()
+        } else {
+            t
+        };
+        if !TYPES.contains(&t.as_str()) {
+            return Err(format!("profile type {t:?}: use {}", TYPES.join(", ")));
+        }
+        if !types.contains(&t) {
+            types.push(t);
+        }
+    }
+    if types.is_empty() {
+        return Err("no profile type to pull".into());
+    }
+    if s.profile_duration < Duration::from_secs(1) {
+        return Err("profile duration: at least 1s".into());
+    }
+    if s.interval < MIN_INTERVAL {
+        return Err(format!(
+            "interval {}: at least 10s",
+            crate::duration::human(s.interval)
+        ));
+    }
+    let http_timeout = s
+        .http_timeout
+        .unwrap_or(s.profile_duration + Duration::from_secs(10));
+    if types.iter().any(|t| t == "cpu") && http_timeout <= s.profile_duration {
+        return Err(format!(
+            "http timeout {} must exceed the profile duration {}",
+            crate::duration::human(http_timeout),
+            crate::duration::human(s.profile_duration)
+        ));
+    }
+    for t in &s.tags {
+        check_tag(t)?;
+    }
+    let service = s
+        .service
+        .filter(|x| !x.is_empty())
+        .unwrap_or_else(|| url.host_str().unwrap_or("service").to_string());
+    for (what, v) in [
+        ("service", Some(&service)),
+        ("env", s.env.as_ref()),
+        ("version", s.version.as_ref()),
+    ] {
+        if let Some(v) = v {
+            check_tag(&format!("{what}:{v}"))?;
+        }
+    }
+    Ok(Target {
+        url,
+        types,
+        profile_duration: s.profile_duration,
+        interval: s.interval,
+        http_timeout,
+        service,
+        env: s.env,
+        version: s.version,
+        tags: s.tags,
+        tls: s.tls,
+    })
+}
+
+fn from_file(path: &Path) -> anyhow::Result<Vec<Target>> {
+    let text = crate::config::read_config_text(path)?;
+    let file: ProfileFile =
+        serde_yaml_ng::from_str(&text).map_err(|e| UsageError::yaml(path, &e))?;
+    let _ = file.init_config;
+    let mut targets = Vec::new();
+    for (i, inst) in file.instances.into_iter().enumerate() {
+        if !inst.enabled {
+            continue;
+        }
+        let at = |e: String| UsageError::config(path, format!("instance {}: {e}", i + 1));
+        let d = |v: &Option<String>, def: Duration, what| -> Result<Duration, UsageError> {
+            v.as_deref()
+                .map_or(Ok(def), |t| duration(t, what))
+                .map_err(at)
+        };
+        let tags = match inst.tags {
+            Some(Tags::Map(m)) => m.into_iter().map(|(k, v)| format!("{k}:{v}")).collect(),
+            Some(Tags::List(l)) => l,
+            None => Vec::new(),
+        };
+        let tls = Tls {
+            ca: inst.tls_ca,
+            cert: inst.tls_cert,
+            key: inst.tls_key,
+            insecure_skip_verify: inst.insecure_skip_verify,
+        };
+        if inst.tls_open == Some(false) && (tls.ca.is_some() || tls.cert.is_some()) {
+            eprintln!(
+                "agentprof: warning: {}: instance {}: tls_open is false; the tls_* files are ignored",
+                path.display(),
+                i + 1
+            );
+        }
+        let spec = Spec {
+            url: &inst.url,
+            types: inst.enabled_types.unwrap_or_else(|| {
+                ["cpu", "goroutine", "heap", "mutex", "block"]
+                    .map(String::from)
+                    .to_vec()
+            }),
+            profile_duration: d(
+                &inst.profile_duration,
+                Duration::from_secs(10),
+                "profile_duration",
+            )?,
+            interval: d(&inst.interval, DEFAULT_INTERVAL, "interval")?,
+            http_timeout: inst
+                .http_timeout
+                .as_deref()
+                .map(|t| duration(t, "http_timeout"))
+                .transpose()
+                .map_err(at)?,
+            service: inst.service,
+            env: inst.env,
+            version: inst.version,
+            tags,
+            tls: if inst.tls_open == Some(false) {
+                Tls::default()
+            } else {
+                tls
+            },
+        };
+        targets.push(target(spec).map_err(at)?);
+    }
+    if targets.is_empty() {
+        return Err(UsageError::config(path, "no enabled target under `instances:`").into());
+    }
+    Ok(targets)
+}
+
+pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
+    let config = AgentConfig::load(&load_options(&args.config))?;
+    let flag = UsageError::flag;
+    let targets = match &args.url {
+        Some(url) => {
+            let profile_duration =
+                duration(&args.profile_duration, "").map_err(|e| flag("--profile-duration", e))?;
+            let interval = match &args.interval {
+                Some(i) => duration(i, "").map_err(|e| flag("--interval", e))?,
+                None => DEFAULT_INTERVAL,
+            };
+            let http_timeout = args
+                .http_timeout
+                .as_deref()
+                .map(|t| duration(t, ""))
+                .transpose()
+                .map_err(|e| flag("--http-timeout", e))?;
+            vec![
+                target(Spec {
+                    url,
+                    types: args.types.clone(),
+                    profile_duration,
+                    interval,
+                    http_timeout,
+                    service: args.service.clone(),
+                    env: args.env.clone(),
+                    version: args.version.clone(),
+                    tags: args.tags.clone(),
+                    tls: Tls {
+                        ca: args.tls_ca.clone(),
+                        cert: args.tls_cert.clone(),
+                        key: args.tls_key.clone(),
+                        insecure_skip_verify: args.insecure_skip_verify,
+                    },
+                })
+                .map_err(|e| flag("pull", e))?,
+            ]
+        }
+        None => {
+            let path =
+                crate::config::CheckConf::find(&config.confd_path, "profile").ok_or_else(|| {
+                    UsageError::config(
+                        &config.confd_path,
+                        "no URL given and no profile.yaml here (see conf.d/profile.yaml.example)",
+                    )
+                })?;
+            from_file(&path)?
+        }
+    };
+    let count = if args.once {
+        Some(1)
+    } else if args.count.is_some() {
+        args.count
+    } else if args.interval.is_some() || args.url.is_none() {
+        None
+    } else {
+        Some(1)
+    };
+    let upload = args
+        .upload
+        .as_deref()
+        .map(parse_upload)
+        .transpose()
+        .map_err(|e| flag("--upload", e))?;
+    let opts = PullOptions {
+        count,
+        out: args.out.clone(),
+        top: args.top.unwrap_or(0),
+        flamegraph: args.flamegraph,
+        upload,
+        spool: args
+            .spool
+            .clone()
+            .unwrap_or_else(|| crate::checks::python::state_dir().join("upload-spool")),
+        body_size_limit_mb: args.body_size_limit_mb,
+        delta_cache_mb: args.delta_cache_mb,
+        json: args.json,
+        hostname: config.hostname.clone(),
+        forward: Some(config),
+    };
+    let json = args.json;
+    let (_, failed) = crate::pull::run(targets, &opts, |c| {
+        let mut out = std::io::stdout().lock();
+        let _ = if json {
+            serde_json::to_writer(&mut out, c)
+                .map_err(std::io::Error::other)
+                .and_then(|()| writeln!(out))
+        } else {
+            out.write_all(crate::pull::render(c).as_bytes())
+        };
+    })?;
+    Ok(if failed {
+        Outcome::RunFailed
+    } else {
+        Outcome::Success
+    })
+}
+
+fn parse_upload(text: &str) -> Result<reqwest::Url, String> {
+    let u = reqwest::Url::parse(text).map_err(|e| format!("not a URL ({e})"))?;
+    match u.scheme() {
+        "http" | "https" => Ok(u),
+        s => Err(format!("scheme {s}: use http or https")),
+    }
+}

@@ -1,0 +1,282 @@
+//! What changed between two profiles: per function, flat and cum in each and the difference
+//! (absolute and relative to the base), sorted by the size of the change; and folded stacks
+//! for flamegraphs, plain or differential.
+
+use std::collections::HashMap;
+
+use super::measure::{scale, scaled_label};
+use super::model::Pprof;
+use super::report::{Nodes, build, total};
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DiffRow {
+    pub function: String,
+    pub base_flat: i64,
+    pub new_flat: i64,
+    pub base_cum: i64,
+    pub new_cum: i64,
+    pub delta_flat: i64,
+    pub delta_cum: i64,
+    /// Change relative to the base, in percent; None when the base is 0 (a new function).
+    pub delta_flat_pct: Option<f64>,
+    pub delta_cum_pct: Option<f64>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DiffReport {
+    pub sample_type: String,
+    pub unit: String,
+    pub output_unit: String,
+    pub base_total: i64,
+    pub new_total: i64,
+    /// The base's values were multiplied by this (`--normalize`), else 1.
+    pub base_scale: f64,
+    pub rows: Vec<DiffRow>,
+}
+
+/// Flat and cum per function name over every sample of `index`.
+fn per_function(p: &Pprof, index: usize) -> HashMap<String, (i64, i64)> {
+    let nodes = Nodes::new(p);
+    let g = build(p, &nodes, index, None, false);
+    let mut out: HashMap<String, (i64, i64)> = HashMap::new();
+    for i in 0..nodes.len() {
+        if g.flat[i] == 0 && g.cum[i] == 0 {
+            continue;
+        }
+        let e = out.entry(nodes.name(i).to_string()).or_default();
+        e.0 += g.flat[i];
+        e.1 += g.cum[i];
+    }
+    out
+}
+
+/// The sample index of `name` in both profiles, which must agree on type and unit.
+pub fn common_index(
+    base: &Pprof,
+    new: &Pprof,
+    name: Option<&str>,
+) -> Result<(usize, usize), String> {
+    let ni = new.sample_index(name)?;
+    let (t, u) = new.sample_types()[ni];
+    let bi = match name {
+        Some(n) => base.sample_index(Some(n))?,
+        None => base.sample_index(Some(t))?,
+    };
+    let (bt, bu) = base.sample_types()[bi];
+    if bt != t || !bu.eq_ignore_ascii_case(u) {
+        return Err(format!(
+            "the profiles differ: the base reports {bt} in {bu}, the new one {t} in {u}"
+        ));
+    }
+    Ok((bi, ni))
+}
+
+pub fn diff(
+    base: &Pprof,
+    new: &Pprof,
+    sample_index: Option<&str>,
+    normalize: bool,
+    cum: bool,
+) -> Result<DiffReport, String> {
+    let (bi, ni) = common_index(base, new, sample_index)?;
+    let (stype, unit) = new.sample_types()[ni];
+    let (base_total, new_total) = (total(base, bi), total(new, ni));
+    let k = if normalize && base_total != 0 {
+        new_total as f64 / base_total as f64
+    } else {
+        1.0
+    };
+    let b = per_function(base, bi);
+    let n = per_function(new, ni);
+    let mut names: Vec<&String> = b.keys().chain(n.keys()).collect();
+    names.sort();
+    names.dedup();
+    let pct = |d: i64, base: i64| (base != 0).then(|| d as f64 / base.abs() as f64 * 100.0);
+    let mut rows: Vec<DiffRow> = names
+        .into_iter()
+        .map(|name| {
+            let (bf, bc) = b.get(name).copied().unwrap_or_default();
+            let (bf, bc) = ((bf as f64 * k) as i64, (bc as f64 * k) as i64);
+            let (nf, nc) = n.get(name).copied().unwrap_or_default();
+            DiffRow {
+                function: name.clone(),
+                base_flat: bf,
+                new_flat: nf,
+                base_cum: bc,
+                new_cum: nc,
+                delta_flat: nf - bf,
+                delta_cum: nc - bc,
+                delta_flat_pct: pct(nf - bf, bf),
+                delta_cum_pct: pct(nc - bc, bc),
+            }
+        })
+        .filter(|r| r.delta_flat != 0 || r.delta_cum != 0)
+        .collect();
+    rows.sort_by(|l, r| {
+        let key = |x: &DiffRow| {
+            if cum {
+                (x.delta_cum.abs(), x.delta_flat.abs())
+            } else {
+                (x.delta_flat.abs(), x.delta_cum.abs())
+            }
+        };
+        key(r)
+            .cmp(&key(l))
+            .then_with(|| l.function.cmp(&r.function))
+    });
+    let biggest = rows
+        .iter()
+        .map(|r| r.delta_flat.abs().max(r.delta_cum.abs()))
+        .max()
+        .unwrap_or(new_total.max(base_total));
+    let out_unit = match scale(biggest, unit, "minimum").1 {
+        u if u.is_empty() => unit.to_string(),
+        u => u,
+    };
+    Ok(DiffReport {
+        sample_type: stype.to_string(),
+        unit: unit.to_string(),
+        output_unit: out_unit,
+        base_total,
+        new_total,
+        base_scale: k,
+        rows,
+    })
+}
+
+impl DiffReport {
+    pub fn text(&self, limit: usize) -> String {
+        let f = |v: i64| {
+            let s = scaled_label(v, &self.unit, &self.output_unit);
+            if v > 0 { format!("+{s}") } else { s }
+        };
+        let plain = |v: i64| scaled_label(v, &self.unit, &self.output_unit);
+        let pct = |p: Option<f64>| p.map_or("new".to_string(), |p| format!("{p:+.1}%"));
+        let mut out = format!(
+            "Type: {}\nTotal: {} -> {} ({})\n",
+            self.sample_type,
+            plain(self.base_total),
+            plain(self.new_total),
+            f(self.new_total - self.base_total)
+        );
+        if self.base_scale != 1.0 {
+            out.push_str(&format!(
+                "Base normalized: its values multiplied by {:.4}\n",
+                self.base_scale
+            ));
+        }
+        out.push_str(&format!(
+            "{:>11} {:>8} {:>11} {:>8} {:>10} {:>10}  {}\n",
+            "Δflat", "Δflat%", "Δcum", "Δcum%", "flat", "cum", "function (new values)"
+        ));
+        for r in self
+            .rows
+            .iter()
+            .take(if limit == 0 { usize::MAX } else { limit })
+        {
+            out.push_str(&format!(
+                "{:>11} {:>8} {:>11} {:>8} {:>10} {:>10}  {}\n",
+                f(r.delta_flat),
+                pct(r.delta_flat_pct).replace("+0.0%", "0.0%"),
+                f(r.delta_cum),
+                pct(r.delta_cum_pct).replace("+0.0%", "0.0%"),
+                plain(r.new_flat),
+                plain(r.new_cum),
+                r.function
+            ));
+        }
+        if limit > 0 && self.rows.len() > limit {
+            out.push_str(&format!(
+                "… {} more changed functions (-n 0 shows all)\n",
+                self.rows.len() - limit
+            ));
+        }
+        out
+    }
+}
+
+/// `root;…;leaf value` lines of every sample with a positive value, identical stacks merged;
+/// inlined calls are frames of their own.
+pub fn folded(p: &Pprof, index: usize) -> Vec<String> {
+    let nodes = Nodes::new(p);
+    let mut merged: HashMap<String, u64> = HashMap::new();
+    let mut frames: Vec<&str> = Vec::new();
+    for (si, s) in p.proto.sample.iter().enumerate() {
+        let w = s.value[index];
+        if w <= 0 {
+            continue;
+        }
+        frames.clear();
+        for &loc in p.sample_locs[si].iter().rev() {
+            for &node in nodes_of(&nodes, loc).iter().rev() {
+                frames.push(nodes.name(node as usize));
+            }
+        }
+        let stack = frames
+            .iter()
+            .map(|f| f.replace(';', ","))
+            .collect::<Vec<_>>()
+            .join(";");
+        *merged.entry(stack).or_default() += w as u64;
+    }
+    let mut lines: Vec<String> = merged
+        .into_iter()
+        .map(|(s, w)| format!("{s} {w}"))
+        .collect();
+    lines.sort();
+    lines
+}
+
+fn nodes_of<'n>(nodes: &'n Nodes<'_>, loc: u32) -> &'n [u32] {
+    nodes.loc(loc as usize)
+}
+
+/// Writes a flamegraph of `p`'s `index` values.
+pub fn write_flamegraph(
+    p: &Pprof,
+    index: usize,
+    title: &str,
+    out: impl std::io::Write,
+) -> anyhow::Result<()> {
+    let lines = folded(p, index);
+    if lines.is_empty() {
+        anyhow::bail!("the profile has no positive samples of this type: nothing to draw");
+    }
+    let (stype, unit) = p.sample_types()[index];
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = title.to_string();
+    opts.count_name = format!("{stype} ({unit})");
+    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
+        .map_err(|e| anyhow::anyhow!("cannot draw the flamegraph: {e}"))
+}
+
+/// Writes a differential flamegraph: frames are sized by the new profile and coloured by the
+/// change from the base (red grew, blue shrank).
+pub fn write_diff_flamegraph(
+    base: &Pprof,
+    new: &Pprof,
+    (bi, ni): (usize, usize),
+    normalize: bool,
+    title: &str,
+    out: impl std::io::Write,
+) -> anyhow::Result<()> {
+    let before = folded(base, bi).join("\n");
+    let after = folded(new, ni).join("\n");
+    if after.is_empty() && before.is_empty() {
+        anyhow::bail!("neither profile has positive samples of this type: nothing to draw");
+    }
+    let mut merged = Vec::new();
+    let dopt = inferno::differential::Options {
+        normalize,
+        ..Default::default()
+    };
+    inferno::differential::from_readers(dopt, before.as_bytes(), after.as_bytes(), &mut merged)
+        .map_err(|e| anyhow::anyhow!("cannot merge the stacks: {e}"))?;
+    let text = String::from_utf8_lossy(&merged);
+    let (stype, unit) = new.sample_types()[ni];
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = title.to_string();
+    opts.count_name = format!("{stype} ({unit})");
+    inferno::flamegraph::from_lines(&mut opts, text.lines(), out)
+        .map_err(|e| anyhow::anyhow!("cannot draw the flamegraph: {e}"))
+}

@@ -1,0 +1,269 @@
+//! Fetching profiles from a service's `net/http/pprof` endpoints: the URL's path is a prefix
+//! (a bare host means `/debug/pprof`), no redirect is followed, no proxy is taken from the
+//! environment, the body is read up to the size limit and no further, and a body that is not
+//! a profile (an HTML login page, JSON, Go's `X-Go-Pprof` error texts) is refused with the
+//! reason. Credentials in a URL never appear in a message.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reqwest::Url;
+
+use crate::pprof::decode::{DecodeError, Limits, decode, describe_non_profile};
+use crate::pprof::proto::Profile;
+
+/// The profile types `net/http/pprof` serves.
+pub const TYPES: &[&str] = &[
+    "cpu",
+    "heap",
+    "allocs",
+    "goroutine",
+    "mutex",
+    "block",
+    "threadcreate",
+];
+
+/// TLS settings for https targets.
+#[derive(Debug, Clone, Default)]
+pub struct Tls {
+    pub ca: Option<PathBuf>,
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    pub insecure_skip_verify: bool,
+}
+
+/// `url` without user name and password, for messages.
+pub fn redact(url: &Url) -> String {
+    let mut u = url.clone();
+    if !u.username().is_empty() || u.password().is_some() {
+        let _ = u.set_username("");
+        let _ = u.set_password(None);
+    }
+    u.to_string()
+}
+
+/// Parses a target URL; `http://host:6060` alone means `/debug/pprof`.
+pub fn parse_target(text: &str) -> Result<Url, String> {
+    let with_scheme = if text.contains("://") {
+        text.to_string()
+    } else {
+        format!("http://{text}")
+    };
+    let mut url = Url::parse(&with_scheme).map_err(|e| {
+        // The text may hold credentials: say what is wrong without echoing it.
+        format!("not a URL ({e})")
+    })?;
+    match url.scheme() {
+        "http" | "https" => {}
+        s => return Err(format!("scheme {s}: use http or https")),
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("the URL has no host".into());
+    }
+    if url.path() == "/" || url.path().is_empty() {
+        url.set_path("/debug/pprof");
+    }
+    url.set_query(None);
+    url.set_fragment(None);
+    Ok(url)
+}
+
+/// The endpoint of `kind` under `base`: cpu is `profile?seconds=N`, the others their name.
+pub fn endpoint(base: &Url, kind: &str, seconds: u64) -> Url {
+    let mut u = base.clone();
+    let name = if kind == "cpu" { "profile" } else { kind };
+    let path = format!("{}/{name}", base.path().trim_end_matches('/'));
+    u.set_path(&path);
+    if kind == "cpu" {
+        u.set_query(Some(&format!("seconds={seconds}")));
+    }
+    u
+}
+
+pub fn client(timeout: Duration, tls: &Tls) -> Result<reqwest::blocking::Client, String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut b = reqwest::blocking::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(10)))
+        .user_agent(concat!("agentprof/", env!("CARGO_PKG_VERSION")));
+    if let Some(ca) = &tls.ca {
+        let pem = std::fs::read(ca).map_err(|e| format!("--tls-ca {}: {e}", ca.display()))?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem)
+            .map_err(|e| format!("--tls-ca {}: {e}", ca.display()))?;
+        if certs.is_empty() {
+            return Err(format!("--tls-ca {}: no certificate in it", ca.display()));
+        }
+        b = b.tls_certs_merge(certs);
+    }
+    match (&tls.cert, &tls.key) {
+        (Some(cert), Some(key)) => {
+            let mut pem =
+                std::fs::read(cert).map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?;
+            pem.push(b'\n');
+            pem.extend(
+                std::fs::read(key).map_err(|e| format!("--tls-key {}: {e}", key.display()))?,
+            );
+            let id = reqwest::Identity::from_pem(&pem)
+                .map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
+            b = b.identity(id);
+        }
+        (None, None) => {}
+        _ => return Err("--tls-cert and --tls-key go together".into()),
+    }
+    if tls.insecure_skip_verify {
+        b = b.danger_accept_invalid_certs(true);
+    }
+    b.build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// Why a fetch failed, worded for the user (the URL is redacted).
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("{url}: {message}")]
+    Http { url: String, message: String },
+    #[error("{url}: {source}")]
+    Profile {
+        url: String,
+        #[source]
+        source: DecodeError,
+    },
+}
+
+/// A fetched, decoded profile and its compressed size.
+pub struct Fetched {
+    pub profile: Profile,
+    pub bytes: Vec<u8>,
+}
+
+/// GETs `url` and decodes the body within `limits`.
+pub fn fetch(
+    client: &reqwest::blocking::Client,
+    url: &Url,
+    limits: &Limits,
+) -> Result<Fetched, FetchError> {
+    let shown = redact(url);
+    let http = |message: String| FetchError::Http {
+        url: shown.clone(),
+        message,
+    };
+    let resp = client.get(url.clone()).send().map_err(|e| {
+        let e = e.without_url();
+        http(if e.is_timeout() {
+            "no answer within the HTTP timeout (--http-timeout must exceed the profile duration)"
+                .to_string()
+        } else if e.is_connect() {
+            format!("cannot connect: {}", root_cause(&e))
+        } else {
+            root_cause(&e)
+        })
+    })?;
+    let status = resp.status();
+    if status.is_redirection() {
+        let to = resp
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|l| url.join(l).ok())
+            .map(|u| redact(&u))
+            .unwrap_or_else(|| "elsewhere".into());
+        return Err(http(format!(
+            "HTTP {status}: redirects to {to}, which is not followed (give the real pprof path)"
+        )));
+    }
+    let go_error = resp.headers().contains_key("x-go-pprof");
+    if let Some(len) = resp.content_length()
+        && len > limits.body
+    {
+        return Err(FetchError::Profile {
+            url: shown,
+            source: DecodeError::TooLarge {
+                size: len,
+                limit: limits.body,
+            },
+        });
+    }
+    let mut bytes = Vec::new();
+    resp.take(limits.body + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| http(format!("reading the body: {e}")))?;
+    if bytes.len() as u64 > limits.body {
+        return Err(FetchError::Profile {
+            url: shown,
+            source: DecodeError::TooLarge {
+                size: bytes.len() as u64,
+                limit: limits.body,
+            },
+        });
+    }
+    if !status.is_success() {
+        let text = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]);
+        let text = text.trim();
+        let what = if go_error {
+            format!("the service says: {text}")
+        } else if text.is_empty() {
+            "no body".to_string()
+        } else {
+            match describe_non_profile(&bytes) {
+                Some(d) => d,
+                None => "a binary body".into(),
+            }
+        };
+        return Err(http(format!("HTTP {status}: {what}")));
+    }
+    if go_error {
+        let text = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]);
+        return Err(http(format!("the service says: {}", text.trim())));
+    }
+    let profile = decode(&bytes, limits).map_err(|source| FetchError::Profile {
+        url: shown.clone(),
+        source,
+    })?;
+    Ok(Fetched { profile, bytes })
+}
+
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_path_is_a_prefix_and_a_bare_host_means_debug_pprof() {
+        let bare = parse_target("http://h:6060").expect("url");
+        assert_eq!(
+            endpoint(&bare, "cpu", 10).as_str(),
+            "http://h:6060/debug/pprof/profile?seconds=10"
+        );
+        let custom = parse_target("http://h:6060/custom/pprof/").expect("url");
+        assert_eq!(
+            endpoint(&custom, "heap", 10).as_str(),
+            "http://h:6060/custom/pprof/heap"
+        );
+        assert_eq!(
+            endpoint(&parse_target("h:6060").expect("url"), "goroutine", 1).as_str(),
+            "http://h:6060/debug/pprof/goroutine"
+        );
+    }
+
+    #[test]
+    fn credentials_never_show() {
+        let u = parse_target("https://bob:hunter2@h:6060/debug/pprof").expect("url");
+        let shown = redact(&endpoint(&u, "heap", 1));
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("bob"),
+            "{shown}"
+        );
+        let e = parse_target("ftp://bob:hunter2@h").unwrap_err();
+        assert!(!e.contains("hunter2"), "{e}");
+    }
+}

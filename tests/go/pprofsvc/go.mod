@@ -1,0 +1,3 @@
+module agentprof/pprofsvc
+
+go 1.19

@@ -1,0 +1,148 @@
+// pprofsvc is the Go service agentprof's tests pull profiles from: net/http/pprof with
+// mutex and block profiling on, CPU burners, allocators, parked goroutines, and a second
+// listener with a short WriteTimeout whose CPU profile requests Go itself refuses.
+package main
+
+import (
+	"crypto/sha256"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	_ "net/http/pprof"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+)
+
+var (
+	retained [][]byte
+	sink     []byte
+	mu       sync.Mutex
+	counter  int
+)
+
+//go:noinline
+func burnCPU(seed byte) {
+	buf := []byte{seed}
+	for {
+		sum := sha256.Sum256(buf)
+		buf = sum[:]
+	}
+}
+
+//go:noinline
+func allocSmall() {
+	for i := 0; ; i++ {
+		sink = make([]byte, 512)
+		if i%64 == 0 {
+			mu.Lock()
+			retained = append(retained, make([]byte, 4096))
+			if len(retained) > 2000 {
+				retained = retained[1000:]
+			}
+			mu.Unlock()
+		}
+		if i%1000 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+//go:noinline
+func contend() {
+	for {
+		mu.Lock()
+		counter++
+		time.Sleep(50 * time.Microsecond)
+		mu.Unlock()
+	}
+}
+
+//go:noinline
+func pingPong(in, out chan int) {
+	for v := range in {
+		time.Sleep(100 * time.Microsecond)
+		out <- v + 1
+	}
+}
+
+//go:noinline
+func parkForever(ch chan struct{}) {
+	<-ch
+}
+
+// branch makes a distinct stack for every path of `depth` binary choices, so a heap profile
+// with many stacks can be built for benchmarks.
+//go:noinline
+func branch(depth, path int) {
+	if depth == 0 {
+		retained = append(retained, make([]byte, 64+path%7))
+		return
+	}
+	if path&1 == 0 {
+		left(depth-1, path>>1)
+	} else {
+		right(depth-1, path>>1)
+	}
+}
+
+//go:noinline
+func left(depth, path int) { branch(depth, path) }
+
+//go:noinline
+func right(depth, path int) { branch(depth, path) }
+
+func main() {
+	bigheap := flag.Int("bigheap", 0, "allocate along 2^N distinct stacks at start (heap profile size)")
+	burners := flag.Int("burners", 2, "CPU burning goroutines")
+	flag.Parse()
+	if *bigheap > 0 {
+		runtime.MemProfileRate = 1
+	}
+	runtime.SetMutexProfileFraction(1)
+	runtime.SetBlockProfileRate(1)
+
+	if *bigheap > 0 {
+		for p := 0; p < 1<<*bigheap; p++ {
+			branch(*bigheap, p)
+		}
+	}
+	for i := 0; i < *burners; i++ {
+		go burnCPU(byte(i))
+	}
+	go allocSmall()
+	go contend()
+	go contend()
+	a, b := make(chan int), make(chan int)
+	go pingPong(a, b)
+	go func() {
+		for {
+			a <- 1
+			<-b
+		}
+	}()
+	park := make(chan struct{})
+	for i := 0; i < 50; i++ {
+		go parkForever(park)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	short, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("%s %s\n", ln.Addr(), short.Addr())
+	os.Stdout.Sync()
+	go (&http.Server{Handler: http.DefaultServeMux, WriteTimeout: time.Second}).Serve(short)
+	if err := http.Serve(ln, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
