@@ -359,9 +359,11 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
                 && config.collector_profile_interval > 0
                 && report.loops % config.collector_profile_interval == 0
             {
-                if let (Some(s), Some(p)) = (sampler.as_mut(), agent_profile.as_mut()) {
-                    s.finish(p);
-                    log.write(&agent_top_calls(p));
+                if let (Some(s), Some(p)) = (sampler.as_mut(), agent_profile.as_ref()) {
+                    let mut now =
+                        crate::profile::CallProfile::new(p.kind, AGENT_HZ, p.start_unix_ns);
+                    s.snapshot(&mut now);
+                    log.write(&agent_top_calls(&now));
                 }
                 log_top_calls(&mut log, &python_hosts);
             }

@@ -58,6 +58,14 @@ impl CallProfile {
         }
     }
 
+    /// `intern` that copies the frame only when it is new.
+    pub fn intern_ref(&mut self, frame: &Frame) -> usize {
+        if let Some(&id) = self.frame_ids.get(frame) {
+            return id;
+        }
+        self.intern(frame.clone())
+    }
+
     pub fn intern(&mut self, frame: Frame) -> usize {
         if let Some(&id) = self.frame_ids.get(&frame) {
             return id;

@@ -163,7 +163,7 @@ mod imp {
         frequency_hz: u32,
         timer: Option<libc::timer_t>,
         /// address -> interned frames, kept across runs so each address is resolved once.
-        symbols: HashMap<(u64, bool), Location>,
+        symbols: HashMap<(u64, bool), Vec<Frame>>,
         /// Stacks (addresses, leaf first) sampled since the last `finish`, with their weight.
         raw: HashMap<Vec<u64>, u64>,
         /// Samples lost because a run filled the buffer.
@@ -331,7 +331,7 @@ mod imp {
         /// binary's debug information (tens of MiB), so it runs once, after the last run,
         /// where it cannot inflate any run's figures.
         pub fn finish(&mut self, into: &mut CallProfile) {
-            self.resolve_new(into);
+            self.resolve_new();
             let raw = std::mem::take(&mut self.raw);
             for (stack, count) in raw {
                 let mut locations = Vec::with_capacity(stack.len());
@@ -340,13 +340,13 @@ mod imp {
                     let locations: Vec<Vec<usize>> = stack
                         .iter()
                         .enumerate()
-                        .map(|(depth, &ip)| self.resolve(ip, depth == 0))
+                        .map(|(depth, &ip)| self.resolve(ip, depth == 0, into))
                         .collect();
                     into.add(locations, count);
                     continue;
                 }
                 for (depth, &ip) in stack.iter().enumerate() {
-                    let loc = self.resolve(ip, depth == 0);
+                    let loc = self.resolve(ip, depth == 0, into);
                     inside_run = loc
                         .iter()
                         .any(|&f| super::is_marker(&into.frames[f].function));
@@ -370,7 +370,7 @@ mod imp {
         /// debug information allocates tens of MiB, and on that thread those allocations
         /// land in an allocator arena nothing long-lived shares, so they are all given back
         /// afterwards and a long-running agent that symbolises now and then does not grow.
-        fn resolve_new(&mut self, into: &mut CallProfile) {
+        fn resolve_new(&mut self) {
             let mut missing: Vec<(u64, bool)> = Vec::new();
             let mut seen: HashSet<(u64, bool)> = HashSet::new();
             for stack in self.raw.keys() {
@@ -396,8 +396,7 @@ mod imp {
                 .unwrap_or_else(|| missing.iter().map(|&(ip, _)| vec![unknown(ip)]).collect());
             for (key, frames) in missing.into_iter().zip(resolved.iter()) {
                 // Copies made here, so nothing kept points into the helper's allocations.
-                let loc: Location = frames.iter().map(|f| into.intern(f.clone())).collect();
-                self.symbols.insert(key, loc);
+                self.symbols.insert(key, frames.to_vec());
             }
             drop(resolved);
             if release {
@@ -409,8 +408,27 @@ mod imp {
             }
         }
 
-        fn resolve(&mut self, ip: u64, leaf: bool) -> Location {
-            self.symbols.get(&(ip, leaf)).cloned().unwrap_or_default()
+        fn resolve(&self, ip: u64, leaf: bool, into: &mut CallProfile) -> Location {
+            match self.symbols.get(&(ip, leaf)) {
+                Some(frames) => frames.iter().map(|f| into.intern_ref(f)).collect(),
+                None => vec![into.intern(unknown(ip))],
+            }
+        }
+
+        /// Process scope: every stack sampled since the start, symbolised into `into`, while
+        /// the samples stay here as addresses (a few bytes per frame) for the next snapshot
+        /// and `finish`. The agent logs its top calls from such snapshots and drops them, so
+        /// its memory does not grow with the number of stacks it has named.
+        pub fn snapshot(&mut self, into: &mut CallProfile) {
+            self.resolve_new();
+            for (stack, &count) in &self.raw {
+                let locations: Vec<Vec<usize>> = stack
+                    .iter()
+                    .enumerate()
+                    .map(|(depth, &ip)| self.resolve(ip, depth == 0, into))
+                    .collect();
+                into.add(locations, count);
+            }
         }
     }
 
@@ -498,6 +516,7 @@ mod imp {
         pub fn drain(&mut self) {}
         pub fn stop(&mut self) {}
         pub fn finish(&mut self, _into: &mut CallProfile) {}
+        pub fn snapshot(&mut self, _into: &mut CallProfile) {}
     }
 }
 

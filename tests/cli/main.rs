@@ -7,6 +7,7 @@ mod exec;
 mod generated;
 mod pprof;
 mod profile;
+mod pull;
 mod python;
 mod shipped;
 mod start;

@@ -1,0 +1,570 @@
+//! `agentprof pull` against a real Go service with net/http/pprof, and against loopback
+//! servers that misbehave in the ways real endpoints do.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::support::{Sandbox, fixture, go, require_go};
+
+/// The test service, built once per test run.
+fn service_binary() -> Option<PathBuf> {
+    static BIN: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if !require_go() {
+            return None;
+        }
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pprofsvc");
+        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/go/pprofsvc");
+        let st = Command::new("go")
+            .args(["build", "-o"])
+            .arg(&out)
+            .arg(".")
+            .current_dir(&src)
+            .env("GOFLAGS", "-mod=mod")
+            .status()
+            .expect("go build");
+        assert!(st.success(), "go build of the test service failed");
+        Some(out)
+    })
+    .clone()
+}
+
+/// A running test service: its pprof address and the one with a 1 s WriteTimeout.
+struct Service {
+    child: Child,
+    addr: String,
+    short: String,
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn service() -> Option<Service> {
+    let bin = service_binary()?;
+    let mut child = Command::new(bin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the service");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("address");
+    let mut parts = line.split_whitespace();
+    let addr = parts.next().expect("addr").to_string();
+    let short = parts.next().expect("short").to_string();
+    // Let the burners, allocators and lock fights run a little first.
+    std::thread::sleep(Duration::from_millis(300));
+    Some(Service { child, addr, short })
+}
+
+/// What a loopback server answers: status line, extra headers, body, and a delay first.
+#[derive(Clone)]
+struct Reply {
+    status: &'static str,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    delay: Duration,
+}
+
+fn reply(status: &'static str, body: impl Into<Vec<u8>>) -> Reply {
+    Reply {
+        status,
+        headers: Vec::new(),
+        body: body.into(),
+        delay: Duration::ZERO,
+    }
+}
+
+/// One request seen: path, headers (lower-cased names), body.
+type Seen = (String, Vec<(String, String)>, Vec<u8>);
+
+/// A loopback HTTP/1.1 server answering by path (query cut off), a thread per connection;
+/// requests are numbered in the order they arrive.
+fn serve(
+    route: impl Fn(&str, usize) -> Reply + Send + Sync + 'static,
+) -> (String, Arc<Mutex<Vec<Seen>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let route = Arc::new(route);
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(stream) = stream else { continue };
+            let (log, route) = (Arc::clone(&log), Arc::clone(&route));
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                if r.read_line(&mut line).is_err() {
+                    return;
+                }
+                let path = line
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_string();
+                let mut headers = Vec::new();
+                loop {
+                    let mut h = String::new();
+                    if r.read_line(&mut h).is_err() || h.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((k, v)) = h.trim().split_once(':') {
+                        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+                    }
+                }
+                let len: usize = headers
+                    .iter()
+                    .find(|(k, _)| k == "content-length")
+                    .map_or(0, |(_, v)| v.parse().unwrap());
+                let mut body = vec![0u8; len];
+                let _ = r.read_exact(&mut body);
+                let p = path.split('?').next().unwrap_or_default().to_string();
+                let rep = route(&p, n);
+                log.lock().unwrap().push((path, headers, body));
+                std::thread::sleep(rep.delay);
+                let mut s = stream;
+                let mut head = format!(
+                    "HTTP/1.1 {}\r\nContent-Length: {}\r\nConnection: close\r\n",
+                    rep.status,
+                    rep.body.len()
+                );
+                for (k, v) in &rep.headers {
+                    head.push_str(&format!("{k}: {v}\r\n"));
+                }
+                head.push_str("\r\n");
+                let _ = s.write_all(head.as_bytes());
+                let _ = s.write_all(&rep.body);
+            });
+        }
+    });
+    (addr, seen)
+}
+
+/// Every type pulled from a real Go service is a profile `go tool pprof` reads, and
+/// `agentprof top` prints the same rows as `go tool pprof -top` on it.
+#[test]
+fn every_type_from_a_go_service_is_read_by_go_tool_pprof_and_top_matches_it() {
+    let Some(svc) = service() else { return };
+    let sb = Sandbox::new();
+    let r = sb.run(&[
+        "pull",
+        &format!("http://{}", svc.addr),
+        "--types",
+        "cpu,heap,allocs,goroutine,mutex,block,threadcreate",
+        "--profile-duration",
+        "1s",
+        "--out",
+        "out",
+        "--service",
+        "svc",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let doc: serde_json::Value = serde_json::from_str(r.stdout.lines().next().unwrap()).unwrap();
+    let profiles = doc["profiles"].as_array().unwrap();
+    assert_eq!(profiles.len(), 7);
+    let f = &doc["figures"];
+    assert!(f["prof_go_cpu_cores"].as_f64().unwrap() > 0.5, "{f}");
+    assert!(f["prof_go_num_goroutine"].as_i64().unwrap() >= 50, "{f}");
+    assert!(
+        f["prof_go_lifetime_heap_bytes"].as_i64().unwrap() > 0,
+        "{f}"
+    );
+    assert!(f["prof_go_mutex_delay_time"].as_i64().unwrap() > 0, "{f}");
+    assert!(f["prof_go_blocked_time"].as_i64().unwrap() > 0, "{f}");
+    let mut compared = 0;
+    for p in profiles {
+        assert_eq!(p["ok"], true, "{p}");
+        let file = p["files"][0].as_str().unwrap();
+        assert!(file.starts_with("out/svc/"), "{file}");
+        let path = sb.path().join(file);
+        let path = path.to_str().unwrap();
+        let raw = go(&["tool", "pprof", "-raw", path]).expect("go tool pprof -raw reads it");
+        assert!(raw.contains("Samples:"), "{raw}");
+        for si in [None, Some("0")] {
+            for cum in [false, true] {
+                let mut g = vec!["tool", "pprof", "-top"];
+                let mut a = vec!["top"];
+                if let Some(s) = si {
+                    g.push("-sample_index=0");
+                    a.push("--sample-index");
+                    a.push(s);
+                }
+                if cum {
+                    g.push("-cum");
+                    a.push("--cum");
+                }
+                g.push(path);
+                a.push(path);
+                let theirs = go(&g).expect("go tool pprof -top");
+                let ours = sb.run(&a);
+                assert_eq!(ours.stdout, theirs, "{a:?}");
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 28);
+}
+
+/// Two collections: the second carries deltas of heap, mutex and block; both are uploaded in
+/// dd-trace-go's format, the first after the receiver's 500 is retried.
+#[test]
+fn deltas_on_the_second_collection_and_uploads_in_dd_trace_go_format() {
+    let Some(svc) = service() else { return };
+    let (intake, seen) = serve(|_, n| {
+        if n == 0 {
+            reply("500 Internal Server Error", "busy")
+        } else {
+            reply("200 OK", "{}")
+        }
+    });
+    let sb = Sandbox::new();
+    let r = sb.run(&[
+        "pull",
+        &format!("http://{}", svc.addr),
+        "--profile-duration",
+        "1s",
+        "--count",
+        "2",
+        "--interval",
+        "10s",
+        "--service",
+        "svc",
+        "--env",
+        "test",
+        "--version",
+        "1.2.3",
+        "--tag",
+        "team:db",
+        "--upload",
+        &format!("http://{intake}/profiling/v1/input"),
+        "--spool",
+        "spool",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let docs: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 2);
+    let by_type = |d: &serde_json::Value, t: &str| {
+        d["profiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["type"] == t)
+            .cloned()
+            .unwrap()
+    };
+    for t in ["heap", "mutex", "block"] {
+        assert_eq!(by_type(&docs[0], t)["delta"], false);
+        assert_eq!(by_type(&docs[0], t)["no_delta"], "first_collection");
+        assert_eq!(by_type(&docs[1], t)["delta"], true, "{t}");
+    }
+    assert_eq!(by_type(&docs[1], "cpu")["delta"], false);
+    assert_eq!(docs[0]["uploaded"], true);
+    assert_eq!(docs[1]["uploaded"], true);
+
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 3, "500, its retry, the second upload");
+    assert_eq!(seen[0].2, seen[1].2, "the retry sends the same body");
+    let parts = |body: &[u8], ctype: &str| -> Vec<(String, String, Vec<u8>)> {
+        let boundary = ctype.split("boundary=").nth(1).unwrap();
+        let text = body.to_vec();
+        let sep = format!("--{boundary}");
+        let mut out = Vec::new();
+        let s = String::from_utf8_lossy(&text).into_owned();
+        for chunk in s.split(&sep).skip(1) {
+            if chunk.starts_with("--") {
+                break;
+            }
+            let (head, rest) = chunk.split_once("\r\n\r\n").unwrap();
+            let name = head
+                .split("name=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .to_string();
+            let ct = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Content-Type: "))
+                .unwrap_or_default()
+                .to_string();
+            out.push((name, ct, rest.trim_end_matches("\r\n").as_bytes().to_vec()));
+        }
+        out
+    };
+    let ctype = |h: &[(String, String)]| {
+        h.iter()
+            .find(|(k, _)| k == "content-type")
+            .map(|(_, v)| v.clone())
+            .unwrap()
+    };
+    let first = parts(&seen[1].2, &ctype(&seen[1].1));
+    let names: Vec<&str> = first.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(names, ["cpu.pprof", "goroutines.pprof", "event"]);
+    let second = parts(&seen[2].2, &ctype(&seen[2].1));
+    let names: Vec<&str> = second.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "cpu.pprof",
+            "delta-heap.pprof",
+            "goroutines.pprof",
+            "delta-mutex.pprof",
+            "delta-block.pprof",
+            "event"
+        ]
+    );
+    let (_, ct, event) = second.last().unwrap();
+    assert_eq!(ct, "application/json");
+    let ev: serde_json::Value = serde_json::from_slice(event).unwrap();
+    assert_eq!(ev["family"], "go");
+    assert_eq!(ev["version"], "4");
+    assert_eq!(ev["attachments"].as_array().unwrap().len(), 5);
+    let tags = ev["tags_profiler"].as_str().unwrap();
+    for t in [
+        "service:svc",
+        "env:test",
+        "version:1.2.3",
+        "runtime:go",
+        "profile_seq:1",
+        "team:db",
+    ] {
+        assert!(tags.split(',').any(|x| x == t), "{t} in {tags}");
+    }
+    assert!(tags.split(',').any(|x| x.starts_with("host:")), "{tags}");
+    for k in ["start", "end"] {
+        let t = ev[k].as_str().unwrap();
+        assert!(t.ends_with('Z') && t.contains('T'), "{t}");
+    }
+}
+
+/// An upload that cannot be delivered is spooled and sent by the next run.
+#[test]
+fn uploads_to_a_receiver_that_is_down_are_spooled_and_sent_later() {
+    let (target, _) = serve(|p, _| match p {
+        "/debug/pprof/goroutine" => reply(
+            "200 OK",
+            std::fs::read(fixture("goroutines.pprof")).unwrap(),
+        ),
+        _ => reply("404 Not Found", "404 page not found\n"),
+    });
+    // A port nothing listens on.
+    let down = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let sb = Sandbox::new();
+    let pull = |upload: &str| {
+        sb.run(&[
+            "pull",
+            &format!("http://{target}"),
+            "--types",
+            "goroutine",
+            "--upload",
+            upload,
+            "--spool",
+            "spool",
+        ])
+    };
+    let r = pull(&format!("http://{down}/profiling/v1/input"));
+    assert_eq!(
+        r.code, 0,
+        "the profile was pulled; the upload waits: {}",
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("upload FAILED") && r.stdout.contains("spooled"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(std::fs::read_dir(sb.file("spool")).unwrap().count(), 1);
+    let (intake, seen) = serve(|_, _| reply("200 OK", "{}"));
+    let r = pull(&format!("http://{intake}/profiling/v1/input"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        2,
+        "the spooled upload, then this run's"
+    );
+    assert_eq!(std::fs::read_dir(sb.file("spool")).unwrap().count(), 0);
+}
+
+/// Endpoints that are not what they should be: each refused with its reason, the other types
+/// still written, exit 1; credentials never printed.
+#[test]
+fn broken_endpoints_are_refused_with_reasons_and_nothing_collected_is_lost() {
+    let bomb = {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..64 {
+            gz.write_all(&zeros).unwrap();
+        }
+        gz.finish().unwrap()
+    };
+    let budget = {
+        // 100,001 empty strings: a valid protobuf over the field budget.
+        let mut b = Vec::new();
+        for _ in 0..100_001 {
+            b.extend([0x32, 0x00]);
+        }
+        b
+    };
+    let goroutines = std::fs::read(fixture("goroutines.pprof")).unwrap();
+    let zstd = ruzstd::encoding::compress_to_vec(
+        &goroutines[..],
+        ruzstd::encoding::CompressionLevel::Fastest,
+    );
+    let (addr, _) = serve(move |p, _| match p {
+        "/p/goroutine" => reply("200 OK", zstd.clone()),
+        "/p/heap" => reply("404 Not Found", "404 page not found\n"),
+        "/p/allocs" => Reply {
+            headers: vec![("Location".into(), "/login?next=allocs".into())],
+            ..reply("302 Found", "")
+        },
+        "/p/mutex" => reply("200 OK", "<!DOCTYPE html><html><body>Sign in</body></html>"),
+        "/p/block" => reply("200 OK", bomb.clone()),
+        "/p/threadcreate" => reply("200 OK", budget.clone()),
+        "/p/profile" => Reply {
+            delay: Duration::from_secs(5),
+            ..reply("200 OK", "")
+        },
+        _ => reply("404 Not Found", ""),
+    });
+    let sb = Sandbox::new();
+    let r = sb.run(&[
+        "pull",
+        &format!("http://bob:hunter2@{addr}/p"),
+        "--types",
+        "cpu,heap,allocs,goroutine,mutex,block,threadcreate",
+        "--profile-duration",
+        "1s",
+        "--http-timeout",
+        "2s",
+        "--out",
+        "out",
+        "--service",
+        "svc",
+    ]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert!(!all.contains("hunter2") && !all.contains("bob"), "{all}");
+    let line = |t: &str| {
+        r.stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(t))
+            .unwrap_or_else(|| panic!("{t} in {}", r.stdout))
+            .to_string()
+    };
+    assert!(
+        line("cpu").contains("no answer within the HTTP timeout"),
+        "{}",
+        line("cpu")
+    );
+    assert!(line("heap").contains("HTTP 404"), "{}", line("heap"));
+    assert!(
+        line("allocs").contains("redirects to") && line("allocs").contains("not followed"),
+        "{}",
+        line("allocs")
+    );
+    assert!(line("mutex").contains("HTML"), "{}", line("mutex"));
+    assert!(
+        line("block").contains("decompressed limit"),
+        "{}",
+        line("block")
+    );
+    assert!(
+        line("threadcreate").contains("parsing budget"),
+        "{}",
+        line("threadcreate")
+    );
+    // The zstd goroutine profile was decoded and written.
+    assert!(
+        !line("goroutine").contains("FAILED"),
+        "{}",
+        line("goroutine")
+    );
+    let written: Vec<_> = std::fs::read_dir(sb.file("out/svc")).unwrap().collect();
+    assert_eq!(written.len(), 1);
+}
+
+/// Go itself refuses a CPU profile longer than the server's WriteTimeout; agentprof says so.
+#[test]
+fn a_go_servers_own_error_text_is_reported() {
+    let Some(svc) = service() else { return };
+    let sb = Sandbox::new();
+    let r = sb.run(&[
+        "pull",
+        &format!("http://{}", svc.short),
+        "--types",
+        "cpu",
+        "--profile-duration",
+        "2s",
+    ]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("profile duration exceeds server's WriteTimeout"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn bad_flags_and_targets_are_usage_errors() {
+    let sb = Sandbox::new();
+    for (args, want) in [
+        (
+            vec!["pull", "http://h:1", "--types", "cpu,gc"],
+            "profile type \"gc\"",
+        ),
+        (
+            vec!["pull", "http://h:1", "--interval", "5s"],
+            "at least 10s",
+        ),
+        (
+            vec![
+                "pull",
+                "http://h:1",
+                "--profile-duration",
+                "30s",
+                "--http-timeout",
+                "20s",
+            ],
+            "must exceed the profile duration",
+        ),
+        (vec!["pull", "ftp://h:1"], "use http or https"),
+        (vec!["pull", "http://h:1", "--tag", "a,b:c"], "comma"),
+        (vec!["pull"], "profile.yaml"),
+    ] {
+        let r = sb.run(&args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
+    }
+    sb.write(
+        "conf.d/profile.yaml",
+        "instances:\n  - url: http://h:1\n    intervall: 10s\n",
+    );
+    let r = sb.run(&["pull"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("profile.yaml:3") && r.stderr.contains("intervall"),
+        "{}",
+        r.stderr
+    );
+}
