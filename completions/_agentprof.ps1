@@ -31,6 +31,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`')
             [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Compare two pprof profiles: per function the change of flat and cum, biggest first')
+            [CompletionResult]::new('delta', 'delta', [CompletionResultType]::ParameterValue, 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it')
             [CompletionResult]::new('flamegraph', 'flamegraph', [CompletionResultType]::ParameterValue, 'Draw a pprof profile as a flamegraph (SVG)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write the man pages (agentprof.1 and one page per subcommand)')
@@ -155,6 +156,19 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'agentprof;delta' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Where to write the delta profile (gzip)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Where to write the delta profile (gzip)')
+            [CompletionResult]::new('--max-size-mb', '--max-size-mb', [CompletionResultType]::ParameterName, 'Largest file accepted, compressed or not (MiB)')
+            [CompletionResult]::new('--max-decompressed-mb', '--max-decompressed-mb', [CompletionResultType]::ParameterName, 'Largest decompressed profile accepted (MiB); checked while inflating')
+            [CompletionResult]::new('--max-fields', '--max-fields', [CompletionResultType]::ParameterName, 'Most protobuf fields and packed elements accepted, counted before decoding')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print what was done as JSON (stacks, time taken)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'agentprof;flamegraph' {
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Where to write the SVG')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Where to write the SVG')
@@ -191,6 +205,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`')
             [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Compare two pprof profiles: per function the change of flat and cum, biggest first')
+            [CompletionResult]::new('delta', 'delta', [CompletionResultType]::ParameterValue, 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it')
             [CompletionResult]::new('flamegraph', 'flamegraph', [CompletionResultType]::ParameterValue, 'Draw a pprof profile as a flamegraph (SVG)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write the man pages (agentprof.1 and one page per subcommand)')
@@ -213,6 +228,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             break
         }
         'agentprof;help;diff' {
+            break
+        }
+        'agentprof;help;delta' {
             break
         }
         'agentprof;help;flamegraph' {

@@ -22,6 +22,9 @@ _agentprof() {
             agentprof,completions)
                 cmd="agentprof__subcmd__completions"
                 ;;
+            agentprof,delta)
+                cmd="agentprof__subcmd__delta"
+                ;;
             agentprof,diff)
                 cmd="agentprof__subcmd__diff"
                 ;;
@@ -51,6 +54,9 @@ _agentprof() {
                 ;;
             agentprof__subcmd__help,completions)
                 cmd="agentprof__subcmd__help__subcmd__completions"
+                ;;
+            agentprof__subcmd__help,delta)
+                cmd="agentprof__subcmd__help__subcmd__delta"
                 ;;
             agentprof__subcmd__help,diff)
                 cmd="agentprof__subcmd__help__subcmd__diff"
@@ -83,7 +89,7 @@ _agentprof() {
 
     case "${cmd}" in
         agentprof)
-            opts="-h -V --help --version check start list top pull diff flamegraph completions man help"
+            opts="-h -V --help --version check start list top pull diff delta flamegraph completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -180,6 +186,40 @@ _agentprof() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentprof__subcmd__delta)
+            opts="-o -h -V --output --json --max-size-mb --max-decompressed-mb --max-fields --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-size-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-fields)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agentprof__subcmd__diff)
             opts="-n -h -V --sample-index --cum --normalize --nodes --flamegraph --json --max-size-mb --max-decompressed-mb --max-fields --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -265,7 +305,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__help)
-            opts="check start list top pull diff flamegraph completions man help"
+            opts="check start list top pull diff delta flamegraph completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -293,6 +333,20 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentprof__subcmd__help__subcmd__delta)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -28,6 +28,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand top 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`'
             cand pull 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads'
             cand diff 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
+            cand delta 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it'
             cand flamegraph 'Draw a pprof profile as a flamegraph (SVG)'
             cand completions 'Print a shell completion script to stdout'
             cand man 'Write the man pages (agentprof.1 and one page per subcommand)'
@@ -145,6 +146,18 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'agentprof;delta'= {
+            cand -o 'Where to write the delta profile (gzip)'
+            cand --output 'Where to write the delta profile (gzip)'
+            cand --max-size-mb 'Largest file accepted, compressed or not (MiB)'
+            cand --max-decompressed-mb 'Largest decompressed profile accepted (MiB); checked while inflating'
+            cand --max-fields 'Most protobuf fields and packed elements accepted, counted before decoding'
+            cand --json 'Print what was done as JSON (stacks, time taken)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'agentprof;flamegraph'= {
             cand -o 'Where to write the SVG'
             cand --output 'Where to write the SVG'
@@ -178,6 +191,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand top 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`'
             cand pull 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads'
             cand diff 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
+            cand delta 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it'
             cand flamegraph 'Draw a pprof profile as a flamegraph (SVG)'
             cand completions 'Print a shell completion script to stdout'
             cand man 'Write the man pages (agentprof.1 and one page per subcommand)'
@@ -194,6 +208,8 @@ set edit:completion:arg-completer[agentprof] = {|@words|
         &'agentprof;help;pull'= {
         }
         &'agentprof;help;diff'= {
+        }
+        &'agentprof;help;delta'= {
         }
         &'agentprof;help;flamegraph'= {
         }

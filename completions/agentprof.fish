@@ -32,6 +32,7 @@ complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "list" -d 'List 
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "top" -d 'Print a pprof profile\'s top functions, row for row as `go tool pprof -top`'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "pull" -d 'Pull pprof profiles from Go services\' net/http/pprof: files, top tables, deltas, uploads'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "diff" -d 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
+complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "delta" -d 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "flamegraph" -d 'Draw a pprof profile as a flamegraph (SVG)'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
@@ -121,6 +122,13 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l normalize -
 complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l json -d 'Print one JSON document (see docs/json.md)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -s V -l version -d 'Print version'
+complete -c agentprof -n "__fish_agentprof_using_subcommand delta" -s o -l output -d 'Where to write the delta profile (gzip)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand delta" -l max-size-mb -d 'Largest file accepted, compressed or not (MiB)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand delta" -l max-decompressed-mb -d 'Largest decompressed profile accepted (MiB); checked while inflating' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand delta" -l max-fields -d 'Most protobuf fields and packed elements accepted, counted before decoding' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand delta" -l json -d 'Print what was done as JSON (stacks, time taken)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand delta" -s h -l help -d 'Print help'
+complete -c agentprof -n "__fish_agentprof_using_subcommand delta" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -s o -l output -d 'Where to write the SVG' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l sample-index -d 'Sample type to draw (name or index); default: the profile\'s default, else the last' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l title -d 'Title of the flamegraph (default: the file name and sample type)' -r
@@ -134,13 +142,14 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand completions" -s V -l
 complete -c agentprof -n "__fish_agentprof_using_subcommand man" -l out -d 'Directory to write the pages into' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand man" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand man" -s V -l version -d 'Print version'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "check" -d 'Run one check once (or -t N times) and print its metrics and what each run cost'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "start" -d 'Run every configured check on its interval: the agent, in developer mode with --profile'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "list" -d 'List the checks agentprof can run, where their configuration comes from, and their instances'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "top" -d 'Print a pprof profile\'s top functions, row for row as `go tool pprof -top`'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "pull" -d 'Pull pprof profiles from Go services\' net/http/pprof: files, top tables, deltas, uploads'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "diff" -d 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "flamegraph" -d 'Draw a pprof profile as a flamegraph (SVG)'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff flamegraph completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "check" -d 'Run one check once (or -t N times) and print its metrics and what each run cost'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "start" -d 'Run every configured check on its interval: the agent, in developer mode with --profile'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "list" -d 'List the checks agentprof can run, where their configuration comes from, and their instances'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "top" -d 'Print a pprof profile\'s top functions, row for row as `go tool pprof -top`'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "pull" -d 'Pull pprof profiles from Go services\' net/http/pprof: files, top tables, deltas, uploads'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "diff" -d 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "delta" -d 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "flamegraph" -d 'Draw a pprof profile as a flamegraph (SVG)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

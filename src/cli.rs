@@ -33,6 +33,8 @@ pub enum Command {
     Pull(Box<PullArgs>),
     /// Compare two pprof profiles: per function the change of flat and cum, biggest first
     Diff(DiffArgs),
+    /// The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it
+    Delta(DeltaArgs),
     /// Draw a pprof profile as a flamegraph (SVG)
     Flamegraph(FlamegraphArgs),
     /// Print a shell completion script to stdout
@@ -187,6 +189,24 @@ pub struct DiffArgs {
     #[arg(long, value_name = "OUT.svg")]
     pub flamegraph: Option<PathBuf>,
     /// Print one JSON document (see docs/json.md)
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub limits: ProfileLimitArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DeltaArgs {
+    /// The earlier snapshot
+    #[arg(value_name = "BASE")]
+    pub base: PathBuf,
+    /// The later snapshot
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+    /// Where to write the delta profile (gzip)
+    #[arg(short = 'o', long, value_name = "OUT.pb.gz")]
+    pub output: PathBuf,
+    /// Print what was done as JSON (stacks, time taken)
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]

@@ -435,11 +435,12 @@ fn agent_top_calls(p: &crate::profile::CallProfile) -> String {
         "DEBUG",
         &origin,
         &format!(
-            "agent: {} samples at {AGENT_HZ} Hz ({:.1}ms of CPU), top {} of {} functions by cumulative time",
+            "agent: {} samples at {AGENT_HZ} Hz ({:.1}ms of CPU), top {} of {} functions by cumulative time; {} more samples went to naming the sampled functions (not shown)",
             t.total_samples,
             ms(t.total_samples),
             t.rows.len(),
-            t.functions
+            t.functions,
+            crate::profile::Sampler::not_sampled()
         ),
     );
     out.push_str("      flat  flat%   sum%        cum   cum%\n");

@@ -61,6 +61,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Top(args) => pprof::top(args),
         Command::Pull(args) => pull::run(*args),
         Command::Diff(args) => pprof::diff(args),
+        Command::Delta(args) => pprof::delta(args),
         Command::Flamegraph(args) => pprof::flamegraph(args),
         Command::Completions(args) => generate::completions(args.shell),
         Command::Man(args) => generate::man(&args.out),

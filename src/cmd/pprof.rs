@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::cli::{DiffArgs, FlamegraphArgs, ProfileLimitArgs, TopArgs};
+use crate::cli::{DeltaArgs, DiffArgs, FlamegraphArgs, ProfileLimitArgs, TopArgs};
 use crate::error::UsageError;
 use crate::pprof::decode::{Limits, decode};
 use crate::pprof::model::Pprof;
@@ -135,5 +135,70 @@ pub fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<Outcome> {
         .map_err(|e| UsageError::flag("--output", format!("{}: {e}", args.output.display())))?;
     crate::pprof::diff::write_flamegraph(&p, index, &title, std::io::BufWriter::new(file))?;
     eprintln!("agentprof: wrote {}", args.output.display());
+    Ok(Outcome::Success)
+}
+
+/// The delta of two snapshots, computed as `pull` computes it: on the protobuf bytes, the
+/// baseline read from its compressed form as the delta cache keeps it.
+pub fn delta(args: DeltaArgs) -> anyhow::Result<Outcome> {
+    let lim = limits(&args.limits);
+    let new = load(&args.new, &lim)?;
+    if !crate::pull::delta::needs_delta(&new) {
+        return Err(UsageError::config(
+            &args.new,
+            "no cumulative sample type (alloc_objects, alloc_space, contentions, delay): a delta means nothing here",
+        )
+        .into());
+    }
+    drop(new);
+    let read = |p: &Path| -> anyhow::Result<Vec<u8>> {
+        let bytes =
+            std::fs::read(p).map_err(|e| UsageError::config(p, format!("cannot read: {e}")))?;
+        Ok(bytes)
+    };
+    let (base_bytes, new_bytes) = (read(&args.base)?, read(&args.new)?);
+    let t0 = std::time::Instant::now();
+    let base_raw = crate::pprof::decode::decompress(&base_bytes, &lim)
+        .map_err(|e| UsageError::config(&args.base, e.to_string()))?;
+    let new_raw = crate::pprof::decode::decompress(&new_bytes, &lim)
+        .map_err(|e| UsageError::config(&args.new, e.to_string()))?;
+    let inflate_s = t0.elapsed().as_secs_f64();
+    crate::pprof::decode::prescan(&base_raw, lim.fields)
+        .map_err(|e| UsageError::config(&args.base, e.to_string()))?;
+    let t1 = std::time::Instant::now();
+    let out = crate::pull::wiredelta::delta(&base_raw, &new_raw)
+        .map_err(|e| UsageError::config(&args.base, e.to_string()))?;
+    let delta_s = t1.elapsed().as_secs_f64();
+    let d = crate::pprof::decode::decode_raw(&out, &lim)
+        .map_err(|e| anyhow::anyhow!("the delta does not read back: {e}"))?;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&out)?;
+    std::fs::write(&args.output, gz.finish()?)
+        .map_err(|e| UsageError::flag("--output", format!("{}: {e}", args.output.display())))?;
+    let doc = serde_json::json!({
+        "schema": 1,
+        "output": args.output,
+        "base_bytes": base_raw.len(),
+        "new_bytes": new_raw.len(),
+        "delta_samples": d.sample.len(),
+        "inflate_s": inflate_s,
+        "delta_s": delta_s,
+    });
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut stdout, &doc)?;
+        writeln!(stdout)?;
+    } else {
+        writeln!(
+            stdout,
+            "{}: {} stacks with changes; delta of {:.1} MB on {:.1} MB in {:.1} ms (inflating both took {:.1} ms)",
+            args.output.display(),
+            d.sample.len(),
+            new_raw.len() as f64 / 1e6,
+            base_raw.len() as f64 / 1e6,
+            delta_s * 1e3,
+            inflate_s * 1e3
+        )?;
+    }
     Ok(Outcome::Success)
 }

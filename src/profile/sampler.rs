@@ -70,6 +70,14 @@ mod imp {
     /// The sampling timer, for `timer_getoverrun` in the handler.
     static TIMER: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     static INSTALL: Once = Once::new();
+    /// Samples of threads that asked not to be profiled (naming sampled functions).
+    pub static NOT_SAMPLED: AtomicUsize = AtomicUsize::new(0);
+
+    thread_local! {
+        /// Set on agentprof's own symbolising thread: its samples are counted, not recorded,
+        /// so the agent's profile shows the agent's work rather than the profiler's.
+        static UNSAMPLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
 
     extern "C" fn on_sigprof(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
         INFLIGHT.fetch_add(1, Ordering::AcqRel);
@@ -79,6 +87,12 @@ mod imp {
 
     fn record(_sig: libc::c_int, _info: *mut libc::siginfo_t, ctx: *mut c_void) {
         if !ACTIVE.load(Ordering::Acquire) {
+            return;
+        }
+        if UNSAMPLED.with(std::cell::Cell::get) {
+            // SAFETY: the timer handle is the sampler's own, valid while it samples.
+            let overrun = unsafe { libc::timer_getoverrun(TIMER.load(Ordering::Acquire)) };
+            NOT_SAMPLED.fetch_add(1 + overrun.max(0) as usize, Ordering::Relaxed);
             return;
         }
         let buf = BUFFER.load(Ordering::Acquire);
@@ -389,7 +403,10 @@ mod imp {
             let keys = missing.clone();
             let resolved = std::thread::Builder::new()
                 .name("agentprof-symbols".into())
-                .spawn(move || resolve_all(&keys, release))
+                .spawn(move || {
+                    UNSAMPLED.with(|u| u.set(true));
+                    resolve_all(&keys, release)
+                })
                 .ok()
                 .and_then(|h| h.join().ok());
             let resolved = resolved
@@ -413,6 +430,11 @@ mod imp {
                 Some(frames) => frames.iter().map(|f| into.intern_ref(f)).collect(),
                 None => vec![into.intern(unknown(ip))],
             }
+        }
+
+        /// Samples taken while agentprof named sampled functions (not in any profile).
+        pub fn not_sampled() -> u64 {
+            NOT_SAMPLED.load(Ordering::Relaxed) as u64
         }
 
         /// Process scope: every stack sampled since the start, symbolised into `into`, while
@@ -516,6 +538,9 @@ mod imp {
         pub fn drain(&mut self) {}
         pub fn stop(&mut self) {}
         pub fn finish(&mut self, _into: &mut CallProfile) {}
+        pub fn not_sampled() -> u64 {
+            0
+        }
         pub fn snapshot(&mut self, _into: &mut CallProfile) {}
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use reqwest::Url;
 
-use crate::pprof::decode::{DecodeError, Limits, decode, describe_non_profile};
+use crate::pprof::decode::{DecodeError, Limits, decode_raw, decompress, describe_non_profile};
 use crate::pprof::proto::Profile;
 
 /// The profile types `net/http/pprof` serves.
@@ -133,10 +133,11 @@ pub enum FetchError {
     },
 }
 
-/// A fetched, decoded profile and its compressed size.
+/// A fetched, decoded profile: the bytes as received and uncompressed.
 pub struct Fetched {
     pub profile: Profile,
     pub bytes: Vec<u8>,
+    pub raw: Vec<u8>,
 }
 
 /// GETs `url` and decodes the body within `limits`.
@@ -218,11 +219,17 @@ pub fn fetch(
         let text = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]);
         return Err(http(format!("the service says: {}", text.trim())));
     }
-    let profile = decode(&bytes, limits).map_err(|source| FetchError::Profile {
+    let bad = |source| FetchError::Profile {
         url: shown.clone(),
         source,
-    })?;
-    Ok(Fetched { profile, bytes })
+    };
+    let raw = decompress(&bytes, limits).map_err(bad)?;
+    let profile = decode_raw(&raw, limits).map_err(bad)?;
+    Ok(Fetched {
+        profile,
+        bytes,
+        raw,
+    })
 }
 
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {

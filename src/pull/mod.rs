@@ -6,6 +6,7 @@
 pub mod delta;
 pub mod fetch;
 pub mod upload;
+pub mod wiredelta;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -88,6 +89,8 @@ pub struct Pulled {
     pub delta: bool,
     pub no_delta: Option<NoDelta>,
     pub fetch_s: f64,
+    /// Time to make the delta (inflating the baseline and subtracting).
+    pub delta_s: Option<f64>,
     /// With --top: the rows of the profile shown (the delta when there is one).
     pub top: Option<crate::pprof::report::TopReport>,
 }
@@ -251,6 +254,7 @@ fn collect(
             delta: false,
             no_delta: None,
             fetch_s,
+            delta_s: None,
             top: None,
         };
         let fetched = match res {
@@ -272,29 +276,41 @@ fn collect(
         };
         entry.samples = profile.proto.sample.len();
         entry.ok = true;
-        let gz = gzip_of(&fetched.bytes);
-        // The delta of a cumulative profile against the previous collection.
+        let gz = gzip_of(&fetched.bytes, &fetched.raw);
+        // The delta of a cumulative profile against the previous collection, computed on
+        // the protobuf bytes; the baseline is kept compressed.
         let mut shown_profile: Option<Pprof> = None;
+        let mut delta_raw: Option<Vec<u8>> = None;
         if delta::needs_delta(&profile) {
             let key = format!("{}|{kind}", redact(&t.url));
             match cache.get(&key) {
-                Ok(base_bytes) => match delta::read_baseline(base_bytes, &limits)
-                    .map_err(|e| e.to_string())
-                    .and_then(|base| delta::delta(&profile, &base))
-                {
-                    Ok(d) => match Pprof::new(d) {
-                        Ok(d) => {
+                Ok(base_bytes) => {
+                    let t0 = Instant::now();
+                    let made = crate::pprof::decode::decompress(base_bytes, &limits)
+                        .map_err(|e| e.to_string())
+                        .and_then(|base| {
+                            wiredelta::delta(&base, &fetched.raw).map_err(|e| e.to_string())
+                        });
+                    entry.delta_s = Some(t0.elapsed().as_secs_f64());
+                    match made.and_then(|raw| {
+                        crate::pprof::decode::decode_raw(&raw, &limits)
+                            .map_err(|e| e.to_string())
+                            .and_then(|p| Pprof::new(p).map_err(|e| e.to_string()))
+                            .map(|p| (p, raw))
+                    }) {
+                        Ok((d, raw)) => {
                             entry.delta = true;
                             shown_profile = Some(d);
+                            delta_raw = Some(raw);
                         }
                         Err(_) => entry.no_delta = Some(NoDelta::BaselineUnusable),
-                    },
-                    Err(_) => entry.no_delta = Some(NoDelta::BaselineUnusable),
-                },
+                    }
+                }
                 Err(why) => entry.no_delta = Some(why),
             }
             cache.put(&key, gz.clone());
         }
+        let delta_gz = delta_raw.as_deref().map(gzip_raw);
         // Figures DataKit derives.
         match kind.as_str() {
             "cpu" => {
@@ -333,9 +349,7 @@ fn collect(
                     Ok(()) => entry.files.push(f),
                     Err(e) => entry.error = Some(format!("cannot write {}: {e}", f.display())),
                 }
-                if let Some(d) = &shown_profile
-                    && let Ok(bytes) = crate::pprof::encode_proto_gzip(&d.proto)
-                {
+                if let Some(bytes) = &delta_gz {
                     let f = dir.join(format!("delta-{kind}-{stamp}.pb.gz"));
                     match std::fs::write(&f, bytes) {
                         Ok(()) => entry.files.push(f),
@@ -374,10 +388,8 @@ fn collect(
         }
         // What is uploaded: cpu, goroutines and the deltas, as dd-trace-go sends them.
         if opts.upload.is_some() {
-            if let Some(d) = &shown_profile {
-                if let Ok(bytes) = crate::pprof::encode_proto_gzip(&d.proto) {
-                    attachments.push((upload::attachment_name(kind, true), bytes));
-                }
+            if let Some(bytes) = delta_gz {
+                attachments.push((upload::attachment_name(kind, true), bytes));
             } else if !delta::needs_delta(&profile) {
                 attachments.push((upload::attachment_name(kind, false), gz));
             }
@@ -427,13 +439,17 @@ fn collect(
     c
 }
 
-fn gzip_of(bytes: &[u8]) -> Vec<u8> {
+/// The profile gzipped: as received when it came gzipped, else compressed now.
+fn gzip_of(bytes: &[u8], raw: &[u8]) -> Vec<u8> {
     if crate::pprof::decode::sniff(bytes) == crate::pprof::decode::Compression::Gzip {
         return bytes.to_vec();
     }
-    let raw = crate::pprof::decode::decompress(bytes, &Limits::local()).unwrap_or_default();
+    gzip_raw(raw)
+}
+
+fn gzip_raw(raw: &[u8]) -> Vec<u8> {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    let _ = std::io::Write::write_all(&mut gz, &raw);
+    let _ = std::io::Write::write_all(&mut gz, raw);
     gz.finish().unwrap_or_default()
 }
 

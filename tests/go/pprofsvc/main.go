@@ -73,26 +73,74 @@ func parkForever(ch chan struct{}) {
 	<-ch
 }
 
-// branch makes a distinct stack for every path of `depth` binary choices, so a heap profile
-// with many stacks can be built for benchmarks.
+// branch makes a distinct stack for every path: each level calls one of 16 functions
+// chosen by a hex digit of the path, so a heap profile with many stacks (within Go's
+// 32-frame limit) can be built for benchmarks.
+//
 //go:noinline
 func branch(depth, path int) {
 	if depth == 0 {
-		retained = append(retained, make([]byte, 64+path%7))
+		retainedBig = append(retainedBig, make([]byte, 64+path%7))
 		return
 	}
-	if path&1 == 0 {
-		left(depth-1, path>>1)
-	} else {
-		right(depth-1, path>>1)
-	}
+	choosers[path&15](depth-1, path>>4)
 }
 
-//go:noinline
-func left(depth, path int) { branch(depth, path) }
+var retainedBig [][]byte
 
 //go:noinline
-func right(depth, path int) { branch(depth, path) }
+func c0(depth, path int) { branch(depth, path) }
+
+//go:noinline
+func c1(depth, path int) { branch(depth, path) }
+
+//go:noinline
+func c2(depth, path int) { branch(depth, path) }
+
+//go:noinline
+func c3(depth, path int) { branch(depth, path) }
+
+//go:noinline
+func c4(depth, path int) { branch(depth, path) }
+
+//go:noinline
+func c5(depth, path int) { branch(depth, path) }
+
+//go:noinline
+func c6(depth, path int) { branch(depth, path) }
+
+//go:noinline
+func c7(depth, path int) { branch(depth, path) }
+
+//go:noinline
+func c8(depth, path int) { branch(depth, path) }
+
+//go:noinline
+func c9(depth, path int) { branch(depth, path) }
+
+//go:noinline
+func c10(depth, path int) { branch(depth, path) }
+
+//go:noinline
+func c11(depth, path int) { branch(depth, path) }
+
+//go:noinline
+func c12(depth, path int) { branch(depth, path) }
+
+//go:noinline
+func c13(depth, path int) { branch(depth, path) }
+
+//go:noinline
+func c14(depth, path int) { branch(depth, path) }
+
+//go:noinline
+func c15(depth, path int) { branch(depth, path) }
+
+var choosers [16]func(int, int)
+
+func init() {
+	choosers = [16]func(int, int){c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15}
+}
 
 func main() {
 	bigheap := flag.Int("bigheap", 0, "allocate along 2^N distinct stacks at start (heap profile size)")
@@ -106,7 +154,7 @@ func main() {
 
 	if *bigheap > 0 {
 		for p := 0; p < 1<<*bigheap; p++ {
-			branch(*bigheap, p)
+			branch((*bigheap+3)/4, p)
 		}
 	}
 	for i := 0; i < *burners; i++ {
