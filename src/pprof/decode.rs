@@ -326,7 +326,7 @@ mod tests {
 
     fn fixture(name: &str) -> Vec<u8> {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures/dd-trace-go-upload")
+            .join("tests/fixtures/dd-trace-go-upload")
             .join(name);
         std::fs::read(p).expect("fixture")
     }

@@ -4,6 +4,7 @@
 pub mod decode;
 pub mod diff;
 mod encode;
+pub mod fasthash;
 pub mod measure;
 pub mod model;
 pub mod proto;

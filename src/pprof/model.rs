@@ -2,7 +2,7 @@
 //! location, function and mapping a sample points at exists, and every sample has one value
 //! per sample type — the checks `go tool pprof` makes before it reports anything.
 
-use std::collections::HashMap;
+use super::fasthash::FastMap;
 
 use super::decode::DecodeError;
 use super::proto::Profile;
@@ -46,7 +46,8 @@ impl Pprof {
         check_str(proto.default_sample_type, "default_sample_type")?;
         check_str(proto.drop_frames, "drop_frames")?;
         check_str(proto.keep_frames, "keep_frames")?;
-        let mut mappings = HashMap::with_capacity(proto.mapping.len());
+        let mut mappings: FastMap<u64, usize> = FastMap::default();
+        mappings.reserve(proto.mapping.len());
         for (i, m) in proto.mapping.iter().enumerate() {
             check_str(m.filename, "a mapping's file")?;
             check_str(m.build_id, "a mapping's build id")?;
@@ -57,7 +58,8 @@ impl Pprof {
                 return Err(bad(format!("two mappings have id {}", m.id)));
             }
         }
-        let mut functions = HashMap::with_capacity(proto.function.len());
+        let mut functions: FastMap<u64, usize> = FastMap::default();
+        functions.reserve(proto.function.len());
         for (i, f) in proto.function.iter().enumerate() {
             check_str(f.name, "a function's name")?;
             check_str(f.system_name, "a function's system name")?;
@@ -69,7 +71,8 @@ impl Pprof {
                 return Err(bad(format!("two functions have id {}", f.id)));
             }
         }
-        let mut locations = HashMap::with_capacity(proto.location.len());
+        let mut locations: FastMap<u64, u32> = FastMap::default();
+        locations.reserve(proto.location.len());
         let mut loc_mapping = Vec::with_capacity(proto.location.len());
         let mut loc_lines = Vec::with_capacity(proto.location.len());
         for (i, l) in proto.location.iter().enumerate() {

@@ -8,6 +8,8 @@
 
 use std::collections::HashMap;
 
+use super::fasthash::FastMap;
+
 use super::measure::{percentage, scale, scaled_label};
 use super::model::Pprof;
 
@@ -125,6 +127,8 @@ pub struct Nodes<'a> {
     keys: Vec<NodeKey<'a>>,
     names: Vec<String>,
     loc_nodes: Vec<Vec<u32>>,
+    /// Nodes that are an inlined frame somewhere: the only ones an `(inline)` mark can fall on.
+    inlined: Vec<bool>,
 }
 
 impl<'a> Nodes<'a> {
@@ -174,10 +178,17 @@ impl<'a> Nodes<'a> {
             loc_nodes.push(nodes);
         }
         let names = keys.iter().map(NodeKey::printable).collect();
+        let mut inlined = vec![false; keys.len()];
+        for ln in &loc_nodes {
+            for &n in &ln[..ln.len().saturating_sub(1)] {
+                inlined[n as usize] = true;
+            }
+        }
         Nodes {
             keys,
             names,
             loc_nodes,
+            inlined,
         }
     }
 
@@ -204,7 +215,7 @@ impl<'a> Nodes<'a> {
 pub struct Graph {
     pub flat: Vec<i64>,
     pub cum: Vec<i64>,
-    pub edges: HashMap<(u32, u32), (i64, bool)>,
+    pub edges: FastMap<(u32, u32), (i64, bool)>,
 }
 
 /// One pass over the samples, as pprof's newGraph: `kept` drops nodes (their frames are skipped
@@ -220,7 +231,7 @@ pub fn build(
     let mut flat = vec![0i64; n];
     let mut cum = vec![0i64; n];
     let mut seen = vec![0u32; n];
-    let mut edges: HashMap<(u32, u32), (i64, bool, u32)> = HashMap::new();
+    let mut edges: FastMap<(u32, u32), (i64, bool, u32)> = FastMap::default();
     for (si, s) in p.proto.sample.iter().enumerate() {
         let w = s.value[index];
         if w == 0 {
@@ -241,7 +252,9 @@ pub fn build(
                     seen[node as usize] = stamp;
                     cum[node as usize] += w;
                 }
+                // Only edges into frames that are inlined somewhere can make a mark.
                 if with_edges
+                    && nodes.inlined[node as usize]
                     && let Some(par) = parent
                     && par != node
                 {
@@ -324,6 +337,10 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
     let edge_cutoff = ((total as f64 * opts.edge_fraction) as i64).abs();
     let mut dropped = 0;
     let mut kept: Option<Vec<bool>> = None;
+    // The pass that builds the final graph also collects its edges, which say which nodes
+    // are reached only through inlined calls.
+    let mut edges: Option<FastMap<(u32, u32), (i64, bool)>> = None;
+    let final_after_drop = opts.nodes == 0;
     if node_cutoff > 0 {
         let keep: Vec<u32> = list
             .iter()
@@ -336,7 +353,10 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
             for &i in &keep {
                 mask[i as usize] = true;
             }
-            g = build(p, &nodes, index, Some(&mask), false);
+            g = build(p, &nodes, index, Some(&mask), final_after_drop);
+            if final_after_drop {
+                edges = Some(std::mem::take(&mut g.edges));
+            }
             list = present(&g);
             kept = Some(mask);
         }
@@ -349,13 +369,16 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
         for &i in &list {
             mask[i as usize] = true;
         }
-        g = build(p, &nodes, index, Some(&mask), false);
+        g = build(p, &nodes, index, Some(&mask), true);
+        edges = Some(std::mem::take(&mut g.edges));
         list = present(&g);
         sort_nodes(&mut list, &g, &nodes, opts.cum);
         kept = Some(mask);
     }
-    // The final graph's edges say which nodes are reached only through inlined calls.
-    let edges = build(p, &nodes, index, kept.as_deref(), true).edges;
+    let edges = match edges {
+        Some(e) => e,
+        None => build(p, &nodes, index, kept.as_deref(), true).edges,
+    };
     let mut inline_in = vec![(false, false); nodes.len()];
     for (&(_, dst), &(w, inl)) in &edges {
         if w.abs() < edge_cutoff {

@@ -717,7 +717,7 @@ mod tests {
         for f in ["delta-heap.pprof", "delta-mutex.pprof", "delta-block.pprof"] {
             let raw = std::fs::read(
                 std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("../shared/fixtures/dd-trace-go-upload")
+                    .join("tests/fixtures/dd-trace-go-upload")
                     .join(f),
             )
             .expect("fixture");

@@ -119,7 +119,7 @@ pub fn go(args: &[&str]) -> Option<String> {
 
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/dd-trace-go-upload")
+        .join("tests/fixtures/dd-trace-go-upload")
         .join(name)
 }
 
