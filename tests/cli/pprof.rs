@@ -173,3 +173,143 @@ fn files_that_are_not_profiles_are_refused_with_the_reason() {
         r.stderr
     );
 }
+
+/// Peak RSS (KiB) of a finished child, from wait4.
+fn run_measured(args: &[&str], dir: &std::path::Path) -> (i32, i64) {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: waits for our own child; rusage is plain data filled by the kernel.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(r, pid);
+    (libc::WEXITSTATUS(status), ru.ru_maxrss)
+}
+
+#[test]
+fn a_gzip_bomb_is_refused_without_the_memory_it_asks_for() {
+    let sb = Sandbox::new();
+    // 512 gzip members of 1 MiB of zeros each: 512 MiB that a 0.5 MiB file decompresses to.
+    let member = {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(&vec![0u8; 1 << 20]).unwrap();
+        gz.finish().unwrap()
+    };
+    let bomb = sb.file("bomb.pb.gz");
+    std::fs::write(&bomb, member.repeat(512)).unwrap();
+    let (code, peak_kib) = run_measured(
+        &["top", "--max-decompressed-mb", "8", bomb.to_str().unwrap()],
+        sb.path(),
+    );
+    assert_eq!(code, 2);
+    assert!(
+        peak_kib < 40 * 1024,
+        "peak RSS {peak_kib} KiB for a refused 512 MiB bomb"
+    );
+}
+
+#[test]
+fn diff_sorts_by_the_change_and_its_changes_add_up() {
+    let sb = Sandbox::new();
+    let (base, new) = (fixture("delta-mutex.pprof"), fixture("delta-block.pprof"));
+    let r = sb.run(&[
+        "diff",
+        base.to_str().unwrap(),
+        new.to_str().unwrap(),
+        "--json",
+        "--flamegraph",
+        "change.svg",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let rep = &doc["report"];
+    assert_eq!(rep["sample_type"], "delay");
+    let rows = rep["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    let d = |r: &serde_json::Value| r["delta_flat"].as_i64().unwrap();
+    for w in rows.windows(2) {
+        assert!(
+            d(&w[0]).abs() >= d(&w[1]).abs(),
+            "sorted by the change of flat"
+        );
+    }
+    // Flat values of all functions add up to the totals, so their changes add up to the
+    // change of the total.
+    let sum: i64 = rows.iter().map(d).sum();
+    assert_eq!(
+        sum,
+        rep["new_total"].as_i64().unwrap() - rep["base_total"].as_i64().unwrap()
+    );
+    let svg = std::fs::read_to_string(sb.file("change.svg")).unwrap();
+    assert!(svg.contains("<svg"));
+    // A profile against itself has no change.
+    let same = sb.run(&[
+        "diff",
+        base.to_str().unwrap(),
+        base.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(same.json()["report"]["rows"].as_array().unwrap().is_empty());
+    // Text output: a header and a row per function.
+    let text = sb.run(&["diff", base.to_str().unwrap(), new.to_str().unwrap()]);
+    assert!(
+        text.stdout.starts_with("Type: delay\nTotal: "),
+        "{}",
+        text.stdout
+    );
+    // Profiles of different sample types are refused.
+    let cpu = fixture("cpu.pprof");
+    let bad = sb.run(&["diff", cpu.to_str().unwrap(), new.to_str().unwrap()]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+}
+
+#[test]
+fn flamegraph_and_delta_write_their_files() {
+    let sb = Sandbox::new();
+    let cpu = fixture("cpu.pprof");
+    let r = sb.run(&["flamegraph", cpu.to_str().unwrap(), "-o", "cpu.svg"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let svg = std::fs::read_to_string(sb.file("cpu.svg")).unwrap();
+    assert!(
+        svg.contains("<svg") && svg.contains("runtime"),
+        "a flamegraph of Go frames"
+    );
+    let heap = fixture("delta-heap.pprof");
+    let r = sb.run(&[
+        "delta",
+        heap.to_str().unwrap(),
+        heap.to_str().unwrap(),
+        "-o",
+        "d.pb.gz",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // The delta of a snapshot with itself: no allocation, only what is in use.
+    let d = sb.run(&["top", "--sample-index", "alloc_space", "d.pb.gz"]);
+    assert!(
+        d.stdout
+            .contains("Showing nodes accounting for 0, 0% of 0 total"),
+        "{}",
+        d.stdout
+    );
+    let r = sb.run(&[
+        "delta",
+        cpu.to_str().unwrap(),
+        cpu.to_str().unwrap(),
+        "-o",
+        "x.pb.gz",
+    ]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("no cumulative sample type"),
+        "{}",
+        r.stderr
+    );
+}
