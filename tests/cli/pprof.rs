@@ -174,7 +174,8 @@ fn files_that_are_not_profiles_are_refused_with_the_reason() {
     );
 }
 
-/// Peak RSS (KiB) of a finished child, from wait4.
+/// Peak RSS (KiB) of a finished child, from wait4 (which also reaps it).
+#[allow(clippy::zombie_processes)]
 fn run_measured(args: &[&str], dir: &std::path::Path) -> (i32, i64) {
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
         .args(args)
