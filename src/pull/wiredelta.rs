@@ -11,7 +11,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// Values per sample this handles (heap has 4 types, the others 2).
 const MAX_TYPES: usize = 8;
 /// Cumulative types per profile this handles (heap and allocs have 2, mutex and block 2).
-const MAX_CUM: usize = 4;
+const MAX_CUM: usize = 2;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum WireError {
@@ -315,6 +315,77 @@ struct SampleView {
     values_at: Option<(usize, usize)>,
 }
 
+/// `sample` for the layout Go and most writers use (packed location ids, packed values,
+/// labels, in any order), without the generic field reader; anything else goes to `sample`.
+#[inline]
+fn sample_fast(m: &[u8], t: &Tables, values: &mut [i64; MAX_TYPES]) -> R<SampleView> {
+    let mut h = 0x6a09_e667_f3bc_c908u64;
+    let mut n = 0usize;
+    let mut values_at = None;
+    let mut at = 0usize;
+    while at < m.len() {
+        let start = at;
+        let key = m[at];
+        at += 1;
+        if !matches!(key, 0x0a | 0x12 | 0x1a) {
+            return sample(m, t, values);
+        }
+        let len = varint(m, &mut at)? as usize;
+        let end = at
+            .checked_add(len)
+            .filter(|&e| e <= m.len())
+            .ok_or(WireError::Malformed("a field runs past the end"))?;
+        match key {
+            0x0a => {
+                while at < end {
+                    h = fold(h, t.locations.get(varint(&m[..end], &mut at)?));
+                }
+            }
+            0x12 => {
+                if values_at.is_some() {
+                    return sample(m, t, values);
+                }
+                values_at = Some((start, end));
+                while at < end {
+                    let v = varint(&m[..end], &mut at)? as i64;
+                    if n < MAX_TYPES {
+                        values[n] = v;
+                    }
+                    n += 1;
+                }
+            }
+            _ => {
+                let mut lh = 0x3c6e_f372_fe94_f82bu64;
+                while at < end {
+                    let k = m[at];
+                    at += 1;
+                    if k & 7 != 0 {
+                        return sample(m, t, values);
+                    }
+                    let v = varint(&m[..end], &mut at)?;
+                    let field = u64::from(k >> 3);
+                    let v = if field == 3 {
+                        v
+                    } else {
+                        t.strings.get(v as usize).copied().unwrap_or(0)
+                    };
+                    lh = fold(fold(lh, field), v);
+                }
+                h = fold(h, mix(lh, 0));
+            }
+        }
+        at = end;
+    }
+    if n > MAX_TYPES {
+        return Err(WireError::TooManyTypes);
+    }
+    Ok(SampleView {
+        key: mix(h, n as u64),
+        n,
+        values_at,
+    })
+}
+
 /// The key of one sample message and its values (read into `values`).
 #[inline]
 fn sample(m: &[u8], t: &Tables, values: &mut [i64; MAX_TYPES]) -> R<SampleView> {
@@ -461,7 +532,7 @@ fn parse_prev(buf: &[u8]) -> R<Prev> {
     let mut f = Fields::new(buf);
     while let Some(field) = f.next_field() {
         if let (_, Field::Bytes(2, m)) = field? {
-            let s = sample(m, &tables, &mut v)?;
+            let s = sample_fast(m, &tables, &mut v)?;
             let mut c = [0i64; MAX_CUM];
             for (j, &i) in cum.iter().enumerate() {
                 c[j] = v[i];
@@ -494,7 +565,7 @@ fn parse_cur(buf: &[u8]) -> R<(Tables, Vec<CurSample>)> {
     let mut f = Fields::new(buf);
     while let Some(field) = f.next_field() {
         if let (_, Field::Bytes(2, m)) = field? {
-            let s = sample(m, &tables, &mut v)?;
+            let s = sample_fast(m, &tables, &mut v)?;
             let start = (m.as_ptr() as usize - buf.as_ptr() as usize) as u32;
             out.push(CurSample {
                 start,
@@ -595,8 +666,7 @@ pub fn delta(previous: &[u8], current: &[u8]) -> R<Vec<u8>> {
         }
     }
     let half = samples.len() / 2;
-    let write = |range: std::ops::Range<usize>| -> R<Vec<u8>> {
-        let mut out = Vec::with_capacity(current.len() / 2 + 64);
+    let write = |range: std::ops::Range<usize>, out: &mut Vec<u8>| -> R<()> {
         let mut packed = Vec::with_capacity(64);
         let mut values = [0i64; MAX_TYPES];
         for j in range {
@@ -642,10 +712,10 @@ pub fn delta(previous: &[u8], current: &[u8]) -> R<Vec<u8>> {
                     let (vs, ve) = (vs as usize, ve as usize);
                     let len = m.len() - (ve - vs) + values_field;
                     out.push(0x12);
-                    put_varint(&mut out, len as u64);
+                    put_varint(out, len as u64);
                     out.extend_from_slice(&m[..vs]);
                     out.push(0x12);
-                    put_varint(&mut out, packed.len() as u64);
+                    put_varint(out, packed.len() as u64);
                     out.extend_from_slice(&packed);
                     out.extend_from_slice(&m[ve..]);
                 }
@@ -662,23 +732,27 @@ pub fn delta(previous: &[u8], current: &[u8]) -> R<Vec<u8>> {
                     put_varint(&mut body, packed.len() as u64);
                     body.extend_from_slice(&packed);
                     out.push(0x12);
-                    put_varint(&mut out, body.len() as u64);
+                    put_varint(out, body.len() as u64);
                     out.extend_from_slice(&body);
                 }
             }
         }
-        Ok(out)
+        Ok(())
     };
+    // The first half goes straight into `out`, the second into a buffer appended after.
     let (first, second) = std::thread::scope(|scope| {
-        let h = scope.spawn(|| write(half..samples.len()));
-        let a = write(0..half);
+        let h = scope.spawn(|| {
+            let mut buf = Vec::with_capacity(current.len() / 2 + 64);
+            write(half..samples.len(), &mut buf).map(|()| buf)
+        });
+        let a = write(0..half, &mut out);
         (
             a,
             h.join()
                 .unwrap_or(Err(WireError::Malformed("the writer failed"))),
         )
     });
-    out.extend_from_slice(&first?);
+    first?;
     out.extend_from_slice(&second?);
     let (t0, t1) = (prev.tables.time_nanos, cur_t.time_nanos);
     let (time, duration) = if t0 > 0 && t1 > t0 {
