@@ -819,6 +819,18 @@ mod tests {
             );
             assert_eq!(by_wire.proto.time_nanos, p.proto.time_nanos, "{f}");
             assert_eq!(by_wire.proto.duration_nanos, 60_000_000_000, "{f}");
+            // The same, with the stacks now in another order (the lookups then go through
+            // the Bloom filter, searches and the table).
+            let mut shuffled = Pprof::new(decode_raw(&now_raw, &Limits::default()).expect("d"))
+                .expect("ok")
+                .proto;
+            shuffled.sample.reverse();
+            let third = shuffled.sample.len() / 3;
+            shuffled.sample.rotate_left(third);
+            let by_wire = delta(&raw, &shuffled.encode_to_vec()).expect("wire delta");
+            let by_wire =
+                Pprof::new(decode_raw(&by_wire, &Limits::default()).expect("decode")).expect("ok");
+            assert_eq!(totals(&by_wire), totals(&by_messages), "{f}, reordered");
             // Against itself: only what is in use stays.
             let same = Pprof::new(
                 decode_raw(&delta(&raw, &raw).expect("delta"), &Limits::default()).expect("decode"),
