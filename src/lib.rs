@@ -11,6 +11,7 @@ pub mod config;
 pub mod duration;
 pub mod emit;
 pub mod error;
+pub mod gate;
 pub mod metrics;
 pub mod pprof;
 pub mod procstat;

@@ -1,0 +1,228 @@
+//! The statistics a performance gate needs to tell a slowdown from noise: medians, a one-sided
+//! Mann-Whitney U test (is the new sample stochastically larger?), and a bootstrap confidence
+//! interval of the ratio of medians. Deterministic: the bootstrap draws from a fixed-seed
+//! generator, so the same timings always give the same verdict.
+
+/// The median (mean of the middle two for an even count); None when empty.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() || xs.iter().any(|x| x.is_nan()) {
+        return None;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// Standard normal upper tail, P(Z > z), via the complementary error function
+/// (Abramowitz & Stegun 7.1.26; absolute error under 1.5e-7).
+pub fn normal_sf(z: f64) -> f64 {
+    let x = z / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let erfc_abs = poly * (-x * x).exp();
+    let erfc = if x >= 0.0 { erfc_abs } else { 2.0 - erfc_abs };
+    erfc / 2.0
+}
+
+/// One-sided Mann-Whitney U test that `new` tends to be larger than `base`: U of `new`, and
+/// the p-value from the normal approximation with tie correction and continuity correction.
+pub fn mann_whitney_greater(base: &[f64], new: &[f64]) -> Option<(f64, f64)> {
+    let (n1, n2) = (base.len(), new.len());
+    if n1 == 0 || n2 == 0 {
+        return None;
+    }
+    // Ranks of the pooled sample, ties getting their average rank.
+    let mut pooled: Vec<(f64, bool)> = base
+        .iter()
+        .map(|&x| (x, false))
+        .chain(new.iter().map(|&x| (x, true)))
+        .collect();
+    if pooled.iter().any(|(x, _)| x.is_nan()) {
+        return None;
+    }
+    pooled.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = pooled.len();
+    let mut rank_sum_new = 0.0;
+    let mut tie_term = 0.0;
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && pooled[j + 1].0 == pooled[i].0 {
+            j += 1;
+        }
+        let avg = (i + j) as f64 / 2.0 + 1.0;
+        let t = (j - i + 1) as f64;
+        tie_term += t * t * t - t;
+        for p in &pooled[i..=j] {
+            if p.1 {
+                rank_sum_new += avg;
+            }
+        }
+        i = j + 1;
+    }
+    let (n1f, n2f) = (n1 as f64, n2 as f64);
+    let u = rank_sum_new - n2f * (n2f + 1.0) / 2.0;
+    let mean = n1f * n2f / 2.0;
+    let nf = n as f64;
+    let var = n1f * n2f / 12.0 * ((nf + 1.0) - tie_term / (nf * (nf - 1.0)));
+    if var <= 0.0 {
+        // Every value equal: no evidence either way.
+        return Some((u, 0.5));
+    }
+    let z = (u - mean - 0.5) / var.sqrt();
+    Some((u, normal_sf(z)))
+}
+
+/// A small fixed-seed generator (xorshift64*), for reproducible bootstraps.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// The ratio of medians (new / base) and its bootstrap confidence interval at `level`
+/// (e.g. 0.95), from `resamples` resamples of each side.
+pub fn median_ratio_ci(
+    base: &[f64],
+    new: &[f64],
+    level: f64,
+    resamples: usize,
+) -> Option<(f64, f64, f64)> {
+    let (mb, mn) = (median(base)?, median(new)?);
+    if mb <= 0.0 {
+        return None;
+    }
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut ratios = Vec::with_capacity(resamples);
+    let mut sb = vec![0.0; base.len()];
+    let mut sn = vec![0.0; new.len()];
+    for _ in 0..resamples {
+        for x in sb.iter_mut() {
+            *x = base[rng.below(base.len())];
+        }
+        for x in sn.iter_mut() {
+            *x = new[rng.below(new.len())];
+        }
+        let (b, n) = (median(&sb)?, median(&sn)?);
+        if b > 0.0 {
+            ratios.push(n / b);
+        }
+    }
+    if ratios.is_empty() {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
+    let q =
+        |p: f64| ratios[((p * (ratios.len() - 1) as f64).round() as usize).min(ratios.len() - 1)];
+    let tail = (1.0 - level) / 2.0;
+    Some((mn / mb, q(tail), q(1.0 - tail)))
+}
+
+/// Least-squares slope of `ys` against 0, 1, 2, …
+pub fn slope(ys: &[f64]) -> Option<f64> {
+    if ys.len() < 2 {
+        return None;
+    }
+    let n = ys.len() as f64;
+    let mx = (n - 1.0) / 2.0;
+    let my = ys.iter().sum::<f64>() / n;
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (i, y) in ys.iter().enumerate() {
+        let dx = i as f64 - mx;
+        sxy += dx * (y - my);
+        sxx += dx * dx;
+    }
+    Some(sxy / sxx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn the_normal_tail_matches_tables() {
+        for (z, p) in [
+            (0.0, 0.5),
+            (1.0, 0.158_655),
+            (1.644_854, 0.05),
+            (2.326_348, 0.01),
+            (-1.0, 0.841_345),
+        ] {
+            assert!((normal_sf(z) - p).abs() < 1e-6, "{z}: {}", normal_sf(z));
+        }
+    }
+
+    #[test]
+    fn mann_whitney_matches_scipy() {
+        // scipy 1.x: mannwhitneyu(new, base, alternative="greater", method="asymptotic")
+        // gives U = 22.0, p = 0.030051402969433157 (continuity correction on).
+        let base = [1.0, 2.0, 3.0, 4.0, 5.0];
+        let new = [3.5, 4.5, 5.5, 6.0, 7.0];
+        let (u, p) = mann_whitney_greater(&base, &new).expect("test");
+        assert_eq!(u, 22.0);
+        assert!((p - 0.030_051_403).abs() < 1e-6, "{p}");
+        // With ties: mannwhitneyu(x, y, alternative="less") = (16.5, 0.053696694302173095),
+        // so y over x has U = 64 - 16.5 and the same p.
+        let x = [1.0, 2.0, 2.0, 3.0, 5.0, 5.0, 5.0, 8.0];
+        let y = [2.0, 3.0, 5.0, 5.0, 7.0, 9.0, 9.0, 9.0];
+        let (u, p) = mann_whitney_greater(&x, &y).expect("test");
+        assert_eq!(u, 47.5);
+        assert!((p - 0.053_696_694).abs() < 1e-6, "{p}");
+        // The same sample on both sides: nothing significant.
+        let (_, p) = mann_whitney_greater(&base, &base).expect("test");
+        assert!(p > 0.4, "{p}");
+        // Complete separation, 10 vs 10: tiny p.
+        let b: Vec<f64> = (0..10).map(f64::from).collect();
+        let n: Vec<f64> = (10..20).map(f64::from).collect();
+        let (u, p) = mann_whitney_greater(&b, &n).expect("test");
+        assert_eq!(u, 100.0);
+        // scipy: 9.133589555477501e-05
+        assert!((p - 9.133_589_6e-5).abs() < 1e-7, "{p}");
+        // Ties everywhere.
+        assert_eq!(
+            mann_whitney_greater(&[1.0; 4], &[1.0; 4]).map(|x| x.1),
+            Some(0.5)
+        );
+    }
+
+    #[test]
+    fn bootstrap_interval_brackets_the_ratio_and_is_reproducible() {
+        let base: Vec<f64> = (0..10).map(|i| 100.0 + f64::from(i % 5)).collect();
+        let new: Vec<f64> = base.iter().map(|x| x * 2.0).collect();
+        let (r, lo, hi) = median_ratio_ci(&base, &new, 0.95, 2000).expect("ci");
+        assert!((r - 2.0).abs() < 1e-9);
+        assert!(lo <= r && r <= hi && lo > 1.9 && hi < 2.1, "{lo} {hi}");
+        assert_eq!(median_ratio_ci(&base, &new, 0.95, 2000), Some((r, lo, hi)));
+    }
+
+    #[test]
+    fn slopes() {
+        assert_eq!(slope(&[1.0, 3.0, 5.0, 7.0]), Some(2.0));
+        assert_eq!(slope(&[5.0]), None);
+    }
+}
