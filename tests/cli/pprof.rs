@@ -314,3 +314,49 @@ fn flamegraph_and_delta_write_their_files() {
         r.stderr
     );
 }
+
+/// Per function, agentprof diff's change of flat and cum is what `go tool pprof -diff_base`
+/// reports for the same two profiles (every node kept, values in nanoseconds).
+#[test]
+fn diff_is_go_tool_pprof_diff_base_function_for_function() {
+    if !require_go() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let (base, new) = (fixture("delta-mutex.pprof"), fixture("delta-block.pprof"));
+    let (base, new) = (base.to_str().unwrap(), new.to_str().unwrap());
+    let theirs = go(&[
+        "tool",
+        "pprof",
+        "-top",
+        "-nodefraction=0",
+        "-unit=ns",
+        &format!("-diff_base={base}"),
+        new,
+    ])
+    .expect("go tool pprof -diff_base");
+    let ours = sb.run(&["diff", base, new, "--json", "-n", "0"]).json();
+    let rows = ours["report"]["rows"].as_array().unwrap();
+    let ns = |t: &str| -> i64 { t.trim_end_matches("ns").parse().unwrap() };
+    let mut compared = 0;
+    for line in theirs.lines().skip_while(|l| !l.contains("flat%")).skip(1) {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        let (flat, cum, function) = (ns(cols[0]), ns(cols[3]), cols[5..].join(" "));
+        let function = function
+            .trim_end_matches(" (inline)")
+            .trim_end_matches(" (partial-inline)")
+            .to_string();
+        if flat == 0 && cum == 0 {
+            continue;
+        }
+        let row = rows
+            .iter()
+            .find(|r| r["function"] == function.as_str())
+            .unwrap_or_else(|| panic!("{function} is not in agentprof's diff"));
+        assert_eq!(row["delta_flat"].as_i64().unwrap(), flat, "{function}");
+        assert_eq!(row["delta_cum"].as_i64().unwrap(), cum, "{function}");
+        compared += 1;
+    }
+    assert!(compared >= 5, "{compared} functions compared");
+    assert_eq!(compared, rows.len(), "the same functions changed");
+}

@@ -1,14 +1,14 @@
 //! `agentprof pull` against a real Go service with net/http/pprof, and against loopback
 //! servers that misbehave in the ways real endpoints do.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::support::{Sandbox, fixture, go, require_go};
+use crate::support::{Reply, Sandbox, fixture, go, reply, require_go, serve};
 
 /// The test service, built once per test run.
 fn service_binary() -> Option<PathBuf> {
@@ -64,90 +64,6 @@ fn service() -> Option<Service> {
     // Let the burners, allocators and lock fights run a little first.
     std::thread::sleep(Duration::from_millis(300));
     Some(Service { child, addr, short })
-}
-
-/// What a loopback server answers: status line, extra headers, body, and a delay first.
-#[derive(Clone)]
-struct Reply {
-    status: &'static str,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    delay: Duration,
-}
-
-fn reply(status: &'static str, body: impl Into<Vec<u8>>) -> Reply {
-    Reply {
-        status,
-        headers: Vec::new(),
-        body: body.into(),
-        delay: Duration::ZERO,
-    }
-}
-
-/// One request seen: path, headers (lower-cased names), body.
-type Seen = (String, Vec<(String, String)>, Vec<u8>);
-
-/// A loopback HTTP/1.1 server answering by path (query cut off), a thread per connection;
-/// requests are numbered in the order they arrive.
-fn serve(
-    route: impl Fn(&str, usize) -> Reply + Send + Sync + 'static,
-) -> (String, Arc<Mutex<Vec<Seen>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&seen);
-    let route = Arc::new(route);
-    std::thread::spawn(move || {
-        for (n, stream) in listener.incoming().enumerate() {
-            let Ok(stream) = stream else { continue };
-            let (log, route) = (Arc::clone(&log), Arc::clone(&route));
-            std::thread::spawn(move || {
-                let mut r = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                if r.read_line(&mut line).is_err() {
-                    return;
-                }
-                let path = line
-                    .split_whitespace()
-                    .nth(1)
-                    .unwrap_or_default()
-                    .to_string();
-                let mut headers = Vec::new();
-                loop {
-                    let mut h = String::new();
-                    if r.read_line(&mut h).is_err() || h.trim().is_empty() {
-                        break;
-                    }
-                    if let Some((k, v)) = h.trim().split_once(':') {
-                        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-                    }
-                }
-                let len: usize = headers
-                    .iter()
-                    .find(|(k, _)| k == "content-length")
-                    .map_or(0, |(_, v)| v.parse().unwrap());
-                let mut body = vec![0u8; len];
-                let _ = r.read_exact(&mut body);
-                let p = path.split('?').next().unwrap_or_default().to_string();
-                let rep = route(&p, n);
-                log.lock().unwrap().push((path, headers, body));
-                std::thread::sleep(rep.delay);
-                let mut s = stream;
-                let mut head = format!(
-                    "HTTP/1.1 {}\r\nContent-Length: {}\r\nConnection: close\r\n",
-                    rep.status,
-                    rep.body.len()
-                );
-                for (k, v) in &rep.headers {
-                    head.push_str(&format!("{k}: {v}\r\n"));
-                }
-                head.push_str("\r\n");
-                let _ = s.write_all(head.as_bytes());
-                let _ = s.write_all(&rep.body);
-            });
-        }
-    });
-    (addr, seen)
 }
 
 /// Every type pulled from a real Go service is a profile `go tool pprof` reads, and

@@ -285,68 +285,37 @@ fn metrics_listen_serves_the_agents_own_figures() {
 /// One request the intake saw: path, lower-cased headers, decompressed body.
 type Request = (String, Vec<(String, String)>, String);
 
-/// A loopback Datadog intake that answers 500 to the first request and 202 after, recording
-/// (path, headers, decompressed body) of each.
-fn intake() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Request>>>) {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let log = std::sync::Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for (n, stream) in listener.incoming().enumerate() {
-            let Ok(stream) = stream else { continue };
-            let mut r = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            if r.read_line(&mut line).is_err() {
-                continue;
-            }
-            let path = line
-                .split_whitespace()
-                .nth(1)
-                .unwrap_or_default()
-                .to_string();
-            let mut headers = Vec::new();
-            loop {
-                let mut h = String::new();
-                if r.read_line(&mut h).is_err() || h.trim().is_empty() {
-                    break;
-                }
-                if let Some((k, v)) = h.trim().split_once(':') {
-                    headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-                }
-            }
-            let len: usize = headers
-                .iter()
-                .find(|(k, _)| k == "content-length")
-                .map_or(0, |(_, v)| v.parse().unwrap());
-            let mut body = vec![0u8; len];
-            r.read_exact(&mut body).unwrap();
-            let gzipped = headers
-                .iter()
-                .any(|(k, v)| k == "content-encoding" && v == "gzip");
-            let mut text = String::new();
-            if gzipped {
-                flate2::read::GzDecoder::new(&body[..])
-                    .read_to_string(&mut text)
-                    .unwrap();
-            } else {
-                text = String::from_utf8(body).unwrap();
-            }
-            log.lock().unwrap().push((path, headers, text));
-            let status = if n == 0 {
-                "500 Internal Server Error"
-            } else {
-                "202 Accepted"
-            };
-            let mut s = stream;
-            let _ = write!(
-                s,
-                "HTTP/1.1 {status}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
-            );
+/// A loopback Datadog intake that answers 500 to the first request and 202 after.
+fn intake() -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<crate::support::Seen>>>,
+) {
+    let (addr, seen) = crate::support::serve(|_, n| {
+        if n == 0 {
+            crate::support::reply("500 Internal Server Error", "{}")
+        } else {
+            crate::support::reply("202 Accepted", "{}")
         }
     });
-    (url, seen)
+    (format!("http://{addr}"), seen)
+}
+
+/// A request with its body gunzipped when it says it is gzip.
+fn decoded(s: &crate::support::Seen) -> Request {
+    use std::io::Read;
+    let (path, headers, body) = s;
+    let gzipped = headers
+        .iter()
+        .any(|(k, v)| k == "content-encoding" && v == "gzip");
+    let mut text = String::new();
+    if gzipped {
+        flate2::read::GzDecoder::new(&body[..])
+            .read_to_string(&mut text)
+            .unwrap();
+    } else {
+        text = String::from_utf8(body.clone()).unwrap();
+    }
+    (path.clone(), headers.clone(), text)
 }
 
 #[test]
@@ -375,7 +344,7 @@ fn series_reach_the_datadog_api_gzipped_with_retries_and_the_key_stays_secret() 
         !r.stdout.contains("s3cr3t") && !r.stderr.contains("s3cr3t"),
         "the key leaked"
     );
-    let seen = seen.lock().unwrap();
+    let seen: Vec<Request> = seen.lock().unwrap().iter().map(decoded).collect();
     assert!(seen.len() >= 3, "{} requests", seen.len());
     let series: Vec<&Request> = seen
         .iter()
