@@ -33,11 +33,14 @@ fn service_binary() -> Option<PathBuf> {
     .clone()
 }
 
-/// A running test service: its pprof address and the one with a 1 s WriteTimeout.
+/// A running test service: its pprof address, the one with a 1 s WriteTimeout, and (when
+/// started with a certificate) an https one and an https one that requires a client
+/// certificate.
 struct Service {
     child: Child,
     addr: String,
     short: String,
+    tls: Option<(String, String)>,
 }
 
 impl Drop for Service {
@@ -48,8 +51,13 @@ impl Drop for Service {
 }
 
 fn service() -> Option<Service> {
+    service_with(&[])
+}
+
+fn service_with(args: &[&str]) -> Option<Service> {
     let bin = service_binary()?;
     let mut child = Command::new(bin)
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -61,9 +69,17 @@ fn service() -> Option<Service> {
     let mut parts = line.split_whitespace();
     let addr = parts.next().expect("addr").to_string();
     let short = parts.next().expect("short").to_string();
+    let tls = parts
+        .next()
+        .map(|a| (a.to_string(), parts.next().expect("mtls").to_string()));
     // Let the burners, allocators and lock fights run a little first.
     std::thread::sleep(Duration::from_millis(300));
-    Some(Service { child, addr, short })
+    Some(Service {
+        child,
+        addr,
+        short,
+        tls,
+    })
 }
 
 /// Every type pulled from a real Go service is a profile `go tool pprof` reads, and
@@ -483,4 +499,74 @@ fn bad_flags_and_targets_are_usage_errors() {
         "{}",
         r.stderr
     );
+}
+
+/// https targets: verified against --tls-ca, refused without it, accepted with
+/// --insecure-skip-verify; a target that wants a client certificate gets --tls-cert/--tls-key.
+#[test]
+fn https_targets_with_a_ca_a_client_certificate_or_no_verification() {
+    let sb = Sandbox::new();
+    let (cert, key) = (sb.file("cert.pem"), sb.file("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", "/CN=127.0.0.1"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .args(["-addext", "extendedKeyUsage=serverAuth,clientAuth"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output();
+    let Ok(made) = made else {
+        assert!(std::env::var_os("CI").is_none(), "CI installs openssl");
+        return;
+    };
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let Some(svc) = service_with(&[
+        "-tlscert",
+        cert.to_str().unwrap(),
+        "-tlskey",
+        key.to_str().unwrap(),
+    ]) else {
+        return;
+    };
+    let (https, mtls) = svc.tls.clone().expect("tls listeners");
+    let pull = |url: &str, extra: &[&str]| {
+        let mut a = vec!["pull", url, "--types", "goroutine"];
+        a.extend_from_slice(extra);
+        sb.run(&a)
+    };
+    let ca = cert.to_str().unwrap();
+    let ok = pull(&format!("https://{https}"), &["--tls-ca", ca]);
+    assert_eq!(ok.code, 0, "{}\n{}", ok.stdout, ok.stderr);
+    let unknown = pull(&format!("https://{https}"), &[]);
+    assert_eq!(
+        unknown.code, 1,
+        "an unknown CA is refused: {}",
+        unknown.stdout
+    );
+    assert!(unknown.stdout.contains("FAILED"), "{}", unknown.stdout);
+    let skip = pull(&format!("https://{https}"), &["--insecure-skip-verify"]);
+    assert_eq!(skip.code, 0, "{}\n{}", skip.stdout, skip.stderr);
+    let no_client = pull(&format!("https://{mtls}"), &["--tls-ca", ca]);
+    assert_eq!(no_client.code, 1, "{}", no_client.stdout);
+    let client = pull(
+        &format!("https://{mtls}"),
+        &[
+            "--tls-ca",
+            ca,
+            "--tls-cert",
+            ca,
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(client.code, 0, "{}\n{}", client.stdout, client.stderr);
 }

@@ -5,6 +5,7 @@ package main
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"net"
@@ -145,6 +146,8 @@ func init() {
 func main() {
 	bigheap := flag.Int("bigheap", 0, "allocate along 2^N distinct stacks at start (heap profile size)")
 	burners := flag.Int("burners", 2, "CPU burning goroutines")
+	tlsCert := flag.String("tlscert", "", "also serve https with this certificate (PEM)...")
+	tlsKey := flag.String("tlskey", "", "...and key; a second https listener requires a client certificate")
 	flag.Parse()
 	if *bigheap > 0 {
 		runtime.MemProfileRate = 1
@@ -186,7 +189,27 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Printf("%s %s\n", ln.Addr(), short.Addr())
+	addrs := fmt.Sprintf("%s %s", ln.Addr(), short.Addr())
+	if *tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		for _, auth := range []tls.ClientAuthType{tls.NoClientCert, tls.RequireAnyClientCert} {
+			l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
+				Certificates: []tls.Certificate{cert},
+				ClientAuth:   auth,
+			})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			addrs += " " + l.Addr().String()
+			go http.Serve(l, nil)
+		}
+	}
+	fmt.Println(addrs)
 	os.Stdout.Sync()
 	go (&http.Server{Handler: http.DefaultServeMux, WriteTimeout: time.Second}).Serve(short)
 	if err := http.Serve(ln, nil); err != nil {
