@@ -508,7 +508,9 @@ fn log_top_calls(
 ) {
     for (name, host) in hosts {
         let Ok(mut h) = host.try_lock() else { continue };
-        let Ok(report) = h.pstats(20) else { continue };
+        let Ok(report) = h.pstats(20, false) else {
+            continue;
+        };
         let view = crate::render::pstats::PstatsView { report, top: 20 };
         let origin = format!("collector(profile.rs:{})", line!());
         log.write(&collector_log::line(

@@ -308,7 +308,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         (Some(host), true) => match host
             .lock()
             .map_err(|_| "the Python host failed".to_string())
-            .and_then(|mut h| h.pstats(opts.top))
+            .and_then(|mut h| h.pstats(opts.top, opts.flamegraph.is_some()))
         {
             Ok(report) => Some(ProfileView::Pstats(PstatsView {
                 report,

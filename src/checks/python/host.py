@@ -517,7 +517,7 @@ def stats(msg):
         "total_calls": st.total_calls,
         "prim_calls": st.prim_calls,
         "total_tt": st.total_tt,
-        "folded": folded(st.stats),
+        "folded": folded(st.stats) if msg.get("folded") else [],
     }
 
 
@@ -540,9 +540,15 @@ def folded(raw):
     roots = [f for f in raw if f not in has_caller]
     out = {}
 
+    # The walk follows every caller path, which grows fast in a big call graph: shares under a
+    # microsecond are not split further (they stay with their caller), and the walk stops
+    # after a bounded number of frames.
+    visits = [0]
+
     def walk(func, budget, stack, depth):
         if budget <= 0 or depth > 64:
             return
+        visits[0] += 1
         stack.append(_label(func))
         children = [(c, t) for c, t in callees.get(func, []) if _label(c) not in stack]
         total = sum(t for _, t in children)
@@ -550,6 +556,8 @@ def folded(raw):
         used = 0.0
         for child, t in children:
             share = t * scale
+            if share < 1e-6 or visits[0] > 200000:
+                continue
             used += share
             walk(child, share, stack, depth + 1)
         own = budget - used

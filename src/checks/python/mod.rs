@@ -185,9 +185,10 @@ impl PythonHost {
         }
     }
 
-    /// The cumulative cProfile statistics of every profiled run.
-    pub fn pstats(&mut self, top: usize) -> Result<PstatsReport, String> {
-        let r = self.ask(&json!({"op": "stats", "top": top}))?;
+    /// The cumulative cProfile statistics of every profiled run; with `folded`, also the
+    /// stacks a flamegraph is drawn from (their walk costs more than the statistics).
+    pub fn pstats(&mut self, top: usize, folded: bool) -> Result<PstatsReport, String> {
+        let r = self.ask(&json!({"op": "stats", "top": top, "folded": folded}))?;
         let rows = r["rows"]
             .as_array()
             .map(|rows| {
