@@ -29,6 +29,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Run every configured check on its interval: the agent, in developer mode with --profile')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the checks agentprof can run, where their configuration comes from, and their instances')
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`')
+            [CompletionResult]::new('gate', 'gate', [CompletionResultType]::ParameterValue, 'CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression')
             [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Compare two pprof profiles: per function the change of flat and cum, biggest first')
             [CompletionResult]::new('delta', 'delta', [CompletionResultType]::ParameterValue, 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it')
@@ -102,6 +103,29 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--max-fields', '--max-fields', [CompletionResultType]::ParameterName, 'Most protobuf fields and packed elements accepted, counted before decoding')
             [CompletionResult]::new('--cum', '--cum', [CompletionResultType]::ParameterName, 'Sort by cumulative value instead of flat')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (see docs/json.md)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'agentprof;gate' {
+            [CompletionResult]::new('--baseline', '--baseline', [CompletionResultType]::ParameterName, 'The baseline file: written by --update-baseline, compared with otherwise')
+            [CompletionResult]::new('--times', '--times', [CompletionResultType]::ParameterName, 'Timed runs after one warm-up run')
+            [CompletionResult]::new('--compare', '--compare', [CompletionResultType]::ParameterName, 'Compare two reports made elsewhere (baseline files or `--format json` outputs)')
+            [CompletionResult]::new('--threshold', '--threshold', [CompletionResultType]::ParameterName, 'A slowdown under this percentage is never a regression')
+            [CompletionResult]::new('--alpha', '--alpha', [CompletionResultType]::ParameterName, 'Significance level of the timing test (one-sided Mann-Whitney U)')
+            [CompletionResult]::new('--rss-slope-kib', '--rss-slope-kib', [CompletionResultType]::ParameterName, 'RSS growth per run (KiB, least-squares slope) that counts as a leak')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Write the report here instead of stdout')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Write the report here instead of stdout')
+            [CompletionResult]::new('--instance', '--instance', [CompletionResultType]::ParameterName, 'Run only instances[N] (0-based; default 0)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)')
+            [CompletionResult]::new('--confd', '--confd', [CompletionResultType]::ParameterName, 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)')
+            [CompletionResult]::new('--checks', '--checks', [CompletionResultType]::ParameterName, 'Directory of plugin checks')
+            [CompletionResult]::new('--python', '--python', [CompletionResultType]::ParameterName, 'Python interpreter for Python checks (a virtualenv''s python works)')
+            [CompletionResult]::new('--update-baseline', '--update-baseline', [CompletionResultType]::ParameterName, 'Write the baseline from this run and exit 0')
+            [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'A metric the baseline had and this run does not fails the gate (default: a warning)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -203,6 +227,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Run every configured check on its interval: the agent, in developer mode with --profile')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the checks agentprof can run, where their configuration comes from, and their instances')
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`')
+            [CompletionResult]::new('gate', 'gate', [CompletionResultType]::ParameterValue, 'CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression')
             [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Compare two pprof profiles: per function the change of flat and cum, biggest first')
             [CompletionResult]::new('delta', 'delta', [CompletionResultType]::ParameterValue, 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it')
@@ -222,6 +247,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             break
         }
         'agentprof;help;top' {
+            break
+        }
+        'agentprof;help;gate' {
             break
         }
         'agentprof;help;pull' {

@@ -31,6 +31,9 @@ _agentprof() {
             agentprof,flamegraph)
                 cmd="agentprof__subcmd__flamegraph"
                 ;;
+            agentprof,gate)
+                cmd="agentprof__subcmd__gate"
+                ;;
             agentprof,help)
                 cmd="agentprof__subcmd__help"
                 ;;
@@ -64,6 +67,9 @@ _agentprof() {
             agentprof__subcmd__help,flamegraph)
                 cmd="agentprof__subcmd__help__subcmd__flamegraph"
                 ;;
+            agentprof__subcmd__help,gate)
+                cmd="agentprof__subcmd__help__subcmd__gate"
+                ;;
             agentprof__subcmd__help,help)
                 cmd="agentprof__subcmd__help__subcmd__help"
                 ;;
@@ -89,7 +95,7 @@ _agentprof() {
 
     case "${cmd}" in
         agentprof)
-            opts="-h -V --help --version check start list top pull diff delta flamegraph completions man help"
+            opts="-h -V --help --version check start list top gate pull diff delta flamegraph completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -304,8 +310,78 @@ _agentprof() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentprof__subcmd__gate)
+            opts="-o -h -V --baseline --times --update-baseline --compare --threshold --alpha --rss-slope-kib --strict --format --output --instance --config --confd --checks --python --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --baseline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --times)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --compare)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threshold)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --alpha)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rss-slope-kib)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json markdown junit" -- "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --instance)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --confd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --checks)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --python)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agentprof__subcmd__help)
-            opts="check start list top pull diff delta flamegraph completions man help"
+            opts="check start list top gate pull diff delta flamegraph completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -375,6 +451,20 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__help__subcmd__flamegraph)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentprof__subcmd__help__subcmd__gate)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -26,6 +26,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand start 'Run every configured check on its interval: the agent, in developer mode with --profile'
             cand list 'List the checks agentprof can run, where their configuration comes from, and their instances'
             cand top 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`'
+            cand gate 'CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression'
             cand pull 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads'
             cand diff 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
             cand delta 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it'
@@ -95,6 +96,28 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --max-fields 'Most protobuf fields and packed elements accepted, counted before decoding'
             cand --cum 'Sort by cumulative value instead of flat'
             cand --json 'Print one JSON document (see docs/json.md)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentprof;gate'= {
+            cand --baseline 'The baseline file: written by --update-baseline, compared with otherwise'
+            cand --times 'Timed runs after one warm-up run'
+            cand --compare 'Compare two reports made elsewhere (baseline files or `--format json` outputs)'
+            cand --threshold 'A slowdown under this percentage is never a regression'
+            cand --alpha 'Significance level of the timing test (one-sided Mann-Whitney U)'
+            cand --rss-slope-kib 'RSS growth per run (KiB, least-squares slope) that counts as a leak'
+            cand --format 'Output format'
+            cand -o 'Write the report here instead of stdout'
+            cand --output 'Write the report here instead of stdout'
+            cand --instance 'Run only instances[N] (0-based; default 0)'
+            cand --config 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)'
+            cand --confd 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)'
+            cand --checks 'Directory of plugin checks'
+            cand --python 'Python interpreter for Python checks (a virtualenv''s python works)'
+            cand --update-baseline 'Write the baseline from this run and exit 0'
+            cand --strict 'A metric the baseline had and this run does not fails the gate (default: a warning)'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -189,6 +212,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand start 'Run every configured check on its interval: the agent, in developer mode with --profile'
             cand list 'List the checks agentprof can run, where their configuration comes from, and their instances'
             cand top 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`'
+            cand gate 'CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression'
             cand pull 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads'
             cand diff 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
             cand delta 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it'
@@ -204,6 +228,8 @@ set edit:completion:arg-completer[agentprof] = {|@words|
         &'agentprof;help;list'= {
         }
         &'agentprof;help;top'= {
+        }
+        &'agentprof;help;gate'= {
         }
         &'agentprof;help;pull'= {
         }

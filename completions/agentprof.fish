@@ -30,6 +30,7 @@ complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "check" -d 'Run 
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "start" -d 'Run every configured check on its interval: the agent, in developer mode with --profile'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "list" -d 'List the checks agentprof can run, where their configuration comes from, and their instances'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "top" -d 'Print a pprof profile\'s top functions, row for row as `go tool pprof -top`'
+complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "gate" -d 'CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "pull" -d 'Pull pprof profiles from Go services\' net/http/pprof: files, top tables, deltas, uploads'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "diff" -d 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "delta" -d 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it'
@@ -84,6 +85,26 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l cum -d 'Sort
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l json -d 'Print one JSON document (see docs/json.md)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s V -l version -d 'Print version'
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l baseline -d 'The baseline file: written by --update-baseline, compared with otherwise' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l times -d 'Timed runs after one warm-up run' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l compare -d 'Compare two reports made elsewhere (baseline files or `--format json` outputs)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l threshold -d 'A slowdown under this percentage is never a regression' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l alpha -d 'Significance level of the timing test (one-sided Mann-Whitney U)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l rss-slope-kib -d 'RSS growth per run (KiB, least-squares slope) that counts as a leak' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l format -d 'Output format' -r -f -a "table\t''
+json\t''
+markdown\t''
+junit\t''"
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -s o -l output -d 'Write the report here instead of stdout' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l instance -d 'Run only instances[N] (0-based; default 0)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l confd -d 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l checks -d 'Directory of plugin checks' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l python -d 'Python interpreter for Python checks (a virtualenv\'s python works)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l update-baseline -d 'Write the baseline from this run and exit 0'
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l strict -d 'A metric the baseline had and this run does not fails the gate (default: a warning)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -s h -l help -d 'Print help'
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l types -d 'Profile types, comma-separated: cpu,heap,allocs,goroutine,mutex,block,threadcreate' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l profile-duration -d 'How long the CPU profile records (its seconds=)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l interval -d 'Collect again every D (at least 10s); runs until SIGINT/SIGTERM unless --count is given' -r
@@ -142,14 +163,15 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand completions" -s V -l
 complete -c agentprof -n "__fish_agentprof_using_subcommand man" -l out -d 'Directory to write the pages into' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand man" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand man" -s V -l version -d 'Print version'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "check" -d 'Run one check once (or -t N times) and print its metrics and what each run cost'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "start" -d 'Run every configured check on its interval: the agent, in developer mode with --profile'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "list" -d 'List the checks agentprof can run, where their configuration comes from, and their instances'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "top" -d 'Print a pprof profile\'s top functions, row for row as `go tool pprof -top`'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "pull" -d 'Pull pprof profiles from Go services\' net/http/pprof: files, top tables, deltas, uploads'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "diff" -d 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "delta" -d 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "flamegraph" -d 'Draw a pprof profile as a flamegraph (SVG)'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
-complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top pull diff delta flamegraph completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top gate pull diff delta flamegraph completions man help" -f -a "check" -d 'Run one check once (or -t N times) and print its metrics and what each run cost'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top gate pull diff delta flamegraph completions man help" -f -a "start" -d 'Run every configured check on its interval: the agent, in developer mode with --profile'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top gate pull diff delta flamegraph completions man help" -f -a "list" -d 'List the checks agentprof can run, where their configuration comes from, and their instances'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top gate pull diff delta flamegraph completions man help" -f -a "top" -d 'Print a pprof profile\'s top functions, row for row as `go tool pprof -top`'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top gate pull diff delta flamegraph completions man help" -f -a "gate" -d 'CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top gate pull diff delta flamegraph completions man help" -f -a "pull" -d 'Pull pprof profiles from Go services\' net/http/pprof: files, top tables, deltas, uploads'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top gate pull diff delta flamegraph completions man help" -f -a "diff" -d 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top gate pull diff delta flamegraph completions man help" -f -a "delta" -d 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top gate pull diff delta flamegraph completions man help" -f -a "flamegraph" -d 'Draw a pprof profile as a flamegraph (SVG)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top gate pull diff delta flamegraph completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top gate pull diff delta flamegraph completions man help" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand help; and not __fish_seen_subcommand_from check start list top gate pull diff delta flamegraph completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

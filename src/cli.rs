@@ -28,6 +28,8 @@ pub enum Command {
     List(ListArgs),
     /// Print a pprof profile's top functions, row for row as `go tool pprof -top`
     Top(TopArgs),
+    /// CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression
+    Gate(Box<GateArgs>),
     /// Pull pprof profiles from Go services' net/http/pprof: files, top tables, deltas, uploads
     #[command(disable_version_flag = true)]
     Pull(Box<PullArgs>),
@@ -80,6 +82,57 @@ pub struct TopArgs {
     pub json: bool,
     #[command(flatten)]
     pub limits: ProfileLimitArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GateFormat {
+    Table,
+    Json,
+    Markdown,
+    Junit,
+}
+
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// The check to gate (see `agentprof list`)
+    #[arg(value_name = "CHECK", required_unless_present = "compare")]
+    pub name: Option<String>,
+    /// The baseline file: written by --update-baseline, compared with otherwise
+    #[arg(long, value_name = "FILE", required_unless_present = "compare")]
+    pub baseline: Option<PathBuf>,
+    /// Timed runs after one warm-up run
+    #[arg(long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(3..=10000))]
+    pub times: u32,
+    /// Write the baseline from this run and exit 0
+    #[arg(long)]
+    pub update_baseline: bool,
+    /// Compare two reports made elsewhere (baseline files or `--format json` outputs)
+    #[arg(long, num_args = 2, value_names = ["BASE.json", "NEW.json"], conflicts_with_all = ["name", "update_baseline"])]
+    pub compare: Option<Vec<PathBuf>>,
+    /// A slowdown under this percentage is never a regression
+    #[arg(long, value_name = "PCT", default_value_t = 10.0)]
+    pub threshold: f64,
+    /// Significance level of the timing test (one-sided Mann-Whitney U)
+    #[arg(long, value_name = "P", default_value_t = 0.01)]
+    pub alpha: f64,
+    /// RSS growth per run (KiB, least-squares slope) that counts as a leak
+    #[arg(long, value_name = "KIB", default_value_t = 512)]
+    pub rss_slope_kib: u64,
+    /// A metric the baseline had and this run does not fails the gate (default: a warning)
+    #[arg(long)]
+    pub strict: bool,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = GateFormat::Table)]
+    pub format: GateFormat,
+    /// Write the report here instead of stdout
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Run only instances[N] (0-based; default 0)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub instance: usize,
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 #[derive(Debug, Args)]

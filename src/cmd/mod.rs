@@ -3,6 +3,7 @@
 //! a closed pipe (`agentprof … | head`) is not an error.
 
 mod check;
+mod gate;
 mod generate;
 mod list;
 mod pprof;
@@ -59,6 +60,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Start(args) => start::run(args),
         Command::List(args) => list::run(load_options(&args.config), args.json),
         Command::Top(args) => pprof::top(args),
+        Command::Gate(args) => gate::run(*args),
         Command::Pull(args) => pull::run(*args),
         Command::Diff(args) => pprof::diff(args),
         Command::Delta(args) => pprof::delta(args),

@@ -1,5 +1,459 @@
-//! `agentprof gate`: performance gates for CI. Timings are compared with statistics (they
-//! drift on shared runners), figures that do not drift (call counts, allocations, metric
-//! names) exactly.
+//! `agentprof gate`: performance gates for CI. A check runs N times after a warm-up; its run
+//! times are compared with a baseline by statistics (they drift on shared runners: a slowdown
+//! counts only when it is both over the threshold and significant), the figures that do not
+//! drift (Python call counts, metric names) exactly, memory by its growth per run and its peak.
 
 pub mod stats;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::profile::RunRecord;
+
+/// What one gate run measured: the baseline file, and `--compare`'s inputs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GateStats {
+    pub schema: u32,
+    pub check: String,
+    pub kind: String,
+    /// Timed runs (the warm-up run is not among them).
+    pub runs: usize,
+    pub errors: usize,
+    pub wall_s: Vec<f64>,
+    pub cpu_s: Vec<f64>,
+    pub rss_after: Vec<u64>,
+    pub peak_rss: Vec<u64>,
+    /// Python checks: function calls per run (cProfile), and the functions called most.
+    pub python_calls_per_run: Option<f64>,
+    pub python_top: Vec<FunctionCalls>,
+    /// Metric name -> values per run (the last run).
+    pub metrics: BTreeMap<String, usize>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FunctionCalls {
+    pub function: String,
+    pub calls_per_run: f64,
+}
+
+impl GateStats {
+    /// From the timed runs' records and, for Python checks, the cProfile statistics of every
+    /// run including the warm-up (`profiled_runs` of them).
+    pub fn from_records(
+        check: &str,
+        kind: &str,
+        records: &[RunRecord],
+        pstats: Option<&crate::checks::python::PstatsReport>,
+        profiled_runs: usize,
+    ) -> GateStats {
+        let ok: Vec<&RunRecord> = records.iter().filter(|r| r.error.is_none()).collect();
+        let per_run = |n: u64| n as f64 / profiled_runs.max(1) as f64;
+        let mut metrics = BTreeMap::new();
+        if let Some(last) = records.last() {
+            for m in &last.metrics {
+                *metrics.entry(m.metric.clone()).or_insert(0) += 1;
+            }
+        }
+        GateStats {
+            schema: 1,
+            check: check.to_string(),
+            kind: kind.to_string(),
+            runs: records.len(),
+            errors: records.len() - ok.len(),
+            wall_s: ok.iter().map(|r| r.cost.wall_s).collect(),
+            cpu_s: ok
+                .iter()
+                .filter_map(|r| Some(r.cost.cpu_user_s? + r.cost.cpu_system_s?))
+                .collect(),
+            rss_after: ok.iter().filter_map(|r| r.cost.rss_after).collect(),
+            peak_rss: ok.iter().filter_map(|r| r.cost.peak_rss).collect(),
+            python_calls_per_run: pstats.map(|p| per_run(p.total_calls)),
+            python_top: pstats
+                .map(|p| {
+                    p.rows
+                        .iter()
+                        .map(|(file, line, func, _, calls, _, _)| FunctionCalls {
+                            function: format!("{file}:{line}({func})"),
+                            calls_per_run: per_run(*calls),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            metrics,
+        }
+    }
+}
+
+/// The thresholds, with their defaults.
+#[derive(Debug, Clone)]
+pub struct GateConfig {
+    /// A slowdown under this fraction is never a regression (0.10 = 10%).
+    pub time_threshold: f64,
+    /// Significance level of the one-sided Mann-Whitney U test.
+    pub alpha: f64,
+    /// RSS growth per run (bytes, least-squares slope) over which memory is leaking.
+    pub rss_slope_bytes: f64,
+    /// Peak RSS growth over which it is a regression (0.25 = 25%, and at least 1 MiB).
+    pub peak_rss_threshold: f64,
+    /// Python calls per run may grow by this fraction (0.01 = 1%).
+    pub calls_threshold: f64,
+    /// A metric that disappeared fails the gate instead of warning.
+    pub strict: bool,
+}
+
+impl Default for GateConfig {
+    fn default() -> Self {
+        GateConfig {
+            time_threshold: 0.10,
+            alpha: 0.01,
+            rss_slope_bytes: 512.0 * 1024.0,
+            peak_rss_threshold: 0.25,
+            calls_threshold: 0.01,
+            strict: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Warning,
+    Regression,
+}
+
+/// One compared figure.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub figure: String,
+    pub baseline: String,
+    pub current: String,
+    pub change: String,
+    pub status: Status,
+    /// How sure, for timings: the p-value and the ratio's 95% interval.
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub check: String,
+    pub regression: bool,
+    pub findings: Vec<Finding>,
+}
+
+fn secs(s: f64) -> String {
+    crate::duration::human(std::time::Duration::from_secs_f64(s.max(0.0)))
+}
+
+fn bytes(b: f64) -> String {
+    crate::render::units::signed_bytes(Some(b.round() as i64))
+}
+
+fn size(b: f64) -> String {
+    crate::render::units::human_bytes(b.max(0.0))
+}
+
+fn timing(name: &str, base: &[f64], new: &[f64], cfg: &GateConfig) -> Option<Finding> {
+    let (mb, mn) = (stats::median(base)?, stats::median(new)?);
+    let (_, p) = stats::mann_whitney_greater(base, new)?;
+    let ci = stats::median_ratio_ci(base, new, 0.95, 2000);
+    let ratio = if mb > 0.0 { mn / mb } else { 1.0 };
+    let slower = ratio > 1.0 + cfg.time_threshold && p < cfg.alpha;
+    Some(Finding {
+        figure: format!("{name} (median)"),
+        baseline: secs(mb),
+        current: secs(mn),
+        change: format!("{:+.1}%", (ratio - 1.0) * 100.0),
+        status: if slower {
+            Status::Regression
+        } else {
+            Status::Ok
+        },
+        detail: match ci {
+            Some((_, lo, hi)) => format!("p={p:.4}, ratio {ratio:.3} (95% CI {lo:.3}–{hi:.3})"),
+            None => format!("p={p:.4}"),
+        },
+    })
+}
+
+/// Compares `new` with `base`.
+pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Verdict {
+    let mut f = Vec::new();
+    f.extend(timing("wall time", &base.wall_s, &new.wall_s, cfg));
+    f.extend(timing("CPU time", &base.cpu_s, &new.cpu_s, cfg));
+    let as_f = |v: &[u64]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
+    if let Some(slope) = stats::slope(&as_f(&new.rss_after)) {
+        let base_slope = stats::slope(&as_f(&base.rss_after)).unwrap_or(0.0);
+        let leak = slope > cfg.rss_slope_bytes && slope - base_slope > cfg.rss_slope_bytes;
+        f.push(Finding {
+            figure: "RSS growth per run".into(),
+            baseline: bytes(base_slope),
+            current: bytes(slope),
+            change: bytes(slope - base_slope),
+            status: if leak { Status::Regression } else { Status::Ok },
+            detail: format!(
+                "least-squares slope over {} runs; limit {} per run",
+                new.rss_after.len(),
+                bytes(cfg.rss_slope_bytes)
+            ),
+        });
+    }
+    if let (Some(b), Some(n)) = (
+        stats::median(&as_f(&base.peak_rss)),
+        stats::median(&as_f(&new.peak_rss)),
+    ) {
+        let grew = n > b * (1.0 + cfg.peak_rss_threshold) && n - b > 1024.0 * 1024.0;
+        f.push(Finding {
+            figure: "peak RSS (median)".into(),
+            baseline: size(b),
+            current: size(n),
+            change: format!("{:+.1}%", (n / b.max(1.0) - 1.0) * 100.0),
+            status: if grew { Status::Regression } else { Status::Ok },
+            detail: format!("limit +{:.0}%", cfg.peak_rss_threshold * 100.0),
+        });
+    }
+    if let (Some(b), Some(n)) = (base.python_calls_per_run, new.python_calls_per_run) {
+        let more = n > b * (1.0 + cfg.calls_threshold);
+        f.push(Finding {
+            figure: "Python calls per run".into(),
+            baseline: format!("{b:.0}"),
+            current: format!("{n:.0}"),
+            change: format!("{:+.1}%", (n / b.max(1.0) - 1.0) * 100.0),
+            status: if more { Status::Regression } else { Status::Ok },
+            detail: "cProfile call counts: exact, whatever the machine's noise".into(),
+        });
+        // The functions in both top lists: which one is called more.
+        let top_b: BTreeMap<&str, f64> = base
+            .python_top
+            .iter()
+            .map(|x| (x.function.as_str(), x.calls_per_run))
+            .collect();
+        for x in &new.python_top {
+            let Some(&before) = top_b.get(x.function.as_str()) else {
+                continue;
+            };
+            if x.calls_per_run > before * (1.0 + cfg.calls_threshold) + 0.5 {
+                f.push(Finding {
+                    figure: format!("calls of {}", x.function),
+                    baseline: format!("{before:.0}"),
+                    current: format!("{:.0}", x.calls_per_run),
+                    change: format!("{:+.0}", x.calls_per_run - before),
+                    status: Status::Regression,
+                    detail: "per run".into(),
+                });
+            }
+        }
+    }
+    for (name, _) in base
+        .metrics
+        .iter()
+        .filter(|(m, _)| !new.metrics.contains_key(*m))
+    {
+        f.push(Finding {
+            figure: format!("metric {name}"),
+            baseline: "emitted".into(),
+            current: "missing".into(),
+            change: "gone".into(),
+            status: if cfg.strict {
+                Status::Regression
+            } else {
+                Status::Warning
+            },
+            detail: "the check no longer emits it".into(),
+        });
+    }
+    if new.errors > 0 {
+        f.push(Finding {
+            figure: "failed runs".into(),
+            baseline: base.errors.to_string(),
+            current: new.errors.to_string(),
+            change: format!("{:+}", new.errors as i64 - base.errors as i64),
+            status: Status::Regression,
+            detail: "a run of the check failed".into(),
+        });
+    }
+    Verdict {
+        check: new.check.clone(),
+        regression: f.iter().any(|x| x.status == Status::Regression),
+        findings: f,
+    }
+}
+
+fn status_word(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "ok",
+        Status::Warning => "WARNING",
+        Status::Regression => "REGRESSION",
+    }
+}
+
+impl Verdict {
+    pub fn table(&self) -> String {
+        let mut t = comfy_table::Table::new();
+        t.load_style(comfy_table::presets::NOTHING).force_no_tty();
+        t.set_header(["FIGURE", "BASELINE", "NOW", "CHANGE", "VERDICT", "HOW SURE"]);
+        for f in &self.findings {
+            t.add_row([
+                f.figure.as_str(),
+                &f.baseline,
+                &f.current,
+                &f.change,
+                status_word(f.status),
+                &f.detail,
+            ]);
+        }
+        let mut out = format!(
+            "agentprof gate {}: {}\n",
+            self.check,
+            if self.regression {
+                "REGRESSION"
+            } else {
+                "no regression"
+            }
+        );
+        for line in t.to_string().lines() {
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+
+    pub fn markdown(&self) -> String {
+        let esc = |s: &str| s.replace('|', "\\|");
+        let mut out = format!(
+            "### agentprof gate `{}`: {}\n\n| figure | baseline | now | change | verdict | how sure |\n|---|---|---|---|---|---|\n",
+            self.check,
+            if self.regression {
+                "❌ regression"
+            } else {
+                "✅ no regression"
+            }
+        );
+        for f in &self.findings {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                esc(&f.figure),
+                esc(&f.baseline),
+                esc(&f.current),
+                esc(&f.change),
+                status_word(f.status),
+                esc(&f.detail)
+            ));
+        }
+        out
+    }
+
+    pub fn junit(&self) -> String {
+        let x = |s: &str| {
+            s.replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+                .replace('"', "&quot;")
+        };
+        let failures = self
+            .findings
+            .iter()
+            .filter(|f| f.status == Status::Regression)
+            .count();
+        let mut out = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"agentprof gate\" tests=\"{}\" failures=\"{failures}\">\n  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\">\n",
+            self.findings.len(),
+            x(&self.check),
+            self.findings.len()
+        );
+        for f in &self.findings {
+            out.push_str(&format!(
+                "    <testcase classname=\"agentprof.gate.{}\" name=\"{}\">",
+                x(&self.check),
+                x(&f.figure)
+            ));
+            let msg = format!(
+                "{}: {} -> {} ({}); {}",
+                f.figure, f.baseline, f.current, f.change, f.detail
+            );
+            match f.status {
+                Status::Regression => out.push_str(&format!(
+                    "<failure message=\"{}\">{}</failure>",
+                    x(&msg),
+                    x(&msg)
+                )),
+                Status::Warning => out.push_str(&format!("<system-out>{}</system-out>", x(&msg))),
+                Status::Ok => {}
+            }
+            out.push_str("</testcase>\n");
+        }
+        out.push_str("  </testsuite>\n</testsuites>\n");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(wall: &[f64], rss_step: u64, calls: Option<f64>) -> GateStats {
+        GateStats {
+            schema: 1,
+            check: "c".into(),
+            kind: "python".into(),
+            runs: wall.len(),
+            errors: 0,
+            wall_s: wall.to_vec(),
+            cpu_s: wall.to_vec(),
+            rss_after: (0..wall.len() as u64)
+                .map(|i| (50 << 20) + i * rss_step)
+                .collect(),
+            peak_rss: vec![60 << 20; wall.len()],
+            python_calls_per_run: calls,
+            python_top: Vec::new(),
+            metrics: [("a".to_string(), 1)].into_iter().collect(),
+        }
+    }
+
+    #[test]
+    fn noise_passes_and_a_slowdown_a_leak_and_more_calls_fail() {
+        let cfg = GateConfig::default();
+        let base: Vec<f64> = (0..10).map(|i| 0.010 + f64::from(i % 3) * 0.0004).collect();
+        let noisy: Vec<f64> = (0..10)
+            .map(|i| 0.010 + f64::from((i + 1) % 3) * 0.0005)
+            .collect();
+        let b = stats(&base, 0, Some(1000.0));
+        assert!(!compare(&b, &stats(&noisy, 0, Some(1000.0)), &cfg).regression);
+        let slow: Vec<f64> = base.iter().map(|x| x * 2.0).collect();
+        let v = compare(&b, &stats(&slow, 0, Some(1000.0)), &cfg);
+        assert!(v.regression);
+        assert_eq!(
+            v.findings[0].status,
+            Status::Regression,
+            "{:?}",
+            v.findings[0]
+        );
+        let leak = compare(&b, &stats(&base, 2 << 20, Some(1000.0)), &cfg);
+        assert!(
+            leak.findings
+                .iter()
+                .any(|f| f.figure.starts_with("RSS") && f.status == Status::Regression)
+        );
+        let calls = compare(&b, &stats(&base, 0, Some(1100.0)), &cfg);
+        assert!(
+            calls
+                .findings
+                .iter()
+                .any(|f| f.figure.starts_with("Python calls") && f.status == Status::Regression)
+        );
+        let mut gone = stats(&base, 0, Some(1000.0));
+        gone.metrics.clear();
+        let v = compare(&b, &gone, &cfg);
+        assert!(!v.regression, "a missing metric warns by default");
+        let v = compare(
+            &b,
+            &gone,
+            &GateConfig {
+                strict: true,
+                ..cfg
+            },
+        );
+        assert!(v.regression);
+    }
+}

@@ -4,6 +4,7 @@
 mod check;
 mod errors;
 mod exec;
+mod gate;
 mod generated;
 mod pprof;
 mod profile;

@@ -174,23 +174,28 @@ fn files_that_are_not_profiles_are_refused_with_the_reason() {
     );
 }
 
-/// Peak RSS (KiB) of a finished child, from wait4 (which also reaps it).
-#[allow(clippy::zombie_processes)]
-fn run_measured(args: &[&str], dir: &std::path::Path) -> (i32, i64) {
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
-        .args(args)
-        .current_dir(dir)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut status = 0;
-    // SAFETY: waits for our own child; rusage is plain data filled by the kernel.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    assert_eq!(r, pid);
-    (libc::WEXITSTATUS(status), ru.ru_maxrss)
+/// Runs agentprof with its address space limited to `limit_mib`: an allocation past it fails
+/// and the process dies instead of exiting with its own status. (Its peak RSS cannot be read
+/// from the test: a forked child's ru_maxrss includes the test process's memory.)
+fn run_limited(args: &[&str], dir: &std::path::Path, limit_mib: u64) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"));
+    cmd.args(args).current_dir(dir);
+    let limit = limit_mib << 20;
+    // SAFETY: setrlimit is async-signal-safe; it only lowers the child's own limit.
+    unsafe {
+        cmd.pre_exec(move || {
+            let rl = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &rl) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().unwrap()
 }
 
 #[test]
@@ -205,15 +210,34 @@ fn a_gzip_bomb_is_refused_without_the_memory_it_asks_for() {
     };
     let bomb = sb.file("bomb.pb.gz");
     std::fs::write(&bomb, member.repeat(512)).unwrap();
-    let (code, peak_kib) = run_measured(
+    // Within 96 MiB of address space: decoding the bomb would need 512 MiB.
+    let out = run_limited(
         &["top", "--max-decompressed-mb", "8", bomb.to_str().unwrap()],
         sb.path(),
+        96,
     );
-    assert_eq!(code, 2);
-    assert!(
-        peak_kib < 40 * 1024,
-        "peak RSS {peak_kib} KiB for a refused 512 MiB bomb"
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("decompressed limit"), "{stderr}");
+    // The same address space with the file's limit raised fails for lack of memory: the
+    // limit is what kept the first run small.
+    let out = run_limited(
+        &[
+            "top",
+            "--max-decompressed-mb",
+            "1024",
+            bomb.to_str().unwrap(),
+        ],
+        sb.path(),
+        96,
     );
+    assert_ne!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(out.status.code(), Some(0));
 }
 
 #[test]

@@ -41,6 +41,7 @@ struct Service {
     addr: String,
     short: String,
     tls: Option<(String, String)>,
+    _cpu: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Drop for Service {
@@ -56,6 +57,7 @@ fn service() -> Option<Service> {
 
 fn service_with(args: &[&str]) -> Option<Service> {
     let bin = service_binary()?;
+    let cpu = crate::support::cpu_exclusive();
     let mut child = Command::new(bin)
         .args(args)
         .stdout(Stdio::piped())
@@ -79,6 +81,7 @@ fn service_with(args: &[&str]) -> Option<Service> {
         addr,
         short,
         tls,
+        _cpu: cpu,
     })
 }
 

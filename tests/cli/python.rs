@@ -5,7 +5,7 @@
 use crate::support::{Sandbox, metric_values};
 
 /// The venv interpreter with datadog-checks-base; in CI its absence is a failure.
-fn venv_python() -> Option<String> {
+pub fn venv_python() -> Option<String> {
     match std::env::var("AGENTPROF_TEST_PYTHON") {
         Ok(p) if !p.is_empty() => Some(p),
         _ => {
