@@ -26,52 +26,86 @@ fn read_stats(path: &Path) -> anyhow::Result<GateStats> {
         .map_err(|e| UsageError::config(path, format!("not a gate report: {e}")).into())
 }
 
-/// Runs the check: one warm-up run, then `times` timed runs of one instance.
+/// Worker processes the timed runs are spread over: a process's memory layout shifts a
+/// check's run time by tens of percent from one process to the next, so timings from one
+/// process alone would call that a regression.
+const PROCESSES: u32 = 5;
+
+/// Runs the check: `times` timed runs of one instance, spread over up to five fresh loads
+/// (for Python checks, five worker processes), each after a warm-up run.
 fn measure(args: &GateArgs, name: &str) -> anyhow::Result<GateStats> {
     let config = AgentConfig::load(&load_options(&args.config))?;
     for w in &config.warnings {
         eprintln!("agentprof: warning: {w}");
     }
-    let loaded = Registry::new(&config).load(name)?;
-    if args.instance >= loaded.instances.len() {
-        return Err(UsageError::flag(
-            "--instance",
-            format!(
-                "{} has {} instance(s)",
-                loaded.source,
-                loaded.instances.len()
-            ),
-        )
-        .into());
-    }
-    let kind = loaded.kind;
-    let host = loaded.python.clone();
-    // Python checks run under cProfile, for call counts that do not drift with the machine.
-    let profile = (kind == CheckKind::Python).then_some(1000);
-    let mut runner = Runner::new(loaded, &config, Some(args.instance), profile, false);
+    let processes = PROCESSES.min(args.times);
+    let per = args.times.div_ceil(processes);
     let mut progress =
-        crate::progress::Progress::new(u64::from(args.times) + 1, &format!("{name}:"));
-    let warm = runner.run(0, 0);
-    progress.inc();
-    if let Some(e) = &warm.error {
-        return Err(anyhow::anyhow!("{name}: the warm-up run failed: {e}"));
-    }
-    let mut records = Vec::with_capacity(args.times as usize);
-    for run in 1..=args.times {
-        records.push(runner.run(0, run));
+        crate::progress::Progress::new(u64::from(per * processes + processes), &format!("{name}:"));
+    let mut records = Vec::with_capacity((per * processes) as usize);
+    let mut medians = (Vec::new(), Vec::new());
+    let mut slopes = Vec::new();
+    let mut calls: Option<(u64, usize)> = None;
+    let mut top = None;
+    let mut kind_label = "";
+    for _ in 0..processes {
+        let loaded = Registry::new(&config).load(name)?;
+        if args.instance >= loaded.instances.len() {
+            return Err(UsageError::flag(
+                "--instance",
+                format!(
+                    "{} has {} instance(s)",
+                    loaded.source,
+                    loaded.instances.len()
+                ),
+            )
+            .into());
+        }
+        let kind = loaded.kind;
+        kind_label = kind.label();
+        let host = loaded.python.clone();
+        // Python checks run under cProfile, for call counts that do not drift with the machine.
+        let profile = (kind == CheckKind::Python).then_some(1000);
+        let mut runner = Runner::new(loaded, &config, Some(args.instance), profile, false);
+        let warm = runner.run(0, 0);
         progress.inc();
+        if let Some(e) = &warm.error {
+            return Err(anyhow::anyhow!("{name}: the warm-up run failed: {e}"));
+        }
+        let first = records.len();
+        for run in 1..=per {
+            records.push(runner.run(0, run));
+            progress.inc();
+        }
+        let mine = GateStats::from_records(name, kind_label, &records[first..], None, 1);
+        let rss: Vec<f64> = warm
+            .cost
+            .rss_after
+            .into_iter()
+            .chain(mine.rss_after.iter().copied())
+            .map(|x| x as f64)
+            .collect();
+        slopes.extend(crate::gate::stats::slope(&rss));
+        medians.0.extend(crate::gate::stats::median(&mine.wall_s));
+        medians.1.extend(crate::gate::stats::median(&mine.cpu_s));
+        if let Some(p) = host
+            .as_ref()
+            .and_then(|h| h.lock().ok().and_then(|mut h| h.pstats(20, false).ok()))
+        {
+            let c = calls.get_or_insert((0, 0));
+            c.0 += p.total_calls;
+            c.1 += per as usize + 1;
+            top = Some(p);
+        }
     }
     progress.finish();
-    let pstats = host
-        .as_ref()
-        .and_then(|h| h.lock().ok().and_then(|mut h| h.pstats(20, false).ok()));
-    Ok(GateStats::from_records(
-        name,
-        kind.label(),
-        &records,
-        pstats.as_ref(),
-        args.times as usize + 1,
-    ))
+    let mut stats =
+        GateStats::from_records(name, kind_label, &records, top.as_ref(), per as usize + 1);
+    stats.python_calls_per_run = calls.map(|(n, runs)| n as f64 / runs.max(1) as f64);
+    stats.wall_process_medians = medians.0;
+    stats.cpu_process_medians = medians.1;
+    stats.rss_slope_per_process = slopes;
+    Ok(stats)
 }
 
 pub fn run(args: GateArgs) -> anyhow::Result<Outcome> {

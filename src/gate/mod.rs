@@ -22,6 +22,16 @@ pub struct GateStats {
     pub errors: usize,
     pub wall_s: Vec<f64>,
     pub cpu_s: Vec<f64>,
+    /// Median wall and CPU time of the runs of each worker process: the samples the timing
+    /// test compares (a process's own runs agree more with each other than processes do).
+    #[serde(default)]
+    pub wall_process_medians: Vec<f64>,
+    #[serde(default)]
+    pub cpu_process_medians: Vec<f64>,
+    /// RSS growth per run within each worker process (its warm-up run included): RSS
+    /// starts over in each process, so a slope across processes would mean nothing.
+    #[serde(default)]
+    pub rss_slope_per_process: Vec<f64>,
     pub rss_after: Vec<u64>,
     pub peak_rss: Vec<u64>,
     /// Python checks: function calls per run (cProfile), and the functions called most.
@@ -69,6 +79,9 @@ impl GateStats {
             rss_after: ok.iter().filter_map(|r| r.cost.rss_after).collect(),
             peak_rss: ok.iter().filter_map(|r| r.cost.peak_rss).collect(),
             python_calls_per_run: pstats.map(|p| per_run(p.total_calls)),
+            wall_process_medians: Vec::new(),
+            cpu_process_medians: Vec::new(),
+            rss_slope_per_process: Vec::new(),
             python_top: pstats
                 .map(|p| {
                     p.rows
@@ -154,6 +167,15 @@ fn size(b: f64) -> String {
     crate::render::units::human_bytes(b.max(0.0))
 }
 
+/// Per-process medians when both sides have at least 3 processes, else the runs themselves.
+fn samples<'a>(per_process: &'a [f64], runs: &'a [f64], other: &[f64]) -> &'a [f64] {
+    if per_process.len() >= 3 && other.len() >= 3 {
+        per_process
+    } else {
+        runs
+    }
+}
+
 fn timing(name: &str, base: &[f64], new: &[f64], cfg: &GateConfig) -> Option<Finding> {
     let (mb, mn) = (stats::median(base)?, stats::median(new)?);
     let (_, p) = stats::mann_whitney_greater(base, new)?;
@@ -180,11 +202,40 @@ fn timing(name: &str, base: &[f64], new: &[f64], cfg: &GateConfig) -> Option<Fin
 /// Compares `new` with `base`.
 pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Verdict {
     let mut f = Vec::new();
-    f.extend(timing("wall time", &base.wall_s, &new.wall_s, cfg));
-    f.extend(timing("CPU time", &base.cpu_s, &new.cpu_s, cfg));
+    f.extend(timing(
+        "wall time",
+        samples(
+            &base.wall_process_medians,
+            &base.wall_s,
+            &new.wall_process_medians,
+        ),
+        samples(
+            &new.wall_process_medians,
+            &new.wall_s,
+            &base.wall_process_medians,
+        ),
+        cfg,
+    ));
+    f.extend(timing(
+        "CPU time",
+        samples(
+            &base.cpu_process_medians,
+            &base.cpu_s,
+            &new.cpu_process_medians,
+        ),
+        samples(
+            &new.cpu_process_medians,
+            &new.cpu_s,
+            &base.cpu_process_medians,
+        ),
+        cfg,
+    ));
     let as_f = |v: &[u64]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
-    if let Some(slope) = stats::slope(&as_f(&new.rss_after)) {
-        let base_slope = stats::slope(&as_f(&base.rss_after)).unwrap_or(0.0);
+    let growth = |s: &GateStats| {
+        stats::median(&s.rss_slope_per_process).or_else(|| stats::slope(&as_f(&s.rss_after)))
+    };
+    if let Some(slope) = growth(new) {
+        let base_slope = growth(base).unwrap_or(0.0);
         let leak = slope > cfg.rss_slope_bytes && slope - base_slope > cfg.rss_slope_bytes;
         f.push(Finding {
             figure: "RSS growth per run".into(),
@@ -193,8 +244,7 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Verdict {
             change: bytes(slope - base_slope),
             status: if leak { Status::Regression } else { Status::Ok },
             detail: format!(
-                "least-squares slope over {} runs; limit {} per run",
-                new.rss_after.len(),
+                "median of each process's least-squares slope; limit {} per run",
                 bytes(cfg.rss_slope_bytes)
             ),
         });
@@ -401,6 +451,9 @@ mod tests {
             errors: 0,
             wall_s: wall.to_vec(),
             cpu_s: wall.to_vec(),
+            wall_process_medians: Vec::new(),
+            cpu_process_medians: Vec::new(),
+            rss_slope_per_process: Vec::new(),
             rss_after: (0..wall.len() as u64)
                 .map(|i| (50 << 20) + i * rss_step)
                 .collect(),
