@@ -45,6 +45,7 @@ fn measure(args: &GateArgs, name: &str) -> anyhow::Result<GateStats> {
     let mut records = Vec::with_capacity((per * processes) as usize);
     let mut medians = (Vec::new(), Vec::new());
     let mut slopes = Vec::new();
+    let mut calibration = Vec::new();
     let mut calls: Option<(u64, usize)> = None;
     let mut top = None;
     let mut kind_label = "";
@@ -72,10 +73,19 @@ fn measure(args: &GateArgs, name: &str) -> anyhow::Result<GateStats> {
         if let Some(e) = &warm.error {
             return Err(anyhow::anyhow!("{name}: the warm-up run failed: {e}"));
         }
+        let speed =
+            |h: &Option<std::sync::Arc<std::sync::Mutex<crate::checks::python::PythonHost>>>| {
+                h.as_ref()
+                    .and_then(|h| h.lock().ok().and_then(|mut h| h.calibrate().ok()))
+            };
+        let before = speed(&host);
         let first = records.len();
         for run in 1..=per {
             records.push(runner.run(0, run));
             progress.inc();
+        }
+        if let (Some(a), Some(b)) = (before, speed(&host)) {
+            calibration.push((a + b) / 2.0);
         }
         let mine = GateStats::from_records(name, kind_label, &records[first..], None, 1);
         let rss: Vec<f64> = warm
@@ -105,6 +115,7 @@ fn measure(args: &GateArgs, name: &str) -> anyhow::Result<GateStats> {
     stats.wall_process_medians = medians.0;
     stats.cpu_process_medians = medians.1;
     stats.rss_slope_per_process = slopes;
+    stats.calibration_s = calibration;
     Ok(stats)
 }
 

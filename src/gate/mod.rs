@@ -32,6 +32,10 @@ pub struct GateStats {
     /// starts over in each process, so a slope across processes would mean nothing.
     #[serde(default)]
     pub rss_slope_per_process: Vec<f64>,
+    /// Python checks: per worker process, CPU seconds of a fixed pure-Python loop (before and
+    /// after its runs, averaged) — the machine's speed while that process ran.
+    #[serde(default)]
+    pub calibration_s: Vec<f64>,
     pub rss_after: Vec<u64>,
     pub peak_rss: Vec<u64>,
     /// Python checks: function calls per run (cProfile), and the functions called most.
@@ -82,6 +86,7 @@ impl GateStats {
             wall_process_medians: Vec::new(),
             cpu_process_medians: Vec::new(),
             rss_slope_per_process: Vec::new(),
+            calibration_s: Vec::new(),
             python_top: pstats
                 .map(|p| {
                     p.rows
@@ -167,13 +172,53 @@ fn size(b: f64) -> String {
     crate::render::units::human_bytes(b.max(0.0))
 }
 
-/// Per-process medians when both sides have at least 3 processes, else the runs themselves.
-fn samples<'a>(per_process: &'a [f64], runs: &'a [f64], other: &[f64]) -> &'a [f64] {
-    if per_process.len() >= 3 && other.len() >= 3 {
-        per_process
+/// What the timing test compares: per-process medians divided by the machine's speed when
+/// both sides measured it; per-process medians when both have at least 3 processes; else
+/// the runs themselves.
+fn samples(s: &GateStats, other: &GateStats, cpu: bool) -> (Vec<f64>, bool) {
+    let (mine, theirs, runs) = if cpu {
+        (&s.cpu_process_medians, &other.cpu_process_medians, &s.cpu_s)
     } else {
-        runs
+        (
+            &s.wall_process_medians,
+            &other.wall_process_medians,
+            &s.wall_s,
+        )
+    };
+    if mine.len() < 3 || theirs.len() < 3 {
+        return (runs.clone(), false);
     }
+    let calibrated = |x: &GateStats, m: &[f64]| x.calibration_s.len() == m.len();
+    if calibrated(s, mine) && calibrated(other, theirs) {
+        // Scaled back to seconds by the baseline-independent mean calibration, so the
+        // medians shown stay readable: only the ratio between the two sides matters.
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let scale = (mean(&s.calibration_s) + mean(&other.calibration_s)) / 2.0;
+        let v = mine
+            .iter()
+            .zip(&s.calibration_s)
+            .map(|(m, c)| m / c * scale)
+            .collect();
+        return (v, true);
+    }
+    (mine.clone(), false)
+}
+
+fn timed(
+    name: &str,
+    base: &GateStats,
+    new: &GateStats,
+    cpu: bool,
+    cfg: &GateConfig,
+) -> Option<Finding> {
+    let (b, normalized) = samples(base, new, cpu);
+    let (n, _) = samples(new, base, cpu);
+    let label = if normalized {
+        format!("{name}, for the machine's speed")
+    } else {
+        name.to_string()
+    };
+    timing(&label, &b, &n, cfg)
 }
 
 fn timing(name: &str, base: &[f64], new: &[f64], cfg: &GateConfig) -> Option<Finding> {
@@ -202,34 +247,8 @@ fn timing(name: &str, base: &[f64], new: &[f64], cfg: &GateConfig) -> Option<Fin
 /// Compares `new` with `base`.
 pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Verdict {
     let mut f = Vec::new();
-    f.extend(timing(
-        "wall time",
-        samples(
-            &base.wall_process_medians,
-            &base.wall_s,
-            &new.wall_process_medians,
-        ),
-        samples(
-            &new.wall_process_medians,
-            &new.wall_s,
-            &base.wall_process_medians,
-        ),
-        cfg,
-    ));
-    f.extend(timing(
-        "CPU time",
-        samples(
-            &base.cpu_process_medians,
-            &base.cpu_s,
-            &new.cpu_process_medians,
-        ),
-        samples(
-            &new.cpu_process_medians,
-            &new.cpu_s,
-            &base.cpu_process_medians,
-        ),
-        cfg,
-    ));
+    f.extend(timed("wall time", base, new, false, cfg));
+    f.extend(timed("CPU time", base, new, true, cfg));
     let as_f = |v: &[u64]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
     let growth = |s: &GateStats| {
         stats::median(&s.rss_slope_per_process).or_else(|| stats::slope(&as_f(&s.rss_after)))
@@ -454,6 +473,7 @@ mod tests {
             wall_process_medians: Vec::new(),
             cpu_process_medians: Vec::new(),
             rss_slope_per_process: Vec::new(),
+            calibration_s: Vec::new(),
             rss_after: (0..wall.len() as u64)
                 .map(|i| (50 << 20) + i * rss_step)
                 .collect(),

@@ -586,7 +586,23 @@ def dump(msg):
     return {"ok": True}
 
 
-HANDLERS = {"load": load, "run": run, "stats": stats, "dump": dump, "memgrowth": memgrowth}
+def calibrate(msg):
+    """The machine's speed for pure Python right now: CPU seconds of a fixed loop, the median
+    of a few repetitions. A gate divides a check's run time by it, so a machine that slowed
+    down as a whole does not look like a slower check."""
+    times = []
+    for _ in range(int(msg.get("repeat", 7))):
+        t0 = time.process_time()
+        total = 0
+        for i in range(20000):
+            total += i * i
+        times.append(time.process_time() - t0)
+    times.sort()
+    return {"seconds": times[len(times) // 2]}
+
+
+HANDLERS = {"load": load, "run": run, "stats": stats, "dump": dump, "memgrowth": memgrowth,
+            "calibrate": calibrate}
 
 
 def main():

@@ -230,6 +230,15 @@ impl PythonHost {
         Ok(alloc_lines(&r["top"]))
     }
 
+    /// CPU seconds of a fixed pure-Python loop in this worker: the machine's speed right now.
+    pub fn calibrate(&mut self) -> Result<f64, String> {
+        let r = self.ask(&json!({"op": "calibrate"}))?;
+        r["seconds"]
+            .as_f64()
+            .filter(|s| *s > 0.0)
+            .ok_or_else(|| "the calibration gave no time".to_string())
+    }
+
     /// Writes the cumulative statistics as a pstats dump (python -m pstats, snakeviz).
     pub fn dump_pstats(&mut self, path: &Path) -> Result<(), String> {
         let abs = std::path::absolute(path).map_err(|e| e.to_string())?;
