@@ -117,6 +117,42 @@ fn every_type_from_a_go_service_is_read_by_go_tool_pprof_and_top_matches_it() {
     );
     assert!(f["prof_go_mutex_delay_time"].as_i64().unwrap() > 0, "{f}");
     assert!(f["prof_go_blocked_time"].as_i64().unwrap() > 0, "{f}");
+    // The goroutine count and the CPU cores are what go tool pprof says of the same files:
+    // the goroutine profile's total, and the CPU total over the profile's duration.
+    let file_of = |t: &str| {
+        let p = profiles.iter().find(|p| p["type"] == t).unwrap();
+        sb.path().join(p["files"][0].as_str().unwrap())
+    };
+    let header = |t: &str| go(&["tool", "pprof", "-top", file_of(t).to_str().unwrap()]).unwrap();
+    let goroutines = header("goroutine");
+    let total = goroutines
+        .lines()
+        .find_map(|l| l.strip_prefix("Showing nodes accounting for "))
+        .and_then(|l| l.split(" of ").nth(1))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap();
+    assert_eq!(
+        f["prof_go_num_goroutine"].as_i64().unwrap().to_string(),
+        total
+    );
+    let cpu = header("cpu");
+    let pct = cpu
+        .lines()
+        .find_map(|l| l.strip_prefix("Duration: "))
+        .and_then(|l| l.rsplit_once('('))
+        .map(|(_, p)| {
+            p.trim_end_matches(')')
+                .trim_end_matches('%')
+                .trim()
+                .to_string()
+        })
+        .unwrap();
+    let ours = f["prof_go_cpu_cores"].as_f64().unwrap() * 100.0;
+    assert_eq!(
+        format!("{ours:.2}"),
+        pct,
+        "prof_go_cpu_cores vs go's Total samples %"
+    );
     let mut compared = 0;
     for p in profiles {
         assert_eq!(p["ok"], true, "{p}");
