@@ -314,7 +314,6 @@ pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
             .unwrap_or_else(|| crate::checks::python::state_dir().join("upload-spool")),
         body_size_limit_mb: args.body_size_limit_mb,
         delta_cache_mb: args.delta_cache_mb,
-        json: args.json,
         hostname: config.hostname.clone(),
         forward: Some(config),
     };

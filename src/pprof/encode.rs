@@ -136,7 +136,7 @@ pub fn encode_gzip(profile: &CallProfile) -> std::io::Result<Vec<u8>> {
 }
 
 /// Gzip-compressed bytes of a profile.proto message.
-pub fn encode_proto_gzip(profile: &Profile) -> std::io::Result<Vec<u8>> {
+fn encode_proto_gzip(profile: &Profile) -> std::io::Result<Vec<u8>> {
     let raw = profile.encode_to_vec();
     let mut gz = GzEncoder::new(Vec::with_capacity(raw.len() / 2), Compression::default());
     gz.write_all(&raw)?;

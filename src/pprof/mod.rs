@@ -10,4 +10,4 @@ pub mod model;
 pub mod proto;
 pub mod report;
 
-pub use encode::{encode_gzip, encode_proto_gzip, to_proto};
+pub use encode::{encode_gzip, to_proto};

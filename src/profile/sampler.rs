@@ -71,7 +71,7 @@ mod imp {
     static TIMER: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     static INSTALL: Once = Once::new();
     /// Samples of threads that asked not to be profiled (naming sampled functions).
-    pub static NOT_SAMPLED: AtomicUsize = AtomicUsize::new(0);
+    static NOT_SAMPLED: AtomicUsize = AtomicUsize::new(0);
 
     thread_local! {
         /// Set on agentprof's own symbolising thread: its samples are counted, not recorded,

@@ -10,11 +10,8 @@
 //! or after its baseline was evicted) emits no delta and becomes the next one's baseline.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
 
-use crate::pprof::decode::{DecodeError, Limits, decode};
 use crate::pprof::model::Pprof;
-use crate::pprof::proto::{Profile, Sample};
 
 /// What every cached baseline costs besides its bytes (key, bookkeeping).
 pub const ENTRY_OVERHEAD: usize = 256;
@@ -142,140 +139,147 @@ impl DeltaCache {
     }
 }
 
-/// A stack's identity: per location a hash of its lines' (function, file, line), and a hash
-/// of the sample's labels.
-fn location_hashes(p: &Pprof, seed: &std::collections::hash_map::RandomState) -> Vec<u64> {
-    p.proto
-        .location
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let mut h = seed.build_hasher();
-            for &(f, line) in &p.loc_lines[i] {
-                match f {
-                    Some(f) => {
-                        let func = &p.proto.function[f];
-                        p.str(func.name).hash(&mut h);
-                        p.str(func.filename).hash(&mut h);
+/// The message-level delta: what `wiredelta` computes on the bytes, written plainly over
+/// decoded profiles. Kept as the reference the byte-level one is tested against.
+#[cfg(test)]
+pub(crate) mod reference {
+    use std::collections::HashMap;
+    use std::hash::{BuildHasher, Hash, Hasher};
+
+    use super::is_cumulative;
+    use crate::pprof::model::Pprof;
+    use crate::pprof::proto::{Profile, Sample};
+
+    /// A stack's identity: per location a hash of its lines' (function, file, line), and a hash
+    /// of the sample's labels.
+    fn location_hashes(p: &Pprof, seed: &std::collections::hash_map::RandomState) -> Vec<u64> {
+        p.proto
+            .location
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let mut h = seed.build_hasher();
+                for &(f, line) in &p.loc_lines[i] {
+                    match f {
+                        Some(f) => {
+                            let func = &p.proto.function[f];
+                            p.str(func.name).hash(&mut h);
+                            p.str(func.filename).hash(&mut h);
+                        }
+                        None => {
+                            // No function: the address is all there is.
+                            l.address.hash(&mut h);
+                        }
                     }
-                    None => {
-                        // No function: the address is all there is.
-                        l.address.hash(&mut h);
+                    line.hash(&mut h);
+                }
+                if l.line.is_empty() {
+                    l.address.hash(&mut h);
+                }
+                h.finish()
+            })
+            .collect()
+    }
+
+    fn sample_key(
+        p: &Pprof,
+        si: usize,
+        locs: &[u64],
+        seed: &std::collections::hash_map::RandomState,
+    ) -> u64 {
+        let mut h = seed.build_hasher();
+        for &l in &p.sample_locs[si] {
+            locs[l as usize].hash(&mut h);
+        }
+        for lab in &p.proto.sample[si].label {
+            p.str(lab.key).hash(&mut h);
+            p.str(lab.str).hash(&mut h);
+            lab.num.hash(&mut h);
+            p.str(lab.num_unit).hash(&mut h);
+        }
+        h.finish()
+    }
+
+    /// `current` minus `base` for the cumulative sample types; the other values as they are.
+    /// Stacks whose values are all zero after the subtraction are left out. The result covers
+    /// the time from the base to now.
+    pub fn delta(current: &Pprof, base: &Pprof) -> Result<Profile, String> {
+        let types = current.sample_types();
+        if types != base.sample_types() {
+            return Err("the baseline's sample types differ".into());
+        }
+        let cumulative: Vec<usize> = types
+            .iter()
+            .enumerate()
+            .filter(|(_, (t, _))| is_cumulative(t))
+            .map(|(i, _)| i)
+            .collect();
+        let seed = std::collections::hash_map::RandomState::new();
+        let base_locs = location_hashes(base, &seed);
+        let mut previous: HashMap<u64, Vec<i64>> = HashMap::with_capacity(base.proto.sample.len());
+        for (si, s) in base.proto.sample.iter().enumerate() {
+            let key = sample_key(base, si, &base_locs, &seed);
+            match previous.get_mut(&key) {
+                Some(v) => {
+                    for &c in &cumulative {
+                        v[c] += s.value[c];
                     }
                 }
-                line.hash(&mut h);
+                None => {
+                    previous.insert(key, s.value.clone());
+                }
             }
-            if l.line.is_empty() {
-                l.address.hash(&mut h);
+        }
+        let cur_locs = location_hashes(current, &seed);
+        // Samples of the same stack are merged first, so the subtraction sees one value each.
+        let mut order: Vec<u64> = Vec::with_capacity(current.proto.sample.len());
+        let mut merged: HashMap<u64, Sample> = HashMap::with_capacity(current.proto.sample.len());
+        for (si, s) in current.proto.sample.iter().enumerate() {
+            let key = sample_key(current, si, &cur_locs, &seed);
+            match merged.get_mut(&key) {
+                Some(m) => {
+                    for (a, b) in m.value.iter_mut().zip(&s.value) {
+                        *a += *b;
+                    }
+                }
+                None => {
+                    order.push(key);
+                    merged.insert(key, s.clone());
+                }
             }
-            h.finish()
-        })
-        .collect()
-}
-
-fn sample_key(
-    p: &Pprof,
-    si: usize,
-    locs: &[u64],
-    seed: &std::collections::hash_map::RandomState,
-) -> u64 {
-    let mut h = seed.build_hasher();
-    for &l in &p.sample_locs[si] {
-        locs[l as usize].hash(&mut h);
-    }
-    for lab in &p.proto.sample[si].label {
-        p.str(lab.key).hash(&mut h);
-        p.str(lab.str).hash(&mut h);
-        lab.num.hash(&mut h);
-        p.str(lab.num_unit).hash(&mut h);
-    }
-    h.finish()
-}
-
-/// `current` minus `base` for the cumulative sample types; the other values as they are.
-/// Stacks whose values are all zero after the subtraction are left out. The result covers
-/// the time from the base to now.
-pub fn delta(current: &Pprof, base: &Pprof) -> Result<Profile, String> {
-    let types = current.sample_types();
-    if types != base.sample_types() {
-        return Err("the baseline's sample types differ".into());
-    }
-    let cumulative: Vec<usize> = types
-        .iter()
-        .enumerate()
-        .filter(|(_, (t, _))| is_cumulative(t))
-        .map(|(i, _)| i)
-        .collect();
-    let seed = std::collections::hash_map::RandomState::new();
-    let base_locs = location_hashes(base, &seed);
-    let mut previous: HashMap<u64, Vec<i64>> = HashMap::with_capacity(base.proto.sample.len());
-    for (si, s) in base.proto.sample.iter().enumerate() {
-        let key = sample_key(base, si, &base_locs, &seed);
-        match previous.get_mut(&key) {
-            Some(v) => {
+        }
+        let mut samples = Vec::with_capacity(order.len());
+        for key in order {
+            let Some(mut s) = merged.remove(&key) else {
+                continue;
+            };
+            if let Some(prev) = previous.get(&key) {
                 for &c in &cumulative {
-                    v[c] += s.value[c];
+                    s.value[c] -= prev[c];
                 }
             }
-            None => {
-                previous.insert(key, s.value.clone());
+            if s.value.iter().any(|&v| v != 0) {
+                samples.push(s);
             }
         }
-    }
-    let cur_locs = location_hashes(current, &seed);
-    // Samples of the same stack are merged first, so the subtraction sees one value each.
-    let mut order: Vec<u64> = Vec::with_capacity(current.proto.sample.len());
-    let mut merged: HashMap<u64, Sample> = HashMap::with_capacity(current.proto.sample.len());
-    for (si, s) in current.proto.sample.iter().enumerate() {
-        let key = sample_key(current, si, &cur_locs, &seed);
-        match merged.get_mut(&key) {
-            Some(m) => {
-                for (a, b) in m.value.iter_mut().zip(&s.value) {
-                    *a += *b;
-                }
-            }
-            None => {
-                order.push(key);
-                merged.insert(key, s.clone());
-            }
-        }
-    }
-    let mut samples = Vec::with_capacity(order.len());
-    for key in order {
-        let Some(mut s) = merged.remove(&key) else {
-            continue;
+        let mut out = Profile {
+            sample: Vec::new(),
+            ..current.proto.clone()
         };
-        if let Some(prev) = previous.get(&key) {
-            for &c in &cumulative {
-                s.value[c] -= prev[c];
-            }
+        out.sample = samples;
+        let (t0, t1) = (base.proto.time_nanos, current.proto.time_nanos);
+        if t0 > 0 && t1 > t0 {
+            out.time_nanos = t0;
+            out.duration_nanos = t1 - t0;
         }
-        if s.value.iter().any(|&v| v != 0) {
-            samples.push(s);
-        }
+        Ok(out)
     }
-    let mut out = Profile {
-        sample: Vec::new(),
-        ..current.proto.clone()
-    };
-    out.sample = samples;
-    let (t0, t1) = (base.proto.time_nanos, current.proto.time_nanos);
-    if t0 > 0 && t1 > t0 {
-        out.time_nanos = t0;
-        out.duration_nanos = t1 - t0;
-    }
-    Ok(out)
-}
-
-/// Decodes a cached baseline (compressed bytes) with the network limits.
-pub fn read_baseline(bytes: &[u8], limits: &Limits) -> Result<Pprof, DecodeError> {
-    Pprof::new(decode(bytes, limits)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pprof::proto::{Function, Line, Location, ValueType};
+    use crate::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};
 
     /// A heap-like profile: stacks [a], [b, a], values per stack.
     fn heap(values: &[(&[u64], [i64; 4])], time: i64) -> Pprof {
@@ -363,7 +367,7 @@ mod tests {
             ],
             200,
         );
-        let d = delta(&now, &base).expect("delta");
+        let d = reference::delta(&now, &base).expect("delta");
         let values: Vec<Vec<i64>> = d.sample.iter().map(|s| s.value.clone()).collect();
         assert_eq!(
             values,
@@ -373,7 +377,12 @@ mod tests {
         // Nothing allocated and nothing in use: the stack is left out.
         let idle = heap(&[(&[1], [10, 1000, 0, 0])], 300);
         let base2 = heap(&[(&[1], [10, 1000, 0, 0])], 200);
-        assert!(delta(&idle, &base2).expect("delta").sample.is_empty());
+        assert!(
+            reference::delta(&idle, &base2)
+                .expect("delta")
+                .sample
+                .is_empty()
+        );
     }
 
     #[test]

@@ -67,7 +67,6 @@ pub struct PullOptions {
     pub spool: PathBuf,
     pub body_size_limit_mb: u64,
     pub delta_cache_mb: u64,
-    pub json: bool,
     pub hostname: String,
     /// agentprof.yaml, whose forwarders get the Go runtime figures.
     pub forward: Option<crate::config::AgentConfig>,

@@ -807,7 +807,8 @@ mod tests {
             let now_raw = doubled.encode_to_vec();
             let now = Pprof::new(doubled).expect("ok");
             let by_messages =
-                Pprof::new(super::super::delta::delta(&now, &p).expect("delta")).expect("ok");
+                Pprof::new(super::super::delta::reference::delta(&now, &p).expect("delta"))
+                    .expect("ok");
             let wire = delta(&raw, &now_raw).expect("wire delta");
             let by_wire =
                 Pprof::new(decode_raw(&wire, &Limits::default()).expect("decode")).expect("ok");
