@@ -311,7 +311,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__gate)
-            opts="-o -h -V --baseline --times --update-baseline --compare --threshold --alpha --rss-slope-kib --strict --format --output --instance --config --confd --checks --python --help --version"
+            opts="-o -h -V --baseline --times --update-baseline --compare --gate-config --threshold --alpha --min-slowdown-us --rss-slope-kib --peak-rss-pct --calls-pct --alloc-pct --series-pct --strict --memory --flamegraph-diff --format --output --instance --config --confd --checks --python --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -329,6 +329,10 @@ _agentprof() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --gate-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --threshold)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -337,7 +341,31 @@ _agentprof() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --min-slowdown-us)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --rss-slope-kib)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --peak-rss-pct)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --calls-pct)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --alloc-pct)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --series-pct)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --flamegraph-diff)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -86,11 +86,18 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l json -d 'Pri
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l baseline -d 'The baseline file: written by --update-baseline, compared with otherwise' -r -F
-complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l times -d 'Timed runs after one warm-up run' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l times -d 'Timed runs after one warm-up run [default: 10]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l compare -d 'Compare two reports made elsewhere (baseline files or `--format json` outputs)' -r -F
-complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l threshold -d 'A slowdown under this percentage is never a regression' -r
-complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l alpha -d 'Significance level of the timing test (one-sided Mann-Whitney U)' -r
-complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l rss-slope-kib -d 'RSS growth per run (KiB, least-squares slope) that counts as a leak' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l gate-config -d 'Thresholds from this YAML file (the keys of a check conf\'s `gate:` section); flags override it, it overrides the check conf\'s `gate:` section' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l threshold -d 'A slowdown under this percentage is never a regression [default: 10]' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l alpha -d 'Significance level of the timing test (one-sided Mann-Whitney U) [default: 0.01]' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l min-slowdown-us -d 'A slowdown of fewer microseconds per run is never a regression [default: 50]' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l rss-slope-kib -d 'RSS growth per run (KiB, least-squares slope) that counts as a leak [default: 512]' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l peak-rss-pct -d 'Peak RSS growth over the baseline (percent, and at least 1 MiB) that fails [default: 25]' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l calls-pct -d 'Growth of Python calls per run, in total or of a top function, that fails [default: 1]' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l alloc-pct -d 'With --memory: growth of traced bytes per run (peak and kept; and at least 1 KiB) that fails [default: 1]' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l series-pct -d 'Growth of the metric series a run emits that fails [default: 0]' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l flamegraph-diff -d 'Write a differential flamegraph of the baseline\'s and this run\'s stacks (red: more time per run, blue: less); cProfile stacks for Python checks, sampled for built-ins' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l format -d 'Output format' -r -f -a "table\t''
 json\t''
 markdown\t''
@@ -103,6 +110,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l checks -d '
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l python -d 'Python interpreter for Python checks (a virtualenv\'s python works)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l update-baseline -d 'Write the baseline from this run and exit 0'
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l strict -d 'A metric the baseline had and this run does not fails the gate (default: a warning)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l memory -d 'Python checks: trace allocations (tracemalloc) and compare the bytes each run allocates and keeps; the baseline must be made with it too'
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l types -d 'Profile types, comma-separated: cpu,heap,allocs,goroutine,mutex,block,threadcreate' -r

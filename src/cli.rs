@@ -100,28 +100,56 @@ pub struct GateArgs {
     /// The baseline file: written by --update-baseline, compared with otherwise
     #[arg(long, value_name = "FILE", required_unless_present = "compare")]
     pub baseline: Option<PathBuf>,
-    /// Timed runs after one warm-up run
-    #[arg(long, value_name = "N", default_value_t = 10,
+    /// Timed runs after one warm-up run [default: 10]
+    #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(3..=10000))]
-    pub times: u32,
+    pub times: Option<u32>,
     /// Write the baseline from this run and exit 0
     #[arg(long)]
     pub update_baseline: bool,
     /// Compare two reports made elsewhere (baseline files or `--format json` outputs)
     #[arg(long, num_args = 2, value_names = ["BASE.json", "NEW.json"], conflicts_with_all = ["name", "update_baseline"])]
     pub compare: Option<Vec<PathBuf>>,
-    /// A slowdown under this percentage is never a regression
-    #[arg(long, value_name = "PCT", default_value_t = 10.0)]
-    pub threshold: f64,
-    /// Significance level of the timing test (one-sided Mann-Whitney U)
-    #[arg(long, value_name = "P", default_value_t = 0.01)]
-    pub alpha: f64,
-    /// RSS growth per run (KiB, least-squares slope) that counts as a leak
-    #[arg(long, value_name = "KIB", default_value_t = 512)]
-    pub rss_slope_kib: u64,
+    /// Thresholds from this YAML file (the keys of a check conf's `gate:` section); flags
+    /// override it, it overrides the check conf's `gate:` section
+    #[arg(long, value_name = "FILE")]
+    pub gate_config: Option<PathBuf>,
+    /// A slowdown under this percentage is never a regression [default: 10]
+    #[arg(long, value_name = "PCT")]
+    pub threshold: Option<f64>,
+    /// Significance level of the timing test (one-sided Mann-Whitney U) [default: 0.01]
+    #[arg(long, value_name = "P")]
+    pub alpha: Option<f64>,
+    /// A slowdown of fewer microseconds per run is never a regression [default: 50]
+    #[arg(long, value_name = "US")]
+    pub min_slowdown_us: Option<f64>,
+    /// RSS growth per run (KiB, least-squares slope) that counts as a leak [default: 512]
+    #[arg(long, value_name = "KIB")]
+    pub rss_slope_kib: Option<f64>,
+    /// Peak RSS growth over the baseline (percent, and at least 1 MiB) that fails [default: 25]
+    #[arg(long, value_name = "PCT")]
+    pub peak_rss_pct: Option<f64>,
+    /// Growth of Python calls per run, in total or of a top function, that fails [default: 1]
+    #[arg(long, value_name = "PCT")]
+    pub calls_pct: Option<f64>,
+    /// With --memory: growth of traced bytes per run (peak and kept; and at least 1 KiB) that
+    /// fails [default: 1]
+    #[arg(long, value_name = "PCT")]
+    pub alloc_pct: Option<f64>,
+    /// Growth of the metric series a run emits that fails [default: 0]
+    #[arg(long, value_name = "PCT")]
+    pub series_pct: Option<f64>,
     /// A metric the baseline had and this run does not fails the gate (default: a warning)
     #[arg(long)]
     pub strict: bool,
+    /// Python checks: trace allocations (tracemalloc) and compare the bytes each run
+    /// allocates and keeps; the baseline must be made with it too
+    #[arg(long)]
+    pub memory: bool,
+    /// Write a differential flamegraph of the baseline's and this run's stacks (red: more
+    /// time per run, blue: less); cProfile stacks for Python checks, sampled for built-ins
+    #[arg(long, value_name = "OUT.svg")]
+    pub flamegraph_diff: Option<PathBuf>,
     /// Output format
     #[arg(long, value_enum, default_value_t = GateFormat::Table)]
     pub format: GateFormat,

@@ -38,6 +38,9 @@ pub struct RunOptions {
     pub profile: bool,
     /// The run's allocations (tracemalloc for Python).
     pub memory: bool,
+    /// With `memory`, also the lines that allocated (a snapshot diff per run: about a second
+    /// once the check's modules are traced); without, only the traced peak and bytes kept.
+    pub memory_lines: bool,
 }
 
 /// What an external run returns: its outcome and what it cost the process that ran it.

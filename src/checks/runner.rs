@@ -223,12 +223,20 @@ impl Runner {
             external_opts: RunOptions {
                 profile: profile_hz.is_some(),
                 memory,
+                memory_lines: memory,
             },
             profile: profile_hz.map(|hz| Profiling {
                 sampler: Sampler::new(hz),
                 profile: CallProfile::new(ProfileKind::Cpu, hz, unix_now_ns()),
             }),
         }
+    }
+
+    /// With `memory`, only the traced peak and bytes kept of each run, not the lines that
+    /// allocated them (which take a heap snapshot per run).
+    pub fn without_memory_lines(mut self) -> Runner {
+        self.external_opts.memory_lines = false;
+        self
     }
 
     pub fn instance_count(&self) -> usize {

@@ -1,12 +1,16 @@
 //! `agentprof gate`: run a check, compare with the baseline, report, exit 0, 1 or 2.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
-use crate::checks::{CheckKind, Registry, Runner};
+use crate::checks::python::PythonHost;
+use crate::checks::{CheckKind, ConfigSource, LoadedCheck, Registry, Runner};
 use crate::cli::{GateArgs, GateFormat};
 use crate::config::AgentConfig;
 use crate::error::UsageError;
+use crate::gate::config::{GateSection, resolve};
 use crate::gate::{GateConfig, GateStats, compare};
 
 use super::{Outcome, load_options};
@@ -31,63 +35,208 @@ fn read_stats(path: &Path) -> anyhow::Result<GateStats> {
 /// process alone would call that a regression.
 const PROCESSES: u32 = 5;
 
-/// Runs the check: `times` timed runs of one instance, spread over up to five fresh loads
-/// (for Python checks, five worker processes), each after a warm-up run.
-fn measure(args: &GateArgs, name: &str) -> anyhow::Result<GateStats> {
-    let config = AgentConfig::load(&load_options(&args.config))?;
-    for w in &config.warnings {
-        eprintln!("agentprof: warning: {w}");
+/// Sampling frequency of a built-in check's stacks for `--flamegraph-diff`; those runs are
+/// extra runs after the timed ones, so the sampling costs the timings nothing.
+const STACK_HZ: u32 = 4999;
+const STACK_TIME: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The machine's speed right now for code that does not wait: thread CPU seconds of a fixed
+/// integer loop, the median of seven. The gate divides a check's run times by it, so a machine
+/// that slowed down as a whole does not look like a slower check. (Python checks time a
+/// pure-Python loop in their worker instead.)
+fn calibrate_native() -> f64 {
+    let cpu = || {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes the timespec it is given.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    };
+    let mut times = [0.0f64; 7];
+    for t in &mut times {
+        let t0 = cpu();
+        let (mut x, mut acc) = (0x9E37_79B9_7F4A_7C15u64, 0u64);
+        for i in 0..1_000_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            acc = acc.wrapping_add(x ^ i);
+        }
+        std::hint::black_box(acc);
+        *t = cpu() - t0;
     }
-    let processes = PROCESSES.min(args.times);
-    let per = args.times.div_ceil(processes);
-    let mut progress =
-        crate::progress::Progress::new(u64::from(per * processes + processes), &format!("{name}:"));
+    times.sort_by(f64::total_cmp);
+    times[3]
+}
+
+type Host = Option<Arc<Mutex<PythonHost>>>;
+
+/// What each kind of check's calibration times.
+fn calibration_loop(kind: CheckKind) -> &'static str {
+    match kind {
+        CheckKind::Python => "python-smallint-30000",
+        _ => "native-xorshift-1000000",
+    }
+}
+
+fn calibrate(kind: CheckKind, host: &Host) -> Option<f64> {
+    match host {
+        Some(h) if kind == CheckKind::Python => h.lock().ok().and_then(|mut h| h.calibrate().ok()),
+        _ => Some(calibrate_native()),
+    }
+}
+
+/// `name (file.py:12)` -> `name (file.py)`: a diff of two versions of a check must not see
+/// every function below an inserted line as new.
+fn without_line(frame: &str) -> std::borrow::Cow<'_, str> {
+    if let Some(open) = frame.rfind(" (")
+        && let Some(colon) = frame[open..].rfind(':')
+        && frame.ends_with(')')
+        && frame[open + colon + 1..frame.len() - 1]
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+    {
+        return format!("{})", &frame[..open + colon]).into();
+    }
+    frame.into()
+}
+
+/// Folded `stack value` lines, their values in `unit_ns` nanoseconds over `runs` runs, as
+/// `stack ns-per-run` lines (frames' line numbers dropped, equal stacks merged).
+fn per_run(lines: &[String], unit_ns: f64, runs: usize, strip_lines: bool) -> Vec<String> {
+    let mut merged: HashMap<String, f64> = HashMap::new();
+    for line in lines {
+        let Some((stack, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let Ok(v) = value.parse::<f64>() else {
+            continue;
+        };
+        let key = if strip_lines {
+            stack
+                .split(';')
+                .map(without_line)
+                .collect::<Vec<_>>()
+                .join(";")
+        } else {
+            stack.to_string()
+        };
+        *merged.entry(key).or_default() += v * unit_ns / runs.max(1) as f64;
+    }
+    prune(&mut merged);
+    let mut out: Vec<String> = merged
+        .into_iter()
+        .filter(|(_, ns)| *ns >= 0.5)
+        .map(|(s, ns)| format!("{s} {}", ns.round() as u64))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Stacks under 1/5000 of the total go to their caller's stack (its last frame cut), until
+/// none is left or they are one frame deep: the baseline stays small (cProfile's caller paths
+/// fan out into thousands of tiny stacks) and every frame keeps its width.
+fn prune(stacks: &mut HashMap<String, f64>) {
+    let floor = stacks.values().sum::<f64>() / 5000.0;
+    for _ in 0..256 {
+        let small: Vec<String> = stacks
+            .iter()
+            .filter(|(k, v)| **v < floor && k.contains(';'))
+            .map(|(k, _)| k.clone())
+            .collect();
+        if small.is_empty() {
+            break;
+        }
+        for k in small {
+            let Some(v) = stacks.remove(&k) else { continue };
+            let parent = k.rsplit_once(';').map_or("", |(p, _)| p).to_string();
+            *stacks.entry(parent).or_default() += v;
+        }
+    }
+}
+
+struct Plan<'a> {
+    name: &'a str,
+    times: u32,
+    instance: usize,
+    memory: bool,
+    stacks: bool,
+}
+
+fn load(config: &AgentConfig, plan: &Plan) -> anyhow::Result<LoadedCheck> {
+    let loaded = Registry::new(config).load(plan.name)?;
+    if plan.instance >= loaded.instances.len() {
+        return Err(UsageError::flag(
+            "--instance",
+            format!(
+                "{} has {} instance(s)",
+                loaded.source,
+                loaded.instances.len()
+            ),
+        )
+        .into());
+    }
+    Ok(loaded)
+}
+
+/// Runs the check: `times` timed runs of one instance, spread over up to five fresh loads
+/// (for Python checks, five worker processes), each after a warm-up run; the machine's speed
+/// measured before and after each load's runs; with `stacks`, the stacks of the last load.
+fn measure(config: &AgentConfig, plan: &Plan, first: LoadedCheck) -> anyhow::Result<GateStats> {
+    let name = plan.name;
+    let processes = PROCESSES.min(plan.times);
+    let per = plan.times.div_ceil(processes);
+    let kind = first.kind;
+    let kind_label = kind.label();
+    let native_stacks = plan.stacks && kind == CheckKind::Builtin;
+    let steps = per * processes + processes + if native_stacks { per } else { 0 };
+    let mut progress = crate::progress::Progress::new(u64::from(steps), &format!("{name}:"));
     let mut records = Vec::with_capacity((per * processes) as usize);
     let mut medians = (Vec::new(), Vec::new());
     let mut slopes = Vec::new();
     let mut calibration = Vec::new();
     let mut calls: Option<(u64, usize)> = None;
     let mut top = None;
-    let mut kind_label = "";
-    for _ in 0..processes {
-        let loaded = Registry::new(&config).load(name)?;
-        if args.instance >= loaded.instances.len() {
-            return Err(UsageError::flag(
-                "--instance",
-                format!(
-                    "{} has {} instance(s)",
-                    loaded.source,
-                    loaded.instances.len()
-                ),
-            )
-            .into());
-        }
-        let kind = loaded.kind;
-        kind_label = kind.label();
+    let mut stacks = Vec::new();
+    let mut next = Some(first);
+    for p in 0..processes {
+        let last = p + 1 == processes;
+        let loaded = match next.take() {
+            Some(l) => l,
+            None => load(config, plan)?,
+        };
         let host = loaded.python.clone();
         // Python checks run under cProfile, for call counts that do not drift with the machine.
         let profile = (kind == CheckKind::Python).then_some(1000);
-        let mut runner = Runner::new(loaded, &config, Some(args.instance), profile, false);
+        let mut runner = Runner::new(loaded, config, Some(plan.instance), profile, plan.memory)
+            .without_memory_lines();
         let warm = runner.run(0, 0);
         progress.inc();
         if let Some(e) = &warm.error {
             return Err(anyhow::anyhow!("{name}: the warm-up run failed: {e}"));
         }
-        let speed =
-            |h: &Option<std::sync::Arc<std::sync::Mutex<crate::checks::python::PythonHost>>>| {
-                h.as_ref()
-                    .and_then(|h| h.lock().ok().and_then(|mut h| h.calibrate().ok()))
-            };
-        let before = speed(&host);
-        let first = records.len();
+        // Call counts and stacks are of the timed runs: the warm-up's one-time imports and
+        // caches are not a cost of every run.
+        if let Some(h) = &host
+            && let Err(e) = h
+                .lock()
+                .map_err(|e| e.to_string())
+                .and_then(|mut h| h.reset_stats())
+        {
+            return Err(anyhow::anyhow!("{name}: {e}"));
+        }
+        let before = calibrate(kind, &host);
+        let first_run = records.len();
         for run in 1..=per {
             records.push(runner.run(0, run));
             progress.inc();
         }
-        if let (Some(a), Some(b)) = (before, speed(&host)) {
+        if let (Some(a), Some(b)) = (before, calibrate(kind, &host)) {
             calibration.push((a + b) / 2.0);
         }
-        let mine = GateStats::from_records(name, kind_label, &records[first..], None, 1);
+        let mine = GateStats::from_records(name, kind_label, &records[first_run..], None, 1);
         let rss: Vec<f64> = warm
             .cost
             .rss_after
@@ -98,65 +247,206 @@ fn measure(args: &GateArgs, name: &str) -> anyhow::Result<GateStats> {
         slopes.extend(crate::gate::stats::slope(&rss));
         medians.0.extend(crate::gate::stats::median(&mine.wall_s));
         medians.1.extend(crate::gate::stats::median(&mine.cpu_s));
+        let folded = last && plan.stacks;
         if let Some(p) = host
             .as_ref()
-            .and_then(|h| h.lock().ok().and_then(|mut h| h.pstats(20, false).ok()))
+            .and_then(|h| h.lock().ok().and_then(|mut h| h.pstats(20, folded).ok()))
         {
             let c = calls.get_or_insert((0, 0));
             c.0 += p.total_calls;
-            c.1 += per as usize + 1;
+            c.1 += per as usize;
+            if folded {
+                // cProfile's microseconds over the timed runs of this worker.
+                stacks = per_run(&p.folded, 1e3, per as usize, true);
+            }
             top = Some(p);
+        }
+        if last && native_stacks {
+            let mut sampled = Runner::new(
+                load(config, plan)?,
+                config,
+                Some(plan.instance),
+                Some(STACK_HZ),
+                false,
+            );
+            // Built-ins run for microseconds: enough runs for half a second of samples.
+            let (mut ok, started) = (0, std::time::Instant::now());
+            for run in 1..=100_000 {
+                ok += usize::from(sampled.run(0, run).error.is_none());
+                if run == per {
+                    (0..per).for_each(|_| progress.inc());
+                }
+                if run >= per && started.elapsed() > STACK_TIME {
+                    break;
+                }
+            }
+            if let Some((profile, _)) = sampled.finish_profile() {
+                let lines = crate::profile::folded(&profile);
+                stacks = per_run(&lines, 1e9 / f64::from(STACK_HZ), ok, false);
+            }
         }
     }
     progress.finish();
-    let mut stats =
-        GateStats::from_records(name, kind_label, &records, top.as_ref(), per as usize + 1);
+    let mut stats = GateStats::from_records(name, kind_label, &records, top.as_ref(), per as usize);
     stats.python_calls_per_run = calls.map(|(n, runs)| n as f64 / runs.max(1) as f64);
     stats.wall_process_medians = medians.0;
     stats.cpu_process_medians = medians.1;
     stats.rss_slope_per_process = slopes;
     stats.calibration_s = calibration;
+    stats.calibration_loop = Some(calibration_loop(kind).to_string());
+    stats.tracemalloc = plan.memory;
+    stats.stacks_ns_per_run = stacks;
     Ok(stats)
 }
 
-pub fn run(args: GateArgs) -> anyhow::Result<Outcome> {
-    let cfg = GateConfig {
-        time_threshold: args.threshold / 100.0,
-        alpha: args.alpha,
-        rss_slope_bytes: (args.rss_slope_kib * 1024) as f64,
-        strict: args.strict,
-        ..GateConfig::default()
-    };
-    if !(0.0..1.0).contains(&cfg.alpha) || cfg.time_threshold < 0.0 {
-        return Err(
-            UsageError::flag("--alpha/--threshold", "alpha in (0, 1), threshold ≥ 0").into(),
-        );
+/// A baseline and a run compare only when both traced allocations or neither did.
+fn same_mode(base: &GateStats, current: &GateStats, base_path: &Path) -> Result<(), UsageError> {
+    if base.tracemalloc == current.tracemalloc {
+        return Ok(());
     }
-    let (base, current) = match &args.compare {
-        Some(files) => (read_stats(&files[0])?, read_stats(&files[1])?),
-        None => {
-            let (Some(name), Some(baseline)) = (&args.name, &args.baseline) else {
-                return Err(
-                    UsageError::flag("gate", "give CHECK and --baseline, or --compare").into(),
-                );
-            };
-            let current = measure(&args, name)?;
-            if args.update_baseline {
-                let text = serde_json::to_string_pretty(&current)?;
-                std::fs::write(baseline, text + "\n").map_err(|e| {
-                    UsageError::flag("--baseline", format!("{}: {e}", baseline.display()))
-                })?;
-                eprintln!(
-                    "agentprof: wrote the baseline {} ({} runs)",
-                    baseline.display(),
-                    current.runs
-                );
-                return Ok(Outcome::Success);
-            }
-            (read_stats(baseline)?, current)
+    let made = |t: bool| if t { "with" } else { "without" };
+    Err(UsageError::flag(
+        "--memory",
+        format!(
+            "{} was made {} --memory and this run {} it; tracemalloc slows Python down, so the timings would not compare: use the same for both",
+            base_path.display(),
+            made(base.tracemalloc),
+            made(current.tracemalloc)
+        ),
+    ))
+}
+
+pub fn run(args: GateArgs) -> anyhow::Result<Outcome> {
+    if let Some(files) = &args.compare {
+        if args.memory {
+            return Err(UsageError::flag(
+                "--memory",
+                "with --compare, the reports say whether they traced allocations",
+            )
+            .into());
         }
+        let (cfg, _) = resolve(&args, None)?;
+        let base = read_stats(&files[0])?;
+        let current = read_stats(&files[1])?;
+        if base.tracemalloc != current.tracemalloc {
+            return Err(UsageError::flag(
+                "--compare",
+                format!(
+                    "one of {} and {} traced allocations (--memory) and the other did not: their timings do not compare",
+                    files[0].display(),
+                    files[1].display()
+                ),
+            )
+            .into());
+        }
+        if args.flamegraph_diff.is_some() {
+            for (path, s) in [(&files[0], &base), (&files[1], &current)] {
+                if s.stacks_ns_per_run.is_empty() {
+                    return Err(UsageError::flag(
+                        "--flamegraph-diff",
+                        format!("{} has no stacks (a gate run writes them with --update-baseline or --flamegraph-diff)", path.display()),
+                    )
+                    .into());
+                }
+            }
+        }
+        return report(&args, &cfg, &base, &current);
+    }
+    let (Some(name), Some(baseline)) = (&args.name, &args.baseline) else {
+        return Err(UsageError::flag("gate", "give CHECK and --baseline, or --compare").into());
     };
-    let verdict = compare(&base, &current, &cfg);
+    let config = AgentConfig::load(&load_options(&args.config))?;
+    for w in &config.warnings {
+        eprintln!("agentprof: warning: {w}");
+    }
+    let mut plan = Plan {
+        name,
+        times: 0,
+        instance: args.instance,
+        memory: args.memory,
+        stacks: args.update_baseline || args.flamegraph_diff.is_some(),
+    };
+    let first = load(&config, &plan)?;
+    let section = match &first.source {
+        ConfigSource::File(p) => GateSection::from_check_conf(p)?,
+        ConfigSource::Default => None,
+    };
+    let (cfg, times) = resolve(&args, section)?;
+    plan.times = times;
+    if args.memory && first.kind != CheckKind::Python {
+        return Err(UsageError::flag(
+            "--memory",
+            format!(
+                "{name} is not a Python check: --memory compares Python allocations (tracemalloc); RSS is compared for every check"
+            ),
+        )
+        .into());
+    }
+    if args.flamegraph_diff.is_some() && first.kind == CheckKind::Exec {
+        return Err(UsageError::flag(
+            "--flamegraph-diff",
+            format!(
+                "{name} is an exec plugin: it runs outside agentprof, which takes no stacks of it"
+            ),
+        )
+        .into());
+    }
+    if first.kind == CheckKind::Exec {
+        plan.stacks = false;
+    }
+    // The baseline is read before the runs, so a missing or unusable one costs no time.
+    let base = if args.update_baseline {
+        None
+    } else {
+        let base = read_stats(baseline)?;
+        if base.tracemalloc != args.memory {
+            let made = |t: bool| if t { "with" } else { "without" };
+            return Err(UsageError::flag(
+                "--memory",
+                format!(
+                    "the baseline {} was made {} --memory: run the gate {} it too, or make the baseline again (tracemalloc slows Python down, so the timings would not compare)",
+                    baseline.display(),
+                    made(base.tracemalloc),
+                    made(base.tracemalloc)
+                ),
+            )
+            .into());
+        }
+        if args.flamegraph_diff.is_some() && base.stacks_ns_per_run.is_empty() {
+            return Err(UsageError::flag(
+                "--flamegraph-diff",
+                format!(
+                    "the baseline {} has no stacks: make it again with --update-baseline",
+                    baseline.display()
+                ),
+            )
+            .into());
+        }
+        Some(base)
+    };
+    let current = measure(&config, &plan, first)?;
+    let Some(base) = base else {
+        let text = serde_json::to_string_pretty(&current)?;
+        std::fs::write(baseline, text + "\n")
+            .map_err(|e| UsageError::flag("--baseline", format!("{}: {e}", baseline.display())))?;
+        eprintln!(
+            "agentprof: wrote the baseline {} ({} runs)",
+            baseline.display(),
+            current.runs
+        );
+        return Ok(Outcome::Success);
+    };
+    same_mode(&base, &current, baseline)?;
+    report(&args, &cfg, &base, &current)
+}
+
+fn report(
+    args: &GateArgs,
+    cfg: &GateConfig,
+    base: &GateStats,
+    current: &GateStats,
+) -> anyhow::Result<Outcome> {
+    let verdict = compare(base, current, cfg);
     let text = match args.format {
         GateFormat::Table => verdict.table(),
         GateFormat::Markdown => verdict.markdown(),
@@ -188,9 +478,51 @@ pub fn run(args: GateArgs) -> anyhow::Result<Outcome> {
             eprintln!("agentprof: warning: GITHUB_STEP_SUMMARY: {e}");
         }
     }
+    if let Some(path) = &args.flamegraph_diff {
+        // The verdict is already out: a flamegraph that cannot be written does not hide it.
+        let written = std::fs::File::create(path)
+            .map_err(anyhow::Error::from)
+            .and_then(|f| {
+                crate::gate::write_flamegraph_diff(base, current, std::io::BufWriter::new(f))
+            });
+        match written {
+            Ok(()) => eprintln!("agentprof: wrote {}", path.display()),
+            Err(e) => {
+                return Err(UsageError::flag(
+                    "--flamegraph-diff",
+                    format!("{}: {e:#}", path.display()),
+                )
+                .into());
+            }
+        }
+    }
     Ok(if verdict.regression {
         Outcome::RunFailed
     } else {
         Outcome::Success
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stacks_become_nanoseconds_per_run_without_line_numbers() {
+        let lines = vec![
+            "<module> (work.py:3);check (work.py:10);_noop (work.py:20) 30".to_string(),
+            "<module> (work.py:3);check (work.py:11);_noop (work.py:21) 10".to_string(),
+            "<built-in method len> 4".to_string(),
+        ];
+        let out = per_run(&lines, 1e3, 2, true);
+        assert_eq!(
+            out,
+            vec![
+                "<built-in method len> 2000".to_string(),
+                "<module> (work.py);check (work.py);_noop (work.py) 20000".to_string(),
+            ]
+        );
+        assert_eq!(without_line("f (a:b.py:x)"), "f (a:b.py:x)");
+        assert!(calibrate_native() > 0.0);
+    }
 }

@@ -19,7 +19,7 @@ pub const COMMON_INSTANCE_KEYS: &[&str] = &[
 ];
 
 /// Top-level keys of a check file besides init_config and instances that Datadog users keep there.
-const OTHER_TOP_KEYS: &[&str] = &["logs", "ad_identifiers"];
+const OTHER_TOP_KEYS: &[&str] = &["logs", "ad_identifiers", "gate"];
 
 /// A check's configuration file, read and parsed as YAML.
 #[derive(Debug, Clone)]

@@ -3,6 +3,7 @@
 //! counts only when it is both over the threshold and significant), the figures that do not
 //! drift (Python call counts, metric names) exactly, memory by its growth per run and its peak.
 
+pub mod config;
 pub mod stats;
 
 use std::collections::BTreeMap;
@@ -36,13 +37,31 @@ pub struct GateStats {
     /// after its runs, averaged) — the machine's speed while that process ran.
     #[serde(default)]
     pub calibration_s: Vec<f64>,
+    /// Which loop `calibration_s` timed: runs divide by it only when both sides timed the
+    /// same one.
+    #[serde(default)]
+    pub calibration_loop: Option<String>,
     pub rss_after: Vec<u64>,
     pub peak_rss: Vec<u64>,
     /// Python checks: function calls per run (cProfile), and the functions called most.
     pub python_calls_per_run: Option<f64>,
     pub python_top: Vec<FunctionCalls>,
-    /// Metric name -> values per run (the last run).
+    /// Metric name -> the most series of it one run emitted.
     pub metrics: BTreeMap<String, usize>,
+    /// The runs traced allocations (`--memory`, Python checks). Tracing slows Python down,
+    /// so a baseline and a run compare only when both did or both did not.
+    #[serde(default)]
+    pub tracemalloc: bool,
+    /// With `--memory`: per run, the traced peak above the run's start, bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub traced_peak: Vec<u64>,
+    /// With `--memory`: per run, traced bytes at its end minus at its start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub traced_kept: Vec<i64>,
+    /// `root;…;leaf NS` lines: nanoseconds per run in each stack (Python: cProfile's
+    /// times split along its caller edges; built-ins: sampled), for `--flamegraph-diff`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stacks_ns_per_run: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -63,10 +82,18 @@ impl GateStats {
     ) -> GateStats {
         let ok: Vec<&RunRecord> = records.iter().filter(|r| r.error.is_none()).collect();
         let per_run = |n: u64| n as f64 / profiled_runs.max(1) as f64;
-        let mut metrics = BTreeMap::new();
-        if let Some(last) = records.last() {
-            for m in &last.metrics {
-                *metrics.entry(m.metric.clone()).or_insert(0) += 1;
+        // Per metric, the most series any run emitted: a rate has a value only in runs
+        // that follow another closely enough to see its counter move.
+        let mut metrics: BTreeMap<String, usize> = BTreeMap::new();
+        let mut run: BTreeMap<&str, usize> = BTreeMap::new();
+        for r in &ok {
+            run.clear();
+            for m in &r.metrics {
+                *run.entry(m.metric.as_str()).or_insert(0) += 1;
+            }
+            for (name, &n) in &run {
+                let e = metrics.entry((*name).to_string()).or_insert(0);
+                *e = (*e).max(n);
             }
         }
         GateStats {
@@ -87,6 +114,7 @@ impl GateStats {
             cpu_process_medians: Vec::new(),
             rss_slope_per_process: Vec::new(),
             calibration_s: Vec::new(),
+            calibration_loop: None,
             python_top: pstats
                 .map(|p| {
                     p.rows
@@ -99,6 +127,16 @@ impl GateStats {
                 })
                 .unwrap_or_default(),
             metrics,
+            tracemalloc: ok.iter().any(|r| r.memory.is_some()),
+            traced_peak: ok
+                .iter()
+                .filter_map(|r| r.memory.as_ref().map(|m| m.traced_peak))
+                .collect(),
+            traced_kept: ok
+                .iter()
+                .filter_map(|r| r.memory.as_ref().map(|m| m.traced_kept))
+                .collect(),
+            stacks_ns_per_run: Vec::new(),
         }
     }
 }
@@ -110,12 +148,20 @@ pub struct GateConfig {
     pub time_threshold: f64,
     /// Significance level of the one-sided Mann-Whitney U test.
     pub alpha: f64,
+    /// A slowdown of fewer seconds per run than this is never a regression: a check of
+    /// 20 µs moves by more than that with the machine's state alone.
+    pub min_slowdown_s: f64,
     /// RSS growth per run (bytes, least-squares slope) over which memory is leaking.
     pub rss_slope_bytes: f64,
     /// Peak RSS growth over which it is a regression (0.25 = 25%, and at least 1 MiB).
     pub peak_rss_threshold: f64,
     /// Python calls per run may grow by this fraction (0.01 = 1%).
     pub calls_threshold: f64,
+    /// Traced bytes per run (peak and kept, `--memory`) may grow by this fraction, and
+    /// always by 1 KiB.
+    pub alloc_threshold: f64,
+    /// The metric series a run emits may grow by this fraction (0 = not at all).
+    pub series_threshold: f64,
     /// A metric that disappeared fails the gate instead of warning.
     pub strict: bool,
 }
@@ -125,9 +171,12 @@ impl Default for GateConfig {
         GateConfig {
             time_threshold: 0.10,
             alpha: 0.01,
+            min_slowdown_s: 50e-6,
             rss_slope_bytes: 512.0 * 1024.0,
             peak_rss_threshold: 0.25,
             calls_threshold: 0.01,
+            alloc_threshold: 0.01,
+            series_threshold: 0.0,
             strict: false,
         }
     }
@@ -189,7 +238,10 @@ fn samples(s: &GateStats, other: &GateStats, cpu: bool) -> (Vec<f64>, bool) {
         return (runs.clone(), false);
     }
     let calibrated = |x: &GateStats, m: &[f64]| x.calibration_s.len() == m.len();
-    if calibrated(s, mine) && calibrated(other, theirs) {
+    if calibrated(s, mine)
+        && calibrated(other, theirs)
+        && s.calibration_loop == other.calibration_loop
+    {
         // Scaled back to seconds by the baseline-independent mean calibration, so the
         // medians shown stay readable: only the ratio between the two sides matters.
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
@@ -226,7 +278,7 @@ fn timing(name: &str, base: &[f64], new: &[f64], cfg: &GateConfig) -> Option<Fin
     let (_, p) = stats::mann_whitney_greater(base, new)?;
     let ci = stats::median_ratio_ci(base, new, 0.95, 2000);
     let ratio = if mb > 0.0 { mn / mb } else { 1.0 };
-    let slower = ratio > 1.0 + cfg.time_threshold && p < cfg.alpha;
+    let slower = ratio > 1.0 + cfg.time_threshold && p < cfg.alpha && mn - mb > cfg.min_slowdown_s;
     Some(Finding {
         figure: format!("{name} (median)"),
         baseline: secs(mb),
@@ -298,11 +350,26 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Verdict {
             .iter()
             .map(|x| (x.function.as_str(), x.calls_per_run))
             .collect();
+        // A function counts when its own extra calls would take the total over the
+        // threshold: one hot loop moved from one function into another shows, while a
+        // function called 3 times instead of 2 does not fail a check of 10,000 calls.
+        let enough = b * cfg.calls_threshold;
         for x in &new.python_top {
             let Some(&before) = top_b.get(x.function.as_str()) else {
+                if x.calls_per_run > enough.max(1.0) {
+                    f.push(Finding {
+                        figure: format!("calls of {}", x.function),
+                        baseline: "not in the top".into(),
+                        current: format!("{:.0}", x.calls_per_run),
+                        change: "new".into(),
+                        status: Status::Warning,
+                        detail: "per run; among the top functions now".into(),
+                    });
+                }
                 continue;
             };
-            if x.calls_per_run > before * (1.0 + cfg.calls_threshold) + 0.5 {
+            let extra = x.calls_per_run - before;
+            if extra > (before * cfg.calls_threshold).max(enough) + 0.5 {
                 f.push(Finding {
                     figure: format!("calls of {}", x.function),
                     baseline: format!("{before:.0}"),
@@ -313,6 +380,97 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Verdict {
                 });
             }
         }
+    }
+    let traced = |v: Vec<f64>| stats::median(&v);
+    for (label, b, n) in [
+        (
+            "traced peak per run (median)",
+            traced(base.traced_peak.iter().map(|&x| x as f64).collect()),
+            traced(new.traced_peak.iter().map(|&x| x as f64).collect()),
+        ),
+        (
+            "traced bytes kept per run (median)",
+            traced(base.traced_kept.iter().map(|&x| x as f64).collect()),
+            traced(new.traced_kept.iter().map(|&x| x as f64).collect()),
+        ),
+    ] {
+        let (Some(b), Some(n)) = (b, n) else {
+            continue;
+        };
+        let more = n > b + (b.abs() * cfg.alloc_threshold).max(1024.0);
+        f.push(Finding {
+            figure: label.into(),
+            baseline: bytes(b),
+            current: bytes(n),
+            change: bytes(n - b),
+            status: if more { Status::Regression } else { Status::Ok },
+            detail: format!(
+                "tracemalloc: exact for the same code; limit +{:.0}% and 1 KiB",
+                cfg.alloc_threshold * 100.0
+            ),
+        });
+    }
+    // Series of the metrics both emit: more of them is a cardinality change (a tag with a
+    // new value per run, a loop submitting twice). New metric names are listed, not failed.
+    let shared = |s: &GateStats, other: &GateStats| -> usize {
+        s.metrics
+            .iter()
+            .filter(|(m, _)| other.metrics.contains_key(*m))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    let (sb, sn) = (shared(base, new), shared(new, base));
+    let added: Vec<&str> = new
+        .metrics
+        .keys()
+        .filter(|m| !base.metrics.contains_key(*m))
+        .map(String::as_str)
+        .collect();
+    if sb > 0 || sn > 0 {
+        let grew = sn as f64 > sb as f64 * (1.0 + cfg.series_threshold);
+        let mut detail = if grew {
+            let more: Vec<String> = new
+                .metrics
+                .iter()
+                .filter_map(|(m, &c)| {
+                    let b = *base.metrics.get(m)?;
+                    (c > b).then(|| format!("{m} {b}→{c}"))
+                })
+                .take(5)
+                .collect();
+            format!("more series: {}", more.join(", "))
+        } else {
+            format!(
+                "of the metrics both emit; limit +{:.0}%",
+                cfg.series_threshold * 100.0
+            )
+        };
+        if !added.is_empty() {
+            let shown: Vec<&str> = added.iter().take(5).copied().collect();
+            detail.push_str(&format!(
+                "; new metrics: {}{}",
+                shown.join(", "),
+                if added.len() > shown.len() {
+                    ", …"
+                } else {
+                    ""
+                }
+            ));
+        }
+        f.push(Finding {
+            figure: "metric series per run".into(),
+            baseline: sb.to_string(),
+            current: sn.to_string(),
+            change: format!("{:+}", sn as i64 - sb as i64),
+            status: if grew {
+                Status::Regression
+            } else if sn < sb {
+                Status::Warning
+            } else {
+                Status::Ok
+            },
+            detail,
+        });
     }
     for (name, _) in base
         .metrics
@@ -457,6 +615,38 @@ impl Verdict {
     }
 }
 
+/// Writes a differential flamegraph of the baseline's and the current stacks: frames sized by
+/// the current nanoseconds per run, red where a stack takes more time than in the baseline,
+/// blue where it takes less.
+pub fn write_flamegraph_diff(
+    base: &GateStats,
+    new: &GateStats,
+    out: impl std::io::Write,
+) -> anyhow::Result<()> {
+    if base.stacks_ns_per_run.is_empty() || new.stacks_ns_per_run.is_empty() {
+        anyhow::bail!("no stacks to compare");
+    }
+    let before = base.stacks_ns_per_run.join("\n");
+    let after = new.stacks_ns_per_run.join("\n");
+    let mut merged = Vec::new();
+    inferno::differential::from_readers(
+        inferno::differential::Options::default(),
+        before.as_bytes(),
+        after.as_bytes(),
+        &mut merged,
+    )
+    .map_err(|e| anyhow::anyhow!("cannot merge the stacks: {e}"))?;
+    let text = String::from_utf8_lossy(&merged);
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = format!(
+        "agentprof gate {}: baseline -> now (red: more time per run, blue: less)",
+        new.check
+    );
+    opts.count_name = "ns per run".into();
+    inferno::flamegraph::from_lines(&mut opts, text.lines(), out)
+        .map_err(|e| anyhow::anyhow!("cannot draw the flamegraph: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,6 +664,7 @@ mod tests {
             cpu_process_medians: Vec::new(),
             rss_slope_per_process: Vec::new(),
             calibration_s: Vec::new(),
+            calibration_loop: None,
             rss_after: (0..wall.len() as u64)
                 .map(|i| (50 << 20) + i * rss_step)
                 .collect(),
@@ -481,6 +672,10 @@ mod tests {
             python_calls_per_run: calls,
             python_top: Vec::new(),
             metrics: [("a".to_string(), 1)].into_iter().collect(),
+            tracemalloc: false,
+            traced_peak: Vec::new(),
+            traced_kept: Vec::new(),
+            stacks_ns_per_run: Vec::new(),
         }
     }
 
@@ -515,6 +710,21 @@ mod tests {
                 .iter()
                 .any(|f| f.figure.starts_with("Python calls") && f.status == Status::Regression)
         );
+        let series = |v: &Verdict| {
+            v.findings
+                .iter()
+                .find(|f| f.figure == "metric series per run")
+                .map(|f| f.status)
+        };
+        let mut more = stats(&base, 0, Some(1000.0));
+        more.metrics.insert("b".into(), 3);
+        assert_eq!(
+            series(&compare(&b, &more, &cfg)),
+            Some(Status::Ok),
+            "a new metric is listed, not failed"
+        );
+        more.metrics.insert("a".into(), 2);
+        assert_eq!(series(&compare(&b, &more, &cfg)), Some(Status::Regression));
         let mut gone = stats(&base, 0, Some(1000.0));
         gone.metrics.clear();
         let v = compare(&b, &gone, &cfg);

@@ -9,7 +9,7 @@ mod sampler;
 mod top;
 
 pub use callprofile::{CallProfile, Frame, ProfileKind, Sample};
-pub use flamegraph::write_flamegraph;
+pub use flamegraph::{folded, write_flamegraph};
 pub use record::{AllocLine, MemoryProfile, PeakScope, RunCost, RunRecord, RunStatus};
 pub use sampler::{RUN_THREAD_NAME, Sampler, ThreadId, measured_run};
 pub use top::{TopRow, TopTable, top};

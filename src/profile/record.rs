@@ -108,6 +108,8 @@ pub struct AllocLine {
 pub struct MemoryProfile {
     /// Highest traced memory during the run above what was traced at its start, bytes.
     pub traced_peak: u64,
+    /// Traced memory at the end of the run minus at its start: what the run kept, bytes.
+    pub traced_kept: i64,
     /// Lines holding the most new memory at the end of the run.
     pub top: Vec<AllocLine>,
 }

@@ -132,9 +132,10 @@ pub fn render(report: &CheckReport, style: Style) -> String {
                 &mut out,
                 style,
                 &format!(
-                    "Memory (tracemalloc), run {}: traced peak {} above the start; lines holding the most new memory{label}",
+                    "Memory (tracemalloc), run {}: traced peak {} above the start, {} kept; lines holding the most new memory{label}",
                     r.run,
-                    units::bytes(Some(m.traced_peak))
+                    units::bytes(Some(m.traced_peak)),
+                    units::signed_bytes(Some(m.traced_kept))
                 ),
             );
             alloc_table(&mut out, style, &m.top);

@@ -17,6 +17,8 @@ class WorkCheck(AgentCheck):
         for _ in range(int(instance.get("extra_calls", 0))):
             self._noop()
         KEPT.append(bytearray(int(instance.get("keep_kib", 0)) * 1024))
+        scratch = [bytes(1024) for _ in range(int(instance.get("scratch_kib", 0)))]
+        del scratch
         self.gauge("work.total", total)
         if not instance.get("drop_metric"):
             self.gauge("work.extra", 1)
@@ -25,9 +27,25 @@ class WorkCheck(AgentCheck):
         return 1
 "#;
 
-fn setup(sb: &Sandbox, instance: &str) {
+/// The check's conf: every option at its neutral value except those in `set`, so the
+/// instance (which the base class copies every run) is the same size in every variant.
+fn setup(sb: &Sandbox, set: &[(&str, &str)]) {
+    let mut opts = [
+        ("work", "20000"),
+        ("extra_calls", "0"),
+        ("keep_kib", "0"),
+        ("scratch_kib", "0"),
+        ("drop_metric", "false"),
+    ];
+    for (k, v) in set {
+        opts.iter_mut().find(|(key, _)| key == k).unwrap().1 = v;
+    }
+    let inst: Vec<String> = opts.iter().map(|(k, v)| format!("{k}: {v}")).collect();
     sb.write("checks/work.py", WORK);
-    sb.write("conf.d/work.yaml", &format!("instances:\n  - {instance}\n"));
+    sb.write(
+        "conf.d/work.yaml",
+        &format!("instances:\n  - {{{}}}\n", inst.join(", ")),
+    );
 }
 
 fn gate(sb: &Sandbox, py: &str, extra: &[&str]) -> crate::support::Run {
@@ -41,7 +59,7 @@ fn unchanged_passes_slowdowns_fail_with_the_figure_and_how_sure() {
     let Some(py) = venv_python() else { return };
     let _cpu = crate::support::cpu_exclusive();
     let sb = Sandbox::new();
-    setup(&sb, "work: 20000");
+    setup(&sb, &[]);
     let r = gate(&sb, &py, &["--update-baseline"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     // The unchanged check, at the default 10% threshold: the machine's speed may drift
@@ -49,8 +67,8 @@ fn unchanged_passes_slowdowns_fail_with_the_figure_and_how_sure() {
     let r = gate(&sb, &py, &[]);
     assert_eq!(r.code, 0, "unchanged:\n{}", r.stdout);
     assert!(r.stdout.contains("no regression"), "{}", r.stdout);
-    for work in [40000, 80000] {
-        setup(&sb, &format!("work: {work}"));
+    for work in ["40000", "80000"] {
+        setup(&sb, &[("work", work)]);
         let r = gate(&sb, &py, &[]);
         assert_eq!(r.code, 1, "{work}:\n{}", r.stdout);
         let line = r
@@ -73,10 +91,10 @@ fn a_leak_and_extra_calls_fail_even_when_timings_pass() {
     let Some(py) = venv_python() else { return };
     let _cpu = crate::support::cpu_exclusive();
     let sb = Sandbox::new();
-    setup(&sb, "work: 20000");
+    setup(&sb, &[]);
     assert_eq!(gate(&sb, &py, &["--update-baseline"]).code, 0);
     let quiet = ["--threshold", "1000"];
-    setup(&sb, "{work: 20000, keep_kib: 2048}");
+    setup(&sb, &[("keep_kib", "2048")]);
     let r = gate(&sb, &py, &["--format", "json", quiet[0], quiet[1]]);
     assert_eq!(r.code, 1, "{}", r.stdout);
     let doc = r.json();
@@ -87,8 +105,9 @@ fn a_leak_and_extra_calls_fail_even_when_timings_pass() {
         .find(|f| f["figure"] == "RSS growth per run")
         .unwrap();
     assert_eq!(rss["status"], "regression", "{rss}");
-    // 300 more calls per run (+4%): inside the timing noise, caught by the call count.
-    setup(&sb, "{work: 20000, extra_calls: 300}");
+    // 5 more calls per run (a few microseconds in a 2 ms run, far inside the timing noise),
+    // caught by the call count.
+    setup(&sb, &[("extra_calls", "5")]);
     let r = gate(&sb, &py, &["--format", "json", quiet[0], quiet[1]]);
     assert_eq!(r.code, 1, "{}", r.stdout);
     let doc = r.json();
@@ -100,7 +119,7 @@ fn a_leak_and_extra_calls_fail_even_when_timings_pass() {
         .unwrap();
     assert_eq!(calls["status"], "regression", "{calls}");
     // A metric that disappeared warns, and fails with --strict.
-    setup(&sb, "{work: 20000, drop_metric: true}");
+    setup(&sb, &[("drop_metric", "true")]);
     assert_eq!(gate(&sb, &py, &quiet).code, 0);
     let r = gate(&sb, &py, &["--strict", quiet[0], quiet[1]]);
     assert_eq!(r.code, 1, "{}", r.stdout);
@@ -112,9 +131,9 @@ fn compare_mode_and_the_junit_and_markdown_reports() {
     let Some(py) = venv_python() else { return };
     let _cpu = crate::support::cpu_exclusive();
     let sb = Sandbox::new();
-    setup(&sb, "work: 20000");
+    setup(&sb, &[]);
     assert_eq!(gate(&sb, &py, &["--update-baseline"]).code, 0);
-    setup(&sb, "work: 80000");
+    setup(&sb, &[("work", "80000")]);
     let summary = sb.file("summary.md");
     let r = sb.run_env(
         &[
@@ -182,4 +201,189 @@ fn compare_mode_and_the_junit_and_markdown_reports() {
         "{}",
         missing.stderr
     );
+}
+
+/// A regression in calls shows where it is: the stacks of the baseline and of this run as a
+/// differential flamegraph, for a Python check (cProfile) and a built-in (sampled).
+#[test]
+fn flamegraph_diff_of_a_python_and_a_builtin_check() {
+    let Some(py) = venv_python() else { return };
+    let _cpu = crate::support::cpu_exclusive();
+    let sb = Sandbox::new();
+    setup(&sb, &[]);
+    let five = ["--times", "5"];
+    assert_eq!(
+        gate(&sb, &py, &[&five[..], &["--update-baseline"]].concat()).code,
+        0
+    );
+    setup(&sb, &[("extra_calls", "3000")]);
+    let r = gate(
+        &sb,
+        &py,
+        &[&five[..], &["--flamegraph-diff", "d.svg"]].concat(),
+    );
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let svg = std::fs::read_to_string(sb.file("d.svg")).unwrap();
+    // Frames without line numbers: an edited check still lines up with its baseline.
+    assert!(svg.contains("_noop (work.py)"), "no _noop frame");
+    let parsed = std::process::Command::new(&py)
+        .args([
+            "-c",
+            "import sys, xml.etree.ElementTree as ET; ET.parse(sys.argv[1])",
+        ])
+        .arg(sb.file("d.svg"))
+        .status()
+        .unwrap();
+    assert!(parsed.success(), "the flamegraph is not well-formed XML");
+
+    let r = sb.run(&["gate", "cpu", "--baseline", "cpu.json", "--update-baseline"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = sb.run(&[
+        "gate",
+        "cpu",
+        "--baseline",
+        "cpu.json",
+        "--threshold",
+        "1000",
+        "--flamegraph-diff",
+        "cpu.svg",
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let svg = std::fs::read_to_string(sb.file("cpu.svg")).unwrap();
+    assert!(svg.contains("CpuCheck"), "no frame of the cpu check");
+    // A baseline without stacks is refused before any run, naming the flag.
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("cpu.json")).unwrap()).unwrap();
+    doc.as_object_mut().unwrap().remove("stacks_ns_per_run");
+    sb.write("old.json", &doc.to_string());
+    let r = sb.run(&[
+        "gate",
+        "cpu",
+        "--baseline",
+        "old.json",
+        "--flamegraph-diff",
+        "x.svg",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--flamegraph-diff") && r.stderr.contains("old.json"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// With --memory, what each run allocates and keeps is compared through tracemalloc: exact
+/// for the same code, so a few hundred KiB more is caught while RSS would not show it.
+#[test]
+fn memory_compares_traced_allocations() {
+    let Some(py) = venv_python() else { return };
+    let _cpu = crate::support::cpu_exclusive();
+    let sb = Sandbox::new();
+    setup(&sb, &[("work", "2000")]);
+    let args = [
+        "--times",
+        "5",
+        "--memory",
+        "--format",
+        "json",
+        "--threshold",
+        "1000",
+    ];
+    assert_eq!(
+        gate(&sb, &py, &[&args[..], &["--update-baseline"]].concat()).code,
+        0
+    );
+    let finding = |doc: &serde_json::Value, name: &str| {
+        doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["figure"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {doc}"))
+    };
+    let r = gate(&sb, &py, &args);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    // 300 KiB of temporaries per run: the traced peak grows, nothing is kept.
+    setup(&sb, &[("work", "2000"), ("scratch_kib", "300")]);
+    let doc = gate(&sb, &py, &args).json();
+    assert_eq!(
+        finding(&doc, "traced peak per run (median)")["status"],
+        "regression"
+    );
+    assert_eq!(
+        finding(&doc, "traced bytes kept per run (median)")["status"],
+        "ok"
+    );
+    // 64 KiB kept per run: under the RSS slope limit, over the traced bytes kept.
+    setup(&sb, &[("work", "2000"), ("keep_kib", "64")]);
+    let doc = gate(&sb, &py, &args).json();
+    assert_eq!(
+        finding(&doc, "traced bytes kept per run (median)")["status"],
+        "regression"
+    );
+    assert_eq!(finding(&doc, "RSS growth per run")["status"], "ok");
+    // A baseline made with --memory does not compare with a run without it.
+    let r = gate(&sb, &py, &["--times", "5"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--memory"), "{}", r.stderr);
+}
+
+/// Thresholds from the check conf's `gate:` section and from --gate-config, which overrides it.
+#[test]
+fn gate_section_and_gate_config_set_the_thresholds() {
+    let Some(py) = venv_python() else { return };
+    let _cpu = crate::support::cpu_exclusive();
+    let sb = Sandbox::new();
+    let five = ["--times", "5", "--threshold", "1000"];
+    setup(&sb, &[("work", "2000")]);
+    assert_eq!(
+        gate(&sb, &py, &[&five[..], &["--update-baseline"]].concat()).code,
+        0
+    );
+    sb.write(
+        "conf.d/work.yaml",
+        "instances:\n  - {work: 2000, extra_calls: 0, keep_kib: 0, scratch_kib: 0, drop_metric: true}\ngate:\n  strict: true\n",
+    );
+    let r = gate(&sb, &py, &five);
+    assert_eq!(r.code, 1, "strict from the gate: section\n{}", r.stdout);
+    sb.write("loose.yaml", "gate:\n  strict: false\n");
+    let r = gate(
+        &sb,
+        &py,
+        &[&five[..], &["--gate-config", "loose.yaml"]].concat(),
+    );
+    assert_eq!(
+        r.code, 0,
+        "--gate-config overrides the section\n{}",
+        r.stdout
+    );
+    sb.write(
+        "conf.d/work.yaml",
+        "instances:\n  - {work: 2000}\ngate:\n  threshold: 10\n  treshold: 5\n",
+    );
+    let r = gate(&sb, &py, &five);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("work.yaml:5:") && r.stderr.contains("treshold"),
+        "{}",
+        r.stderr
+    );
+    sb.write("bad.yaml", "alpha: 3\n");
+    setup(&sb, &[("work", "2000")]);
+    let r = gate(
+        &sb,
+        &py,
+        &[&five[..], &["--gate-config", "bad.yaml"]].concat(),
+    );
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("bad.yaml:1:1: gate.alpha: 3 is not between 0 and 1"),
+        "{}",
+        r.stderr
+    );
+    let r = sb.run(&["gate", "work", "--baseline", "base.json", "--alpha", "0"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("--alpha"), "{}", r.stderr);
 }

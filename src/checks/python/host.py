@@ -12,6 +12,7 @@
 import hashlib
 import importlib.util
 import inspect
+import itertools
 import json
 import math
 import os
@@ -434,13 +435,15 @@ def run(msg):
         import cProfile
         prof = cProfile.Profile()
     snap0 = None
-    if msg.get("memory"):
+    traced = bool(msg.get("memory"))
+    if traced:
         import tracemalloc
         if not tracemalloc.is_tracing():
             tracemalloc.start()
             # agentprof's own host code ("<string>") and tracemalloc are not the check's.
             _TRACE_FILTERS = [tracemalloc.Filter(False, "<string>"), tracemalloc.Filter(False, tracemalloc.__file__)]
-        snap0 = _snapshot()
+        if msg.get("memory_lines", True):
+            snap0 = _snapshot()
         tracemalloc.reset_peak()
         base = tracemalloc.get_traced_memory()[0]
     mark(b"r")
@@ -466,15 +469,18 @@ def run(msg):
         else:
             PROFILE.add(prof)
     memory = None
-    if snap0 is not None:
+    if traced:
         import tracemalloc
-        peak = tracemalloc.get_traced_memory()[1] - base
+        current, peak = tracemalloc.get_traced_memory()
+        peak -= base
+        memory = {"traced_peak": max(0, peak), "traced_kept": current - base, "top": []}
+    if snap0 is not None:
         snap1 = _snapshot()
         if MEMORY["first"] is None:
             MEMORY["first"] = snap1
         MEMORY["last"] = snap1
         diff = [st for st in snap1.compare_to(snap0, "lineno") if st.size_diff > 0]
-        memory = {"traced_peak": max(0, peak), "top": _lines(diff)}
+        memory["top"] = _lines(diff)
     get_warnings = getattr(check, "get_warnings", None)
     warnings = list(get_warnings()) if callable(get_warnings) else []
     return {
@@ -586,23 +592,32 @@ def dump(msg):
     return {"ok": True}
 
 
+def reset_stats(msg):
+    """Forgets the cProfile statistics so far (a gate's warm-up run)."""
+    global PROFILE
+    PROFILE = None
+    return {"ok": True}
+
+
 def calibrate(msg):
     """The machine's speed for pure Python right now: CPU seconds of a fixed loop, the median
     of a few repetitions. A gate divides a check's run time by it, so a machine that slowed
-    down as a whole does not look like a slower check."""
+    down as a whole does not look like a slower check. The loop allocates nothing (small ints
+    only), so tracemalloc, when on, does not change it."""
     times = []
+    repeat = itertools.repeat
     for _ in range(int(msg.get("repeat", 7))):
         t0 = time.process_time()
-        total = 0
-        for i in range(20000):
-            total += i * i
+        x = 0
+        for _ in repeat(None, 30000):
+            x = ((x ^ 93) + 7) & 127
         times.append(time.process_time() - t0)
     times.sort()
-    return {"seconds": times[len(times) // 2]}
+    return {"seconds": times[len(times) // 2], "loop": "python-smallint-30000"}
 
 
 HANDLERS = {"load": load, "run": run, "stats": stats, "dump": dump, "memgrowth": memgrowth,
-            "calibrate": calibrate}
+            "calibrate": calibrate, "reset_stats": reset_stats}
 
 
 def main():

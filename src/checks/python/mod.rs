@@ -239,6 +239,11 @@ impl PythonHost {
             .ok_or_else(|| "the calibration gave no time".to_string())
     }
 
+    /// Forgets the cProfile statistics of the runs so far.
+    pub fn reset_stats(&mut self) -> Result<(), String> {
+        self.ask(&json!({"op": "reset_stats"})).map(|_| ())
+    }
+
     /// Writes the cumulative statistics as a pstats dump (python -m pstats, snakeviz).
     pub fn dump_pstats(&mut self, path: &Path) -> Result<(), String> {
         let abs = std::path::absolute(path).map_err(|e| e.to_string())?;
@@ -323,6 +328,7 @@ fn alloc_lines(v: &Value) -> Vec<AllocLine> {
 fn memory_of(v: &Value) -> Option<MemoryProfile> {
     v.is_object().then(|| MemoryProfile {
         traced_peak: v["traced_peak"].as_u64().unwrap_or(0),
+        traced_kept: v["traced_kept"].as_i64().unwrap_or(0),
         top: alloc_lines(&v["top"]),
     })
 }

@@ -183,7 +183,7 @@ impl Worker {
         opts: RunOptions,
         timeout: Duration,
     ) -> Result<Measured, String> {
-        self.send(&serde_json::json!({"op": "run", "instance": index, "profile": opts.profile, "memory": opts.memory}))?;
+        self.send(&serde_json::json!({"op": "run", "instance": index, "profile": opts.profile, "memory": opts.memory, "memory_lines": opts.memory_lines}))?;
         self.expect_mark(b'r', Instant::now() + REPLY_TIMEOUT)?;
         let peak_reset = self.probe.reset_peak_rss();
         let before = self.probe.before();
