@@ -112,7 +112,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
         'agentprof;gate' {
             [CompletionResult]::new('--baseline', '--baseline', [CompletionResultType]::ParameterName, 'The baseline file: written by --update-baseline, compared with otherwise')
             [CompletionResult]::new('--times', '--times', [CompletionResultType]::ParameterName, 'Timed runs after one warm-up run [default: 10]')
-            [CompletionResult]::new('--compare', '--compare', [CompletionResultType]::ParameterName, 'Compare two reports made elsewhere (baseline files or `--format json` outputs)')
+            [CompletionResult]::new('--compare', '--compare', [CompletionResultType]::ParameterName, 'Compare two reports made elsewhere (baseline files, `--format json` outputs or `agentprof check --json` reports)')
             [CompletionResult]::new('--gate-config', '--gate-config', [CompletionResultType]::ParameterName, 'Thresholds from this YAML file (the keys of a check conf''s `gate:` section); flags override it, it overrides the check conf''s `gate:` section')
             [CompletionResult]::new('--threshold', '--threshold', [CompletionResultType]::ParameterName, 'A slowdown under this percentage is never a regression [default: 10]')
             [CompletionResult]::new('--alpha', '--alpha', [CompletionResultType]::ParameterName, 'Significance level of the timing test (one-sided Mann-Whitney U) [default: 0.01]')

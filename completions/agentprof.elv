@@ -104,7 +104,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
         &'agentprof;gate'= {
             cand --baseline 'The baseline file: written by --update-baseline, compared with otherwise'
             cand --times 'Timed runs after one warm-up run [default: 10]'
-            cand --compare 'Compare two reports made elsewhere (baseline files or `--format json` outputs)'
+            cand --compare 'Compare two reports made elsewhere (baseline files, `--format json` outputs or `agentprof check --json` reports)'
             cand --gate-config 'Thresholds from this YAML file (the keys of a check conf''s `gate:` section); flags override it, it overrides the check conf''s `gate:` section'
             cand --threshold 'A slowdown under this percentage is never a regression [default: 10]'
             cand --alpha 'Significance level of the timing test (one-sided Mann-Whitney U) [default: 0.01]'

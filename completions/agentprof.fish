@@ -87,7 +87,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s h -l help -d
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l baseline -d 'The baseline file: written by --update-baseline, compared with otherwise' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l times -d 'Timed runs after one warm-up run [default: 10]' -r
-complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l compare -d 'Compare two reports made elsewhere (baseline files or `--format json` outputs)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l compare -d 'Compare two reports made elsewhere (baseline files, `--format json` outputs or `agentprof check --json` reports)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l gate-config -d 'Thresholds from this YAML file (the keys of a check conf\'s `gate:` section); flags override it, it overrides the check conf\'s `gate:` section' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l threshold -d 'A slowdown under this percentage is never a regression [default: 10]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l alpha -d 'Significance level of the timing test (one-sided Mann-Whitney U) [default: 0.01]' -r

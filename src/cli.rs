@@ -107,7 +107,8 @@ pub struct GateArgs {
     /// Write the baseline from this run and exit 0
     #[arg(long)]
     pub update_baseline: bool,
-    /// Compare two reports made elsewhere (baseline files or `--format json` outputs)
+    /// Compare two reports made elsewhere (baseline files, `--format json` outputs or
+    /// `agentprof check --json` reports)
     #[arg(long, num_args = 2, value_names = ["BASE.json", "NEW.json"], conflicts_with_all = ["name", "update_baseline"])]
     pub compare: Option<Vec<PathBuf>>,
     /// Thresholds from this YAML file (the keys of a check conf's `gate:` section); flags

@@ -24,6 +24,10 @@ fn read_stats(path: &Path) -> anyhow::Result<GateStats> {
     })?;
     let doc: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| UsageError::config(path, format!("not JSON: {e}")))?;
+    // An `agentprof check --json` report: its runs become the statistics.
+    if doc.get("schema_version").is_some() && doc.get("runs").is_some() {
+        return GateStats::from_check_json(&doc).map_err(|e| UsageError::config(path, e).into());
+    }
     // A `--format json` report carries its run under "current".
     let stats = doc.get("current").cloned().unwrap_or(doc);
     serde_json::from_value(stats)

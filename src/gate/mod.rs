@@ -141,6 +141,97 @@ impl GateStats {
     }
 }
 
+impl GateStats {
+    /// From an `agentprof check --json` document (its runs, metrics and, with `--profile`, its
+    /// cProfile statistics): what `gate --compare` reads from reports made by `check`. Such a
+    /// report has one process's runs, so its timings are compared run by run.
+    pub fn from_check_json(doc: &serde_json::Value) -> Result<GateStats, String> {
+        let runs = doc["runs"]
+            .as_array()
+            .ok_or("no runs[] (not an agentprof check --json report)")?;
+        if runs.is_empty() {
+            return Err("runs[] is empty".into());
+        }
+        let ok: Vec<&serde_json::Value> = runs.iter().filter(|r| r["status"] == "ok").collect();
+        let f = |v: &serde_json::Value| v.as_f64();
+        let u = |v: &serde_json::Value| v.as_u64();
+        let mut per_run: BTreeMap<(u64, u64), BTreeMap<&str, usize>> = BTreeMap::new();
+        for m in doc["metrics"].as_array().into_iter().flatten() {
+            let key = (
+                m["instance"].as_u64().unwrap_or(0),
+                m["run"].as_u64().unwrap_or(0),
+            );
+            *per_run
+                .entry(key)
+                .or_default()
+                .entry(m["metric"].as_str().unwrap_or(""))
+                .or_insert(0) += 1;
+        }
+        let mut metrics: BTreeMap<String, usize> = BTreeMap::new();
+        for run in per_run.values() {
+            for (name, &n) in run {
+                let e = metrics.entry((*name).to_string()).or_insert(0);
+                *e = (*e).max(n);
+            }
+        }
+        let profiled = (doc["profile"]["kind"] == "pstats").then_some(&doc["profile"]);
+        let n = runs.len().max(1) as f64;
+        let memory: Vec<&serde_json::Value> = ok
+            .iter()
+            .map(|r| &r["memory_profile"])
+            .filter(|m| m.is_object())
+            .collect();
+        Ok(GateStats {
+            schema: 1,
+            check: doc["check"].as_str().unwrap_or("?").to_string(),
+            kind: doc["kind"].as_str().unwrap_or("?").to_string(),
+            runs: runs.len(),
+            errors: runs.len() - ok.len(),
+            wall_s: ok.iter().filter_map(|r| f(&r["run_time_s"])).collect(),
+            cpu_s: ok
+                .iter()
+                .filter_map(|r| Some(f(&r["cpu"]["user_s"])? + f(&r["cpu"]["system_s"])?))
+                .collect(),
+            wall_process_medians: Vec::new(),
+            cpu_process_medians: Vec::new(),
+            rss_slope_per_process: Vec::new(),
+            calibration_s: Vec::new(),
+            calibration_loop: None,
+            rss_after: ok
+                .iter()
+                .filter_map(|r| u(&r["memory"]["rss_after"]))
+                .collect(),
+            peak_rss: ok
+                .iter()
+                .filter_map(|r| u(&r["memory"]["peak_rss"]))
+                .collect(),
+            python_calls_per_run: profiled.and_then(|p| f(&p["total_calls"])).map(|c| c / n),
+            python_top: profiled
+                .and_then(|p| p["top"].as_array())
+                .into_iter()
+                .flatten()
+                .map(|t| FunctionCalls {
+                    function: format!(
+                        "{}:{}({})",
+                        t["file"].as_str().unwrap_or(""),
+                        t["line"].as_u64().unwrap_or(0),
+                        t["function"].as_str().unwrap_or("")
+                    ),
+                    calls_per_run: f(&t["calls"]).unwrap_or(0.0) / n,
+                })
+                .collect(),
+            metrics,
+            tracemalloc: !memory.is_empty(),
+            traced_peak: memory.iter().filter_map(|m| u(&m["traced_peak"])).collect(),
+            traced_kept: memory
+                .iter()
+                .filter_map(|m| m["traced_kept"].as_i64())
+                .collect(),
+            stacks_ns_per_run: Vec::new(),
+        })
+    }
+}
+
 /// The thresholds, with their defaults.
 #[derive(Debug, Clone)]
 pub struct GateConfig {

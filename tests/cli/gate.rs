@@ -192,6 +192,40 @@ fn compare_mode_and_the_junit_and_markdown_reports() {
         out.contains("wall time, for the machine's speed (median)"),
         "{out}"
     );
+    // --compare also reads `agentprof check --json` reports, with their cProfile figures.
+    let check = |work: &str, out: &str| {
+        setup(&sb, &[("work", work)]);
+        let r = sb.run(&[
+            "check",
+            "work",
+            "-t",
+            "12",
+            "--profile",
+            "--json",
+            "--python",
+            &py,
+        ]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        sb.write(out, &r.stdout);
+    };
+    check("20000", "c1.json");
+    check("80000", "c4.json");
+    let r = sb.run(&[
+        "gate",
+        "--compare",
+        "c1.json",
+        "c4.json",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let doc = r.json();
+    let wall = &doc["findings"][0];
+    assert_eq!(wall["figure"], "wall time (median)", "{doc}");
+    assert_eq!(wall["status"], "regression", "{doc}");
+    assert!(doc["current"]["python_calls_per_run"].as_f64().unwrap() > 0.0);
+    let r = sb.run(&["gate", "--compare", "c1.json", "c1.json"]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
     let same = sb.run(&["gate", "--compare", "base.json", "base.json"]);
     assert_eq!(same.code, 0, "{}", same.stdout);
     let missing = sb.run(&["gate", "work", "--baseline", "none.json", "--python", &py]);
