@@ -157,6 +157,38 @@ fn compare_mode_and_the_junit_and_markdown_reports() {
             && md.contains("| wall time, for the machine's speed (median) |"),
         "{md}"
     );
+    // A real markdown parser (GitHub's table extension) finds one table whose every row has
+    // the header's six cells.
+    let parsed = std::process::Command::new(&py)
+        .arg("-c")
+        .arg(
+            "import sys\n\
+             from markdown_it import MarkdownIt\n\
+             toks = MarkdownIt('commonmark').enable('table').parse(open(sys.argv[1]).read())\n\
+             assert sum(t.type == 'table_open' for t in toks) == 1, 'one table'\n\
+             rows, cells, texts = [], 0, []\n\
+             for t in toks:\n\
+             \x20   if t.type == 'tr_open': cells = 0\n\
+             \x20   if t.type in ('th_open', 'td_open'): cells += 1\n\
+             \x20   if t.type == 'tr_close': rows.append(cells)\n\
+             \x20   if t.type == 'inline': texts.append(t.content)\n\
+             assert rows and all(r == 6 for r in rows), rows\n\
+             print(len(rows) - 1, '|'.join(texts))",
+        )
+        .arg(&summary)
+        .output()
+        .unwrap();
+    assert!(
+        parsed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&parsed.stderr)
+    );
+    let out = String::from_utf8_lossy(&parsed.stdout);
+    assert!(
+        out.contains("|wall time, for the machine's speed (median)|")
+            && out.contains("|REGRESSION|"),
+        "{out}"
+    );
     // --compare reads a baseline file and a --format json report.
     let r = sb.run(&[
         "gate",
