@@ -206,6 +206,9 @@ struct Tables {
     strings: Vec<u64>,
     /// Sample messages.
     samples: usize,
+    /// Byte ranges of the fields other than samples, time and duration, adjacent ones merged
+    /// (Go writes all the tables after the samples: one range).
+    others: Vec<(usize, usize)>,
 }
 
 fn tables(buf: &[u8]) -> R<Tables> {
@@ -216,9 +219,17 @@ fn tables(buf: &[u8]) -> R<Tables> {
     let mut time_nanos = 0;
     let mut duration_nanos = 0;
     let mut samples = 0;
+    let mut others: Vec<(usize, usize)> = Vec::new();
     let mut f = Fields::new(buf);
     while let Some(field) = f.next_field() {
-        match field?.1 {
+        let (start, field) = field?;
+        if !matches!(field, Field::Bytes(2, _) | Field::Varint(9 | 10, _)) {
+            match others.last_mut() {
+                Some(last) if last.1 == start => last.1 = f.at,
+                _ => others.push((start, f.at)),
+            }
+        }
+        match field {
             Field::Bytes(6, s) => strings.push(hash_bytes(s)),
             Field::Bytes(5, m) => {
                 let (mut id, mut name, mut file) = (0, 0, 0);
@@ -298,6 +309,7 @@ fn tables(buf: &[u8]) -> R<Tables> {
         duration_nanos,
         strings,
         samples,
+        others,
     })
 }
 
@@ -644,15 +656,10 @@ pub fn delta(previous: &[u8], current: &[u8]) -> R<Vec<u8>> {
 
     // The fields other than samples, in their order, then the samples, written in two
     // halves on two threads (field order does not matter in protobuf).
+    // Samples are written below; time and duration are rewritten after them.
     let mut out = Vec::with_capacity(current.len() + 64);
-    let mut f = Fields::new(current);
-    while let Some(field) = f.next_field() {
-        let (start, fl) = field?;
-        match fl {
-            // Samples are written below; time and duration are rewritten after them.
-            Field::Bytes(2, _) | Field::Varint(9 | 10, _) => {}
-            _ => out.extend_from_slice(&current[start..f.at]),
-        }
+    for &(a, b) in &cur_t.others {
+        out.extend_from_slice(&current[a..b]);
     }
     // Each previous slot is subtracted once: the first current sample that names it takes it.
     let mut taken = vec![false; prev.keys.len()];
