@@ -320,7 +320,20 @@ fn same_mode(base: &GateStats, current: &GateStats, base_path: &Path) -> Result<
     ))
 }
 
+/// Exit status 0 (no regression), 1 (regression) or 2: every error of the gate itself — a
+/// check that cannot run, a file that cannot be written — is a 2, so CI never reads it as a
+/// regression.
 pub fn run(args: GateArgs) -> anyhow::Result<Outcome> {
+    gate(args).map_err(|e| {
+        if crate::error::is_usage_error(&e) {
+            e
+        } else {
+            UsageError::flag("gate", format!("{e:#}")).into()
+        }
+    })
+}
+
+fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
     if let Some(files) = &args.compare {
         if args.memory {
             return Err(UsageError::flag(

@@ -258,6 +258,11 @@ fn compare_mode_and_the_junit_and_markdown_reports() {
     assert!(doc["current"]["python_calls_per_run"].as_f64().unwrap() > 0.0);
     let r = sb.run(&["gate", "--compare", "c1.json", "c1.json"]);
     assert_eq!(r.code, 0, "{}", r.stdout);
+    // A check that cannot run is an error of the gate (2), never a regression (1).
+    setup(&sb, &[("work", "nope")]);
+    let r = gate(&sb, &py, &["--times", "5"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("the warm-up run failed"), "{}", r.stderr);
     let same = sb.run(&["gate", "--compare", "base.json", "base.json"]);
     assert_eq!(same.code, 0, "{}", same.stdout);
     let missing = sb.run(&["gate", "work", "--baseline", "none.json", "--python", &py]);
