@@ -2,7 +2,7 @@
 """How reliable `agentprof gate` is on this machine: the false-positive rate of an unchanged
 check, the slowdowns it catches, and how long a gate run takes.
 
-    python3 scripts/bench_gate.py --python VENV/bin/python [-n 20] [--tries 5]
+    python3 scripts/bench_gate.py --python VENV/bin/python [-n 20] [--tries 5] [--times 10]
 
 The Python check does `work` iterations of a pure-Python loop (2 ms at 20000); a slowdown of
 x is `work` multiplied by x. Also gates the built-in `cpu` check unchanged. Needs a release
@@ -50,6 +50,7 @@ def main():
     ap.add_argument("-n", type=int, default=20, help="unchanged gate runs")
     ap.add_argument("--tries", type=int, default=5, help="gate runs per slowdown")
     ap.add_argument("--slowdowns", default="1.1,1.2,1.3,1.5,2,4")
+    ap.add_argument("--times", default="10", help="the gate's --times")
     a = ap.parse_args()
     d = tempfile.mkdtemp(prefix="agentprof-gate-bench-")
     os.makedirs(os.path.join(d, "checks"))
@@ -61,7 +62,7 @@ def main():
         with open(os.path.join(d, "conf.d", "work.yaml"), "w") as f:
             f.write("instances:\n  - work: %d\n" % work)
 
-    py = ["work", "--baseline", "base.json", "--python", a.python]
+    py = ["work", "--baseline", "base.json", "--python", a.python, "--times", a.times]
     conf(20000)
     subprocess.run([BIN, "gate", *py, "--update-baseline"], cwd=d, check=True, capture_output=True)
     flagged, took, ratios = 0, [], []
@@ -80,7 +81,7 @@ def main():
             caught += bad
             changes.append(wall["change"])
         print("python check, work x%g: caught %d of %d (wall-time changes %s)" % (x, caught, a.tries, " ".join(changes)))
-    cpu = ["cpu", "--baseline", "cpu.json", "--confd", os.path.join(d, "empty")]
+    cpu = ["cpu", "--baseline", "cpu.json", "--confd", os.path.join(d, "empty"), "--times", a.times]
     os.makedirs(os.path.join(d, "empty"))
     subprocess.run([BIN, "gate", *cpu, "--update-baseline"], cwd=d, check=True, capture_output=True)
     flagged, took, ratios = 0, [], []
