@@ -44,6 +44,17 @@ def gate(d, args):
     return r.returncode == 1, wall, took
 
 
+def unchanged(d, args, n, label):
+    flagged, took, changes = 0, [], []
+    for _ in range(n):
+        bad, wall, t = gate(d, args)
+        flagged += bad
+        took.append(t)
+        changes.append(wall["change"])
+    print("%s, unchanged: %d of %d gate runs flagged; wall-time changes %s" % (label, flagged, n, " ".join(changes)))
+    print("%s, gate run time: median %.2f s (%.2f-%.2f s)" % (label, statistics.median(took), min(took), max(took)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--python", required=True)
@@ -65,14 +76,7 @@ def main():
     py = ["work", "--baseline", "base.json", "--python", a.python, "--times", a.times]
     conf(20000)
     subprocess.run([BIN, "gate", *py, "--update-baseline"], cwd=d, check=True, capture_output=True)
-    flagged, took, ratios = 0, [], []
-    for _ in range(a.n):
-        bad, wall, t = gate(d, py)
-        flagged += bad
-        took.append(t)
-        ratios.append(wall["change"])
-    print("python check, unchanged: %d of %d gate runs flagged; wall-time changes %s" % (flagged, a.n, " ".join(ratios)))
-    print("python check, gate run time: median %.2f s (%.2f-%.2f s)" % (statistics.median(took), min(took), max(took)))
+    unchanged(d, py, a.n, "python check")
     for x in [float(s) for s in a.slowdowns.split(",")]:
         conf(int(20000 * x))
         caught, changes = 0, []
@@ -84,14 +88,7 @@ def main():
     cpu = ["cpu", "--baseline", "cpu.json", "--confd", os.path.join(d, "empty"), "--times", a.times]
     os.makedirs(os.path.join(d, "empty"))
     subprocess.run([BIN, "gate", *cpu, "--update-baseline"], cwd=d, check=True, capture_output=True)
-    flagged, took, ratios = 0, [], []
-    for _ in range(a.n):
-        bad, wall, t = gate(d, cpu)
-        flagged += bad
-        took.append(t)
-        ratios.append(wall["change"])
-    print("built-in cpu check, unchanged: %d of %d gate runs flagged; wall-time changes %s" % (flagged, a.n, " ".join(ratios)))
-    print("built-in cpu check, gate run time: median %.2f s" % statistics.median(took))
+    unchanged(d, cpu, a.n, "built-in cpu check")
 
 
 if __name__ == "__main__":

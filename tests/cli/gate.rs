@@ -54,6 +54,17 @@ fn gate(sb: &Sandbox, py: &str, extra: &[&str]) -> crate::support::Run {
     sb.run(&args)
 }
 
+/// The finding of a `--format json` report named `figure`.
+fn finding(doc: &serde_json::Value, figure: &str) -> serde_json::Value {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["figure"] == figure)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {figure} in {doc}"))
+}
+
 #[test]
 fn unchanged_passes_slowdowns_fail_with_the_figure_and_how_sure() {
     let Some(py) = venv_python() else { return };
@@ -97,26 +108,14 @@ fn a_leak_and_extra_calls_fail_even_when_timings_pass() {
     setup(&sb, &[("keep_kib", "2048")]);
     let r = gate(&sb, &py, &["--format", "json", quiet[0], quiet[1]]);
     assert_eq!(r.code, 1, "{}", r.stdout);
-    let doc = r.json();
-    let rss = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["figure"] == "RSS growth per run")
-        .unwrap();
+    let rss = finding(&r.json(), "RSS growth per run");
     assert_eq!(rss["status"], "regression", "{rss}");
     // 5 more calls per run (a few microseconds in a 2 ms run, far inside the timing noise),
     // caught by the call count.
     setup(&sb, &[("extra_calls", "5")]);
     let r = gate(&sb, &py, &["--format", "json", quiet[0], quiet[1]]);
     assert_eq!(r.code, 1, "{}", r.stdout);
-    let doc = r.json();
-    let calls = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["figure"] == "Python calls per run")
-        .unwrap();
+    let calls = finding(&r.json(), "Python calls per run");
     assert_eq!(calls["status"], "regression", "{calls}");
     // A metric that disappeared warns, and fails with --strict.
     setup(&sb, &[("drop_metric", "true")]);
@@ -364,15 +363,6 @@ fn memory_compares_traced_allocations() {
         gate(&sb, &py, &[&args[..], &["--update-baseline"]].concat()).code,
         0
     );
-    let finding = |doc: &serde_json::Value, name: &str| {
-        doc["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["figure"] == name)
-            .cloned()
-            .unwrap_or_else(|| panic!("no {name} in {doc}"))
-    };
     let r = gate(&sb, &py, &args);
     assert_eq!(r.code, 0, "{}", r.stdout);
     // 300 KiB of temporaries per run: the traced peak grows, nothing is kept.
