@@ -1,99 +1,10 @@
-//! `agentprof gate` on a Python check whose cost its configuration controls: the unchanged
-//! check passes, slowdowns, a leak and extra calls fail, and the reports parse.
+//! `agentprof gate` on a Python check whose cost its configuration controls: a leak and
+//! extra calls fail, thresholds come from the conf and files, and the reports parse. The
+//! timing verdicts are tested in tests/gate_timing.rs, alone.
 
+use crate::gate_check::{finding, gate, setup};
 use crate::python::venv_python;
 use crate::support::Sandbox;
-
-const WORK: &str = r#"
-from datadog_checks.base import AgentCheck
-
-KEPT = []
-
-class WorkCheck(AgentCheck):
-    def check(self, instance):
-        total = 0
-        for i in range(int(instance.get("work", 20000))):
-            total += i * i
-        for _ in range(int(instance.get("extra_calls", 0))):
-            self._noop()
-        KEPT.append(bytearray(int(instance.get("keep_kib", 0)) * 1024))
-        scratch = [bytes(1024) for _ in range(int(instance.get("scratch_kib", 0)))]
-        del scratch
-        self.gauge("work.total", total)
-        if not instance.get("drop_metric"):
-            self.gauge("work.extra", 1)
-
-    def _noop(self):
-        return 1
-"#;
-
-/// The check's conf: every option at its neutral value except those in `set`, so the
-/// instance (which the base class copies every run) is the same size in every variant.
-fn setup(sb: &Sandbox, set: &[(&str, &str)]) {
-    let mut opts = [
-        ("work", "20000"),
-        ("extra_calls", "0"),
-        ("keep_kib", "0"),
-        ("scratch_kib", "0"),
-        ("drop_metric", "false"),
-    ];
-    for (k, v) in set {
-        opts.iter_mut().find(|(key, _)| key == k).unwrap().1 = v;
-    }
-    let inst: Vec<String> = opts.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    sb.write("checks/work.py", WORK);
-    sb.write(
-        "conf.d/work.yaml",
-        &format!("instances:\n  - {{{}}}\n", inst.join(", ")),
-    );
-}
-
-fn gate(sb: &Sandbox, py: &str, extra: &[&str]) -> crate::support::Run {
-    let mut args = vec!["gate", "work", "--baseline", "base.json", "--python", py];
-    args.extend_from_slice(extra);
-    sb.run(&args)
-}
-
-/// The finding of a `--format json` report named `figure`.
-fn finding(doc: &serde_json::Value, figure: &str) -> serde_json::Value {
-    doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["figure"] == figure)
-        .cloned()
-        .unwrap_or_else(|| panic!("no {figure} in {doc}"))
-}
-
-#[test]
-fn unchanged_passes_slowdowns_fail_with_the_figure_and_how_sure() {
-    let Some(py) = venv_python() else { return };
-    let _cpu = crate::support::cpu_exclusive();
-    let sb = Sandbox::new();
-    setup(&sb, &[]);
-    let r = gate(&sb, &py, &["--update-baseline"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    // The unchanged check, at the default 10% threshold: the machine's speed may drift
-    // between the baseline and this run; the gate divides by it.
-    let r = gate(&sb, &py, &[]);
-    assert_eq!(r.code, 0, "unchanged:\n{}", r.stdout);
-    assert!(r.stdout.contains("no regression"), "{}", r.stdout);
-    for work in ["40000", "80000"] {
-        setup(&sb, &[("work", work)]);
-        let r = gate(&sb, &py, &[]);
-        assert_eq!(r.code, 1, "{work}:\n{}", r.stdout);
-        let line = r
-            .stdout
-            .lines()
-            .find(|l| l.trim_start().starts_with("wall time"))
-            .unwrap();
-        assert!(line.contains("for the machine's speed"), "{line}");
-        assert!(
-            line.contains("REGRESSION") && line.contains("95% CI"),
-            "{line}"
-        );
-    }
-}
 
 /// The figures that do not drift: timings are taken out of the verdict (`--threshold 1000`)
 /// so only memory, call counts and metrics can fail it.

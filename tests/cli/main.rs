@@ -5,6 +5,7 @@ mod check;
 mod errors;
 mod exec;
 mod gate;
+mod gate_check;
 mod generated;
 mod pprof;
 mod profile;

@@ -223,3 +223,18 @@ pub fn cpu_exclusive() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// The venv interpreter with datadog-checks-base; in CI its absence is a failure.
+pub fn venv_python() -> Option<String> {
+    match std::env::var("AGENTPROF_TEST_PYTHON") {
+        Ok(p) if !p.is_empty() => Some(p),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must set AGENTPROF_TEST_PYTHON to a venv with datadog-checks-base"
+            );
+            eprintln!("AGENTPROF_TEST_PYTHON is not set: skipping the datadog_checks_base test");
+            None
+        }
+    }
+}
