@@ -253,6 +253,16 @@ fn flamegraph_diff_of_a_python_and_a_builtin_check() {
     );
 }
 
+/// A per-run figure of a `--format json` report's current run.
+fn per_run(doc: &serde_json::Value, field: &str) -> Vec<i64> {
+    doc["current"][field]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect()
+}
+
 /// With --memory, what each run allocates and keeps is compared through tracemalloc: exact
 /// for the same code, so a few hundred KiB more is caught while RSS would not show it.
 #[test]
@@ -279,6 +289,15 @@ fn memory_compares_traced_allocations() {
     // 300 KiB of temporaries per run: the traced peak grows, nothing is kept.
     setup(&sb, &[("work", "2000"), ("scratch_kib", "300")]);
     let doc = gate(&sb, &py, &args).json();
+    // The figures are what the check did: 300 objects of 1 KiB alive at once (each with its
+    // object header), 64 KiB kept below.
+    let peaks = per_run(&doc, "traced_peak");
+    assert!(
+        peaks
+            .iter()
+            .all(|&p| (300 * 1024..2 * 300 * 1024).contains(&p)),
+        "traced peaks {peaks:?}"
+    );
     assert_eq!(
         finding(&doc, "traced peak per run (median)")["status"],
         "regression"
@@ -290,6 +309,11 @@ fn memory_compares_traced_allocations() {
     // 64 KiB kept per run: under the RSS slope limit, over the traced bytes kept.
     setup(&sb, &[("work", "2000"), ("keep_kib", "64")]);
     let doc = gate(&sb, &py, &args).json();
+    let kept = per_run(&doc, "traced_kept");
+    assert!(
+        kept.iter().all(|&k| (64 * 1024..80 * 1024).contains(&k)),
+        "traced bytes kept {kept:?}"
+    );
     assert_eq!(
         finding(&doc, "traced bytes kept per run (median)")["status"],
         "regression"
