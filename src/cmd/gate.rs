@@ -303,19 +303,25 @@ fn measure(config: &AgentConfig, plan: &Plan, first: LoadedCheck) -> anyhow::Res
     Ok(stats)
 }
 
-/// A baseline and a run compare only when both traced allocations or neither did.
-fn same_mode(base: &GateStats, current: &GateStats, base_path: &Path) -> Result<(), UsageError> {
-    if base.tracemalloc == current.tracemalloc {
+/// A baseline and a run compare only when both traced allocations (`--memory`) or neither
+/// did: tracing slows Python down, so the timings would not compare.
+fn same_mode(
+    base: &Path,
+    base_traced: bool,
+    other: &str,
+    other_traced: bool,
+) -> Result<(), UsageError> {
+    if base_traced == other_traced {
         return Ok(());
     }
     let made = |t: bool| if t { "with" } else { "without" };
     Err(UsageError::flag(
         "--memory",
         format!(
-            "{} was made {} --memory and this run {} it; tracemalloc slows Python down, so the timings would not compare: use the same for both",
-            base_path.display(),
-            made(base.tracemalloc),
-            made(current.tracemalloc)
+            "{} was made {} --memory and {other} {} it; tracemalloc slows Python down, so the timings would not compare: use the same for both (or make the baseline again)",
+            base.display(),
+            made(base_traced),
+            made(other_traced)
         ),
     ))
 }
@@ -345,17 +351,12 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         let (cfg, _) = resolve(&args, None)?;
         let base = read_stats(&files[0])?;
         let current = read_stats(&files[1])?;
-        if base.tracemalloc != current.tracemalloc {
-            return Err(UsageError::flag(
-                "--compare",
-                format!(
-                    "one of {} and {} traced allocations (--memory) and the other did not: their timings do not compare",
-                    files[0].display(),
-                    files[1].display()
-                ),
-            )
-            .into());
-        }
+        same_mode(
+            &files[0],
+            base.tracemalloc,
+            &files[1].display().to_string(),
+            current.tracemalloc,
+        )?;
         if args.flamegraph_diff.is_some() {
             for (path, s) in [(&files[0], &base), (&files[1], &current)] {
                 if s.stacks_ns_per_run.is_empty() {
@@ -416,19 +417,7 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         None
     } else {
         let base = read_stats(baseline)?;
-        if base.tracemalloc != args.memory {
-            let made = |t: bool| if t { "with" } else { "without" };
-            return Err(UsageError::flag(
-                "--memory",
-                format!(
-                    "the baseline {} was made {} --memory: run the gate {} it too, or make the baseline again (tracemalloc slows Python down, so the timings would not compare)",
-                    baseline.display(),
-                    made(base.tracemalloc),
-                    made(base.tracemalloc)
-                ),
-            )
-            .into());
-        }
+        same_mode(baseline, base.tracemalloc, "this run", args.memory)?;
         if args.flamegraph_diff.is_some() && base.stacks_ns_per_run.is_empty() {
             return Err(UsageError::flag(
                 "--flamegraph-diff",
@@ -453,7 +442,6 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         );
         return Ok(Outcome::Success);
     };
-    same_mode(&base, &current, baseline)?;
     report(&args, &cfg, &base, &current)
 }
 
