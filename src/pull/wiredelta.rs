@@ -2,8 +2,10 @@
 //! messages: the tables (strings, functions, locations) are read in place, every sample's
 //! stack becomes a 64-bit key (the frames' function, file and line, and the labels), the
 //! previous values of the cumulative types are looked up by key and subtracted, and the
-//! samples are written out with their location ids and labels copied byte for byte. About
-//! one allocation per distinct previous stack; nothing per frame.
+//! samples are rewritten over the current profile's own bytes, location ids and labels
+//! as they were. Per stack, a key of each profile and the previous cumulative values
+//! are kept (20 bytes); nothing is allocated per frame, and no second copy of the profile
+//! is made (a fresh page costs more than the arithmetic done on it).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -40,21 +42,25 @@ fn varint(buf: &[u8], at: &mut usize) -> R<u64> {
             return Ok(u64::from(b & 0x7f) | (u64::from(c) << 7));
         }
     }
-    varint_slow(buf, at)
+    let (v, next) = varint_slow(buf, *at)?;
+    *at = next;
+    Ok(v)
 }
 
+/// A varint of any length; returns the value and where the next byte is. (Takes the position
+/// by value so that callers keep theirs in a register.)
 #[inline(never)]
-fn varint_slow(buf: &[u8], at: &mut usize) -> R<u64> {
+fn varint_slow(buf: &[u8], mut at: usize) -> R<(u64, usize)> {
     let mut v: u64 = 0;
     let mut shift = 0;
     loop {
         let b = *buf
-            .get(*at)
+            .get(at)
             .ok_or(WireError::Malformed("truncated varint"))?;
-        *at += 1;
+        at += 1;
         v |= u64::from(b & 0x7f) << shift;
         if b & 0x80 == 0 {
-            return Ok(v);
+            return Ok((v, at));
         }
         shift += 7;
         if shift >= 64 {
@@ -206,9 +212,6 @@ struct Tables {
     strings: Vec<u64>,
     /// Sample messages.
     samples: usize,
-    /// Byte ranges of the fields other than samples, time and duration, adjacent ones merged
-    /// (Go writes all the tables after the samples: one range).
-    others: Vec<(usize, usize)>,
 }
 
 fn tables(buf: &[u8]) -> R<Tables> {
@@ -219,16 +222,9 @@ fn tables(buf: &[u8]) -> R<Tables> {
     let mut time_nanos = 0;
     let mut duration_nanos = 0;
     let mut samples = 0;
-    let mut others: Vec<(usize, usize)> = Vec::new();
     let mut f = Fields::new(buf);
     while let Some(field) = f.next_field() {
-        let (start, field) = field?;
-        if !matches!(field, Field::Bytes(2, _) | Field::Varint(9 | 10, _)) {
-            match others.last_mut() {
-                Some(last) if last.1 == start => last.1 = f.at,
-                _ => others.push((start, f.at)),
-            }
-        }
+        let (_, field) = field?;
         match field {
             Field::Bytes(6, s) => strings.push(hash_bytes(s)),
             Field::Bytes(5, m) => {
@@ -309,7 +305,6 @@ fn tables(buf: &[u8]) -> R<Tables> {
         duration_nanos,
         strings,
         samples,
-        others,
     })
 }
 
@@ -327,14 +322,59 @@ struct SampleView {
     values_at: Option<(usize, usize)>,
 }
 
+/// Adds the frames of a packed location-ids field to a stack's hash: each location's hash
+/// times a multiplier of its position, summed (no multiply waits on the one before). Kept
+/// out of line, so that its few values stay in registers.
+#[inline(never)]
+fn frames(body: &[u8], locations: &ById, mut sum: u64, mut k: u64) -> R<(u64, u64)> {
+    let dense = &locations.dense[..];
+    let mut i = 0;
+    while i < body.len() {
+        // Location ids take one or two bytes in nearly every profile.
+        let b = body[i];
+        let id = if b < 0x80 {
+            i += 1;
+            u64::from(b)
+        } else if let Some(&c) = body.get(i + 1)
+            && c < 0x80
+        {
+            i += 2;
+            u64::from(b & 0x7f) | (u64::from(c) << 7)
+        } else {
+            varint(body, &mut i)?
+        };
+        let lh = match dense.get(id as usize) {
+            Some(&x) => x,
+            None => locations.get(id),
+        };
+        sum = sum.wrapping_add(lh.wrapping_mul(k));
+        k = k.wrapping_add(FRAME_STEP);
+    }
+    Ok((sum, k))
+}
+
+/// The multiplier of a stack's first frame, and how it changes from frame to frame (even, so
+/// that every multiplier is odd; twice an odd number, so that no two frames' multipliers are
+/// close in their low bits).
+const FRAME_K: u64 = 0x9e37_79b9_7f4a_7c15;
+const FRAME_STEP: u64 = 0x2545_f491_4f6c_dd1e;
+
 /// `sample` for the layout Go and most writers use (packed location ids, packed values,
 /// labels, in any order), without the generic field reader; anything else goes to `sample`.
-#[inline]
-fn sample_fast(m: &[u8], t: &Tables, values: &mut [i64; MAX_TYPES]) -> R<SampleView> {
+/// With `VALUES` false the values are counted, not read.
+#[inline(always)]
+fn sample_fast<const VALUES: bool>(
+    m: &[u8],
+    t: &Tables,
+    values: &mut [i64; MAX_TYPES],
+) -> R<SampleView> {
     let mut h = 0x6a09_e667_f3bc_c908u64;
     let mut n = 0usize;
     let mut values_at = None;
     let mut at = 0usize;
+    // Each frame's hash times a constant of its position, summed: no multiply waits on the
+    // one before.
+    let (mut sum, mut k) = (0u64, FRAME_K);
     while at < m.len() {
         let start = at;
         let key = m[at];
@@ -347,34 +387,40 @@ fn sample_fast(m: &[u8], t: &Tables, values: &mut [i64; MAX_TYPES]) -> R<SampleV
             .checked_add(len)
             .filter(|&e| e <= m.len())
             .ok_or(WireError::Malformed("a field runs past the end"))?;
+        let body = &m[at..end];
         match key {
-            0x0a => {
-                while at < end {
-                    h = fold(h, t.locations.get(varint(&m[..end], &mut at)?));
-                }
-            }
+            0x0a => (sum, k) = frames(body, &t.locations, sum, k)?,
             0x12 => {
                 if values_at.is_some() {
                     return sample(m, t, values);
                 }
                 values_at = Some((start, end));
-                while at < end {
-                    let v = varint(&m[..end], &mut at)? as i64;
-                    if n < MAX_TYPES {
-                        values[n] = v;
+                if VALUES {
+                    let mut i = 0;
+                    while i < body.len() {
+                        let v = varint(body, &mut i)? as i64;
+                        if n < MAX_TYPES {
+                            values[n] = v;
+                        }
+                        n += 1;
                     }
-                    n += 1;
+                } else {
+                    if body.last().is_some_and(|&b| b >= 0x80) {
+                        return Err(WireError::Malformed("truncated varint"));
+                    }
+                    n = body.iter().filter(|&&b| b < 0x80).count();
                 }
             }
             _ => {
                 let mut lh = 0x3c6e_f372_fe94_f82bu64;
-                while at < end {
-                    let k = m[at];
-                    at += 1;
+                let mut i = 0;
+                while i < body.len() {
+                    let k = body[i];
+                    i += 1;
                     if k & 7 != 0 {
                         return sample(m, t, values);
                     }
-                    let v = varint(&m[..end], &mut at)?;
+                    let v = varint(body, &mut i)?;
                     let field = u64::from(k >> 3);
                     let v = if field == 3 {
                         v
@@ -392,7 +438,7 @@ fn sample_fast(m: &[u8], t: &Tables, values: &mut [i64; MAX_TYPES]) -> R<SampleV
         return Err(WireError::TooManyTypes);
     }
     Ok(SampleView {
-        key: mix(h, n as u64),
+        key: mix(fold(h, sum ^ k), n as u64),
         n,
         values_at,
     })
@@ -401,6 +447,7 @@ fn sample_fast(m: &[u8], t: &Tables, values: &mut [i64; MAX_TYPES]) -> R<SampleV
 /// The key of one sample message and its values (read into `values`).
 #[inline]
 fn sample(m: &[u8], t: &Tables, values: &mut [i64; MAX_TYPES]) -> R<SampleView> {
+    let (mut sum, mut k) = (0u64, FRAME_K);
     let mut h = 0x6a09_e667_f3bc_c908u64;
     let mut n = 0;
     let mut values_at = None;
@@ -412,10 +459,15 @@ fn sample(m: &[u8], t: &Tables, values: &mut [i64; MAX_TYPES]) -> R<SampleView> 
             Field::Bytes(1, packed) => {
                 let mut at = 0;
                 while at < packed.len() {
-                    h = fold(h, t.locations.get(varint(packed, &mut at)?));
+                    let lh = t.locations.get(varint(packed, &mut at)?);
+                    sum = sum.wrapping_add(lh.wrapping_mul(k));
+                    k = k.wrapping_add(FRAME_STEP);
                 }
             }
-            Field::Varint(1, id) => h = fold(h, t.locations.get(id)),
+            Field::Varint(1, id) => {
+                sum = sum.wrapping_add(t.locations.get(id).wrapping_mul(k));
+                k = k.wrapping_add(FRAME_STEP);
+            }
             Field::Bytes(2, packed) => {
                 value_fields += 1;
                 values_at = Some((start, g.at));
@@ -458,7 +510,7 @@ fn sample(m: &[u8], t: &Tables, values: &mut [i64; MAX_TYPES]) -> R<SampleView> 
         return Err(WireError::TooManyTypes);
     }
     Ok(SampleView {
-        key: mix(h, n as u64),
+        key: mix(fold(h, sum ^ k), n as u64),
         n,
         values_at: (value_fields == 1).then_some(values_at).flatten(),
     })
@@ -492,23 +544,30 @@ fn cumulative(types: &[(u64, u64)], names: &[u64]) -> Vec<usize> {
         .collect()
 }
 
-/// One sample of the current profile, as the parsing pass leaves it for the writing pass.
-struct CurSample {
-    /// Where the message is in the profile's bytes.
-    start: u32,
-    len: u32,
-    key: u64,
-    /// Where its single values field is, within the message (None: several fields).
-    values_at: Option<(u32, u32)>,
-}
-
 /// The previous profile's stacks in its order, with their cumulative values.
 struct Prev {
     tables: Tables,
     keys: Vec<u64>,
-    values: Vec<[i64; MAX_CUM]>,
-    /// A Bloom filter of the keys: says for sure when a stack is new.
-    bloom: Vec<u64>,
+    /// Cumulative values that fit 32 bits; `WIDE` in the first says they are in `wide`.
+    values: Vec<[u32; MAX_CUM]>,
+    /// Values that do not fit, by slot, in slot order.
+    wide: Vec<(u32, [i64; MAX_CUM])>,
+}
+
+const WIDE: u32 = u32::MAX;
+
+impl Prev {
+    #[inline]
+    fn values(&self, slot: usize) -> [i64; MAX_CUM] {
+        let v = self.values[slot];
+        if v[0] != WIDE {
+            return v.map(i64::from);
+        }
+        match self.wide.binary_search_by_key(&(slot as u32), |w| w.0) {
+            Ok(i) => self.wide[i].1,
+            Err(_) => [0; MAX_CUM],
+        }
+    }
 }
 
 const BLOOM_BITS: u64 = 1 << 22;
@@ -540,68 +599,307 @@ fn parse_prev(buf: &[u8]) -> R<Prev> {
     let cum = cum_of(&tables)?;
     let mut keys = Vec::with_capacity(tables.samples);
     let mut values = Vec::with_capacity(tables.samples);
+    let mut wide = Vec::new();
     let mut v = [0i64; MAX_TYPES];
     let mut f = Fields::new(buf);
     while let Some(field) = f.next_field() {
         if let (_, Field::Bytes(2, m)) = field? {
-            let s = sample_fast(m, &tables, &mut v)?;
+            let s = sample_fast::<true>(m, &tables, &mut v)?;
             let mut c = [0i64; MAX_CUM];
             for (j, &i) in cum.iter().enumerate() {
                 c[j] = v[i];
             }
             keys.push(s.key);
-            values.push(c);
+            if c.iter().all(|&x| (0..i64::from(WIDE)).contains(&x)) {
+                values.push(c.map(|x| x as u32));
+            } else {
+                wide.push((values.len() as u32, c));
+                values.push([WIDE; MAX_CUM]);
+            }
         }
-    }
-    let mut bloom = vec![0u64; (BLOOM_BITS / 64) as usize];
-    for &k in &keys {
-        let (a, b) = bloom_bits(k);
-        bloom[(a / 64) as usize] |= 1 << (a % 64);
-        bloom[(b / 64) as usize] |= 1 << (b % 64);
     }
     Ok(Prev {
         tables,
         keys,
         values,
-        bloom,
+        wide,
     })
 }
 
-fn parse_cur(buf: &[u8]) -> R<(Tables, Vec<CurSample>)> {
+/// The current profile's tables, its stacks' keys in order, and where the second half of
+/// its samples starts (the byte offset of a top-level field).
+fn parse_cur(buf: &[u8]) -> R<(Tables, Vec<u64>, usize)> {
     let tables = tables(buf)?;
     if buf.len() > u32::MAX as usize {
         return Err(WireError::Malformed("over 4 GiB"));
     }
-    let mut out = Vec::with_capacity(tables.samples);
+    let half = tables.samples / 2;
+    let mut split = buf.len();
+    let mut keys = Vec::with_capacity(tables.samples);
     let mut v = [0i64; MAX_TYPES];
     let mut f = Fields::new(buf);
     while let Some(field) = f.next_field() {
-        if let (_, Field::Bytes(2, m)) = field? {
-            let s = sample_fast(m, &tables, &mut v)?;
-            let start = (m.as_ptr() as usize - buf.as_ptr() as usize) as u32;
-            out.push(CurSample {
-                start,
-                len: m.len() as u32,
-                key: s.key,
-                values_at: s.values_at.map(|(a, b)| (a as u32, b as u32)),
-            });
+        if let (start, Field::Bytes(2, m)) = field? {
+            if keys.len() == half && split == buf.len() {
+                split = start;
+            }
+            keys.push(sample_fast::<false>(m, &tables, &mut v)?.key);
         }
     }
-    Ok((tables, out))
+    Ok((tables, keys, split))
 }
 
-/// `current` minus `previous` for the cumulative sample types (raw protobuf in, raw out).
-/// Stacks whose values all become zero are left out; the result covers the time from the
-/// previous profile to the current one.
+/// Where each current stack's previous values are: for each current sample, the index of
+/// the previous sample with the same key, or `NONE`. Each previous sample is subtracted once:
+/// when a stack appears several times (two allocations on one line have one key), the
+/// current profile's n-th occurrence takes the previous profile's n-th.
 ///
-/// Both profiles are parsed at once on two threads. Go lists a profile's stacks in the same
-/// order every time, new stacks first, so the current profile's j-th stack is usually the
-/// previous one's (j - new)-th: matched by position, no table needed. A table of the previous
-/// keys is built only when a stack is not where the order says.
-pub fn delta(previous: &[u8], current: &[u8]) -> R<Vec<u8>> {
+/// Go lists a profile's stacks in the same order every time, new stacks first, so the
+/// current profile's j-th stack is usually the previous one's (j - new)-th: matched by
+/// position, no table needed. At the first stack that is not where the order says, a Bloom
+/// filter of the previous keys is built, which says for sure when a stack is new; past a few
+/// searches, a table of every previous key.
+fn match_slots(prev: &[u64], cur: &mut [u64]) {
+    let mut taken = vec![0u64; prev.len().div_ceil(64)];
+    let is_taken = |taken: &[u64], i: usize| taken[i / 64] & (1 << (i % 64)) != 0;
+    let mut bloom: Vec<u64> = Vec::new();
+    // The first untaken index of each key, and for each index the next one with its key.
+    let mut table: Option<(KeyMap<u32>, Vec<u32>)> = None;
+    let mut searches = 0;
+    let mut cursor = 0usize;
+    for slot in cur.iter_mut() {
+        let key = *slot;
+        *slot = NONE;
+        let found = if cursor < prev.len() && prev[cursor] == key && !is_taken(&taken, cursor) {
+            Some(cursor)
+        } else {
+            if bloom.is_empty() {
+                bloom = vec![0u64; (BLOOM_BITS / 64) as usize];
+                for &k in prev {
+                    let (a, b) = bloom_bits(k);
+                    bloom[(a / 64) as usize] |= 1 << (a % 64);
+                    bloom[(b / 64) as usize] |= 1 << (b % 64);
+                }
+            }
+            let (a, b) = bloom_bits(key);
+            let maybe = bloom[(a / 64) as usize] & (1 << (a % 64)) != 0
+                && bloom[(b / 64) as usize] & (1 << (b % 64)) != 0;
+            if !maybe {
+                None
+            } else if table.is_none() && searches < 64 {
+                searches += 1;
+                (0..prev.len()).find(|&i| prev[i] == key && !is_taken(&taken, i))
+            } else {
+                let (t, next) = table.get_or_insert_with(|| {
+                    let mut t: KeyMap<u32> = KeyMap::default();
+                    t.reserve(prev.len());
+                    let mut next = vec![u32::MAX; prev.len()];
+                    for (i, &k) in prev.iter().enumerate().rev() {
+                        if let Some(after) = t.insert(k, i as u32) {
+                            next[i] = after;
+                        }
+                    }
+                    (t, next)
+                });
+                // Past the ones taken already (by position or by a search).
+                let mut at = t.get(&key).copied();
+                while let Some(i) = at.filter(|&i| i != u32::MAX) {
+                    if !is_taken(&taken, i as usize) {
+                        break;
+                    }
+                    at = Some(next[i as usize]);
+                }
+                let i = at.filter(|&i| i != u32::MAX);
+                t.insert(key, i.map_or(u32::MAX, |i| next[i as usize]));
+                i.map(|i| i as usize)
+            }
+        };
+        if let Some(i) = found {
+            cursor = i + 1;
+            taken[i / 64] |= 1 << (i % 64);
+            *slot = i as u64;
+        }
+    }
+}
+
+/// No previous sample.
+const NONE: u64 = u64::MAX;
+
+/// The values of one sample message into `values`, and where its single packed values field
+/// is (None: no such field, or several).
+#[inline]
+fn values_of(
+    m: &[u8],
+    t: &Tables,
+    values: &mut [i64; MAX_TYPES],
+) -> R<(usize, Option<(usize, usize)>)> {
+    let mut at = 0usize;
+    let mut found = None;
+    while at < m.len() {
+        let start = at;
+        let key = m[at];
+        at += 1;
+        if !matches!(key, 0x0a | 0x12 | 0x1a) {
+            let s = sample(m, t, values)?;
+            return Ok((s.n, s.values_at));
+        }
+        let len = varint(m, &mut at)? as usize;
+        let end = at
+            .checked_add(len)
+            .filter(|&e| e <= m.len())
+            .ok_or(WireError::Malformed("a field runs past the end"))?;
+        if key == 0x12 {
+            if found.is_some() {
+                let s = sample(m, t, values)?;
+                return Ok((s.n, s.values_at));
+            }
+            found = Some((start, end));
+        }
+        at = end;
+    }
+    let mut n = 0;
+    if let Some((s, e)) = found {
+        let mut at = s + 1;
+        varint(m, &mut at)?;
+        while at < e {
+            let x = varint(&m[..e], &mut at)? as i64;
+            if n < MAX_TYPES {
+                values[n] = x;
+            }
+            n += 1;
+        }
+    }
+    Ok((n.min(MAX_TYPES), found))
+}
+
+/// Writes one region of the current profile's top-level fields over itself: samples with
+/// their cumulative values replaced (and dropped when every value is zero), time and
+/// duration left out, everything else as it was. Output never runs ahead of input unless a
+/// sample grows (a negative delta takes ten bytes); from there on the output goes to a
+/// buffer of its own. Returns how many bytes are in place at the region's start and that
+/// buffer.
+fn rewrite(
+    region: &mut [u8],
+    first_sample: usize,
+    slots: &[u64],
+    prev: &Prev,
+    cur_t: &Tables,
+    cum: &[usize],
+) -> R<(usize, Vec<u8>)> {
+    let mut w = 0usize;
+    let mut spill: Vec<u8> = Vec::new();
+    let mut spilled = false;
+    let mut tmp: Vec<u8> = Vec::with_capacity(256);
+    let mut packed: Vec<u8> = Vec::with_capacity(64);
+    let mut values = [0i64; MAX_TYPES];
+    let mut j = first_sample;
+    let mut r = 0usize;
+    while r < region.len() {
+        let start = r;
+        let mut f = Fields {
+            buf: &*region,
+            at: r,
+        };
+        let (_, field) = f.read_field()?;
+        let end = f.at;
+        r = end;
+        let out: &[u8] = match field {
+            Field::Varint(9 | 10, _) => continue,
+            Field::Bytes(2, m) => {
+                let (n, values_at) = values_of(m, cur_t, &mut values)?;
+                let slot = slots.get(j).copied().unwrap_or(NONE);
+                j += 1;
+                if slot != NONE {
+                    let p = prev.values(slot as usize);
+                    for (k, &c) in cum.iter().enumerate() {
+                        values[c] = values[c].wrapping_sub(p[k]);
+                    }
+                }
+                if values[..n].iter().all(|&x| x == 0) {
+                    continue;
+                }
+                packed.clear();
+                for &x in &values[..n] {
+                    put_varint(&mut packed, x as u64);
+                }
+                let values_field = 1 + varint_len(packed.len() as u64) + packed.len();
+                if let Some((vs, ve)) = values_at
+                    && ve - vs == values_field
+                    && !spilled
+                {
+                    // The usual case: the values take as many bytes as before, so the
+                    // message is moved as it was and its values overwritten.
+                    let at = end - m.len() - start + vs + 1 + varint_len(packed.len() as u64);
+                    if w != start {
+                        region.copy_within(start..end, w);
+                    }
+                    region[w + at..w + at + packed.len()].copy_from_slice(&packed);
+                    w += end - start;
+                    continue;
+                }
+                tmp.clear();
+                let (head, tail): (&[u8], &[u8]) = match values_at {
+                    Some((vs, ve)) => (&m[..vs], &m[ve..]),
+                    None => {
+                        // Values spread over several fields: the other fields, in order.
+                        let mut g = Fields::new(m);
+                        let mut rest = Vec::with_capacity(m.len());
+                        while let Some(x) = g.next_field() {
+                            let (st, y) = x?;
+                            if !matches!(y, Field::Bytes(2, _) | Field::Varint(2, _)) {
+                                rest.extend_from_slice(&m[st..g.at]);
+                            }
+                        }
+                        tmp.push(0x12);
+                        put_varint(&mut tmp, (rest.len() + values_field) as u64);
+                        tmp.extend_from_slice(&rest);
+                        (&[], &[])
+                    }
+                };
+                if values_at.is_some() {
+                    tmp.push(0x12);
+                    put_varint(&mut tmp, (head.len() + values_field + tail.len()) as u64);
+                    tmp.extend_from_slice(head);
+                }
+                tmp.push(0x12);
+                put_varint(&mut tmp, packed.len() as u64);
+                tmp.extend_from_slice(&packed);
+                tmp.extend_from_slice(tail);
+                &tmp
+            }
+            _ => {
+                // As it was.
+                if !spilled {
+                    region.copy_within(start..end, w);
+                    w += end - start;
+                } else {
+                    spill.extend_from_slice(&region[start..end]);
+                }
+                continue;
+            }
+        };
+        if !spilled && w + out.len() <= end {
+            region[w..w + out.len()].copy_from_slice(out);
+            w += out.len();
+        } else {
+            spilled = true;
+            spill.extend_from_slice(out);
+        }
+    }
+    Ok((w, spill))
+}
+
+/// `current` minus `previous` for the cumulative sample types (raw protobuf in, raw out),
+/// written over `current`'s own bytes. Stacks whose values all become zero are left out;
+/// the result covers the time from the previous profile to the current one.
+///
+/// Both profiles are parsed at once on two threads, and the result is written in two halves
+/// on two threads. Nothing is allocated per stack but its key and the previous stack's
+/// cumulative values.
+pub fn delta(previous: &[u8], mut current: Vec<u8>) -> R<Vec<u8>> {
     let (prev, cur) = std::thread::scope(|scope| {
         let p = scope.spawn(|| parse_prev(previous));
-        let c = parse_cur(current);
+        let c = parse_cur(&current);
         (
             p.join()
                 .unwrap_or(Err(WireError::Malformed("the parser failed"))),
@@ -609,158 +907,36 @@ pub fn delta(previous: &[u8], current: &[u8]) -> R<Vec<u8>> {
         )
     });
     let prev = prev?;
-    let (cur_t, samples) = cur?;
+    let (cur_t, mut slots, split) = cur?;
     if prev.tables.types != cur_t.types {
         return Err(WireError::TypesDiffer);
     }
     let cum = cum_of(&cur_t)?;
-    // Which previous slot each current sample subtracts, if any: the one after the last
-    // match when its key is there; else none when the Bloom filter says the stack is new;
-    // else a search (and past a few searches, a table of every previous key).
-    let mut slot_of: Vec<u32> = vec![u32::MAX; samples.len()];
-    let mut table: Option<KeyMap<u32>> = None;
-    let mut searches = 0;
-    let mut cursor = 0usize;
-    for (j, s) in samples.iter().enumerate() {
-        if prev.keys.get(cursor) == Some(&s.key) {
-            slot_of[j] = cursor as u32;
-            cursor += 1;
-            continue;
-        }
-        let (a, b) = bloom_bits(s.key);
-        let maybe = prev.bloom[(a / 64) as usize] & (1 << (a % 64)) != 0
-            && prev.bloom[(b / 64) as usize] & (1 << (b % 64)) != 0;
-        if !maybe {
-            continue;
-        }
-        let found = if let Some(t) = &table {
-            t.get(&s.key).copied()
-        } else if searches < 64 {
-            searches += 1;
-            prev.keys.iter().position(|&k| k == s.key).map(|i| i as u32)
-        } else {
-            let mut t: KeyMap<u32> = KeyMap::default();
-            t.reserve(prev.keys.len());
-            for (i, &k) in prev.keys.iter().enumerate() {
-                t.entry(k).or_insert(i as u32);
-            }
-            let f = t.get(&s.key).copied();
-            table = Some(t);
-            f
-        };
-        if let Some(i) = found {
-            slot_of[j] = i;
-            cursor = i as usize + 1;
-        }
-    }
-
-    // The fields other than samples, in their order, then the samples, written in two
-    // halves on two threads (field order does not matter in protobuf).
-    // Samples are written below; time and duration are rewritten after them.
-    let mut out = Vec::with_capacity(current.len() + 64);
-    for &(a, b) in &cur_t.others {
-        out.extend_from_slice(&current[a..b]);
-    }
-    // Each previous slot is subtracted once: the first current sample that names it takes it.
-    let mut taken = vec![false; prev.keys.len()];
-    for x in slot_of.iter_mut() {
-        if *x != u32::MAX {
-            if taken[*x as usize] {
-                *x = u32::MAX;
-            } else {
-                taken[*x as usize] = true;
-            }
-        }
-    }
-    let half = samples.len() / 2;
-    let write = |range: std::ops::Range<usize>, out: &mut Vec<u8>| -> R<()> {
-        let mut packed = Vec::with_capacity(64);
-        let mut values = [0i64; MAX_TYPES];
-        for j in range {
-            let s = &samples[j];
-            let m = &current[s.start as usize..(s.start + s.len) as usize];
-            let n = match s.values_at {
-                Some((vs, ve)) => {
-                    // The values field: key, length, then the packed values.
-                    let field = &m[vs as usize..ve as usize];
-                    let mut at = 0;
-                    varint(field, &mut at)?;
-                    varint(field, &mut at)?;
-                    let mut n = 0;
-                    while at < field.len() {
-                        let x = varint(field, &mut at)? as i64;
-                        if n < MAX_TYPES {
-                            values[n] = x;
-                        }
-                        n += 1;
-                    }
-                    n.min(MAX_TYPES)
-                }
-                None => sample(m, &cur_t, &mut values)?.n,
-            };
-            let slot = slot_of[j];
-            if slot != u32::MAX {
-                let p = &prev.values[slot as usize];
-                for (k, &c) in cum.iter().enumerate() {
-                    values[c] -= p[k];
-                }
-            }
-            if values[..n].iter().all(|&x| x == 0) {
-                continue;
-            }
-            packed.clear();
-            for &x in &values[..n] {
-                put_varint(&mut packed, x as u64);
-            }
-            let values_field = 1 + varint_len(packed.len() as u64) + packed.len();
-            match s.values_at {
-                Some((vs, ve)) => {
-                    // The message as it was, its values field replaced.
-                    let (vs, ve) = (vs as usize, ve as usize);
-                    let len = m.len() - (ve - vs) + values_field;
-                    out.push(0x12);
-                    put_varint(out, len as u64);
-                    out.extend_from_slice(&m[..vs]);
-                    out.push(0x12);
-                    put_varint(out, packed.len() as u64);
-                    out.extend_from_slice(&packed);
-                    out.extend_from_slice(&m[ve..]);
-                }
-                None => {
-                    let mut body = Vec::with_capacity(m.len() + values_field);
-                    let mut g = Fields::new(m);
-                    while let Some(x) = g.next_field() {
-                        let (st, y) = x?;
-                        if !matches!(y, Field::Bytes(2, _) | Field::Varint(2, _)) {
-                            body.extend_from_slice(&m[st..g.at]);
-                        }
-                    }
-                    body.push(0x12);
-                    put_varint(&mut body, packed.len() as u64);
-                    body.extend_from_slice(&packed);
-                    out.push(0x12);
-                    put_varint(out, body.len() as u64);
-                    out.extend_from_slice(&body);
-                }
-            }
-        }
-        Ok(())
-    };
-    // The first half goes straight into `out`, the second into a buffer appended after.
+    match_slots(&prev.keys, &mut slots);
+    let half = cur_t.samples / 2;
+    let (a, b) = current.split_at_mut(split);
     let (first, second) = std::thread::scope(|scope| {
-        let h = scope.spawn(|| {
-            let mut buf = Vec::with_capacity(current.len() / 2 + 64);
-            write(half..samples.len(), &mut buf).map(|()| buf)
-        });
-        let a = write(0..half, &mut out);
+        let h = scope.spawn(|| rewrite(b, half, &slots, &prev, &cur_t, &cum));
+        let first = rewrite(a, 0, &slots, &prev, &cur_t, &cum);
         (
-            a,
+            first,
             h.join()
                 .unwrap_or(Err(WireError::Malformed("the writer failed"))),
         )
     });
-    first?;
-    out.extend_from_slice(&second?);
+    let ((w1, spill1), (w2, spill2)) = (first?, second?);
+    let mut out = if spill1.is_empty() && spill2.is_empty() {
+        current.copy_within(split..split + w2, w1);
+        current.truncate(w1 + w2);
+        current
+    } else {
+        let mut out = Vec::with_capacity(w1 + spill1.len() + w2 + spill2.len() + 32);
+        out.extend_from_slice(&current[..w1]);
+        out.extend_from_slice(&spill1);
+        out.extend_from_slice(&current[split..split + w2]);
+        out.extend_from_slice(&spill2);
+        out
+    };
     let (t0, t1) = (prev.tables.time_nanos, cur_t.time_nanos);
     let (time, duration) = if t0 > 0 && t1 > t0 {
         (t0, t1 - t0)
@@ -777,7 +953,6 @@ pub fn delta(previous: &[u8], current: &[u8]) -> R<Vec<u8>> {
     }
     Ok(out)
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -816,7 +991,7 @@ mod tests {
             let by_messages =
                 Pprof::new(super::super::delta::reference::delta(&now, &p).expect("delta"))
                     .expect("ok");
-            let wire = delta(&raw, &now_raw).expect("wire delta");
+            let wire = delta(&raw, now_raw.clone()).expect("wire delta");
             let by_wire =
                 Pprof::new(decode_raw(&wire, &Limits::default()).expect("decode")).expect("ok");
             assert_eq!(totals(&by_wire), totals(&by_messages), "{f}");
@@ -835,13 +1010,17 @@ mod tests {
             shuffled.sample.reverse();
             let third = shuffled.sample.len() / 3;
             shuffled.sample.rotate_left(third);
-            let by_wire = delta(&raw, &shuffled.encode_to_vec()).expect("wire delta");
+            let by_wire = delta(&raw, shuffled.encode_to_vec()).expect("wire delta");
             let by_wire =
                 Pprof::new(decode_raw(&by_wire, &Limits::default()).expect("decode")).expect("ok");
             assert_eq!(totals(&by_wire), totals(&by_messages), "{f}, reordered");
             // Against itself: only what is in use stays.
             let same = Pprof::new(
-                decode_raw(&delta(&raw, &raw).expect("delta"), &Limits::default()).expect("decode"),
+                decode_raw(
+                    &delta(&raw, raw.clone()).expect("delta"),
+                    &Limits::default(),
+                )
+                .expect("decode"),
             )
             .expect("ok");
             let types = same.sample_types();
@@ -851,5 +1030,172 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A heap profile of `n` two-frame stacks over 20 functions, between two stacks that
+    /// differ only in their frame's address (two allocations on one line: one key).
+    fn many_stacks(n: usize, scale: i64) -> crate::pprof::proto::Profile {
+        use crate::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};
+        let mut strings: Vec<String> = [
+            "",
+            "alloc_objects",
+            "count",
+            "alloc_space",
+            "bytes",
+            "inuse_objects",
+            "inuse_space",
+            "main.go",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut function = Vec::new();
+        let mut location = Vec::new();
+        for i in 0..20u64 {
+            strings.push(format!("main.f{i}"));
+            function.push(Function {
+                id: i + 1,
+                name: strings.len() as i64 - 1,
+                filename: 7,
+                ..Default::default()
+            });
+            location.push(Location {
+                id: i + 1,
+                address: 0x1000 + i * 16,
+                line: vec![Line {
+                    function_id: i + 1,
+                    line: 10 + i as i64,
+                    column: 0,
+                }],
+                ..Default::default()
+            });
+        }
+        // Locations 21 and 22: main.f0 line 99 both, two addresses.
+        for id in [21u64, 22] {
+            location.push(Location {
+                id,
+                address: 0x9000 + id,
+                line: vec![Line {
+                    function_id: 1,
+                    line: 99,
+                    column: 0,
+                }],
+                ..Default::default()
+            });
+        }
+        let vt = |t, u| ValueType { r#type: t, unit: u };
+        let mut sample = vec![Sample {
+            location_id: vec![21, 2],
+            value: vec![10 * scale, 100 * scale, 1, 8],
+            label: vec![],
+        }];
+        for k in 0..n as u64 {
+            sample.push(Sample {
+                location_id: vec![k % 20 + 1, k / 20 % 20 + 1],
+                value: vec![(k as i64 + 1) * scale, (k as i64 + 1) * 64 * scale, 1, 64],
+                label: vec![],
+            });
+        }
+        sample.push(Sample {
+            location_id: vec![22, 2],
+            value: vec![50 * scale, 500 * scale, 1, 8],
+            label: vec![],
+        });
+        Profile {
+            sample_type: vec![vt(1, 2), vt(3, 4), vt(5, 2), vt(6, 4)],
+            sample,
+            function,
+            location,
+            string_table: strings,
+            time_nanos: 1_000_000_000 * scale,
+            ..Default::default()
+        }
+    }
+
+    fn by_stack(p: &Pprof) -> std::collections::BTreeMap<Vec<(String, i64)>, Vec<i64>> {
+        let mut m = std::collections::BTreeMap::new();
+        for (si, s) in p.proto.sample.iter().enumerate() {
+            let frames = p.sample_locs[si]
+                .iter()
+                .flat_map(|&l| p.loc_lines[l as usize].clone())
+                .map(|(f, line)| {
+                    let name = f.map_or("", |f| p.str(p.proto.function[f].name));
+                    (name.to_string(), line)
+                })
+                .collect();
+            let e = m.entry(frames).or_insert_with(|| vec![0; s.value.len()]);
+            for (a, b) in e.iter_mut().zip(&s.value) {
+                *a += b;
+            }
+        }
+        m
+    }
+
+    /// Stacks listed in another order than before go through the Bloom filter, the searches
+    /// and the table; a stack that appears twice (one key) takes the previous profile's
+    /// values once per occurrence, not twice from the first. Here the second occurrence
+    /// takes the larger previous value, so its delta is negative and the sample grows: the
+    /// output no longer fits in the current profile's bytes and goes on in a buffer.
+    #[test]
+    fn reordered_and_repeated_stacks_are_each_subtracted_once() {
+        let before = many_stacks(300, 1);
+        let mut after = many_stacks(300, 3);
+        after.sample.reverse();
+        let raw_before = before.encode_to_vec();
+        let base = Pprof::new(before).expect("ok");
+        let now = Pprof::new(after.clone()).expect("ok");
+        let reference =
+            Pprof::new(super::super::delta::reference::delta(&now, &base).expect("delta"))
+                .expect("ok");
+        let wire = delta(&raw_before, after.encode_to_vec()).expect("wire delta");
+        let wire = Pprof::new(decode_raw(&wire, &Limits::default()).expect("decode")).expect("ok");
+        let (got, want) = (by_stack(&wire), by_stack(&reference));
+        let differ: Vec<_> = want
+            .iter()
+            .filter(|(k, v)| got.get(*k) != Some(v))
+            .collect();
+        assert!(
+            differ.is_empty() && got.len() == want.len(),
+            "differ: {differ:?}"
+        );
+        assert_eq!(totals(&wire), totals(&reference));
+        // The repeated stack, now first and last: the first (the previous profile's last,
+        // 150 allocations now) against the previous first (10); the last (30 now), found
+        // through the table, against the previous last (50).
+        let (first, last) = (
+            &wire.proto.sample[0],
+            wire.proto.sample.last().expect("some"),
+        );
+        assert_eq!([first.value[0], last.value[0]], [150 - 10, 30 - 50]);
+    }
+
+    /// Writers other than Go may put the tables before the samples or between them: the
+    /// result is the same, each field in its place.
+    #[test]
+    fn samples_between_other_fields() {
+        let before = many_stacks(40, 1);
+        let after = many_stacks(40, 2);
+        let expected = delta(&before.encode_to_vec(), after.encode_to_vec()).expect("delta");
+        // The current profile as strings, half the samples, locations, the other half,
+        // functions, then the rest.
+        let part = |f: &dyn Fn(&mut crate::pprof::proto::Profile)| {
+            let mut p = crate::pprof::proto::Profile::default();
+            f(&mut p);
+            p.encode_to_vec()
+        };
+        let half = after.sample.len() / 2;
+        let mut mixed = Vec::new();
+        mixed.extend(part(&|p| p.string_table = after.string_table.clone()));
+        mixed.extend(part(&|p| p.sample = after.sample[..half].to_vec()));
+        mixed.extend(part(&|p| p.location = after.location.clone()));
+        mixed.extend(part(&|p| p.sample = after.sample[half..].to_vec()));
+        mixed.extend(part(&|p| p.function = after.function.clone()));
+        mixed.extend(part(&|p| {
+            p.sample_type = after.sample_type.clone();
+            p.time_nanos = after.time_nanos;
+        }));
+        let got = delta(&before.encode_to_vec(), mixed).expect("delta");
+        let decode = |b: &[u8]| decode_raw(b, &Limits::default()).expect("decode");
+        assert_eq!(decode(&got), decode(&expected));
     }
 }
