@@ -165,9 +165,9 @@ pub fn delta(args: DeltaArgs) -> anyhow::Result<Outcome> {
     let inflate_s = t0.elapsed().as_secs_f64();
     crate::pprof::decode::prescan(&base_raw, lim.fields)
         .map_err(|e| UsageError::config(&args.base, e.to_string()))?;
-    let new_len = new_raw.len();
+    let (base_len, new_len) = (base_raw.len(), new_raw.len());
     let t1 = std::time::Instant::now();
-    let out = crate::pull::wiredelta::delta(&base_raw, new_raw)
+    let out = crate::pull::wiredelta::delta(base_raw, new_raw)
         .map_err(|e| UsageError::config(&args.base, e.to_string()))?;
     let delta_s = t1.elapsed().as_secs_f64();
     let d = crate::pprof::decode::decode_raw(&out, &lim)
@@ -179,7 +179,7 @@ pub fn delta(args: DeltaArgs) -> anyhow::Result<Outcome> {
     let doc = serde_json::json!({
         "schema": 1,
         "output": args.output,
-        "base_bytes": base_raw.len(),
+        "base_bytes": base_len,
         "new_bytes": new_len,
         "delta_samples": d.sample.len(),
         "inflate_s": inflate_s,
@@ -196,7 +196,7 @@ pub fn delta(args: DeltaArgs) -> anyhow::Result<Outcome> {
             args.output.display(),
             d.sample.len(),
             new_len as f64 / 1e6,
-            base_raw.len() as f64 / 1e6,
+            base_len as f64 / 1e6,
             delta_s * 1e3,
             inflate_s * 1e3
         )?;

@@ -288,7 +288,7 @@ fn collect(
                     let made = crate::pprof::decode::decompress(base_bytes, &limits)
                         .map_err(|e| e.to_string())
                         .and_then(|base| {
-                            wiredelta::delta(&base, fetched.raw).map_err(|e| e.to_string())
+                            wiredelta::delta(base, fetched.raw).map_err(|e| e.to_string())
                         });
                     entry.delta_s = Some(t0.elapsed().as_secs_f64());
                     match made.and_then(|raw| {

@@ -544,26 +544,41 @@ fn cumulative(types: &[(u64, u64)], names: &[u64]) -> Vec<usize> {
         .collect()
 }
 
-/// The previous profile's stacks in its order, with their cumulative values.
+/// The previous profile's stacks in its order: per stack an entry of 16 bytes, its key and
+/// its cumulative values in 32 bits each. The entries are written over the previous
+/// profile's own bytes as its samples are read (a sample takes 40 bytes or more in any
+/// real profile), so that no fresh memory is touched for them.
 struct Prev {
     tables: Tables,
-    keys: Vec<u64>,
-    /// Cumulative values that fit 32 bits; `WIDE` in the first says they are in `wide`.
-    values: Vec<[u32; MAX_CUM]>,
-    /// Values that do not fit, by slot, in slot order.
+    entries: Vec<u8>,
+    /// Values that do not fit 32 bits (`WIDE` in the entry), by index, in index order.
     wide: Vec<(u32, [i64; MAX_CUM])>,
 }
 
+const ENTRY: usize = 16;
 const WIDE: u32 = u32::MAX;
 
 impl Prev {
+    fn len(&self) -> usize {
+        self.entries.len() / ENTRY
+    }
+
     #[inline]
-    fn values(&self, slot: usize) -> [i64; MAX_CUM] {
-        let v = self.values[slot];
+    fn key(&self, i: usize) -> u64 {
+        let mut k = [0u8; 8];
+        k.copy_from_slice(&self.entries[i * ENTRY..i * ENTRY + 8]);
+        u64::from_le_bytes(k)
+    }
+
+    #[inline]
+    fn values(&self, i: usize) -> [i64; MAX_CUM] {
+        let e = &self.entries[i * ENTRY + 8..i * ENTRY + ENTRY];
+        let v = [0, 1]
+            .map(|j| u32::from_le_bytes([e[4 * j], e[4 * j + 1], e[4 * j + 2], e[4 * j + 3]]));
         if v[0] != WIDE {
             return v.map(i64::from);
         }
-        match self.wide.binary_search_by_key(&(slot as u32), |w| w.0) {
+        match self.wide.binary_search_by_key(&(i as u32), |w| w.0) {
             Ok(i) => self.wide[i].1,
             Err(_) => [0; MAX_CUM],
         }
@@ -594,34 +609,58 @@ fn cum_of(t: &Tables) -> R<Vec<usize>> {
     Ok(cum)
 }
 
-fn parse_prev(buf: &[u8]) -> R<Prev> {
-    let tables = tables(buf)?;
+fn parse_prev(mut buf: Vec<u8>) -> R<Prev> {
+    const _: () = assert!(MAX_CUM == 2 && ENTRY == 8 + 4 * MAX_CUM);
+    let tables = tables(&buf)?;
     let cum = cum_of(&tables)?;
-    let mut keys = Vec::with_capacity(tables.samples);
-    let mut values = Vec::with_capacity(tables.samples);
     let mut wide = Vec::new();
     let mut v = [0i64; MAX_TYPES];
-    let mut f = Fields::new(buf);
-    while let Some(field) = f.next_field() {
-        if let (_, Field::Bytes(2, m)) = field? {
-            let s = sample_fast::<true>(m, &tables, &mut v)?;
-            let mut c = [0i64; MAX_CUM];
-            for (j, &i) in cum.iter().enumerate() {
-                c[j] = v[i];
-            }
-            keys.push(s.key);
-            if c.iter().all(|&x| (0..i64::from(WIDE)).contains(&x)) {
-                values.push(c.map(|x| x as u32));
-            } else {
-                wide.push((values.len() as u32, c));
-                values.push([WIDE; MAX_CUM]);
-            }
+    // Entries go over the bytes read so far; should they ever catch up with the reading
+    // (samples of under 16 bytes), into a buffer of their own from there on.
+    let mut own: Option<Vec<u8>> = None;
+    let mut n = 0usize;
+    let mut at = 0usize;
+    while at < buf.len() {
+        let mut f = Fields { buf: &buf, at };
+        let (_, field) = f.read_field()?;
+        at = f.at;
+        let Field::Bytes(2, m) = field else {
+            continue;
+        };
+        let key = sample_fast::<true>(m, &tables, &mut v)?.key;
+        let mut c = [0i64; MAX_CUM];
+        for (j, &i) in cum.iter().enumerate() {
+            c[j] = v[i];
         }
+        let mut e = [0u8; ENTRY];
+        e[..8].copy_from_slice(&key.to_le_bytes());
+        let fits = c.iter().all(|&x| (0..i64::from(WIDE)).contains(&x));
+        if !fits {
+            wide.push((n as u32, c));
+        }
+        for (j, &x) in c.iter().enumerate() {
+            let x = if fits { x as u32 } else { WIDE };
+            e[8 + 4 * j..12 + 4 * j].copy_from_slice(&x.to_le_bytes());
+        }
+        match &mut own {
+            None if (n + 1) * ENTRY <= at => buf[n * ENTRY..(n + 1) * ENTRY].copy_from_slice(&e),
+            None => {
+                let mut o = Vec::with_capacity(tables.samples * ENTRY);
+                o.extend_from_slice(&buf[..n * ENTRY]);
+                o.extend_from_slice(&e);
+                own = Some(o);
+            }
+            Some(o) => o.extend_from_slice(&e),
+        }
+        n += 1;
     }
+    let entries = own.unwrap_or_else(|| {
+        buf.truncate(n * ENTRY);
+        buf
+    });
     Ok(Prev {
         tables,
-        keys,
-        values,
+        entries,
         wide,
     })
 }
@@ -659,8 +698,9 @@ fn parse_cur(buf: &[u8]) -> R<(Tables, Vec<u64>, usize)> {
 /// position, no table needed. At the first stack that is not where the order says, a Bloom
 /// filter of the previous keys is built, which says for sure when a stack is new; past a few
 /// searches, a table of every previous key.
-fn match_slots(prev: &[u64], cur: &mut [u64]) {
-    let mut taken = vec![0u64; prev.len().div_ceil(64)];
+fn match_slots(prev: &Prev, cur: &mut [u64]) {
+    let n = prev.len();
+    let mut taken = vec![0u64; n.div_ceil(64)];
     let is_taken = |taken: &[u64], i: usize| taken[i / 64] & (1 << (i % 64)) != 0;
     let mut bloom: Vec<u64> = Vec::new();
     // The first untaken index of each key, and for each index the next one with its key.
@@ -670,13 +710,13 @@ fn match_slots(prev: &[u64], cur: &mut [u64]) {
     for slot in cur.iter_mut() {
         let key = *slot;
         *slot = NONE;
-        let found = if cursor < prev.len() && prev[cursor] == key && !is_taken(&taken, cursor) {
+        let found = if cursor < n && prev.key(cursor) == key && !is_taken(&taken, cursor) {
             Some(cursor)
         } else {
             if bloom.is_empty() {
                 bloom = vec![0u64; (BLOOM_BITS / 64) as usize];
-                for &k in prev {
-                    let (a, b) = bloom_bits(k);
+                for i in 0..n {
+                    let (a, b) = bloom_bits(prev.key(i));
                     bloom[(a / 64) as usize] |= 1 << (a % 64);
                     bloom[(b / 64) as usize] |= 1 << (b % 64);
                 }
@@ -688,14 +728,14 @@ fn match_slots(prev: &[u64], cur: &mut [u64]) {
                 None
             } else if table.is_none() && searches < 64 {
                 searches += 1;
-                (0..prev.len()).find(|&i| prev[i] == key && !is_taken(&taken, i))
+                (0..n).find(|&i| prev.key(i) == key && !is_taken(&taken, i))
             } else {
                 let (t, next) = table.get_or_insert_with(|| {
                     let mut t: KeyMap<u32> = KeyMap::default();
-                    t.reserve(prev.len());
-                    let mut next = vec![u32::MAX; prev.len()];
-                    for (i, &k) in prev.iter().enumerate().rev() {
-                        if let Some(after) = t.insert(k, i as u32) {
+                    t.reserve(n);
+                    let mut next = vec![u32::MAX; n];
+                    for i in (0..n).rev() {
+                        if let Some(after) = t.insert(prev.key(i), i as u32) {
                             next[i] = after;
                         }
                     }
@@ -896,7 +936,7 @@ fn rewrite(
 /// Both profiles are parsed at once on two threads, and the result is written in two halves
 /// on two threads. Nothing is allocated per stack but its key and the previous stack's
 /// cumulative values.
-pub fn delta(previous: &[u8], mut current: Vec<u8>) -> R<Vec<u8>> {
+pub fn delta(previous: Vec<u8>, mut current: Vec<u8>) -> R<Vec<u8>> {
     let (prev, cur) = std::thread::scope(|scope| {
         let p = scope.spawn(|| parse_prev(previous));
         let c = parse_cur(&current);
@@ -912,7 +952,7 @@ pub fn delta(previous: &[u8], mut current: Vec<u8>) -> R<Vec<u8>> {
         return Err(WireError::TypesDiffer);
     }
     let cum = cum_of(&cur_t)?;
-    match_slots(&prev.keys, &mut slots);
+    match_slots(&prev, &mut slots);
     let half = cur_t.samples / 2;
     let (a, b) = current.split_at_mut(split);
     let (first, second) = std::thread::scope(|scope| {
@@ -991,7 +1031,7 @@ mod tests {
             let by_messages =
                 Pprof::new(super::super::delta::reference::delta(&now, &p).expect("delta"))
                     .expect("ok");
-            let wire = delta(&raw, now_raw.clone()).expect("wire delta");
+            let wire = delta(raw.clone(), now_raw.clone()).expect("wire delta");
             let by_wire =
                 Pprof::new(decode_raw(&wire, &Limits::default()).expect("decode")).expect("ok");
             assert_eq!(totals(&by_wire), totals(&by_messages), "{f}");
@@ -1010,14 +1050,14 @@ mod tests {
             shuffled.sample.reverse();
             let third = shuffled.sample.len() / 3;
             shuffled.sample.rotate_left(third);
-            let by_wire = delta(&raw, shuffled.encode_to_vec()).expect("wire delta");
+            let by_wire = delta(raw.clone(), shuffled.encode_to_vec()).expect("wire delta");
             let by_wire =
                 Pprof::new(decode_raw(&by_wire, &Limits::default()).expect("decode")).expect("ok");
             assert_eq!(totals(&by_wire), totals(&by_messages), "{f}, reordered");
             // Against itself: only what is in use stays.
             let same = Pprof::new(
                 decode_raw(
-                    &delta(&raw, raw.clone()).expect("delta"),
+                    &delta(raw.clone(), raw.clone()).expect("delta"),
                     &Limits::default(),
                 )
                 .expect("decode"),
@@ -1147,7 +1187,7 @@ mod tests {
         let reference =
             Pprof::new(super::super::delta::reference::delta(&now, &base).expect("delta"))
                 .expect("ok");
-        let wire = delta(&raw_before, after.encode_to_vec()).expect("wire delta");
+        let wire = delta(raw_before, after.encode_to_vec()).expect("wire delta");
         let wire = Pprof::new(decode_raw(&wire, &Limits::default()).expect("decode")).expect("ok");
         let (got, want) = (by_stack(&wire), by_stack(&reference));
         let differ: Vec<_> = want
@@ -1175,7 +1215,7 @@ mod tests {
     fn samples_between_other_fields() {
         let before = many_stacks(40, 1);
         let after = many_stacks(40, 2);
-        let expected = delta(&before.encode_to_vec(), after.encode_to_vec()).expect("delta");
+        let expected = delta(before.encode_to_vec(), after.encode_to_vec()).expect("delta");
         // The current profile as strings, half the samples, locations, the other half,
         // functions, then the rest.
         let part = |f: &dyn Fn(&mut crate::pprof::proto::Profile)| {
@@ -1194,8 +1234,44 @@ mod tests {
             p.sample_type = after.sample_type.clone();
             p.time_nanos = after.time_nanos;
         }));
-        let got = delta(&before.encode_to_vec(), mixed).expect("delta");
+        let got = delta(before.encode_to_vec(), mixed).expect("delta");
         let decode = |b: &[u8]| decode_raw(b, &Limits::default()).expect("decode");
         assert_eq!(decode(&got), decode(&expected));
+    }
+
+    /// The previous profile's entries are its stacks' keys and cumulative values, whether
+    /// written over its own bytes (samples of 40 bytes and more) or, once they would catch
+    /// up with the reading (small samples), into a buffer of their own; values over 32 bits
+    /// are kept whole.
+    #[test]
+    fn previous_entries_over_the_profile_or_beside_it() {
+        let heap = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/dd-trace-go-upload/delta-heap.pprof"),
+        )
+        .expect("fixture");
+        let mut small = many_stacks(100, 1);
+        small.sample[7].value[1] = 1 << 40;
+        small.sample[9].value[0] = -3;
+        for (raw, over) in [(heap, true), (small.encode_to_vec(), false)] {
+            let t = tables(&raw).expect("tables");
+            let cum = cum_of(&t).expect("cum");
+            let mut expected = Vec::new();
+            let mut f = Fields::new(&raw);
+            let mut v = [0i64; MAX_TYPES];
+            while let Some(x) = f.next_field() {
+                if let (_, Field::Bytes(2, m)) = x.expect("field") {
+                    let key = sample(m, &t, &mut v).expect("sample").key;
+                    expected.push((key, [v[cum[0]], v[cum[1]]]));
+                }
+            }
+            let at = raw.as_ptr();
+            let prev = parse_prev(raw).expect("parse");
+            assert_eq!(prev.entries.as_ptr() == at, over);
+            let got: Vec<_> = (0..prev.len())
+                .map(|i| (prev.key(i), prev.values(i)))
+                .collect();
+            assert_eq!(got, expected);
+        }
     }
 }
