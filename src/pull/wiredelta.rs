@@ -212,6 +212,22 @@ struct Tables {
     strings: Vec<u64>,
     /// Sample messages.
     samples: usize,
+    /// Where the field of every `BLOCK`-th sample starts: block k's samples are the ones
+    /// from `blocks[k]` to `blocks[k + 1]` (or the end).
+    blocks: Vec<usize>,
+}
+
+/// Samples per block: the unit of work the threads take in turn, so that the one that runs
+/// faster does more of it.
+const BLOCK: usize = 4096;
+
+impl Tables {
+    fn block(&self, k: usize, len: usize) -> (usize, usize) {
+        (
+            self.blocks[k],
+            self.blocks.get(k + 1).copied().unwrap_or(len),
+        )
+    }
 }
 
 fn tables(buf: &[u8]) -> R<Tables> {
@@ -222,9 +238,10 @@ fn tables(buf: &[u8]) -> R<Tables> {
     let mut time_nanos = 0;
     let mut duration_nanos = 0;
     let mut samples = 0;
+    let mut blocks = Vec::new();
     let mut f = Fields::new(buf);
     while let Some(field) = f.next_field() {
-        let (_, field) = field?;
+        let (start, field) = field?;
         match field {
             Field::Bytes(6, s) => strings.push(hash_bytes(s)),
             Field::Bytes(5, m) => {
@@ -255,7 +272,12 @@ fn tables(buf: &[u8]) -> R<Tables> {
             }
             Field::Varint(9, v) => time_nanos = v as i64,
             Field::Varint(10, v) => duration_nanos = v as i64,
-            Field::Bytes(2, _) => samples += 1,
+            Field::Bytes(2, _) => {
+                if samples % BLOCK == 0 {
+                    blocks.push(start);
+                }
+                samples += 1;
+            }
             _ => {}
         }
     }
@@ -305,6 +327,7 @@ fn tables(buf: &[u8]) -> R<Tables> {
         duration_nanos,
         strings,
         samples,
+        blocks,
     })
 }
 
@@ -545,12 +568,14 @@ fn cumulative(types: &[(u64, u64)], names: &[u64]) -> Vec<usize> {
 }
 
 /// The previous profile's stacks in its order: per stack an entry of 16 bytes, its key and
-/// its cumulative values in 32 bits each. The entries are written over the previous
-/// profile's own bytes as its samples are read (a sample takes 40 bytes or more in any
-/// real profile), so that no fresh memory is touched for them.
+/// its cumulative values in 32 bits each. Each block's entries are written over the block's
+/// own bytes as its samples are read (a sample takes 40 bytes or more in any real profile),
+/// so that no fresh memory is touched for them.
 struct Prev {
     tables: Tables,
-    entries: Vec<u8>,
+    bytes: Vec<u8>,
+    /// Per block, its entries when they did not fit over its bytes.
+    own: Vec<Option<Vec<u8>>>,
     /// Values that do not fit 32 bits (`WIDE` in the entry), by index, in index order.
     wide: Vec<(u32, [i64; MAX_CUM])>,
 }
@@ -560,19 +585,31 @@ const WIDE: u32 = u32::MAX;
 
 impl Prev {
     fn len(&self) -> usize {
-        self.entries.len() / ENTRY
+        self.tables.samples
+    }
+
+    #[inline]
+    fn entry(&self, i: usize) -> &[u8] {
+        let (k, j) = (i / BLOCK, (i % BLOCK) * ENTRY);
+        match &self.own[k] {
+            Some(o) => &o[j..j + ENTRY],
+            None => {
+                let at = self.tables.blocks[k] + j;
+                &self.bytes[at..at + ENTRY]
+            }
+        }
     }
 
     #[inline]
     fn key(&self, i: usize) -> u64 {
         let mut k = [0u8; 8];
-        k.copy_from_slice(&self.entries[i * ENTRY..i * ENTRY + 8]);
+        k.copy_from_slice(&self.entry(i)[..8]);
         u64::from_le_bytes(k)
     }
 
     #[inline]
     fn values(&self, i: usize) -> [i64; MAX_CUM] {
-        let e = &self.entries[i * ENTRY + 8..i * ENTRY + ENTRY];
+        let e = &self.entry(i)[8..];
         let v = [0, 1]
             .map(|j| u32::from_le_bytes([e[4 * j], e[4 * j + 1], e[4 * j + 2], e[4 * j + 3]]));
         if v[0] != WIDE {
@@ -609,25 +646,26 @@ fn cum_of(t: &Tables) -> R<Vec<usize>> {
     Ok(cum)
 }
 
-fn parse_prev(mut buf: Vec<u8>) -> R<Prev> {
+/// The entries of one block of the previous profile (samples `first..`), written over the
+/// block's bytes; should they ever catch up with the reading (samples of under 16 bytes),
+/// into a buffer of their own from there on. Also the values that do not fit 32 bits.
+type PrevBlock = (Option<Vec<u8>>, Vec<(u32, [i64; MAX_CUM])>);
+
+fn prev_block(block: &mut [u8], first: usize, t: &Tables, cum: &[usize]) -> R<PrevBlock> {
     const _: () = assert!(MAX_CUM == 2 && ENTRY == 8 + 4 * MAX_CUM);
-    let tables = tables(&buf)?;
-    let cum = cum_of(&tables)?;
     let mut wide = Vec::new();
     let mut v = [0i64; MAX_TYPES];
-    // Entries go over the bytes read so far; should they ever catch up with the reading
-    // (samples of under 16 bytes), into a buffer of their own from there on.
     let mut own: Option<Vec<u8>> = None;
     let mut n = 0usize;
     let mut at = 0usize;
-    while at < buf.len() {
-        let mut f = Fields { buf: &buf, at };
+    while at < block.len() {
+        let mut f = Fields { buf: block, at };
         let (_, field) = f.read_field()?;
         at = f.at;
         let Field::Bytes(2, m) = field else {
             continue;
         };
-        let key = sample_fast::<true>(m, &tables, &mut v)?.key;
+        let key = sample_fast::<true>(m, t, &mut v)?.key;
         let mut c = [0i64; MAX_CUM];
         for (j, &i) in cum.iter().enumerate() {
             c[j] = v[i];
@@ -636,17 +674,17 @@ fn parse_prev(mut buf: Vec<u8>) -> R<Prev> {
         e[..8].copy_from_slice(&key.to_le_bytes());
         let fits = c.iter().all(|&x| (0..i64::from(WIDE)).contains(&x));
         if !fits {
-            wide.push((n as u32, c));
+            wide.push(((first + n) as u32, c));
         }
         for (j, &x) in c.iter().enumerate() {
             let x = if fits { x as u32 } else { WIDE };
             e[8 + 4 * j..12 + 4 * j].copy_from_slice(&x.to_le_bytes());
         }
         match &mut own {
-            None if (n + 1) * ENTRY <= at => buf[n * ENTRY..(n + 1) * ENTRY].copy_from_slice(&e),
+            None if (n + 1) * ENTRY <= at => block[n * ENTRY..(n + 1) * ENTRY].copy_from_slice(&e),
             None => {
-                let mut o = Vec::with_capacity(tables.samples * ENTRY);
-                o.extend_from_slice(&buf[..n * ENTRY]);
+                let mut o = Vec::with_capacity(BLOCK * ENTRY);
+                o.extend_from_slice(&block[..n * ENTRY]);
                 o.extend_from_slice(&e);
                 own = Some(o);
             }
@@ -654,38 +692,114 @@ fn parse_prev(mut buf: Vec<u8>) -> R<Prev> {
         }
         n += 1;
     }
-    let entries = own.unwrap_or_else(|| {
-        buf.truncate(n * ENTRY);
-        buf
-    });
-    Ok(Prev {
-        tables,
-        entries,
-        wide,
-    })
+    Ok((own, wide))
 }
 
-/// The current profile's tables, its stacks' keys in order, and where the second half of
-/// its samples starts (the byte offset of a top-level field).
-fn parse_cur(buf: &[u8]) -> R<(Tables, Vec<u64>, usize)> {
-    let tables = tables(buf)?;
-    if buf.len() > u32::MAX as usize {
-        return Err(WireError::Malformed("over 4 GiB"));
-    }
-    let half = tables.samples / 2;
-    let mut split = buf.len();
-    let mut keys = Vec::with_capacity(tables.samples);
+/// The keys of one block of the current profile's samples.
+fn cur_block(block: &[u8], t: &Tables, keys: &mut [u64]) -> R<()> {
     let mut v = [0i64; MAX_TYPES];
-    let mut f = Fields::new(buf);
+    let mut n = 0;
+    let mut f = Fields::new(block);
     while let Some(field) = f.next_field() {
-        if let (start, Field::Bytes(2, m)) = field? {
-            if keys.len() == half && split == buf.len() {
-                split = start;
-            }
-            keys.push(sample_fast::<false>(m, &tables, &mut v)?.key);
+        if let (_, Field::Bytes(2, m)) = field? {
+            let key = sample_fast::<false>(m, t, &mut v)?.key;
+            *keys
+                .get_mut(n)
+                .ok_or(WireError::Malformed("more samples than counted"))? = key;
+            n += 1;
         }
     }
-    Ok((tables, keys, split))
+    Ok(())
+}
+
+/// Both profiles' samples read, a block at a time, by two threads taking blocks in turn:
+/// the previous profile's entries, and the current profile's keys.
+fn parse_both(previous: Vec<u8>, current: &[u8]) -> R<(Prev, Tables, Vec<u64>)> {
+    let (pt, ct) = std::thread::scope(|scope| {
+        let p = scope.spawn(|| tables(&previous));
+        let c = tables(current);
+        (
+            p.join()
+                .unwrap_or(Err(WireError::Malformed("the parser failed"))),
+            c,
+        )
+    });
+    let (pt, ct) = (pt?, ct?);
+    if current.len() > u32::MAX as usize || previous.len() > u32::MAX as usize {
+        return Err(WireError::Malformed("over 4 GiB"));
+    }
+    if pt.types != ct.types {
+        return Err(WireError::TypesDiffer);
+    }
+    let cum = cum_of(&pt)?;
+    let mut bytes = previous;
+    let mut keys = vec![0u64; ct.samples];
+    enum Job<'a> {
+        Prev(usize, &'a mut [u8]),
+        Cur(&'a [u8], &'a mut [u64]),
+    }
+    let mut prev_jobs = Vec::with_capacity(pt.blocks.len());
+    let mut rest: &mut [u8] = &mut bytes;
+    let mut taken = 0;
+    for k in 0..pt.blocks.len() {
+        let (a, b) = pt.block(k, rest.len() + taken);
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(a - taken);
+        let (block, tail) = tail.split_at_mut(b - a);
+        prev_jobs.push(Job::Prev(k, block));
+        rest = tail;
+        taken = b;
+    }
+    let mut cur_jobs = Vec::with_capacity(ct.blocks.len());
+    for (k, chunk) in keys.chunks_mut(BLOCK).enumerate() {
+        let (a, b) = ct.block(k, current.len());
+        cur_jobs.push(Job::Cur(&current[a..b], chunk));
+    }
+    // Alternately one of each, so that both profiles' tables stay warm.
+    let mut jobs = Vec::with_capacity(prev_jobs.len() + cur_jobs.len());
+    let (mut pj, mut cj) = (prev_jobs.into_iter(), cur_jobs.into_iter());
+    loop {
+        match (pj.next(), cj.next()) {
+            (None, None) => break,
+            (a, b) => jobs.extend(a.into_iter().chain(b)),
+        }
+    }
+    let queue = std::sync::Mutex::new(jobs.into_iter());
+    let work = || -> R<Vec<(usize, PrevBlock)>> {
+        let mut done = Vec::new();
+        while let Some(job) = queue.lock().ok().and_then(|mut q| q.next()) {
+            match job {
+                Job::Prev(k, block) => done.push((k, prev_block(block, k * BLOCK, &pt, &cum)?)),
+                Job::Cur(block, keys) => cur_block(block, &ct, keys)?,
+            }
+        }
+        Ok(done)
+    };
+    let (a, b) = std::thread::scope(|scope| {
+        let h = scope.spawn(work);
+        let a = work();
+        (
+            a,
+            h.join()
+                .unwrap_or(Err(WireError::Malformed("the parser failed"))),
+        )
+    });
+    let mut own: Vec<Option<Vec<u8>>> = vec![None; pt.blocks.len()];
+    let mut wide = Vec::new();
+    for (k, (o, w)) in a?.into_iter().chain(b?) {
+        own[k] = o;
+        wide.extend(w);
+    }
+    wide.sort_unstable_by_key(|w| w.0);
+    Ok((
+        Prev {
+            tables: pt,
+            bytes,
+            own,
+            wide,
+        },
+        ct,
+        keys,
+    ))
 }
 
 /// Where each current stack's previous values are: for each current sample, the index of
@@ -937,23 +1051,16 @@ fn rewrite(
 /// on two threads. Nothing is allocated per stack but its key and the previous stack's
 /// cumulative values.
 pub fn delta(previous: Vec<u8>, mut current: Vec<u8>) -> R<Vec<u8>> {
-    let (prev, cur) = std::thread::scope(|scope| {
-        let p = scope.spawn(|| parse_prev(previous));
-        let c = parse_cur(&current);
-        (
-            p.join()
-                .unwrap_or(Err(WireError::Malformed("the parser failed"))),
-            c,
-        )
-    });
-    let prev = prev?;
-    let (cur_t, mut slots, split) = cur?;
-    if prev.tables.types != cur_t.types {
-        return Err(WireError::TypesDiffer);
-    }
+    let (prev, cur_t, mut slots) = parse_both(previous, &current)?;
     let cum = cum_of(&cur_t)?;
     match_slots(&prev, &mut slots);
-    let half = cur_t.samples / 2;
+    // The result is written in two halves, each over its own bytes, on two threads.
+    let nb = cur_t.blocks.len();
+    let (split, half) = if nb >= 2 {
+        (cur_t.blocks[nb / 2], nb / 2 * BLOCK)
+    } else {
+        (current.len(), cur_t.samples)
+    };
     let (a, b) = current.split_at_mut(split);
     let (first, second) = std::thread::scope(|scope| {
         let h = scope.spawn(|| rewrite(b, half, &slots, &prev, &cur_t, &cum));
@@ -1072,9 +1179,10 @@ mod tests {
         }
     }
 
-    /// A heap profile of `n` two-frame stacks over 20 functions, between two stacks that
+    /// A heap profile of `n` stacks `depth` frames deep over 20 functions (all different up
+    /// to 20^depth), between two stacks that
     /// differ only in their frame's address (two allocations on one line: one key).
-    fn many_stacks(n: usize, scale: i64) -> crate::pprof::proto::Profile {
+    fn many_stacks(n: usize, scale: i64, depth: u32) -> crate::pprof::proto::Profile {
         use crate::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};
         let mut strings: Vec<String> = [
             "",
@@ -1131,7 +1239,7 @@ mod tests {
         }];
         for k in 0..n as u64 {
             sample.push(Sample {
-                location_id: vec![k % 20 + 1, k / 20 % 20 + 1],
+                location_id: (0..depth).map(|d| k / 20u64.pow(d) % 20 + 1).collect(),
                 value: vec![(k as i64 + 1) * scale, (k as i64 + 1) * 64 * scale, 1, 64],
                 label: vec![],
             });
@@ -1178,8 +1286,8 @@ mod tests {
     /// output no longer fits in the current profile's bytes and goes on in a buffer.
     #[test]
     fn reordered_and_repeated_stacks_are_each_subtracted_once() {
-        let before = many_stacks(300, 1);
-        let mut after = many_stacks(300, 3);
+        let before = many_stacks(300, 1, 2);
+        let mut after = many_stacks(300, 3, 2);
         after.sample.reverse();
         let raw_before = before.encode_to_vec();
         let base = Pprof::new(before).expect("ok");
@@ -1213,8 +1321,8 @@ mod tests {
     /// result is the same, each field in its place.
     #[test]
     fn samples_between_other_fields() {
-        let before = many_stacks(40, 1);
-        let after = many_stacks(40, 2);
+        let before = many_stacks(40, 1, 2);
+        let after = many_stacks(40, 2, 2);
         let expected = delta(before.encode_to_vec(), after.encode_to_vec()).expect("delta");
         // The current profile as strings, half the samples, locations, the other half,
         // functions, then the rest.
@@ -1250,7 +1358,7 @@ mod tests {
                 .join("tests/fixtures/dd-trace-go-upload/delta-heap.pprof"),
         )
         .expect("fixture");
-        let mut small = many_stacks(100, 1);
+        let mut small = many_stacks(100, 1, 2);
         small.sample[7].value[1] = 1 << 40;
         small.sample[9].value[0] = -3;
         for (raw, over) in [(heap, true), (small.encode_to_vec(), false)] {
@@ -1265,13 +1373,60 @@ mod tests {
                     expected.push((key, [v[cum[0]], v[cum[1]]]));
                 }
             }
-            let at = raw.as_ptr();
-            let prev = parse_prev(raw).expect("parse");
-            assert_eq!(prev.entries.as_ptr() == at, over);
+            let (prev, _, _) = parse_both(raw.clone(), &raw).expect("parse");
+            assert_eq!(prev.own.iter().all(Option::is_none), over);
             let got: Vec<_> = (0..prev.len())
                 .map(|i| (prev.key(i), prev.values(i)))
                 .collect();
             assert_eq!(got, expected);
         }
+    }
+
+    /// A profile of many blocks: the threads take blocks in turn and write the halves of the
+    /// result over their own bytes; the result is the message-level delta's, stack by stack.
+    #[test]
+    fn profiles_of_many_blocks() {
+        let n = 5 * BLOCK + 123;
+        let before = many_stacks(n, 1, 4);
+        let mut after = many_stacks(n, 3, 4);
+        // New stacks first, as Go lists them (699 of the last stacks made new, the repeated
+        // stack's second sample left as it was), and a stretch of stacks out of their order.
+        after.sample.rotate_right(700);
+        after.sample[2 * BLOCK..3 * BLOCK].reverse();
+        for s in &mut after.sample[..699] {
+            s.location_id.push(21);
+        }
+        // Some stacks no longer in use and without new allocations: left out.
+        for s in after.sample.iter_mut().skip(1000).step_by(7) {
+            s.value = vec![s.value[0] / 3, s.value[1] / 3, 0, 0];
+        }
+        let base = Pprof::new(before.clone()).expect("ok");
+        let now = Pprof::new(after.clone()).expect("ok");
+        let reference =
+            Pprof::new(super::super::delta::reference::delta(&now, &base).expect("delta"))
+                .expect("ok");
+        let wire = delta(before.encode_to_vec(), after.encode_to_vec()).expect("wire delta");
+        let big = Limits {
+            fields: 10_000_000,
+            ..Limits::default()
+        };
+        let wire = Pprof::new(decode_raw(&wire, &big).expect("decode")).expect("ok");
+        assert!(
+            wire.proto.sample.len() < n - 500,
+            "{}",
+            wire.proto.sample.len()
+        );
+        // The repeated stack stays two samples; the message-level delta merges them.
+        assert_eq!(wire.proto.sample.len(), reference.proto.sample.len() + 1);
+        let (got, want) = (by_stack(&wire), by_stack(&reference));
+        let differ: Vec<_> = want
+            .iter()
+            .filter(|(k, v)| got.get(*k) != Some(v))
+            .take(5)
+            .collect();
+        assert!(
+            differ.is_empty() && got.len() == want.len(),
+            "differ: {differ:?}"
+        );
     }
 }
