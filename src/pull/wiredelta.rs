@@ -240,7 +240,23 @@ fn tables(buf: &[u8]) -> R<Tables> {
     let mut samples = 0;
     let mut blocks = Vec::new();
     let mut f = Fields::new(buf);
-    while let Some(field) = f.next_field() {
+    loop {
+        // Runs of samples, the bulk of a profile, stepped over without the field reader.
+        while buf.get(f.at) == Some(&0x12) {
+            if samples % BLOCK == 0 {
+                blocks.push(f.at);
+            }
+            let mut at = f.at + 1;
+            let len = varint(buf, &mut at)? as usize;
+            f.at = at
+                .checked_add(len)
+                .filter(|&e| e <= buf.len())
+                .ok_or(WireError::Malformed("a field runs past the end"))?;
+            samples += 1;
+        }
+        let Some(field) = f.next_field() else {
+            break;
+        };
         let (start, field) = field?;
         match field {
             Field::Bytes(6, s) => strings.push(hash_bytes(s)),
@@ -376,6 +392,26 @@ fn frames(body: &[u8], locations: &ById, mut sum: u64, mut k: u64) -> R<(u64, u6
     Ok((sum, k))
 }
 
+/// Adds one field of a label (key, str and unit are string indexes: the strings' hashes are
+/// added; num as it is) to a sample's label sum.
+#[inline(always)]
+fn label_field(sum: u64, k: u64, field: u64, v: u64, t: &Tables) -> (u64, u64) {
+    let v = if field == 3 {
+        v
+    } else {
+        t.strings.get(v as usize).copied().unwrap_or(0)
+    };
+    (
+        sum.wrapping_add((v ^ field.wrapping_mul(LABEL_FIELD)).wrapping_mul(k)),
+        k.wrapping_add(FRAME_STEP),
+    )
+}
+
+/// Told apart: which field of a label a value is, and where one label ends (even, as
+/// `FRAME_STEP`).
+const LABEL_FIELD: u64 = 0xd6e8_feb8_6659_fd93;
+const LABEL_STEP: u64 = 0x3c6e_f372_fe94_f82a;
+
 /// The multiplier of a stack's first frame, and how it changes from frame to frame (even, so
 /// that every multiplier is odd; twice an odd number, so that no two frames' multipliers are
 /// close in their low bits).
@@ -391,13 +427,15 @@ fn sample_fast<const VALUES: bool>(
     t: &Tables,
     values: &mut [i64; MAX_TYPES],
 ) -> R<SampleView> {
-    let mut h = 0x6a09_e667_f3bc_c908u64;
+    let h = 0x6a09_e667_f3bc_c908u64;
     let mut n = 0usize;
     let mut values_at = None;
     let mut at = 0usize;
     // Each frame's hash times a constant of its position, summed: no multiply waits on the
     // one before.
     let (mut sum, mut k) = (0u64, FRAME_K);
+    // The labels' fields, the same way, in a sum of their own.
+    let (mut lsum, mut lk) = (0u64, FRAME_K);
     while at < m.len() {
         let start = at;
         let key = m[at];
@@ -435,7 +473,6 @@ fn sample_fast<const VALUES: bool>(
                 }
             }
             _ => {
-                let mut lh = 0x3c6e_f372_fe94_f82bu64;
                 let mut i = 0;
                 while i < body.len() {
                     let k = body[i];
@@ -444,15 +481,9 @@ fn sample_fast<const VALUES: bool>(
                         return sample(m, t, values);
                     }
                     let v = varint(body, &mut i)?;
-                    let field = u64::from(k >> 3);
-                    let v = if field == 3 {
-                        v
-                    } else {
-                        t.strings.get(v as usize).copied().unwrap_or(0)
-                    };
-                    lh = fold(fold(lh, field), v);
+                    (lsum, lk) = label_field(lsum, lk, u64::from(k >> 3), v, t);
                 }
-                h = fold(h, mix(lh, 0));
+                lk = lk.wrapping_add(LABEL_STEP);
             }
         }
         at = end;
@@ -461,7 +492,7 @@ fn sample_fast<const VALUES: bool>(
         return Err(WireError::TooManyTypes);
     }
     Ok(SampleView {
-        key: mix(fold(h, sum ^ k), n as u64),
+        key: mix(fold(fold(h, sum ^ k), lsum ^ lk), n as u64),
         n,
         values_at,
     })
@@ -471,7 +502,9 @@ fn sample_fast<const VALUES: bool>(
 #[inline]
 fn sample(m: &[u8], t: &Tables, values: &mut [i64; MAX_TYPES]) -> R<SampleView> {
     let (mut sum, mut k) = (0u64, FRAME_K);
-    let mut h = 0x6a09_e667_f3bc_c908u64;
+    // The labels' fields, the same way, in a sum of their own.
+    let (mut lsum, mut lk) = (0u64, FRAME_K);
+    let h = 0x6a09_e667_f3bc_c908u64;
     let mut n = 0;
     let mut values_at = None;
     let mut value_fields = 0;
@@ -512,19 +545,12 @@ fn sample(m: &[u8], t: &Tables, values: &mut [i64; MAX_TYPES]) -> R<SampleView> 
             }
             Field::Bytes(3, label) => {
                 let mut l = Fields::new(label);
-                let mut lh = 0x3c6e_f372_fe94_f82bu64;
                 while let Some(y) = l.next_field() {
                     if let (_, Field::Varint(k, v)) = y? {
-                        // key, str, unit are string indexes: hash the strings themselves.
-                        let v = if k == 3 {
-                            v
-                        } else {
-                            t.strings.get(v as usize).copied().unwrap_or(0)
-                        };
-                        lh = fold(fold(lh, k), v);
+                        (lsum, lk) = label_field(lsum, lk, k, v, t);
                     }
                 }
-                h = fold(h, mix(lh, 0));
+                lk = lk.wrapping_add(LABEL_STEP);
             }
             _ => {}
         }
@@ -533,7 +559,7 @@ fn sample(m: &[u8], t: &Tables, values: &mut [i64; MAX_TYPES]) -> R<SampleView> 
         return Err(WireError::TooManyTypes);
     }
     Ok(SampleView {
-        key: mix(fold(h, sum ^ k), n as u64),
+        key: mix(fold(fold(h, sum ^ k), lsum ^ lk), n as u64),
         n,
         values_at: (value_fields == 1).then_some(values_at).flatten(),
     })
@@ -623,6 +649,18 @@ impl Prev {
 }
 
 const BLOOM_BITS: u64 = 1 << 22;
+
+fn bloom_add(bloom: &mut [u64], key: u64) {
+    let (a, b) = bloom_bits(key);
+    bloom[(a / 64) as usize] |= 1 << (a % 64);
+    bloom[(b / 64) as usize] |= 1 << (b % 64);
+}
+
+fn bloom_has(bloom: &[u64], key: u64) -> bool {
+    let (a, b) = bloom_bits(key);
+    bloom[(a / 64) as usize] & (1 << (a % 64)) != 0
+        && bloom[(b / 64) as usize] & (1 << (b % 64)) != 0
+}
 
 #[inline]
 fn bloom_bits(key: u64) -> (u64, u64) {
@@ -810,13 +848,13 @@ fn parse_both(previous: Vec<u8>, current: &[u8]) -> R<(Prev, Tables, Vec<u64>)> 
 /// Go lists a profile's stacks in the same order every time, new stacks first, so the
 /// current profile's j-th stack is usually the previous one's (j - new)-th: matched by
 /// position, no table needed. At the first stack that is not where the order says, a Bloom
-/// filter of the previous keys is built, which says for sure when a stack is new; past a few
-/// searches, a table of every previous key.
+/// filter of the previous keys is built, which says for sure when a stack is new; a stack it
+/// may hold is searched for, and past a few searches, found in a table of every previous key.
 fn match_slots(prev: &Prev, cur: &mut [u64]) {
     let n = prev.len();
+    let mut bloom: Vec<u64> = Vec::new();
     let mut taken = vec![0u64; n.div_ceil(64)];
     let is_taken = |taken: &[u64], i: usize| taken[i / 64] & (1 << (i % 64)) != 0;
-    let mut bloom: Vec<u64> = Vec::new();
     // The first untaken index of each key, and for each index the next one with its key.
     let mut table: Option<(KeyMap<u32>, Vec<u32>)> = None;
     let mut searches = 0;
@@ -830,15 +868,10 @@ fn match_slots(prev: &Prev, cur: &mut [u64]) {
             if bloom.is_empty() {
                 bloom = vec![0u64; (BLOOM_BITS / 64) as usize];
                 for i in 0..n {
-                    let (a, b) = bloom_bits(prev.key(i));
-                    bloom[(a / 64) as usize] |= 1 << (a % 64);
-                    bloom[(b / 64) as usize] |= 1 << (b % 64);
+                    bloom_add(&mut bloom, prev.key(i));
                 }
             }
-            let (a, b) = bloom_bits(key);
-            let maybe = bloom[(a / 64) as usize] & (1 << (a % 64)) != 0
-                && bloom[(b / 64) as usize] & (1 << (b % 64)) != 0;
-            if !maybe {
+            if !bloom_has(&bloom, key) {
                 None
             } else if table.is_none() && searches < 64 {
                 searches += 1;
@@ -1428,5 +1461,63 @@ mod tests {
             differ.is_empty() && got.len() == want.len(),
             "differ: {differ:?}"
         );
+    }
+
+    /// Labels are part of a stack's identity: the same frames with another label are another
+    /// stack, and the same label is the same stack whatever the string table's order.
+    #[test]
+    fn labels_tell_stacks_apart() {
+        use crate::pprof::proto::Label;
+        let with_labels = |scale: i64, swap: bool| {
+            let mut p = many_stacks(3, scale, 2);
+            // Two strings for label keys, in either order in the string table.
+            let (a, b) = (p.string_table.len() as i64, p.string_table.len() as i64 + 1);
+            let (x, y) = if swap { (b, a) } else { (a, b) };
+            p.string_table
+                .push(if swap { "span" } else { "bytes" }.into());
+            p.string_table
+                .push(if swap { "bytes" } else { "span" }.into());
+            let label = |key: i64, num: i64| Label {
+                key,
+                num,
+                ..Default::default()
+            };
+            // Frames of sample 1, with three label sets.
+            let frames = p.sample[1].location_id.clone();
+            p.sample = [
+                vec![label(x, 64)],
+                vec![label(x, 128)],
+                vec![label(x, 64), label(y, 7)],
+            ]
+            .into_iter()
+            .enumerate()
+            .map(|(i, labels)| crate::pprof::proto::Sample {
+                location_id: frames.clone(),
+                value: vec![(i as i64 + 1) * scale, 10 * scale, 1, 64],
+                label: labels,
+            })
+            .collect();
+            p
+        };
+        let before = with_labels(1, false);
+        let mut after = with_labels(5, true);
+        after.sample.reverse();
+        let got = delta(before.encode_to_vec(), after.encode_to_vec()).expect("delta");
+        let got = decode_raw(&got, &Limits::default()).expect("decode");
+        // Reversed: label sets 3, 2, 1, each less its own previous values.
+        let allocs: Vec<i64> = got.sample.iter().map(|s| s.value[0]).collect();
+        assert_eq!(allocs, [15 - 3, 10 - 2, 5 - 1]);
+        // Keys differ by label value and by label count.
+        let t = tables(&before.encode_to_vec()).expect("tables");
+        let raw = before.encode_to_vec();
+        let mut keys = Vec::new();
+        let mut f = Fields::new(&raw);
+        let mut v = [0i64; MAX_TYPES];
+        while let Some(x) = f.next_field() {
+            if let (_, Field::Bytes(2, m)) = x.expect("field") {
+                keys.push(sample_fast::<false>(m, &t, &mut v).expect("sample").key);
+            }
+        }
+        assert!(keys[0] != keys[1] && keys[0] != keys[2] && keys[1] != keys[2]);
     }
 }
