@@ -626,6 +626,24 @@ impl Prev {
         }
     }
 
+    /// Every key in order, with its index.
+    fn each_key(&self, mut f: impl FnMut(usize, u64)) {
+        let mut i = 0;
+        for k in 0..self.tables.blocks.len() {
+            let count = (self.len() - k * BLOCK).min(BLOCK);
+            let entries = match &self.own[k] {
+                Some(o) => &o[..],
+                None => &self.bytes[self.tables.blocks[k]..],
+            };
+            for e in entries.chunks_exact(ENTRY).take(count) {
+                let mut key = [0u8; 8];
+                key.copy_from_slice(&e[..8]);
+                f(i, u64::from_le_bytes(key));
+                i += 1;
+            }
+        }
+    }
+
     #[inline]
     fn key(&self, i: usize) -> u64 {
         let mut k = [0u8; 8];
@@ -848,16 +866,16 @@ fn parse_both(previous: Vec<u8>, current: &[u8]) -> R<(Prev, Tables, Vec<u64>)> 
 /// Go lists a profile's stacks in the same order every time, new stacks first, so the
 /// current profile's j-th stack is usually the previous one's (j - new)-th: matched by
 /// position, no table needed. At the first stack that is not where the order says, a Bloom
-/// filter of the previous keys is built, which says for sure when a stack is new; a stack it
-/// may hold is searched for, and past a few searches, found in a table of every previous key.
+/// filter of the previous keys is built, which says for sure when a stack is new (a stack
+/// whose allocations were not yet counted in the previous profile has no `bytes` label
+/// there: half of a fresh service's stacks can be new to the next profile); a stack it may
+/// hold is looked up in an index of every previous key, built the first time one is.
 fn match_slots(prev: &Prev, cur: &mut [u64]) {
     let n = prev.len();
     let mut bloom: Vec<u64> = Vec::new();
+    let mut index: Option<Index> = None;
     let mut taken = vec![0u64; n.div_ceil(64)];
     let is_taken = |taken: &[u64], i: usize| taken[i / 64] & (1 << (i % 64)) != 0;
-    // The first untaken index of each key, and for each index the next one with its key.
-    let mut table: Option<(KeyMap<u32>, Vec<u32>)> = None;
-    let mut searches = 0;
     let mut cursor = 0usize;
     for slot in cur.iter_mut() {
         let key = *slot;
@@ -867,44 +885,57 @@ fn match_slots(prev: &Prev, cur: &mut [u64]) {
         } else {
             if bloom.is_empty() {
                 bloom = vec![0u64; (BLOOM_BITS / 64) as usize];
-                for i in 0..n {
-                    bloom_add(&mut bloom, prev.key(i));
-                }
+                prev.each_key(|_, k| bloom_add(&mut bloom, k));
             }
-            if !bloom_has(&bloom, key) {
-                None
-            } else if table.is_none() && searches < 64 {
-                searches += 1;
-                (0..n).find(|&i| prev.key(i) == key && !is_taken(&taken, i))
+            if bloom_has(&bloom, key) {
+                index
+                    .get_or_insert_with(|| Index::new(prev))
+                    .find(prev, key, |i| is_taken(&taken, i))
             } else {
-                let (t, next) = table.get_or_insert_with(|| {
-                    let mut t: KeyMap<u32> = KeyMap::default();
-                    t.reserve(n);
-                    let mut next = vec![u32::MAX; n];
-                    for i in (0..n).rev() {
-                        if let Some(after) = t.insert(prev.key(i), i as u32) {
-                            next[i] = after;
-                        }
-                    }
-                    (t, next)
-                });
-                // Past the ones taken already (by position or by a search).
-                let mut at = t.get(&key).copied();
-                while let Some(i) = at.filter(|&i| i != u32::MAX) {
-                    if !is_taken(&taken, i as usize) {
-                        break;
-                    }
-                    at = Some(next[i as usize]);
-                }
-                let i = at.filter(|&i| i != u32::MAX);
-                t.insert(key, i.map_or(u32::MAX, |i| next[i as usize]));
-                i.map(|i| i as usize)
+                None
             }
         };
         if let Some(i) = found {
             cursor = i + 1;
             taken[i / 64] |= 1 << (i % 64);
             *slot = i as u64;
+        }
+    }
+}
+
+/// Every previous key by where it is: open addressing over a power of two of slots (at
+/// least twice the keys), each 0 or one more than the index of a previous sample. Keys are
+/// hashes already: their bits choose the slot. The keys of a stack that appears several
+/// times lie along its probe sequence in index order.
+struct Index {
+    slots: Vec<u32>,
+    mask: usize,
+}
+
+impl Index {
+    fn new(prev: &Prev) -> Index {
+        let size = (2 * prev.len()).next_power_of_two().max(16);
+        let mask = size - 1;
+        let mut slots = vec![0u32; size];
+        prev.each_key(|i, k| {
+            let mut h = (k >> 40) as usize & mask;
+            while slots[h] != 0 {
+                h = (h + 1) & mask;
+            }
+            slots[h] = i as u32 + 1;
+        });
+        Index { slots, mask }
+    }
+
+    /// The first previous sample with this key that `taken` does not say is taken.
+    fn find(&self, prev: &Prev, key: u64, taken: impl Fn(usize) -> bool) -> Option<usize> {
+        let mut h = (key >> 40) as usize & self.mask;
+        loop {
+            let i = (self.slots[h] as usize).checked_sub(1)?;
+            if prev.key(i) == key && !taken(i) {
+                return Some(i);
+            }
+            h = (h + 1) & self.mask;
         }
     }
 }
