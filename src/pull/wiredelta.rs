@@ -1244,8 +1244,8 @@ mod tests {
     }
 
     /// A heap profile of `n` stacks `depth` frames deep over 20 functions (all different up
-    /// to 20^depth), between two stacks that
-    /// differ only in their frame's address (two allocations on one line: one key).
+    /// to 20^depth), between two stacks that differ only in their frame's address (two
+    /// allocations on one line: one key).
     fn many_stacks(n: usize, scale: i64, depth: u32) -> crate::pprof::proto::Profile {
         use crate::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};
         let mut strings: Vec<String> = [
