@@ -420,9 +420,10 @@ const FRAME_STEP: u64 = 0x2545_f491_4f6c_dd1e;
 
 /// `sample` for the layout Go and most writers use (packed location ids, packed values,
 /// labels, in any order), without the generic field reader; anything else goes to `sample`.
-/// With `VALUES` false the values are counted, not read.
+/// With `VALUES` false the values are counted, not read; with `KEY` false the frames and
+/// labels are stepped over (the key is then meaningless).
 #[inline(always)]
-fn sample_fast<const VALUES: bool>(
+fn sample_fast<const VALUES: bool, const KEY: bool>(
     m: &[u8],
     t: &Tables,
     values: &mut [i64; MAX_TYPES],
@@ -450,6 +451,7 @@ fn sample_fast<const VALUES: bool>(
             .ok_or(WireError::Malformed("a field runs past the end"))?;
         let body = &m[at..end];
         match key {
+            0x0a if !KEY => {}
             0x0a => (sum, k) = frames(body, &t.locations, sum, k)?,
             0x12 => {
                 if values_at.is_some() {
@@ -472,6 +474,7 @@ fn sample_fast<const VALUES: bool>(
                     n = body.iter().filter(|&&b| b < 0x80).count();
                 }
             }
+            _ if !KEY => {}
             _ => {
                 let mut i = 0;
                 while i < body.len() {
@@ -721,7 +724,7 @@ fn prev_block(block: &mut [u8], first: usize, t: &Tables, cum: &[usize]) -> R<Pr
         let Field::Bytes(2, m) = field else {
             continue;
         };
-        let key = sample_fast::<true>(m, t, &mut v)?.key;
+        let key = sample_fast::<true, true>(m, t, &mut v)?.key;
         let mut c = [0i64; MAX_CUM];
         for (j, &i) in cum.iter().enumerate() {
             c[j] = v[i];
@@ -758,7 +761,7 @@ fn cur_block(block: &[u8], t: &Tables, keys: &mut [u64]) -> R<()> {
     let mut f = Fields::new(block);
     while let Some(field) = f.next_field() {
         if let (_, Field::Bytes(2, m)) = field? {
-            let key = sample_fast::<false>(m, t, &mut v)?.key;
+            let key = sample_fast::<false, true>(m, t, &mut v)?.key;
             *keys
                 .get_mut(n)
                 .ok_or(WireError::Malformed("more samples than counted"))? = key;
@@ -943,53 +946,6 @@ impl Index {
 /// No previous sample.
 const NONE: u64 = u64::MAX;
 
-/// The values of one sample message into `values`, and where its single packed values field
-/// is (None: no such field, or several).
-#[inline]
-fn values_of(
-    m: &[u8],
-    t: &Tables,
-    values: &mut [i64; MAX_TYPES],
-) -> R<(usize, Option<(usize, usize)>)> {
-    let mut at = 0usize;
-    let mut found = None;
-    while at < m.len() {
-        let start = at;
-        let key = m[at];
-        at += 1;
-        if !matches!(key, 0x0a | 0x12 | 0x1a) {
-            let s = sample(m, t, values)?;
-            return Ok((s.n, s.values_at));
-        }
-        let len = varint(m, &mut at)? as usize;
-        let end = at
-            .checked_add(len)
-            .filter(|&e| e <= m.len())
-            .ok_or(WireError::Malformed("a field runs past the end"))?;
-        if key == 0x12 {
-            if found.is_some() {
-                let s = sample(m, t, values)?;
-                return Ok((s.n, s.values_at));
-            }
-            found = Some((start, end));
-        }
-        at = end;
-    }
-    let mut n = 0;
-    if let Some((s, e)) = found {
-        let mut at = s + 1;
-        varint(m, &mut at)?;
-        while at < e {
-            let x = varint(&m[..e], &mut at)? as i64;
-            if n < MAX_TYPES {
-                values[n] = x;
-            }
-            n += 1;
-        }
-    }
-    Ok((n.min(MAX_TYPES), found))
-}
-
 /// Writes one region of the current profile's top-level fields over itself: samples with
 /// their cumulative values replaced (and dropped when every value is zero), time and
 /// duration left out, everything else as it was. Output never runs ahead of input unless a
@@ -1024,7 +980,8 @@ fn rewrite(
         let out: &[u8] = match field {
             Field::Varint(9 | 10, _) => continue,
             Field::Bytes(2, m) => {
-                let (n, values_at) = values_of(m, cur_t, &mut values)?;
+                let SampleView { n, values_at, .. } =
+                    sample_fast::<true, false>(m, cur_t, &mut values)?;
                 let slot = slots.get(j).copied().unwrap_or(NONE);
                 j += 1;
                 if slot != NONE {
@@ -1546,7 +1503,11 @@ mod tests {
         let mut v = [0i64; MAX_TYPES];
         while let Some(x) = f.next_field() {
             if let (_, Field::Bytes(2, m)) = x.expect("field") {
-                keys.push(sample_fast::<false>(m, &t, &mut v).expect("sample").key);
+                keys.push(
+                    sample_fast::<false, true>(m, &t, &mut v)
+                        .expect("sample")
+                        .key,
+                );
             }
         }
         assert!(keys[0] != keys[1] && keys[0] != keys[2] && keys[1] != keys[2]);
