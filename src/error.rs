@@ -18,6 +18,9 @@ pub enum UsageError {
     },
     #[error("{path}: {message}")]
     Config { path: PathBuf, message: String },
+    /// A check that cannot be imported or constructed: the Python error's `file:line` and last line.
+    #[error("{0}")]
+    CheckLoad(String),
 }
 
 impl UsageError {
@@ -33,6 +36,17 @@ impl UsageError {
             path: path.into(),
             message: message.into(),
         }
+    }
+
+    /// Starts a Python check's worker and loads the check, so one that cannot be loaded is a
+    /// configuration error before any run (and no cost table of runs that never happened).
+    pub fn load_python(
+        host: &std::sync::Mutex<crate::checks::python::PythonHost>,
+    ) -> Result<(), Self> {
+        let mut h = host
+            .lock()
+            .map_err(|_| UsageError::CheckLoad("the Python host is unusable".into()))?;
+        h.start().map_err(UsageError::CheckLoad)
     }
 
     /// A YAML error, with its location when the parser knows it.

@@ -204,6 +204,12 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
             continue;
         }
         if let Some(host) = &loaded.python {
+            // A check that cannot be loaded is reported once and not scheduled, as the
+            // Agent's collector does; the other checks run.
+            if let Err(e) = crate::error::UsageError::load_python(host) {
+                report.config_errors.push(e.to_string());
+                continue;
+            }
             python_hosts.push((name.clone(), Arc::clone(host)));
         }
         // Developer mode profiles Python checks with cProfile, for the periodic top calls.

@@ -1,7 +1,9 @@
 //! Which checks exist and how each is configured: plugins found in `checks_path` (an
-//! executable `NAME` or `NAME.sh` is an exec plugin; `NAME.py` a Python check) and the
-//! built-ins, each with its conf.d file or its default instance. A plugin with a built-in's
-//! name overrides it.
+//! executable `NAME` or `NAME.sh` is an exec plugin; `NAME.py` a Python check), integrations
+//! installed in the interpreter (`datadog_checks.NAME`, as the Agent's loader finds them) and
+//! the built-ins, each with its conf.d file or its default instance. A plugin with a
+//! built-in's name overrides it; so does an installed integration when an interpreter was
+//! chosen (with none chosen, a built-in runs without starting Python at all).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -13,6 +15,7 @@ use crate::error::UsageError;
 
 use super::builtin::{BUILTINS, BuiltinSpec};
 use super::exec::{self, ExecCheck, ExecInstance};
+use super::python::installed::{self, Installed};
 use super::python::{self, LoadSpec, PythonCheck, PythonHost};
 use super::{CheckKind, Runnable};
 
@@ -72,8 +75,12 @@ impl LoadedCheck {
 pub struct CheckListing {
     pub name: String,
     pub kind: CheckKind,
-    /// The plugin file, for plugins.
+    /// The plugin file, for plugins; the package's directory, for installed integrations.
     pub path: Option<PathBuf>,
+    /// The installed integration's version (`__about__.py`).
+    pub version: Option<String>,
+    /// What the name runs: `built-in`, `checks/NAME.py`, `datadog_checks.NAME`…
+    pub resolves_to: String,
     /// True when this plugin replaces the built-in check of the same name.
     pub overrides_builtin: bool,
     pub source: ConfigSource,
@@ -115,11 +122,48 @@ fn is_executable(path: &Path) -> bool {
 
 pub struct Registry<'a> {
     config: &'a AgentConfig,
+    /// Every installed integration, once asked (`list`).
+    installed: std::cell::OnceCell<Vec<Installed>>,
 }
 
 impl<'a> Registry<'a> {
     pub fn new(config: &'a AgentConfig) -> Self {
-        Registry { config }
+        Registry {
+            config,
+            installed: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The integration installed as `datadog_checks.NAME` in the configured interpreter, if
+    /// the interpreter can be run; a broken interpreter is a warning, not a failure, because
+    /// NAME may still be a file or a built-in.
+    fn installed(&self, name: &str, warnings: &mut Vec<String>) -> Option<Installed> {
+        if let Some(all) = self.installed.get() {
+            return all.iter().find(|i| i.name == name).cloned();
+        }
+        if !interpreter_exists(&self.config.python) {
+            return None;
+        }
+        match installed::find(&self.config.python, Some(name)) {
+            Ok(mut found) => found.pop(),
+            Err(e) => {
+                warnings.push(e);
+                None
+            }
+        }
+    }
+
+    /// Every integration installed in the interpreter (empty when it cannot be run).
+    fn all_installed(&self) -> &[Installed] {
+        self.installed.get_or_init(|| {
+            if !interpreter_exists(&self.config.python) {
+                return Vec::new();
+            }
+            installed::find(&self.config.python, None).unwrap_or_else(|e| {
+                eprintln!("agentprof: warning: {e}");
+                Vec::new()
+            })
+        })
     }
 
     /// Names of every check that can run: plugins and built-ins.
@@ -204,15 +248,50 @@ impl<'a> Registry<'a> {
     }
 
     /// Loads NAME with its instances; configuration problems are usage errors (exit 2).
+    ///
+    /// The order: a plugin file in checks_path; a built-in when no interpreter was chosen
+    /// (no Python is started for it); an integration installed in the interpreter; a
+    /// built-in; else NAME is unknown (and a plugin file without its executable bit is
+    /// named as such).
     pub fn load(&self, name: &str) -> Result<LoadedCheck, UsageError> {
         match self.plugin(name) {
-            Some(Plugin::Exec(path)) => self.load_exec(name, &path),
-            Some(Plugin::Python(path)) => self.load_python(name, &path),
-            None => match self.spec(name) {
-                Some(spec) => self.load_builtin(spec),
-                None => Err(self.unknown(name)),
-            },
+            Some(Plugin::Exec(path)) => return self.load_exec(name, &path),
+            Some(Plugin::Python(path)) => return self.load_python(name, Some(&path), None),
+            None => {}
         }
+        let spec = self.spec(name);
+        if let Some(spec) = spec
+            && !self.config.python_chosen
+        {
+            return self.load_builtin(spec);
+        }
+        let mut warnings = Vec::new();
+        if let Some(found) = self.installed(name, &mut warnings) {
+            return self.load_python(name, None, Some(found));
+        }
+        if let Some(spec) = spec {
+            let mut loaded = self.load_builtin(spec)?;
+            loaded.warnings.extend(warnings);
+            return Ok(loaded);
+        }
+        if let Some(path) = self.not_executable(name) {
+            return Err(UsageError::config(
+                &path,
+                format!(
+                    "is not executable, so it is not an exec plugin (chmod +x {}); a Python check is named {name}.py",
+                    path.display()
+                ),
+            ));
+        }
+        Err(self.unknown(name))
+    }
+
+    /// `checks/NAME` or `checks/NAME.sh` that exists without an executable bit.
+    fn not_executable(&self, name: &str) -> Option<PathBuf> {
+        let dir = &self.config.checks_path;
+        [dir.join(name), dir.join(format!("{name}.sh"))]
+            .into_iter()
+            .find(|p| p.is_file() && !is_executable(p))
     }
 
     /// The check's file (if any), its source, and every instance's common options.
@@ -294,14 +373,19 @@ impl<'a> Registry<'a> {
 
     /// A Python check: one worker for all its instances, started at the first run. Options
     /// are the check's own business, so only the common ones are typed here.
-    fn load_python(&self, name: &str, path: &Path) -> Result<LoadedCheck, UsageError> {
+    fn load_python(
+        &self,
+        name: &str,
+        path: Option<&Path>,
+        installed: Option<Installed>,
+    ) -> Result<LoadedCheck, UsageError> {
         let python = &self.config.python;
         if !interpreter_exists(python) {
+            let needed_by = path.map_or_else(|| name.to_string(), |p| p.display().to_string());
             return Err(UsageError::flag(
                 "--python",
                 format!(
-                    "Python interpreter `{python}` not found (needed by {}): install python3, or set --python, `python:` in agentprof.yaml or $AGENTPROF_PYTHON",
-                    path.display()
+                    "Python interpreter `{python}` not found (needed by {needed_by}): install python3, or set --python, `python:` in agentprof.yaml or $AGENTPROF_PYTHON"
                 ),
             ));
         }
@@ -332,10 +416,7 @@ impl<'a> Registry<'a> {
             init
         };
         if conf.is_none() {
-            warnings.push(format!(
-                "{name} has no configuration in {}: running one empty instance",
-                self.config.confd_path.display()
-            ));
+            warnings.push(self.no_conf_warning(name, installed.as_ref()));
         }
         let check_ids = raws
             .iter()
@@ -345,7 +426,7 @@ impl<'a> Registry<'a> {
         let host = Arc::new(Mutex::new(PythonHost::new(LoadSpec {
             python: self.config.python.clone(),
             name: name.to_string(),
-            path: path.to_path_buf(),
+            path: path.map(Path::to_path_buf),
             init_config: init,
             instances: raws,
             check_ids,
@@ -374,7 +455,7 @@ impl<'a> Registry<'a> {
         Ok(LoadedCheck {
             name: name.to_string(),
             kind: CheckKind::Python,
-            version: None,
+            version: installed.and_then(|i| i.version),
             source,
             instances,
             warnings,
@@ -382,7 +463,23 @@ impl<'a> Registry<'a> {
         })
     }
 
-    /// Every check agentprof can run, with where its configuration comes from.
+    /// "NAME has no configuration…": where agentprof looked, and the integration's example.
+    fn no_conf_warning(&self, name: &str, installed: Option<&Installed>) -> String {
+        let confd = self.config.confd_path.display();
+        let mut msg = format!(
+            "{name} has no configuration (looked for {confd}/{name}.yaml and {confd}/{name}.d/conf.yaml): running one empty instance"
+        );
+        if let Some(example) = installed.and_then(|i| i.example.as_ref()) {
+            msg.push_str(&format!(
+                "; the integration ships {}: copy it to {confd}/{name}.d/conf.yaml and edit it",
+                example.display()
+            ));
+        }
+        msg
+    }
+
+    /// Every check agentprof can run, with where its configuration comes from and which one
+    /// a name runs when several share it.
     pub fn list(&self) -> Vec<CheckListing> {
         let plugins = self.plugins();
         let mut rows: Vec<CheckListing> = plugins
@@ -395,14 +492,44 @@ impl<'a> Registry<'a> {
                 self.listing(name, kind, Some(plugin.path()), summary)
             })
             .collect();
+        for inst in self.all_installed() {
+            let file = rows.iter().position(|r| r.name == inst.name);
+            let builtin = self.spec(&inst.name).is_some();
+            // Where the name also has a checks-directory file, the installed package is what
+            // the worker imports first; the row says so.
+            if let Some(i) = file {
+                let r = &mut rows[i];
+                if r.kind == CheckKind::Python {
+                    r.resolves_to = format!("datadog_checks.{} (installed)", inst.name);
+                    r.version = inst.version.clone();
+                }
+                continue;
+            }
+            let mut row = self.listing(
+                &inst.name,
+                CheckKind::Python,
+                Some(&inst.path),
+                "installed integration",
+            );
+            row.version = inst.version.clone();
+            if builtin && !self.config.python_chosen {
+                row.resolves_to = "built-in (choose an interpreter to run the integration)".into();
+            } else {
+                row.overrides_builtin = builtin;
+            }
+            rows.push(row);
+        }
         for spec in BUILTINS {
             if let Some(row) = rows.iter_mut().find(|r| r.name == spec.name) {
+                if row.resolves_to.starts_with("built-in") {
+                    continue;
+                }
                 row.overrides_builtin = true;
                 continue;
             }
             rows.push(self.listing(spec.name, CheckKind::Builtin, None, spec.summary));
         }
-        rows.sort_by(|a, b| a.name.cmp(&b.name));
+        rows.sort_by(|a, b| a.name.cmp(&b.name).then(a.kind.label().cmp(b.kind.label())));
         rows
     }
 
@@ -422,10 +549,18 @@ impl<'a> Registry<'a> {
                 (source, 0, Some(e.to_string()))
             }
         };
+        let resolves_to = match (kind, path) {
+            (CheckKind::Builtin, _) => "built-in".to_string(),
+            (CheckKind::Python, Some(p)) if p.is_dir() => format!("datadog_checks.{name}"),
+            (_, Some(p)) => p.display().to_string(),
+            (_, None) => name.to_string(),
+        };
         CheckListing {
             name: name.to_string(),
             kind,
             path: path.map(Path::to_path_buf),
+            version: None,
+            resolves_to,
             overrides_builtin: false,
             source,
             instances,

@@ -245,6 +245,9 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         eprintln!("agentprof: warning: {w}");
     }
     let python_host = loaded.python.clone();
+    if let Some(host) = &python_host {
+        UsageError::load_python(host)?;
+    }
     let (name, kind, mut version, source) = (
         loaded.name.clone(),
         loaded.kind,

@@ -212,6 +212,9 @@ fn measure(config: &AgentConfig, plan: &Plan, first: LoadedCheck) -> anyhow::Res
             None => load(config, plan)?,
         };
         let host = loaded.python.clone();
+        if let Some(h) = &host {
+            crate::error::UsageError::load_python(h)?;
+        }
         // Python checks run under cProfile, for call counts that do not drift with the machine.
         let profile = (kind == CheckKind::Python).then_some(1000);
         let mut runner = Runner::new(loaded, config, Some(plan.instance), profile, plan.memory)

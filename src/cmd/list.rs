@@ -6,7 +6,7 @@ use std::io::Write;
 use comfy_table::Table;
 use comfy_table::presets::NOTHING;
 
-use crate::checks::Registry;
+use crate::checks::{CheckListing, Registry};
 use crate::config::{AgentConfig, LoadOptions};
 
 use super::Outcome;
@@ -32,18 +32,34 @@ pub fn run(opts: LoadOptions, json: bool) -> anyhow::Result<Outcome> {
     }
     let mut t = Table::new();
     t.load_style(NOTHING).force_no_tty();
-    t.set_header(["CHECK", "KIND", "CONFIG", "INSTANCES", "WHAT IT REPORTS"]);
+    t.set_header([
+        "CHECK",
+        "KIND",
+        "CONFIG",
+        "INSTANCES",
+        "RUNS",
+        "WHAT IT REPORTS",
+    ]);
     for r in &rows {
         let instances = if r.error.is_some() {
             "error".to_string()
         } else {
             r.instances.to_string()
         };
+        let summary = match &r.version {
+            Some(v) => format!("{} {v}", r.summary),
+            None => r.summary.clone(),
+        };
+        let r = &CheckListing {
+            summary,
+            ..r.clone()
+        };
         t.add_row(vec![
             r.name.clone(),
             r.kind.label().to_string(),
             r.source.to_string(),
             instances,
+            r.resolves_to.clone(),
             match &r.path {
                 Some(p) if r.overrides_builtin => {
                     format!("{} ({}; overrides the built-in)", r.summary, p.display())

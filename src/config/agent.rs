@@ -97,6 +97,9 @@ pub struct AgentConfig {
     pub checks_path: PathBuf,
     pub log_file: Option<PathBuf>,
     pub python: String,
+    /// True when the interpreter was chosen (`--python`, $AGENTPROF_PYTHON, `python:`): then
+    /// an installed integration may replace a built-in of the same name.
+    pub python_chosen: bool,
     pub collector_profile_interval: u32,
     pub histogram: HistogramConfig,
     /// `agentprof start` sends metrics here: `udp://HOST:PORT` or a unix datagram socket path.
@@ -266,6 +269,13 @@ impl AgentConfig {
                     .map_err(|e| UsageError::config(&cfg_path, format!("log_file_max_size: {e}")))?
             }
         };
+        let chosen_python = opts
+            .python
+            .clone()
+            .filter(|p| !p.is_empty())
+            .or_else(|| std::env::var("AGENTPROF_PYTHON").ok())
+            .filter(|p| !p.is_empty())
+            .or(file.python.filter(|p| !p.is_empty()));
         Ok(AgentConfig {
             source,
             hostname,
@@ -274,14 +284,8 @@ impl AgentConfig {
             confd_path,
             checks_path,
             log_file: file.log_file.map(rel),
-            python: opts
-                .python
-                .clone()
-                .filter(|p| !p.is_empty())
-                .or_else(|| std::env::var("AGENTPROF_PYTHON").ok())
-                .filter(|p| !p.is_empty())
-                .or(file.python)
-                .unwrap_or_else(|| "python3".into()),
+            python_chosen: chosen_python.is_some(),
+            python: chosen_python.unwrap_or_else(|| "python3".into()),
             collector_profile_interval: file.collector_profile_interval.unwrap_or(20),
             check_runners: file.check_runners.unwrap_or(4).clamp(1, 64),
             histogram,

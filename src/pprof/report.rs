@@ -310,13 +310,14 @@ fn sort_nodes(list: &mut [u32], g: &Graph, nodes: &Nodes<'_>, cum: bool) {
     });
 }
 
-/// Go's `Time:` header: "Jan 2, 2006 at 3:04pm (MST)" in the local time zone.
+/// Go's `Time:` header: "2006-01-02 15:04:05 MST" in the local time zone (go tool pprof's
+/// layout in the Go this project tests with; older releases wrote "Jan 2, 2006 at 3:04pm (MST)").
 fn go_time(nanos: i64) -> String {
     let Ok(ts) = jiff::Timestamp::from_nanosecond(i128::from(nanos)) else {
         return String::new();
     };
     let z = ts.to_zoned_datetime(jiff::tz::TimeZone::system());
-    z.strftime("%b %-d, %Y at %-I:%M%P (%Z)").to_string()
+    z.strftime("%Y-%m-%d %H:%M:%S %Z").to_string()
 }
 
 /// The `go tool pprof -top` report of `p`.

@@ -393,3 +393,193 @@ fn a_python_runs_figures_are_what_the_check_did() {
     );
     assert_eq!(run["io"]["read_count"], 0, "{run}");
 }
+
+/// An integration laid out as integrations-core lays one out, installed into the test venv
+/// with `pip install -e` (once; the package lives in the cargo target directory).
+fn install_acme(python: &str) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let root = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("integrations/acme");
+        let pkg = root.join("datadog_checks/acme");
+        let files: &[(&str, &str)] = &[
+            (
+                "pyproject.toml",
+                "[build-system]\nrequires = [\"hatchling>=0.13.0\"]\nbuild-backend = \"hatchling.build\"\n\n[project]\nname = \"datadog-acme\"\ndynamic = [\"version\"]\n\n[tool.hatch.version]\npath = \"datadog_checks/acme/__about__.py\"\n\n[tool.hatch.build.targets.wheel]\ninclude = [\"/datadog_checks/acme\"]\ndev-mode-dirs = [\".\"]\n",
+            ),
+            (
+                "datadog_checks/__init__.py",
+                "__path__ = __import__('pkgutil').extend_path(__path__, __name__)  # type: ignore\n",
+            ),
+            (
+                "datadog_checks/acme/__init__.py",
+                "from .__about__ import __version__\nfrom .check import AcmeCheck\n\n__all__ = ['__version__', 'AcmeCheck']\n",
+            ),
+            ("datadog_checks/acme/__about__.py", "__version__ = '2.3.4'\n"),
+            (
+                "datadog_checks/acme/check.py",
+                r#"from datadog_checks.base import AgentCheck
+
+from .config_models import ConfigMixin
+
+
+class AcmeCheck(AgentCheck, ConfigMixin):
+    __NAMESPACE__ = 'acme'
+
+    def check(self, _):
+        self.gauge('port', self.config.port, tags=['host:' + self.config.host])
+        self.gauge('shared_timeout', self.shared_config.timeout)
+        self.warning('acme is only a test')
+"#,
+            ),
+            (
+                "datadog_checks/acme/config_models/__init__.py",
+                r#"from .instance import InstanceConfig
+from .shared import SharedConfig
+
+
+class ConfigMixin:
+    _config_model_instance: InstanceConfig
+    _config_model_shared: SharedConfig
+
+    @property
+    def config(self) -> InstanceConfig:
+        return self._config_model_instance
+
+    @property
+    def shared_config(self) -> SharedConfig:
+        return self._config_model_shared
+"#,
+            ),
+            (
+                "datadog_checks/acme/config_models/instance.py",
+                "from typing import Optional\n\nfrom pydantic import BaseModel, ConfigDict\n\n\nclass InstanceConfig(BaseModel):\n    model_config = ConfigDict(frozen=True, extra='allow')\n    host: str\n    port: int = 8080\n    tags: Optional[tuple[str, ...]] = None\n",
+            ),
+            (
+                "datadog_checks/acme/config_models/shared.py",
+                "from pydantic import BaseModel, ConfigDict\n\n\nclass SharedConfig(BaseModel):\n    model_config = ConfigDict(frozen=True, extra='allow')\n    timeout: float = 10.0\n",
+            ),
+            (
+                "datadog_checks/acme/data/conf.yaml.example",
+                "init_config:\n  timeout: 5\ninstances:\n  - host: localhost\n    port: 8080\n",
+            ),
+        ];
+        for (rel, text) in files {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, text).unwrap();
+        }
+        assert!(pkg.is_dir());
+        let out = std::process::Command::new(python)
+            .args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
+            .args(["--no-build-isolation", "--no-deps", "-e"])
+            .arg(&root)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pip install -e: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+}
+
+#[test]
+fn an_installed_integration_runs_by_name_with_its_config_model() {
+    let Some(python) = venv_python() else { return };
+    install_acme(&python);
+    let sb = Sandbox::new();
+    // No conf.d file: agentprof says where it looked and points to the shipped example.
+    let r = sb.run(&["check", "acme", "--python", &python, "--json"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("conf.d/acme.d/conf.yaml"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("datadog_checks/acme/data/conf.yaml.example"),
+        "{}",
+        r.stderr
+    );
+    sb.write(
+        "conf.d/acme.d/conf.yaml",
+        "init_config:\n  timeout: 7\ninstances:\n  - host: db1\n    port: 5432\n",
+    );
+    let r = sb.run(&["check", "acme", "--python", &python, "--json"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let doc = r.json();
+    assert_eq!(doc["kind"], "python");
+    assert_eq!(doc["version"], "2.3.4");
+    assert_eq!(doc["python"]["class"], "AcmeCheck");
+    assert_eq!(doc["python"]["module"], "datadog_checks.acme");
+    // self.config and self.shared_config came from the integration's own config models.
+    assert_eq!(metric_values(&doc, "acme.port"), vec![5432.0]);
+    assert_eq!(metric_values(&doc, "acme.shared_timeout"), vec![7.0]);
+    let port = doc["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "acme.port")
+        .unwrap();
+    assert_eq!(port["tags"], serde_json::json!(["host:db1"]));
+    assert!(
+        doc["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().ends_with("acme is only a test")),
+        "{}",
+        doc["warnings"]
+    );
+    // `list` shows it with its version and what the name runs.
+    let r = sb.run(&["list", "--python", &python, "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rows = r.json()["checks"].as_array().unwrap().clone();
+    let acme = rows.iter().find(|c| c["name"] == "acme").unwrap();
+    assert_eq!(acme["version"], "2.3.4");
+    assert_eq!(acme["resolves_to"], "datadog_checks.acme");
+    // A built-in keeps its name unless an interpreter is chosen: `disk` stays built-in here.
+    let disk = rows.iter().find(|c| c["name"] == "disk").unwrap();
+    assert_eq!(disk["kind"], "builtin");
+}
+
+#[test]
+fn a_check_that_cannot_be_loaded_is_a_configuration_error_with_file_and_line() {
+    let sb = Sandbox::new();
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "syntax",
+            "def broken(:\n    pass\n",
+            "syntax.py:1: SyntaxError",
+        ),
+        (
+            "importer",
+            "import os\nimport no_such_module_here\n",
+            "importer.py:2: ModuleNotFoundError: No module named 'no_such_module_here'",
+        ),
+        (
+            "noclass",
+            "from datadog_checks.base import AgentCheck\nX = 1\n",
+            "no subclass of AgentCheck",
+        ),
+    ];
+    for (name, body, expected) in cases {
+        sb.write(&format!("checks/{name}.py"), body);
+        let r = sb.run(&["check", name]);
+        assert_eq!(r.code, 2, "{name}: {}\n{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains(expected), "{name}: {}", r.stderr);
+        // No cost table of a run that never happened.
+        assert!(r.stdout.is_empty(), "{name}: {}", r.stdout);
+    }
+    // A re-exported class is the Agent's choice too: the leaf subclass, wherever defined.
+    sb.write(
+        "checks/impl_mod.py",
+        "from datadog_checks.base import AgentCheck\nclass Base(AgentCheck):\n    pass\nclass Leaf(Base):\n    def check(self, _):\n        self.gauge('leaf.ok', 1)\n",
+    );
+    sb.write("checks/reexport.py", "from impl_mod import Leaf\n");
+    let r = sb.run(&["check", "reexport", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["python"]["class"], "Leaf");
+    // A plugin file without its executable bit is named as such, not as an unknown check.
+    sb.write("checks/noexec", "#!/bin/sh\necho 'x:1|g'\n");
+    let r = sb.run(&["check", "noexec"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("is not executable"), "{}", r.stderr);
+}

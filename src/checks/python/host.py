@@ -274,6 +274,10 @@ class AgentCheck(object):
         self.log = logging.getLogger("checks.%s" % self.name)
         self.hostname = datadog_agent.get_hostname()
 
+    @staticmethod
+    def load_config(yaml_str):
+        return json.loads(yaml_str)
+
     def _tags(self, tags):
         return list(tags or [])
 
@@ -373,33 +377,101 @@ CHECKS = []
 PROFILE = None
 
 
-def load(msg):
-    global STATE_DIR
-    CONFIG.clear()
-    CONFIG.update(msg.get("config") or {})
-    STATE_DIR = msg["state_dir"]
-    base, base_name = _base_class()
-    path = msg["path"]
+def _find_class(module, base):
+    """The Agent's choice of check class: in dir(module) order, the first subclass of the base
+    class that is not the base itself and has no subclasses of its own, wherever it was
+    defined (a package that re-exports its class works)."""
+    for attr in dir(module):
+        try:
+            klass = getattr(module, attr)
+            if not isinstance(klass, type) or klass is base or not issubclass(klass, base):
+                continue
+            if klass.__subclasses__():
+                continue
+        except Exception:
+            continue
+        return klass
+    return None
+
+
+def _import_check(msg):
+    """The module as the Agent's loader finds it: the installed integration package
+    `datadog_checks.NAME` first, then the checks directory's NAME.py."""
+    package = "datadog_checks." + msg["name"]
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None:
+        module = importlib.import_module(package)
+        return module, package, getattr(module, "__file__", None) or package
+    path = msg.get("path")
+    if not path:
+        raise ImportError("no module named %r in %s" % (package, sys.executable))
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     spec = importlib.util.spec_from_file_location(msg["name"], path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[msg["name"]] = module
     spec.loader.exec_module(module)
-    own = [c for _, c in inspect.getmembers(module, inspect.isclass)
-           if issubclass(c, base) and c is not base and c.__module__ == module.__name__]
-    if not own:
-        raise TypeError("%s defines no subclass of AgentCheck" % path)
-    # The most derived one: not a base of another class in the module.
-    leaves = [c for c in own if not any(o is not c and issubclass(o, c) for o in own)]
-    cls = leaves[0]
+    return module, msg["name"], path
+
+
+def _load_config(cls, value):
+    """What the Agent hands a check: its YAML text through the class's `load_config`."""
+    loader = getattr(cls, "load_config", None)
+    if callable(loader):
+        return loader(json.dumps(value))
+    return value
+
+
+def _where(exc):
+    """`file:line: Type: message` of an exception, at the innermost frame of the check's code
+    (this host runs as `<string>` and is never that frame)."""
+    last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return "%s:%s: %s: %s" % (exc.filename, exc.lineno, type(exc).__name__, exc.msg)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != "<string>"
+              and "importlib._bootstrap" not in f.filename]
+    if frames:
+        return "%s:%d: %s" % (frames[-1].filename, frames[-1].lineno, last)
+    return last
+
+
+def load(msg):
+    try:
+        return _load(msg)
+    except Exception as e:
+        return {"error": traceback.format_exc(), "where": _where(e)}
+
+
+def _load(msg):
+    global STATE_DIR
+    CONFIG.clear()
+    CONFIG.update(msg.get("config") or {})
+    STATE_DIR = msg["state_dir"]
+    base, base_name = _base_class()
+    module, module_name, origin = _import_check(msg)
+    cls = _find_class(module, base)
+    if cls is None:
+        raise TypeError("%s: no check class: no subclass of AgentCheck without subclasses of its own "
+                        "in module %r" % (origin, module_name))
     version = getattr(module, "__version__", None)
-    init_config = msg.get("init_config") or {}
+    if version is None and module_name.startswith("datadog_checks."):
+        try:
+            version = importlib.import_module(module_name + ".__about__").__version__
+        except Exception:
+            version = None
     del CHECKS[:]
     for inst, check_id in zip(msg["instances"], msg["check_ids"]):
-        c = cls(msg["name"], init_config, [inst])
+        init_config = _load_config(cls, msg.get("init_config") or {}) or {}
+        instance = _load_config(cls, inst)
+        if not isinstance(instance, dict):
+            raise TypeError("instance is not a mapping: %r" % (instance,))
+        c = cls(name=msg["name"], init_config=init_config, instances=[instance])
         c.check_id = check_id
         CHECKS.append(c)
-    return {"ok": True, "class": cls.__name__, "base": base_name, "version": version,
+    return {"ok": True, "class": cls.__name__, "base": base_name,
+            "version": version, "module": module_name, "origin": origin,
             "python": sys.version.split()[0]}
 
 

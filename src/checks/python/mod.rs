@@ -9,6 +9,7 @@
 //! the run's exact start and end; CPU and wall time come from the worker's own clocks taken
 //! right around `run()`. The two mark syscalls inside the window are accounted for exactly.
 
+pub mod installed;
 mod protocol;
 
 use std::path::{Path, PathBuf};
@@ -34,7 +35,8 @@ const LOAD_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct LoadSpec {
     pub python: String,
     pub name: String,
-    pub path: PathBuf,
+    /// The checks directory's `NAME.py`, used when no `datadog_checks.NAME` is installed.
+    pub path: Option<PathBuf>,
     pub init_config: Value,
     pub instances: Vec<Value>,
     pub check_ids: Vec<String>,
@@ -47,6 +49,10 @@ pub struct LoadSpec {
 pub struct Loaded {
     /// The AgentCheck subclass that runs.
     pub class: String,
+    /// The module the check came from: `datadog_checks.NAME` or the checks file's name.
+    pub module: String,
+    /// That module's file.
+    pub origin: String,
     /// `datadog_checks_base X.Y.Z` or agentprof's compatible AgentCheck.
     pub base: String,
     pub version: Option<String>,
@@ -108,15 +114,17 @@ impl PythonHost {
                 LOAD_TIMEOUT,
             )?;
             if let Some(e) = reply.get("error").and_then(Value::as_str) {
+                let at = reply["where"].as_str().unwrap_or(e.trim_end());
                 return Err(format!(
-                    "{} could not be loaded:\n{}",
-                    self.spec.path.display(),
-                    e.trim_end()
+                    "check `{}` could not be loaded: {at}",
+                    self.spec.name
                 ));
             }
             let starts = self.loaded.as_ref().map_or(0, |l| l.starts) + 1;
             self.loaded = Some(Loaded {
                 class: reply["class"].as_str().unwrap_or_default().to_string(),
+                module: reply["module"].as_str().unwrap_or_default().to_string(),
+                origin: reply["origin"].as_str().unwrap_or_default().to_string(),
                 base: reply["base"].as_str().unwrap_or_default().to_string(),
                 version: reply["version"].as_str().map(str::to_string),
                 python: reply["python"].as_str().unwrap_or_default().to_string(),
@@ -129,6 +137,12 @@ impl PythonHost {
         self.worker
             .as_mut()
             .ok_or_else(|| "the Python worker is not running".to_string())
+    }
+
+    /// Starts the worker and loads the check now, so a check that cannot be loaded is found
+    /// before any run: the Python error as `file:line: Type: message`.
+    pub fn start(&mut self) -> Result<(), String> {
+        self.ensure_started().map(|_| ())
     }
 
     /// Runs instance `index` once.

@@ -1,0 +1,153 @@
+//! Integrations installed in the chosen interpreter, found as the Agent's loader finds them:
+//! the package `datadog_checks.NAME` on the interpreter's `sys.path` (a wheel, an
+//! integrations-core checkout installed with `pip install -e .`, or `PYTHONPATH`).
+//!
+//! Finding one costs a Python start (~20 ms), so it is asked only when a name could be an
+//! installed integration: never for a built-in when no interpreter was chosen.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Longest the interpreter may take to say what is installed.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Largest answer read from the probe.
+const PROBE_MAX_BYTES: usize = 4 << 20;
+
+/// Packages under `datadog_checks` that are libraries, not integrations.
+const NOT_INTEGRATIONS: &[&str] = &["base", "checks", "dev", "downloader", "utils", "tests"];
+
+/// One installed integration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Installed {
+    /// The check's name: `NAME` of `datadog_checks.NAME`.
+    pub name: String,
+    /// The package's directory.
+    pub path: PathBuf,
+    /// `__version__` of its `__about__.py`.
+    pub version: Option<String>,
+    /// `data/conf.yaml.example`, when it ships one.
+    pub example: Option<PathBuf>,
+}
+
+/// The probe: prints a JSON list of installed integrations (all of them, or the one named in
+/// argv[1]). It reads `__about__.py` as text and imports no integration, so it is fast and an
+/// integration that fails to import is still listed (and fails later, with its error).
+const PROBE: &str = r#"
+import importlib.util, json, os, pkgutil, re, sys
+skip = set(sys.argv[2].split(","))
+def about(d):
+    try:
+        with open(os.path.join(d, "__about__.py"), encoding="utf-8", errors="replace") as f:
+            m = re.search(r"__version__\s*=\s*['\"]([^'\"]+)['\"]", f.read())
+            return m.group(1) if m else None
+    except OSError:
+        return None
+def entry(name, d):
+    ex = os.path.join(d, "data", "conf.yaml.example")
+    return {"name": name, "path": d, "version": about(d), "example": ex if os.path.isfile(ex) else None}
+out = []
+try:
+    import datadog_checks
+    paths = list(getattr(datadog_checks, "__path__", []))
+except Exception:
+    paths = []
+if sys.argv[1]:
+    try:
+        spec = importlib.util.find_spec("datadog_checks." + sys.argv[1]) if paths else None
+    except Exception:
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        out.append(entry(sys.argv[1], list(spec.submodule_search_locations)[0]))
+else:
+    seen = set()
+    for m in pkgutil.iter_modules(paths):
+        if m.ispkg and m.name not in skip and m.name not in seen:
+            seen.add(m.name)
+            out.append(entry(m.name, os.path.join(m.module_finder.path, m.name)))
+    out.sort(key=lambda e: e["name"])
+sys.stdout.write(json.dumps(out))
+"#;
+
+/// Installed integrations in `python`: the one called `name`, or every one when `name` is
+/// None. An interpreter that cannot be run or answers nonsense is an error naming it.
+pub fn find(python: &str, name: Option<&str>) -> Result<Vec<Installed>, String> {
+    if name.is_some_and(|n| NOT_INTEGRATIONS.contains(&n)) {
+        return Ok(Vec::new());
+    }
+    let mut child = Command::new(python)
+        .arg("-c")
+        .arg(PROBE)
+        .arg(name.unwrap_or(""))
+        .arg(NOT_INTEGRATIONS.join(","))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run the Python interpreter `{python}`: {e}"))?;
+    let out = wait_bounded(&mut child, PROBE_TIMEOUT, PROBE_MAX_BYTES)
+        .map_err(|e| format!("`{python}` listing installed integrations: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "`{python}` could not list installed integrations: {}",
+            err.lines().last().unwrap_or("no message")
+        ));
+    }
+    serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("`{python}` listing installed integrations answered nonsense: {e}"))
+}
+
+/// The child's output, read through `max` bytes each, within `timeout` (then it is killed).
+fn wait_bounded(
+    child: &mut std::process::Child,
+    timeout: Duration,
+    max: usize,
+) -> Result<std::process::Output, String> {
+    use std::io::Read;
+    let read = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(p) = pipe {
+                let _ = p.take(max as u64).read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = read(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let err = read(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if t0.elapsed() < timeout => std::thread::sleep(Duration::from_millis(2)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "no answer within {}",
+                    crate::duration::human(timeout)
+                ));
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    Ok(std::process::Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    })
+}
