@@ -1,7 +1,17 @@
-//! Turns one run's submissions into emitted values, with state across runs: a rate is the
-//! per-second change between two runs (the first run emits nothing, as in the Agent), a
-//! monotonic_count is the increase between runs (a decrease is a reset and emits nothing), a
-//! histogram is flushed per run as its configured aggregates.
+//! Turns one run's submissions into emitted values with the Datadog Agent's check-sampler
+//! rules, one flush per run:
+//! - gauge: the last value of the run; count: the sum of the run's values;
+//! - rate: the change between the last two submissions over the time between *their own*
+//!   timestamps (the last one of an earlier run when this run submitted once); nothing on the
+//!   first submission, for two at the same instant, or when the counter went back;
+//! - monotonic_count: the sum of the increases between consecutive submissions, a decrease
+//!   adding nothing (0 is still emitted); the first submission waits unless
+//!   `flush_first_value`, which also takes a decrease as a reset from zero;
+//! - histogram: the run's values as the configured aggregates and percentiles;
+//! - historate: a histogram of the per-second rates between consecutive submissions; a flush
+//!   that emitted starts over, so with one submission a run it emits every other run, as the
+//!   Agent's does;
+//! - set: the number of distinct values of the run, as a gauge.
 
 use std::collections::HashMap;
 
@@ -31,8 +41,109 @@ pub struct Aggregator {
     /// Instance tags then global tags, appended to everything the instance submits.
     extra_tags: Vec<String>,
     histogram: HistogramConfig,
-    rates: HashMap<Context, (f64, f64)>,
-    monotonic: HashMap<Context, f64>,
+    rates: HashMap<Context, RateState>,
+    monotonic: HashMap<Context, MonotonicState>,
+    historates: HashMap<Context, HistorateState>,
+}
+
+/// A rate's last two submissions: (value, timestamp).
+#[derive(Debug, Default)]
+struct RateState {
+    previous: Option<(f64, f64)>,
+    current: Option<(f64, f64)>,
+}
+
+impl RateState {
+    fn add(&mut self, value: f64, ts: f64) {
+        if self.current.is_some() {
+            self.previous = self.current;
+        }
+        self.current = Some((value, ts));
+    }
+
+    /// The per-second change, if one can be computed; the current sample becomes the previous.
+    fn flush(&mut self) -> Option<f64> {
+        let (Some((v0, t0)), Some((v1, t1))) = (self.previous, self.current) else {
+            return None;
+        };
+        self.previous = self.current.take();
+        if t1 == t0 {
+            return None;
+        }
+        Some((v1 - v0) / (t1 - t0)).filter(|r| *r >= 0.0)
+    }
+}
+
+#[derive(Debug, Default)]
+struct MonotonicState {
+    previous: f64,
+    current: f64,
+    sampled_since_flush: bool,
+    has_previous: bool,
+    value: f64,
+    flush_first_value: bool,
+}
+
+impl MonotonicState {
+    fn add(&mut self, v: f64, flush_first_value: bool) {
+        if self.sampled_since_flush {
+            self.previous = self.current;
+            self.has_previous = true;
+        } else {
+            self.sampled_since_flush = true;
+        }
+        self.current = v;
+        self.flush_first_value = flush_first_value;
+        let diff = self.current - self.previous;
+        if (self.has_previous || flush_first_value) && diff >= 0.0 {
+            self.value += diff;
+        } else if flush_first_value {
+            // A decrease with flush_first_value: the counter was reset and counts from zero.
+            self.value = self.current;
+        }
+    }
+
+    fn flush(&mut self) -> Option<f64> {
+        if !self.sampled_since_flush || !(self.has_previous || self.flush_first_value) {
+            return None;
+        }
+        let value = self.value;
+        self.previous = self.current;
+        self.current = 0.0;
+        self.value = 0.0;
+        self.has_previous = true;
+        self.sampled_since_flush = false;
+        self.flush_first_value = false;
+        Some(value)
+    }
+}
+
+#[derive(Debug, Default)]
+struct HistorateState {
+    previous: Option<(f64, f64)>,
+    rates: Vec<f64>,
+}
+
+impl HistorateState {
+    fn add(&mut self, value: f64, ts: f64) {
+        if let Some((v0, t0)) = self.previous {
+            let rate = (value - v0) / (ts - t0);
+            // Two submissions at one instant have no rate (the Agent would histogram an Inf).
+            if rate.is_finite() {
+                self.rates.push(rate);
+            }
+        }
+        self.previous = Some((value, ts));
+    }
+
+    /// The rates to histogram; after an emitting flush the next submission starts over.
+    fn flush(&mut self) -> Option<Vec<f64>> {
+        if self.rates.is_empty() {
+            return None;
+        }
+        self.previous = None;
+        Some(std::mem::take(&mut self.rates))
+    }
 }
 
 /// One run's values by context; a map per type so a check submitting thousands of contexts
@@ -44,6 +155,10 @@ struct RunState {
     rates: HashMap<Context, f64>,
     histograms: HashMap<Context, Vec<f64>>,
     sets: HashMap<Context, std::collections::HashSet<u64>>,
+    /// Stateful contexts this run submitted to, flushed once at the end of the run.
+    touched_rates: std::collections::HashSet<Context>,
+    touched_monotonic: std::collections::HashSet<Context>,
+    touched_historates: std::collections::HashSet<Context>,
 }
 
 impl Aggregator {
@@ -61,6 +176,7 @@ impl Aggregator {
             histogram,
             rates: HashMap::new(),
             monotonic: HashMap::new(),
+            historates: HashMap::new(),
         }
     }
 
@@ -88,6 +204,25 @@ impl Aggregator {
         let mut state = RunState::default();
         for sub in sink.metrics {
             self.take(sub, timestamp, &mut state, &mut out);
+        }
+        for ctx in std::mem::take(&mut state.touched_rates) {
+            if let Some(r) = self.rates.get_mut(&ctx).and_then(RateState::flush) {
+                state.rates.insert(ctx, r);
+            }
+        }
+        for ctx in std::mem::take(&mut state.touched_monotonic) {
+            if let Some(v) = self.monotonic.get_mut(&ctx).and_then(MonotonicState::flush) {
+                add_count(&mut state.counts, ctx, v);
+            }
+        }
+        for ctx in std::mem::take(&mut state.touched_historates) {
+            if let Some(rates) = self
+                .historates
+                .get_mut(&ctx)
+                .and_then(HistorateState::flush)
+            {
+                state.histograms.entry(ctx).or_default().extend(rates);
+            }
         }
         let emit = |out: &mut Flushed, (name, tags, host): Context, mtype, value: f64| {
             out.metrics.push(Metric {
@@ -190,36 +325,43 @@ impl Aggregator {
         }
         let tags = self.tags(&sub.tags, &mut out.warnings, &sub.name);
         let host = sub.hostname.unwrap_or_else(|| self.hostname.clone());
+        let at = if sub.timestamp > 0.0 {
+            sub.timestamp
+        } else {
+            ts
+        };
         let ctx: Context = (sub.name, tags, host);
         match sub.mtype {
             MetricType::Gauge => {
                 state.gauges.insert(ctx, sub.value);
             }
             MetricType::Count => add_count(&mut state.counts, ctx, sub.value),
-            MetricType::Rate => match self.rates.insert(ctx.clone(), (sub.value, ts)) {
-                None => out.awaiting_previous += 1,
-                Some((prev, prev_ts)) => {
-                    let dt = ts - prev_ts;
-                    let rate = (sub.value - prev) / dt;
-                    // Two submissions in one run, or a counter that went back: nothing to emit.
-                    if dt > 0.0 && rate >= 0.0 {
-                        state.rates.insert(ctx, rate);
-                    }
+            MetricType::Rate => {
+                let st = self.rates.entry(ctx.clone()).or_default();
+                if st.previous.is_none() && st.current.is_none() {
+                    out.awaiting_previous += 1;
                 }
-            },
-            MetricType::MonotonicCount => {
-                let prev = self.monotonic.insert(ctx.clone(), sub.value);
-                match prev {
-                    Some(prev) if sub.value >= prev => {
-                        add_count(&mut state.counts, ctx, sub.value - prev);
-                    }
-                    Some(_) => {} // a reset: the counter started again, emit nothing
-                    None if sub.flush_first_value => add_count(&mut state.counts, ctx, sub.value),
-                    None => out.awaiting_previous += 1,
-                }
+                st.add(sub.value, at);
+                state.touched_rates.insert(ctx);
             }
-            MetricType::Histogram | MetricType::Historate => {
+            MetricType::MonotonicCount => {
+                let st = self.monotonic.entry(ctx.clone()).or_default();
+                if !st.has_previous && !st.sampled_since_flush && !sub.flush_first_value {
+                    out.awaiting_previous += 1;
+                }
+                st.add(sub.value, sub.flush_first_value);
+                state.touched_monotonic.insert(ctx);
+            }
+            MetricType::Histogram => {
                 state.histograms.entry(ctx).or_default().push(sub.value);
+            }
+            MetricType::Historate => {
+                let st = self.historates.entry(ctx.clone()).or_default();
+                if st.previous.is_none() {
+                    out.awaiting_previous += 1;
+                }
+                st.add(sub.value, at);
+                state.touched_historates.insert(ctx);
             }
             MetricType::Set => {
                 state
@@ -260,50 +402,174 @@ mod tests {
         f.metrics.iter().find(|m| m.metric == name).map(|m| m.value)
     }
 
-    #[test]
-    fn rate_needs_two_runs_and_is_per_second() {
-        let mut a = agg();
+    /// A run's submissions of one metric, each at its own timestamp.
+    fn run_of(mtype: MetricType, name: &str, at: &[(f64, f64)], ffv: bool) -> Sink {
         let mut s = Sink::default();
-        s.rate("r", 100.0, &[]);
-        let f1 = a.flush(s, 1000.0, 1);
+        for &(value, timestamp) in at {
+            s.metrics.push(Submission {
+                name: name.into(),
+                mtype,
+                value,
+                tags: Vec::new(),
+                hostname: None,
+                flush_first_value: ffv,
+                timestamp,
+            });
+        }
+        s
+    }
+
+    #[test]
+    fn rate_is_per_second_between_the_submissions_own_timestamps() {
+        let mut a = agg();
+        // A counter growing exactly 10/s, submitted 0.3 s into run 1 (a slow import) and 0.05 s
+        // into run 2: the runs' start times are 1.25 s apart, the submissions 1 s.
+        let f1 = a.flush(
+            run_of(MetricType::Rate, "r", &[(100.0, 1000.3)], false),
+            1000.0,
+            1,
+        );
         assert_eq!(value(&f1, "r"), None);
         assert_eq!(f1.awaiting_previous, 1);
-        let mut s = Sink::default();
-        s.rate("r", 150.0, &[]);
-        let f2 = a.flush(s, 1002.0, 2);
-        assert_eq!(value(&f2, "r"), Some(25.0));
+        let f2 = a.flush(
+            run_of(MetricType::Rate, "r", &[(110.0, 1001.3)], false),
+            1001.25,
+            2,
+        );
+        assert_eq!(value(&f2, "r"), Some(10.0));
         assert_eq!(f2.metrics[0].mtype, MetricType::Rate);
         // A counter that went back emits nothing rather than a negative rate.
-        let mut s = Sink::default();
-        s.rate("r", 10.0, &[]);
-        assert_eq!(value(&a.flush(s, 1003.0, 3), "r"), None);
+        let f3 = a.flush(
+            run_of(MetricType::Rate, "r", &[(10.0, 1002.3)], false),
+            1002.0,
+            3,
+        );
+        assert_eq!(value(&f3, "r"), None);
+        // Two submissions in one run: the rate between them.
+        let two = run_of(
+            MetricType::Rate,
+            "r",
+            &[(20.0, 1003.0), (40.0, 1003.5)],
+            false,
+        );
+        assert_eq!(value(&a.flush(two, 1003.0, 4), "r"), Some(40.0));
+        // Two at the same instant: no rate.
+        let same = run_of(
+            MetricType::Rate,
+            "r",
+            &[(50.0, 1004.0), (60.0, 1004.0)],
+            false,
+        );
+        assert_eq!(value(&a.flush(same, 1004.0, 5), "r"), None);
+        // A run without the metric keeps the last sample for the next.
+        a.flush(Sink::default(), 1005.0, 6);
+        let f = a.flush(
+            run_of(MetricType::Rate, "r", &[(80.0, 1006.0)], false),
+            1006.0,
+            7,
+        );
+        assert_eq!(value(&f, "r"), Some(10.0));
     }
 
     #[test]
-    fn monotonic_count_is_the_increase_and_a_decrease_is_a_reset() {
+    fn monotonic_count_follows_the_agents_rules() {
         let mut a = agg();
-        let run = |a: &mut Aggregator, v: f64, n: u32| {
-            let mut s = Sink::default();
-            s.monotonic_count("m", v, &[]);
-            value(&a.flush(s, n as f64, n), "m")
+        let mut flush = |at: &[f64], ffv: bool, n: u32| {
+            let pts: Vec<(f64, f64)> = at.iter().map(|v| (*v, n as f64)).collect();
+            value(
+                &a.flush(
+                    run_of(MetricType::MonotonicCount, "m", &pts, ffv),
+                    n as f64,
+                    n,
+                ),
+                "m",
+            )
         };
-        assert_eq!(run(&mut a, 10.0, 1), None);
-        assert_eq!(run(&mut a, 15.0, 2), Some(5.0));
-        assert_eq!(run(&mut a, 3.0, 3), None);
-        assert_eq!(run(&mut a, 7.0, 4), Some(4.0));
+        // The Agent's own example: 2, 3, 6, 7 flush 5; then 10, 11 flush 4.
+        assert_eq!(flush(&[2.0, 3.0, 6.0, 7.0], false, 1), Some(5.0));
+        assert_eq!(flush(&[10.0, 11.0], false, 2), Some(4.0));
+        // A decrease adds nothing, and 0 is still emitted; the next increase counts on.
+        assert_eq!(flush(&[3.0], false, 3), Some(0.0));
+        assert_eq!(flush(&[7.0], false, 4), Some(4.0));
+        // No submission, no value.
+        assert_eq!(flush(&[], false, 5), None);
     }
 
     #[test]
-    fn monotonic_count_within_one_run_adds_increases() {
+    fn monotonic_count_first_value_waits_unless_flush_first_value() {
         let mut a = agg();
-        let mut s = Sink::default();
-        s.monotonic_count("m", 1.0, &[]);
-        a.flush(s, 1.0, 1);
-        let mut s = Sink::default();
-        s.monotonic_count("m", 4.0, &[]);
-        s.monotonic_count("m", 6.0, &[]);
-        let f = a.flush(s, 2.0, 2);
-        assert_eq!(value(&f, "m"), Some(5.0));
+        let f = a.flush(
+            run_of(MetricType::MonotonicCount, "m", &[(10.0, 1.0)], false),
+            1.0,
+            1,
+        );
+        assert_eq!((value(&f, "m"), f.awaiting_previous), (None, 1));
+        let mut b = agg();
+        let f = b.flush(
+            run_of(MetricType::MonotonicCount, "m", &[(10.0, 1.0)], true),
+            1.0,
+            1,
+        );
+        assert_eq!(value(&f, "m"), Some(10.0));
+        // With flush_first_value a decrease is a reset from zero: the new value counts.
+        let f = b.flush(
+            run_of(MetricType::MonotonicCount, "m", &[(4.0, 2.0)], true),
+            2.0,
+            2,
+        );
+        assert_eq!(value(&f, "m"), Some(4.0));
+    }
+
+    #[test]
+    fn historate_histograms_rates_between_submissions_and_starts_over_after_a_flush() {
+        let mut a = agg();
+        let mut emitted = Vec::new();
+        // A 10/s counter, one submission a run, runs 1.2 s apart but submissions 1 s apart.
+        for run in 1..=4u32 {
+            let (v, ts) = (10.0 * run as f64, 1000.0 + run as f64);
+            let sink = run_of(MetricType::Historate, "h", &[(v, ts)], false);
+            let f = a.flush(sink, 1000.0 + 1.2 * run as f64, run);
+            emitted.push((value(&f, "h.max"), value(&f, "h.count")));
+        }
+        assert_eq!(
+            emitted,
+            vec![
+                (None, None),
+                (Some(10.0), Some(1.0)),
+                (None, None),
+                (Some(10.0), Some(1.0))
+            ]
+        );
+        // Several submissions in one run: the rates between them.
+        let pts = [(0.0, 10.0), (5.0, 11.0), (25.0, 12.0)];
+        let f = a.flush(run_of(MetricType::Historate, "g", &pts, false), 2.0, 5);
+        assert_eq!(
+            (value(&f, "g.avg"), value(&f, "g.max")),
+            (Some(12.5), Some(20.0))
+        );
+    }
+
+    #[test]
+    fn gauges_keep_the_last_value_counts_sum_sets_count_distinct() {
+        let mut a = agg();
+        let mut s = run_of(MetricType::Gauge, "g", &[(1.0, 1.0), (3.0, 1.1)], false);
+        s.metrics
+            .extend(run_of(MetricType::Count, "c", &[(1.0, 1.0), (2.5, 1.1)], false).metrics);
+        s.metrics.extend(
+            run_of(
+                MetricType::Set,
+                "s",
+                &[(7.0, 1.0), (7.0, 1.0), (8.0, 1.0)],
+                false,
+            )
+            .metrics,
+        );
+        let f = a.flush(s, 1.0, 1);
+        assert_eq!(value(&f, "g"), Some(3.0));
+        assert_eq!(value(&f, "c"), Some(3.5));
+        assert_eq!(value(&f, "s"), Some(2.0));
+        // None of them carries over.
+        assert!(a.flush(Sink::default(), 2.0, 2).metrics.is_empty());
     }
 
     #[test]

@@ -115,6 +115,8 @@ fn metric(line: &str, sink: &mut Sink) -> Result<(), String> {
             tags: tags.clone(),
             hostname: None,
             flush_first_value: false,
+            // Read after the plugin ended: when it printed the line is not known.
+            timestamp: 0.0,
         });
     }
     Ok(())

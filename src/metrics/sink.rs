@@ -14,6 +14,10 @@ pub struct Submission {
     pub hostname: Option<String>,
     /// For monotonic_count: emit the first value instead of waiting for a second one.
     pub flush_first_value: bool,
+    /// Unix seconds when the check submitted it (0: not known, the run's start is used). A rate
+    /// is the change between two submissions over the time between them, as the Agent's
+    /// check sampler computes it from each sample's own timestamp.
+    pub timestamp: f64,
 }
 
 /// A service check as submitted, before hostname and global tags are applied.
@@ -46,6 +50,7 @@ impl Sink {
             tags: tags.to_vec(),
             hostname: None,
             flush_first_value: false,
+            timestamp: crate::checks::unix_now(),
         });
     }
 

@@ -1,5 +1,5 @@
-//! Python checks: the real `datadog_checks_base` (venv from $AGENTPROF_TEST_PYTHON, which
-//! .ci/run creates) and the built-in compatible AgentCheck on plain python3; pstats numbers
+//! Python checks: the real `datadog_checks_base` (the test venv of scripts/test-venv.sh, or
+//! $AGENTPROF_TEST_PYTHON) and the built-in compatible AgentCheck on plain python3; pstats numbers
 //! against Python's own pstats; isolation from prints, exceptions, hangs and crashes.
 
 use crate::support::{Sandbox, metric_values};
@@ -7,6 +7,8 @@ use crate::support::{Sandbox, metric_values};
 pub use crate::support::venv_python;
 
 const DEMO: &str = r#"
+import time
+
 from datadog_checks.base import AgentCheck
 
 __version__ = "1.2.3"
@@ -19,7 +21,7 @@ class DemoCheck(AgentCheck):
         self.gauge("demo.gauge", 1.5, tags=["env:" + instance.get("env", "none")])
         self.count("demo.count", 2)
         self.monotonic_count("demo.mono", 10 * n)
-        self.rate("demo.rate", 100 * n)
+        self.rate("demo.rate", 10 * time.time())
         for v in range(1, 101):
             self.histogram("demo.hist", v)
         self.service_check("demo.up", AgentCheck.WARNING, tags=["a:b"], message="slowish")
@@ -81,13 +83,11 @@ fn assert_demo(sb: &Sandbox, python: &str, base: &str) {
     assert!(at("demo.mono", 1).is_empty());
     assert_eq!(at("demo.mono", 2), vec![10.0]);
     assert!(at("demo.rate", 1).is_empty());
+    // A counter growing 10/s reads 10/s: the time is the submissions' own.
     let rate = at("demo.rate", 2);
-    assert_eq!(rate.len(), 1);
-    let gap = doc["runs"][1]["started_at"].as_f64().unwrap()
-        - doc["runs"][0]["started_at"].as_f64().unwrap();
     assert!(
-        (rate[0] - 100.0 / gap).abs() / rate[0] < 0.05,
-        "rate {rate:?} over {gap}s"
+        rate.len() == 1 && (rate[0] - 10.0).abs() < 0.01,
+        "rate {rate:?}"
     );
     assert_eq!(at("demo.hist.max", 1), vec![100.0]);
     assert_eq!(at("demo.hist.median", 1), vec![50.0]);
@@ -582,4 +582,41 @@ fn a_check_that_cannot_be_loaded_is_a_configuration_error_with_file_and_line() {
     let r = sb.run(&["check", "noexec"]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("is not executable"), "{}", r.stderr);
+}
+
+/// A counter growing exactly 10/s: its rate at run 2 is 10 whatever the first run's import
+/// took (the Agent divides by the time between the submissions, not between the runs), and
+/// its historate emits the rates between submissions every other run.
+#[test]
+fn a_rate_is_per_second_between_submissions_and_historate_histograms_rates() {
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/counter.py",
+        "import time\ntime.sleep(0.3)  # a slow import, inside run 1's window\nfrom datadog_checks.base import AgentCheck\n\nclass Counter(AgentCheck):\n    def check(self, _):\n        time.sleep(0.05)\n        now = time.time()\n        self.rate('c.rate', 10 * now)\n        self.historate('c.historate', 10 * now)\n",
+    );
+    let r = sb.run(&["check", "counter", "-t", "4", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let at = |name: &str, run: u64| -> Vec<f64> {
+        doc["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["metric"] == name && m["run"] == run)
+            .map(|m| m["value"].as_f64().unwrap())
+            .collect()
+    };
+    assert!(at("c.rate", 1).is_empty());
+    for run in 2..=4 {
+        let rate = at("c.rate", run);
+        assert_eq!(rate.len(), 1, "run {run}");
+        assert!((rate[0] - 10.0).abs() < 0.01, "run {run}: {rate:?}");
+    }
+    // historate: nothing at run 1, the rate's histogram at run 2, a fresh start at run 3.
+    assert!(at("c.historate.max", 1).is_empty());
+    let h = at("c.historate.max", 2);
+    assert!(h.len() == 1 && (h[0] - 10.0).abs() < 0.01, "{h:?}");
+    assert_eq!(at("c.historate.count", 2), vec![1.0]);
+    assert!(at("c.historate.max", 3).is_empty());
+    assert_eq!(at("c.historate.count", 4), vec![1.0]);
 }

@@ -108,7 +108,7 @@ pub fn require_go() -> bool {
         std::env::var_os("CI").is_none(),
         "go is not installed, and CI must run the comparisons with go tool pprof"
     );
-    eprintln!("go is not installed: skipping the go tool pprof comparison");
+    eprintln!("skipped: go is not installed, so there is no go tool pprof to compare with");
     false
 }
 
@@ -224,16 +224,38 @@ pub fn cpu_exclusive() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The venv interpreter with datadog-checks-base; in CI its absence is a failure.
+/// The venv interpreter with datadog-checks-base: $AGENTPROF_TEST_PYTHON, else the one
+/// `scripts/test-venv.sh` finds or creates (so `cargo test` needs nothing set). When it cannot
+/// be had, a test fails under CI and says "skipped: why" otherwise.
 pub fn venv_python() -> Option<String> {
-    match std::env::var("AGENTPROF_TEST_PYTHON") {
-        Ok(p) if !p.is_empty() => Some(p),
-        _ => {
+    static VENV: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
+    let found = VENV.get_or_init(|| {
+        if let Ok(p) = std::env::var("AGENTPROF_TEST_PYTHON")
+            && !p.is_empty()
+        {
+            return Ok(p);
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/test-venv.sh");
+        match Command::new(&script).output() {
+            Ok(o) if o.status.success() => {
+                Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+            }
+            Ok(o) => Err(format!(
+                "{} failed: {}",
+                script.display(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Err(e) => Err(format!("cannot run {}: {e}", script.display())),
+        }
+    });
+    match found {
+        Ok(p) => Some(p.clone()),
+        Err(why) => {
             assert!(
                 std::env::var_os("CI").is_none(),
-                "CI must set AGENTPROF_TEST_PYTHON to a venv with datadog-checks-base"
+                "CI needs the test venv with datadog-checks-base: {why}"
             );
-            eprintln!("AGENTPROF_TEST_PYTHON is not set: skipping the datadog_checks_base test");
+            eprintln!("skipped: no venv with datadog-checks-base: {why}");
             None
         }
     }

@@ -137,7 +137,8 @@ def submit_metric(check, check_id, mtype, name, value, tags, hostname, flush_fir
         _warn("%s: unknown metric type %r, dropped" % (name, mtype))
         RUN["invalid"] += 1
         return
-    RUN["metrics"].append([int(mtype), name, v, _clean_tags(tags, name), hostname or None, bool(flush_first_value)])
+    RUN["metrics"].append([int(mtype), name, v, _clean_tags(tags, name), hostname or None, bool(flush_first_value),
+                           time.time()])
 
 
 def submit_service_check(check, check_id, name, status, tags, hostname, message=""):

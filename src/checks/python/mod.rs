@@ -284,6 +284,7 @@ fn absorb(reply: &Value, sink: &mut Sink) -> Result<(), String> {
             tags: strings(&m[3]),
             hostname: m[4].as_str().map(str::to_string),
             flush_first_value: m[5].as_bool().unwrap_or(false),
+            timestamp: m[6].as_f64().unwrap_or(0.0),
         });
     }
     for sc in reply["service_checks"].as_array().into_iter().flatten() {
