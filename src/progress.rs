@@ -32,6 +32,16 @@ impl Progress {
 
     pub fn inc(&mut self) {
         self.bar.inc(1);
+        self.show_when_slow();
+    }
+
+    /// Moves the bar to `pos` of its total.
+    pub fn set(&mut self, pos: u64) {
+        self.bar.set_position(pos);
+        self.show_when_slow();
+    }
+
+    fn show_when_slow(&mut self) {
         if self.tty && !self.shown && self.started.elapsed() >= SHOW_AFTER {
             self.bar.set_draw_target(ProgressDrawTarget::stderr());
             self.shown = true;

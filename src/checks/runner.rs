@@ -259,6 +259,45 @@ impl Runner {
         Some((p.profile, p.sampler.dropped))
     }
 
+    /// Repeats the `pos`-th in-process instance, sampled but neither measured nor reported,
+    /// when the runs so far gave fewer than `below` samples, until the profile holds `want`
+    /// samples or `budget` has passed: a built-in run of a few hundred microseconds is far too
+    /// short for 1000 Hz sampling. The runs measured so far keep their figures; these
+    /// repetitions only add samples. Returns how many ran.
+    pub fn repeat_for_profile(
+        &mut self,
+        pos: usize,
+        (below, want): (u64, u64),
+        budget: Duration,
+        mut tick: impl FnMut(u64),
+    ) -> u32 {
+        let Some(p) = self.profile.as_ref() else {
+            return 0;
+        };
+        if self.instances[pos].external.is_some() || p.sampler.samples_so_far() >= below {
+            return 0;
+        }
+        let measure = std::mem::replace(&mut self.measure, false);
+        let t0 = Instant::now();
+        let mut repeated = 0;
+        loop {
+            let have = self
+                .profile
+                .as_ref()
+                .map_or(0, |p| p.sampler.samples_so_far());
+            tick(have);
+            if have >= want || t0.elapsed() >= budget {
+                break;
+            }
+            if self.run(pos, 0).error.is_some() {
+                break;
+            }
+            repeated += 1;
+        }
+        self.measure = measure;
+        repeated
+    }
+
     /// Runs the `pos`-th instance once; with `profile`, samples the run into it.
     pub fn run(&mut self, pos: usize, run: u32) -> RunRecord {
         if self.instances[pos].external.is_some() {

@@ -23,6 +23,11 @@ use super::{Outcome, load_options};
 /// Fewer samples than this make a table that misleads more than it tells.
 pub const MIN_PROFILE_SAMPLES: u64 = 20;
 
+/// A built-in run too short to sample is repeated (sampled, not measured) until the profile
+/// holds this many samples, or for at most `REPEAT_BUDGET`.
+const REPEAT_FOR_SAMPLES: u64 = 200;
+const REPEAT_BUDGET: Duration = Duration::from_secs(3);
+
 /// `agentprof check` options, validated once, free of clap types.
 #[derive(Debug, Clone)]
 pub struct CheckOptions {
@@ -270,6 +275,11 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         }
     }
     progress.finish();
+    let repeated = repeat_for_profile(
+        &mut runner,
+        &records,
+        profile_hz.is_some() && kind == CheckKind::Builtin,
+    );
     let mut python = None;
     if let Some(host) = &python_host
         && let Ok(h) = host.lock()
@@ -305,6 +315,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
             cpu_per_run,
             p.total_samples(),
         ),
+        repeated,
         top: top(p, opts.top),
     });
     let view = match (&python_host, opts.profile) {
@@ -364,6 +375,25 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     } else {
         Outcome::Success
     })
+}
+
+/// With `--profile` on a built-in whose measured runs gave too few samples, repeats its
+/// first instance until the profile is worth a table; how many repetitions ran.
+fn repeat_for_profile(
+    runner: &mut Runner,
+    records: &[crate::profile::RunRecord],
+    sampled: bool,
+) -> u32 {
+    if !sampled || records.iter().any(|r| r.error.is_some()) {
+        return 0;
+    }
+    let mut progress = Progress::new(REPEAT_FOR_SAMPLES, "sampling more runs:");
+    let goal = (MIN_PROFILE_SAMPLES, REPEAT_FOR_SAMPLES);
+    let n = runner.repeat_for_profile(0, goal, REPEAT_BUDGET, |have| {
+        progress.set(have.min(REPEAT_FOR_SAMPLES))
+    });
+    progress.finish();
+    n
 }
 
 fn write_outputs(

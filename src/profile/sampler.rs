@@ -304,6 +304,11 @@ mod imp {
             }
         }
 
+        /// Samples taken so far (not yet symbolised).
+        pub fn samples_so_far(&self) -> u64 {
+            self.raw.values().sum()
+        }
+
         /// Stops sampling; the run's stacks are kept as addresses until `finish`.
         pub fn stop(&mut self) {
             ACTIVE.store(false, Ordering::Release);
@@ -536,6 +541,9 @@ mod imp {
             anyhow::bail!("CPU sampling is supported on Linux only for now")
         }
         pub fn drain(&mut self) {}
+        pub fn samples_so_far(&self) -> u64 {
+            0
+        }
         pub fn stop(&mut self) {}
         pub fn finish(&mut self, _into: &mut CallProfile) {}
         pub fn not_sampled() -> u64 {

@@ -109,6 +109,7 @@ pub fn render(report: &CheckReport) -> Value {
             "meaningful": p.meaningful(),
             "min_samples": p.min_samples,
             "suggested_times": p.suggested_times,
+            "repeated_runs": p.repeated,
             "functions": p.top.functions,
             "top": p.top.rows,
         })),

@@ -46,6 +46,9 @@ pub struct ProfileSummary {
     pub min_samples: u64,
     /// Runs that would give about twice `min_samples`, from the CPU a run used.
     pub suggested_times: u64,
+    /// Extra repetitions of the run that were sampled (not measured) because the measured
+    /// runs were too short to sample.
+    pub repeated: u32,
     pub top: TopTable,
 }
 

@@ -414,15 +414,23 @@ fn profile(out: &mut String, style: Style, p: &ProfileSummary, runs: u32) {
         );
         return;
     }
+    let over = if p.repeated > 0 {
+        format!(
+            "over {runs} measured run{} and {} sampled repetitions (one run is too short to sample; the cost table is of the measured runs)",
+            if runs == 1 { "" } else { "s" },
+            p.repeated
+        )
+    } else {
+        format!("over {runs} run{}", if runs == 1 { "" } else { "s" })
+    };
     title(
         out,
         style,
         &format!(
-            "Profile: {} samples at {} Hz ({:.1}ms of CPU) over {runs} run{}; top {} of {} functions by cumulative time",
+            "Profile: {} samples at {} Hz ({:.1}ms of CPU) {over}; top {} of {} functions by cumulative time",
             p.samples,
             p.frequency_hz,
             ms(p.samples),
-            if runs == 1 { "" } else { "s" },
             p.top.rows.len(),
             p.top.functions,
         ),
@@ -512,6 +520,7 @@ mod tests {
                 samples: profile_samples,
                 min_samples: 20,
                 suggested_times: 93,
+                repeated: 0,
                 top: TopTable {
                     total_samples: profile_samples,
                     functions: 2,
