@@ -24,7 +24,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::checks::{CheckKind, Registry, Runner};
 use crate::config::{AgentConfig, CheckConf};
-use crate::emit::{Batch, Forwarder, JsonLines};
+use crate::emit::{Batch, Forwarder};
 use crate::error::UsageError;
 use crate::metrics::{Aggregator, Flushed, Sink};
 use crate::render::collector_log;
@@ -34,6 +34,8 @@ use schedule::{DEFAULT_INTERVAL, Msg};
 
 /// How long running checks get to finish once the agent is asked to stop.
 const GRACE: Duration = Duration::from_secs(3);
+/// collector.log's place in developer mode when none is configured.
+const DEFAULT_LOG: &str = "collector.log";
 /// conf.d files that configure the agent, not checks.
 const NOT_CHECKS: &[&str] = &["agent_metrics", "profile"];
 
@@ -120,13 +122,34 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
     }
 
     let which = agent_metrics::AgentMetrics::load(&config.confd_path)?;
+    // Metrics go where agentprof.yaml sends them; to stdout only when asked
+    // (`metrics_file: -`), so the terminal shows the agent, not a stream of JSON lines.
     let mut forwarders = crate::emit::configured(config)?;
-    if forwarders.is_empty() && !opts.json {
-        forwarders.push(Box::new(JsonLines::stdout()));
+    if forwarders.is_empty() {
+        eprintln!(
+            "agentprof: metrics are not forwarded (set dogstatsd_url, api_key or metrics_file in agentprof.yaml; metrics_file: - prints them as JSON lines)"
+        );
     }
     report.forwarders = forwarders.iter().map(|f| f.name()).collect();
 
-    let mut log = match opts.log.as_ref().or(config.log_file.as_ref()) {
+    // Developer mode is its collector.log blocks: with no log configured they go to
+    // ./collector.log, said at start, rather than nowhere.
+    let default_log = PathBuf::from(DEFAULT_LOG);
+    let configured_log = opts.log.as_ref().or(config.log_file.as_ref());
+    let log_path = match configured_log {
+        Some(p) => Some(p),
+        None if opts.developer_mode => {
+            eprintln!(
+                "agentprof: developer mode logs to {} (set log_file: or --log PATH; --log - for stdout)",
+                std::path::absolute(&default_log)
+                    .unwrap_or_else(|_| default_log.clone())
+                    .display()
+            );
+            Some(&default_log)
+        }
+        None => None,
+    };
+    let mut log = match log_path {
         Some(p) if p.as_os_str() == "-" => LogSink::Stdout,
         Some(p) => LogSink::File(
             RotatingFile::open(p, config.log_file_max_size, config.log_file_max_rolls).map_err(

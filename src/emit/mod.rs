@@ -66,6 +66,10 @@ pub fn configured(
         forwarders.push(Box::new(api));
     }
     if let Some(path) = &config.metrics_file {
+        if path.as_os_str() == "-" {
+            forwarders.push(Box::new(JsonLines::stdout()));
+            return Ok(forwarders);
+        }
         let f = JsonLines::open(path).map_err(|e| {
             UsageError::flag(
                 "metrics_file",

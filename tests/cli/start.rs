@@ -522,3 +522,35 @@ fn log_level_filters_collector_log() {
         r.stderr
     );
 }
+
+/// Developer mode with no log configured writes collector.log in the current directory and
+/// says so; metrics go to stdout only with `metrics_file: -`.
+#[test]
+fn developer_mode_without_a_log_file_logs_to_collector_log_and_stdout_stays_quiet() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/uptime.yaml",
+        "instances:\n  - min_collection_interval: 1\n",
+    );
+    let r = sb.run(&["start", "--profile", "--duration", "1500ms"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("developer mode logs to") && r.stderr.contains("collector.log"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("metrics are not forwarded"),
+        "{}",
+        r.stderr
+    );
+    let log = std::fs::read_to_string(sb.file("collector.log")).unwrap();
+    assert!(log.contains("Memory Before (RSS):"), "{log}");
+    assert!(log.contains("AGENT STATS:"), "{log}");
+    // No JSON metric lines on stdout, only the summary.
+    assert!(!r.stdout.contains("\"metric\":"), "{}", r.stdout);
+    sb.write("agentprof.yaml", "metrics_file: \"-\"\n");
+    let r = sb.run(&["start", "--duration", "1500ms"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("\"metric\":"), "{}", r.stdout);
+}
