@@ -3,10 +3,11 @@
 //! the run with the tail of stderr; the per-instance timeout kills the whole process group.
 //!
 //! The cost is the plugin's own, measured on the child: CPU from its rusage (children it
-//! waited for included), I/O from /proc read after it exits but before it is reaped, RSS,
-//! threads, fds and sockets sampled while it runs. Peak RSS is the child's high-water mark:
-//! rusage reports max(parent's mark at spawn, child's) for a spawned child, so the sampled
-//! VmHWM is used unless rusage's figure is above agentprof's own mark.
+//! waited for included), I/O from /proc read after it exits but before it is reaped. Memory,
+//! threads, fds and sockets are read at two ptrace stops, right after its exec and at its
+//! exit (`exec_trace`), so they are exact. Where ptrace is refused they are sampled every
+//! 5 ms instead, and peak RSS is the sampled VmHWM unless rusage's figure (max of the parent's
+//! mark at spawn and the child's) is above agentprof's own mark.
 
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
@@ -17,6 +18,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::Deserialize;
 
+#[cfg(target_os = "linux")]
+use super::exec_trace::TraceEvent;
+#[cfg(not(target_os = "linux"))]
+use super::exec_trace_none::TraceEvent;
 use crate::metrics::{Sink, dogstatsd};
 use crate::procstat::{Probe, ProcessSnapshot, Target};
 use crate::profile::{PeakScope, RunCost};
@@ -155,19 +160,70 @@ fn self_peak_rss() -> u64 {
         .unwrap_or(u64::MAX)
 }
 
+/// A started plugin: its process and the channel its lifecycle arrives on.
+struct Started {
+    child: Child,
+    events: mpsc::Receiver<TraceEvent>,
+    /// True when the figures come from ptrace stops at exec and exit (else: samples).
+    traced: bool,
+}
+
+impl ExecCheck {
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        cmd
+    }
+
+    /// Starts the plugin under ptrace for exact figures; where the kernel refuses tracing,
+    /// untraced, with a thread that says when it exited.
+    fn start(&self) -> std::io::Result<Started> {
+        #[cfg(target_os = "linux")]
+        {
+            let events = super::exec_trace::spawn(self.command());
+            match events.recv() {
+                Ok(TraceEvent::Spawned(Ok(child))) => {
+                    return Ok(Started {
+                        child,
+                        events,
+                        traced: true,
+                    });
+                }
+                // EPERM from PTRACE_TRACEME: tracing is not allowed here; run untraced.
+                Ok(TraceEvent::Spawned(Err(e))) if e.raw_os_error() == Some(libc::EPERM) => {}
+                Ok(TraceEvent::Spawned(Err(e))) => return Err(e),
+                _ => return Err(std::io::Error::other("the tracer thread failed")),
+            }
+        }
+        let child = self.command().spawn()?;
+        let pid = child.id() as i32;
+        let (tx, events) = mpsc::channel();
+        std::thread::spawn(move || {
+            wait_exit_keep_zombie(pid);
+            let _ = tx.send(TraceEvent::Ended(Instant::now()));
+        });
+        Ok(Started {
+            child,
+            events,
+            traced: false,
+        })
+    }
+}
+
 impl ExternalCheck for ExecCheck {
     fn run(&mut self, sink: &mut Sink, timeout: Duration, _opts: RunOptions) -> ExternalRun {
         let started_at = unix_now();
         let t0 = Instant::now();
-        let spawned = Command::new(&self.program)
-            .args(&self.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn();
-        let mut child: Child = match spawned {
-            Ok(c) => c,
+        let Started {
+            mut child,
+            events,
+            traced,
+        } = match self.start() {
+            Ok(s) => s,
             Err(e) => {
                 return ExternalRun {
                     result: Err(format!("cannot start {}: {e}", self.program.display())),
@@ -179,7 +235,6 @@ impl ExternalCheck for ExecCheck {
         };
         let pid = child.id() as i32;
         let mut probe = Probe::new(Target::Pid(child.id()));
-        let first = probe.after();
 
         let stdin = child.stdin.take();
         let input = self.stdin.clone();
@@ -202,33 +257,32 @@ impl ExternalCheck for ExecCheck {
                 .unwrap_or_default()
         });
 
-        let (exit_tx, exit_rx) = mpsc::channel();
-        let waiter = std::thread::spawn(move || {
-            wait_exit_keep_zombie(pid);
-            let _ = exit_tx.send(Instant::now());
-        });
+        // Traced: the snapshots at exec and at exit. Untraced: the first and last samples.
+        let mut first = if traced { None } else { Some(probe.after()) };
         let mut last = first.clone();
         let mut timed_out = false;
         let ended = loop {
-            match exit_rx.recv_timeout(SAMPLE_EVERY) {
-                Ok(at) => break at,
+            match events.recv_timeout(SAMPLE_EVERY) {
+                Ok(TraceEvent::Exec(s)) => first = Some(s),
+                Ok(TraceEvent::Exit(s)) => last = Some(s),
+                Ok(TraceEvent::Ended(at)) => break at,
+                Ok(TraceEvent::Spawned(_)) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break Instant::now(),
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if t0.elapsed() >= timeout {
+                    if t0.elapsed() >= timeout && !timed_out {
                         timed_out = true;
                         // SAFETY: signals the process group this plugin leads.
                         unsafe { libc::kill(-pid, libc::SIGKILL) };
-                        break exit_rx.recv().unwrap_or_else(|_| Instant::now());
-                    }
-                    let s = probe.after();
-                    if s.rss.is_some() {
-                        last = s;
+                    } else if !traced {
+                        let s = probe.after();
+                        if s.rss.is_some() {
+                            last = Some(s);
+                        }
                     }
                 }
             }
         };
         let wall_s = ended.duration_since(t0).as_secs_f64();
-        let _ = waiter.join();
         // Zombie: final I/O counters, including the children it reaped.
         let final_io = probe.after().io;
         let reaped = reap(pid);
@@ -246,7 +300,12 @@ impl ExternalCheck for ExecCheck {
             ));
         }
 
-        let mut cost = cost_of(&first, &last, wall_s, own_peak, reaped.map(|r| r.1));
+        let (first, last) = (first.unwrap_or_default(), last.unwrap_or_default());
+        let mut cost = if traced {
+            traced_cost(&first, &last, wall_s, reaped.map(|r| r.1))
+        } else {
+            cost_of(&first, &last, wall_s, own_peak, reaped.map(|r| r.1))
+        };
         cost.io = match (first.io, final_io) {
             (Some(a), Some(b)) => Some(b.since(&a)),
             _ => None,
@@ -277,6 +336,33 @@ impl ExternalCheck for ExecCheck {
             cost,
             memory: None,
         }
+    }
+}
+
+/// The cost from the snapshots at exec and at exit: memory, threads, fds and sockets exactly
+/// the plugin's at those two instants, peak RSS its own high-water mark (of the last program
+/// it exec'd), CPU from its rusage. A figure a stop could not read stays `n/a`.
+fn traced_cost(
+    at_exec: &ProcessSnapshot,
+    at_exit: &ProcessSnapshot,
+    wall_s: f64,
+    usage: Option<libc::rusage>,
+) -> RunCost {
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    RunCost {
+        wall_s,
+        cpu_user_s: usage.map(|u| tv(u.ru_utime)),
+        cpu_system_s: usage.map(|u| tv(u.ru_stime)),
+        rss_before: at_exec.rss,
+        rss_after: at_exit.rss,
+        vms_before: at_exec.vms,
+        vms_after: at_exit.vms,
+        peak_rss: at_exit.peak_rss,
+        peak_scope: at_exit.peak_rss.map(|_| PeakScope::Run),
+        io: None,
+        threads: at_exit.threads,
+        open_fds: at_exit.open_fds,
+        connections: at_exit.connections,
     }
 }
 

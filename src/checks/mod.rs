@@ -3,6 +3,20 @@
 
 pub mod builtin;
 pub mod exec;
+#[cfg(target_os = "linux")]
+mod exec_trace;
+#[cfg(not(target_os = "linux"))]
+mod exec_trace_none {
+    /// Elsewhere plugins are not traced: only their end is reported (the other variants
+    /// keep the run loop the same on every platform).
+    #[allow(dead_code)]
+    pub enum TraceEvent {
+        Spawned(std::io::Result<std::process::Child>),
+        Exec(crate::procstat::ProcessSnapshot),
+        Exit(crate::procstat::ProcessSnapshot),
+        Ended(std::time::Instant),
+    }
+}
 pub mod python;
 mod registry;
 mod runner;

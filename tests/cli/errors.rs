@@ -162,15 +162,20 @@ fn directories_from_flags_must_exist_and_broken_plugins_say_why() {
             r.stderr
         );
     }
-    // A Python file without an AgentCheck subclass: the run fails and says why.
+    // A Python file without an AgentCheck subclass cannot be loaded: a configuration error
+    // that says why, and no report of a run that never happened.
     sb.write(
         "checks/mycheck.py",
         "from datadog_checks.base import AgentCheck\n",
     );
     let r = sb.run(&["check", "mycheck", "--json"]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
-    let err = r.json()["runs"][0]["error"].as_str().unwrap().to_string();
-    assert!(err.contains("defines no subclass of AgentCheck"), "{err}");
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert!(
+        r.stderr.contains("mycheck.py: no check class"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

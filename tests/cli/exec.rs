@@ -190,3 +190,34 @@ fn the_shipped_file_age_plugin_reports_age_and_freshness() {
             .contains("does not exist")
     );
 }
+
+/// A plugin that allocates and touches 64 MiB, then exits: its figures are its own, read at
+/// its exec and at its exit, never a sample taken during fork/exec (which once read 4 KiB).
+#[test]
+fn a_plugins_memory_is_read_at_its_exec_and_its_exit() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let path = sb.write(
+        "checks/big",
+        "#!/usr/bin/env python3\nimport os\nb = bytearray(64 << 20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\nos.write(1, b'big.done:1|g\\n')\nos._exit(0)  # exit holding the 64 MiB\n",
+    );
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let r = sb.run(&["check", "big", "-t", "5", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    for run in doc["runs"].as_array().unwrap() {
+        let m = &run["memory"];
+        let (before, after, peak) = (
+            m["rss_before"].as_u64().unwrap(),
+            m["rss_after"].as_u64().unwrap(),
+            m["peak_rss"].as_u64().unwrap(),
+        );
+        assert!(peak >= 64 << 20, "{m}");
+        assert!(after >= 64 << 20 && after <= peak, "{m}");
+        // At exec the new program has a few pages of stack and nothing else yet: not
+        // agentprof's memory inherited through fork, not a partly-loaded interpreter.
+        assert!(before > 0 && before < 1 << 20, "{m}");
+        assert_eq!(m["peak_rss_scope"], "run");
+    }
+    assert_eq!(metric_values(&doc, "big.done"), vec![1.0; 5]);
+}

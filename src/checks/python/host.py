@@ -137,8 +137,12 @@ def submit_metric(check, check_id, mtype, name, value, tags, hostname, flush_fir
         _warn("%s: unknown metric type %r, dropped" % (name, mtype))
         RUN["invalid"] += 1
         return
-    RUN["metrics"].append([int(mtype), name, v, _clean_tags(tags, name), hostname or None, bool(flush_first_value),
-                           time.time()])
+    sub = [int(mtype), name, v, _clean_tags(tags, name), hostname or None, bool(flush_first_value)]
+    if mtype in (1, 6):
+        # A rate or historate is divided by the time between submissions: keep when this one
+        # was made (only for these, so the host's own bookkeeping stays small under --memory).
+        sub.append(time.time())
+    RUN["metrics"].append(sub)
 
 
 def submit_service_check(check, check_id, name, status, tags, hostname, message=""):
