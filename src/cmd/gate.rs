@@ -245,8 +245,7 @@ fn measure(config: &AgentConfig, plan: &Plan, first: LoadedCheck) -> anyhow::Res
         }
         let mine = GateStats::from_records(name, kind_label, &records[first_run..], None, 1);
         let rss: Vec<f64> = warm
-            .cost
-            .rss_after
+            .rss_after_untraced()
             .into_iter()
             .chain(mine.rss_after.iter().copied())
             .map(|x| x as f64)

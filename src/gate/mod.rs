@@ -107,7 +107,7 @@ impl GateStats {
                 .iter()
                 .filter_map(|r| Some(r.cost.cpu_user_s? + r.cost.cpu_system_s?))
                 .collect(),
-            rss_after: ok.iter().filter_map(|r| r.cost.rss_after).collect(),
+            rss_after: ok.iter().filter_map(|r| r.rss_after_untraced()).collect(),
             peak_rss: ok.iter().filter_map(|r| r.cost.peak_rss).collect(),
             python_calls_per_run: pstats.map(|p| per_run(p.total_calls)),
             wall_process_medians: Vec::new(),

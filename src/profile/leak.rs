@@ -18,16 +18,34 @@ pub struct LeakTrend {
     pub steps: usize,
     /// RSS grew in at least 80% of the steps and by more than a page per run.
     pub steady_growth: bool,
+    /// What the RSS values had taken out or still hold besides the check (tracemalloc).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<&'static str>,
 }
 
+const TRACER_OUT: &str = "tracemalloc's own memory taken out";
+const SNAPSHOTS_IN: &str = "tracemalloc's own memory taken out, but not its per-line heap snapshots, which grow with what the check keeps: read the traced bytes kept per run";
+
 /// The trend of one instance's successful runs, in run order; `None` below `MIN_RUNS`.
+/// With `--memory`, the tracer's own memory (as tracemalloc reports it) is taken out of each
+/// RSS value, so its bookkeeping of the check's allocations is not read as the check's leak.
 pub fn trend(records: &[&RunRecord]) -> Option<LeakTrend> {
-    let rss: Vec<f64> = records
+    let ok: Vec<&&RunRecord> = records.iter().filter(|r| r.error.is_none()).collect();
+    let rss: Vec<f64> = ok
         .iter()
-        .filter(|r| r.error.is_none())
-        .filter_map(|r| r.cost.rss_after.map(|v| v as f64))
+        .filter_map(|r| r.rss_after_untraced().map(|v| v as f64))
         .collect();
-    trend_of(&rss, 1, rss.len())
+    let mut t = trend_of(&rss, 1, rss.len())?;
+    let traced = ok
+        .iter()
+        .filter_map(|r| r.memory.as_ref())
+        .collect::<Vec<_>>();
+    if traced.iter().any(|m| m.snapshots) {
+        t.note = Some(SNAPSHOTS_IN);
+    } else if traced.iter().any(|m| m.tracer_bytes.is_some()) {
+        t.note = Some(TRACER_OUT);
+    }
+    Some(t)
 }
 
 /// The trend of RSS values taken every `stride` runs, out of `runs` runs in all.
@@ -53,6 +71,7 @@ pub fn trend_of(rss: &[f64], stride: usize, runs: usize) -> Option<LeakTrend> {
         growing_steps,
         steps,
         steady_growth: slope > 4096.0 && growing_steps * 5 >= steps * 4,
+        note: None,
     })
 }
 
@@ -73,6 +92,22 @@ mod tests {
                 RunRecord::new("x", 0, i as u32 + 1, 0.0, Ok(()), cost, Flushed::default())
             })
             .collect()
+    }
+
+    /// Under --memory the worker's RSS also holds tracemalloc's traces, which grow with every
+    /// object the check keeps: that part is taken out, so 512 KiB/run reads 512 KiB/run.
+    #[test]
+    fn the_tracers_own_memory_is_not_the_checks_leak() {
+        let mut recs = runs(&[10 << 20, 11 << 20, 12 << 20, 13 << 20, 14 << 20, 15 << 20]);
+        for (i, r) in recs.iter_mut().enumerate() {
+            r.memory = Some(crate::profile::MemoryProfile {
+                tracer_bytes: Some((i as u64) * (512 << 10)),
+                ..Default::default()
+            });
+        }
+        let t = trend(&recs.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!(t.rss_slope_bytes_per_run, (512 << 10) as f64);
+        assert_eq!(t.note, Some(TRACER_OUT));
     }
 
     #[test]

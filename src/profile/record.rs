@@ -104,7 +104,7 @@ pub struct AllocLine {
 }
 
 /// `--memory` of a Python run: tracemalloc's view.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MemoryProfile {
     /// Highest traced memory during the run above what was traced at its start, bytes.
     pub traced_peak: u64,
@@ -112,6 +112,11 @@ pub struct MemoryProfile {
     pub traced_kept: i64,
     /// Lines holding the most new memory at the end of the run.
     pub top: Vec<AllocLine>,
+    /// tracemalloc's own memory (its traces) at the end of the run, as it reports it: part of
+    /// the worker's RSS that is the tracer's, not the check's.
+    pub tracer_bytes: Option<u64>,
+    /// Per-line heap snapshots were taken around the run; their memory is in the RSS too.
+    pub snapshots: bool,
 }
 
 /// One run of one instance: what it emitted and what it cost.
@@ -137,6 +142,17 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// RSS after the run without tracemalloc's own memory (`--memory`): what a leak trend
+    /// reads, so the tracer's bookkeeping of the check's allocations is not the check's leak.
+    pub fn rss_after_untraced(&self) -> Option<u64> {
+        let tracer = self
+            .memory
+            .as_ref()
+            .and_then(|m| m.tracer_bytes)
+            .unwrap_or(0);
+        self.cost.rss_after.map(|v| v.saturating_sub(tracer))
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         check: &str,

@@ -143,7 +143,7 @@ pub fn render(report: &CheckReport, style: Style) -> String {
         if let Some(t) = crate::profile::leak::trend(&recs) {
             let _ = writeln!(
                 out,
-                "  RSS trend over {} runs: {} per run (least squares); grew in {} of {} steps{}",
+                "  RSS trend over {} runs: {} per run (least squares); grew in {} of {} steps{}{}",
                 t.runs,
                 units::signed_bytes(Some(t.rss_slope_bytes_per_run.round() as i64)),
                 t.growing_steps,
@@ -153,6 +153,7 @@ pub fn render(report: &CheckReport, style: Style) -> String {
                 } else {
                     ""
                 },
+                t.note.map(|n| format!(" ({n})")).unwrap_or_default(),
             );
         }
         for r in recs.iter().filter(|r| r.error.is_some()) {

@@ -544,6 +544,10 @@ def run(msg):
         prof.disable()
     wall = time.perf_counter() - t0
     u1, s1 = _rusage()
+    tracer = None
+    if traced:
+        import tracemalloc
+        tracer = tracemalloc.get_tracemalloc_memory()
     mark(b"d")
     wait_mark(b"c")
     if prof is not None:
@@ -557,7 +561,8 @@ def run(msg):
         import tracemalloc
         current, peak = tracemalloc.get_traced_memory()
         peak -= base
-        memory = {"traced_peak": max(0, peak), "traced_kept": current - base, "top": []}
+        memory = {"traced_peak": max(0, peak), "traced_kept": current - base, "top": [],
+                  "tracer_bytes": tracer, "snapshots": snap0 is not None}
     if snap0 is not None:
         snap1 = _snapshot()
         if MEMORY["first"] is None:

@@ -345,6 +345,8 @@ fn memory_of(v: &Value) -> Option<MemoryProfile> {
         traced_peak: v["traced_peak"].as_u64().unwrap_or(0),
         traced_kept: v["traced_kept"].as_i64().unwrap_or(0),
         top: alloc_lines(&v["top"]),
+        tracer_bytes: v["tracer_bytes"].as_u64(),
+        snapshots: v["snapshots"].as_bool().unwrap_or(false),
     })
 }
 
