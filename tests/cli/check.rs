@@ -405,3 +405,40 @@ fn list_shows_every_builtin_and_its_config() {
         .unwrap();
     assert_eq!(up["source"]["type"], "default");
 }
+
+/// Back-to-back runs: /proc's 10 ms ticks over a millisecond window once read 654 % on two
+/// cores. The percentage waits for a window of a second and never exceeds every core busy.
+#[test]
+fn process_cpu_pct_is_never_above_every_core_busy() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/process.yaml",
+        "instances:\n  - name: all\n    search_string: [All]\n    exact_match: false\n",
+    );
+    let r = sb.run(&["check", "process", "-t", "30", "--pause", "50ms", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let cores = std::thread::available_parallelism().unwrap().get() as f64;
+    let pct: Vec<(u64, f64)> = doc["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["metric"] == "system.processes.cpu.pct")
+        .map(|m| (m["run"].as_u64().unwrap(), m["value"].as_f64().unwrap()))
+        .collect();
+    assert!(
+        !pct.is_empty(),
+        "30 runs 50 ms apart span more than a second"
+    );
+    let starts: Vec<f64> = doc["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["started_at"].as_f64().unwrap())
+        .collect();
+    for (run, v) in &pct {
+        assert!((0.0..=100.0 * cores).contains(v), "run {run}: {v}%");
+        // A value only once a second has passed since the baseline (run 1 at least).
+        assert!(starts[*run as usize - 1] - starts[0] >= 0.95, "run {run}");
+    }
+}

@@ -3,6 +3,16 @@
 //! check).
 
 use std::collections::HashMap;
+
+/// The shortest window `system.processes.cpu.pct` is computed over (see `run`).
+const CPU_PCT_MIN_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The machine's online CPUs (not agentprof's own affinity: the processes measured are any).
+fn cores() -> usize {
+    // SAFETY: sysconf reads a system value.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).unwrap_or(1).max(1)
+}
 use std::time::Instant;
 
 use serde::Deserialize;
@@ -196,6 +206,13 @@ impl Check for ProcessCheck {
             sink.rate("system.processes.iowrite_bytes", io[3], &t);
         }
         match &self.last_cpu {
+            // /proc counts CPU in 10 ms ticks: over a shorter window than CPU_PCT_MIN_WINDOW a
+            // tick's step reads as hundreds of percent. Keep the older baseline until the
+            // window is long enough.
+            Some((then, _)) if now.duration_since(*then) < CPU_PCT_MIN_WINDOW => {
+                sink.awaiting_previous(1);
+                return Ok(());
+            }
             Some((then, prev)) => {
                 let dt = now.duration_since(*then).as_secs_f64();
                 // Only processes seen both times: a new process's lifetime CPU is not this interval's.
@@ -203,9 +220,14 @@ impl Check for ProcessCheck {
                     .iter()
                     .filter_map(|(pid, s)| prev.get(pid).map(|p| (s - p).max(0.0)))
                     .sum();
-                if dt > 0.0 {
-                    sink.gauge("system.processes.cpu.pct", used / dt * 100.0, &t);
-                }
+                // Rounding of each process's ticks can still add up past what the cores can
+                // do: never more than every core busy.
+                let most = 100.0 * cores() as f64;
+                sink.gauge(
+                    "system.processes.cpu.pct",
+                    (used / dt * 100.0).min(most),
+                    &t,
+                );
             }
             None => sink.awaiting_previous(1),
         }
