@@ -353,6 +353,8 @@ fn traced_cost(
         wall_s,
         cpu_user_s: usage.map(|u| tv(u.ru_utime)),
         cpu_system_s: usage.map(|u| tv(u.ru_stime)),
+        // An exited child's rusage total is its exact runtime; only the split is sampled.
+        cpu_total_s: usage.map(|u| tv(u.ru_utime) + tv(u.ru_stime)),
         rss_before: at_exec.rss,
         rss_after: at_exit.rss,
         vms_before: at_exec.vms,
@@ -388,6 +390,8 @@ fn cost_of(
         wall_s,
         cpu_user_s: usage.map(|u| tv(u.ru_utime)),
         cpu_system_s: usage.map(|u| tv(u.ru_stime)),
+        // An exited child's rusage total is its exact runtime; only the split is sampled.
+        cpu_total_s: usage.map(|u| tv(u.ru_utime) + tv(u.ru_stime)),
         rss_before: first.rss,
         rss_after: last.rss,
         vms_before: first.vms,

@@ -300,7 +300,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     let cpu: Vec<f64> = records
         .iter()
         .filter(|r| r.error.is_none())
-        .filter_map(|r| Some(r.cost.cpu_user_s? + r.cost.cpu_system_s?))
+        .filter_map(|r| r.cost.cpu_s())
         .collect();
     let cpu_per_run = (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64);
     let summary = profile.as_ref().map(|p| ProfileSummary {

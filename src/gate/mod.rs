@@ -103,10 +103,7 @@ impl GateStats {
             runs: records.len(),
             errors: records.len() - ok.len(),
             wall_s: ok.iter().map(|r| r.cost.wall_s).collect(),
-            cpu_s: ok
-                .iter()
-                .filter_map(|r| Some(r.cost.cpu_user_s? + r.cost.cpu_system_s?))
-                .collect(),
+            cpu_s: ok.iter().filter_map(|r| r.cost.cpu_s()).collect(),
             rss_after: ok.iter().filter_map(|r| r.rss_after_untraced()).collect(),
             peak_rss: ok.iter().filter_map(|r| r.cost.peak_rss).collect(),
             python_calls_per_run: pstats.map(|p| per_run(p.total_calls)),

@@ -109,6 +109,9 @@ impl Probe {
         };
         snap.cpu_user_s = user;
         snap.cpu_system_s = system;
+        if self.target == Target::SelfProcess {
+            snap.cpu_total_s = self_cpu_clock();
+        }
     }
 
     fn fds_and_sockets(&self, snap: &mut ProcessSnapshot) {
@@ -149,6 +152,17 @@ fn inet_socket_count(proc: &Process, sockets: &HashSet<u64>) -> Option<u64> {
     let readable: Vec<Vec<u64>> = tables.into_iter().flatten().collect();
     // No table readable (no /proc/net): the count is unknown, not zero.
     (!readable.is_empty()).then(|| readable.iter().map(|t| inodes(t)).sum())
+}
+
+/// agentprof's CPU clock: exact, where rusage's user/system split is tick-sampled.
+fn self_cpu_clock() -> Option<f64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9)
 }
 
 fn self_cpu() -> (Option<f64>, Option<f64>) {

@@ -51,6 +51,9 @@ pub struct ProcessSnapshot {
     pub peak_rss: Option<u64>,
     pub cpu_user_s: Option<f64>,
     pub cpu_system_s: Option<f64>,
+    /// The process's CPU clock (ns resolution), where it can be read: the precise total that
+    /// the tick-sampled user/system split adds up to.
+    pub cpu_total_s: Option<f64>,
     pub io: Option<IoCounters>,
     pub threads: Option<u64>,
     pub open_fds: Option<u64>,

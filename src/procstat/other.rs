@@ -26,6 +26,7 @@ pub fn snapshot(target: Target) -> ProcessSnapshot {
         vms: Some(p.virtual_memory()),
         peak_rss: None,
         cpu_user_s: None,
+        cpu_total_s: None,
         cpu_system_s: None,
         // sysinfo has bytes but no operation counts: report none rather than half.
         io: None,

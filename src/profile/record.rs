@@ -31,6 +31,9 @@ pub struct RunCost {
     pub wall_s: f64,
     pub cpu_user_s: Option<f64>,
     pub cpu_system_s: Option<f64>,
+    /// CPU of the run from a precise clock (the process's CPU clock, or the total of an exited
+    /// child's rusage); user and system are the kernel's tick-sampled split of it.
+    pub cpu_total_s: Option<f64>,
     pub rss_before: Option<u64>,
     pub rss_after: Option<u64>,
     pub vms_before: Option<u64>,
@@ -50,6 +53,12 @@ fn diff(before: Option<u64>, after: Option<u64>) -> Option<i64> {
 }
 
 impl RunCost {
+    /// The run's CPU seconds: the precise clock where there is one, else user + system.
+    pub fn cpu_s(&self) -> Option<f64> {
+        self.cpu_total_s
+            .or_else(|| Some(self.cpu_user_s? + self.cpu_system_s?))
+    }
+
     pub fn between(
         before: &ProcessSnapshot,
         after: &ProcessSnapshot,
@@ -61,6 +70,7 @@ impl RunCost {
             wall_s,
             cpu_user_s: cpu(after.cpu_user_s, before.cpu_user_s),
             cpu_system_s: cpu(after.cpu_system_s, before.cpu_system_s),
+            cpu_total_s: cpu(after.cpu_total_s, before.cpu_total_s),
             rss_before: before.rss,
             rss_after: after.rss,
             vms_before: before.vms,

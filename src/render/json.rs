@@ -20,7 +20,7 @@ pub fn render(report: &CheckReport) -> Value {
                 "error": r.error,
                 "started_at": r.started_at,
                 "run_time_s": c.wall_s,
-                "cpu": { "user_s": c.cpu_user_s, "system_s": c.cpu_system_s },
+                "cpu": { "user_s": c.cpu_user_s, "system_s": c.cpu_system_s, "total_s": c.cpu_s() },
                 "memory": {
                     "rss_before": c.rss_before,
                     "rss_after": c.rss_after,

@@ -280,8 +280,13 @@ fn n(v: Option<f64>) -> String {
 
 const FIGURES: &[Figure] = &[
     ("wall time", |c| Some(c.wall_s), units::seconds),
-    ("cpu user", |c| c.cpu_user_s, units::seconds),
-    ("cpu system", |c| c.cpu_system_s, units::seconds),
+    ("cpu total", |c| c.cpu_s(), units::seconds),
+    ("cpu user (tick split)", |c| c.cpu_user_s, units::seconds),
+    (
+        "cpu system (tick split)",
+        |c| c.cpu_system_s,
+        units::seconds,
+    ),
     ("memory before (RSS)", |c| c.rss_before.map(|v| v as f64), b),
     ("memory after (RSS)", |c| c.rss_after.map(|v| v as f64), b),
     ("difference (RSS)", |c| c.rss_diff().map(|v| v as f64), sb),
@@ -353,6 +358,10 @@ fn cost(out: &mut String, style: Style, recs: &[&RunRecord], measured: &str, lab
         t.add_row(row);
     }
     push_table(out, &t);
+    let _ = writeln!(
+        out,
+        "  cpu total: the CPU clock; user/system: the kernel's split of it by scheduler-tick samples (one tick, 1-10 ms)"
+    );
 }
 
 fn alloc_table(out: &mut String, style: Style, lines: &[crate::profile::AllocLine]) {
@@ -474,6 +483,7 @@ mod tests {
                     wall_s: 0.000_5 * f64::from(run),
                     cpu_user_s: Some(0.000_4),
                     cpu_system_s: Some(0.0),
+                    cpu_total_s: Some(0.000_4),
                     rss_before: Some(18_685_952),
                     rss_after: Some(18_722_816),
                     vms_before: Some(2_533_859_328),

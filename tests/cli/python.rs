@@ -620,3 +620,21 @@ fn a_rate_is_per_second_between_submissions_and_historate_histograms_rates() {
     assert!(at("c.historate.max", 3).is_empty());
     assert_eq!(at("c.historate.count", 4), vec![1.0]);
 }
+
+/// CPU of a run comes from the worker's CPU clock: a run that burns 2 ms never reads more CPU
+/// than wall time, however the kernel's ticks split it into user and system.
+#[test]
+fn a_runs_cpu_is_the_cpu_clock_and_never_exceeds_its_wall_time() {
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/burn.py",
+        "import time\nfrom datadog_checks.base import AgentCheck\n\nclass Burn(AgentCheck):\n    def check(self, _):\n        t = time.process_time()\n        while time.process_time() - t < 0.002:\n            pass\n        self.gauge('burn.ok', 1)\n",
+    );
+    let r = sb.run(&["check", "burn", "-t", "30", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for run in r.json()["runs"].as_array().unwrap() {
+        let wall = run["run_time_s"].as_f64().unwrap();
+        let cpu = run["cpu"]["total_s"].as_f64().unwrap();
+        assert!(cpu >= 0.002 && cpu <= wall + 1e-6, "cpu {cpu} wall {wall}");
+    }
+}

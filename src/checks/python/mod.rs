@@ -408,6 +408,7 @@ fn cost_of(
     );
     cost.cpu_user_s = reply["cpu_user_s"].as_f64();
     cost.cpu_system_s = reply["cpu_system_s"].as_f64();
+    cost.cpu_total_s = reply["cpu_total_s"].as_f64();
     if !peak_reset {
         cost.peak_scope = cost.peak_rss.map(|_| PeakScope::Process);
     }
