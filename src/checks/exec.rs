@@ -28,9 +28,6 @@ use crate::profile::{PeakScope, RunCost};
 
 use super::{ExternalCheck, ExternalRun, RunOptions};
 
-/// Instance options an exec plugin understands besides the common ones.
-pub const OPTIONS: &[&str] = &["command"];
-
 /// stdout kept per run; more is cut with a warning.
 const MAX_STDOUT: u64 = 16 * 1024 * 1024;
 /// Tail of stderr kept for the error message.

@@ -14,7 +14,7 @@ use crate::config::{AgentConfig, CheckConf, InstanceCommon};
 use crate::error::UsageError;
 
 use super::builtin::{BUILTINS, BuiltinSpec};
-use super::exec::{self, ExecCheck, ExecInstance};
+use super::exec::{ExecCheck, ExecInstance};
 use super::python::installed::{self, Installed};
 use super::python::{self, LoadSpec, PythonCheck, PythonHost};
 use super::{CheckKind, Runnable};
@@ -294,17 +294,21 @@ impl<'a> Registry<'a> {
             .find(|p| p.is_file() && !is_executable(p))
     }
 
-    /// The check's file (if any), its source, and every instance's common options.
+    /// The check's file (if any), its source, and every instance's common options. With
+    /// `options` (a built-in's own), any other key is warned about; a plugin gets its whole
+    /// instance, so its keys are its own business (`None`).
     fn common(
         &self,
         name: &str,
-        options: &[&str],
+        options: Option<&[&str]>,
         warnings: &mut Vec<String>,
     ) -> Result<(Option<CheckConf>, ConfigSource, Vec<InstanceCommon>), UsageError> {
         let conf = self.conf(name)?;
         let (source, commons) = match &conf {
             Some(c) => {
-                warnings.extend(c.unknown_key_warnings(options));
+                if let Some(options) = options {
+                    warnings.extend(c.unknown_key_warnings(options));
+                }
                 (
                     ConfigSource::File(c.path.clone()),
                     c.typed_instances::<InstanceCommon>()?,
@@ -320,7 +324,7 @@ impl<'a> Registry<'a> {
 
     fn load_builtin(&self, spec: &BuiltinSpec) -> Result<LoadedCheck, UsageError> {
         let mut warnings = Vec::new();
-        let (conf, source, commons) = self.common(spec.name, spec.options, &mut warnings)?;
+        let (conf, source, commons) = self.common(spec.name, Some(spec.options), &mut warnings)?;
         let checks = (spec.build)(conf.as_ref())?;
         Ok(LoadedCheck {
             name: spec.name.to_string(),
@@ -338,7 +342,7 @@ impl<'a> Registry<'a> {
 
     fn load_exec(&self, name: &str, path: &Path) -> Result<LoadedCheck, UsageError> {
         let mut warnings = Vec::new();
-        let (conf, source, commons) = self.common(name, exec::OPTIONS, &mut warnings)?;
+        let (conf, source, commons) = self.common(name, None, &mut warnings)?;
         let empty = serde_yaml_ng::Value::Mapping(Default::default());
         let (init, raws, typed) = match &conf {
             Some(c) => (

@@ -56,7 +56,9 @@ pub fn render(report: &CheckReport, style: Style) -> String {
     let mut out = String::new();
     let runs = report.records.iter().map(|r| r.run).max().unwrap_or(0);
     let instances: Vec<usize> = {
+        // Runs interleave instances (0, 1, 0, 1, …): each instance once, in order.
         let mut v: Vec<usize> = report.records.iter().map(|r| r.instance).collect();
+        v.sort_unstable();
         v.dedup();
         v
     };

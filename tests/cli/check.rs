@@ -442,3 +442,23 @@ fn process_cpu_pct_is_never_above_every_core_busy() {
         assert!(starts[*run as usize - 1] - starts[0] >= 0.95, "run {run}");
     }
 }
+
+/// Two instances run three times: the header counts two instances and each instance's
+/// sections appear once (runs interleave instances; they were once counted per run).
+#[test]
+fn several_instances_and_runs_print_each_instance_once() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/uptime.yaml",
+        "instances:\n  - tags: [a:1]\n  - tags: [a:2]\n",
+    );
+    let r = sb.run(&["check", "uptime", "-t", "3"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let header = r.stdout.lines().next().unwrap();
+    assert!(header.ends_with("2 instances × 3 runs"), "{header}");
+    for inst in 0..2 {
+        let label =
+            format!("Cost of each run (measured on agentprof's own process) — instances[{inst}]");
+        assert_eq!(r.stdout.matches(&label).count(), 1, "{}", r.stdout);
+    }
+}

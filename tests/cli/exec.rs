@@ -221,3 +221,21 @@ fn a_plugins_memory_is_read_at_its_exec_and_its_exit() {
     }
     assert_eq!(metric_values(&doc, "big.done"), vec![1.0; 5]);
 }
+
+/// A plugin receives its whole instance, so its own options are not "unknown" to agentprof.
+#[test]
+fn a_plugins_own_options_raise_no_unknown_option_warning() {
+    let sb = Sandbox::new();
+    sb.plugin("opts", "cat >/dev/null\necho 'opts.ok:1|g'\n");
+    sb.write(
+        "conf.d/opts.yaml",
+        "instances:\n  - endpoint: http://x\n    retries: 3\n    tags: [a:b]\n",
+    );
+    let r = sb.run(&["check", "opts"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("unknown"), "{}", r.stderr);
+    // A built-in still says so, with the file and line.
+    sb.write("conf.d/uptime.yaml", "instances:\n  - colour: blue\n");
+    let r = sb.run(&["check", "uptime"]);
+    assert!(r.stderr.contains("colour"), "{}", r.stderr);
+}
