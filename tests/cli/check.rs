@@ -129,7 +129,9 @@ fn every_builtin_check_reports_metrics_and_cost() {
         ),
     ];
     for (check, metrics) in expect {
-        let r = sb.run(&["check", check, "--json", "-t", "2", "--pause", "50ms"]);
+        // process's cpu.pct needs a second between runs (/proc counts 10 ms ticks).
+        let pause = if *check == "process" { "1s" } else { "50ms" };
+        let r = sb.run(&["check", check, "--json", "-t", "2", "--pause", pause]);
         assert_eq!(r.code, 0, "{check}: {}", r.stderr);
         let doc = r.json();
         assert_eq!(doc["check"], *check);
@@ -460,5 +462,74 @@ fn several_instances_and_runs_print_each_instance_once() {
         let label =
             format!("Cost of each run (measured on agentprof's own process) — instances[{inst}]");
         assert_eq!(r.stdout.matches(&label).count(), 1, "{}", r.stdout);
+    }
+}
+
+/// `disk` with no configuration reports what the integrations-core disk check reports by
+/// default: every mount with a device and a size (tmpfs and devtmpfs too), less CD-ROMs,
+/// tracefs and binfmt_misc, with inode utilisation and per-disk read/write time. The expected
+/// set comes from /proc/mounts and Python's os.statvfs.
+#[test]
+fn disk_defaults_are_the_integrations() {
+    let sb = Sandbox::new();
+    let doc = sb.run(&["check", "disk", "--json"]).json();
+    let expected = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import os, re\nout = set()\nfor line in open('/proc/mounts'):\n    dev, mnt, fs = line.split()[:3]\n    mnt = mnt.encode().decode('unicode_escape')\n    if dev in ('', 'none') or re.match('iso9660$|tracefs$', fs, re.I) or re.match('(/host)?/proc/sys/fs/binfmt_misc$', mnt):\n        continue\n    try:\n        st = os.statvfs(mnt)\n    except OSError:\n        continue\n    if st.f_blocks * st.f_frsize > 0:\n        out.add(dev)\nprint('\\n'.join(sorted(out)))\n",
+        )
+        .output()
+        .unwrap();
+    let expected: std::collections::BTreeSet<String> = String::from_utf8_lossy(&expected.stdout)
+        .lines()
+        .map(|l| format!("device:{l}"))
+        .collect();
+    let got: std::collections::BTreeSet<String> = doc["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["metric"] == "system.disk.total")
+        .filter_map(|m| {
+            m["tags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find_map(|t| t.as_str().filter(|t| t.starts_with("device:")))
+                .map(str::to_string)
+        })
+        .collect();
+    assert_eq!(got, expected);
+    let names: std::collections::BTreeSet<&str> = doc["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["metric"].as_str().unwrap())
+        .collect();
+    for m in [
+        "system.disk.utilized",
+        "system.disk.in_use",
+        "system.fs.inodes.utilized",
+        "system.fs.inodes.in_use",
+    ] {
+        assert!(names.contains(m), "{m} missing: {names:?}");
+    }
+    // read_time/write_time are monotonic counts and their _pct rates: from run 2 on.
+    let doc = sb
+        .run(&["check", "disk", "--json", "-t", "2", "--pause", "100ms"])
+        .json();
+    for name in [
+        "system.disk.read_time",
+        "system.disk.write_time",
+        "system.disk.read_time_pct",
+        "system.disk.write_time_pct",
+    ] {
+        assert!(
+            doc["metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["metric"] == name && m["run"] == 2),
+            "{name}"
+        );
     }
 }

@@ -1,7 +1,10 @@
-//! `disk`: space and inodes of mounted filesystems, as the Agent's disk check reports them
-//! (system.disk.* in KiB, in_use as a fraction; system.fs.inodes.*).
+//! `disk`: space and inodes of mounted filesystems and time spent on each disk, as the
+//! integrations-core disk check reports them with its defaults: every mount with a device
+//! (tmpfs and devtmpfs included) and a size, less CD-ROMs, tracefs and binfmt_misc;
+//! system.disk.* in KiB, `utilized` a percentage to one decimal as psutil rounds it,
+//! `in_use` that over 100; system.fs.inodes.*; system.disk.read_time/write_time(_pct).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use regex::Regex;
 use serde::Deserialize;
@@ -14,7 +17,10 @@ use super::{Builtin, regex_list};
 pub const OPTIONS: &[&str] = &[
     "use_mount",
     "all_partitions",
+    "include_all_devices",
     "tag_by_filesystem",
+    "tag_by_label",
+    "lowercase_device_tag",
     "min_disk_size",
     "file_system_include",
     "file_system_exclude",
@@ -24,19 +30,27 @@ pub const OPTIONS: &[&str] = &[
     "mount_point_exclude",
     "excluded_filesystems",
     "excluded_disks",
+    "excluded_disk_re",
+    "excluded_mountpoint_re",
 ];
 
-/// Filesystems the Agent leaves out unless told otherwise (its `iso9660$`, `tracefs$`),
-/// matched by name: compiling a regex for them would double the check's heap.
-const DEFAULT_FS_EXCLUDE: &[&str] = &["iso9660", "tracefs"];
+/// The integration's default exclusions: CD-ROMs and tracefs by filesystem, binfmt_misc by
+/// mount point (reading it can hang).
+const DEFAULT_FS_EXCLUDE: &[&str] = &["iso9660$", "tracefs$"];
+const DEFAULT_MOUNT_EXCLUDE: &[&str] = &["(/host)?/proc/sys/fs/binfmt_misc$"];
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(default)]
 pub struct DiskInstance {
     use_mount: bool,
     all_partitions: bool,
+    /// Every mount, not only device-backed filesystem types (the integration's default).
+    include_all_devices: bool,
     tag_by_filesystem: bool,
-    /// MiB; smaller filesystems are skipped.
+    /// `label:` and `device_label:` tags from the filesystems' labels.
+    tag_by_label: bool,
+    lowercase_device_tag: bool,
+    /// MiB; filesystems of this size or smaller are skipped (0: empty ones, like /proc).
     min_disk_size: f64,
     file_system_include: Vec<String>,
     file_system_exclude: Vec<String>,
@@ -44,9 +58,35 @@ pub struct DiskInstance {
     device_exclude: Vec<String>,
     mount_point_include: Vec<String>,
     mount_point_exclude: Vec<String>,
-    /// Legacy exact-name lists, still found in old configs.
+    /// Legacy forms, still found in old configs.
     excluded_filesystems: Vec<String>,
     excluded_disks: Vec<String>,
+    excluded_disk_re: Option<String>,
+    excluded_mountpoint_re: Option<String>,
+}
+
+impl Default for DiskInstance {
+    fn default() -> Self {
+        DiskInstance {
+            use_mount: false,
+            all_partitions: false,
+            include_all_devices: true,
+            tag_by_filesystem: false,
+            tag_by_label: true,
+            lowercase_device_tag: false,
+            min_disk_size: 0.0,
+            file_system_include: Vec::new(),
+            file_system_exclude: Vec::new(),
+            device_include: Vec::new(),
+            device_exclude: Vec::new(),
+            mount_point_include: Vec::new(),
+            mount_point_exclude: Vec::new(),
+            excluded_filesystems: Vec::new(),
+            excluded_disks: Vec::new(),
+            excluded_disk_re: None,
+            excluded_mountpoint_re: None,
+        }
+    }
 }
 
 pub struct DiskCheck {
@@ -59,31 +99,69 @@ pub struct DiskCheck {
     mnt_exclude: Option<Regex>,
 }
 
+/// `patterns` and then `extra` (each once), as one anchored regex.
+fn with_extras(
+    option: &str,
+    patterns: &[String],
+    extra: impl IntoIterator<Item = String>,
+    ignore_case: bool,
+) -> Result<Option<Regex>, String> {
+    let mut all: Vec<String> = patterns.iter().filter(|p| !p.is_empty()).cloned().collect();
+    for e in extra {
+        if !all.contains(&e) {
+            all.push(e);
+        }
+    }
+    regex_list(option, &all, ignore_case)
+}
+
 impl Builtin for DiskCheck {
     type Instance = DiskInstance;
 
     fn new(opts: DiskInstance) -> Result<Self, String> {
-        if opts.min_disk_size.is_nan() || opts.min_disk_size < 0.0 {
+        if !(opts.min_disk_size.is_finite() && opts.min_disk_size >= 0.0) {
             return Err(format!(
                 "min_disk_size: {} must be 0 or more (MiB)",
                 opts.min_disk_size
             ));
         }
+        let fs_extra = DEFAULT_FS_EXCLUDE
+            .iter()
+            .map(|p| p.to_string())
+            .chain(opts.excluded_filesystems.iter().map(|f| format!("{f}$")));
+        let dev_extra = opts
+            .excluded_disks
+            .iter()
+            .map(|d| format!("{d}$"))
+            .chain(opts.excluded_disk_re.clone());
+        let mnt_extra = DEFAULT_MOUNT_EXCLUDE
+            .iter()
+            .map(|p| p.to_string())
+            .chain(opts.excluded_mountpoint_re.clone());
         Ok(DiskCheck {
             fs_include: regex_list("file_system_include", &opts.file_system_include, true)?,
-            fs_exclude: regex_list("file_system_exclude", &opts.file_system_exclude, true)?,
+            fs_exclude: with_extras(
+                "file_system_exclude",
+                &opts.file_system_exclude,
+                fs_extra,
+                true,
+            )?,
             dev_include: regex_list("device_include", &opts.device_include, false)?,
-            dev_exclude: regex_list("device_exclude", &opts.device_exclude, false)?,
+            dev_exclude: with_extras("device_exclude", &opts.device_exclude, dev_extra, false)?,
             mnt_include: regex_list("mount_point_include", &opts.mount_point_include, false)?,
-            mnt_exclude: regex_list("mount_point_exclude", &opts.mount_point_exclude, false)?,
+            mnt_exclude: with_extras(
+                "mount_point_exclude",
+                &opts.mount_point_exclude,
+                mnt_extra,
+                false,
+            )?,
             opts,
         })
     }
 }
 
-fn allowed(value: &str, include: &Option<Regex>, exclude: &Option<Regex>) -> bool {
-    include.as_ref().is_none_or(|r| r.is_match(value))
-        && !exclude.as_ref().is_some_and(|r| r.is_match(value))
+fn matches(value: Option<&str>, re: &Option<Regex>) -> bool {
+    matches!((value, re), (Some(v), Some(r)) if r.is_match(v))
 }
 
 /// Filesystem types backed by a device (those /proc/filesystems does not mark `nodev`).
@@ -97,79 +175,190 @@ fn physical_fs_types() -> HashSet<String> {
         .collect()
 }
 
+/// Filesystem labels by device path, from /dev/disk/by-label (what blkid reports, without
+/// running it): `/dev/vda1` -> the `label:` and `device_label:` tags.
+fn device_labels() -> HashMap<String, [String; 2]> {
+    let mut out = HashMap::new();
+    let Ok(entries) = std::fs::read_dir("/dev/disk/by-label") else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let (Ok(target), Some(name)) = (
+            std::fs::canonicalize(e.path()),
+            e.file_name().to_str().map(unescape_label),
+        ) else {
+            continue;
+        };
+        out.insert(
+            target.to_string_lossy().into_owned(),
+            [format!("label:{name}"), format!("device_label:{name}")],
+        );
+    }
+    out
+}
+
+/// udev writes a label's unsafe bytes as `\xHH` in its link name.
+fn unescape_label(s: &str) -> String {
+    let mut out = Vec::with_capacity(s.len());
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && b.get(i + 1) == Some(&b'x')
+            && let Some(v) = s
+                .get(i + 2..i + 4)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 4;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// psutil's percentage: used over what a user can have, to one decimal.
+fn percent(used: f64, free: f64) -> f64 {
+    let total = used + free;
+    if total > 0.0 {
+        (used / total * 1000.0).round() / 10.0
+    } else {
+        0.0
+    }
+}
+
+impl DiskCheck {
+    /// The integration's exclusion rules, in its order.
+    fn excluded(&self, device: Option<&str>, fstype: &str, mount: &str) -> bool {
+        if device.is_none() && !self.opts.all_partitions {
+            return true;
+        }
+        // Secure NFS mounts read `/path (deleted)`: the integration drops the last word.
+        let mount = mount.rsplit_once(' ').map_or(mount, |(m, _)| m);
+        let excluded = matches(Some(fstype), &self.fs_exclude)
+            || matches(device, &self.dev_exclude)
+            || matches(Some(mount), &self.mnt_exclude);
+        let included = self.fs_include.as_ref().is_none_or(|r| r.is_match(fstype))
+            && (device.is_none()
+                || self
+                    .dev_include
+                    .as_ref()
+                    .is_none_or(|r| device.is_some_and(|d| r.is_match(d))))
+            && self.mnt_include.as_ref().is_none_or(|r| r.is_match(mount));
+        excluded || !included
+    }
+
+    fn tags(
+        &self,
+        device: &str,
+        mount: &str,
+        fstype: &str,
+        labels: &HashMap<String, [String; 2]>,
+    ) -> Vec<String> {
+        let mut t = Vec::with_capacity(6);
+        if self.opts.tag_by_filesystem {
+            t.push(fstype.to_string());
+            t.push(format!("filesystem:{fstype}"));
+        }
+        if let Some(l) = labels.get(device) {
+            t.extend(l.iter().cloned());
+        }
+        let name = if self.opts.use_mount { mount } else { device };
+        let name = if self.opts.lowercase_device_tag {
+            name.to_lowercase()
+        } else {
+            name.to_string()
+        };
+        t.push(format!("device:{name}"));
+        t.push(format!(
+            "device_name:{}",
+            device.rsplit('/').next().unwrap_or(device)
+        ));
+        t
+    }
+
+    /// Per-disk time spent reading and writing, from /proc/diskstats (milliseconds).
+    fn latency(&self, sink: &mut Sink) {
+        let Ok(text) = std::fs::read_to_string("/proc/diskstats") else {
+            return;
+        };
+        for line in text.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(name), Some(rt), Some(wt)) = (f.get(2), f.get(6), f.get(10)) else {
+                continue;
+            };
+            let (Ok(rt), Ok(wt)) = (rt.parse::<f64>(), wt.parse::<f64>()) else {
+                continue;
+            };
+            let name = if self.opts.lowercase_device_tag {
+                name.to_lowercase()
+            } else {
+                name.to_string()
+            };
+            let t = [format!("device:{name}"), format!("device_name:{name}")];
+            sink.monotonic_count("system.disk.read_time", rt, &t);
+            sink.monotonic_count("system.disk.write_time", wt, &t);
+            // The integration's "percent" (its own comment says it is not one): ms * 100 / 1000.
+            sink.rate("system.disk.read_time_pct", rt * 100.0 / 1000.0, &t);
+            sink.rate("system.disk.write_time_pct", wt * 100.0 / 1000.0, &t);
+        }
+    }
+}
+
 impl Check for DiskCheck {
     fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
         let mounts = procfs::mounts()?;
-        let physical = if self.opts.all_partitions {
+        let physical = if self.opts.include_all_devices {
             HashSet::new()
         } else {
             physical_fs_types()
         };
+        let labels = if self.opts.tag_by_label {
+            device_labels()
+        } else {
+            HashMap::new()
+        };
         for m in mounts {
             let (device, mount, fstype) = (&m.fs_spec, &m.fs_file, &m.fs_vfstype);
-            if !self.opts.all_partitions
-                && (!physical.contains(fstype) || device == "none" || device.is_empty())
-            {
+            if !self.opts.include_all_devices && !physical.contains(fstype) {
                 continue;
             }
-            if DEFAULT_FS_EXCLUDE.iter().any(|f| fstype.ends_with(f))
-                || self.opts.excluded_filesystems.contains(fstype)
-                || self.opts.excluded_disks.contains(device)
-            {
+            let dev = Some(device.as_str()).filter(|d| !d.is_empty() && *d != "none");
+            if self.excluded(dev, fstype, mount) {
                 continue;
             }
-            if !allowed(fstype, &self.fs_include, &self.fs_exclude)
-                || !allowed(device, &self.dev_include, &self.dev_exclude)
-                || !allowed(mount, &self.mnt_include, &self.mnt_exclude)
-            {
+            // A mount that cannot be read (permission, gone) is skipped, as the integration
+            // skips it.
+            let Ok(st) = rustix::fs::statvfs(mount.as_str()) else {
                 continue;
-            }
-            let st = match rustix::fs::statvfs(mount.as_str()) {
-                Ok(st) => st,
-                Err(e) => {
-                    sink.warning(format!("{mount}: statvfs failed: {e}"));
-                    continue;
-                }
             };
             let frsize = st.f_frsize as f64;
             let total = st.f_blocks as f64 * frsize;
-            if total == 0.0 && !self.opts.all_partitions {
-                continue;
-            }
-            if total < self.opts.min_disk_size * 1024.0 * 1024.0 {
+            if total <= self.opts.min_disk_size * 1024.0 * 1024.0 {
                 continue;
             }
             let used = (st.f_blocks.saturating_sub(st.f_bfree)) as f64 * frsize;
             let free = st.f_bavail as f64 * frsize;
-            let device_tag = if self.opts.use_mount {
-                mount.as_str()
-            } else {
-                device.as_str()
-            };
-            let device_name = device.rsplit('/').next().unwrap_or(device);
-            let mut t = vec![
-                format!("device:{device_tag}"),
-                format!("device_name:{device_name}"),
-            ];
-            if self.opts.tag_by_filesystem {
-                t.push(format!("filesystem:{fstype}"));
-            }
+            let t = self.tags(device, mount, fstype, &labels);
+            let pct = percent(used, free);
             sink.gauge("system.disk.total", total / 1024.0, &t);
             sink.gauge("system.disk.used", used / 1024.0, &t);
             sink.gauge("system.disk.free", free / 1024.0, &t);
-            if used + free > 0.0 {
-                let in_use = used / (used + free);
-                sink.gauge("system.disk.in_use", in_use, &t);
-                sink.gauge("system.disk.utilized", in_use * 100.0, &t);
-            }
+            sink.gauge("system.disk.utilized", pct, &t);
+            sink.gauge("system.disk.in_use", pct / 100.0, &t);
             let (itotal, ifree) = (st.f_files as f64, st.f_ffree as f64);
-            if itotal > 0.0 {
+            if st.f_files != 0 {
+                let iused = itotal - ifree;
                 sink.gauge("system.fs.inodes.total", itotal, &t);
                 sink.gauge("system.fs.inodes.free", ifree, &t);
-                sink.gauge("system.fs.inodes.used", itotal - ifree, &t);
-                sink.gauge("system.fs.inodes.in_use", (itotal - ifree) / itotal, &t);
+                sink.gauge("system.fs.inodes.used", iused, &t);
+                sink.gauge("system.fs.inodes.utilized", iused / itotal * 100.0, &t);
+                sink.gauge("system.fs.inodes.in_use", iused / itotal, &t);
             }
         }
+        self.latency(sink);
         Ok(())
     }
 }

@@ -98,6 +98,11 @@ impl Check for NetworkCheck {
             {
                 continue;
             }
+            // The Agent's network check leaves out inactive interfaces: nothing received
+            // and nothing sent.
+            if d.recv_bytes == 0 && d.sent_bytes == 0 {
+                continue;
+            }
             let t = [format!("device:{}", d.name)];
             sink.rate("system.net.bytes_rcvd", d.recv_bytes as f64, &t);
             sink.rate("system.net.bytes_sent", d.sent_bytes as f64, &t);
