@@ -18,4 +18,5 @@ pub mod procstat;
 pub mod profile;
 pub mod progress;
 pub mod pull;
+pub mod redact;
 pub mod render;

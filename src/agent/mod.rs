@@ -215,7 +215,8 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
             .iter()
             .map(|(c, _)| {
                 c.min_collection_interval
-                    .map_or(DEFAULT_INTERVAL, Duration::from_secs_f64)
+                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                    .unwrap_or(DEFAULT_INTERVAL)
             })
             .collect();
         shortest = intervals.iter().copied().fold(shortest, Duration::min);

@@ -88,7 +88,8 @@ impl Pool {
                 };
                 let interval = common
                     .min_collection_interval
-                    .map_or(DEFAULT_INTERVAL, Duration::from_secs_f64);
+                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                    .unwrap_or(DEFAULT_INTERVAL);
                 slots.push(Slot {
                     check: loaded.name.clone(),
                     index,

@@ -574,30 +574,46 @@ impl<'a> Registry<'a> {
     }
 }
 
+/// The longest timeout or interval a configuration may ask for, in seconds (about 31 years):
+/// past it a duration would overflow, and no check waits that long on purpose.
+const MAX_CONFIGURED_SECS: f64 = 1e9;
+
 fn validate_common(
     conf: Option<&CheckConf>,
     i: usize,
     common: &InstanceCommon,
 ) -> Result<(), UsageError> {
     let Some(conf) = conf else { return Ok(()) };
-    let bad = |msg: String| UsageError::config(&conf.path, format!("instances[{i}].{msg}"));
-    if let Some(t) = common.timeout
-        && !(t > 0.0 && t.is_finite())
-    {
-        return Err(bad(format!(
-            "timeout: {t} must be a positive number of seconds"
-        )));
-    }
-    if let Some(t) = common.min_collection_interval
-        && !(t > 0.0 && t.is_finite())
-    {
-        return Err(bad(format!(
-            "min_collection_interval: {t} must be a positive number of seconds"
-        )));
+    let bad = |key: &str, msg: String| {
+        let message = format!("instances[{i}].{key}: {msg}");
+        match conf.key_line(key) {
+            Some(line) => UsageError::ConfigAt {
+                path: conf.path.clone(),
+                line,
+                column: 1,
+                message,
+            },
+            None => UsageError::config(&conf.path, message),
+        }
+    };
+    for (key, value) in [
+        ("timeout", common.timeout),
+        ("min_collection_interval", common.min_collection_interval),
+    ] {
+        if let Some(t) = value
+            && !(t > 0.0 && t <= MAX_CONFIGURED_SECS)
+        {
+            return Err(bad(
+                key,
+                format!(
+                    "{t} is not a number of seconds above 0 and at most {MAX_CONFIGURED_SECS:e}"
+                ),
+            ));
+        }
     }
     for tag in &common.tags {
         if let Err(why) = crate::metrics::validate_tag(tag) {
-            return Err(bad(format!("tags: `{tag}` is not a valid tag: {why}")));
+            return Err(bad("tags", format!("`{tag}` is not a valid tag: {why}")));
         }
     }
     Ok(())

@@ -416,7 +416,9 @@ impl Runner {
 }
 
 pub(crate) fn timeout_of(common: &InstanceCommon) -> Duration {
-    Duration::from_secs_f64(common.timeout.unwrap_or(DEFAULT_TIMEOUT_S))
+    // Validated when the configuration was loaded; a value past Duration's range is the default.
+    Duration::try_from_secs_f64(common.timeout.unwrap_or(DEFAULT_TIMEOUT_S))
+        .unwrap_or(Duration::from_secs_f64(DEFAULT_TIMEOUT_S))
 }
 
 /// The instance's `tags`, and `service:NAME` when `service` is set, as the Agent adds it.

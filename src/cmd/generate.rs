@@ -67,10 +67,12 @@ pub fn completions(shell: Shell) -> anyhow::Result<Outcome> {
 pub fn man(out: &Path) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(out)
         .map_err(|e| UsageError::flag("--out", format!("cannot create {}: {e}", out.display())))?;
+    let mut stdout = std::io::stdout().lock();
     for (name, bytes) in man_pages()? {
         let path = out.join(&name);
         std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
-        println!("{}", path.display());
+        // A closed stdout (`| head`) ends the listing quietly; the pages are written anyway.
+        writeln!(stdout, "{}", path.display())?;
     }
     Ok(Outcome::Success)
 }

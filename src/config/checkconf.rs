@@ -118,6 +118,11 @@ impl CheckConf {
     }
 
     /// Warnings for keys no one reads: unknown top-level keys and unknown instance options.
+    /// The line of the first `key:` in the file, for messages about its value.
+    pub fn key_line(&self, key: &str) -> Option<usize> {
+        find_key_line(&self.text, key)
+    }
+
     pub fn unknown_key_warnings(&self, check_keys: &[&str]) -> Vec<String> {
         let mut out = Vec::new();
         let top: Vec<String> = serde_yaml_ng::from_str::<Value>(&self.text)

@@ -152,6 +152,7 @@ impl DatadogApi {
             stats: ApiStats::default(),
         });
         let (s, url) = (Arc::clone(&shared), base.clone());
+        // Messages name the intake without the credentials a dd_url may carry.
         let thread = std::thread::Builder::new()
             .name("datadog-api".into())
             .spawn(move || sender(client, api_key, url, s))
@@ -174,6 +175,10 @@ impl DatadogApi {
         q.0.push_back(p);
         self.shared.ready.notify_one();
     }
+}
+
+fn sender_shown(base: &str) -> String {
+    crate::redact::url_text(base)
 }
 
 fn sender(client: reqwest::blocking::Client, key: String, base: String, shared: Arc<Shared>) {
@@ -219,7 +224,8 @@ fn sender(client: reqwest::blocking::Client, key: String, base: String, shared: 
                 Ok(r) => {
                     shared.stats.failed.fetch_add(1, Ordering::Relaxed);
                     eprintln!(
-                        "agentprof: datadog api {base}{}: {} (not retried)",
+                        "agentprof: datadog api {}{}: {} (not retried)",
+                        sender_shown(&base).trim_end_matches('/'),
                         p.path,
                         r.status()
                     );
@@ -228,7 +234,8 @@ fn sender(client: reqwest::blocking::Client, key: String, base: String, shared: 
                 Err(e) => {
                     if attempt == ATTEMPTS {
                         eprintln!(
-                            "agentprof: datadog api {base}{}: {}",
+                            "agentprof: datadog api {}{}: {}",
+                            sender_shown(&base).trim_end_matches('/'),
                             p.path,
                             e.without_url()
                         );
@@ -252,7 +259,7 @@ fn sender(client: reqwest::blocking::Client, key: String, base: String, shared: 
 
 impl Forwarder for DatadogApi {
     fn name(&self) -> String {
-        format!("datadog api {}", self.base)
+        format!("datadog api {}", crate::redact::url_text(&self.base))
     }
 
     fn delivery(&self) -> super::Delivery {

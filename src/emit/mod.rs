@@ -9,6 +9,7 @@ pub use datadog_api::DatadogApi;
 pub use dogstatsd::DogStatsd;
 pub use jsonl::JsonLines;
 
+use crate::error::UsageError;
 use crate::metrics::{Event, Metric, ServiceCheck};
 
 /// What one flush carries.
@@ -47,6 +48,24 @@ pub trait Forwarder: Send {
     fn delivery(&self) -> Delivery;
 }
 
+/// `dd_url` must be an http(s) URL; what is wrong is said without echoing it (it may carry a
+/// password).
+fn check_dd_url(text: &str) -> Result<(), UsageError> {
+    let url = reqwest::Url::parse(text.trim())
+        .map_err(|e| UsageError::flag("dd_url", format!("not a URL ({e})")))?;
+    match url.scheme() {
+        "http" | "https" if url.host_str().is_some_and(|h| !h.is_empty()) => Ok(()),
+        "http" | "https" => Err(UsageError::flag("dd_url", "the URL has no host")),
+        s => Err(UsageError::flag(
+            "dd_url",
+            format!(
+                "scheme {s}: use http or https ({})",
+                crate::redact::url(&url)
+            ),
+        )),
+    }
+}
+
 /// The forwarders agentprof.yaml configures (`dogstatsd_url`, `api_key`, `metrics_file`), in
 /// that order; none when nothing is set.
 pub fn configured(
@@ -58,6 +77,9 @@ pub fn configured(
         forwarders.push(Box::new(
             DogStatsd::connect(url).map_err(|e| UsageError::flag("dogstatsd_url", e))?,
         ));
+    }
+    if let Some(url) = &config.dd_url {
+        check_dd_url(url)?;
     }
     if let Some(key) = &config.api_key {
         let base = datadog_api::base_url(&config.site, config.dd_url.as_deref());

@@ -33,15 +33,7 @@ pub struct Tls {
     pub insecure_skip_verify: bool,
 }
 
-/// `url` without user name and password, for messages.
-pub fn redact(url: &Url) -> String {
-    let mut u = url.clone();
-    if !u.username().is_empty() || u.password().is_some() {
-        let _ = u.set_username("");
-        let _ = u.set_password(None);
-    }
-    u.to_string()
-}
+pub use crate::redact::url as redact;
 
 /// Parses a target URL; `http://host:6060` alone means `/debug/pprof`.
 pub fn parse_target(text: &str) -> Result<Url, String> {

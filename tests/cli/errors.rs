@@ -215,3 +215,59 @@ fn oversized_and_bomb_configs_are_refused_before_they_cost_memory() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("--times"), "{}", r.stderr);
 }
+
+/// A closed stdout (`| head`) ends a command quietly, as Unix tools do: exit 0, nothing on
+/// stderr, no panic.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    let sb = Sandbox::new();
+    let man = sb.file("man");
+    let profile = crate::support::fixture("cpu.pprof");
+    let cases: Vec<Vec<String>> = vec![
+        vec!["man".into(), "--out".into(), man.display().to_string()],
+        vec!["top".into(), "--json".into(), profile.display().to_string()],
+        vec!["completions".into(), "bash".into()],
+    ];
+    for args in cases {
+        // The reading end is closed before agentprof writes anything: every write fails
+        // with EPIPE, as it does once `head` has read its lines and exited.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
+            .args(&args)
+            .current_dir(sb.path())
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}
+
+/// Numbers past any sensible duration (and below zero) are configuration errors with the
+/// file and line, never a panic converting them to a Duration.
+#[test]
+fn huge_and_negative_durations_in_configuration_are_refused_with_file_and_line() {
+    let sb = Sandbox::new();
+    for key in ["timeout", "min_collection_interval"] {
+        for value in ["1e20", "1e300", "18446744073709551615", "-3", "0"] {
+            sb.write(
+                "conf.d/uptime.yaml",
+                &format!("instances:\n  - {key}: {value}\n"),
+            );
+            for cmd in [&["check", "uptime"][..], &["start", "--duration", "1s"][..]] {
+                let r = sb.run(cmd);
+                assert_eq!(r.code, 2, "{key}: {value} ({cmd:?}): {}", r.stderr);
+                assert!(
+                    r.stderr.contains("conf.d/uptime.yaml:2:")
+                        && r.stderr.contains(&format!("instances[0].{key}")),
+                    "{key}: {value}: {}",
+                    r.stderr
+                );
+                assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+            }
+        }
+    }
+}

@@ -554,3 +554,43 @@ fn developer_mode_without_a_log_file_logs_to_collector_log_and_stdout_stays_quie
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("\"metric\":"), "{}", r.stdout);
 }
+
+/// A password in dd_url never reaches the summary, --json or stderr; a dd_url that is not an
+/// http(s) URL is a configuration error at start.
+#[test]
+fn dd_url_credentials_stay_secret_and_a_bad_dd_url_is_refused() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/uptime.yaml",
+        "instances:\n  - min_collection_interval: 1\n",
+    );
+    sb.write(
+        "agentprof.yaml",
+        "api_key: k\ndd_url: http://user:PASSWORD123@127.0.0.1:1\n",
+    );
+    for json in [false, true] {
+        let mut args = vec!["start", "--duration", "1500ms"];
+        if json {
+            args.push("--json");
+        }
+        let r = sb.run(&args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(r.stdout.contains("127.0.0.1:1"), "{}", r.stdout);
+        for out in [&r.stdout, &r.stderr] {
+            assert!(
+                !out.contains("PASSWORD123") && !out.contains("user:"),
+                "{out}"
+            );
+        }
+    }
+    for bad in ["ftp://intake.example", "not a url PASSWORD123", "http://"] {
+        sb.write(
+            "agentprof.yaml",
+            &format!("api_key: k\ndd_url: \"{bad}\"\n"),
+        );
+        let r = sb.run(&["start", "--duration", "1s"]);
+        assert_eq!(r.code, 2, "{bad}: {}", r.stderr);
+        assert!(r.stderr.contains("dd_url"), "{bad}: {}", r.stderr);
+        assert!(!r.stderr.contains("PASSWORD123"), "{}", r.stderr);
+    }
+}
