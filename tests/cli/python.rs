@@ -638,3 +638,30 @@ fn a_runs_cpu_is_the_cpu_clock_and_never_exceeds_its_wall_time() {
         assert!(cpu >= 0.002 && cpu <= wall + 1e-6, "cpu {cpu} wall {wall}");
     }
 }
+
+/// An integration with a built-in's name (here on PYTHONPATH, as the Agent's loader finds
+/// anything on sys.path) replaces the built-in only when an interpreter was chosen; without
+/// one, `check uptime` stays the built-in and starts no Python.
+#[test]
+fn an_installed_integration_replaces_a_builtin_only_when_an_interpreter_is_chosen() {
+    let Some(python) = venv_python() else { return };
+    let sb = Sandbox::new();
+    sb.write(
+        "pp/datadog_checks/uptime/__init__.py",
+        "from datadog_checks.base import AgentCheck\n\nclass Uptime(AgentCheck):\n    def check(self, _):\n        self.gauge('system.uptime', 42)\n",
+    );
+    sb.write(
+        "pp/datadog_checks/__init__.py",
+        "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n",
+    );
+    let pp = sb.file("pp");
+    let env = [("PYTHONPATH", pp.to_str().unwrap())];
+    let r = sb.run_env(&["check", "uptime", "--python", &python, "--json"], &env);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    assert_eq!(doc["kind"], "python");
+    assert_eq!(doc["python"]["module"], "datadog_checks.uptime");
+    assert_eq!(metric_values(&doc, "system.uptime"), vec![42.0]);
+    let doc = sb.run_env(&["check", "uptime", "--json"], &env).json();
+    assert_eq!(doc["kind"], "builtin");
+}
