@@ -132,12 +132,16 @@ pub struct Fetched {
     pub raw: Vec<u8>,
 }
 
-/// GETs `url` and decodes the body within `limits`.
+/// GETs `url` and decodes the body within `limits`. `timeout` (`--http-timeout`, which a
+/// CPU profile's duration is within) bounds the whole exchange: connect, headers and every
+/// byte of the body, however slowly a server trickles it.
 pub fn fetch(
     client: &reqwest::blocking::Client,
     url: &Url,
     limits: &Limits,
+    timeout: Duration,
 ) -> Result<Fetched, FetchError> {
+    let deadline = std::time::Instant::now() + timeout;
     let shown = redact(url);
     let http = |message: String| FetchError::Http {
         url: shown.clone(),
@@ -146,8 +150,10 @@ pub fn fetch(
     let resp = client.get(url.clone()).send().map_err(|e| {
         let e = e.without_url();
         http(if e.is_timeout() {
-            "no answer within the HTTP timeout (--http-timeout must exceed the profile duration)"
-                .to_string()
+            format!(
+                "no answer within --http-timeout {} (it must exceed the profile duration)",
+                crate::duration::human(timeout)
+            )
         } else if e.is_connect() {
             format!("cannot connect: {}", root_cause(&e))
         } else {
@@ -179,10 +185,17 @@ pub fn fetch(
             },
         });
     }
-    let mut bytes = Vec::new();
-    resp.take(limits.body + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| http(format!("reading the body: {e}")))?;
+    let expected = resp.content_length();
+    let bytes = read_body(resp, limits.body + 1, deadline).map_err(|(got, why)| {
+        let of = expected.map_or_else(String::new, |n| format!(" of {n}"));
+        http(match why {
+            BodyEnd::Deadline => format!(
+                "the body did not arrive within --http-timeout {}: {got} bytes{of} arrived",
+                crate::duration::human(timeout)
+            ),
+            BodyEnd::Cut(e) => format!("the body was cut after {got} bytes{of}: {e}"),
+        })
+    })?;
     if bytes.len() as u64 > limits.body {
         return Err(FetchError::Profile {
             url: shown,
@@ -222,6 +235,60 @@ pub fn fetch(
         bytes,
         raw,
     })
+}
+
+enum BodyEnd {
+    Deadline,
+    Cut(String),
+}
+
+/// Reads at most `max` bytes of `r` before `deadline`. The reads run on a thread of their own
+/// and the deadline is kept here, so a server that trickles its body or stops sending cannot
+/// hold the pull past it (the reader thread ends at the client's own read timeout).
+fn read_body(
+    mut r: impl Read + Send + 'static,
+    max: u64,
+    deadline: std::time::Instant,
+) -> Result<Vec<u8>, (usize, BodyEnd)> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(4);
+    let spawned = std::thread::Builder::new()
+        .name("pull-body".into())
+        .spawn(move || {
+            let mut left = max;
+            while left > 0 {
+                let mut chunk = vec![0u8; (64u64 << 10).min(left) as usize];
+                match r.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        chunk.truncate(n);
+                        left -= n as u64;
+                        if tx.send(Ok(chunk)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        return Err((0, BodyEnd::Cut(format!("cannot start the reader: {e}"))));
+    }
+    let mut bytes = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(Ok(chunk)) => bytes.extend_from_slice(&chunk),
+            Ok(Err(e)) => return Err((bytes.len(), BodyEnd::Cut(root_cause(&e)))),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(bytes),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                return Err((bytes.len(), BodyEnd::Deadline));
+            }
+        }
+    }
 }
 
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {

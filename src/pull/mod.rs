@@ -235,7 +235,7 @@ fn collect(
             )
         });
         let t0 = Instant::now();
-        let res = fetch::fetch(&r.client, &url, &limits);
+        let res = fetch::fetch(&r.client, &url, &limits, t.http_timeout);
         if let Some(Some((bar, h, done))) = bar {
             done.store(true, std::sync::atomic::Ordering::Relaxed);
             let _ = h.join();

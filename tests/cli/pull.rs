@@ -609,3 +609,50 @@ fn https_targets_with_a_ca_a_client_certificate_or_no_verification() {
     );
     assert_eq!(client.code, 0, "{}\n{}", client.stdout, client.stderr);
 }
+
+/// A server that trickles its body (slow loris) cannot hold a pull past --http-timeout: the
+/// pull ends within it and says how much arrived of how much.
+#[test]
+fn http_timeout_bounds_a_trickled_body() {
+    use std::io::{BufRead, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(4) {
+            let Ok(mut s) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut r = std::io::BufReader::new(s.try_clone().unwrap());
+                let mut line = String::new();
+                while r.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n");
+                for _ in 0..1000 {
+                    if s.write_all(b"x").is_err() {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+            });
+        }
+    });
+    let sb = Sandbox::new();
+    let t0 = std::time::Instant::now();
+    let r = sb.run(&[
+        "pull",
+        &format!("http://{addr}"),
+        "--types",
+        "heap",
+        "--http-timeout",
+        "1s",
+    ]);
+    let took = t0.elapsed();
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(took < std::time::Duration::from_secs(3), "took {took:?}");
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert!(
+        all.contains("did not arrive within --http-timeout 1.00s")
+            && all.contains("of 1000 arrived"),
+        "{all}"
+    );
+}
