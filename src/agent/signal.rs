@@ -1,11 +1,16 @@
-//! SIGINT and SIGTERM ask the agent to stop; the handler only sets a flag the loops poll.
+//! SIGINT and SIGTERM ask the agent (or a pull) to stop; the handler only sets a flag the
+//! loops poll. A second signal while the first is being honoured exits at once (130), as a
+//! user pressing Ctrl-C twice expects.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_sig: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
+    if STOP.swap(true, Ordering::SeqCst) {
+        // SAFETY: _exit is async-signal-safe; nothing else runs here.
+        unsafe { libc::_exit(130) };
+    }
 }
 
 /// Installs the handlers for SIGINT and SIGTERM.

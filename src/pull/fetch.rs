@@ -147,18 +147,13 @@ pub fn fetch(
         url: shown.clone(),
         message,
     };
-    let resp = client.get(url.clone()).send().map_err(|e| {
-        let e = e.without_url();
-        http(if e.is_timeout() {
-            format!(
-                "no answer within --http-timeout {} (it must exceed the profile duration)",
-                crate::duration::human(timeout)
-            )
-        } else if e.is_connect() {
-            format!("cannot connect: {}", root_cause(&e))
-        } else {
-            root_cause(&e)
-        })
+    let resp = send_interruptible(client, url, deadline).map_err(|e| match e {
+        Sent::Signal => http(STOPPED.into()),
+        Sent::Deadline => http(format!(
+            "no answer within --http-timeout {} (it must exceed the profile duration)",
+            crate::duration::human(timeout)
+        )),
+        Sent::Failed(e) => http(describe_send_error(&e.without_url(), timeout)),
     })?;
     let status = resp.status();
     if status.is_redirection() {
@@ -194,6 +189,7 @@ pub fn fetch(
                 crate::duration::human(timeout)
             ),
             BodyEnd::Cut(e) => format!("the body was cut after {got} bytes{of}: {e}"),
+            BodyEnd::Signal => STOPPED.into(),
         })
     })?;
     if bytes.len() as u64 > limits.body {
@@ -240,6 +236,63 @@ pub fn fetch(
 enum BodyEnd {
     Deadline,
     Cut(String),
+    Signal,
+}
+
+/// A fetch stopped by SIGINT or SIGTERM.
+pub const STOPPED: &str = "stopped by a signal before the profile arrived";
+
+/// How often a waiting fetch looks at the signal flag.
+const POLL: Duration = Duration::from_millis(100);
+
+enum Sent {
+    Signal,
+    Deadline,
+    Failed(reqwest::Error),
+}
+
+/// Sends the request on a thread of its own and waits for the answer's headers until
+/// `deadline`, looking at the signal flag every `POLL`, so Ctrl-C stops a pull at once.
+fn send_interruptible(
+    client: &reqwest::blocking::Client,
+    url: &Url,
+    deadline: std::time::Instant,
+) -> Result<reqwest::blocking::Response, Sent> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let req = client.get(url.clone());
+    std::thread::Builder::new()
+        .name("pull-request".into())
+        .spawn(move || {
+            let _ = tx.send(req.send());
+        })
+        .map_err(|_| Sent::Deadline)?;
+    loop {
+        if crate::agent::signal::requested() {
+            return Err(Sent::Signal);
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(Sent::Deadline);
+        }
+        match rx.recv_timeout(left.min(POLL)) {
+            Ok(r) => return r.map_err(Sent::Failed),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Err(Sent::Deadline),
+        }
+    }
+}
+
+fn describe_send_error(e: &reqwest::Error, timeout: Duration) -> String {
+    if e.is_timeout() {
+        format!(
+            "no answer within --http-timeout {} (it must exceed the profile duration)",
+            crate::duration::human(timeout)
+        )
+    } else if e.is_connect() {
+        format!("cannot connect: {}", root_cause(e))
+    } else {
+        root_cause(e)
+    }
 }
 
 /// Reads at most `max` bytes of `r` before `deadline`. The reads run on a thread of their own
@@ -279,14 +332,18 @@ fn read_body(
     }
     let mut bytes = Vec::new();
     loop {
+        if crate::agent::signal::requested() {
+            return Err((bytes.len(), BodyEnd::Signal));
+        }
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match rx.recv_timeout(left) {
+        if left.is_zero() {
+            return Err((bytes.len(), BodyEnd::Deadline));
+        }
+        match rx.recv_timeout(left.min(POLL)) {
             Ok(Ok(chunk)) => bytes.extend_from_slice(&chunk),
             Ok(Err(e)) => return Err((bytes.len(), BodyEnd::Cut(root_cause(&e)))),
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(bytes),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                return Err((bytes.len(), BodyEnd::Deadline));
-            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
         }
     }
 }

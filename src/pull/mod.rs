@@ -226,6 +226,10 @@ fn collect(
     let mut kinds: Vec<&String> = t.types.iter().filter(|k| *k == "cpu").collect();
     kinds.extend(t.types.iter().filter(|k| *k != "cpu"));
     for kind in kinds {
+        // Ctrl-C or SIGTERM: keep what arrived, fetch nothing more.
+        if crate::agent::signal::requested() {
+            break;
+        }
         let url = endpoint(&t.url, kind, t.profile_duration.as_secs().max(1));
         let shown = redact(&url);
         let bar = (kind == "cpu").then(|| {
@@ -571,8 +575,21 @@ pub fn run(
         sink(&c);
         all.push(c);
     }
+    if crate::agent::signal::requested() {
+        let kept: usize = all
+            .iter()
+            .map(|c: &Collection| c.profiles.iter().filter(|p| p.ok).count())
+            .sum();
+        eprintln!(
+            "agentprof: stopped by a signal; the {kept} profile(s) already fetched are kept (a second Ctrl-C exits at once)"
+        );
+    }
     if let Some(u) = &mut uploader {
-        u.flush_spool();
+        // After a signal the spool keeps what is pending for the next run: no waiting on an
+        // intake now.
+        if !crate::agent::signal::requested() {
+            u.flush_spool();
+        }
         let pending = u.pending();
         if pending > 0 {
             eprintln!(

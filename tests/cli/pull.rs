@@ -656,3 +656,37 @@ fn http_timeout_bounds_a_trickled_body() {
         "{all}"
     );
 }
+
+/// SIGINT stops a pull within a second, mid-request against a server that never answers,
+/// and what was already fetched is kept and said; a second signal is not needed.
+#[test]
+fn a_signal_stops_a_pull_against_a_hung_server_within_a_second() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Accepts and never answers.
+    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let h = std::sync::Arc::clone(&held);
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            h.lock().unwrap().push(s);
+        }
+    });
+    let sb = Sandbox::new();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
+        .args(["pull", &format!("http://{addr}"), "--http-timeout", "60s"])
+        .current_dir(sb.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let t0 = std::time::Instant::now();
+    // SAFETY: signals the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let took = t0.elapsed();
+    assert!(took < std::time::Duration::from_secs(1), "took {took:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("stopped by a signal"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
