@@ -250,10 +250,21 @@ fn sender(client: reqwest::blocking::Client, key: String, base: String, shared: 
                 shared.stats.failed.fetch_add(1, Ordering::Relaxed);
                 break;
             }
+            // Stopping: no more retries; what was not delivered is counted as dropped.
+            if shared.closing() {
+                shared.stats.dropped.fetch_add(1, Ordering::Relaxed);
+                break;
+            }
             shared.stats.retried.fetch_add(1, Ordering::Relaxed);
             std::thread::sleep(backoff);
             backoff *= 2;
         }
+    }
+}
+
+impl Shared {
+    fn closing(&self) -> bool {
+        self.queue.lock().map(|q| q.1).unwrap_or(true)
     }
 }
 
@@ -299,7 +310,9 @@ impl Forwarder for DatadogApi {
         Ok(())
     }
 
-    /// Waits (at most 1.5 s) for the queue to drain, then stops the sender.
+    /// Waits (at most 1.5 s) for the queue to drain, then stops the sender, waiting at most
+    /// another 1.5 s for a request in flight: an intake that hangs cannot hold the stop (the
+    /// request in flight is counted as dropped and its thread left to its own timeout).
     fn flush(&mut self) -> std::io::Result<()> {
         let deadline = Instant::now() + Duration::from_millis(1500);
         while Instant::now() < deadline {
@@ -322,7 +335,15 @@ impl Forwarder for DatadogApi {
         }
         self.shared.ready.notify_all();
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            let deadline = Instant::now() + Duration::from_millis(1500);
+            while !t.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            } else {
+                self.shared.stats.dropped.fetch_add(1, Ordering::Relaxed);
+            }
         }
         Ok(())
     }

@@ -594,3 +594,60 @@ fn dd_url_credentials_stay_secret_and_a_bad_dd_url_is_refused() {
         assert!(!r.stderr.contains("PASSWORD123"), "{}", r.stderr);
     }
 }
+
+/// A Datadog intake that accepts connections and never answers cannot hold the agent: SIGTERM
+/// and --duration both stop it within 5 seconds, with the summary, and what was not
+/// delivered is counted as dropped.
+#[test]
+fn a_hanging_intake_cannot_hold_the_stop() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let h = std::sync::Arc::clone(&held);
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            h.lock().unwrap().push(s);
+        }
+    });
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/uptime.yaml",
+        "instances:\n  - min_collection_interval: 1\n",
+    );
+    sb.write(
+        "agentprof.yaml",
+        &format!("api_key: k\ndd_url: http://{addr}\n"),
+    );
+    // --duration
+    let t = Instant::now();
+    let r = sb.run(&["start", "--duration", "2s", "--json"]);
+    assert!(
+        t.elapsed() < Duration::from_secs(2 + 5),
+        "stopped after {:?}",
+        t.elapsed()
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let delivery = &doc["delivery"][0];
+    assert!(delivery["dropped"].as_u64().unwrap() >= 1, "{doc}");
+    // SIGTERM
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
+        .args(["start"])
+        .current_dir(sb.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let t = Instant::now();
+    // SAFETY: signals the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "stopped after {:?}",
+        t.elapsed()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("uptime"), "no summary: {stdout}");
+}
