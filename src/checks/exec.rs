@@ -72,31 +72,92 @@ fn unix_now() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Reads at most `limit` bytes of `r`, then drains the rest; returns (kept, total length).
-fn read_capped(mut r: impl Read, limit: u64) -> (Vec<u8>, u64) {
-    let mut kept = Vec::new();
-    let _ = (&mut r).take(limit).read_to_end(&mut kept);
-    let rest = std::io::copy(&mut r, &mut std::io::sink()).unwrap_or(0);
-    let total = kept.len() as u64 + rest;
-    (kept, total)
+/// What a reader thread has read so far, readable while it is still blocked: a plugin that
+/// exits while a child it started holds the pipe open must not hold the run.
+#[derive(Default)]
+struct Collected {
+    bytes: Vec<u8>,
+    total: u64,
 }
 
-fn read_tail(mut r: impl Read, keep: usize) -> Vec<u8> {
-    let mut tail = Vec::new();
-    let mut buf = [0u8; 4096];
-    while let Ok(n) = r.read(&mut buf) {
-        if n == 0 {
-            break;
+#[derive(Clone, Copy)]
+enum Keep {
+    /// The first N bytes (stdout, parsed).
+    Head(usize),
+    /// The last N bytes (stderr, for the error message).
+    Tail(usize),
+}
+
+fn spawn_reader(
+    pipe: Option<impl Read + Send + 'static>,
+    keep: Keep,
+) -> (
+    std::sync::Arc<std::sync::Mutex<Collected>>,
+    std::thread::JoinHandle<()>,
+) {
+    let shared = std::sync::Arc::new(std::sync::Mutex::new(Collected::default()));
+    let out = std::sync::Arc::clone(&shared);
+    let handle = std::thread::spawn(move || {
+        let Some(mut r) = pipe else { return };
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = match r.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return,
+            };
+            let Ok(mut c) = out.lock() else { return };
+            c.total += n as u64;
+            match keep {
+                Keep::Head(max) => {
+                    let room = max.saturating_sub(c.bytes.len());
+                    c.bytes.extend_from_slice(&buf[..n.min(room)]);
+                }
+                Keep::Tail(max) => {
+                    c.bytes.extend_from_slice(&buf[..n]);
+                    if c.bytes.len() > 2 * max {
+                        let cut = c.bytes.len() - max;
+                        c.bytes.drain(..cut);
+                    }
+                }
+            }
         }
-        tail.extend_from_slice(&buf[..n]);
-        if tail.len() > 2 * keep {
-            tail.drain(..tail.len() - keep);
+    });
+    (shared, handle)
+}
+
+/// Once the plugin has exited, its output ends too: waits briefly for the pipes to close; a
+/// process group it left running (holding them open) is killed. What the readers have is
+/// taken either way; the message says what was done.
+fn end_of_output(pid: i32, readers: &[&std::thread::JoinHandle<()>]) -> Option<String> {
+    let done = |within: Duration| {
+        let t = Instant::now();
+        while !readers.iter().all(|h| h.is_finished()) {
+            if t.elapsed() >= within {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
         }
+        true
+    };
+    if done(Duration::from_millis(100)) {
+        return None;
     }
-    if tail.len() > keep {
-        tail.drain(..tail.len() - keep);
+    // SAFETY: signals the process group the plugin led; it has exited, its children remain.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    if done(Duration::from_millis(500)) {
+        return Some(
+            "the plugin exited leaving processes in its process group that held its output open; they were killed".into(),
+        );
     }
-    tail
+    Some("the plugin exited, but a process that left its process group (setsid) still holds its output open; the run ended without it".into())
+}
+
+fn taken(c: &std::sync::Arc<std::sync::Mutex<Collected>>) -> (Vec<u8>, u64) {
+    c.lock()
+        .map(|mut c| (std::mem::take(&mut c.bytes), c.total))
+        .unwrap_or_default()
 }
 
 /// Waits for `pid` to exit without reaping it, so /proc still has its final I/O counters.
@@ -241,18 +302,9 @@ impl ExternalCheck for ExecCheck {
                 let _ = s.write_all(&input);
             }
         });
-        let stdout = child.stdout.take();
-        let out_reader = std::thread::spawn(move || {
-            stdout
-                .map(|s| read_capped(s, MAX_STDOUT))
-                .unwrap_or_default()
-        });
-        let stderr = child.stderr.take();
-        let err_reader = std::thread::spawn(move || {
-            stderr
-                .map(|s| read_tail(s, STDERR_TAIL))
-                .unwrap_or_default()
-        });
+        let (out_buf, out_reader) =
+            spawn_reader(child.stdout.take(), Keep::Head(MAX_STDOUT as usize));
+        let (err_buf, err_reader) = spawn_reader(child.stderr.take(), Keep::Tail(STDERR_TAIL));
 
         // Traced: the snapshots at exec and at exit. Untraced: the first and last samples.
         let mut first = if traced { None } else { Some(probe.after()) };
@@ -285,9 +337,18 @@ impl ExternalCheck for ExecCheck {
         let reaped = reap(pid);
         // agentprof's own high-water mark now is at least what the child inherited at spawn.
         let own_peak = self_peak_rss();
-        let _ = writer.join();
-        let (stdout, stdout_len) = out_reader.join().unwrap_or_default();
-        let stderr_tail = err_reader.join().unwrap_or_default();
+        let lingering = end_of_output(pid, &[&out_reader, &err_reader]);
+        if writer.is_finished() {
+            let _ = writer.join();
+        }
+        let (stdout, stdout_len) = taken(&out_buf);
+        let (mut stderr_tail, _) = taken(&err_buf);
+        if stderr_tail.len() > STDERR_TAIL {
+            stderr_tail.drain(..stderr_tail.len() - STDERR_TAIL);
+        }
+        if let Some(w) = lingering {
+            sink.warning(w);
+        }
 
         dogstatsd::parse_into(&String::from_utf8_lossy(&stdout), sink);
         if stdout_len > MAX_STDOUT {

@@ -239,3 +239,31 @@ fn a_plugins_own_options_raise_no_unknown_option_warning() {
     let r = sb.run(&["check", "uptime"]);
     assert!(r.stderr.contains("colour"), "{}", r.stderr);
 }
+
+/// A plugin that exits while a child it started keeps its stdout open: the run ends when the
+/// plugin exits (its output kept), the lingering group is killed, and the run says so; a
+/// `setsid` escapee cannot hold the run either.
+#[test]
+fn a_plugins_lingering_children_cannot_hold_the_run() {
+    let sb = Sandbox::new();
+    sb.plugin("linger", "sleep 30 &\necho 'linger.ok:1|g'\n");
+    sb.plugin("escape", "setsid sleep 3 &\necho 'escape.ok:1|g'\n");
+    for (name, says) in [("linger", "were killed"), ("escape", "setsid")] {
+        let t = std::time::Instant::now();
+        let r = sb.run(&["check", name, "--json"]);
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "{name}: {:?}",
+            t.elapsed()
+        );
+        assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+        let doc = r.json();
+        assert_eq!(
+            metric_values(&doc, &format!("{name}.ok")),
+            vec![1.0],
+            "{name}"
+        );
+        let warnings = doc["warnings"].to_string();
+        assert!(warnings.contains(says), "{name}: {warnings}");
+    }
+}
