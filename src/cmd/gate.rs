@@ -15,13 +15,20 @@ use crate::gate::{GateConfig, GateStats, compare};
 
 use super::{Outcome, load_options};
 
+/// A baseline is a JSON document of a few hundred KiB at most; more is not one.
+const MAX_BASELINE_BYTES: u64 = 64 << 20;
+
 fn read_stats(path: &Path) -> anyhow::Result<GateStats> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        UsageError::config(
+    if !path.exists() {
+        return Err(UsageError::config(
             path,
-            format!("cannot read: {e} (make one with --update-baseline)"),
+            "cannot read: no such file (make one with --update-baseline)",
         )
-    })?;
+        .into());
+    }
+    let bytes = crate::config::read_limited(path, MAX_BASELINE_BYTES, "")?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| UsageError::config(path, "not JSON: the file is not UTF-8 text"))?;
     let doc: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| UsageError::config(path, format!("not JSON: {e}")))?;
     // An `agentprof check --json` report: its runs become the statistics.

@@ -34,8 +34,7 @@ pub fn load(path: &Path, limits: &Limits) -> anyhow::Result<Pprof> {
         )
         .into());
     }
-    let bytes =
-        std::fs::read(path).map_err(|e| UsageError::config(path, format!("cannot read: {e}")))?;
+    let bytes = crate::config::read_limited(path, limits.body, "--max-size-mb")?;
     let hint = |e: &crate::pprof::decode::DecodeError| match e {
         crate::pprof::decode::DecodeError::TooLargeDecompressed { .. } => {
             " (raise it with --max-decompressed-mb)"
@@ -152,9 +151,7 @@ pub fn delta(args: DeltaArgs) -> anyhow::Result<Outcome> {
     }
     drop(new);
     let read = |p: &Path| -> anyhow::Result<Vec<u8>> {
-        let bytes =
-            std::fs::read(p).map_err(|e| UsageError::config(p, format!("cannot read: {e}")))?;
-        Ok(bytes)
+        Ok(crate::config::read_limited(p, lim.body, "--max-size-mb")?)
     };
     let (base_bytes, new_bytes) = (read(&args.base)?, read(&args.new)?);
     let t0 = std::time::Instant::now();

@@ -15,6 +15,30 @@ use crate::error::UsageError;
 pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Reads a configuration file, refusing one over `MAX_CONFIG_BYTES` before reading it.
+/// Reads a file the user named, never more than `limit` bytes: the bound holds while reading,
+/// so /dev/zero, a FIFO or a file that grows cannot take memory without end. `raise` says how
+/// to allow more (a flag), or is empty.
+pub fn read_limited(path: &Path, limit: u64, raise: &str) -> Result<Vec<u8>, UsageError> {
+    let cannot = |e: std::io::Error| UsageError::config(path, format!("cannot read: {e}"));
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > limit {
+        let how = if raise.is_empty() {
+            String::new()
+        } else {
+            format!(" (raise it with {raise})")
+        };
+        return Err(UsageError::config(
+            path,
+            format!("more than the {limit}-byte limit{how}"),
+        ));
+    }
+    Ok(bytes)
+}
+
 pub(crate) fn read_config_text(path: &Path) -> Result<String, UsageError> {
     let cannot = |e: std::io::Error| UsageError::config(path, format!("cannot read: {e}"));
     let file = std::fs::File::open(path).map_err(cannot)?;

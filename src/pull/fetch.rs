@@ -73,6 +73,11 @@ pub fn endpoint(base: &Url, kind: &str, seconds: u64) -> Url {
     u
 }
 
+/// A PEM file of certificates or a key: a few KiB; 1 MiB is more than any bundle.
+fn read_pem(path: &std::path::Path, flag: &str) -> Result<Vec<u8>, String> {
+    crate::config::read_limited(path, 1 << 20, "").map_err(|e| format!("{flag} {e}"))
+}
+
 pub fn client(timeout: Duration, tls: &Tls) -> Result<reqwest::blocking::Client, String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut b = reqwest::blocking::Client::builder()
@@ -82,7 +87,7 @@ pub fn client(timeout: Duration, tls: &Tls) -> Result<reqwest::blocking::Client,
         .connect_timeout(timeout.min(Duration::from_secs(10)))
         .user_agent(concat!("agentprof/", env!("CARGO_PKG_VERSION")));
     if let Some(ca) = &tls.ca {
-        let pem = std::fs::read(ca).map_err(|e| format!("--tls-ca {}: {e}", ca.display()))?;
+        let pem = read_pem(ca, "--tls-ca")?;
         let certs = reqwest::Certificate::from_pem_bundle(&pem)
             .map_err(|e| format!("--tls-ca {}: {e}", ca.display()))?;
         if certs.is_empty() {
@@ -92,12 +97,9 @@ pub fn client(timeout: Duration, tls: &Tls) -> Result<reqwest::blocking::Client,
     }
     match (&tls.cert, &tls.key) {
         (Some(cert), Some(key)) => {
-            let mut pem =
-                std::fs::read(cert).map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?;
+            let mut pem = read_pem(cert, "--tls-cert")?;
             pem.push(b'\n');
-            pem.extend(
-                std::fs::read(key).map_err(|e| format!("--tls-key {}: {e}", key.display()))?,
-            );
+            pem.extend(read_pem(key, "--tls-key")?);
             let id = reqwest::Identity::from_pem(&pem)
                 .map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
             b = b.identity(id);

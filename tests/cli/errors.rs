@@ -271,3 +271,40 @@ fn huge_and_negative_durations_in_configuration_are_refused_with_file_and_line()
         }
     }
 }
+
+/// Every file a user names is read through a bound that holds while reading: /dev/zero and
+/// /dev/urandom end with a clear error at the limit instead of reading until memory runs out.
+#[test]
+fn endless_files_are_refused_at_the_limit_while_reading() {
+    let sb = Sandbox::new();
+    sb.write("conf.d/uptime.yaml", "instances:\n  - {}\n");
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["top", "/dev/zero", "--max-size-mb", "1"],
+            "/dev/zero: more than the 1048576-byte limit (raise it with --max-size-mb)",
+        ),
+        (
+            &["top", "/dev/urandom", "--max-size-mb", "1"],
+            "/dev/urandom: more than the 1048576-byte limit",
+        ),
+        (
+            &["pull", "http://127.0.0.1:1", "--tls-ca", "/dev/zero"],
+            "--tls-ca /dev/zero: more than the 1048576-byte limit",
+        ),
+        (
+            &["gate", "uptime", "--baseline", "/dev/zero", "--times", "3"],
+            "/dev/zero: more than the",
+        ),
+    ];
+    for (args, says) in cases {
+        let t = std::time::Instant::now();
+        let r = sb.run(args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "{args:?}: {:?}",
+            t.elapsed()
+        );
+    }
+}
