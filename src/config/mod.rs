@@ -56,5 +56,48 @@ pub(crate) fn read_config_text(path: &Path) -> Result<String, UsageError> {
             ),
         ));
     }
+    check_nesting(path, &text)?;
     Ok(text)
+}
+
+/// Deeper than this, a configuration is not one: the YAML parser's time grows with the
+/// square of the depth, so a few MiB of `[[[[` would hold agentprof for minutes.
+const MAX_NESTING: usize = 64;
+
+/// Refuses nesting past `MAX_NESTING` (flow `[`/`{` or indentation) before the YAML parser
+/// sees the text, with the line where it happens.
+fn check_nesting(path: &Path, text: &str) -> Result<(), UsageError> {
+    let refuse = |line: usize, what: &str| UsageError::ConfigAt {
+        path: path.to_path_buf(),
+        line,
+        column: 1,
+        message: format!(
+            "{what} nested more than {MAX_NESTING} levels deep; is this a configuration file?"
+        ),
+    };
+    let mut depth = 0usize;
+    for (i, line) in text.lines().enumerate() {
+        let indent = line.len() - line.trim_start_matches([' ', '\t', '-']).len();
+        if indent > MAX_NESTING * 8 {
+            return Err(refuse(i + 1, "blocks"));
+        }
+        let (mut quote, mut prev) = (None, ' ');
+        for c in line.chars() {
+            match (quote, c) {
+                (None, '#') if prev == ' ' || prev == '\t' => break,
+                (None, '\'' | '"') => quote = Some(c),
+                (Some(q), c) if c == q && prev != '\\' => quote = None,
+                (None, '[' | '{') => {
+                    depth += 1;
+                    if depth > MAX_NESTING {
+                        return Err(refuse(i + 1, "brackets"));
+                    }
+                }
+                (None, ']' | '}') => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            prev = c;
+        }
+    }
+    Ok(())
 }

@@ -308,3 +308,39 @@ fn endless_files_are_refused_at_the_limit_while_reading() {
         );
     }
 }
+
+/// A configuration nested tens of thousands of levels deep (under the size cap) is refused
+/// before the YAML parser sees it: at once, with the line, not after minutes of parsing.
+#[test]
+fn deeply_nested_configuration_is_refused_early() {
+    let sb = Sandbox::new();
+    let flow = format!("instances:\n  - tags: {}\n", "[".repeat(40_000));
+    let mut block = String::from("instances:\n  - a:\n");
+    for depth in 0..600 {
+        block.push_str(&" ".repeat(6 + depth));
+        block.push_str("b:\n");
+    }
+    for (what, text, line) in [("brackets", flow, 2), ("blocks", block, 0)] {
+        sb.write("conf.d/uptime.yaml", &text);
+        let t = std::time::Instant::now();
+        let r = sb.run(&["check", "uptime"]);
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "{what}: {:?}",
+            t.elapsed()
+        );
+        assert_eq!(r.code, 2, "{what}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("nested more than 64 levels"),
+            "{what}: {}",
+            r.stderr
+        );
+        if line > 0 {
+            assert!(
+                r.stderr.contains(&format!("uptime.yaml:{line}:")),
+                "{}",
+                r.stderr
+            );
+        }
+    }
+}

@@ -443,7 +443,7 @@ fn broken_endpoints_are_refused_with_reasons_and_nothing_collected_is_lost() {
             .to_string()
     };
     assert!(
-        line("cpu").contains("no answer within the HTTP timeout"),
+        line("cpu").contains("no answer within --http-timeout 2.00s"),
         "{}",
         line("cpu")
     );
