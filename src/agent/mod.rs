@@ -79,8 +79,9 @@ pub fn configured_checks(confd: &Path) -> Vec<String> {
                 .or_else(|| file.strip_suffix(".yml"))
                 .or_else(|| file.strip_suffix(".d"))?
                 .to_string();
-            (CheckConf::find(confd, &name).is_some() && !NOT_CHECKS.contains(&name.as_str()))
-                .then_some(name)
+            // A broken entry is kept, so loading it says why it was not started.
+            let present = !matches!(CheckConf::locate(confd, &name), Ok(None));
+            (present && !NOT_CHECKS.contains(&name.as_str())).then_some(name)
         })
         .collect();
     names.sort();

@@ -242,7 +242,7 @@ impl<'a> Registry<'a> {
     }
 
     fn conf(&self, name: &str) -> Result<Option<CheckConf>, UsageError> {
-        CheckConf::find(&self.config.confd_path, name)
+        CheckConf::locate(&self.config.confd_path, name)?
             .map(|p| CheckConf::read(&p))
             .transpose()
     }

@@ -50,14 +50,38 @@ struct TypedFile<T> {
 impl CheckConf {
     /// Finds NAME's file in `confd`: `NAME.yaml`, `NAME.yml`, then `NAME.d/conf.yaml`.
     pub fn find(confd: &Path, name: &str) -> Option<PathBuf> {
-        [
+        Self::locate(confd, name).ok().flatten()
+    }
+
+    /// Where NAME's configuration is, or why the file that is there cannot be one (a
+    /// directory, a FIFO, a device, a dangling link or a link loop): such a file is never
+    /// silently passed over for the default instance.
+    pub fn locate(confd: &Path, name: &str) -> Result<Option<PathBuf>, UsageError> {
+        for p in [
             confd.join(format!("{name}.yaml")),
             confd.join(format!("{name}.yml")),
             confd.join(format!("{name}.d")).join("conf.yaml"),
             confd.join(format!("{name}.d")).join("conf.yml"),
-        ]
-        .into_iter()
-        .find(|p| p.is_file())
+        ] {
+            let Ok(link) = std::fs::symlink_metadata(&p) else {
+                continue;
+            };
+            let why = match std::fs::metadata(&p) {
+                Ok(m) if m.is_file() => return Ok(Some(p)),
+                Ok(m) if m.is_dir() => "is a directory, not a configuration file".to_string(),
+                Ok(_) => "is not a regular file (a FIFO, socket or device)".to_string(),
+                Err(e) if link.file_type().is_symlink() => {
+                    if e.raw_os_error() == Some(libc::ELOOP) {
+                        "is a symbolic link loop".to_string()
+                    } else {
+                        format!("is a symbolic link to nothing readable ({e})")
+                    }
+                }
+                Err(e) => format!("cannot be read: {e}"),
+            };
+            return Err(UsageError::config(&p, why));
+        }
+        Ok(None)
     }
 
     /// Reads and parses `path`. Syntax errors carry file:line:column.

@@ -344,3 +344,63 @@ fn deeply_nested_configuration_is_refused_early() {
         }
     }
 }
+
+/// A conf.d entry that cannot be a configuration file is named with why, never passed over
+/// for the default instance: `check` fails (exit 2), `start` says the check was not started.
+#[test]
+fn unreadable_confd_entries_are_named_not_ignored() {
+    use std::os::unix::fs::symlink;
+    let cases: Vec<(&str, Box<dyn Fn(&std::path::Path)>, &str)> = vec![
+        (
+            "dangling",
+            Box::new(|p| symlink("/no/such/file", p).unwrap()),
+            "symbolic link to nothing",
+        ),
+        (
+            "loop",
+            Box::new(|p| symlink(p, p).unwrap()),
+            "symbolic link loop",
+        ),
+        (
+            "dir",
+            Box::new(|p| std::fs::create_dir(p).unwrap()),
+            "is a directory",
+        ),
+        (
+            "zero",
+            Box::new(|p| symlink("/dev/zero", p).unwrap()),
+            "not a regular file",
+        ),
+        (
+            "fifo",
+            Box::new(|p| {
+                let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+                // SAFETY: mkfifo on a path we own.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+            }),
+            "not a regular file",
+        ),
+    ];
+    for (what, make, says) in cases {
+        let sb = Sandbox::new();
+        make(&sb.file("conf.d/uptime.yaml"));
+        let r = sb.run(&["check", "uptime"]);
+        assert_eq!(r.code, 2, "{what}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("conf.d/uptime.yaml") && r.stderr.contains(says),
+            "{what}: {}",
+            r.stderr
+        );
+        sb.write(
+            "conf.d/load.yaml",
+            "instances:\n  - min_collection_interval: 1\n",
+        );
+        let r = sb.run(&["start", "--duration", "1s"]);
+        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("uptime not started") && r.stderr.contains(says),
+            "{what}: {}",
+            r.stderr
+        );
+    }
+}
