@@ -350,7 +350,8 @@ fn deeply_nested_configuration_is_refused_early() {
 #[test]
 fn unreadable_confd_entries_are_named_not_ignored() {
     use std::os::unix::fs::symlink;
-    let cases: Vec<(&str, Box<dyn Fn(&std::path::Path)>, &str)> = vec![
+    type Make = Box<dyn Fn(&std::path::Path)>;
+    let cases: Vec<(&str, Make, &str)> = vec![
         (
             "dangling",
             Box::new(|p| symlink("/no/such/file", p).unwrap()),
