@@ -665,3 +665,25 @@ fn an_installed_integration_replaces_a_builtin_only_when_an_interpreter_is_chose
     let doc = sb.run_env(&["check", "uptime", "--json"], &env).json();
     assert_eq!(doc["kind"], "builtin");
 }
+
+/// A tag that is not valid Unicode (a lone surrogate) loses nothing else of the run: it is
+/// repaired with a warning, and the metrics submitted before and after it stand.
+#[test]
+fn a_tag_that_is_not_valid_unicode_loses_nothing_else() {
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/surrogate.py",
+        "from datadog_checks.base import AgentCheck\n\nclass S(AgentCheck):\n    def check(self, _):\n        self.gauge('s.before', 1)\n        self.gauge('s.bad', 2, tags=['k:\\udcff'])\n        self.service_check('s.up', 0, message='m\\udcff')\n        self.gauge('s.after', 3)\n",
+    );
+    let r = sb.run(&["check", "surrogate", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    assert_eq!(metric_values(&doc, "s.before"), vec![1.0]);
+    assert_eq!(metric_values(&doc, "s.bad"), vec![2.0]);
+    assert_eq!(metric_values(&doc, "s.after"), vec![3.0]);
+    assert!(
+        doc["warnings"].to_string().contains("not valid Unicode"),
+        "{}",
+        doc["warnings"]
+    );
+}

@@ -53,7 +53,10 @@ def recv():
 
 
 def send(obj):
-    data = json.dumps(obj, default=str).encode()
+    # A string that is not valid Unicode (a lone surrogate, from bytes decoded with
+    # surrogateescape) becomes "?" rather than JSON agentprof cannot read: the rest of the
+    # run stands.
+    data = json.dumps(obj, default=str, ensure_ascii=False).encode("utf-8", "replace")
     _write_all(struct.pack(">I", len(data)) + data)
 
 
@@ -106,6 +109,11 @@ def _clean_tags(tags, what):
             _warn("%s: tag %r is not a string, dropped" % (what, t))
             RUN["invalid"] += 1
             continue
+        try:
+            t.encode("utf-8")
+        except UnicodeEncodeError:
+            _warn("%s: tag %r is not valid Unicode; its bad characters became ?" % (what, t))
+            t = t.encode("utf-8", "replace").decode("utf-8")
         out.append(t)
     return out
 
