@@ -201,6 +201,13 @@ impl Aggregator {
             awaiting_previous: sink.awaiting_previous,
             ..Flushed::default()
         };
+        if sink.dropped > 0 {
+            out.warnings.push(format!(
+                "{} metric submissions past the limit of {} a run were dropped",
+                sink.dropped,
+                super::sink::MAX_SUBMISSIONS
+            ));
+        }
         let mut state = RunState::default();
         for sub in sink.metrics {
             self.take(sub, timestamp, &mut state, &mut out);

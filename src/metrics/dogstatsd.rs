@@ -108,7 +108,7 @@ fn metric(line: &str, sink: &mut Sink) -> Result<(), String> {
         } else {
             value
         };
-        sink.metrics.push(Submission {
+        sink.push(Submission {
             name: name.to_string(),
             mtype,
             value,

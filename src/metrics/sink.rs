@@ -39,11 +39,27 @@ pub struct Sink {
     pub warnings: Vec<String>,
     /// Values a check could not compute yet because they need a previous run (cpu %, io r_s).
     pub awaiting_previous: u32,
+    /// Submissions past `MAX_SUBMISSIONS` in this run, dropped.
+    pub dropped: u64,
 }
 
+/// Metric submissions one run of one instance may make: past it they are dropped and counted,
+/// so a plugin printing hundreds of thousands of distinct series cannot take agentprof's
+/// memory with it (about 200 bytes a submission: 20 MiB at the limit).
+pub const MAX_SUBMISSIONS: usize = 100_000;
+
 impl Sink {
+    /// Adds one submission, unless the run already made `MAX_SUBMISSIONS`.
+    pub fn push(&mut self, sub: Submission) {
+        if self.metrics.len() >= MAX_SUBMISSIONS {
+            self.dropped += 1;
+            return;
+        }
+        self.metrics.push(sub);
+    }
+
     pub fn submit(&mut self, mtype: MetricType, name: &str, value: f64, tags: &[String]) {
-        self.metrics.push(Submission {
+        self.push(Submission {
             name: name.to_string(),
             mtype,
             value,

@@ -267,3 +267,25 @@ fn a_plugins_lingering_children_cannot_hold_the_run() {
         assert!(warnings.contains(says), "{name}: {warnings}");
     }
 }
+
+/// A plugin printing 300,000 distinct gauges: 100,000 are kept, the rest dropped and said,
+/// and agentprof stays within its memory budget.
+#[test]
+fn a_flood_of_distinct_series_is_bounded_and_said() {
+    let sb = Sandbox::new();
+    sb.plugin(
+        "flood",
+        "awk 'BEGIN { for (i = 0; i < 300000; i++) printf \"flood.m%d:1|g\\n\", i }'\n",
+    );
+    let r = sb.run(&["check", "flood", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    assert_eq!(doc["metrics"].as_array().unwrap().len(), 100_000);
+    assert!(
+        doc["warnings"]
+            .to_string()
+            .contains("200000 metric submissions past the limit of 100000 a run were dropped"),
+        "{}",
+        doc["warnings"]
+    );
+}

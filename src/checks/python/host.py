@@ -78,7 +78,7 @@ RUN = {}
 
 def _new_run():
     RUN.clear()
-    RUN.update(metrics=[], service_checks=[], events=[], warnings=[], invalid=0)
+    RUN.update(metrics=[], service_checks=[], events=[], warnings=[], invalid=0, dropped=0)
 
 
 _new_run()
@@ -119,6 +119,9 @@ def _clean_tags(tags, what):
 
 # ---------------------------------------------------------------- host module: aggregator
 
+# As agentprof's own limit: past it a run's submissions are counted, not kept.
+MAX_SUBMISSIONS = 100000
+
 aggregator = types.ModuleType("aggregator")
 aggregator.GAUGE, aggregator.RATE, aggregator.COUNT, aggregator.MONOTONIC_COUNT = 0, 1, 2, 3
 aggregator.COUNTER, aggregator.HISTOGRAM, aggregator.HISTORATE = 4, 5, 6
@@ -144,6 +147,9 @@ def submit_metric(check, check_id, mtype, name, value, tags, hostname, flush_fir
     if mtype not in (0, 1, 2, 3, 4, 5, 6):
         _warn("%s: unknown metric type %r, dropped" % (name, mtype))
         RUN["invalid"] += 1
+        return
+    if len(RUN["metrics"]) >= MAX_SUBMISSIONS:
+        RUN["dropped"] += 1
         return
     sub = [int(mtype), name, v, _clean_tags(tags, name), hostname or None, bool(flush_first_value)]
     if mtype in (1, 6):
@@ -595,6 +601,7 @@ def run(msg):
         "events": RUN["events"],
         "warnings": [str(w) for w in warnings] + RUN["warnings"],
         "invalid": RUN["invalid"],
+        "dropped": RUN["dropped"],
         "memory": memory,
     }
 

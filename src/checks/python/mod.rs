@@ -277,7 +277,7 @@ fn absorb(reply: &Value, sink: &mut Sink) -> Result<(), String> {
             Some(6) => MetricType::Historate,
             _ => continue,
         };
-        sink.metrics.push(Submission {
+        sink.push(Submission {
             name: m[1].as_str().unwrap_or_default().to_string(),
             mtype,
             value: m[2].as_f64().unwrap_or(f64::NAN),
@@ -287,6 +287,7 @@ fn absorb(reply: &Value, sink: &mut Sink) -> Result<(), String> {
             timestamp: m[6].as_f64().unwrap_or(0.0),
         });
     }
+    sink.dropped += reply["dropped"].as_u64().unwrap_or(0);
     for sc in reply["service_checks"].as_array().into_iter().flatten() {
         let Some(status) = sc[1].as_i64().and_then(ServiceCheckStatus::from_code) else {
             continue;
