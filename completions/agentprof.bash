@@ -193,7 +193,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__delta)
-            opts="-o -h -V --output --json --max-size-mb --max-decompressed-mb --max-fields --help --version"
+            opts="-o -h -V --output --json --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -219,6 +219,10 @@ _agentprof() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-memory-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -227,7 +231,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__diff)
-            opts="-n -h -V --sample-index --cum --normalize --nodes --flamegraph --json --max-size-mb --max-decompressed-mb --max-fields --help --version"
+            opts="-n -h -V --sample-index --cum --normalize --nodes --flamegraph --json --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -261,6 +265,10 @@ _agentprof() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-memory-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -269,7 +277,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__flamegraph)
-            opts="-o -h -V --output --sample-index --title --max-size-mb --max-decompressed-mb --max-fields --help --version"
+            opts="-o -h -V --output --sample-index --title --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -300,6 +308,10 @@ _agentprof() {
                     return 0
                     ;;
                 --max-fields)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-memory-mb)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -783,7 +795,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__top)
-            opts="-n -h -V --cum --sample-index --nodes --json --max-size-mb --max-decompressed-mb --max-fields --help --version"
+            opts="-n -h -V --cum --sample-index --nodes --json --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -810,6 +822,10 @@ _agentprof() {
                     return 0
                     ;;
                 --max-fields)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-memory-mb)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -81,6 +81,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s n -l nodes -
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l max-size-mb -d 'Largest file accepted, compressed or not (MiB)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l max-decompressed-mb -d 'Largest decompressed profile accepted (MiB); checked while inflating' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l max-fields -d 'Most protobuf fields and packed elements accepted, counted before decoding' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l max-memory-mb -d 'Most memory decoding may take (MiB), estimated from the profile\'s samples and elements before anything is allocated' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l cum -d 'Sort by cumulative value instead of flat'
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l json -d 'Print one JSON document (see docs/json.md)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s h -l help -d 'Print help'
@@ -146,6 +147,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l flamegraph 
 complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l max-size-mb -d 'Largest file accepted, compressed or not (MiB)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l max-decompressed-mb -d 'Largest decompressed profile accepted (MiB); checked while inflating' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l max-fields -d 'Most protobuf fields and packed elements accepted, counted before decoding' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l max-memory-mb -d 'Most memory decoding may take (MiB), estimated from the profile\'s samples and elements before anything is allocated' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l cum -d 'Sort by the change of cum instead of flat'
 complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l normalize -d 'Scale the base so both totals are equal (profiles of different lengths)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l json -d 'Print one JSON document (see docs/json.md)'
@@ -155,6 +157,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand delta" -s o -l outpu
 complete -c agentprof -n "__fish_agentprof_using_subcommand delta" -l max-size-mb -d 'Largest file accepted, compressed or not (MiB)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand delta" -l max-decompressed-mb -d 'Largest decompressed profile accepted (MiB); checked while inflating' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand delta" -l max-fields -d 'Most protobuf fields and packed elements accepted, counted before decoding' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand delta" -l max-memory-mb -d 'Most memory decoding may take (MiB), estimated from the profile\'s samples and elements before anything is allocated' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand delta" -l json -d 'Print what was done as JSON (stacks, time taken)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand delta" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand delta" -s V -l version -d 'Print version'
@@ -164,6 +167,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l title
 complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l max-size-mb -d 'Largest file accepted, compressed or not (MiB)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l max-decompressed-mb -d 'Largest decompressed profile accepted (MiB); checked while inflating' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l max-fields -d 'Most protobuf fields and packed elements accepted, counted before decoding' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l max-memory-mb -d 'Most memory decoding may take (MiB), estimated from the profile\'s samples and elements before anything is allocated' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand completions" -s h -l help -d 'Print help'

@@ -60,6 +60,10 @@ pub struct ProfileLimitArgs {
     #[arg(long, value_name = "N", default_value_t = 100_000_000,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub max_fields: u64,
+    /// Most memory decoding may take (MiB), estimated from the profile's samples and elements before anything is allocated
+    #[arg(long, value_name = "MIB", default_value_t = 2048,
+          value_parser = clap::value_parser!(u64).range(1..=1048576))]
+    pub max_memory_mb: u64,
 }
 
 #[derive(Debug, Args)]

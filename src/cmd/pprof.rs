@@ -16,6 +16,7 @@ fn limits(a: &ProfileLimitArgs) -> Limits {
         body: a.max_size_mb << 20,
         decompressed: a.max_decompressed_mb << 20,
         fields: a.max_fields,
+        memory: a.max_memory_mb << 20,
     }
 }
 
@@ -40,6 +41,7 @@ pub fn load(path: &Path, limits: &Limits) -> anyhow::Result<Pprof> {
             " (raise it with --max-decompressed-mb)"
         }
         crate::pprof::decode::DecodeError::Budget { .. } => " (raise it with --max-fields)",
+        crate::pprof::decode::DecodeError::Memory { .. } => " (raise it with --max-memory-mb)",
         _ => "",
     };
     let proto =

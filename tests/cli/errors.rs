@@ -405,3 +405,34 @@ fn unreadable_confd_entries_are_named_not_ignored() {
         );
     }
 }
+
+/// A small file that decodes to millions of samples is refused by the memory budget before
+/// any of them is allocated (it once took 3.3 GB, or aborted under an address-space limit).
+#[test]
+fn a_sample_bomb_is_refused_by_the_memory_budget_before_decoding() {
+    use std::io::Write;
+    let sb = Sandbox::new();
+    // 2,000,000 samples of one location: 16 MB of protobuf, a few KiB gzipped.
+    let sample = [0x12u8, 0x06, 0x0a, 0x01, 0x01, 0x12, 0x01, 0x01];
+    let mut raw = vec![0x0a, 0x04, 0x08, 0x01, 0x10, 0x02];
+    for _ in 0..2_000_000 {
+        raw.extend_from_slice(&sample);
+    }
+    for s in ["", "samples", "count"] {
+        raw.push(0x32);
+        raw.push(s.len() as u8);
+        raw.extend_from_slice(s.as_bytes());
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&raw).unwrap();
+    let path = sb.write_bytes("bomb.pb.gz", &gz.finish().unwrap());
+    let r = sb.run(&["top", path.to_str().unwrap(), "--max-memory-mb", "100"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("over the 100 MiB memory budget (2000000 samples)")
+            && r.stderr.contains("--max-memory-mb"),
+        "{}",
+        r.stderr
+    );
+}

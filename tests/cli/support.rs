@@ -52,6 +52,15 @@ impl Sandbox {
         p
     }
 
+    pub fn write_bytes(&self, rel: &str, bytes: &[u8]) -> PathBuf {
+        let p = self.file(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(&p, bytes).expect("write");
+        p
+    }
+
     /// An executable `checks/NAME`: a shell script with `body`.
     pub fn plugin(&self, name: &str, body: &str) -> PathBuf {
         use std::os::unix::fs::PermissionsExt;
