@@ -54,10 +54,10 @@ impl UsageError {
         let path = path.into();
         // serde_yaml_ng appends " at line L column C" to its message; keep the text before it.
         let text = err.to_string();
-        let message = match text.find(" at line ") {
-            Some(i) => text[..i].to_string(),
-            None => text,
-        };
+        let message = users_words(match text.find(" at line ") {
+            Some(i) => &text[..i],
+            None => &text,
+        });
         match err.location() {
             Some(loc) => UsageError::ConfigAt {
                 path,
@@ -68,6 +68,29 @@ impl UsageError {
             None => UsageError::Config { path, message },
         }
     }
+}
+
+/// serde's type names in the words of someone writing YAML: "a number", not "f64".
+fn users_words(message: &str) -> String {
+    let mut m = message.to_string();
+    for (rust, user) in [
+        ("expected f64", "expected a number"),
+        ("expected f32", "expected a number"),
+        ("expected u64", "expected a whole number, 0 or more"),
+        ("expected u32", "expected a whole number, 0 or more"),
+        ("expected u16", "expected a whole number, 0 or more"),
+        ("expected u8", "expected a whole number, 0 or more"),
+        ("expected usize", "expected a whole number, 0 or more"),
+        ("expected i64", "expected a whole number"),
+        ("expected i32", "expected a whole number"),
+        ("expected a sequence", "expected a list"),
+        ("expected a map", "expected a mapping"),
+        ("invalid type: sequence", "invalid type: a list"),
+        ("invalid type: map", "invalid type: a mapping"),
+    ] {
+        m = m.replace(rust, user);
+    }
+    m
 }
 
 /// True when `err` (or anything it wraps) is a usage or configuration error.

@@ -436,3 +436,29 @@ fn a_sample_bomb_is_refused_by_the_memory_budget_before_decoding() {
         r.stderr
     );
 }
+
+/// Type errors speak the words of someone writing YAML, with the file and line.
+#[test]
+fn type_errors_speak_the_users_words() {
+    let sb = Sandbox::new();
+    for (text, says) in [
+        (
+            "instances:\n  - timeout: soon\n",
+            "uptime.yaml:2:14: instances[0].timeout: invalid type: string \"soon\", expected a number",
+        ),
+        (
+            "instances:\n  - tags: {a: 1}\n",
+            "uptime.yaml:2:11: instances[0].tags: invalid type: a mapping, expected a list",
+        ),
+    ] {
+        sb.write("conf.d/uptime.yaml", text);
+        let r = sb.run(&["check", "uptime"]);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains(says), "{}", r.stderr);
+        assert!(
+            !r.stderr.contains("f64") && !r.stderr.contains("sequence"),
+            "{}",
+            r.stderr
+        );
+    }
+}
