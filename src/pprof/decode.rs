@@ -148,7 +148,7 @@ fn bounded(r: impl Read, limit: u64, what: &'static str) -> Result<Vec<u8>, Deco
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(DecodeError::Corrupt(what, e.to_string())),
+            Err(e) => return Err(DecodeError::Corrupt(what, stream_error(&e, out.len()))),
         };
         if out.len() as u64 + n as u64 > limit {
             return Err(DecodeError::TooLargeDecompressed { limit });
@@ -158,8 +158,56 @@ fn bounded(r: impl Read, limit: u64, what: &'static str) -> Result<Vec<u8>, Deco
     Ok(out)
 }
 
+/// `[section]` or `[[array.of.tables]]` alone on a line: TOML, not a JSON array.
+fn is_toml_table(line: &str) -> bool {
+    let l = line.trim();
+    let inner = l
+        .strip_prefix("[[")
+        .and_then(|r| r.strip_suffix("]]"))
+        .or_else(|| l.strip_prefix('[').and_then(|r| r.strip_suffix(']')));
+    inner.is_some_and(|k| {
+        !k.is_empty()
+            && k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-. \"".contains(c))
+            && k.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '"')
+    })
+}
+
+/// A decompressor's error in words: a stream that ends early says so and how much came out
+/// of it; anything else is its innermost cause (the decompressors' outer messages embed
+/// their internals' debug text).
+fn stream_error(e: &std::io::Error, decoded: usize) -> String {
+    let mut cur: &(dyn std::error::Error + 'static) = e;
+    let mut cut = e.kind() == std::io::ErrorKind::UnexpectedEof;
+    while let Some(next) = cur.source() {
+        if next
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::UnexpectedEof)
+        {
+            cut = true;
+        }
+        cur = next;
+    }
+    let text = cur.to_string();
+    if cut || text.contains("incomplete") {
+        format!("the data ends early (cut?): {decoded} bytes came out before the end")
+    } else {
+        text
+    }
+}
+
 /// What a body that is not protobuf looks like, for the message that refuses it.
 pub fn describe_non_profile(bytes: &[u8]) -> Option<String> {
+    // marshal's dict, keyed by (file, line, function) tuples: what cProfile and pstats write.
+    if matches!(bytes.first(), Some(0x7b | 0xfb))
+        && matches!(bytes.get(1), Some(0x28 | 0x29 | 0xa8 | 0xa9))
+    {
+        return Some(
+            "a Python pstats dump (cProfile statistics): read it with `python -m pstats FILE` or snakeviz".into(),
+        );
+    }
     let head = &bytes[..bytes.len().min(512)];
     let text = std::str::from_utf8(head).ok().or_else(|| {
         // A cut in the middle of a UTF-8 sequence at the 512th byte.
@@ -188,6 +236,8 @@ pub fn describe_non_profile(bytes: &[u8]) -> Option<String> {
             || lower.starts_with('<')
         {
             "an HTML page (a login page or a proxy's error page?)".to_string()
+        } else if is_toml_table(&first_line) {
+            format!("a TOML document: {first_line}")
         } else if t.starts_with('{') || t.starts_with('[') {
             format!("a JSON document: {first_line}")
         } else {

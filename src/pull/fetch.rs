@@ -285,6 +285,12 @@ fn send_interruptible(
 }
 
 fn describe_send_error(e: &reqwest::Error, timeout: Duration) -> String {
+    let cause = root_cause(e);
+    // rustls reading a plain-HTTP answer as a TLS record.
+    if cause.contains("InvalidContentType") || cause.contains("corrupt message") {
+        return "the server answered plain HTTP on an https URL (use http://, or its TLS port)"
+            .into();
+    }
     if e.is_timeout() {
         format!(
             "no answer within --http-timeout {} (it must exceed the profile duration)",

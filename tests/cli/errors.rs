@@ -462,3 +462,53 @@ fn type_errors_speak_the_users_words() {
         );
     }
 }
+
+/// Refusals say what is wrong in words: a cut zstd or gzip stream, a pstats dump or a TOML
+/// file given to `top`, https to a plain-HTTP server.
+#[test]
+fn refusals_say_what_is_wrong_in_words() {
+    let sb = Sandbox::new();
+    let raw = std::fs::read(crate::support::fixture("cpu.pprof")).unwrap();
+    let zst =
+        ruzstd::encoding::compress_to_vec(&raw[..], ruzstd::encoding::CompressionLevel::Fastest);
+    let cut = sb.write_bytes("cut.zst", &zst[..zst.len() - 20]);
+    let mut pstats = vec![0xfb, 0xa9, 0x03];
+    pstats.extend_from_slice(b"\xfa\x08<string>");
+    let cases = [
+        (cut, "the data ends early (cut?)"),
+        (
+            sb.write("x.toml", "[inputs.profile]\nurl = \"x\"\n"),
+            "a TOML document",
+        ),
+        (sb.write_bytes("x.pstats", &pstats), "a Python pstats dump"),
+    ];
+    for (path, says) in cases {
+        let r = sb.run(&["top", path.to_str().unwrap()]);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains(says), "{}", r.stderr);
+        assert!(
+            !r.stderr.contains("Error {") && !r.stderr.contains("kind:"),
+            "{}",
+            r.stderr
+        );
+    }
+    // A plain HTTP server answers a TLS hello as it answers anything it cannot parse.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut s in listener.incoming().flatten().take(4) {
+            let mut hello = [0u8; 512];
+            let _ = s.read(&mut hello);
+            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let r = sb.run(&["pull", &format!("https://{addr}"), "--types", "heap"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        format!("{}{}", r.stdout, r.stderr).contains("answered plain HTTP on an https URL"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+}
