@@ -60,6 +60,12 @@ pub(crate) fn read_config_text(path: &Path) -> Result<String, UsageError> {
     Ok(text)
 }
 
+/// A check file's text as agentprof reads one from disk: nesting refused first, then parsed.
+pub fn parse_check_file(path: &Path, text: String) -> Result<CheckConf, UsageError> {
+    check_nesting(path, &text)?;
+    CheckConf::parse(path, text)
+}
+
 /// Deeper than this, a configuration is not one: the YAML parser's time grows with the
 /// square of the depth, so a few MiB of `[[[[` would hold agentprof for minutes.
 const MAX_NESTING: usize = 64;
