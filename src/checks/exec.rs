@@ -8,6 +8,10 @@
 //! exit (`exec_trace`), so they are exact. Where ptrace is refused they are sampled every
 //! 5 ms instead, and peak RSS is the sampled VmHWM unless rusage's figure (max of the parent's
 //! mark at spawn and the child's) is above agentprof's own mark.
+//!
+//! The run ends when the plugin exits: its descendants at its exit stop (setsid escapees
+//! included) and its process group are killed, so nothing it started outlives the run or
+//! holds its output open.
 
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
@@ -127,10 +131,14 @@ fn spawn_reader(
     (shared, handle)
 }
 
-/// Once the plugin has exited, its output ends too: waits briefly for the pipes to close; a
-/// process group it left running (holding them open) is killed. What the readers have is
-/// taken either way; the message says what was done.
-fn end_of_output(pid: i32, readers: &[&std::thread::JoinHandle<()>]) -> Option<String> {
+/// Once the plugin has exited, the run is over: processes it left behind (in its process
+/// group, or escaped from it with `setsid`, found at its exit stop) are killed, and its
+/// output is taken as far as it came. The message says what was done.
+fn end_of_output(
+    pid: i32,
+    readers: &[&std::thread::JoinHandle<()>],
+    left_behind: &[(i32, u64)],
+) -> Option<String> {
     let done = |within: Duration| {
         let t = Instant::now();
         while !readers.iter().all(|h| h.is_finished()) {
@@ -141,17 +149,38 @@ fn end_of_output(pid: i32, readers: &[&std::thread::JoinHandle<()>]) -> Option<S
         }
         true
     };
-    if done(Duration::from_millis(100)) {
+    #[cfg(target_os = "linux")]
+    let alive: Vec<i32> = left_behind
+        .iter()
+        .filter(|(p, started)| super::exec_trace::start_time(*p) == Some(*started))
+        .map(|(p, _)| *p)
+        .collect();
+    #[cfg(not(target_os = "linux"))]
+    let alive: Vec<i32> = left_behind.iter().map(|(p, _)| *p).collect();
+    if alive.is_empty() && done(Duration::from_millis(100)) {
         return None;
     }
-    // SAFETY: signals the process group the plugin led; it has exited, its children remain.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
-    if done(Duration::from_millis(500)) {
-        return Some(
-            "the plugin exited leaving processes in its process group that held its output open; they were killed".into(),
-        );
+    // SAFETY: signals the process group the plugin led (it has exited, its children remain)
+    // and the processes that were its descendants at its exit, checked by start time.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+        for p in &alive {
+            libc::kill(*p, libc::SIGKILL);
+        }
     }
-    Some("the plugin exited, but a process that left its process group (setsid) still holds its output open; the run ended without it".into())
+    let held = !done(Duration::from_millis(500));
+    let mut msg = if alive.is_empty() {
+        "the plugin exited leaving processes in its process group that held its output open; they were killed".to_string()
+    } else {
+        format!(
+            "the plugin exited leaving {} process(es) running (in its process group or escaped from it with setsid); they were killed",
+            alive.len()
+        )
+    };
+    if held {
+        msg.push_str("; a process agentprof could not find still holds its output open, and the run ended without it");
+    }
+    Some(msg)
 }
 
 fn taken(c: &std::sync::Arc<std::sync::Mutex<Collected>>) -> (Vec<u8>, u64) {
@@ -309,11 +338,15 @@ impl ExternalCheck for ExecCheck {
         // Traced: the snapshots at exec and at exit. Untraced: the first and last samples.
         let mut first = if traced { None } else { Some(probe.after()) };
         let mut last = first.clone();
+        let mut left_behind = Vec::new();
         let mut timed_out = false;
         let ended = loop {
             match events.recv_timeout(SAMPLE_EVERY) {
                 Ok(TraceEvent::Exec(s)) => first = Some(s),
-                Ok(TraceEvent::Exit(s)) => last = Some(s),
+                Ok(TraceEvent::Exit(s, left)) => {
+                    last = Some(s);
+                    left_behind = left;
+                }
                 Ok(TraceEvent::Ended(at)) => break at,
                 Ok(TraceEvent::Spawned(_)) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break Instant::now(),
@@ -337,7 +370,7 @@ impl ExternalCheck for ExecCheck {
         let reaped = reap(pid);
         // agentprof's own high-water mark now is at least what the child inherited at spawn.
         let own_peak = self_peak_rss();
-        let lingering = end_of_output(pid, &[&out_reader, &err_reader]);
+        let lingering = end_of_output(pid, &[&out_reader, &err_reader], &left_behind);
         if writer.is_finished() {
             let _ = writer.join();
         }

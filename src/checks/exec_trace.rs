@@ -21,8 +21,10 @@ pub enum TraceEvent {
     Spawned(std::io::Result<Child>),
     /// The snapshot at its first instruction after exec.
     Exec(ProcessSnapshot),
-    /// The snapshot at its exit, before its memory and files are released.
-    Exit(ProcessSnapshot),
+    /// The snapshot at its exit, before its memory and files are released, and every process
+    /// it leaves behind (its descendants then, `setsid` escapees included), with their start
+    /// times so a reused pid is never mistaken for one of them.
+    Exit(ProcessSnapshot, Vec<(i32, u64)>),
     /// It has exited (not yet reaped): when.
     Ended(Instant),
 }
@@ -75,7 +77,8 @@ fn trace(cmd: &mut Command, tx: &mpsc::Sender<TraceEvent>) {
                 let mut inject = 0;
                 if event == libc::PTRACE_EVENT_EXIT {
                     let p = probe.get_or_insert_with(|| Probe::new(Target::Pid(pid as u32)));
-                    let _ = tx.send(TraceEvent::Exit(p.after()));
+                    let snap = p.after();
+                    let _ = tx.send(TraceEvent::Exit(snap, descendants(pid)));
                 } else if event == libc::PTRACE_EVENT_EXEC {
                     // The plugin exec'd again (a wrapper script): it goes on as the new program.
                 } else if sig == libc::SIGTRAP && probe.is_none() {
@@ -141,4 +144,41 @@ fn next_stop(pid: libc::pid_t) -> Stop {
             event: (status >> 16) & 0xff,
         }
     }
+}
+
+/// Every descendant of `pid` (children's children too), from /proc's per-thread `children`
+/// lists, while `pid` is stopped at its exit and still their parent.
+fn descendants(pid: libc::pid_t) -> Vec<(i32, u64)> {
+    let mut out = Vec::new();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let Ok(text) = std::fs::read_to_string(t.path().join("children")) else {
+                continue;
+            };
+            for c in text
+                .split_whitespace()
+                .filter_map(|c| c.parse::<i32>().ok())
+            {
+                if out.len() >= 4096 {
+                    return out;
+                }
+                if let Some(st) = start_time(c) {
+                    out.push((c, st));
+                    todo.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A process's start time (clock ticks since boot), the 22nd field of /proc/PID/stat.
+pub fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split_whitespace().nth(19)?.parse().ok()
 }

@@ -13,7 +13,7 @@ mod exec_trace_none {
     pub enum TraceEvent {
         Spawned(std::io::Result<std::process::Child>),
         Exec(crate::procstat::ProcessSnapshot),
-        Exit(crate::procstat::ProcessSnapshot),
+        Exit(crate::procstat::ProcessSnapshot, Vec<(i32, u64)>),
         Ended(std::time::Instant),
     }
 }

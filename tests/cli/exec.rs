@@ -241,14 +241,22 @@ fn a_plugins_own_options_raise_no_unknown_option_warning() {
 }
 
 /// A plugin that exits while a child it started keeps its stdout open: the run ends when the
-/// plugin exits (its output kept), the lingering group is killed, and the run says so; a
-/// `setsid` escapee cannot hold the run either.
+/// plugin exits (its output kept), and what it left running is killed and said, whether in
+/// its process group, escaped with `setsid`, or a daemon with its output closed.
 #[test]
 fn a_plugins_lingering_children_cannot_hold_the_run() {
     let sb = Sandbox::new();
-    sb.plugin("linger", "sleep 30 &\necho 'linger.ok:1|g'\n");
-    sb.plugin("escape", "setsid sleep 3 &\necho 'escape.ok:1|g'\n");
-    for (name, says) in [("linger", "were killed"), ("escape", "setsid")] {
+    sb.plugin("linger", "sleep 37 &\necho 'linger.ok:1|g'\n");
+    sb.plugin("escape", "setsid sleep 38 &\necho 'escape.ok:1|g'\n");
+    sb.plugin(
+        "daemon",
+        "setsid sh -c 'exec sleep 39 </dev/null >/dev/null 2>&1' &\nsleep 0.2\necho 'daemon.ok:1|g'\n",
+    );
+    for (name, marker) in [
+        ("linger", "sleep 37"),
+        ("escape", "sleep 38"),
+        ("daemon", "sleep 39"),
+    ] {
         let t = std::time::Instant::now();
         let r = sb.run(&["check", name, "--json"]);
         assert!(
@@ -264,7 +272,9 @@ fn a_plugins_lingering_children_cannot_hold_the_run() {
             "{name}"
         );
         let warnings = doc["warnings"].to_string();
-        assert!(warnings.contains(says), "{name}: {warnings}");
+        assert!(warnings.contains("were killed"), "{name}: {warnings}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!running(marker), "{name}: {marker} still runs");
     }
 }
 
@@ -288,4 +298,18 @@ fn a_flood_of_distinct_series_is_bounded_and_said() {
         "{}",
         doc["warnings"]
     );
+}
+
+/// True when a process whose command line is `marker` (words joined by spaces) is running.
+fn running(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+            let words: Vec<String> = c
+                .split(|b| *b == 0)
+                .filter(|w| !w.is_empty())
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect();
+            words.join(" ") == marker
+        })
+    })
 }
