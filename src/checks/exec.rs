@@ -439,44 +439,19 @@ fn traced_cost(
     wall_s: f64,
     usage: Option<libc::rusage>,
 ) -> RunCost {
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    RunCost {
-        wall_s,
-        cpu_user_s: usage.map(|u| tv(u.ru_utime)),
-        cpu_system_s: usage.map(|u| tv(u.ru_stime)),
-        // An exited child's rusage total is its exact runtime; only the split is sampled.
-        cpu_total_s: usage.map(|u| tv(u.ru_utime) + tv(u.ru_stime)),
-        rss_before: at_exec.rss,
-        rss_after: at_exit.rss,
-        vms_before: at_exec.vms,
-        vms_after: at_exit.vms,
-        peak_rss: at_exit.peak_rss,
-        peak_scope: at_exit.peak_rss.map(|_| PeakScope::Run),
-        io: None,
-        threads: at_exit.threads,
-        open_fds: at_exit.open_fds,
-        connections: at_exit.connections,
-    }
+    let scope = at_exit.peak_rss.map(|_| PeakScope::Run);
+    cost_from(at_exec, at_exit, wall_s, usage, (at_exit.peak_rss, scope))
 }
 
-fn cost_of(
+/// The figures of a run from its first and last snapshots, its rusage and its peak.
+fn cost_from(
     first: &ProcessSnapshot,
     last: &ProcessSnapshot,
     wall_s: f64,
-    own_peak: u64,
     usage: Option<libc::rusage>,
+    (peak_rss, peak_scope): (Option<u64>, Option<PeakScope>),
 ) -> RunCost {
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    // rusage's mark is max(agentprof's mark at spawn, the child's): above agentprof's own
-    // mark it is the child's exact peak; otherwise only the sampled mark is the child's.
-    let rusage_peak = usage
-        .map(|u| u.ru_maxrss as u64 * 1024)
-        .filter(|&r| r > own_peak);
-    let (peak, scope) = match (rusage_peak, last.peak_rss.or(first.peak_rss)) {
-        (Some(r), _) => (Some(r), Some(PeakScope::Run)),
-        (None, Some(sampled)) => (Some(sampled), Some(PeakScope::Sampled)),
-        (None, None) => (None, None),
-    };
     RunCost {
         wall_s,
         cpu_user_s: usage.map(|u| tv(u.ru_utime)),
@@ -487,11 +462,31 @@ fn cost_of(
         rss_after: last.rss,
         vms_before: first.vms,
         vms_after: last.vms,
-        peak_rss: peak,
-        peak_scope: scope,
+        peak_rss,
+        peak_scope,
         io: None,
         threads: last.threads,
         open_fds: last.open_fds,
         connections: last.connections,
     }
+}
+
+fn cost_of(
+    first: &ProcessSnapshot,
+    last: &ProcessSnapshot,
+    wall_s: f64,
+    own_peak: u64,
+    usage: Option<libc::rusage>,
+) -> RunCost {
+    // rusage's mark is max(agentprof's mark at spawn, the child's): above agentprof's own
+    // mark it is the child's exact peak; otherwise only the sampled mark is the child's.
+    let rusage_peak = usage
+        .map(|u| u.ru_maxrss as u64 * 1024)
+        .filter(|&r| r > own_peak);
+    let peak = match (rusage_peak, last.peak_rss.or(first.peak_rss)) {
+        (Some(r), _) => (Some(r), Some(PeakScope::Run)),
+        (None, Some(sampled)) => (Some(sampled), Some(PeakScope::Sampled)),
+        (None, None) => (None, None),
+    };
+    cost_from(first, last, wall_s, usage, peak)
 }

@@ -661,16 +661,7 @@ fn http_timeout_bounds_a_trickled_body() {
 /// and what was already fetched is kept and said; a second signal is not needed.
 #[test]
 fn a_signal_stops_a_pull_against_a_hung_server_within_a_second() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    // Accepts and never answers.
-    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let h = std::sync::Arc::clone(&held);
-    std::thread::spawn(move || {
-        for s in listener.incoming().flatten() {
-            h.lock().unwrap().push(s);
-        }
-    });
+    let addr = crate::support::hung_server();
     let sb = Sandbox::new();
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
         .args(["pull", &format!("http://{addr}"), "--http-timeout", "60s"])

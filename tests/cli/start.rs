@@ -600,15 +600,7 @@ fn dd_url_credentials_stay_secret_and_a_bad_dd_url_is_refused() {
 /// delivered is counted as dropped.
 #[test]
 fn a_hanging_intake_cannot_hold_the_stop() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let h = std::sync::Arc::clone(&held);
-    std::thread::spawn(move || {
-        for s in listener.incoming().flatten() {
-            h.lock().unwrap().push(s);
-        }
-    });
+    let addr = crate::support::hung_server();
     let sb = Sandbox::new();
     sb.write(
         "conf.d/uptime.yaml",

@@ -226,6 +226,19 @@ pub fn serve(
     (addr, seen)
 }
 
+/// A loopback server that accepts connections and never answers; its address.
+pub fn hung_server() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    addr
+}
+
 /// Tests that burn CPU (the Go test service) and tests that time runs (the gate) take this
 /// lock, so a timing is never taken while another test saturates the cores.
 pub fn cpu_exclusive() -> std::sync::MutexGuard<'static, ()> {
