@@ -18,10 +18,7 @@ fn the_agent_runs_every_check_logs_forwards_and_summarises() {
             udp.local_addr().unwrap()
         ),
     );
-    sb.write(
-        "conf.d/uptime.yaml",
-        "instances:\n  - min_collection_interval: 1\n",
-    );
+    uptime_every_second(&sb);
     sb.plugin("fast.sh", "echo 'fast.value:1|g|#via:exec'\n");
     sb.write(
         "conf.d/fast.yaml",
@@ -127,10 +124,7 @@ fn the_agent_runs_every_check_logs_forwards_and_summarises() {
 #[test]
 fn sigterm_stops_the_agent_within_five_seconds_with_a_summary() {
     let sb = Sandbox::new();
-    sb.write(
-        "conf.d/uptime.yaml",
-        "instances:\n  - min_collection_interval: 1\n",
-    );
+    uptime_every_second(&sb);
     sb.write("agentprof.yaml", "metrics_file: m.jsonl\n");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
         .args(["start", "--json"])
@@ -176,10 +170,7 @@ fn nothing_configured_is_a_usage_error() {
 #[test]
 fn collector_log_rotates_by_size() {
     let sb = Sandbox::new();
-    sb.write(
-        "conf.d/uptime.yaml",
-        "instances:\n  - min_collection_interval: 1\n",
-    );
+    uptime_every_second(&sb);
     sb.write(
         "agentprof.yaml",
         "log_file: collector.log\nlog_file_max_size: 1KB\nlog_file_max_rolls: 2\nmetrics_file: m.jsonl\n",
@@ -201,10 +192,7 @@ fn collector_log_rotates_by_size() {
 #[test]
 fn metrics_listen_serves_the_agents_own_figures() {
     let sb = Sandbox::new();
-    sb.write(
-        "conf.d/uptime.yaml",
-        "instances:\n  - min_collection_interval: 1\n",
-    );
+    uptime_every_second(&sb);
     sb.write("agentprof.yaml", "metrics_file: m.jsonl\n");
     // Port 0: agentprof picks a free port and says which, so no other test can race for it.
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
@@ -322,10 +310,7 @@ fn decoded(s: &crate::support::Seen) -> Request {
 fn series_reach_the_datadog_api_gzipped_with_retries_and_the_key_stays_secret() {
     let sb = Sandbox::new();
     let (url, seen) = intake();
-    sb.write(
-        "conf.d/uptime.yaml",
-        "instances:\n  - min_collection_interval: 1\n",
-    );
+    uptime_every_second(&sb);
     sb.plugin(
         "deploys",
         "echo '_e{6,10}:deploy|v2 is live|t:success|#team:web'\n",
@@ -497,10 +482,7 @@ fn developer_mode_profiles_the_whole_agent() {
 #[test]
 fn log_level_filters_collector_log() {
     let sb = Sandbox::new();
-    sb.write(
-        "conf.d/uptime.yaml",
-        "instances:\n  - min_collection_interval: 1\n",
-    );
+    uptime_every_second(&sb);
     sb.write(
         "agentprof.yaml",
         "log_file: c.log\nlog_level: error\nmetrics_file: m.jsonl\n",
@@ -528,10 +510,7 @@ fn log_level_filters_collector_log() {
 #[test]
 fn developer_mode_without_a_log_file_logs_to_collector_log_and_stdout_stays_quiet() {
     let sb = Sandbox::new();
-    sb.write(
-        "conf.d/uptime.yaml",
-        "instances:\n  - min_collection_interval: 1\n",
-    );
+    uptime_every_second(&sb);
     let r = sb.run(&["start", "--profile", "--duration", "1500ms"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
@@ -560,10 +539,7 @@ fn developer_mode_without_a_log_file_logs_to_collector_log_and_stdout_stays_quie
 #[test]
 fn dd_url_credentials_stay_secret_and_a_bad_dd_url_is_refused() {
     let sb = Sandbox::new();
-    sb.write(
-        "conf.d/uptime.yaml",
-        "instances:\n  - min_collection_interval: 1\n",
-    );
+    uptime_every_second(&sb);
     sb.write(
         "agentprof.yaml",
         "api_key: k\ndd_url: http://user:PASSWORD123@127.0.0.1:1\n",
@@ -602,10 +578,7 @@ fn dd_url_credentials_stay_secret_and_a_bad_dd_url_is_refused() {
 fn a_hanging_intake_cannot_hold_the_stop() {
     let addr = crate::support::hung_server();
     let sb = Sandbox::new();
-    sb.write(
-        "conf.d/uptime.yaml",
-        "instances:\n  - min_collection_interval: 1\n",
-    );
+    uptime_every_second(&sb);
     sb.write(
         "agentprof.yaml",
         &format!("api_key: k\ndd_url: http://{addr}\n"),
@@ -642,4 +615,12 @@ fn a_hanging_intake_cannot_hold_the_stop() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("uptime"), "no summary: {stdout}");
+}
+
+/// The uptime check, every second: the smallest agent that runs.
+fn uptime_every_second(sb: &Sandbox) {
+    sb.write(
+        "conf.d/uptime.yaml",
+        "instances:\n  - min_collection_interval: 1\n",
+    );
 }
