@@ -681,3 +681,64 @@ fn a_signal_stops_a_pull_against_a_hung_server_within_a_second() {
     assert!(err.contains("stopped by a signal"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// Secrets in every URL a pull is given (the target's and the upload's credentials) reach no
+/// output: not stdout, stderr, --json, nor any file the pull writes (profiles, spool).
+#[test]
+fn credentials_in_every_url_reach_no_output_or_file() {
+    let (target, _) = serve(|p, _| match p {
+        "/debug/pprof/goroutine" => reply(
+            "200 OK",
+            std::fs::read(fixture("goroutines.pprof")).unwrap(),
+        ),
+        _ => reply("404 Not Found", "404 page not found\n"),
+    });
+    let down = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let sb = Sandbox::new();
+    for json in [false, true] {
+        let target_url = format!("http://tuser:TARGETSECRET@{target}");
+        let upload_url = format!("http://uuser:UPLOADSECRET@{down}/profiling/v1/input");
+        let mut args = vec![
+            "pull",
+            &target_url,
+            "--types",
+            "goroutine,heap",
+            "--upload",
+            &upload_url,
+            "--spool",
+            "spool",
+            "--out",
+            "out",
+        ];
+        if json {
+            args.push("--json");
+        }
+        let r = sb.run(&args);
+        let mut all = format!("{}{}", r.stdout, r.stderr);
+        for dir in ["spool", "out"] {
+            for e in walk(&sb.file(dir)) {
+                all.push_str(&String::from_utf8_lossy(&std::fs::read(e).unwrap()));
+            }
+        }
+        for secret in ["TARGETSECRET", "UPLOADSECRET", "tuser", "uuser"] {
+            assert!(!all.contains(secret), "{secret} shown (json: {json})");
+        }
+        assert!(r.stdout.contains(&target.to_string()), "{}", r.stdout);
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
