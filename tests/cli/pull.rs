@@ -328,18 +328,8 @@ fn deltas_on_the_second_collection_and_uploads_in_dd_trace_go_format() {
 /// An upload that cannot be delivered is spooled and sent by the next run.
 #[test]
 fn uploads_to_a_receiver_that_is_down_are_spooled_and_sent_later() {
-    let (target, _) = serve(|p, _| match p {
-        "/debug/pprof/goroutine" => reply(
-            "200 OK",
-            std::fs::read(fixture("goroutines.pprof")).unwrap(),
-        ),
-        _ => reply("404 Not Found", "404 page not found\n"),
-    });
-    // A port nothing listens on.
-    let down = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
+    let target = goroutine_target();
+    let down = port_nothing_listens_on();
     let sb = Sandbox::new();
     let pull = |upload: &str| {
         sb.run(&[
@@ -686,17 +676,8 @@ fn a_signal_stops_a_pull_against_a_hung_server_within_a_second() {
 /// output: not stdout, stderr, --json, nor any file the pull writes (profiles, spool).
 #[test]
 fn credentials_in_every_url_reach_no_output_or_file() {
-    let (target, _) = serve(|p, _| match p {
-        "/debug/pprof/goroutine" => reply(
-            "200 OK",
-            std::fs::read(fixture("goroutines.pprof")).unwrap(),
-        ),
-        _ => reply("404 Not Found", "404 page not found\n"),
-    });
-    let down = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
+    let target = goroutine_target();
+    let down = port_nothing_listens_on();
     let sb = Sandbox::new();
     for json in [false, true] {
         let target_url = format!("http://tuser:TARGETSECRET@{target}");
@@ -741,4 +722,22 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// A loopback pprof endpoint that serves only the recorded goroutine profile.
+fn goroutine_target() -> String {
+    serve(|p, _| match p {
+        "/debug/pprof/goroutine" => reply(
+            "200 OK",
+            std::fs::read(fixture("goroutines.pprof")).unwrap(),
+        ),
+        _ => reply("404 Not Found", "404 page not found\n"),
+    })
+    .0
+}
+
+/// A loopback port nothing listens on (bound, then let go).
+fn port_nothing_listens_on() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
 }

@@ -126,23 +126,7 @@ fn sigterm_stops_the_agent_within_five_seconds_with_a_summary() {
     let sb = Sandbox::new();
     uptime_every_second(&sb);
     sb.write("agentprof.yaml", "metrics_file: m.jsonl\n");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
-        .args(["start", "--json"])
-        .current_dir(sb.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    let t = Instant::now();
-    // SAFETY: signals the child we started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        t.elapsed() < Duration::from_secs(5),
-        "stopped after {:?}",
-        t.elapsed()
-    );
+    let out = sigterm_after(&sb, &["start", "--json"], Duration::from_millis(1500));
     assert!(
         out.status.success(),
         "{}",
@@ -606,23 +590,7 @@ fn a_hanging_intake_cannot_hold_the_stop() {
     let delivery = &doc["delivery"][0];
     assert!(delivery["dropped"].as_u64().unwrap() >= 1, "{doc}");
     // SIGTERM
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
-        .args(["start"])
-        .current_dir(sb.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
-    let t = Instant::now();
-    // SAFETY: signals the child we started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        t.elapsed() < Duration::from_secs(5),
-        "stopped after {:?}",
-        t.elapsed()
-    );
+    let out = sigterm_after(&sb, &["start"], Duration::from_millis(2500));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("uptime"), "no summary: {stdout}");
 }
@@ -633,4 +601,26 @@ fn uptime_every_second(sb: &Sandbox) {
         "conf.d/uptime.yaml",
         "instances:\n  - min_collection_interval: 1\n",
     );
+}
+
+/// Runs agentprof with `args`, sends SIGTERM after `delay`, and checks it stopped within 5 s.
+fn sigterm_after(sb: &Sandbox, args: &[&str], delay: Duration) -> std::process::Output {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
+        .args(args)
+        .current_dir(sb.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(delay);
+    let t = Instant::now();
+    // SAFETY: signals the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "stopped after {:?}",
+        t.elapsed()
+    );
+    out
 }
