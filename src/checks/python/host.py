@@ -542,8 +542,6 @@ def run(msg):
             _NOT_THE_CHECKS = ("<string>", tracemalloc.__file__)
         if msg.get("memory_lines", True):
             snap0 = _snapshot()
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
     mark(b"r")
     wait_mark(b"g")
     u0, s0 = _rusage()
@@ -551,6 +549,11 @@ def run(msg):
     # reads more than its wall time.
     t0 = time.perf_counter()
     c0 = time.process_time()
+    if traced:
+        # Traced memory is read right around run(): what this host allocates for its own
+        # timings and replies is not the check's.
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
     if prof is not None:
         prof.enable()
     try:
@@ -559,6 +562,8 @@ def run(msg):
         error = json.dumps([{"message": "run() raised", "traceback": traceback.format_exc()}])
     if prof is not None:
         prof.disable()
+    if traced:
+        current, peak = tracemalloc.get_traced_memory()
     c1 = time.process_time()
     wall = time.perf_counter() - t0
     u1, s1 = _rusage()
@@ -576,8 +581,6 @@ def run(msg):
             PROFILE.add(prof)
     memory = None
     if traced:
-        import tracemalloc
-        current, peak = tracemalloc.get_traced_memory()
         peak -= base
         memory = {"traced_peak": max(0, peak), "traced_kept": current - base, "top": [],
                   "tracer_bytes": tracer, "snapshots": snap0 is not None}
