@@ -398,6 +398,85 @@ fn scan(buf: &[u8], msg: Msg, budget: u64, s: &mut Scan, depth: u32) -> Result<(
     Ok(())
 }
 
+/// True when every string of the profile's string table is UTF-8 (the common case: nothing
+/// to repair). Runs over a buffer that `prescan` already accepted.
+fn strings_are_utf8(raw: &[u8]) -> bool {
+    top_fields(raw).all(|(field, body)| field != 6 || std::str::from_utf8(body).is_ok())
+}
+
+/// The profile with its string table made valid UTF-8 as go tool pprof's reader tolerates it
+/// (bytes that are not UTF-8 become U+FFFD), every other field copied as it was.
+fn lossy_strings(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len() + 64);
+    let mut at = 0;
+    while at < raw.len() {
+        let start = at;
+        let Some(key) = varint(raw, &mut at) else {
+            break;
+        };
+        let (field, wire) = (key >> 3, key & 7);
+        let end = match wire {
+            0 => {
+                let _ = varint(raw, &mut at);
+                at
+            }
+            1 => at + 8,
+            5 => at + 4,
+            2 => {
+                let Some(len) = varint(raw, &mut at) else {
+                    break;
+                };
+                at + len as usize
+            }
+            _ => break,
+        }
+        .min(raw.len());
+        if field == 6 && wire == 2 {
+            let text = String::from_utf8_lossy(&raw[at..end]);
+            push_varint(&mut out, key);
+            push_varint(&mut out, text.len() as u64);
+            out.extend_from_slice(text.as_bytes());
+        } else {
+            out.extend_from_slice(&raw[start..end]);
+        }
+        at = end;
+    }
+    out
+}
+
+fn push_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// The length-delimited top-level fields of a profile: (field number, payload).
+fn top_fields(raw: &[u8]) -> impl Iterator<Item = (u64, &[u8])> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < raw.len() {
+            let key = varint(raw, &mut at)?;
+            match key & 7 {
+                0 => {
+                    varint(raw, &mut at)?;
+                }
+                1 => at += 8,
+                5 => at += 4,
+                2 => {
+                    let len = varint(raw, &mut at)? as usize;
+                    let body = raw.get(at..at.checked_add(len)?)?;
+                    at += len;
+                    return Some((key >> 3, body));
+                }
+                _ => return None,
+            }
+        }
+        None
+    })
+}
+
 /// Decodes a profile from raw or compressed bytes within `limits`.
 pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Profile, DecodeError> {
     let raw = decompress(bytes, limits)?;
@@ -415,6 +494,13 @@ pub fn decode_raw(raw: &[u8], limits: &Limits) -> Result<Profile, DecodeError> {
             _ => e,
         });
     }
+    let repaired;
+    let raw = if strings_are_utf8(raw) {
+        raw
+    } else {
+        repaired = lossy_strings(raw);
+        &repaired[..]
+    };
     let p = Profile::decode(raw).map_err(|e| DecodeError::Malformed(e.to_string()))?;
     if p.sample_type.is_empty() && p.sample.is_empty() && p.string_table.is_empty() {
         return Err(match describe_non_profile(raw) {

@@ -384,3 +384,36 @@ fn diff_is_go_tool_pprof_diff_base_function_for_function() {
     assert!(compared >= 5, "{compared} functions compared");
     assert_eq!(compared, rows.len(), "the same functions changed");
 }
+
+/// A string table that is not UTF-8 is read as go tool pprof reads it, not refused: the same
+/// rows, the bad bytes shown as U+FFFD (go prints them raw; read as text, they are the same).
+#[test]
+fn a_string_table_that_is_not_utf8_reads_as_go_tool_pprof_reads_it() {
+    if !crate::support::require_go() {
+        return;
+    }
+    fn field(out: &mut Vec<u8>, num: u8, payload: &[u8]) {
+        out.push(num << 3 | 2);
+        out.push(payload.len() as u8);
+        out.extend_from_slice(payload);
+    }
+    let mut p = Vec::new();
+    field(&mut p, 1, &[0x08, 0x01, 0x10, 0x02]); // sample_type samples/count
+    field(&mut p, 2, &[0x0a, 0x01, 0x01, 0x12, 0x01, 0x05]); // 5 samples at location 1
+    field(&mut p, 4, &[0x08, 0x01, 0x22, 0x02, 0x08, 0x01]); // location 1 -> function 1
+    field(&mut p, 5, &[0x08, 0x01, 0x10, 0x03]); // function 1 named string 3
+    for s in [&b""[..], b"samples", b"count", b"main.caf\xe9\xff"] {
+        field(&mut p, 6, s);
+    }
+    let sb = crate::support::Sandbox::new();
+    let path = sb.write_bytes("latin1.pb", &p);
+    let ours = sb.run(&["top", path.to_str().unwrap()]);
+    assert_eq!(ours.code, 0, "{}", ours.stderr);
+    let theirs = crate::support::go(&["tool", "pprof", "-top", path.to_str().unwrap()]).unwrap();
+    assert_eq!(ours.stdout, theirs);
+    assert!(
+        ours.stdout.contains("main.caf\u{fffd}\u{fffd}"),
+        "{}",
+        ours.stdout
+    );
+}
