@@ -37,6 +37,13 @@ pub fn parse(text: &str, bare_unit_secs: f64) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// Now, in RFC 3339 to the second (UTC), as profile files are named: `cpu-2026-12-01T09:38:00Z`.
+pub fn file_stamp() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
 /// Short human form: `850µs`, `12.3ms`, `1.50s`, `2m05s`.
 pub fn human(d: Duration) -> String {
     let s = d.as_secs_f64();

@@ -491,7 +491,8 @@ fn agent_top_calls(p: &crate::profile::CallProfile) -> String {
     out
 }
 
-/// Writes `agent-UNIXTIME.svg` and `.pb.gz` into `dir`; the paths written.
+/// Writes `agent-TIME.svg` and `.pb.gz` into `dir` (TIME in RFC 3339, as `pull` names its
+/// files); the paths written.
 fn write_agent_profile(dir: &Path, p: &crate::profile::CallProfile) -> Vec<PathBuf> {
     if p.total_samples() == 0 {
         eprintln!("agentprof: the agent used too little CPU to be sampled: no profile written");
@@ -501,14 +502,14 @@ fn write_agent_profile(dir: &Path, p: &crate::profile::CallProfile) -> Vec<PathB
         eprintln!("agentprof: cannot create {}: {e}", dir.display());
         return Vec::new();
     }
-    let stem = dir.join(format!("agent-{}", unix_now() as u64));
+    let stem = format!("agent-{}", crate::duration::file_stamp());
     let mut written = Vec::new();
-    let pb = stem.with_extension("pb.gz");
+    let pb = dir.join(format!("{stem}.pb.gz"));
     match crate::pprof::encode_gzip(p).and_then(|b| std::fs::write(&pb, b)) {
         Ok(()) => written.push(pb),
         Err(e) => eprintln!("agentprof: cannot write {}: {e}", pb.display()),
     }
-    let svg = stem.with_extension("svg");
+    let svg = dir.join(format!("{stem}.svg"));
     let drawn = std::fs::File::create(&svg)
         .map_err(anyhow::Error::from)
         .and_then(|f| {

@@ -339,9 +339,7 @@ fn collect(
             "goroutine" => figures.prof_go_num_goroutine = sum_of(&profile, "goroutine"),
             _ => {}
         }
-        let stamp = jiff::Timestamp::now()
-            .strftime("%Y-%m-%dT%H:%M:%SZ")
-            .to_string();
+        let stamp = crate::duration::file_stamp();
         if let Some(out) = &opts.out {
             let dir = out.join(t.dir_name());
             if let Err(e) = std::fs::create_dir_all(&dir) {

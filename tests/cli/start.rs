@@ -433,6 +433,20 @@ fn developer_mode_profiles_the_whole_agent() {
         .collect();
     assert_eq!(files.len(), 2, "{doc}");
     let pb = files.iter().find(|f| f.ends_with(".pb.gz")).unwrap();
+    // Named with an RFC 3339 time, as pull names its files: agent-2026-12-01T09:38:00Z.pb.gz.
+    let stamp = std::path::Path::new(pb)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap();
+    let t = stamp
+        .strip_prefix("agent-")
+        .and_then(|s| s.strip_suffix(".pb.gz"))
+        .unwrap();
+    assert!(
+        t.len() == 20 && t.as_bytes()[10] == b'T' && t.ends_with('Z'),
+        "{stamp}"
+    );
     let svg = files.iter().find(|f| f.ends_with(".svg")).unwrap();
     assert!(
         std::fs::read_to_string(sb.path().join(svg))
