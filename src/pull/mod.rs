@@ -82,7 +82,12 @@ pub struct Pulled {
     pub error: Option<String>,
     /// Compressed bytes received.
     pub bytes: usize,
-    pub samples: usize,
+    /// Sample records in the profile (distinct stacks and labels, as `go tool pprof -raw`
+    /// lists them).
+    pub records: usize,
+    /// The samples those records hold where the first sample type is `samples/count` (CPU),
+    /// as go tool pprof's "Total samples"; None for other types.
+    pub samples: Option<i64>,
     pub files: Vec<PathBuf>,
     /// The delta against the previous collection was made (cumulative types only).
     pub delta: bool,
@@ -208,6 +213,19 @@ fn progress(
     Some((bar, h, done))
 }
 
+/// The samples a profile's records hold when its first sample type is `samples/count` (a CPU
+/// profile): the sum of that value, go tool pprof's "Total samples".
+fn counted_samples(p: &Pprof) -> Option<i64> {
+    let (kind, unit) = *p.sample_types().first()?;
+    (kind == "samples" && unit == "count").then(|| {
+        p.proto
+            .sample
+            .iter()
+            .map(|s| s.value.first().copied().unwrap_or(0))
+            .sum()
+    })
+}
+
 /// Collects every type of `r.target` once.
 fn collect(
     r: &mut Runner,
@@ -252,7 +270,8 @@ fn collect(
             ok: false,
             error: None,
             bytes: 0,
-            samples: 0,
+            records: 0,
+            samples: None,
             files: Vec::new(),
             delta: false,
             no_delta: None,
@@ -277,7 +296,8 @@ fn collect(
                 continue;
             }
         };
-        entry.samples = profile.proto.sample.len();
+        entry.records = profile.proto.sample.len();
+        entry.samples = counted_samples(&profile);
         entry.ok = true;
         let gz = gzip_of(&fetched.bytes, &fetched.raw);
         // The delta of a cumulative profile against the previous collection, computed on
@@ -476,9 +496,13 @@ pub fn render(c: &Collection) -> String {
                 ),
                 _ => String::new(),
             };
+            let held = match p.samples {
+                Some(n) => format!(" ({n} samples)"),
+                None => String::new(),
+            };
             out.push_str(&format!(
-                "  {:<12} {:>9} B {:>7} samples {:>6.2}s{delta}\n",
-                p.kind, p.bytes, p.samples, p.fetch_s
+                "  {:<12} {:>9} B {:>7} records{held} {:>6.2}s{delta}\n",
+                p.kind, p.bytes, p.records, p.fetch_s
             ));
             for f in &p.files {
                 out.push_str(&format!("      {}\n", f.display()));

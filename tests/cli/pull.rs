@@ -741,3 +741,57 @@ fn port_nothing_listens_on() -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().to_string()
 }
+
+/// Records and samples are named as go tool pprof names them: a CPU profile's records hold
+/// its samples, and the count agentprof prints is go's "Total samples".
+#[test]
+fn records_and_samples_are_counted_as_go_tool_pprof_counts_them() {
+    if !crate::support::require_go() {
+        return;
+    }
+    let (target, _) = serve(|p, _| match p {
+        "/debug/pprof/profile" => reply("200 OK", std::fs::read(fixture("cpu.pprof")).unwrap()),
+        _ => reply("404 Not Found", "404 page not found\n"),
+    });
+    let sb = Sandbox::new();
+    let r = sb.run(&[
+        "pull",
+        &format!("http://{target}"),
+        "--types",
+        "cpu",
+        "--profile-duration",
+        "1s",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc: serde_json::Value = serde_json::from_str(r.stdout.lines().next().unwrap()).unwrap();
+    let p = &doc["profiles"][0];
+    let go = crate::support::go(&[
+        "tool",
+        "pprof",
+        "-top",
+        "-sample_index=0",
+        fixture("cpu.pprof").to_str().unwrap(),
+    ])
+    .unwrap();
+    let total: i64 = go
+        .lines()
+        .find_map(|l| l.split("Total samples = ").nth(1))
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap();
+    assert_eq!(p["samples"].as_i64(), Some(total), "{go}");
+    assert!(p["records"].as_i64().unwrap() < total, "{p}");
+    let human = sb.run(&[
+        "pull",
+        &format!("http://{target}"),
+        "--types",
+        "cpu",
+        "--profile-duration",
+        "1s",
+    ]);
+    assert!(
+        human.stdout.contains(&format!("records ({total} samples)")),
+        "{}",
+        human.stdout
+    );
+}
