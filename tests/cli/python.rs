@@ -83,10 +83,12 @@ fn assert_demo(sb: &Sandbox, python: &str, base: &str) {
     assert!(at("demo.mono", 1).is_empty());
     assert_eq!(at("demo.mono", 2), vec![10.0]);
     assert!(at("demo.rate", 1).is_empty());
-    // A counter growing 10/s reads 10/s: the time is the submissions' own.
+    // A counter growing 10/s reads 10/s: the time is the submissions' own. (The value is
+    // read a little before the submission is stamped, as with the Agent; back-to-back runs
+    // a tenth of a second apart make that a few per mille, hence the margin.)
     let rate = at("demo.rate", 2);
     assert!(
-        rate.len() == 1 && (rate[0] - 10.0).abs() < 0.01,
+        rate.len() == 1 && (rate[0] - 10.0).abs() < 0.2,
         "rate {rate:?}"
     );
     assert_eq!(at("demo.hist.max", 1), vec![100.0]);
@@ -610,12 +612,12 @@ fn a_rate_is_per_second_between_submissions_and_historate_histograms_rates() {
     for run in 2..=4 {
         let rate = at("c.rate", run);
         assert_eq!(rate.len(), 1, "run {run}");
-        assert!((rate[0] - 10.0).abs() < 0.01, "run {run}: {rate:?}");
+        assert!((rate[0] - 10.0).abs() < 0.05, "run {run}: {rate:?}");
     }
     // historate: nothing at run 1, the rate's histogram at run 2, a fresh start at run 3.
     assert!(at("c.historate.max", 1).is_empty());
     let h = at("c.historate.max", 2);
-    assert!(h.len() == 1 && (h[0] - 10.0).abs() < 0.01, "{h:?}");
+    assert!(h.len() == 1 && (h[0] - 10.0).abs() < 0.05, "{h:?}");
     assert_eq!(at("c.historate.count", 2), vec![1.0]);
     assert!(at("c.historate.max", 3).is_empty());
     assert_eq!(at("c.historate.count", 4), vec![1.0]);
