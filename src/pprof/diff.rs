@@ -17,9 +17,11 @@ pub struct DiffRow {
     pub new_cum: i64,
     pub delta_flat: i64,
     pub delta_cum: i64,
-    /// Change relative to the base, in percent; None when the base is 0 (a new function).
+    /// Change relative to the base, in percent; None when the base value is 0.
     pub delta_flat_pct: Option<f64>,
     pub delta_cum_pct: Option<f64>,
+    /// The function appears in the base profile (a 0 flat there is not "new").
+    pub in_base: bool,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -108,6 +110,7 @@ pub fn diff(
                 delta_cum: nc - bc,
                 delta_flat_pct: pct(nf - bf, bf),
                 delta_cum_pct: pct(nc - bc, bc),
+                in_base: b.contains_key(name),
             }
         })
         .filter(|r| r.delta_flat != 0 || r.delta_cum != 0)
@@ -151,7 +154,13 @@ impl DiffReport {
             if v > 0 { format!("+{s}") } else { s }
         };
         let plain = |v: i64| scaled_label(v, &self.unit, &self.output_unit);
-        let pct = |p: Option<f64>| p.map_or("new".to_string(), |p| format!("{p:+.1}%"));
+        // "new" only for a function the base does not have; one it has with 0 there has no
+        // percentage to show.
+        let pct = |p: Option<f64>, in_base: bool| match p {
+            Some(p) => format!("{p:+.1}%"),
+            None if in_base => "-".to_string(),
+            None => "new".to_string(),
+        };
         let mut out = format!(
             "Type: {}\nTotal: {} -> {} ({})\n",
             self.sample_type,
@@ -177,9 +186,9 @@ impl DiffReport {
             out.push_str(&format!(
                 "{:>11} {:>8} {:>11} {:>8} {:>10} {:>10}  {}\n",
                 f(r.delta_flat),
-                pct(r.delta_flat_pct).replace("+0.0%", "0.0%"),
+                pct(r.delta_flat_pct, r.in_base).replace("+0.0%", "0.0%"),
                 f(r.delta_cum),
-                pct(r.delta_cum_pct).replace("+0.0%", "0.0%"),
+                pct(r.delta_cum_pct, r.in_base).replace("+0.0%", "0.0%"),
                 plain(r.new_flat),
                 plain(r.new_cum),
                 r.function

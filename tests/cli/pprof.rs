@@ -417,3 +417,66 @@ fn a_string_table_that_is_not_utf8_reads_as_go_tool_pprof_reads_it() {
         ours.stdout
     );
 }
+
+/// `diff` says "new" only for a function the base does not have: one the base has with no
+/// flat value of its own (only callees) changes without a percentage, not as "new".
+#[test]
+fn diff_says_new_only_for_functions_absent_from_the_base() {
+    fn field(out: &mut Vec<u8>, num: u8, payload: &[u8]) {
+        out.push(num << 3 | 2);
+        out.push(payload.len() as u8);
+        out.extend_from_slice(payload);
+    }
+    // samples: (location ids leaf first, count)
+    let profile = |samples: &[(&[u8], u8)]| {
+        let mut p = Vec::new();
+        field(&mut p, 1, &[0x08, 0x01, 0x10, 0x02]);
+        for (locs, v) in samples {
+            let mut s = Vec::new();
+            field(&mut s, 1, locs);
+            field(&mut s, 2, &[*v]);
+            field(&mut p, 2, &s);
+        }
+        for id in 1..=3u8 {
+            field(&mut p, 4, &[0x08, id, 0x22, 0x02, 0x08, id]);
+            field(&mut p, 5, &[0x08, id, 0x10, id + 2]);
+        }
+        for s in ["", "samples", "count", "main.f", "main.g", "main.h"] {
+            field(&mut p, 6, s.as_bytes());
+        }
+        p
+    };
+    let sb = crate::support::Sandbox::new();
+    let base = sb.write_bytes("base.pb", &profile(&[(&[2, 1], 5)]));
+    let new = sb.write_bytes("new.pb", &profile(&[(&[1], 3), (&[2, 1], 5), (&[3, 1], 2)]));
+    let r = sb.run(&["diff", base.to_str().unwrap(), new.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let row = |f: &str| {
+        r.stdout
+            .lines()
+            .find(|l| l.ends_with(&format!("  {f}")))
+            .unwrap_or_else(|| panic!("{f} in {}", r.stdout))
+            .to_string()
+    };
+    assert!(!row("main.f").contains("new"), "{}", row("main.f"));
+    assert!(row("main.h").contains("new"), "{}", row("main.h"));
+    let doc = sb
+        .run(&[
+            "diff",
+            "--json",
+            base.to_str().unwrap(),
+            new.to_str().unwrap(),
+        ])
+        .json();
+    let rows = doc["rows"]
+        .as_array()
+        .or_else(|| doc["report"]["rows"].as_array())
+        .unwrap()
+        .clone();
+    let f = rows.iter().find(|r| r["function"] == "main.f").unwrap();
+    let h = rows.iter().find(|r| r["function"] == "main.h").unwrap();
+    assert_eq!(
+        (f["in_base"].clone(), h["in_base"].clone()),
+        (true.into(), false.into())
+    );
+}
