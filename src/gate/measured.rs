@@ -1,0 +1,225 @@
+//! What one gate run measured: the statistics a baseline file holds and `--compare` reads,
+//! from run records or from `agentprof check --json` reports.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::profile::RunRecord;
+
+/// What one gate run measured: the baseline file, and `--compare`'s inputs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GateStats {
+    pub schema: u32,
+    pub check: String,
+    pub kind: String,
+    /// Timed runs (the warm-up run is not among them).
+    pub runs: usize,
+    pub errors: usize,
+    pub wall_s: Vec<f64>,
+    pub cpu_s: Vec<f64>,
+    /// Median wall and CPU time of the runs of each worker process: the samples the timing
+    /// test compares (a process's own runs agree more with each other than processes do).
+    #[serde(default)]
+    pub wall_process_medians: Vec<f64>,
+    #[serde(default)]
+    pub cpu_process_medians: Vec<f64>,
+    /// RSS growth per run within each worker process (its warm-up run included): RSS
+    /// starts over in each process, so a slope across processes would mean nothing.
+    #[serde(default)]
+    pub rss_slope_per_process: Vec<f64>,
+    /// Python checks: per worker process, CPU seconds of a fixed pure-Python loop (before and
+    /// after its runs, averaged) — the machine's speed while that process ran.
+    #[serde(default)]
+    pub calibration_s: Vec<f64>,
+    /// Which loop `calibration_s` timed: runs divide by it only when both sides timed the
+    /// same one.
+    #[serde(default)]
+    pub calibration_loop: Option<String>,
+    pub rss_after: Vec<u64>,
+    pub peak_rss: Vec<u64>,
+    /// Python checks: function calls per run (cProfile), and the functions called most.
+    pub python_calls_per_run: Option<f64>,
+    pub python_top: Vec<FunctionCalls>,
+    /// Metric name -> the most series of it one run emitted.
+    pub metrics: BTreeMap<String, usize>,
+    /// The runs traced allocations (`--memory`, Python checks). Tracing slows Python down,
+    /// so a baseline and a run compare only when both did or both did not.
+    #[serde(default)]
+    pub tracemalloc: bool,
+    /// With `--memory`: per run, the traced peak above the run's start, bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub traced_peak: Vec<u64>,
+    /// With `--memory`: per run, traced bytes at its end minus at its start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub traced_kept: Vec<i64>,
+    /// `root;…;leaf NS` lines: nanoseconds per run in each stack (Python: cProfile's
+    /// times split along its caller edges; built-ins: sampled), for `--flamegraph-diff`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stacks_ns_per_run: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FunctionCalls {
+    pub function: String,
+    pub calls_per_run: f64,
+}
+
+impl GateStats {
+    /// From the timed runs' records and, for Python checks, the cProfile statistics of every
+    /// run including the warm-up (`profiled_runs` of them).
+    pub fn from_records(
+        check: &str,
+        kind: &str,
+        records: &[RunRecord],
+        pstats: Option<&crate::checks::python::PstatsReport>,
+        profiled_runs: usize,
+    ) -> GateStats {
+        let ok: Vec<&RunRecord> = records.iter().filter(|r| r.error.is_none()).collect();
+        let per_run = |n: u64| n as f64 / profiled_runs.max(1) as f64;
+        // Per metric, the most series any run emitted: a rate has a value only in runs
+        // that follow another closely enough to see its counter move.
+        let mut metrics: BTreeMap<String, usize> = BTreeMap::new();
+        let mut run: BTreeMap<&str, usize> = BTreeMap::new();
+        for r in &ok {
+            run.clear();
+            for m in &r.metrics {
+                *run.entry(m.metric.as_str()).or_insert(0) += 1;
+            }
+            for (name, &n) in &run {
+                let e = metrics.entry((*name).to_string()).or_insert(0);
+                *e = (*e).max(n);
+            }
+        }
+        GateStats {
+            schema: 1,
+            check: check.to_string(),
+            kind: kind.to_string(),
+            runs: records.len(),
+            errors: records.len() - ok.len(),
+            wall_s: ok.iter().map(|r| r.cost.wall_s).collect(),
+            cpu_s: ok.iter().filter_map(|r| r.cost.cpu_s()).collect(),
+            rss_after: ok.iter().filter_map(|r| r.rss_after_untraced()).collect(),
+            peak_rss: ok.iter().filter_map(|r| r.cost.peak_rss).collect(),
+            python_calls_per_run: pstats.map(|p| per_run(p.total_calls)),
+            wall_process_medians: Vec::new(),
+            cpu_process_medians: Vec::new(),
+            rss_slope_per_process: Vec::new(),
+            calibration_s: Vec::new(),
+            calibration_loop: None,
+            python_top: pstats
+                .map(|p| {
+                    p.rows
+                        .iter()
+                        .map(|(file, line, func, _, calls, _, _)| FunctionCalls {
+                            function: format!("{file}:{line}({func})"),
+                            calls_per_run: per_run(*calls),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            metrics,
+            tracemalloc: ok.iter().any(|r| r.memory.is_some()),
+            traced_peak: ok
+                .iter()
+                .filter_map(|r| r.memory.as_ref().map(|m| m.traced_peak))
+                .collect(),
+            traced_kept: ok
+                .iter()
+                .filter_map(|r| r.memory.as_ref().map(|m| m.traced_kept))
+                .collect(),
+            stacks_ns_per_run: Vec::new(),
+        }
+    }
+}
+
+impl GateStats {
+    /// From an `agentprof check --json` document (its runs, metrics and, with `--profile`, its
+    /// cProfile statistics): what `gate --compare` reads from reports made by `check`. Such a
+    /// report has one process's runs, so its timings are compared run by run.
+    pub fn from_check_json(doc: &serde_json::Value) -> Result<GateStats, String> {
+        let runs = doc["runs"]
+            .as_array()
+            .ok_or("no runs[] (not an agentprof check --json report)")?;
+        if runs.is_empty() {
+            return Err("runs[] is empty".into());
+        }
+        let ok: Vec<&serde_json::Value> = runs.iter().filter(|r| r["status"] == "ok").collect();
+        let f = |v: &serde_json::Value| v.as_f64();
+        let u = |v: &serde_json::Value| v.as_u64();
+        let mut per_run: BTreeMap<(u64, u64), BTreeMap<&str, usize>> = BTreeMap::new();
+        for m in doc["metrics"].as_array().into_iter().flatten() {
+            let key = (
+                m["instance"].as_u64().unwrap_or(0),
+                m["run"].as_u64().unwrap_or(0),
+            );
+            *per_run
+                .entry(key)
+                .or_default()
+                .entry(m["metric"].as_str().unwrap_or(""))
+                .or_insert(0) += 1;
+        }
+        let mut metrics: BTreeMap<String, usize> = BTreeMap::new();
+        for run in per_run.values() {
+            for (name, &n) in run {
+                let e = metrics.entry((*name).to_string()).or_insert(0);
+                *e = (*e).max(n);
+            }
+        }
+        let profiled = (doc["profile"]["kind"] == "pstats").then_some(&doc["profile"]);
+        let n = runs.len().max(1) as f64;
+        let memory: Vec<&serde_json::Value> = ok
+            .iter()
+            .map(|r| &r["memory_profile"])
+            .filter(|m| m.is_object())
+            .collect();
+        Ok(GateStats {
+            schema: 1,
+            check: doc["check"].as_str().unwrap_or("?").to_string(),
+            kind: doc["kind"].as_str().unwrap_or("?").to_string(),
+            runs: runs.len(),
+            errors: runs.len() - ok.len(),
+            wall_s: ok.iter().filter_map(|r| f(&r["run_time_s"])).collect(),
+            cpu_s: ok
+                .iter()
+                .filter_map(|r| Some(f(&r["cpu"]["user_s"])? + f(&r["cpu"]["system_s"])?))
+                .collect(),
+            wall_process_medians: Vec::new(),
+            cpu_process_medians: Vec::new(),
+            rss_slope_per_process: Vec::new(),
+            calibration_s: Vec::new(),
+            calibration_loop: None,
+            rss_after: ok
+                .iter()
+                .filter_map(|r| u(&r["memory"]["rss_after"]))
+                .collect(),
+            peak_rss: ok
+                .iter()
+                .filter_map(|r| u(&r["memory"]["peak_rss"]))
+                .collect(),
+            python_calls_per_run: profiled.and_then(|p| f(&p["total_calls"])).map(|c| c / n),
+            python_top: profiled
+                .and_then(|p| p["top"].as_array())
+                .into_iter()
+                .flatten()
+                .map(|t| FunctionCalls {
+                    function: format!(
+                        "{}:{}({})",
+                        t["file"].as_str().unwrap_or(""),
+                        t["line"].as_u64().unwrap_or(0),
+                        t["function"].as_str().unwrap_or("")
+                    ),
+                    calls_per_run: f(&t["calls"]).unwrap_or(0.0) / n,
+                })
+                .collect(),
+            metrics,
+            tracemalloc: !memory.is_empty(),
+            traced_peak: memory.iter().filter_map(|m| u(&m["traced_peak"])).collect(),
+            traced_kept: memory
+                .iter()
+                .filter_map(|m| m["traced_kept"].as_i64())
+                .collect(),
+            stacks_ns_per_run: Vec::new(),
+        })
+    }
+}

@@ -1,0 +1,144 @@
+//! A verdict as a table, JSON, markdown or JUnit, and the differential flamegraph of the
+//! baseline's and this run's stacks.
+
+use super::{GateStats, Status, Verdict};
+
+impl Verdict {
+    pub fn table(&self) -> String {
+        let mut t = comfy_table::Table::new();
+        t.load_style(comfy_table::presets::NOTHING).force_no_tty();
+        t.set_header(["FIGURE", "BASELINE", "NOW", "CHANGE", "VERDICT", "HOW SURE"]);
+        for f in &self.findings {
+            t.add_row([
+                f.figure.as_str(),
+                &f.baseline,
+                &f.current,
+                &f.change,
+                status_word(f.status),
+                &f.detail,
+            ]);
+        }
+        let mut out = format!(
+            "agentprof gate {}: {}\n",
+            self.check,
+            if self.regression {
+                "REGRESSION"
+            } else {
+                "no regression"
+            }
+        );
+        for line in t.to_string().lines() {
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+
+    pub fn markdown(&self) -> String {
+        let esc = |s: &str| s.replace('|', "\\|");
+        let mut out = format!(
+            "### agentprof gate `{}`: {}\n\n| figure | baseline | now | change | verdict | how sure |\n|---|---|---|---|---|---|\n",
+            self.check,
+            if self.regression {
+                "❌ regression"
+            } else {
+                "✅ no regression"
+            }
+        );
+        for f in &self.findings {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                esc(&f.figure),
+                esc(&f.baseline),
+                esc(&f.current),
+                esc(&f.change),
+                status_word(f.status),
+                esc(&f.detail)
+            ));
+        }
+        out
+    }
+
+    pub fn junit(&self) -> String {
+        let x = |s: &str| {
+            s.replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+                .replace('"', "&quot;")
+        };
+        let failures = self
+            .findings
+            .iter()
+            .filter(|f| f.status == Status::Regression)
+            .count();
+        let mut out = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"agentprof gate\" tests=\"{}\" failures=\"{failures}\">\n  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\">\n",
+            self.findings.len(),
+            x(&self.check),
+            self.findings.len()
+        );
+        for f in &self.findings {
+            out.push_str(&format!(
+                "    <testcase classname=\"agentprof.gate.{}\" name=\"{}\">",
+                x(&self.check),
+                x(&f.figure)
+            ));
+            let msg = format!(
+                "{}: {} -> {} ({}); {}",
+                f.figure, f.baseline, f.current, f.change, f.detail
+            );
+            match f.status {
+                Status::Regression => out.push_str(&format!(
+                    "<failure message=\"{}\">{}</failure>",
+                    x(&msg),
+                    x(&msg)
+                )),
+                Status::Warning => out.push_str(&format!("<system-out>{}</system-out>", x(&msg))),
+                Status::Ok => {}
+            }
+            out.push_str("</testcase>\n");
+        }
+        out.push_str("  </testsuite>\n</testsuites>\n");
+        out
+    }
+}
+
+/// Writes a differential flamegraph of the baseline's and the current stacks: frames sized by
+/// the current nanoseconds per run, red where a stack takes more time than in the baseline,
+/// blue where it takes less.
+pub fn write_flamegraph_diff(
+    base: &GateStats,
+    new: &GateStats,
+    out: impl std::io::Write,
+) -> anyhow::Result<()> {
+    if base.stacks_ns_per_run.is_empty() || new.stacks_ns_per_run.is_empty() {
+        anyhow::bail!("no stacks to compare");
+    }
+    let before = base.stacks_ns_per_run.join("\n");
+    let after = new.stacks_ns_per_run.join("\n");
+    let mut merged = Vec::new();
+    inferno::differential::from_readers(
+        inferno::differential::Options::default(),
+        before.as_bytes(),
+        after.as_bytes(),
+        &mut merged,
+    )
+    .map_err(|e| anyhow::anyhow!("cannot merge the stacks: {e}"))?;
+    let text = String::from_utf8_lossy(&merged);
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = format!(
+        "agentprof gate {}: baseline -> now (red: more time per run, blue: less)",
+        new.check
+    );
+    opts.count_name = "ns per run".into();
+    inferno::flamegraph::from_lines(&mut opts, text.lines(), out)
+        .map_err(|e| anyhow::anyhow!("cannot draw the flamegraph: {e}"))
+}
+
+fn status_word(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "ok",
+        Status::Warning => "WARNING",
+        Status::Regression => "REGRESSION",
+    }
+}
