@@ -248,8 +248,9 @@ impl Aggregator {
         for (ctx, (v, t)) in state.counts {
             emit(&mut out, ctx, t, v);
         }
+        // The Agent's check sampler sends a rate's per-second value as a gauge.
         for (ctx, v) in state.rates {
-            emit(&mut out, ctx, MetricType::Rate, v);
+            emit(&mut out, ctx, MetricType::Gauge, v);
         }
         for (ctx, values) in state.sets {
             emit(&mut out, ctx, MetricType::Gauge, values.len() as f64);
@@ -444,7 +445,11 @@ mod tests {
             2,
         );
         assert_eq!(value(&f2, "r"), Some(10.0));
-        assert_eq!(f2.metrics[0].mtype, MetricType::Rate);
+        assert_eq!(
+            f2.metrics[0].mtype,
+            MetricType::Gauge,
+            "sent as the Agent sends it"
+        );
         // A counter that went back emits nothing rather than a negative rate.
         let f3 = a.flush(
             run_of(MetricType::Rate, "r", &[(10.0, 1002.3)], false),

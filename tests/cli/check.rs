@@ -259,7 +259,7 @@ fn times_runs_n_times_and_rate_runs_twice_a_second_apart() {
     assert!(
         rates
             .iter()
-            .all(|m| m["type"] == "rate" && m["run"] == 2 && m["value"].as_f64().unwrap() >= 0.0)
+            .all(|m| m["type"] == "gauge" && m["run"] == 2 && m["value"].as_f64().unwrap() >= 0.0)
     );
 }
 

@@ -85,24 +85,31 @@ impl States {
     }
 }
 
+impl NetworkCheck {
+    /// The interfaces the check reports, by name: not excluded, and active as the Agent's
+    /// network check means it (something received or something sent).
+    fn reported(
+        &self,
+        devs: impl Iterator<Item = procfs::net::DeviceStatus>,
+    ) -> Vec<procfs::net::DeviceStatus> {
+        let mut out: Vec<_> = devs
+            .filter(|d| {
+                !self.excluded.contains(&d.name)
+                    && !self
+                        .excluded_re
+                        .as_ref()
+                        .is_some_and(|r| r.is_match(&d.name))
+                    && (d.recv_bytes != 0 || d.sent_bytes != 0)
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+}
+
 impl Check for NetworkCheck {
     fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
-        let mut devs: Vec<_> = procfs::net::dev_status()?.into_values().collect();
-        devs.sort_by(|a, b| a.name.cmp(&b.name));
-        for d in devs {
-            if self.excluded.contains(&d.name)
-                || self
-                    .excluded_re
-                    .as_ref()
-                    .is_some_and(|r| r.is_match(&d.name))
-            {
-                continue;
-            }
-            // The Agent's network check leaves out inactive interfaces: nothing received
-            // and nothing sent.
-            if d.recv_bytes == 0 && d.sent_bytes == 0 {
-                continue;
-            }
+        for d in self.reported(procfs::net::dev_status()?.into_values()) {
             let t = [format!("device:{}", d.name)];
             sink.rate("system.net.bytes_rcvd", d.recv_bytes as f64, &t);
             sink.rate("system.net.bytes_sent", d.sent_bytes as f64, &t);
@@ -139,5 +146,48 @@ impl Check for NetworkCheck {
             sink.gauge("system.net.udp6.connections", udp6 as f64, &[]);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use procfs::FromBufRead;
+
+    /// A `/proc/net/dev` with an interface that never moved a byte (a down bridge), one that
+    /// only received, one that only sent, and the loopback.
+    const DEV: &str = "\
+Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:  123456    1000    0    0    0     0          0         0   123456    1000    0    0    0     0       0          0
+  eth0: 9876543   12000    0    3    0     0          0         0  1234567    9000    0    0    0     0       0          0
+docker0:       0       0    0    0    0     0          0         0        0       0    0    0    0     0       0          0
+  tap1:     512       4    0    0    0     0          0         0        0       0    0    0    0     0       0          0
+  tun2:       0       0    0    0    0     0          0         0      640       5    0    0    0     0       0          0
+";
+
+    #[test]
+    fn inactive_and_excluded_interfaces_are_left_out_as_the_agent_does() {
+        let devs = procfs::net::InterfaceDeviceStatus::from_buf_read(DEV.as_bytes()).unwrap();
+        let check = NetworkCheck::new(NetworkInstance::default()).unwrap();
+        let names: Vec<String> = check
+            .reported(devs.0.into_values())
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(names, ["eth0", "tap1", "tun2"]);
+        let opts = NetworkInstance {
+            excluded_interfaces: vec![],
+            excluded_interface_re: Some("^t".into()),
+            collect_connection_state: false,
+        };
+        let devs = procfs::net::InterfaceDeviceStatus::from_buf_read(DEV.as_bytes()).unwrap();
+        let names: Vec<String> = NetworkCheck::new(opts)
+            .unwrap()
+            .reported(devs.0.into_values())
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(names, ["eth0", "lo"]);
     }
 }
