@@ -98,6 +98,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--sample-index', '--sample-index', [CompletionResultType]::ParameterName, 'Which sample type to report: a name (alloc_space, inuse_space, contentions, delay, …) or an index; default: the profile''s default sample type, else the last')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Show at most N rows (default: every node above 0.5% of the total)')
             [CompletionResult]::new('--nodes', '--nodes', [CompletionResultType]::ParameterName, 'Show at most N rows (default: every node above 0.5% of the total)')
+            [CompletionResult]::new('--node-fraction', '--node-fraction', [CompletionResultType]::ParameterName, 'Leave out nodes whose cum is under this fraction of the total, as go tool pprof''s -nodefraction (0 keeps every node)')
             [CompletionResult]::new('--max-size-mb', '--max-size-mb', [CompletionResultType]::ParameterName, 'Largest file accepted, compressed or not (MiB)')
             [CompletionResult]::new('--max-decompressed-mb', '--max-decompressed-mb', [CompletionResultType]::ParameterName, 'Largest decompressed profile accepted (MiB); checked while inflating')
             [CompletionResult]::new('--max-fields', '--max-fields', [CompletionResultType]::ParameterName, 'Most protobuf fields and packed elements accepted, counted before decoding')

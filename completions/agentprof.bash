@@ -795,7 +795,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__top)
-            opts="-n -h -V --cum --sample-index --nodes --json --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
+            opts="-n -h -V --cum --sample-index --nodes --node-fraction --json --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -810,6 +810,10 @@ _agentprof() {
                     return 0
                     ;;
                 -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-fraction)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -91,6 +91,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --sample-index 'Which sample type to report: a name (alloc_space, inuse_space, contentions, delay, …) or an index; default: the profile''s default sample type, else the last'
             cand -n 'Show at most N rows (default: every node above 0.5% of the total)'
             cand --nodes 'Show at most N rows (default: every node above 0.5% of the total)'
+            cand --node-fraction 'Leave out nodes whose cum is under this fraction of the total, as go tool pprof''s -nodefraction (0 keeps every node)'
             cand --max-size-mb 'Largest file accepted, compressed or not (MiB)'
             cand --max-decompressed-mb 'Largest decompressed profile accepted (MiB); checked while inflating'
             cand --max-fields 'Most protobuf fields and packed elements accepted, counted before decoding'

@@ -78,6 +78,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand list" -s h -l help -
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l sample-index -d 'Which sample type to report: a name (alloc_space, inuse_space, contentions, delay, …) or an index; default: the profile\'s default sample type, else the last' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s n -l nodes -d 'Show at most N rows (default: every node above 0.5% of the total)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l node-fraction -d 'Leave out nodes whose cum is under this fraction of the total, as go tool pprof\'s -nodefraction (0 keeps every node)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l max-size-mb -d 'Largest file accepted, compressed or not (MiB)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l max-decompressed-mb -d 'Largest decompressed profile accepted (MiB); checked while inflating' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l max-fields -d 'Most protobuf fields and packed elements accepted, counted before decoding' -r

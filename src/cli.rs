@@ -81,11 +81,26 @@ pub struct TopArgs {
     /// Show at most N rows (default: every node above 0.5% of the total)
     #[arg(short = 'n', long, value_name = "N")]
     pub nodes: Option<usize>,
+    /// Leave out nodes whose cum is under this fraction of the total, as go tool pprof's
+    /// -nodefraction (0 keeps every node)
+    #[arg(long, value_name = "F", default_value_t = 0.005, value_parser = fraction)]
+    pub node_fraction: f64,
     /// Print one JSON document (see docs/json.md)
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub limits: ProfileLimitArgs,
+}
+
+/// A fraction from 0 to 1.
+fn fraction(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number (a fraction such as 0.005)"))?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!("{s} is outside 0 to 1"));
+    }
+    Ok(v)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -46,7 +46,12 @@ pub fn load(path: &Path, limits: &Limits) -> anyhow::Result<Pprof> {
     };
     let proto =
         decode(&bytes, limits).map_err(|e| UsageError::config(path, format!("{e}{}", hint(&e))))?;
-    Pprof::new(proto).map_err(|e| UsageError::config(path, e.to_string()).into())
+    let mut p = Pprof::new(proto).map_err(|e| UsageError::config(path, e.to_string()))?;
+    // Names and drop_frames as go tool pprof reads them, so the rows are the same.
+    if let Some(warning) = p.prepare_for_report() {
+        eprintln!("agentprof: {}: {warning}", path.display());
+    }
+    Ok(p)
 }
 
 pub fn top(args: TopArgs) -> anyhow::Result<Outcome> {
@@ -55,6 +60,7 @@ pub fn top(args: TopArgs) -> anyhow::Result<Outcome> {
         sample_index: args.sample_index.clone(),
         cum: args.cum,
         nodes: args.nodes.unwrap_or(0),
+        node_fraction: args.node_fraction,
         ..TopOptions::default()
     };
     let report = top_report(&p, &opts).map_err(|e| UsageError::flag("--sample-index", e))?;

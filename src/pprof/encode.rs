@@ -72,10 +72,11 @@ pub fn to_proto(profile: &CallProfile) -> Profile {
                         let function_id = *function_ids.entry(key).or_insert(fnext);
                         if function_id == fnext {
                             let name = strings.id(&f.function);
+                            let system_name = f.system_name.as_deref().map_or(name, |s| strings.id(s));
                             functions.push(Function {
                                 id: function_id,
                                 name,
-                                system_name: name,
+                                system_name,
                                 filename: strings.id(f.file.as_deref().unwrap_or("")),
                                 start_line: 0,
                             });
@@ -155,11 +156,12 @@ mod tests {
             function: "leaf".into(),
             file: Some("src/a.rs".into()),
             line: Some(7),
+            ..Frame::default()
         });
         let b = p.intern(Frame {
             function: "root".into(),
-            file: None,
-            line: None,
+            system_name: Some("_ZN4root17h0123456789abcdefE".into()),
+            ..Frame::default()
         });
         p.add(vec![vec![a], vec![b]], 3);
         p.add(vec![vec![b]], 1);
@@ -167,6 +169,21 @@ mod tests {
         let back = Profile::decode(bytes.as_slice()).unwrap();
         assert_eq!(back.sample.len(), 2);
         assert_eq!(back.sample[0].value, vec![3, 3_000_000]);
+        let names: Vec<(&str, &str)> = back
+            .function
+            .iter()
+            .map(|f| {
+                (
+                    back.string_table[f.name as usize].as_str(),
+                    back.string_table[f.system_name as usize].as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [("leaf", "leaf"), ("root", "_ZN4root17h0123456789abcdefE")],
+            "the mangled symbol is the system name"
+        );
         assert_eq!(back.location.len(), 2);
         assert_eq!(back.function.len(), 2);
         assert_eq!(back.period, 1_000_000);

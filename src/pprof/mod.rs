@@ -7,6 +7,7 @@ mod encode;
 pub mod fasthash;
 pub mod measure;
 pub mod model;
+pub mod names;
 pub mod proto;
 pub mod report;
 

@@ -286,13 +286,27 @@ pub fn build(
     }
 }
 
-/// pprof's computeTotal: the sum of absolute values.
+/// pprof's computeTotal: the sum of absolute values — or, when the profile holds base samples
+/// (labelled `pprof::base=true`, as `go tool pprof -proto -diff_base` writes them), the sum
+/// over those alone, so a diff reads as a change relative to the base.
 pub fn total(p: &Pprof, index: usize) -> i64 {
-    p.proto
-        .sample
-        .iter()
-        .map(|s| s.value[index].saturating_abs())
-        .fold(0i64, i64::saturating_add)
+    let base_key = p.proto.string_table.iter().position(|s| s == "pprof::base");
+    let is_base = |s: &super::proto::Sample| {
+        base_key.is_some_and(|k| {
+            s.label
+                .iter()
+                .any(|l| l.key == k as i64 && p.str(l.str) == "true")
+        })
+    };
+    let (mut all, mut base) = (0i64, 0i64);
+    for s in &p.proto.sample {
+        let v = s.value[index].saturating_abs();
+        all = all.saturating_add(v);
+        if is_base(s) {
+            base = base.saturating_add(v);
+        }
+    }
+    if base > 0 { base } else { all }
 }
 
 fn sort_nodes(list: &mut [u32], g: &Graph, nodes: &Nodes<'_>, cum: bool) {

@@ -12,9 +12,13 @@ pub enum ProfileKind {
     Cpu,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Frame {
+    /// The demangled name, as people read it.
     pub function: String,
+    /// The symbol as the linker knows it (mangled), when there is one: pprof's `system_name`,
+    /// so that pprof tools show `function` as it is instead of simplifying it again.
+    pub system_name: Option<String>,
     pub file: Option<String>,
     pub line: Option<u32>,
 }

@@ -462,8 +462,7 @@ mod imp {
     fn unknown(addr: u64) -> Frame {
         Frame {
             function: format!("{addr:#x}"),
-            file: None,
-            line: None,
+            ..Frame::default()
         }
     }
 
@@ -481,8 +480,14 @@ mod imp {
                         .name()
                         .map(|n| format!("{n:#}"))
                         .unwrap_or_else(|| format!("{addr:#x}"));
+                    let system_name = sym
+                        .name()
+                        .and_then(|n| std::str::from_utf8(n.as_bytes()).ok())
+                        .filter(|raw| *raw != function)
+                        .map(str::to_string);
                     frames.push(Frame {
                         function,
+                        system_name,
                         file: sym.filename().map(|p| p.display().to_string()),
                         line: sym.lineno(),
                     });

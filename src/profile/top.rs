@@ -75,8 +75,7 @@ mod tests {
     fn frame(p: &mut CallProfile, name: &str) -> Vec<usize> {
         vec![p.intern(Frame {
             function: name.into(),
-            file: None,
-            line: None,
+            ..Frame::default()
         })]
     }
 
@@ -111,13 +110,13 @@ mod tests {
         let mut p = CallProfile::new(ProfileKind::Cpu, 100, 0);
         let a = p.intern(Frame {
             function: "inner".into(),
-            file: None,
             line: Some(3),
+            ..Frame::default()
         });
         let b = p.intern(Frame {
             function: "outer".into(),
-            file: None,
             line: Some(9),
+            ..Frame::default()
         });
         p.add(vec![vec![a, b]], 4);
         let t = top(&p, 5);

@@ -8,6 +8,7 @@ mod gate;
 mod gate_check;
 mod generated;
 mod pprof;
+mod pprof_names;
 mod profile;
 mod pull;
 mod python;

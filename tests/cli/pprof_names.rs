@@ -1,0 +1,262 @@
+//! What go tool pprof does to a profile before reporting it, compared with go tool pprof
+//! itself: demangled C++ and Rust names, the profile's drop_frames/keep_frames, and the
+//! totals of profiles that hold base samples (`go tool pprof -proto -diff_base`).
+
+use std::io::Read;
+
+use agentprof::pprof::proto::{Function, Label, Line, Location, Profile, Sample, ValueType};
+use prost::Message;
+
+use crate::support::{Sandbox, go, require_go};
+
+/// A profile made by hand: functions by name, stacks of locations (each location a list of
+/// function names, innermost first), one value per sample.
+#[derive(Default)]
+struct Builder {
+    p: Profile,
+    functions: Vec<(String, String)>,
+}
+
+impl Builder {
+    fn new(sample_type: &str, unit: &str) -> Builder {
+        let mut b = Builder::default();
+        b.p.string_table.push(String::new());
+        let (t, u) = (b.s(sample_type), b.s(unit));
+        b.p.sample_type.push(ValueType { r#type: t, unit: u });
+        b
+    }
+
+    fn s(&mut self, v: &str) -> i64 {
+        if let Some(i) = self.p.string_table.iter().position(|x| x == v) {
+            return i as i64;
+        }
+        self.p.string_table.push(v.to_string());
+        self.p.string_table.len() as i64 - 1
+    }
+
+    /// A function id for (name, system name).
+    fn func(&mut self, name: &str, system: &str) -> u64 {
+        let key = (name.to_string(), system.to_string());
+        if let Some(i) = self.functions.iter().position(|f| *f == key) {
+            return i as u64 + 1;
+        }
+        self.functions.push(key);
+        let (n, sn) = (self.s(name), self.s(system));
+        let id = self.functions.len() as u64;
+        self.p.function.push(Function {
+            id,
+            name: n,
+            system_name: sn,
+            filename: 0,
+            start_line: 0,
+        });
+        id
+    }
+
+    /// A location of inlined frames (innermost first), each named and system-named alike.
+    fn loc(&mut self, frames: &[&str]) -> u64 {
+        let line = frames
+            .iter()
+            .map(|f| Line {
+                function_id: self.func(f, f),
+                line: 0,
+                column: 0,
+            })
+            .collect();
+        let id = self.p.location.len() as u64 + 1;
+        self.p.location.push(Location {
+            id,
+            mapping_id: 0,
+            address: 0,
+            line,
+            is_folded: false,
+        });
+        id
+    }
+
+    fn sample(&mut self, locations: &[u64], value: i64, labels: &[(&str, &str)]) {
+        let label = labels
+            .iter()
+            .map(|(k, v)| Label {
+                key: self.s(k),
+                str: self.s(v),
+                num: 0,
+                num_unit: 0,
+            })
+            .collect();
+        self.p.sample.push(Sample {
+            location_id: locations.to_vec(),
+            value: vec![value],
+            label,
+        });
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        self.p.encode_to_vec()
+    }
+}
+
+/// `agentprof top ARGS FILE` and `go tool pprof -top GOARGS FILE` print the same text.
+fn same_as_go(sb: &Sandbox, file: &std::path::Path, ours: &[&str], theirs: &[&str]) -> String {
+    let f = file.to_str().unwrap();
+    let mut a = vec!["top"];
+    a.extend_from_slice(ours);
+    a.push(f);
+    let mut g = vec!["tool", "pprof", "-top"];
+    g.extend_from_slice(theirs);
+    g.push(f);
+    let out = sb.run(&a);
+    assert_eq!(out.code, 0, "{a:?}: {}", out.stderr);
+    let expected = go(&g).unwrap_or_else(|| panic!("go {g:?} failed"));
+    assert_eq!(out.stdout, expected, "agentprof {a:?} vs go {g:?}");
+    out.stdout
+}
+
+/// 3,230 symbols — C++ from libstdc++, Rust (legacy mangling) from agentprof's own binary,
+/// Rust v0 mangling, already-demangled C++, Go and Java names — each a function of its own
+/// in one profile: every row is go tool pprof's, names and merges included.
+#[test]
+fn mangled_cpp_and_rust_names_read_as_go_tool_pprof_reads_them() {
+    if !require_go() {
+        return;
+    }
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(
+        &std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/symbols/names.txt.gz"),
+        )
+        .unwrap()[..],
+    )
+    .read_to_string(&mut text)
+    .unwrap();
+    let mut b = Builder::new("samples", "count");
+    for (i, name) in text.lines().enumerate() {
+        let l = b.loc(&[name]);
+        b.sample(&[l], 100 + i as i64, &[]);
+    }
+    assert!(b.p.function.len() > 3000);
+    let sb = Sandbox::new();
+    let file = sb.write_bytes("names.pb", &b.bytes());
+    let out = same_as_go(&sb, &file, &["--node-fraction", "0"], &["-nodefraction=0"]);
+    for shown in [
+        "std::vector::push_back",
+        "app::Worker::step",
+        "(anonymous namespace)::foo",
+        "main::{lambda()#1}::operator()",
+        "vtable for std::regex_error",
+        "<alloc::raw_vec::RawVec<>>::grow_one",
+        "::eq",
+    ] {
+        assert!(out.contains(&format!("  {shown}\n")), "{shown} missing");
+    }
+    // The default node fraction too.
+    same_as_go(&sb, &file, &[], &[]);
+    same_as_go(
+        &sb,
+        &file,
+        &["--cum", "-n", "40"],
+        &["-cum", "-nodecount=40"],
+    );
+}
+
+/// drop_frames and keep_frames, applied as go tool pprof applies them: a matching frame and
+/// everything it called are cut from each stack (unless it is the stack's root side before any
+/// other frame), inlined frames inside a location included.
+#[test]
+fn drop_frames_and_keep_frames_cut_stacks_as_go_tool_pprof_does() {
+    if !require_go() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let mut b = Builder::new("alloc_space", "bytes");
+    let main = b.loc(&["main"]);
+    let work = b.loc(&["app::alloc", "app::work"]);
+    let malloc = b.loc(&["malloc"]);
+    let inner = b.loc(&[
+        "tc_malloc_inner",
+        "operator new(unsigned long)",
+        "app::build",
+    ]);
+    let keep = b.loc(&["malloc_keep_me"]);
+    let root_malloc = b.loc(&["malloc"]);
+    b.sample(&[malloc, work, main], 500, &[]);
+    b.sample(&[inner, work, main], 300, &[]);
+    b.sample(&[keep, malloc, main], 40, &[]);
+    b.sample(&[work, root_malloc], 70, &[]);
+    b.sample(&[malloc], 9, &[]);
+    b.p.drop_frames = b.s("malloc.*|operator new");
+    b.p.keep_frames = b.s("malloc_keep_me");
+    let file = sb.write_bytes("drop.pb", &b.bytes());
+    let out = same_as_go(&sb, &file, &[], &[]);
+    assert!(out.contains("app::alloc"), "{out}");
+    // Cut below app::build (inlined frames included); kept where malloc is the root side.
+    assert!(
+        !out.contains("tc_malloc_inner") && !out.contains("operator new"),
+        "{out}"
+    );
+    assert!(out.contains("79B  8.60%  malloc\n"), "{out}");
+    same_as_go(&sb, &file, &["--cum"], &["-cum"]);
+    // A drop_frames that is not a regular expression is ignored, as go ignores it.
+    b.p.drop_frames = b.s("malloc(");
+    let bad = sb.write_bytes("bad.pb", &b.bytes());
+    let out = sb.run(&["top", bad.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("drop_frames"), "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        go(&["tool", "pprof", "-top", bad.to_str().unwrap()]).unwrap()
+    );
+}
+
+/// A profile written by `go tool pprof -proto -diff_base` carries the base's samples, negated
+/// and labelled pprof::base=true; its total is the base's, as go tool pprof reports it.
+#[test]
+fn diff_base_output_totals_as_go_tool_pprof() {
+    if !require_go() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let write = |name: &str, rows: &[(&str, i64)]| {
+        let mut b = Builder::new("cpu", "nanoseconds");
+        let root = b.loc(&["main.main"]);
+        for (f, v) in rows {
+            let l = b.loc(&[f]);
+            b.sample(&[l, root], *v, &[]);
+        }
+        sb.write_bytes(name, &b.bytes())
+    };
+    let base = write(
+        "base.pb",
+        &[("main.a", 700_000_000), ("main.b", 700_000_000)],
+    );
+    let new = write(
+        "new.pb",
+        &[("main.a", 300_000_000), ("main.c", 1_180_000_000)],
+    );
+    let out = std::process::Command::new("go")
+        .args(["tool", "pprof", "-proto", "-diff_base"])
+        .arg(&base)
+        .arg(&new)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let diffed = sb.write_bytes("diffed.pb.gz", &out.stdout);
+    let text = same_as_go(&sb, &diffed, &[], &[]);
+    assert!(text.contains("of 1400ms total"), "{text}");
+    same_as_go(&sb, &diffed, &["--cum"], &["-cum"]);
+    // And a hand-made one: two base samples, one not.
+    let mut b = Builder::new("samples", "count");
+    let x = b.loc(&["x"]);
+    let y = b.loc(&["y"]);
+    b.sample(&[x], -40, &[("pprof::base", "true")]);
+    b.sample(&[y], -10, &[("pprof::base", "true")]);
+    b.sample(&[x], 90, &[]);
+    let file = sb.write_bytes("labelled.pb", &b.bytes());
+    let text = same_as_go(&sb, &file, &[], &[]);
+    assert!(text.contains("of 50 total"), "{text}");
+}
