@@ -175,8 +175,8 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
         }
         'agentprof;diff' {
             [CompletionResult]::new('--sample-index', '--sample-index', [CompletionResultType]::ParameterName, 'Sample type to compare (name or index); default: the new profile''s default')
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Show at most N rows; 0 shows every changed function')
-            [CompletionResult]::new('--nodes', '--nodes', [CompletionResultType]::ParameterName, 'Show at most N rows; 0 shows every changed function')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Show at most N changed functions (default: 30 in the table, all in --json); 0 shows all')
+            [CompletionResult]::new('--nodes', '--nodes', [CompletionResultType]::ParameterName, 'Show at most N changed functions (default: 30 in the table, all in --json); 0 shows all')
             [CompletionResult]::new('--flamegraph', '--flamegraph', [CompletionResultType]::ParameterName, 'Also write a differential flamegraph here (red grew, blue shrank)')
             [CompletionResult]::new('--max-size-mb', '--max-size-mb', [CompletionResultType]::ParameterName, 'Largest file accepted, compressed or not (MiB)')
             [CompletionResult]::new('--max-decompressed-mb', '--max-decompressed-mb', [CompletionResultType]::ParameterName, 'Largest decompressed profile accepted (MiB); checked while inflating')

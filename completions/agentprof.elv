@@ -165,8 +165,8 @@ set edit:completion:arg-completer[agentprof] = {|@words|
         }
         &'agentprof;diff'= {
             cand --sample-index 'Sample type to compare (name or index); default: the new profile''s default'
-            cand -n 'Show at most N rows; 0 shows every changed function'
-            cand --nodes 'Show at most N rows; 0 shows every changed function'
+            cand -n 'Show at most N changed functions (default: 30 in the table, all in --json); 0 shows all'
+            cand --nodes 'Show at most N changed functions (default: 30 in the table, all in --json); 0 shows all'
             cand --flamegraph 'Also write a differential flamegraph here (red grew, blue shrank)'
             cand --max-size-mb 'Largest file accepted, compressed or not (MiB)'
             cand --max-decompressed-mb 'Largest decompressed profile accepted (MiB); checked while inflating'

@@ -143,7 +143,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l insecure-sk
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l json -d 'Print one JSON document per collection (see docs/json.md)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l sample-index -d 'Sample type to compare (name or index); default: the new profile\'s default' -r
-complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -s n -l nodes -d 'Show at most N rows; 0 shows every changed function' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -s n -l nodes -d 'Show at most N changed functions (default: 30 in the table, all in --json); 0 shows all' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l flamegraph -d 'Also write a differential flamegraph here (red grew, blue shrank)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l max-size-mb -d 'Largest file accepted, compressed or not (MiB)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l max-decompressed-mb -d 'Largest decompressed profile accepted (MiB); checked while inflating' -r

@@ -283,9 +283,9 @@ pub struct DiffArgs {
     /// Scale the base so both totals are equal (profiles of different lengths)
     #[arg(long)]
     pub normalize: bool,
-    /// Show at most N rows; 0 shows every changed function
-    #[arg(short = 'n', long, value_name = "N", default_value_t = 30)]
-    pub nodes: usize,
+    /// Show at most N changed functions (default: 30 in the table, all in --json); 0 shows all
+    #[arg(short = 'n', long, value_name = "N")]
+    pub nodes: Option<usize>,
     /// Also write a differential flamegraph here (red grew, blue shrank)
     #[arg(long, value_name = "OUT.svg")]
     pub flamegraph: Option<PathBuf>,

@@ -84,17 +84,28 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<Outcome> {
     let lim = limits(&args.limits);
     let base = load(&args.base, &lim)?;
     let new = load(&args.new, &lim)?;
-    let report = crate::pprof::diff::diff(
+    let files = format!("{} and {}", args.base.display(), args.new.display());
+    let refused = |e: crate::pprof::diff::DiffError| -> anyhow::Error {
+        match e {
+            crate::pprof::diff::DiffError::SampleIndex(m) => {
+                UsageError::flag("--sample-index", m).into()
+            }
+            crate::pprof::diff::DiffError::Mismatch(m) => {
+                UsageError::config(&files, format!("cannot be compared: {m}")).into()
+            }
+        }
+    };
+    let mut report = crate::pprof::diff::diff(
         &base,
         &new,
         args.sample_index.as_deref(),
         args.normalize,
         args.cum,
     )
-    .map_err(|e| UsageError::flag("--sample-index", e))?;
+    .map_err(refused)?;
     if let Some(svg) = &args.flamegraph {
         let idx = crate::pprof::diff::common_index(&base, &new, args.sample_index.as_deref())
-            .map_err(|e| UsageError::flag("--sample-index", e))?;
+            .map_err(refused)?;
         let title = format!(
             "{} vs {} — {}",
             args.base.display(),
@@ -115,16 +126,22 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<Outcome> {
     }
     let mut out = std::io::stdout().lock();
     if args.json {
+        // As top --json: every changed function unless -n says otherwise.
+        let rows_total = report.rows.len();
+        if let Some(n) = args.nodes.filter(|&n| n > 0) {
+            report.rows.truncate(n);
+        }
         let doc = serde_json::json!({
             "schema": 1,
             "base": args.base,
             "new": args.new,
+            "rows_total": rows_total,
             "report": report,
         });
         serde_json::to_writer_pretty(&mut out, &doc)?;
         writeln!(out)?;
     } else {
-        out.write_all(report.text(args.nodes).as_bytes())?;
+        out.write_all(report.text(args.nodes.unwrap_or(30)).as_bytes())?;
     }
     Ok(Outcome::Success)
 }

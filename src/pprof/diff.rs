@@ -17,9 +17,13 @@ pub struct DiffRow {
     pub new_cum: i64,
     pub delta_flat: i64,
     pub delta_cum: i64,
-    /// Change relative to the base, in percent; None when the base value is 0.
+    /// Change relative to the function's own base value, in percent; None when that is 0.
     pub delta_flat_pct: Option<f64>,
     pub delta_cum_pct: Option<f64>,
+    /// Change relative to the base's total, in percent, as go tool pprof -diff_base shows
+    /// it; None when the base total is 0.
+    pub delta_flat_pct_of_total: Option<f64>,
+    pub delta_cum_pct_of_total: Option<f64>,
     /// The function appears in the base profile (a 0 flat there is not "new").
     pub in_base: bool,
 }
@@ -52,23 +56,56 @@ fn per_function(p: &Pprof, index: usize) -> HashMap<String, (i64, i64)> {
     out
 }
 
+/// Why two profiles cannot be compared.
+#[derive(Debug)]
+pub enum DiffError {
+    /// `--sample-index` names nothing in one of them.
+    SampleIndex(String),
+    /// They do not report the same thing; the message names both sides' types.
+    Mismatch(String),
+}
+
+impl std::fmt::Display for DiffError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DiffError::SampleIndex(m) | DiffError::Mismatch(m) => f.write_str(m),
+        }
+    }
+}
+
+fn type_list(p: &Pprof) -> String {
+    p.sample_types()
+        .iter()
+        .map(|(t, u)| format!("{t}/{u}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The sample index of `name` in both profiles, which must agree on type and unit.
 pub fn common_index(
     base: &Pprof,
     new: &Pprof,
     name: Option<&str>,
-) -> Result<(usize, usize), String> {
-    let ni = new.sample_index(name)?;
+) -> Result<(usize, usize), DiffError> {
+    let ni = new.sample_index(name).map_err(DiffError::SampleIndex)?;
     let (t, u) = new.sample_types()[ni];
     let bi = match name {
-        Some(n) => base.sample_index(Some(n))?,
-        None => base.sample_index(Some(t))?,
+        Some(n) => base.sample_index(Some(n)).map_err(DiffError::SampleIndex)?,
+        None => base.sample_index(Some(t)).map_err(|_| {
+            DiffError::Mismatch(format!(
+                "the new profile reports {t}/{u}, which the base does not have (the base has {}; the new one {})",
+                type_list(base),
+                type_list(new)
+            ))
+        })?,
     };
     let (bt, bu) = base.sample_types()[bi];
     if bt != t || !bu.eq_ignore_ascii_case(u) {
-        return Err(format!(
-            "the profiles differ: the base reports {bt} in {bu}, the new one {t} in {u}"
-        ));
+        return Err(DiffError::Mismatch(format!(
+            "the profiles differ: the base reports {bt}/{bu}, the new one {t}/{u} (the base has {}; the new one {})",
+            type_list(base),
+            type_list(new)
+        )));
     }
     Ok((bi, ni))
 }
@@ -79,7 +116,7 @@ pub fn diff(
     sample_index: Option<&str>,
     normalize: bool,
     cum: bool,
-) -> Result<DiffReport, String> {
+) -> Result<DiffReport, DiffError> {
     let (bi, ni) = common_index(base, new, sample_index)?;
     let (stype, unit) = new.sample_types()[ni];
     let (base_total, new_total) = (total(base, bi), total(new, ni));
@@ -94,6 +131,7 @@ pub fn diff(
     names.sort();
     names.dedup();
     let pct = |d: i64, base: i64| (base != 0).then(|| d as f64 / base.abs() as f64 * 100.0);
+    let base_total_scaled = (base_total as f64 * k) as i64;
     let mut rows: Vec<DiffRow> = names
         .into_iter()
         .map(|name| {
@@ -110,11 +148,14 @@ pub fn diff(
                 delta_cum: nc - bc,
                 delta_flat_pct: pct(nf - bf, bf),
                 delta_cum_pct: pct(nc - bc, bc),
+                delta_flat_pct_of_total: pct(nf - bf, base_total_scaled),
+                delta_cum_pct_of_total: pct(nc - bc, base_total_scaled),
                 in_base: b.contains_key(name),
             }
         })
         .filter(|r| r.delta_flat != 0 || r.delta_cum != 0)
         .collect();
+    // go tool pprof's order: the size of the change, then the name, then the other value.
     rows.sort_by(|l, r| {
         let key = |x: &DiffRow| {
             if cum {
@@ -123,9 +164,10 @@ pub fn diff(
                 (x.delta_flat.abs(), x.delta_cum.abs())
             }
         };
-        key(r)
-            .cmp(&key(l))
+        let ((lm, lo), (rm, ro)) = (key(l), key(r));
+        rm.cmp(&lm)
             .then_with(|| l.function.cmp(&r.function))
+            .then(ro.cmp(&lo))
     });
     let biggest = rows
         .iter()
@@ -148,24 +190,30 @@ pub fn diff(
 }
 
 impl DiffReport {
+    /// The table; `limit` rows at most (0: all). Every value is in the unit that shows it
+    /// (a 1,878 ns change reads `+1.88us`, not `+0` in seconds).
     pub fn text(&self, limit: usize) -> String {
+        let label = |v: i64| scaled_label(v, &self.unit, "minimum");
         let f = |v: i64| {
-            let s = scaled_label(v, &self.unit, &self.output_unit);
+            let s = label(v);
             if v > 0 { format!("+{s}") } else { s }
         };
-        let plain = |v: i64| scaled_label(v, &self.unit, &self.output_unit);
         // "new" only for a function the base does not have; one it has with 0 there has no
         // percentage to show.
-        let pct = |p: Option<f64>, in_base: bool| match p {
-            Some(p) => format!("{p:+.1}%"),
+        let own = |p: Option<f64>, in_base: bool| match p {
+            Some(p) => format!("{p:+.1}%").replace("+0.0%", "0.0%"),
             None if in_base => "-".to_string(),
             None => "new".to_string(),
+        };
+        let of_total = |p: Option<f64>| match p {
+            Some(p) => format!("{p:+.2}%").replace("+0.00%", "0.00%"),
+            None => "-".to_string(),
         };
         let mut out = format!(
             "Type: {}\nTotal: {} -> {} ({})\n",
             self.sample_type,
-            plain(self.base_total),
-            plain(self.new_total),
+            label(self.base_total),
+            label(self.new_total),
             f(self.new_total - self.base_total)
         );
         if self.base_scale != 1.0 {
@@ -174,25 +222,50 @@ impl DiffReport {
                 self.base_scale
             ));
         }
-        out.push_str(&format!(
-            "{:>11} {:>8} {:>11} {:>8} {:>10} {:>10}  {}\n",
-            "Δflat", "Δflat%", "Δcum", "Δcum%", "flat", "cum", "function (new values)"
-        ));
+        out.push_str(
+            "%own: the change relative to the function's base value; %total: relative to the base's total (go tool pprof -diff_base's flat% and cum%)\n",
+        );
+        let row = |cells: [&str; 9]| {
+            format!(
+                "{:>11} {:>8} {:>8} {:>11} {:>8} {:>8} {:>10} {:>10}  {}\n",
+                cells[0],
+                cells[1],
+                cells[2],
+                cells[3],
+                cells[4],
+                cells[5],
+                cells[6],
+                cells[7],
+                cells[8]
+            )
+        };
+        out.push_str(&row([
+            "Δflat",
+            "%own",
+            "%total",
+            "Δcum",
+            "%own",
+            "%total",
+            "flat",
+            "cum",
+            "function (new values)",
+        ]));
         for r in self
             .rows
             .iter()
             .take(if limit == 0 { usize::MAX } else { limit })
         {
-            out.push_str(&format!(
-                "{:>11} {:>8} {:>11} {:>8} {:>10} {:>10}  {}\n",
-                f(r.delta_flat),
-                pct(r.delta_flat_pct, r.in_base).replace("+0.0%", "0.0%"),
-                f(r.delta_cum),
-                pct(r.delta_cum_pct, r.in_base).replace("+0.0%", "0.0%"),
-                plain(r.new_flat),
-                plain(r.new_cum),
-                r.function
-            ));
+            out.push_str(&row([
+                &f(r.delta_flat),
+                &own(r.delta_flat_pct, r.in_base),
+                &of_total(r.delta_flat_pct_of_total),
+                &f(r.delta_cum),
+                &own(r.delta_cum_pct, r.in_base),
+                &of_total(r.delta_cum_pct_of_total),
+                &label(r.new_flat),
+                &label(r.new_cum),
+                &r.function,
+            ]));
         }
         if limit > 0 && self.rows.len() > limit {
             out.push_str(&format!(

@@ -72,7 +72,8 @@ pub fn to_proto(profile: &CallProfile) -> Profile {
                         let function_id = *function_ids.entry(key).or_insert(fnext);
                         if function_id == fnext {
                             let name = strings.id(&f.function);
-                            let system_name = f.system_name.as_deref().map_or(name, |s| strings.id(s));
+                            let system_name =
+                                f.system_name.as_deref().map_or(name, |s| strings.id(s));
                             functions.push(Function {
                                 id: function_id,
                                 name,

@@ -8,7 +8,7 @@ mod gate;
 mod gate_check;
 mod generated;
 mod pprof;
-mod pprof_names;
+mod pprof_fidelity;
 mod profile;
 mod pull;
 mod python;

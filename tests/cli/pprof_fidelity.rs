@@ -1,6 +1,6 @@
-//! What go tool pprof does to a profile before reporting it, compared with go tool pprof
-//! itself: demangled C++ and Rust names, the profile's drop_frames/keep_frames, and the
-//! totals of profiles that hold base samples (`go tool pprof -proto -diff_base`).
+//! go tool pprof past the common case, compared with go tool pprof itself: demangled C++ and
+//! Rust names, the profile's drop_frames/keep_frames, the totals of profiles that hold base
+//! samples (`go tool pprof -proto -diff_base`), and what `diff` says of a change.
 
 use std::io::Read;
 
@@ -259,4 +259,114 @@ fn diff_base_output_totals_as_go_tool_pprof() {
     let file = sb.write_bytes("labelled.pb", &b.bytes());
     let text = same_as_go(&sb, &file, &[], &[]);
     assert!(text.contains("of 50 total"), "{text}");
+}
+
+/// `diff`: rows in go tool pprof -diff_base's order, each value in a unit that shows it, the
+/// percentage of the base's total beside the function's own, `-n` limiting --json, and a
+/// refusal that names both files' sample types.
+#[test]
+fn diff_rows_units_and_percentages_a_reader_can_trust() {
+    if !require_go() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let write = |name: &str, rows: &[(&str, i64)]| {
+        let mut b = Builder::new("cpu", "nanoseconds");
+        let root = b.loc(&["main.main"]);
+        for (f, v) in rows {
+            let l = b.loc(&[f]);
+            b.sample(&[l, root], *v, &[]);
+        }
+        sb.write_bytes(name, &b.bytes())
+    };
+    let base = write(
+        "base.pb",
+        &[
+            ("main.a", 1_000_000_000),
+            ("main.b", 2_000_000_000),
+            ("main.tie2", 5_000_000),
+            ("main.tie1", 5_000_000),
+        ],
+    );
+    let new = write(
+        "new.pb",
+        &[
+            ("main.a", 1_000_001_878),
+            ("main.b", 3_000_000_000),
+            ("main.c", 500_000_000),
+        ],
+    );
+    let (b, n) = (base.to_str().unwrap(), new.to_str().unwrap());
+    let text = sb.run(&["diff", b, n]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    let row = |f: &str| {
+        text.stdout
+            .lines()
+            .find(|l| l.ends_with(&format!("  {f}")))
+            .unwrap_or_else(|| panic!("{f} in {}", text.stdout))
+            .to_string()
+    };
+    assert!(
+        row("main.a").trim_start().starts_with("+1.88us"),
+        "{}",
+        row("main.a")
+    );
+    // +1s of a 3.01s base total: +33.22% of the total, +50% of main.b's own 2s.
+    assert!(
+        row("main.b").contains("+50.0%") && row("main.b").contains("+33.22%"),
+        "{}",
+        row("main.b")
+    );
+    // go tool pprof's order: the change, then the name.
+    let theirs = go(&[
+        "tool",
+        "pprof",
+        "-top",
+        "-nodefraction=0",
+        &format!("-diff_base={b}"),
+        n,
+    ])
+    .unwrap();
+    let go_order: Vec<String> = theirs
+        .lines()
+        .skip_while(|l| !l.contains("flat%"))
+        .skip(1)
+        .map(|l| l.split_whitespace().last().unwrap().to_string())
+        .collect();
+    let doc = sb.run(&["diff", b, n, "--json"]).json();
+    let ours: Vec<String> = doc["report"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["function"].as_str().unwrap().to_string())
+        .collect();
+    let go_changed: Vec<&String> = go_order.iter().filter(|f| ours.contains(f)).collect();
+    assert_eq!(
+        go_changed.len(),
+        ours.len(),
+        "go: {go_order:?} ours: {ours:?}"
+    );
+    assert_eq!(go_changed, ours.iter().collect::<Vec<_>>());
+    let tie = ours.iter().position(|f| f == "main.tie1").unwrap();
+    assert_eq!(ours[tie + 1], "main.tie2", "ties by name, as go");
+    let b_row = &doc["report"]["rows"][ours.iter().position(|f| f == "main.b").unwrap()];
+    assert!((b_row["delta_flat_pct_of_total"].as_f64().unwrap() - 33.222).abs() < 0.01);
+    assert!((b_row["delta_flat_pct"].as_f64().unwrap() - 50.0).abs() < 1e-9);
+    // -n limits --json as it limits the table; rows_total says how many changed.
+    let two = sb.run(&["diff", b, n, "--json", "-n", "2"]).json();
+    assert_eq!(two["report"]["rows"].as_array().unwrap().len(), 2);
+    assert_eq!(two["rows_total"].as_u64().unwrap() as usize, ours.len());
+    // Profiles that report different things: both files' types are named, no flag is blamed.
+    let mut h = Builder::new("alloc_space", "bytes");
+    let l = h.loc(&["main.a"]);
+    h.sample(&[l], 10, &[]);
+    let heap = sb.write_bytes("heap.pb", &h.bytes());
+    let bad = sb.run(&["diff", heap.to_str().unwrap(), n]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("cpu/nanoseconds") && bad.stderr.contains("alloc_space/bytes"),
+        "{}",
+        bad.stderr
+    );
+    assert!(!bad.stderr.contains("--sample-index"), "{}", bad.stderr);
 }
