@@ -41,6 +41,9 @@ pub enum NoDelta {
     DeltaCacheLimit,
     /// The baseline could not be read back or its sample types differ.
     BaselineUnusable,
+    /// The baseline holds stacks the new snapshot does not (the process restarted): the new
+    /// snapshot becomes the baseline, and this collection is kept as it came.
+    ProcessRestarted,
 }
 
 struct Entry {

@@ -309,10 +309,14 @@ fn collect(
             match cache.get(&key) {
                 Ok(base_bytes) => {
                     let t0 = Instant::now();
+                    let mut restarted = false;
                     let made = crate::pprof::decode::decompress(base_bytes, &limits)
                         .map_err(|e| e.to_string())
                         .and_then(|base| {
-                            wiredelta::delta(base, fetched.raw).map_err(|e| e.to_string())
+                            wiredelta::delta(base, fetched.raw).map_err(|e| {
+                                restarted = matches!(e, wiredelta::WireError::BaseOnly { .. });
+                                e.to_string()
+                            })
                         });
                     entry.delta_s = Some(t0.elapsed().as_secs_f64());
                     match made.and_then(|raw| {
@@ -326,6 +330,7 @@ fn collect(
                             shown_profile = Some(d);
                             delta_raw = Some(raw);
                         }
+                        Err(_) if restarted => entry.no_delta = Some(NoDelta::ProcessRestarted),
                         Err(_) => entry.no_delta = Some(NoDelta::BaselineUnusable),
                     }
                 }

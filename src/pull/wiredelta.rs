@@ -23,6 +23,13 @@ pub enum WireError {
     TypesDiffer,
     #[error("more than {MAX_TYPES} sample types")]
     TooManyTypes,
+    /// Stacks of the baseline with cumulative values that the new snapshot does not have:
+    /// counters never lose a stack, so the process restarted (or the snapshots are out of
+    /// order), and a delta would silently drop those values.
+    #[error(
+        "{stacks} stacks of the baseline ({values} in its first cumulative type) are not in the newer snapshot: the process restarted or the snapshots are out of order, so there is no delta to take"
+    )]
+    BaseOnly { stacks: usize, values: i64 },
 }
 
 type R<T> = Result<T, WireError>;
@@ -873,7 +880,8 @@ fn parse_both(previous: Vec<u8>, current: &[u8]) -> R<(Prev, Tables, Vec<u64>)> 
 /// whose allocations were not yet counted in the previous profile has no `bytes` label
 /// there: half of a fresh service's stacks can be new to the next profile); a stack it may
 /// hold is looked up in an index of every previous key, built the first time one is.
-fn match_slots(prev: &Prev, cur: &mut [u64]) {
+/// Matches each current stack to a previous one; the previous ones taken, as a bitmap.
+fn match_slots(prev: &Prev, cur: &mut [u64]) -> Vec<u64> {
     let n = prev.len();
     let mut bloom: Vec<u64> = Vec::new();
     let mut index: Option<Index> = None;
@@ -904,6 +912,32 @@ fn match_slots(prev: &Prev, cur: &mut [u64]) {
             *slot = i as u64;
         }
     }
+    taken
+}
+
+/// Previous stacks no current one matched that hold a cumulative value: how many, and the
+/// sum of their first cumulative value.
+fn base_only(prev: &Prev, taken: &[u64]) -> (usize, i64) {
+    let (mut stacks, mut values) = (0usize, 0i64);
+    for (w, &bits) in taken.iter().enumerate() {
+        if bits == u64::MAX {
+            continue;
+        }
+        for b in 0..64 {
+            let i = w * 64 + b;
+            if i >= prev.len() {
+                break;
+            }
+            if bits & (1 << b) == 0 {
+                let v = prev.values(i);
+                if v.iter().any(|&x| x != 0) {
+                    stacks += 1;
+                    values = values.saturating_add(v[0]);
+                }
+            }
+        }
+    }
+    (stacks, values)
 }
 
 /// Every previous key by where it is: open addressing over a power of two of slots (at
@@ -1074,7 +1108,11 @@ fn rewrite(
 pub fn delta(previous: Vec<u8>, mut current: Vec<u8>) -> R<Vec<u8>> {
     let (prev, cur_t, mut slots) = parse_both(previous, &current)?;
     let cum = cum_of(&cur_t)?;
-    match_slots(&prev, &mut slots);
+    let taken = match_slots(&prev, &mut slots);
+    let (stacks, values) = base_only(&prev, &taken);
+    if stacks > 0 {
+        return Err(WireError::BaseOnly { stacks, values });
+    }
     // The result is written in two halves, each over its own bytes, on two threads.
     let nb = cur_t.blocks.len();
     let (split, half) = if nb >= 2 {
@@ -1410,13 +1448,14 @@ mod tests {
         let n = 5 * BLOCK + 123;
         let before = many_stacks(n, 1, 4);
         let mut after = many_stacks(n, 3, 4);
-        // New stacks first, as Go lists them (699 of the last stacks made new, the repeated
-        // stack's second sample left as it was), and a stretch of stacks out of their order.
-        after.sample.rotate_right(700);
+        // New stacks first, as Go lists them (699 new ones, each a last stack called from one
+        // more frame), and a stretch of stacks out of their order.
         after.sample[2 * BLOCK..3 * BLOCK].reverse();
-        for s in &mut after.sample[..699] {
+        let mut fresh: Vec<_> = after.sample[n - 700..n - 1].to_vec();
+        for s in &mut fresh {
             s.location_id.push(21);
         }
+        after.sample.splice(0..0, fresh);
         // Some stacks no longer in use and without new allocations: left out.
         for s in after.sample.iter_mut().skip(1000).step_by(7) {
             s.value = vec![s.value[0] / 3, s.value[1] / 3, 0, 0];
@@ -1449,6 +1488,26 @@ mod tests {
             differ.is_empty() && got.len() == want.len(),
             "differ: {differ:?}"
         );
+    }
+
+    /// A baseline stack the newer snapshot lacks (a restarted process, snapshots out of order)
+    /// refuses the delta with the reason instead of a silently smaller total; a stack that
+    /// only stopped growing is still there, and is no reason.
+    #[test]
+    fn a_stack_only_the_baseline_has_refuses_the_delta() {
+        let before = many_stacks(50, 2, 3);
+        let mut after = many_stacks(50, 3, 3);
+        after.sample.remove(17);
+        after.sample.remove(30);
+        match delta(before.encode_to_vec(), after.encode_to_vec()) {
+            Err(WireError::BaseOnly { stacks, values }) => {
+                assert_eq!(stacks, 2);
+                assert!(values > 0);
+            }
+            other => panic!("{other:?}"),
+        }
+        let same = many_stacks(50, 2, 3);
+        assert!(delta(before.encode_to_vec(), same.encode_to_vec()).is_ok());
     }
 
     /// Labels are part of a stack's identity: the same frames with another label are another

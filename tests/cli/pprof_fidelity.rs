@@ -370,3 +370,53 @@ fn diff_rows_units_and_percentages_a_reader_can_trust() {
     );
     assert!(!bad.stderr.contains("--sample-index"), "{}", bad.stderr);
 }
+
+/// `delta` of two snapshots where the older has a stack the newer lacks (a restarted process,
+/// files given in the wrong order): refused with the reason, never a silently smaller total.
+#[test]
+fn delta_refuses_a_baseline_with_stacks_the_newer_snapshot_lacks() {
+    let sb = Sandbox::new();
+    let write = |name: &str, rows: &[(&str, i64)]| {
+        let mut b = Builder::new("alloc_objects", "count");
+        let root = b.loc(&["main.main"]);
+        for (f, v) in rows {
+            let l = b.loc(&[f]);
+            b.sample(&[l, root], *v, &[]);
+        }
+        sb.write_bytes(name, &b.bytes())
+    };
+    let old = write("old.pb", &[("main.a", 10), ("main.b", 5)]);
+    let new = write("new.pb", &[("main.a", 25), ("main.b", 5)]);
+    let ok = sb.run(&[
+        "delta",
+        old.to_str().unwrap(),
+        new.to_str().unwrap(),
+        "-o",
+        "d.pb.gz",
+    ]);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    let restarted = write("restarted.pb", &[("main.a", 3)]);
+    let r = sb.run(&[
+        "delta",
+        old.to_str().unwrap(),
+        restarted.to_str().unwrap(),
+        "-o",
+        "r.pb.gz",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("restarted"), "{}", r.stderr);
+    assert!(
+        !sb.path().join("r.pb.gz").exists(),
+        "no file for a refused delta"
+    );
+    // The files the wrong way round hold the same stacks: the delta is negative where the
+    // counters went back, as go tool pprof -base shows it.
+    let r = sb.run(&[
+        "delta",
+        new.to_str().unwrap(),
+        old.to_str().unwrap(),
+        "-o",
+        "w.pb.gz",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
