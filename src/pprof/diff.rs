@@ -277,58 +277,149 @@ impl DiffReport {
     }
 }
 
-/// `root;…;leaf value` lines of every sample with a positive value, identical stacks merged;
-/// inlined calls are frames of their own.
-pub fn folded(p: &Pprof, index: usize) -> Vec<String> {
+/// Stacks deeper than this are cut in flamegraphs (the frames nearest the root kept, the cut
+/// named in the stack and the SVG): a million-frame stack would draw a 200 MB picture.
+pub const MAX_FLAME_DEPTH: usize = 1000;
+
+/// Folded stacks of one sign of a profile's values, and what was left out of them.
+#[derive(Debug, Default)]
+pub struct Folded {
+    /// `root;…;leaf value` lines, identical stacks merged, sorted.
+    pub lines: Vec<String>,
+    /// Stacks cut at [`MAX_FLAME_DEPTH`].
+    pub cut: usize,
+    /// Samples of the other sign (not in `lines`).
+    pub other_sign: usize,
+}
+
+/// `root;…;leaf value` lines of every sample with a positive value (or, with `negative`, of
+/// every negative one, as positive values), identical stacks merged; inlined calls are frames
+/// of their own.
+pub fn folded_signed(p: &Pprof, index: usize, negative: bool) -> Folded {
     let nodes = Nodes::new(p);
     let mut merged: HashMap<String, u64> = HashMap::new();
     let mut frames: Vec<&str> = Vec::new();
+    let mut out = Folded::default();
     for (si, s) in p.proto.sample.iter().enumerate() {
-        let w = s.value[index];
+        let w = if negative {
+            s.value[index].saturating_neg()
+        } else {
+            s.value[index]
+        };
         if w <= 0 {
+            if w < 0 {
+                out.other_sign += 1;
+            }
             continue;
         }
         frames.clear();
-        for &loc in p.sample_locs[si].iter().rev() {
+        'stack: for &loc in p.sample_locs[si].iter().rev() {
             for &node in nodes_of(&nodes, loc).iter().rev() {
+                if frames.len() == MAX_FLAME_DEPTH {
+                    break 'stack;
+                }
                 frames.push(nodes.name(node as usize));
             }
         }
-        let stack = frames
+        let depth: usize = p.sample_locs[si]
+            .iter()
+            .map(|&l| nodes_of(&nodes, l).len())
+            .sum();
+        let mut stack = frames
             .iter()
             .map(|f| f.replace(';', ","))
             .collect::<Vec<_>>()
             .join(";");
+        if depth > MAX_FLAME_DEPTH {
+            out.cut += 1;
+            stack.push_str(&format!(";[{} more frames cut]", depth - MAX_FLAME_DEPTH));
+        }
         *merged.entry(stack).or_default() += w as u64;
     }
-    let mut lines: Vec<String> = merged
+    out.lines = merged
         .into_iter()
         .map(|(s, w)| format!("{s} {w}"))
         .collect();
-    lines.sort();
-    lines
+    out.lines.sort();
+    out
+}
+
+/// [`folded_signed`]'s positive lines.
+pub fn folded(p: &Pprof, index: usize) -> Vec<String> {
+    folded_signed(p, index, false).lines
 }
 
 fn nodes_of<'n>(nodes: &'n Nodes<'_>, loc: u32) -> &'n [u32] {
     nodes.loc(loc as usize)
 }
 
-/// Writes a flamegraph of `p`'s `index` values.
+fn cut_note(cut: usize) -> Option<String> {
+    (cut > 0).then(|| {
+        format!(
+            "{cut} stack{} deeper than {MAX_FLAME_DEPTH} frames cut at {MAX_FLAME_DEPTH}",
+            if cut == 1 { "" } else { "s" }
+        )
+    })
+}
+
+/// Writes a flamegraph of `p`'s `index` values. A profile that holds negative values (a
+/// diff, such as `go tool pprof -proto -diff_base` writes) is drawn as a differential
+/// flamegraph: sized by its positive samples, coloured by the change the negative ones
+/// take away.
 pub fn write_flamegraph(
     p: &Pprof,
     index: usize,
     title: &str,
     out: impl std::io::Write,
 ) -> anyhow::Result<()> {
-    let lines = folded(p, index);
-    if lines.is_empty() {
-        anyhow::bail!("the profile has no positive samples of this type: nothing to draw");
-    }
+    let pos = folded_signed(p, index, false);
     let (stype, unit) = p.sample_types()[index];
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
     opts.count_name = format!("{stype} ({unit})");
-    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
+    if pos.other_sign > 0 {
+        let neg = folded_signed(p, index, true);
+        let notes: Vec<String> = [
+            Some(format!(
+                "differential: {} negative samples (a diff) drawn as what shrank (blue); red grew",
+                pos.other_sign
+            )),
+            cut_note(pos.cut + neg.cut),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        opts.subtitle = Some(notes.join("; "));
+        return draw_differential(&neg.lines, &pos.lines, false, opts, out);
+    }
+    if pos.lines.is_empty() {
+        anyhow::bail!("the profile has no samples of this type with a value: nothing to draw");
+    }
+    opts.subtitle = cut_note(pos.cut);
+    inferno::flamegraph::from_lines(&mut opts, pos.lines.iter().map(String::as_str), out)
+        .map_err(|e| anyhow::anyhow!("cannot draw the flamegraph: {e}"))
+}
+
+fn draw_differential(
+    before: &[String],
+    after: &[String],
+    normalize: bool,
+    mut opts: inferno::flamegraph::Options<'_>,
+    out: impl std::io::Write,
+) -> anyhow::Result<()> {
+    let (before, after) = (before.join("\n"), after.join("\n"));
+    if after.is_empty() && before.is_empty() {
+        anyhow::bail!("no samples of this type with a value: nothing to draw");
+    }
+    let mut merged = Vec::new();
+    let dopt = inferno::differential::Options {
+        normalize,
+        ..Default::default()
+    };
+    inferno::differential::from_readers(dopt, before.as_bytes(), after.as_bytes(), &mut merged)
+        .map_err(|e| anyhow::anyhow!("cannot merge the stacks: {e}"))?;
+    let text = String::from_utf8_lossy(&merged);
+    inferno::flamegraph::from_lines(&mut opts, text.lines(), out)
         .map_err(|e| anyhow::anyhow!("cannot draw the flamegraph: {e}"))
 }
 
@@ -342,23 +433,12 @@ pub fn write_diff_flamegraph(
     title: &str,
     out: impl std::io::Write,
 ) -> anyhow::Result<()> {
-    let before = folded(base, bi).join("\n");
-    let after = folded(new, ni).join("\n");
-    if after.is_empty() && before.is_empty() {
-        anyhow::bail!("neither profile has positive samples of this type: nothing to draw");
-    }
-    let mut merged = Vec::new();
-    let dopt = inferno::differential::Options {
-        normalize,
-        ..Default::default()
-    };
-    inferno::differential::from_readers(dopt, before.as_bytes(), after.as_bytes(), &mut merged)
-        .map_err(|e| anyhow::anyhow!("cannot merge the stacks: {e}"))?;
-    let text = String::from_utf8_lossy(&merged);
+    let before = folded_signed(base, bi, false);
+    let after = folded_signed(new, ni, false);
     let (stype, unit) = new.sample_types()[ni];
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
     opts.count_name = format!("{stype} ({unit})");
-    inferno::flamegraph::from_lines(&mut opts, text.lines(), out)
-        .map_err(|e| anyhow::anyhow!("cannot draw the flamegraph: {e}"))
+    opts.subtitle = cut_note(before.cut + after.cut);
+    draw_differential(&before.lines, &after.lines, normalize, opts, out)
 }

@@ -420,3 +420,47 @@ fn delta_refuses_a_baseline_with_stacks_the_newer_snapshot_lacks() {
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
+
+/// A flamegraph of one sample a million frames deep is cut at 1000 frames and says so (it was a
+/// 198 MB SVG); a profile with negative samples (go tool pprof -proto -diff_base output) is
+/// drawn as a differential flamegraph and says so.
+#[test]
+fn flamegraphs_of_deep_stacks_and_of_diffs_say_what_they_show() {
+    let sb = Sandbox::new();
+    let mut b = Builder::new("samples", "count");
+    let leaf = b.loc(&["main.leaf"]);
+    let rec = b.loc(&["main.recurse"]);
+    let root = b.loc(&["main.main"]);
+    let mut stack = vec![leaf];
+    stack.extend(std::iter::repeat_n(rec, 1_000_000));
+    stack.push(root);
+    b.sample(&stack, 7, &[]);
+    let shallow = b.loc(&["main.shallow"]);
+    b.sample(&[shallow, root], 3, &[]);
+    let deep = sb.write_bytes("deep.pb", &b.bytes());
+    let r = sb.run(&["flamegraph", deep.to_str().unwrap(), "-o", "deep.svg"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let svg = std::fs::read_to_string(sb.path().join("deep.svg")).unwrap();
+    assert!(svg.len() < 2_000_000, "{} bytes", svg.len());
+    assert!(
+        svg.contains("1 stack deeper than 1000 frames cut at 1000"),
+        "no note"
+    );
+    assert!(
+        svg.contains("[999002 more frames cut]"),
+        "the cut is a frame of its own"
+    );
+    assert!(svg.contains("main.shallow"));
+
+    let mut d = Builder::new("samples", "count");
+    let (x, y) = (d.loc(&["main.x"]), d.loc(&["main.y"]));
+    d.sample(&[x], -40, &[("pprof::base", "true")]);
+    d.sample(&[x], 90, &[]);
+    d.sample(&[y], 15, &[]);
+    let diffed = sb.write_bytes("diffed.pb", &d.bytes());
+    let r = sb.run(&["flamegraph", diffed.to_str().unwrap(), "-o", "diffed.svg"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let svg = std::fs::read_to_string(sb.path().join("diffed.svg")).unwrap();
+    assert!(svg.contains("differential: 1 negative samples"), "no note");
+    assert!(svg.contains("main.x") && svg.contains("main.y"));
+}
