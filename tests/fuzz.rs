@@ -148,10 +148,65 @@ fn pprof_decoder_top_and_delta() {
         let Ok(p) = decode_raw(&raw, &limits) else {
             return;
         };
-        if let Ok(p) = agentprof::pprof::model::Pprof::new(p) {
+        if let Ok(mut p) = agentprof::pprof::model::Pprof::new(p) {
+            let _ = p.prepare_for_report();
             let _ = agentprof::pprof::report::top(&p, &Default::default());
         }
         let _ = agentprof::pull::wiredelta::delta(heap.clone(), raw);
+    });
+}
+
+/// The legacy formats: text heap, contention and count profiles, the binary CPU format, and
+/// their memory maps; then go tool pprof's name handling and the top report on the result.
+#[test]
+fn legacy_profiles_names_and_top() {
+    let maps = "--- Memory map: ---\n00400000-00500000 r-xp 00000000 08:01 1 /bin/server\n7f0000000000-7f0000100000 r-xp 00001000 08:01 2 /lib/libc.so.6\nx=/opt\n0x1000-0x2000 $x/a (@10) abcdef\n";
+    let mut cpu: Vec<u8> = Vec::new();
+    for w in [
+        0u64,
+        3,
+        0,
+        10_000,
+        0,
+        5,
+        3,
+        0x401000,
+        0x401200,
+        0x7f0000000400,
+        2,
+        2,
+        0x401000,
+        0x402000,
+        0,
+        1,
+        0,
+    ] {
+        cpu.extend_from_slice(&w.to_le_bytes());
+    }
+    cpu.extend_from_slice(maps.as_bytes());
+    let seeds: Vec<Vec<u8>> = vec![
+        format!("heap profile:    3:  3072 [    5:  8192] @ heapz_v2/524288\n     1:     1024 [     2:     4096] @ 0x401000 0x402000\n     2:     2048 [     3:     4096] @ 0x7f0000000400\n{maps}").into_bytes(),
+        format!("heap profile: 2: 1024 [4: 2048] @ heap/1048576\n1: 512 [2: 1024] @ 0x401000\n\n{maps}").into_bytes(),
+        format!("--- contentionz 1 ---\ncycles/second = 3201000000\nsampling period = 100\nms since reset = 1650\n  19490  27 @ 0x401000 0x402000\n{maps}").into_bytes(),
+        format!("goroutine profile: total 3\n2 @ 0x401000 0x402000\n#\t0x401000\tmain.f+0x10\tmain.go:3\n\n1 @ 0x403000\n{maps}").into_bytes(),
+        cpu,
+    ];
+    for (i, seed) in seeds.iter().enumerate() {
+        let p = agentprof::pprof::legacy::parse(seed);
+        assert!(
+            matches!(&p, Ok(Some(p)) if !p.sample.is_empty() && !p.mapping.is_empty()),
+            "seed {i} does not read: {:?}",
+            p.err()
+        );
+    }
+    run("legacy", seeds, |input| {
+        let Ok(Some(p)) = agentprof::pprof::legacy::parse(input) else {
+            return;
+        };
+        if let Ok(mut p) = agentprof::pprof::model::Pprof::new(p) {
+            let _ = p.prepare_for_report();
+            let _ = agentprof::pprof::report::top(&p, &Default::default());
+        }
     });
 }
 

@@ -81,6 +81,10 @@ pub enum DecodeError {
     Malformed(String),
     #[error("empty input")]
     Empty,
+    #[error(
+        "a legacy (pre-protobuf) profile that cannot be read: {0}; if go tool pprof reads it, convert it: `go tool pprof -proto FILE > out.pb.gz`"
+    )]
+    Legacy(String),
 }
 
 /// How the bytes were compressed.
@@ -477,10 +481,36 @@ fn top_fields(raw: &[u8]) -> impl Iterator<Item = (u64, &[u8])> {
     })
 }
 
-/// Decodes a profile from raw or compressed bytes within `limits`.
+/// How to turn a profile agentprof does not read into one it does.
+const CONVERT: &str =
+    "if go tool pprof reads it, convert it: `go tool pprof -proto FILE > out.pb.gz`";
+
+/// Decodes a profile from raw or compressed bytes within `limits`: profile.proto, or one of
+/// the legacy formats go tool pprof still reads (see [`super::legacy`]), as go tool pprof
+/// tries them: protobuf first.
 pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Profile, DecodeError> {
     let raw = decompress(bytes, limits)?;
-    decode_raw(&raw, limits)
+    match decode_raw(&raw, limits) {
+        Ok(p) => Ok(p),
+        Err(e @ (DecodeError::Malformed(_) | DecodeError::NotAProfile(_))) => {
+            match super::legacy::parse(&raw) {
+                Ok(Some(p)) => Ok(p),
+                Err(why) => Err(DecodeError::Legacy(why)),
+                Ok(None) => Err(match super::legacy::describe_unread(&raw) {
+                    Some(what) => DecodeError::NotAProfile(format!(
+                        "{what}, which agentprof does not read; {CONVERT}"
+                    )),
+                    None => match e {
+                        DecodeError::Malformed(m) => DecodeError::Malformed(format!(
+                            "{m} (neither profile.proto nor a legacy format agentprof reads; {CONVERT})"
+                        )),
+                        other => other,
+                    },
+                }),
+            }
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Decodes uncompressed protobuf bytes within `limits.fields`.

@@ -5,6 +5,7 @@ pub mod decode;
 pub mod diff;
 mod encode;
 pub mod fasthash;
+pub mod legacy;
 pub mod measure;
 pub mod model;
 pub mod names;

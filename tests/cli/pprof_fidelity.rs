@@ -464,3 +464,77 @@ fn flamegraphs_of_deep_stacks_and_of_diffs_say_what_they_show() {
     assert!(svg.contains("differential: 1 negative samples"), "no note");
     assert!(svg.contains("main.x") && svg.contains("main.y"));
 }
+
+/// google/pprof's module, at the version the tests pin, from the Go module cache (fetched
+/// through the module proxy when it is not there yet).
+fn google_pprof_testdata() -> Option<std::path::PathBuf> {
+    const MODULE: &str = "github.com/google/pprof@v0.0.0-20261105003125-4bf881d7fb0b";
+    let out = std::process::Command::new("go")
+        .args(["mod", "download", "-json", MODULE])
+        .output()
+        .ok()?;
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let dir = std::path::PathBuf::from(doc["Dir"].as_str()?).join("profile/testdata");
+    dir.is_dir().then_some(dir)
+}
+
+/// Legacy profiles — gperftools' binary CPU format, the text heap (heapz v2, growthz, Go's
+/// legacy heap), contention and Go count formats — read with identical `-top` to go tool
+/// pprof on google/pprof's own test data; the legacy formats agentprof does not read are
+/// named, with the conversion, never "field number 0".
+#[test]
+fn legacy_profiles_read_as_go_tool_pprof_reads_them() {
+    if !require_go() {
+        return;
+    }
+    let Some(dir) = google_pprof_testdata() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "github.com/google/pprof's test data could not be downloaded, and CI must compare with it"
+        );
+        eprintln!("skipped: github.com/google/pprof could not be downloaded");
+        return;
+    };
+    let sb = Sandbox::new();
+    let mut compared = 0;
+    for f in [
+        "cppbench.cpu",
+        "gobench.cpu",
+        "go.crc32.cpu",
+        "cppbench.heap",
+        "cppbench.growth",
+        "gobench.heap",
+        "cppbench.contention",
+        "go.godoc.thread",
+    ] {
+        let path = dir.join(f);
+        for (ours, theirs) in [
+            (vec![], vec![]),
+            (vec!["--cum"], vec!["-cum"]),
+            (vec!["--sample-index", "0"], vec!["-sample_index=0"]),
+        ] {
+            same_as_go(&sb, &path, &ours, &theirs);
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 24);
+    for (f, says) in [
+        ("cppbench.thread", "threadz"),
+        ("java.cpu", "Java"),
+        ("java.heap", "Java"),
+        ("java.contention", "Java"),
+    ] {
+        let r = sb.run(&["top", dir.join(f).to_str().unwrap()]);
+        assert_eq!(r.code, 2, "{f}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(says) && r.stderr.contains("go tool pprof -proto FILE > out.pb.gz"),
+            "{f}: {}",
+            r.stderr
+        );
+        assert!(
+            !r.stderr.contains("field number 0") && !r.stderr.contains("tag"),
+            "{}",
+            r.stderr
+        );
+    }
+}
