@@ -518,6 +518,43 @@ fn legacy_profiles_read_as_go_tool_pprof_reads_them() {
         }
     }
     assert_eq!(compared, 24);
+    // What the Go compiler writes for -memprofile today: a legacy text heap profile.
+    let src = sb.write(
+        "main.go",
+        "package main\n\ntype T struct{ a, b int }\n\nfunc (t *T) sum() int { return t.a + t.b }\n\nfunc main() {\n\ts := 0\n\tfor i := 0; i < 10; i++ {\n\t\tt := &T{i, i * 2}\n\t\ts += t.sum()\n\t}\n\tprintln(s)\n}\n",
+    );
+    let mem = sb.path().join("compile.mem");
+    let built = std::process::Command::new("go")
+        .args(["tool", "compile", "-p", "main", "-memprofilerate=1"])
+        .arg(format!("-memprofile={}", mem.display()))
+        .arg("-o")
+        .arg(sb.path().join("main.o"))
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    assert!(
+        std::fs::read_to_string(&mem)
+            .unwrap()
+            .starts_with("heap profile:")
+    );
+    for (ours, theirs) in [
+        (vec![], vec![]),
+        (
+            vec!["--sample-index", "alloc_space"],
+            vec!["-sample_index=alloc_space"],
+        ),
+        (
+            vec!["--cum", "--sample-index", "0"],
+            vec!["-cum", "-sample_index=0"],
+        ),
+    ] {
+        same_as_go(&sb, &mem, &ours, &theirs);
+    }
     for (f, says) in [
         ("cppbench.thread", "threadz"),
         ("java.cpu", "Java"),
