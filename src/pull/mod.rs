@@ -364,6 +364,15 @@ fn collect(
             "goroutine" => figures.prof_go_num_goroutine = sum_of(&profile, "goroutine"),
             _ => {}
         }
+        // What is drawn and listed goes through go tool pprof's name handling and drop_frames;
+        // the files keep the bytes as they came.
+        let mut profile = profile;
+        if opts.flamegraph || opts.top > 0 {
+            match shown_profile.as_mut() {
+                Some(d) => d.prepare_for_report(),
+                None => profile.prepare_for_report(),
+            };
+        }
         let stamp = crate::duration::file_stamp();
         if let Some(out) = &opts.out {
             let dir = out.join(t.dir_name());
