@@ -337,10 +337,13 @@ fn scan(buf: &[u8], msg: Msg, budget: u64, s: &mut Scan, depth: u32) -> Result<(
     }
     let mut at = 0;
     while at < buf.len() {
+        let key_at = at;
         let key = varint(buf, &mut at).ok_or_else(|| malformed("truncated field key"))?;
         let (field, wire) = (key >> 3, key & 7);
         if field == 0 {
-            return Err(malformed("field number 0"));
+            return Err(DecodeError::Malformed(format!(
+                "no protobuf field can start at byte {key_at} (0x{key:02x})"
+            )));
         }
         s.count += 1;
         if s.count > budget {
@@ -650,9 +653,14 @@ mod tests {
                 .to_string()
                 .contains("JSON")
         );
-        assert_eq!(
-            decode(&[1, 2, 3], &Limits::default()).unwrap_err(),
-            DecodeError::Malformed("field number 0".into())
+        let e = decode(&[1, 2, 3], &Limits::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no protobuf field can start at byte 0")
+                && e.contains("go tool pprof -proto FILE > out.pb.gz")
+                && !e.contains("field number 0"),
+            "{e}"
         );
         let small = Limits {
             body: 10,
