@@ -12,6 +12,7 @@ pub mod duration;
 pub mod emit;
 pub mod error;
 pub mod gate;
+pub mod k8s;
 pub mod metrics;
 pub mod pprof;
 pub mod procstat;

@@ -49,6 +49,9 @@ struct ProfileFile {
     instances: Vec<ProfileInstance>,
     #[serde(default)]
     init_config: Option<serde_yaml_ng::Value>,
+    /// The rules `agentprof k8s` reads; `pull` collects the static `instances` only.
+    #[serde(default)]
+    kubernetes: Option<serde_yaml_ng::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -171,7 +174,7 @@ fn from_file(path: &Path) -> anyhow::Result<Vec<Target>> {
     let text = crate::config::read_config_text(path)?;
     let file: ProfileFile =
         serde_yaml_ng::from_str(&text).map_err(|e| UsageError::yaml(path, &e))?;
-    let _ = file.init_config;
+    let _ = (file.init_config, file.kubernetes);
     let mut targets = Vec::new();
     for (i, inst) in file.instances.into_iter().enumerate() {
         if !inst.enabled {

@@ -50,8 +50,8 @@ fn per_function(p: &Pprof, index: usize) -> HashMap<String, (i64, i64)> {
             continue;
         }
         let e = out.entry(nodes.name(i).to_string()).or_default();
-        e.0 += g.flat[i];
-        e.1 += g.cum[i];
+        e.0 = e.0.wrapping_add(g.flat[i]);
+        e.1 = e.1.wrapping_add(g.cum[i]);
     }
     out
 }
@@ -130,7 +130,8 @@ pub fn diff(
     let mut names: Vec<&String> = b.keys().chain(n.keys()).collect();
     names.sort();
     names.dedup();
-    let pct = |d: i64, base: i64| (base != 0).then(|| d as f64 / base.abs() as f64 * 100.0);
+    let pct =
+        |d: i64, base: i64| (base != 0).then(|| d as f64 / base.wrapping_abs() as f64 * 100.0);
     let base_total_scaled = (base_total as f64 * k) as i64;
     let mut rows: Vec<DiffRow> = names
         .into_iter()
@@ -144,12 +145,12 @@ pub fn diff(
                 new_flat: nf,
                 base_cum: bc,
                 new_cum: nc,
-                delta_flat: nf - bf,
-                delta_cum: nc - bc,
-                delta_flat_pct: pct(nf - bf, bf),
-                delta_cum_pct: pct(nc - bc, bc),
-                delta_flat_pct_of_total: pct(nf - bf, base_total_scaled),
-                delta_cum_pct_of_total: pct(nc - bc, base_total_scaled),
+                delta_flat: nf.wrapping_sub(bf),
+                delta_cum: nc.wrapping_sub(bc),
+                delta_flat_pct: pct(nf.wrapping_sub(bf), bf),
+                delta_cum_pct: pct(nc.wrapping_sub(bc), bc),
+                delta_flat_pct_of_total: pct(nf.wrapping_sub(bf), base_total_scaled),
+                delta_cum_pct_of_total: pct(nc.wrapping_sub(bc), base_total_scaled),
                 in_base: b.contains_key(name),
             }
         })
@@ -159,9 +160,9 @@ pub fn diff(
     rows.sort_by(|l, r| {
         let key = |x: &DiffRow| {
             if cum {
-                (x.delta_cum.abs(), x.delta_flat.abs())
+                (x.delta_cum.wrapping_abs(), x.delta_flat.wrapping_abs())
             } else {
-                (x.delta_flat.abs(), x.delta_cum.abs())
+                (x.delta_flat.wrapping_abs(), x.delta_cum.wrapping_abs())
             }
         };
         let ((lm, lo), (rm, ro)) = (key(l), key(r));
@@ -171,7 +172,7 @@ pub fn diff(
     });
     let biggest = rows
         .iter()
-        .map(|r| r.delta_flat.abs().max(r.delta_cum.abs()))
+        .map(|r| r.delta_flat.wrapping_abs().max(r.delta_cum.wrapping_abs()))
         .max()
         .unwrap_or(new_total.max(base_total));
     let out_unit = match scale(biggest, unit, "minimum").1 {
@@ -214,7 +215,7 @@ impl DiffReport {
             self.sample_type,
             label(self.base_total),
             label(self.new_total),
-            f(self.new_total - self.base_total)
+            f(self.new_total.wrapping_sub(self.base_total))
         );
         if self.base_scale != 1.0 {
             out.push_str(&format!(
@@ -334,7 +335,8 @@ pub fn folded_signed(p: &Pprof, index: usize, negative: bool) -> Folded {
             out.cut += 1;
             stack.push_str(&format!(";[{} more frames cut]", depth - MAX_FLAME_DEPTH));
         }
-        *merged.entry(stack).or_default() += w as u64;
+        let e = merged.entry(stack).or_default();
+        *e = e.saturating_add(w as u64);
     }
     out.lines = merged
         .into_iter()

@@ -250,7 +250,7 @@ pub fn build(
                 }
                 if seen[node as usize] != stamp {
                     seen[node as usize] = stamp;
-                    cum[node as usize] += w;
+                    cum[node as usize] = cum[node as usize].wrapping_add(w);
                 }
                 // Only edges into frames that are inlined somewhere can make a mark.
                 if with_edges
@@ -262,7 +262,7 @@ pub fn build(
                     let e = edges.entry((par, node)).or_insert((0, inline, 0));
                     if e.2 != stamp {
                         e.2 = stamp;
-                        e.0 += w;
+                        e.0 = e.0.wrapping_add(w);
                         if !inline {
                             e.1 = false;
                         }
@@ -273,7 +273,7 @@ pub fn build(
             }
         }
         if let (Some(leaf), false) = (parent, residual) {
-            flat[leaf as usize] += w;
+            flat[leaf as usize] = flat[leaf as usize].wrapping_add(w);
         }
     }
     Graph {
@@ -312,8 +312,8 @@ pub fn total(p: &Pprof, index: usize) -> i64 {
 fn sort_nodes(list: &mut [u32], g: &Graph, nodes: &Nodes<'_>, cum: bool) {
     list.sort_by(|&l, &r| {
         let (l, r) = (l as usize, r as usize);
-        let (lf, rf) = (g.flat[l].abs(), g.flat[r].abs());
-        let (lc, rc) = (g.cum[l].abs(), g.cum[r].abs());
+        let (lf, rf) = (g.flat[l].wrapping_abs(), g.flat[r].wrapping_abs());
+        let (lc, rc) = (g.cum[l].wrapping_abs(), g.cum[r].wrapping_abs());
         let by_name = nodes.name(l).cmp(nodes.name(r));
         let last = || nodes.keys[l].sprint().cmp(&nodes.keys[r].sprint());
         if cum {
@@ -348,8 +348,8 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
             .collect()
     };
     let mut list = present(&g);
-    let node_cutoff = ((total as f64 * opts.node_fraction) as i64).abs();
-    let edge_cutoff = ((total as f64 * opts.edge_fraction) as i64).abs();
+    let node_cutoff = ((total as f64 * opts.node_fraction) as i64).wrapping_abs();
+    let edge_cutoff = ((total as f64 * opts.edge_fraction) as i64).wrapping_abs();
     let mut dropped = 0;
     let mut kept: Option<Vec<bool>> = None;
     // The pass that builds the final graph also collects its edges, which say which nodes
@@ -360,7 +360,7 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
         let keep: Vec<u32> = list
             .iter()
             .copied()
-            .filter(|&i| g.cum[i as usize].abs() >= node_cutoff)
+            .filter(|&i| g.cum[i as usize].wrapping_abs() >= node_cutoff)
             .collect();
         if keep.len() != list.len() {
             dropped = list.len() - keep.len();
@@ -396,7 +396,7 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
     };
     let mut inline_in = vec![(false, false); nodes.len()];
     for (&(_, dst), &(w, inl)) in &edges {
-        if w.abs() < edge_cutoff {
+        if w.wrapping_abs() < edge_cutoff {
             continue;
         }
         let e = &mut inline_in[dst as usize];
@@ -410,9 +410,9 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
     // The output unit: from the smallest value shown, as pprof's selectOutputUnit.
     let mut min_value = 0i64;
     for &i in &list {
-        let mut v = g.flat[i as usize].abs();
+        let mut v = g.flat[i as usize].wrapping_abs();
         if v == 0 {
-            v = g.cum[i as usize].abs();
+            v = g.cum[i as usize].wrapping_abs();
         }
         if v > 0 && (min_value == 0 || v < min_value) {
             min_value = v;
@@ -473,7 +473,10 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
             fmt(total)
         ));
     }
-    let flat_sum: i64 = list.iter().map(|&i| g.flat[i as usize]).sum();
+    // Go's int64 sums wrap; so do these.
+    let flat_sum: i64 = list
+        .iter()
+        .fold(0i64, |a, &i| a.wrapping_add(g.flat[i as usize]));
     header.push(format!(
         "Showing nodes accounting for {}, {} of {} total",
         fmt(flat_sum),
@@ -485,7 +488,7 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
             header.push(format!(
                 "Dropped {dropped} {} (cum <= {})",
                 if dropped > 1 { "nodes" } else { "node" },
-                fmt(((total as f64 * opts.node_fraction) as i64).abs())
+                fmt(((total as f64 * opts.node_fraction) as i64).wrapping_abs())
             ));
         }
         if !list.is_empty() && list.len() < orig_count {
@@ -501,7 +504,7 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
     for &i in &list {
         let i = i as usize;
         let (flat, cum) = (g.flat[i], g.cum[i]);
-        sum += flat;
+        sum = sum.wrapping_add(flat);
         let inline = match inline_in[i] {
             (true, true) => "(partial-inline)",
             (true, false) => "(inline)",

@@ -528,6 +528,18 @@ fn bad_flags_and_targets_are_usage_errors() {
         "{}",
         r.stderr
     );
+    // The `kubernetes:` rules beside the instances are `agentprof k8s`'s: pull reads past them.
+    sb.write(
+        "conf.d/profile.yaml",
+        "instances:\n  - url: http://h:1\n    intervall: 10s\nkubernetes:\n  - port: pprof\n",
+    );
+    let r = sb.run(&["pull"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("intervall") && !r.stderr.contains("kubernetes"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// https targets: verified against --tls-ca, refused without it, accepted with

@@ -53,7 +53,10 @@ pub(super) fn parse_cpu(b: &[u8]) -> Result<Option<Legacy>, String> {
         if h[2] != 0 {
             continue;
         }
-        let period = i64::try_from(h[3]).map_err(|_| "the sampling period is out of range")? * 1000;
+        let period = i64::try_from(h[3])
+            .ok()
+            .and_then(|p| p.checked_mul(1000))
+            .ok_or("the sampling period is out of range")?;
         return cpu_samples(rest, word, period).map(Some);
     }
     Ok(None)

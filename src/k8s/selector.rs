@@ -1,0 +1,255 @@
+//! Kubernetes label selectors in their string form (`app=web,tier!=cache,env in (prod,stage),
+//! !canary`), parsed and checked as the API server checks them, and matched against a pod's
+//! labels.
+
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// `key=value`, `key==value`, `key in (a,b)`.
+    In,
+    /// `key!=value`, `key notin (a,b)`.
+    NotIn,
+    /// `key`.
+    Exists,
+    /// `!key`.
+    DoesNotExist,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement {
+    pub key: String,
+    pub op: Op,
+    pub values: Vec<String>,
+}
+
+/// A parsed selector: every requirement must hold. Empty selects everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selector(pub Vec<Requirement>);
+
+impl Selector {
+    pub fn parse(text: &str) -> Result<Selector, String> {
+        let mut out = Vec::new();
+        for part in split_top_level(text)? {
+            let part = part.trim();
+            if part.is_empty() {
+                if text.trim().is_empty() {
+                    continue;
+                }
+                return Err("an empty requirement (two commas, or a comma at an end)".into());
+            }
+            out.push(requirement(part)?);
+        }
+        Ok(Selector(out))
+    }
+
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.0.iter().all(|r| {
+            let v = labels.get(&r.key);
+            match r.op {
+                Op::In => v.is_some_and(|v| r.values.contains(v)),
+                Op::NotIn => v.is_none_or(|v| !r.values.contains(v)),
+                Op::Exists => v.is_some(),
+                Op::DoesNotExist => v.is_none(),
+            }
+        })
+    }
+}
+
+/// Splits at commas outside parentheses.
+fn split_top_level(text: &str) -> Result<Vec<&str>, String> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth < 0 {
+                    return Err(format!("a `)` without its `(` at character {}", i + 1));
+                }
+            }
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return Err("a `(` is not closed".into());
+    }
+    parts.push(&text[start..]);
+    Ok(parts)
+}
+
+fn requirement(part: &str) -> Result<Requirement, String> {
+    if let Some(key) = part.strip_prefix('!') {
+        let key = key.trim();
+        check_key(key)?;
+        return Ok(Requirement {
+            key: key.into(),
+            op: Op::DoesNotExist,
+            values: vec![],
+        });
+    }
+    for (sep, op) in [("!=", Op::NotIn), ("==", Op::In), ("=", Op::In)] {
+        if let Some((k, v)) = part.split_once(sep) {
+            let (k, v) = (k.trim(), v.trim());
+            check_key(k)?;
+            check_value(v)?;
+            return Ok(Requirement {
+                key: k.into(),
+                op,
+                values: vec![v.into()],
+            });
+        }
+    }
+    let words: Vec<&str> = part.splitn(2, char::is_whitespace).collect();
+    if words.len() == 2 {
+        let key = words[0];
+        let rest = words[1].trim_start();
+        for (kw, op) in [("notin", Op::NotIn), ("in", Op::In)] {
+            if let Some(list) = rest.strip_prefix(kw) {
+                let list = list.trim();
+                let inner = list
+                    .strip_prefix('(')
+                    .and_then(|l| l.strip_suffix(')'))
+                    .ok_or_else(|| {
+                        format!("{part:?}: `{kw}` takes a list in parentheses: {key} {kw} (a,b)")
+                    })?;
+                check_key(key)?;
+                let values: Vec<String> = inner.split(',').map(|v| v.trim().to_string()).collect();
+                if values.iter().all(String::is_empty) {
+                    return Err(format!("{part:?}: the list is empty"));
+                }
+                for v in &values {
+                    check_value(v)?;
+                }
+                return Ok(Requirement {
+                    key: key.into(),
+                    op,
+                    values,
+                });
+            }
+        }
+        return Err(format!(
+            "{part:?}: expected `key=value`, `key!=value`, `key in (…)`, `key notin (…)`, `key` or `!key`"
+        ));
+    }
+    check_key(part)?;
+    Ok(Requirement {
+        key: part.into(),
+        op: Op::Exists,
+        values: vec![],
+    })
+}
+
+/// A label key: an optional DNS-subdomain prefix and `/`, then a name of at most 63
+/// characters, alphanumerics with `-`, `_`, `.` inside.
+pub fn check_key(key: &str) -> Result<(), String> {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    if let Some(p) = prefix
+        && !is_dns_subdomain(p)
+    {
+        return Err(format!(
+            "label key {key:?}: the prefix must be a DNS subdomain (lowercase, at most 253 characters)"
+        ));
+    }
+    if !is_name(name) {
+        return Err(format!(
+            "label key {key:?}: the name must be 1 to 63 characters, alphanumeric at both ends, with `-`, `_`, `.` inside"
+        ));
+    }
+    Ok(())
+}
+
+/// A label value: empty, or a name as in [`check_key`].
+pub fn check_value(v: &str) -> Result<(), String> {
+    if v.is_empty() || is_name(v) {
+        Ok(())
+    } else {
+        Err(format!(
+            "label value {v:?}: at most 63 characters, alphanumeric at both ends, with `-`, `_`, `.` inside"
+        ))
+    }
+}
+
+fn is_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+pub fn is_dns_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+        && (b[b.len() - 1].is_ascii_lowercase() || b[b.len() - 1].is_ascii_digit())
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+}
+
+fn is_dns_subdomain(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_string_form_parses_and_matches() {
+        let s = Selector::parse(
+            "app.kubernetes.io/name=guancedb, app.kubernetes.io/component==select,tier!=cache,env in (prod, stage),zone notin (z1),canary,!debug",
+        )
+        .unwrap();
+        assert_eq!(s.0.len(), 7);
+        let pod = labels(&[
+            ("app.kubernetes.io/name", "guancedb"),
+            ("app.kubernetes.io/component", "select"),
+            ("env", "prod"),
+            ("canary", ""),
+        ]);
+        assert!(s.matches(&pod));
+        let mut other = pod.clone();
+        other.insert("debug".into(), "1".into());
+        assert!(!s.matches(&other));
+        assert!(Selector::parse("").unwrap().matches(&BTreeMap::new()));
+    }
+
+    #[test]
+    fn bad_selectors_say_what_is_wrong() {
+        for (bad, says) in [
+            ("app=", ""),
+            ("a,,b", "empty requirement"),
+            ("env in prod", "parentheses"),
+            ("env in (prod", "not closed"),
+            ("Bad_Prefix.io/x=y", "prefix"),
+            ("-x=y", "name"),
+            ("app=white space", "label value"),
+            ("env in ()", "empty"),
+            ("app ~ web", "expected"),
+        ] {
+            match Selector::parse(bad) {
+                Ok(s) => assert!(says.is_empty(), "{bad} parsed as {s:?}"),
+                Err(e) => assert!(e.contains(says), "{bad}: {e}"),
+            }
+        }
+    }
+}
