@@ -1,6 +1,8 @@
 //! `agentprof k8s`: node-local discovery of Go pprof endpoints in pods, scheduled and
-//! resource-triggered captures. So far: the rules of `conf.d/profile.yaml` and label
-//! selectors.
+//! resource-triggered captures. So far: the rules of `conf.d/profile.yaml`, label selectors,
+//! the kubelet's stats summary and the resource-trigger window.
 
 pub mod config;
 pub mod selector;
+pub mod stats;
+pub mod trigger;
