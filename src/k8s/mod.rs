@@ -5,4 +5,5 @@
 pub mod config;
 pub mod selector;
 pub mod stats;
+pub mod tags;
 pub mod trigger;
