@@ -8,19 +8,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::selector::{Selector, is_dns_label};
+use super::selector::Selector;
 use crate::error::UsageError;
 
-/// Profile types a rule may collect (as `pull` names them).
-pub const TYPES: &[&str] = &[
-    "cpu",
-    "heap",
-    "allocs",
-    "goroutine",
-    "mutex",
-    "block",
-    "threadcreate",
-];
+/// Profile types a rule may collect: those `pull` collects.
+pub use crate::pull::fetch::TYPES;
 
 /// The input-level settings and the rules.
 #[derive(Debug, Clone)]
@@ -111,7 +103,7 @@ struct RawInit {
 
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
-enum RawPort {
+pub(super) enum RawPort {
     Number(i64),
     Name(String),
 }
@@ -119,51 +111,51 @@ enum RawPort {
 /// A quantity: a number, or a Kubernetes quantity string (`512Mi`, `1.5G`, `250m`).
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
-enum RawQuantity {
+pub(super) enum RawQuantity {
     Number(f64),
     Text(String),
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawRule {
-    node_local: Option<bool>,
-    namespaces: Option<Vec<String>>,
-    selector: Option<String>,
-    container: Option<String>,
-    scheme: Option<String>,
-    port: Option<RawPort>,
-    path: Option<String>,
-    service: Option<String>,
-    env: Option<String>,
-    version: Option<String>,
-    tags: Option<BTreeMap<String, String>>,
-    pod_label_as_tags: Option<BTreeMap<String, String>>,
-    pod_annotation_as_tags: Option<BTreeMap<String, String>>,
-    interval: Option<String>,
-    scheduled_types: Option<Vec<String>>,
-    trigger_types: Option<Vec<String>>,
-    profile_duration: Option<String>,
-    emergency_duration: Option<String>,
-    request_timeout: Option<String>,
-    monitor_interval: Option<String>,
-    trigger_window: Option<String>,
-    cooldown: Option<String>,
-    max_concurrency: Option<i64>,
-    cpu_usage_base_limit: Option<f64>,
-    mem_usage_base_limit: Option<f64>,
-    cpu_usage_millicores: Option<RawQuantity>,
-    mem_usage_bytes: Option<RawQuantity>,
-    cpu_emergency_base_limit: Option<f64>,
-    cpu_emergency_millicores: Option<RawQuantity>,
-    mem_emergency_base_limit: Option<f64>,
-    mem_emergency_bytes: Option<RawQuantity>,
-    tls_open: Option<bool>,
-    tls_ca: Option<PathBuf>,
-    tls_cert: Option<PathBuf>,
-    tls_key: Option<PathBuf>,
-    insecure_skip_verify: Option<bool>,
-    body_size_limit_mb: Option<i64>,
+pub(super) struct RawRule {
+    pub(super) node_local: Option<bool>,
+    pub(super) namespaces: Option<Vec<String>>,
+    pub(super) selector: Option<String>,
+    pub(super) container: Option<String>,
+    pub(super) scheme: Option<String>,
+    pub(super) port: Option<RawPort>,
+    pub(super) path: Option<String>,
+    pub(super) service: Option<String>,
+    pub(super) env: Option<String>,
+    pub(super) version: Option<String>,
+    pub(super) tags: Option<BTreeMap<String, String>>,
+    pub(super) pod_label_as_tags: Option<BTreeMap<String, String>>,
+    pub(super) pod_annotation_as_tags: Option<BTreeMap<String, String>>,
+    pub(super) interval: Option<String>,
+    pub(super) scheduled_types: Option<Vec<String>>,
+    pub(super) trigger_types: Option<Vec<String>>,
+    pub(super) profile_duration: Option<String>,
+    pub(super) emergency_duration: Option<String>,
+    pub(super) request_timeout: Option<String>,
+    pub(super) monitor_interval: Option<String>,
+    pub(super) trigger_window: Option<String>,
+    pub(super) cooldown: Option<String>,
+    pub(super) max_concurrency: Option<i64>,
+    pub(super) cpu_usage_base_limit: Option<f64>,
+    pub(super) mem_usage_base_limit: Option<f64>,
+    pub(super) cpu_usage_millicores: Option<RawQuantity>,
+    pub(super) mem_usage_bytes: Option<RawQuantity>,
+    pub(super) cpu_emergency_base_limit: Option<f64>,
+    pub(super) cpu_emergency_millicores: Option<RawQuantity>,
+    pub(super) mem_emergency_base_limit: Option<f64>,
+    pub(super) mem_emergency_bytes: Option<RawQuantity>,
+    pub(super) tls_open: Option<bool>,
+    pub(super) tls_ca: Option<PathBuf>,
+    pub(super) tls_cert: Option<PathBuf>,
+    pub(super) tls_key: Option<PathBuf>,
+    pub(super) insecure_skip_verify: Option<bool>,
+    pub(super) body_size_limit_mb: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -218,14 +210,14 @@ pub fn locate(text: &str, index: usize, key: Option<&str>) -> Option<(usize, usi
     item.map(|n| (n + 1, item_indent.unwrap_or(0) + 1))
 }
 
-struct At<'a> {
-    path: &'a Path,
-    text: &'a str,
-    index: usize,
+pub(super) struct At<'a> {
+    pub(super) path: &'a Path,
+    pub(super) text: &'a str,
+    pub(super) index: usize,
 }
 
 impl At<'_> {
-    fn err(&self, key: &str, msg: impl std::fmt::Display) -> UsageError {
+    pub(super) fn err(&self, key: &str, msg: impl std::fmt::Display) -> UsageError {
         let message = format!("kubernetes[{}]: {key}: {msg}", self.index);
         match locate(self.text, self.index, Some(key)) {
             Some((line, column)) => UsageError::ConfigAt {
@@ -238,7 +230,7 @@ impl At<'_> {
         }
     }
 
-    fn duration(
+    pub(super) fn duration(
         &self,
         key: &str,
         v: &Option<String>,
@@ -250,75 +242,17 @@ impl At<'_> {
             None => default,
         };
         if d < min {
-            let shown = v.clone().unwrap_or_else(|| short(d));
+            let shown = v.clone().unwrap_or_else(|| super::rule::short(d));
             return Err(self.err(
                 key,
-                format!("{shown} is shorter than the least allowed, {}", short(min)),
+                format!(
+                    "{shown} is shorter than the least allowed, {}",
+                    super::rule::short(min)
+                ),
             ));
         }
         Ok(d)
     }
-}
-
-/// A duration as a user writes it in profile.yaml: `10s`, `1m`, `500ms`.
-pub fn short(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms >= 60_000 && ms.is_multiple_of(60_000) {
-        format!("{}m", ms / 60_000)
-    } else if ms.is_multiple_of(1000) {
-        format!("{}s", ms / 1000)
-    } else {
-        format!("{ms}ms")
-    }
-}
-
-/// A tag name the upload protocol can carry: no comma, colon or newline.
-fn tag_name_ok(k: &str) -> bool {
-    !k.is_empty() && !k.contains([',', ':', '\n'])
-}
-
-/// A tag value the upload protocol can carry: no comma or newline (colons are fine).
-fn tag_value_ok(v: &str) -> bool {
-    !v.contains([',', '\n'])
-}
-
-/// A Kubernetes quantity in base units: `512Mi` → 536870912, `250m` → 0.25, `1.5G`.
-pub fn quantity(text: &str) -> Result<f64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
-        .unwrap_or(t.len());
-    let (num, suffix) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{text:?} is not a quantity (e.g. 512Mi, 2G, 1500)"))?;
-    let k = match suffix {
-        "" => 1.0,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "Ki" => 1024.0,
-        "Mi" => 1024.0 * 1024.0,
-        "Gi" => 1024.0 * 1024.0 * 1024.0,
-        "Ti" => 1024.0f64.powi(4),
-        other => return Err(format!("{text:?}: unknown quantity suffix {other:?}")),
-    };
-    Ok(n * k)
-}
-
-/// The port name rule of a container port (IANA service name).
-fn port_name_ok(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 15
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b.iter().any(u8::is_ascii_lowercase)
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
-        && !s.contains("--")
 }
 
 impl K8sConfig {
@@ -386,7 +320,7 @@ impl K8sConfig {
         };
         let mut rules = Vec::with_capacity(raw_rules.len());
         for (index, raw) in raw_rules.into_iter().enumerate() {
-            rules.push(rule(&At { path, text, index }, raw)?);
+            rules.push(super::rule::rule(&At { path, text, index }, raw)?);
         }
         if rules.is_empty() {
             return Err(UsageError::config(
@@ -395,7 +329,7 @@ impl K8sConfig {
             ));
         }
         if let Some(c) = &init.cluster_name
-            && !tag_value_ok(c)
+            && !super::rule::tag_value_ok(c)
         {
             return Err(init_err(
                 "cluster_name",
@@ -425,303 +359,14 @@ impl K8sConfig {
     }
 }
 
-fn rule(at: &At<'_>, r: RawRule) -> Result<Rule, UsageError> {
-    if r.node_local == Some(false) {
-        return Err(at.err(
-            "node_local",
-            "only true is supported: each agentprof watches the pods of its own node",
-        ));
+/// A rule from the lines after `kubernetes:\n  - port: 6060\n`, for tests.
+#[cfg(test)]
+pub fn test_rule(extra: &str) -> Rule {
+    let text = format!("kubernetes:\n  - port: 6060\n{extra}");
+    match K8sConfig::parse(Path::new("p.yaml"), &text) {
+        Ok(Some(mut c)) => c.rules.remove(0),
+        other => panic!("{other:?}"),
     }
-    let namespaces = r.namespaces.unwrap_or_default();
-    for ns in &namespaces {
-        if !is_dns_label(ns) {
-            return Err(at.err(
-                "namespaces",
-                format!("{ns:?} is not a namespace name (a DNS label)"),
-            ));
-        }
-    }
-    let selector = match &r.selector {
-        Some(s) => Selector::parse(s).map_err(|e| at.err("selector", e))?,
-        None => Selector::default(),
-    };
-    if let Some(c) = &r.container
-        && !is_dns_label(c)
-    {
-        return Err(at.err(
-            "container",
-            format!("{c:?} is not a container name (a DNS label)"),
-        ));
-    }
-    let tls_open = r.tls_open.unwrap_or(false);
-    let scheme = match r.scheme.as_deref() {
-        None if tls_open => "https",
-        None | Some("http") => "http",
-        Some("https") => "https",
-        Some(s) => return Err(at.err("scheme", format!("{s:?}: use http or https"))),
-    };
-    let port = match r.port {
-        None => {
-            return Err(at.err(
-                "port",
-                "required: the pprof port, by number or by the container port's name",
-            ));
-        }
-        Some(RawPort::Number(n)) if (1..=65535).contains(&n) => Port::Number(n as u16),
-        Some(RawPort::Number(n)) => {
-            return Err(at.err("port", format!("{n} is outside 1 to 65535")));
-        }
-        Some(RawPort::Name(n)) => match n.parse::<i64>() {
-            Ok(v) if (1..=65535).contains(&v) => Port::Number(v as u16),
-            Ok(v) => return Err(at.err("port", format!("{v} is outside 1 to 65535"))),
-            Err(_) if port_name_ok(&n) => Port::Name(n),
-            Err(_) => {
-                return Err(at.err(
-                    "port",
-                    format!("{n:?} is neither a number nor a port name (at most 15 lowercase letters, digits and dashes)"),
-                ));
-            }
-        },
-    };
-    let path = r.path.unwrap_or_else(|| "/debug/pprof".into());
-    if !path.starts_with('/') {
-        return Err(at.err("path", format!("{path:?} must start with /")));
-    }
-    for (key, v) in [
-        ("service", &r.service),
-        ("env", &r.env),
-        ("version", &r.version),
-    ] {
-        if let Some(v) = v
-            && (v.is_empty() || !tag_value_ok(v))
-        {
-            return Err(at.err(
-                key,
-                format!("{v:?} cannot be empty or hold a comma or newline"),
-            ));
-        }
-    }
-    let tags = r.tags.unwrap_or_default();
-    for (k, v) in &tags {
-        if !tag_name_ok(k) || !tag_value_ok(v) {
-            return Err(at.err(
-                "tags",
-                format!("{k}: {v:?}: a name cannot hold a comma, colon or newline, a value a comma or newline"),
-            ));
-        }
-    }
-    let mut maps = Vec::new();
-    for (key, m) in [
-        ("pod_label_as_tags", r.pod_label_as_tags),
-        ("pod_annotation_as_tags", r.pod_annotation_as_tags),
-    ] {
-        let m = m.unwrap_or_default();
-        for (from, to) in &m {
-            if key == "pod_label_as_tags" {
-                super::selector::check_key(from).map_err(|e| at.err(key, e))?;
-            }
-            if !tag_name_ok(to) {
-                return Err(at.err(
-                    key,
-                    format!("{from} → {to:?}: a tag name cannot hold a comma, colon or newline"),
-                ));
-            }
-        }
-        maps.push(m);
-    }
-    let pod_annotation_as_tags = maps.pop().unwrap_or_default();
-    let pod_label_as_tags = maps.pop().unwrap_or_default();
-    let s = Duration::from_secs;
-    let interval = at.duration("interval", &r.interval, s(600), s(10))?;
-    let types =
-        |key: &str, v: Option<Vec<String>>, def: &[&str]| -> Result<Vec<String>, UsageError> {
-            let v = v.unwrap_or_else(|| def.iter().map(|t| t.to_string()).collect());
-            for t in &v {
-                if !TYPES.contains(&t.as_str()) {
-                    return Err(at.err(key, format!("{t:?} is not one of {}", TYPES.join(", "))));
-                }
-            }
-            Ok(v)
-        };
-    let scheduled_types = types("scheduled_types", r.scheduled_types, &["heap", "goroutine"])?;
-    let pct = |key: &str, v: Option<f64>| -> Result<Option<f64>, UsageError> {
-        match v {
-            Some(p) if !(p > 0.0 && p <= 100.0) => Err(at.err(
-                key,
-                format!("{p} is not a percentage above 0 and at most 100"),
-            )),
-            other => Ok(other),
-        }
-    };
-    let qty = |key: &str, v: Option<RawQuantity>, scale: f64| -> Result<Option<f64>, UsageError> {
-        let v = match v {
-            None => return Ok(None),
-            Some(RawQuantity::Number(n)) => n,
-            Some(RawQuantity::Text(t)) => quantity(&t).map_err(|e| at.err(key, e))? * scale,
-        };
-        if v > 0.0 && v.is_finite() {
-            Ok(Some(v))
-        } else {
-            Err(at.err(key, format!("{v} must be above 0")))
-        }
-    };
-    // A CPU quantity string is in cores (`500m` is half a core); a bare number is millicores.
-    let normal = Thresholds {
-        cpu_pct: pct("cpu_usage_base_limit", r.cpu_usage_base_limit)?,
-        mem_pct: pct("mem_usage_base_limit", r.mem_usage_base_limit)?,
-        cpu_millicores: qty("cpu_usage_millicores", r.cpu_usage_millicores, 1000.0)?,
-        mem_bytes: qty("mem_usage_bytes", r.mem_usage_bytes, 1.0)?.map(|b| b as u64),
-    };
-    let emergency = Thresholds {
-        cpu_pct: pct("cpu_emergency_base_limit", r.cpu_emergency_base_limit)?,
-        mem_pct: pct("mem_emergency_base_limit", r.mem_emergency_base_limit)?,
-        cpu_millicores: qty(
-            "cpu_emergency_millicores",
-            r.cpu_emergency_millicores,
-            1000.0,
-        )?,
-        mem_bytes: qty("mem_emergency_bytes", r.mem_emergency_bytes, 1.0)?.map(|b| b as u64),
-    };
-    for (key, e, n) in [
-        (
-            "cpu_emergency_base_limit",
-            emergency.cpu_pct,
-            normal.cpu_pct,
-        ),
-        (
-            "mem_emergency_base_limit",
-            emergency.mem_pct,
-            normal.mem_pct,
-        ),
-        (
-            "cpu_emergency_millicores",
-            emergency.cpu_millicores,
-            normal.cpu_millicores,
-        ),
-        (
-            "mem_emergency_bytes",
-            emergency.mem_bytes.map(|b| b as f64),
-            normal.mem_bytes.map(|b| b as f64),
-        ),
-    ] {
-        if let (Some(e), Some(n)) = (e, n)
-            && e < n
-        {
-            return Err(at.err(
-                key,
-                format!("{e} is below the normal threshold {n}: an emergency is the higher one"),
-            ));
-        }
-    }
-    let any_threshold = normal.any() || emergency.any();
-    let trigger_types = if any_threshold {
-        types(
-            "trigger_types",
-            r.trigger_types,
-            &["cpu", "heap", "goroutine"],
-        )?
-    } else {
-        match r.trigger_types {
-            Some(t) if !t.is_empty() => {
-                return Err(at.err(
-                    "trigger_types",
-                    "no threshold is set, so nothing would trigger these: set cpu_usage_base_limit, mem_usage_bytes or another threshold",
-                ));
-            }
-            _ => Vec::new(),
-        }
-    };
-    let profile_duration = at.duration("profile_duration", &r.profile_duration, s(10), s(1))?;
-    let emergency_duration = at.duration(
-        "emergency_duration",
-        &r.emergency_duration,
-        profile_duration,
-        s(1),
-    )?;
-    let cpu = scheduled_types
-        .iter()
-        .chain(&trigger_types)
-        .any(|t| t == "cpu");
-    let longest = if cpu {
-        profile_duration.max(emergency_duration)
-    } else {
-        Duration::ZERO
-    };
-    let request_timeout = at.duration(
-        "request_timeout",
-        &r.request_timeout,
-        (longest + s(5)).max(s(15)),
-        Duration::from_millis(1),
-    )?;
-    if request_timeout <= longest {
-        return Err(at.err(
-            "request_timeout",
-            format!(
-                "{} must exceed the longest CPU recording, {}",
-                short(request_timeout),
-                short(longest)
-            ),
-        ));
-    }
-    let monitor_interval = at.duration("monitor_interval", &r.monitor_interval, s(10), s(1))?;
-    let trigger_window =
-        at.duration("trigger_window", &r.trigger_window, s(60), monitor_interval)?;
-    let cooldown = at.duration("cooldown", &r.cooldown, s(600), Duration::ZERO)?;
-    let max_concurrency = match r.max_concurrency {
-        None => 2,
-        Some(n) if n >= 1 => n as usize,
-        Some(n) => return Err(at.err("max_concurrency", format!("{n} must be at least 1"))),
-    };
-    let body_size_limit_mb = match r.body_size_limit_mb {
-        None => 32,
-        Some(n) if (1..=1024).contains(&n) => n as u64,
-        Some(n) => return Err(at.err("body_size_limit_mb", format!("{n} is outside 1 to 1024"))),
-    };
-    let tls = crate::pull::fetch::Tls {
-        ca: r.tls_ca,
-        cert: r.tls_cert,
-        key: r.tls_key,
-        insecure_skip_verify: r.insecure_skip_verify.unwrap_or(false),
-    };
-    if tls.cert.is_some() != tls.key.is_some() {
-        return Err(at.err(
-            if tls.cert.is_some() {
-                "tls_cert"
-            } else {
-                "tls_key"
-            },
-            "tls_cert and tls_key go together (a client certificate and its key)",
-        ));
-    }
-    Ok(Rule {
-        index: at.index,
-        namespaces,
-        selector,
-        container: r.container,
-        scheme,
-        port,
-        path,
-        service: r.service,
-        env: r.env,
-        version: r.version,
-        tags,
-        pod_label_as_tags,
-        pod_annotation_as_tags,
-        interval,
-        scheduled_types,
-        trigger_types,
-        profile_duration,
-        emergency_duration,
-        request_timeout,
-        monitor_interval,
-        trigger_window,
-        cooldown,
-        max_concurrency,
-        normal,
-        emergency,
-        tls,
-        body_size_limit_mb,
-    })
 }
 
 #[cfg(test)]

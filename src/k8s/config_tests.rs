@@ -1,4 +1,5 @@
 use super::*;
+use crate::k8s::rule::quantity;
 
 fn parse(text: &str) -> Result<Option<K8sConfig>, UsageError> {
     K8sConfig::parse(Path::new("conf.d/profile.yaml"), text)

@@ -3,6 +3,7 @@
 //! the kubelet's stats summary and the resource-trigger window.
 
 pub mod config;
+mod rule;
 pub mod selector;
 pub mod stats;
 pub mod tags;

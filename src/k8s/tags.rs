@@ -185,16 +185,7 @@ pub fn capture_tags(rule: &Rule, pod: &PodFacts, fired: Option<&Fired>) -> Tagge
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::k8s::config::K8sConfig;
-
-    fn rule(extra: &str) -> Rule {
-        let text = format!("kubernetes:\n  - port: 6060\n{extra}");
-        K8sConfig::parse(std::path::Path::new("p.yaml"), &text)
-            .unwrap()
-            .unwrap()
-            .rules
-            .remove(0)
-    }
+    use crate::k8s::config::test_rule as rule;
 
     fn pod() -> PodFacts {
         PodFacts {

@@ -292,11 +292,16 @@ fn strip_generic_args(s: &str) -> String {
             i = end + 1;
             continue;
         }
-        let ch = s[i..].chars().next().unwrap_or('\u{fffd}');
-        out.push(ch);
-        i += ch.len_utf8().max(1);
+        i += push_char(&mut out, &s[i..]);
     }
     out
+}
+
+/// Copies the first character of `rest` to `out`; its length in bytes.
+fn push_char(out: &mut String, rest: &str) -> usize {
+    let ch = rest.chars().next().unwrap_or('\u{fffd}');
+    out.push(ch);
+    ch.len_utf8()
 }
 
 /// The index of the bracket closing the one at `open`.
@@ -363,9 +368,7 @@ fn strip_templates(s: &str) -> String {
             i = end + 1;
             continue;
         }
-        let ch = s[i..].chars().next().unwrap_or('\u{fffd}');
-        out.push(ch);
-        i += ch.len_utf8().max(1);
+        i += push_char(&mut out, &s[i..]);
     }
     out
 }
@@ -408,9 +411,7 @@ fn strip_params(s: &str) -> String {
             }
             _ => {}
         }
-        let ch = s[i..].chars().next().unwrap_or('\u{fffd}');
-        out.push(ch);
-        i += ch.len_utf8().max(1);
+        i += push_char(&mut out, &s[i..]);
     }
     out
 }

@@ -96,6 +96,23 @@ impl Builder {
     }
 }
 
+/// A profile of one sample type where each function is called from main.main, written as
+/// `name` in the sandbox.
+fn called_from_main(
+    sb: &Sandbox,
+    name: &str,
+    (sample_type, unit): (&str, &str),
+    rows: &[(&str, i64)],
+) -> std::path::PathBuf {
+    let mut b = Builder::new(sample_type, unit);
+    let root = b.loc(&["main.main"]);
+    for (f, v) in rows {
+        let l = b.loc(&[f]);
+        b.sample(&[l, root], *v, &[]);
+    }
+    sb.write_bytes(name, &b.bytes())
+}
+
 /// `agentprof top ARGS FILE` and `go tool pprof -top GOARGS FILE` print the same text.
 fn same_as_go(sb: &Sandbox, file: &std::path::Path, ours: &[&str], theirs: &[&str]) -> String {
     let f = file.to_str().unwrap();
@@ -218,13 +235,7 @@ fn diff_base_output_totals_as_go_tool_pprof() {
     }
     let sb = Sandbox::new();
     let write = |name: &str, rows: &[(&str, i64)]| {
-        let mut b = Builder::new("cpu", "nanoseconds");
-        let root = b.loc(&["main.main"]);
-        for (f, v) in rows {
-            let l = b.loc(&[f]);
-            b.sample(&[l, root], *v, &[]);
-        }
-        sb.write_bytes(name, &b.bytes())
+        called_from_main(&sb, name, ("cpu", "nanoseconds"), rows)
     };
     let base = write(
         "base.pb",
@@ -271,13 +282,7 @@ fn diff_rows_units_and_percentages_a_reader_can_trust() {
     }
     let sb = Sandbox::new();
     let write = |name: &str, rows: &[(&str, i64)]| {
-        let mut b = Builder::new("cpu", "nanoseconds");
-        let root = b.loc(&["main.main"]);
-        for (f, v) in rows {
-            let l = b.loc(&[f]);
-            b.sample(&[l, root], *v, &[]);
-        }
-        sb.write_bytes(name, &b.bytes())
+        called_from_main(&sb, name, ("cpu", "nanoseconds"), rows)
     };
     let base = write(
         "base.pb",
@@ -377,13 +382,7 @@ fn diff_rows_units_and_percentages_a_reader_can_trust() {
 fn delta_refuses_a_baseline_with_stacks_the_newer_snapshot_lacks() {
     let sb = Sandbox::new();
     let write = |name: &str, rows: &[(&str, i64)]| {
-        let mut b = Builder::new("alloc_objects", "count");
-        let root = b.loc(&["main.main"]);
-        for (f, v) in rows {
-            let l = b.loc(&[f]);
-            b.sample(&[l, root], *v, &[]);
-        }
-        sb.write_bytes(name, &b.bytes())
+        called_from_main(&sb, name, ("alloc_objects", "count"), rows)
     };
     let old = write("old.pb", &[("main.a", 10), ("main.b", 5)]);
     let new = write("new.pb", &[("main.a", 25), ("main.b", 5)]);

@@ -42,6 +42,14 @@ fn hex_addresses(s: &str, line_no: usize) -> Result<Vec<u64>, String> {
         .collect()
 }
 
+/// The locations of a stack of return addresses, each moved back by one to land on its call.
+fn call_sites(addrs: &mut Addrs, l: &mut Legacy, stack: &[u64]) -> Vec<usize> {
+    stack
+        .iter()
+        .map(|&a| addrs.get(l, a.wrapping_sub(1)))
+        .collect()
+}
+
 fn int(s: &str, line_no: usize) -> Result<i64, String> {
     s.parse()
         .map_err(|_| format!("line {line_no}: {s} is not a number"))
@@ -141,11 +149,7 @@ pub(super) fn parse_heap(text: &str) -> Result<Option<Legacy>, String> {
             add(g(3), g(4), "allocation")?;
         }
         add(g(1), g(2), "inuse")?;
-        let stack = hex_addresses(g(5), line_no)?;
-        let locs = stack
-            .iter()
-            .map(|&a| addrs.get(&mut l, a.wrapping_sub(1)))
-            .collect();
+        let locs = call_sites(&mut addrs, &mut l, &hex_addresses(g(5), line_no)?);
         l.samples.push(LSample {
             locs,
             values,
@@ -239,11 +243,7 @@ pub(super) fn parse_contention(text: &str) -> Result<Option<Legacy>, String> {
                 }
                 count = count.saturating_mul(l.period);
             }
-            let stack = hex_addresses(&c[3], i + 1)?;
-            let locs = stack
-                .iter()
-                .map(|&a| addrs.get(&mut l, a.wrapping_sub(1)))
-                .collect();
+            let locs = call_sites(&mut addrs, &mut l, &hex_addresses(&c[3], i + 1)?);
             l.samples.push(LSample {
                 locs,
                 values: vec![count, delay],

@@ -1,0 +1,369 @@
+//! One `kubernetes:` rule checked: every field's default, its range and its relations to
+//! the others (a timeout longer than the recording, a window at least one round, an emergency
+//! above its normal threshold).
+
+use std::time::Duration;
+
+use super::config::{At, Port, RawPort, RawQuantity, RawRule, Rule, TYPES, Thresholds};
+use super::selector::{Selector, is_dns_label};
+use crate::error::UsageError;
+
+/// A duration as a user writes it in profile.yaml: `10s`, `1m`, `500ms`.
+pub fn short(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms >= 60_000 && ms.is_multiple_of(60_000) {
+        format!("{}m", ms / 60_000)
+    } else if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+/// A tag name the upload protocol can carry: no comma, colon or newline.
+pub(super) fn tag_name_ok(k: &str) -> bool {
+    !k.is_empty() && !k.contains([',', ':', '\n'])
+}
+
+/// A tag value the upload protocol can carry: no comma or newline (colons are fine).
+pub(super) fn tag_value_ok(v: &str) -> bool {
+    !v.contains([',', '\n'])
+}
+
+/// A Kubernetes quantity in base units: `512Mi` → 536870912, `250m` → 0.25, `1.5G`.
+pub fn quantity(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+        .unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{text:?} is not a quantity (e.g. 512Mi, 2G, 1500)"))?;
+    let k = match suffix {
+        "" => 1.0,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "Ki" => 1024.0,
+        "Mi" => 1024.0 * 1024.0,
+        "Gi" => 1024.0 * 1024.0 * 1024.0,
+        "Ti" => 1024.0f64.powi(4),
+        other => return Err(format!("{text:?}: unknown quantity suffix {other:?}")),
+    };
+    Ok(n * k)
+}
+
+/// The port name rule of a container port (IANA service name).
+fn port_name_ok(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 15
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter().any(u8::is_ascii_lowercase)
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+        && !s.contains("--")
+}
+
+pub(super) fn rule(at: &At<'_>, r: RawRule) -> Result<Rule, UsageError> {
+    if r.node_local == Some(false) {
+        return Err(at.err(
+            "node_local",
+            "only true is supported: each agentprof watches the pods of its own node",
+        ));
+    }
+    let namespaces = r.namespaces.unwrap_or_default();
+    for ns in &namespaces {
+        if !is_dns_label(ns) {
+            return Err(at.err(
+                "namespaces",
+                format!("{ns:?} is not a namespace name (a DNS label)"),
+            ));
+        }
+    }
+    let selector = match &r.selector {
+        Some(s) => Selector::parse(s).map_err(|e| at.err("selector", e))?,
+        None => Selector::default(),
+    };
+    if let Some(c) = &r.container
+        && !is_dns_label(c)
+    {
+        return Err(at.err(
+            "container",
+            format!("{c:?} is not a container name (a DNS label)"),
+        ));
+    }
+    let tls_open = r.tls_open.unwrap_or(false);
+    let scheme = match r.scheme.as_deref() {
+        None if tls_open => "https",
+        None | Some("http") => "http",
+        Some("https") => "https",
+        Some(s) => return Err(at.err("scheme", format!("{s:?}: use http or https"))),
+    };
+    let port = match r.port {
+        None => {
+            return Err(at.err(
+                "port",
+                "required: the pprof port, by number or by the container port's name",
+            ));
+        }
+        Some(RawPort::Number(n)) if (1..=65535).contains(&n) => Port::Number(n as u16),
+        Some(RawPort::Number(n)) => {
+            return Err(at.err("port", format!("{n} is outside 1 to 65535")));
+        }
+        Some(RawPort::Name(n)) => match n.parse::<i64>() {
+            Ok(v) if (1..=65535).contains(&v) => Port::Number(v as u16),
+            Ok(v) => return Err(at.err("port", format!("{v} is outside 1 to 65535"))),
+            Err(_) if port_name_ok(&n) => Port::Name(n),
+            Err(_) => {
+                return Err(at.err(
+                    "port",
+                    format!("{n:?} is neither a number nor a port name (at most 15 lowercase letters, digits and dashes)"),
+                ));
+            }
+        },
+    };
+    let path = r.path.unwrap_or_else(|| "/debug/pprof".into());
+    if !path.starts_with('/') {
+        return Err(at.err("path", format!("{path:?} must start with /")));
+    }
+    for (key, v) in [
+        ("service", &r.service),
+        ("env", &r.env),
+        ("version", &r.version),
+    ] {
+        if let Some(v) = v
+            && (v.is_empty() || !tag_value_ok(v))
+        {
+            return Err(at.err(
+                key,
+                format!("{v:?} cannot be empty or hold a comma or newline"),
+            ));
+        }
+    }
+    let tags = r.tags.unwrap_or_default();
+    for (k, v) in &tags {
+        if !tag_name_ok(k) || !tag_value_ok(v) {
+            return Err(at.err(
+                "tags",
+                format!("{k}: {v:?}: a name cannot hold a comma, colon or newline, a value a comma or newline"),
+            ));
+        }
+    }
+    let mut maps = Vec::new();
+    for (key, m) in [
+        ("pod_label_as_tags", r.pod_label_as_tags),
+        ("pod_annotation_as_tags", r.pod_annotation_as_tags),
+    ] {
+        let m = m.unwrap_or_default();
+        for (from, to) in &m {
+            if key == "pod_label_as_tags" {
+                super::selector::check_key(from).map_err(|e| at.err(key, e))?;
+            }
+            if !tag_name_ok(to) {
+                return Err(at.err(
+                    key,
+                    format!("{from} → {to:?}: a tag name cannot hold a comma, colon or newline"),
+                ));
+            }
+        }
+        maps.push(m);
+    }
+    let pod_annotation_as_tags = maps.pop().unwrap_or_default();
+    let pod_label_as_tags = maps.pop().unwrap_or_default();
+    let s = Duration::from_secs;
+    let interval = at.duration("interval", &r.interval, s(600), s(10))?;
+    let types =
+        |key: &str, v: Option<Vec<String>>, def: &[&str]| -> Result<Vec<String>, UsageError> {
+            let v = v.unwrap_or_else(|| def.iter().map(|t| t.to_string()).collect());
+            for t in &v {
+                if !TYPES.contains(&t.as_str()) {
+                    return Err(at.err(key, format!("{t:?} is not one of {}", TYPES.join(", "))));
+                }
+            }
+            Ok(v)
+        };
+    let scheduled_types = types("scheduled_types", r.scheduled_types, &["heap", "goroutine"])?;
+    let pct = |key: &str, v: Option<f64>| -> Result<Option<f64>, UsageError> {
+        match v {
+            Some(p) if !(p > 0.0 && p <= 100.0) => Err(at.err(
+                key,
+                format!("{p} is not a percentage above 0 and at most 100"),
+            )),
+            other => Ok(other),
+        }
+    };
+    let qty = |key: &str, v: Option<RawQuantity>, scale: f64| -> Result<Option<f64>, UsageError> {
+        let v = match v {
+            None => return Ok(None),
+            Some(RawQuantity::Number(n)) => n,
+            Some(RawQuantity::Text(t)) => quantity(&t).map_err(|e| at.err(key, e))? * scale,
+        };
+        if v > 0.0 && v.is_finite() {
+            Ok(Some(v))
+        } else {
+            Err(at.err(key, format!("{v} must be above 0")))
+        }
+    };
+    // A CPU quantity string is in cores (`500m` is half a core); a bare number is millicores.
+    let normal = Thresholds {
+        cpu_pct: pct("cpu_usage_base_limit", r.cpu_usage_base_limit)?,
+        mem_pct: pct("mem_usage_base_limit", r.mem_usage_base_limit)?,
+        cpu_millicores: qty("cpu_usage_millicores", r.cpu_usage_millicores, 1000.0)?,
+        mem_bytes: qty("mem_usage_bytes", r.mem_usage_bytes, 1.0)?.map(|b| b as u64),
+    };
+    let emergency = Thresholds {
+        cpu_pct: pct("cpu_emergency_base_limit", r.cpu_emergency_base_limit)?,
+        mem_pct: pct("mem_emergency_base_limit", r.mem_emergency_base_limit)?,
+        cpu_millicores: qty(
+            "cpu_emergency_millicores",
+            r.cpu_emergency_millicores,
+            1000.0,
+        )?,
+        mem_bytes: qty("mem_emergency_bytes", r.mem_emergency_bytes, 1.0)?.map(|b| b as u64),
+    };
+    for (key, e, n) in [
+        (
+            "cpu_emergency_base_limit",
+            emergency.cpu_pct,
+            normal.cpu_pct,
+        ),
+        (
+            "mem_emergency_base_limit",
+            emergency.mem_pct,
+            normal.mem_pct,
+        ),
+        (
+            "cpu_emergency_millicores",
+            emergency.cpu_millicores,
+            normal.cpu_millicores,
+        ),
+        (
+            "mem_emergency_bytes",
+            emergency.mem_bytes.map(|b| b as f64),
+            normal.mem_bytes.map(|b| b as f64),
+        ),
+    ] {
+        if let (Some(e), Some(n)) = (e, n)
+            && e < n
+        {
+            return Err(at.err(
+                key,
+                format!("{e} is below the normal threshold {n}: an emergency is the higher one"),
+            ));
+        }
+    }
+    let any_threshold = normal.any() || emergency.any();
+    let trigger_types = if any_threshold {
+        types(
+            "trigger_types",
+            r.trigger_types,
+            &["cpu", "heap", "goroutine"],
+        )?
+    } else {
+        match r.trigger_types {
+            Some(t) if !t.is_empty() => {
+                return Err(at.err(
+                    "trigger_types",
+                    "no threshold is set, so nothing would trigger these: set cpu_usage_base_limit, mem_usage_bytes or another threshold",
+                ));
+            }
+            _ => Vec::new(),
+        }
+    };
+    let profile_duration = at.duration("profile_duration", &r.profile_duration, s(10), s(1))?;
+    let emergency_duration = at.duration(
+        "emergency_duration",
+        &r.emergency_duration,
+        profile_duration,
+        s(1),
+    )?;
+    let cpu = scheduled_types
+        .iter()
+        .chain(&trigger_types)
+        .any(|t| t == "cpu");
+    let longest = if cpu {
+        profile_duration.max(emergency_duration)
+    } else {
+        Duration::ZERO
+    };
+    let request_timeout = at.duration(
+        "request_timeout",
+        &r.request_timeout,
+        (longest + s(5)).max(s(15)),
+        Duration::from_millis(1),
+    )?;
+    if request_timeout <= longest {
+        return Err(at.err(
+            "request_timeout",
+            format!(
+                "{} must exceed the longest CPU recording, {}",
+                short(request_timeout),
+                short(longest)
+            ),
+        ));
+    }
+    let monitor_interval = at.duration("monitor_interval", &r.monitor_interval, s(10), s(1))?;
+    let trigger_window =
+        at.duration("trigger_window", &r.trigger_window, s(60), monitor_interval)?;
+    let cooldown = at.duration("cooldown", &r.cooldown, s(600), Duration::ZERO)?;
+    let max_concurrency = match r.max_concurrency {
+        None => 2,
+        Some(n) if n >= 1 => n as usize,
+        Some(n) => return Err(at.err("max_concurrency", format!("{n} must be at least 1"))),
+    };
+    let body_size_limit_mb = match r.body_size_limit_mb {
+        None => 32,
+        Some(n) if (1..=1024).contains(&n) => n as u64,
+        Some(n) => return Err(at.err("body_size_limit_mb", format!("{n} is outside 1 to 1024"))),
+    };
+    let tls = crate::pull::fetch::Tls {
+        ca: r.tls_ca,
+        cert: r.tls_cert,
+        key: r.tls_key,
+        insecure_skip_verify: r.insecure_skip_verify.unwrap_or(false),
+    };
+    if tls.cert.is_some() != tls.key.is_some() {
+        return Err(at.err(
+            if tls.cert.is_some() {
+                "tls_cert"
+            } else {
+                "tls_key"
+            },
+            "tls_cert and tls_key go together (a client certificate and its key)",
+        ));
+    }
+    Ok(Rule {
+        index: at.index,
+        namespaces,
+        selector,
+        container: r.container,
+        scheme,
+        port,
+        path,
+        service: r.service,
+        env: r.env,
+        version: r.version,
+        tags,
+        pod_label_as_tags,
+        pod_annotation_as_tags,
+        interval,
+        scheduled_types,
+        trigger_types,
+        profile_duration,
+        emergency_duration,
+        request_timeout,
+        monitor_interval,
+        trigger_window,
+        cooldown,
+        max_concurrency,
+        normal,
+        emergency,
+        tls,
+        body_size_limit_mb,
+    })
+}
