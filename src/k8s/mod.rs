@@ -4,6 +4,7 @@
 
 pub mod config;
 mod rule;
+pub mod schedule;
 pub mod selector;
 pub mod stats;
 pub mod tags;
