@@ -174,7 +174,18 @@ fn from_file(path: &Path) -> anyhow::Result<Vec<Target>> {
     let text = crate::config::read_config_text(path)?;
     let file: ProfileFile =
         serde_yaml_ng::from_str(&text).map_err(|e| UsageError::yaml(path, &e))?;
-    let _ = (file.init_config, file.kubernetes);
+    let _ = file.init_config;
+    // The `kubernetes:` rules are checked here too, so a mistake in them is found now, and
+    // the user is told that pull does not collect them.
+    if file.kubernetes.is_some()
+        && let Some(k) = crate::k8s::config::K8sConfig::parse(path, &text)?
+    {
+        eprintln!(
+            "agentprof: {}: pull collects the `instances:` only, not the `kubernetes:` rules ({})",
+            path.display(),
+            k.rules.len()
+        );
+    }
     let mut targets = Vec::new();
     for (i, inst) in file.instances.into_iter().enumerate() {
         if !inst.enabled {

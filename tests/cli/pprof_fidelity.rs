@@ -113,6 +113,11 @@ fn called_from_main(
     sb.write_bytes(name, &b.bytes())
 }
 
+/// A CPU profile (nanoseconds) of functions called from main.main.
+fn cpu_from_main(sb: &Sandbox, name: &str, rows: &[(&str, i64)]) -> std::path::PathBuf {
+    called_from_main(sb, name, ("cpu", "nanoseconds"), rows)
+}
+
 /// `agentprof top ARGS FILE` and `go tool pprof -top GOARGS FILE` print the same text.
 fn same_as_go(sb: &Sandbox, file: &std::path::Path, ours: &[&str], theirs: &[&str]) -> String {
     let f = file.to_str().unwrap();
@@ -234,9 +239,7 @@ fn diff_base_output_totals_as_go_tool_pprof() {
         return;
     }
     let sb = Sandbox::new();
-    let write = |name: &str, rows: &[(&str, i64)]| {
-        called_from_main(&sb, name, ("cpu", "nanoseconds"), rows)
-    };
+    let write = |name: &str, rows: &[(&str, i64)]| cpu_from_main(&sb, name, rows);
     let base = write(
         "base.pb",
         &[("main.a", 700_000_000), ("main.b", 700_000_000)],
@@ -281,9 +284,7 @@ fn diff_rows_units_and_percentages_a_reader_can_trust() {
         return;
     }
     let sb = Sandbox::new();
-    let write = |name: &str, rows: &[(&str, i64)]| {
-        called_from_main(&sb, name, ("cpu", "nanoseconds"), rows)
-    };
+    let write = |name: &str, rows: &[(&str, i64)]| cpu_from_main(&sb, name, rows);
     let base = write(
         "base.pb",
         &[

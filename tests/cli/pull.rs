@@ -531,12 +531,26 @@ fn bad_flags_and_targets_are_usage_errors() {
     // The `kubernetes:` rules beside the instances are `agentprof k8s`'s: pull reads past them.
     sb.write(
         "conf.d/profile.yaml",
-        "instances:\n  - url: http://h:1\n    intervall: 10s\nkubernetes:\n  - port: pprof\n",
+        "instances:\n  - url: http://h:1\n    enabled: false\nkubernetes:\n  - port: pprof\n",
     );
     let r = sb.run(&["pull"]);
     assert_eq!(r.code, 2);
     assert!(
-        r.stderr.contains("intervall") && !r.stderr.contains("kubernetes"),
+        r.stderr.contains("no enabled target")
+            && r.stderr.contains("not the `kubernetes:` rules (1)"),
+        "{}",
+        r.stderr
+    );
+    // A mistake in the rules is found by pull too, not only when they are used.
+    sb.write(
+        "conf.d/profile.yaml",
+        "instances:\n  - url: http://h:1\nkubernetes:\n  - port: 99999\n",
+    );
+    let r = sb.run(&["pull"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("profile.yaml:4:5: kubernetes[0]: port: 99999 is outside 1 to 65535"),
         "{}",
         r.stderr
     );
