@@ -330,7 +330,7 @@ fn go_time(nanos: i64) -> String {
     let Ok(ts) = jiff::Timestamp::from_nanosecond(i128::from(nanos)) else {
         return String::new();
     };
-    let z = ts.to_zoned_datetime(jiff::tz::TimeZone::system());
+    let z = ts.to_zoned(jiff::tz::TimeZone::system());
     z.strftime("%Y-%m-%d %H:%M:%S %Z").to_string()
 }
 

@@ -114,6 +114,39 @@ pub fn client(timeout: Duration, tls: &Tls) -> Result<reqwest::blocking::Client,
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
+/// What stops a fetch early: SIGINT/SIGTERM always, and for a job that can be cancelled (a
+/// pod that went away) its own flag.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Option<std::sync::Arc<std::sync::atomic::AtomicBool>>);
+
+impl Cancel {
+    /// A cancel of its own, for a job another thread may stop.
+    pub fn new() -> Cancel {
+        Cancel(Some(Default::default()))
+    }
+
+    pub fn cancel(&self) {
+        if let Some(f) = &self.0 {
+            f.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// Cancelled by its owner (not by a signal).
+    pub fn cancelled(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
+    pub fn is_set(&self) -> bool {
+        crate::agent::signal::requested() || self.cancelled()
+    }
+
+    fn message(&self) -> &'static str {
+        if self.cancelled() { CANCELLED } else { STOPPED }
+    }
+}
+
 /// Why a fetch failed, worded for the user (the URL is redacted).
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
@@ -142,6 +175,7 @@ pub fn fetch(
     url: &Url,
     limits: &Limits,
     timeout: Duration,
+    cancel: &Cancel,
 ) -> Result<Fetched, FetchError> {
     let deadline = std::time::Instant::now() + timeout;
     let shown = redact(url);
@@ -149,8 +183,8 @@ pub fn fetch(
         url: shown.clone(),
         message,
     };
-    let resp = send_interruptible(client, url, deadline).map_err(|e| match e {
-        Sent::Signal => http(STOPPED.into()),
+    let resp = send_interruptible(client, url, deadline, cancel).map_err(|e| match e {
+        Sent::Signal => http(cancel.message().into()),
         Sent::Deadline => http(format!(
             "no answer within --http-timeout {} (it must exceed the profile duration)",
             crate::duration::human(timeout)
@@ -183,7 +217,7 @@ pub fn fetch(
         });
     }
     let expected = resp.content_length();
-    let bytes = read_body(resp, limits.body + 1, deadline).map_err(|(got, why)| {
+    let bytes = read_body(resp, limits.body + 1, deadline, cancel).map_err(|(got, why)| {
         let of = expected.map_or_else(String::new, |n| format!(" of {n}"));
         http(match why {
             BodyEnd::Deadline => format!(
@@ -191,7 +225,7 @@ pub fn fetch(
                 crate::duration::human(timeout)
             ),
             BodyEnd::Cut(e) => format!("the body was cut after {got} bytes{of}: {e}"),
-            BodyEnd::Signal => STOPPED.into(),
+            BodyEnd::Signal => cancel.message().into(),
         })
     })?;
     if bytes.len() as u64 > limits.body {
@@ -244,6 +278,9 @@ enum BodyEnd {
 /// A fetch stopped by SIGINT or SIGTERM.
 pub const STOPPED: &str = "stopped by a signal before the profile arrived";
 
+/// A fetch whose target went away (its pod deleted, or its IP, UID or rule changed).
+pub const CANCELLED: &str = "cancelled: the target went away before the profile arrived";
+
 /// How often a waiting fetch looks at the signal flag.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -259,6 +296,7 @@ fn send_interruptible(
     client: &reqwest::blocking::Client,
     url: &Url,
     deadline: std::time::Instant,
+    cancel: &Cancel,
 ) -> Result<reqwest::blocking::Response, Sent> {
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     let req = client.get(url.clone());
@@ -269,7 +307,7 @@ fn send_interruptible(
         })
         .map_err(|_| Sent::Deadline)?;
     loop {
-        if crate::agent::signal::requested() {
+        if cancel.is_set() {
             return Err(Sent::Signal);
         }
         let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -310,6 +348,7 @@ fn read_body(
     mut r: impl Read + Send + 'static,
     max: u64,
     deadline: std::time::Instant,
+    cancel: &Cancel,
 ) -> Result<Vec<u8>, (usize, BodyEnd)> {
     let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(4);
     let spawned = std::thread::Builder::new()
@@ -340,7 +379,7 @@ fn read_body(
     }
     let mut bytes = Vec::new();
     loop {
-        if crate::agent::signal::requested() {
+        if cancel.is_set() {
             return Err((bytes.len(), BodyEnd::Signal));
         }
         let left = deadline.saturating_duration_since(std::time::Instant::now());

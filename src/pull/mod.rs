@@ -39,18 +39,28 @@ pub struct Target {
 }
 
 impl Target {
-    /// `<service>`, safe as a directory name.
-    fn dir_name(&self) -> String {
-        self.service
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
+    /// `<service>`, safe as a directory name: where `pull` stores its files under `--out`.
+    pub fn dir_name(&self) -> PathBuf {
+        PathBuf::from(safe_name(&self.service))
+    }
+}
+
+/// `name` with everything but letters, digits, `-`, `_` and `.` made `_`: safe as a path part.
+pub fn safe_name(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() || s == "." || s == ".." {
+        format!("_{s}")
+    } else {
+        s
     }
 }
 
@@ -178,6 +188,19 @@ struct Runner {
     seq: u64,
 }
 
+/// One collection to make: of which target, where its files go, and what stops it.
+pub struct Job<'a> {
+    pub target: &'a Target,
+    pub client: &'a reqwest::blocking::Client,
+    /// The collection's number for this target, from 1.
+    pub seq: u64,
+    /// Under `out`: `<service>` for pull, `<namespace>/<pod>/<container>` for k8s.
+    pub dir: PathBuf,
+    /// Names the target's baselines in the delta cache (`<key>|<type>`).
+    pub cache_key: String,
+    pub cancel: &'a fetch::Cancel,
+}
+
 fn progress(
     seconds: u64,
     label: String,
@@ -226,16 +249,16 @@ fn counted_samples(p: &Pprof) -> Option<i64> {
     })
 }
 
-/// Collects every type of `r.target` once.
-fn collect(
-    r: &mut Runner,
+/// Collects every type of the job's target once. The cache and the uploader may be shared
+/// by collections on other threads: each is locked only for its own step.
+pub fn collect(
+    job: &Job<'_>,
     opts: &PullOptions,
-    cache: &mut DeltaCache,
-    uploader: Option<&mut upload::Uploader>,
+    cache: &std::sync::Mutex<DeltaCache>,
+    uploader: Option<&std::sync::Mutex<upload::Uploader>>,
 ) -> Collection {
-    let t = &r.target;
+    let t = job.target;
     let limits = Limits::network(opts.body_size_limit_mb);
-    r.seq += 1;
     let start = jiff::Timestamp::now();
     let mut pulled = Vec::new();
     let mut figures = GoFigures::default();
@@ -244,8 +267,8 @@ fn collect(
     let mut kinds: Vec<&String> = t.types.iter().filter(|k| *k == "cpu").collect();
     kinds.extend(t.types.iter().filter(|k| *k != "cpu"));
     for kind in kinds {
-        // Ctrl-C or SIGTERM: keep what arrived, fetch nothing more.
-        if crate::agent::signal::requested() {
+        // Ctrl-C, SIGTERM or a cancelled job: keep what arrived, fetch nothing more.
+        if job.cancel.is_set() {
             break;
         }
         let url = endpoint(&t.url, kind, t.profile_duration.as_secs().max(1));
@@ -257,7 +280,7 @@ fn collect(
             )
         });
         let t0 = Instant::now();
-        let res = fetch::fetch(&r.client, &url, &limits, t.http_timeout);
+        let res = fetch::fetch(job.client, &url, &limits, t.http_timeout, job.cancel);
         if let Some(Some((bar, h, done))) = bar {
             done.store(true, std::sync::atomic::Ordering::Relaxed);
             let _ = h.join();
@@ -305,12 +328,13 @@ fn collect(
         let mut shown_profile: Option<Pprof> = None;
         let mut delta_raw: Option<Vec<u8>> = None;
         if delta::needs_delta(&profile) {
-            let key = format!("{}|{kind}", redact(&t.url));
-            match cache.get(&key) {
+            let key = format!("{}|{kind}", job.cache_key);
+            let base = lock(cache).get(&key).map(<[u8]>::to_vec);
+            match base {
                 Ok(base_bytes) => {
                     let t0 = Instant::now();
                     let mut restarted = false;
-                    let made = crate::pprof::decode::decompress(base_bytes, &limits)
+                    let made = crate::pprof::decode::decompress(&base_bytes, &limits)
                         .map_err(|e| e.to_string())
                         .and_then(|base| {
                             wiredelta::delta(base, fetched.raw).map_err(|e| {
@@ -336,7 +360,7 @@ fn collect(
                 }
                 Err(why) => entry.no_delta = Some(why),
             }
-            cache.put(&key, gz.clone());
+            lock(cache).put(&key, gz.clone());
         }
         let delta_gz = delta_raw.as_deref().map(gzip_raw);
         // Figures DataKit derives.
@@ -375,7 +399,7 @@ fn collect(
         }
         let stamp = crate::duration::file_stamp();
         if let Some(out) = &opts.out {
-            let dir = out.join(t.dir_name());
+            let dir = out.join(&job.dir);
             if let Err(e) = std::fs::create_dir_all(&dir) {
                 entry.error = Some(format!("cannot create {}: {e}", dir.display()));
             } else {
@@ -435,7 +459,7 @@ fn collect(
     let mut c = Collection {
         service: t.service.clone(),
         target: redact(&t.url),
-        seq: r.seq,
+        seq: job.seq,
         start: upload::rfc3339_nano(start),
         end: upload::rfc3339_nano(end),
         profiles: pulled,
@@ -455,7 +479,7 @@ fn collect(
         }
         tags.push(format!("host:{}", opts.hostname));
         tags.push("runtime:go".into());
-        tags.push(format!("profile_seq:{}", r.seq - 1));
+        tags.push(format!("profile_seq:{}", job.seq - 1));
         tags.extend(t.tags.iter().cloned());
         let u = upload::Upload {
             attachments,
@@ -463,7 +487,7 @@ fn collect(
             start,
             end,
         };
-        match up.send(&u) {
+        match lock(up).send(&u) {
             Ok(()) => c.uploaded = Some(true),
             Err(e) => {
                 c.uploaded = Some(false);
@@ -472,6 +496,12 @@ fn collect(
         }
     }
     c
+}
+
+/// The lock's value, also after a panic elsewhere poisoned it (the data stays consistent:
+/// every holder finishes its step before unlocking).
+pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The profile gzipped: as received when it came gzipped, else compressed now.
@@ -564,7 +594,7 @@ pub fn run(
             seq: 0,
         });
     }
-    let mut uploader = match &opts.upload {
+    let uploader = match &opts.upload {
         Some(u) => Some(
             upload::Uploader::new(
                 u.clone(),
@@ -575,9 +605,11 @@ pub fn run(
             .map_err(|e| crate::error::UsageError::flag("--upload", e))?,
         ),
         None => None,
-    };
+    }
+    .map(std::sync::Mutex::new);
     let mut forwarders = Vec::new();
-    let mut cache = DeltaCache::new((opts.delta_cache_mb << 20) as usize);
+    let cache = std::sync::Mutex::new(DeltaCache::new((opts.delta_cache_mb << 20) as usize));
+    let cancel = fetch::Cancel::default();
     crate::agent::signal::install();
     let started = Instant::now();
     let mut next: Vec<Instant> = runners.iter().map(|_| started).collect();
@@ -603,7 +635,17 @@ pub fn run(
         if crate::agent::signal::requested() {
             break;
         }
-        let c = collect(&mut runners[i], opts, &mut cache, uploader.as_mut());
+        let r = &mut runners[i];
+        r.seq += 1;
+        let job = Job {
+            target: &r.target,
+            client: &r.client,
+            seq: r.seq,
+            dir: r.target.dir_name(),
+            cache_key: redact(&r.target.url),
+            cancel: &cancel,
+        };
+        let c = collect(&job, opts, &cache, uploader.as_ref());
         done[i] += 1;
         next[i] += runners[i].target.interval;
         failed |= c.profiles.iter().any(|p| !p.ok);
@@ -620,7 +662,8 @@ pub fn run(
             "agentprof: stopped by a signal; the {kept} profile(s) already fetched are kept (a second Ctrl-C exits at once)"
         );
     }
-    if let Some(u) = &mut uploader {
+    if let Some(u) = &uploader {
+        let mut u = lock(u);
         // After a signal the spool keeps what is pending for the next run: no waiting on an
         // intake now.
         if !crate::agent::signal::requested() {

@@ -15,7 +15,7 @@ fn figure(v: Option<impl std::fmt::Display>) -> String {
 pub fn timestamp(unix_s: f64) -> String {
     let ts = jiff::Timestamp::from_nanosecond((unix_s * 1e9) as i128)
         .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
-    ts.to_zoned_datetime(jiff::tz::TimeZone::system())
+    ts.to_zoned(jiff::tz::TimeZone::system())
         .strftime("%Y-%m-%d %H:%M:%S %Z")
         .to_string()
 }
