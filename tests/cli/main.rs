@@ -7,6 +7,7 @@ mod exec;
 mod gate;
 mod gate_check;
 mod generated;
+mod k8s;
 mod pprof;
 mod pprof_fidelity;
 mod profile;

@@ -1,0 +1,694 @@
+//! A loopback Kubernetes API server that enforces the parts of the protocol agentprof and
+//! its peers use: bearer-token auth, discovery (`/version`, `/api`, `/apis`, resource lists),
+//! pods listed in pages (`limit`/`continue`, `resourceVersion`), field selection on
+//! `spec.nodeName`, `metadata.name` and `metadata.namespace` (others are refused as the real
+//! server refuses them), equality label selectors, watch streams (ADDED, MODIFIED, DELETED,
+//! BOOKMARK) from a resourceVersion, `410 Gone` for a version older than the kept history,
+//! Leases with optimistic concurrency (409 on a stale resourceVersion), and a count of
+//! requests by verb and resource. Checked with kubectl and a client-go informer
+//! (tests/cli/k8s/peers.rs).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{Method, Request, Response, StatusCode};
+use serde_json::{Value, json};
+
+type Key = (String, String);
+
+#[derive(Default)]
+struct State {
+    rv: u64,
+    pods: BTreeMap<Key, Value>,
+    leases: BTreeMap<Key, Value>,
+    /// Pod events kept for watches: (resourceVersion, type, object).
+    events: VecDeque<(u64, &'static str, Value)>,
+    /// Versions at or below this are gone: a watch from one gets 410.
+    compacted: u64,
+    /// `verb resource` → requests.
+    counts: BTreeMap<String, u64>,
+    /// Every request line, for messages.
+    log: Vec<String>,
+}
+
+pub struct ApiServer {
+    pub addr: SocketAddr,
+    pub token: String,
+    /// The server's certificate, which a kubeconfig names as its authority.
+    pub ca: std::path::PathBuf,
+    state: Arc<Mutex<State>>,
+    changed: tokio::sync::watch::Sender<u64>,
+    cut: tokio::sync::watch::Sender<u64>,
+}
+
+fn status(code: u16, reason: &str, message: &str) -> Response<Body> {
+    let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+        "status": "Failure", "message": message, "reason": reason, "code": code});
+    Response::builder()
+        .status(code)
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+fn ok(v: &Value) -> Response<Body> {
+    Response::builder()
+        .header("content-type", "application/json")
+        .body(Body::from(v.to_string()))
+        .unwrap()
+}
+
+/// A watch stream's body: JSON lines as they are sent.
+struct Lines(tokio::sync::mpsc::Receiver<Bytes>);
+
+impl http_body::Body for Lines {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|o| o.map(|b| Ok(http_body::Frame::data(b))))
+    }
+}
+
+struct Query(Vec<(String, String)>);
+
+impl Query {
+    fn parse(q: Option<&str>) -> Query {
+        let url = reqwest::Url::parse(&format!("http://x/?{}", q.unwrap_or(""))).unwrap();
+        Query(
+            url.query_pairs()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
+    }
+    fn get(&self, k: &str) -> Option<&str> {
+        self.0.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str())
+    }
+}
+
+/// A parsed field or label selector: `key=value` terms (also `==`, and `!=`).
+fn selector_terms(s: &str) -> Vec<(String, bool, String)> {
+    s.split(',')
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            if let Some((k, v)) = t.split_once("!=") {
+                (k.to_string(), false, v.to_string())
+            } else {
+                let (k, v) = t.split_once('=').unwrap_or((t, ""));
+                (k.to_string(), true, v.trim_start_matches('=').to_string())
+            }
+        })
+        .collect()
+}
+
+fn field(pod: &Value, key: &str) -> Option<String> {
+    let v = match key {
+        "spec.nodeName" => &pod["spec"]["nodeName"],
+        "metadata.name" => &pod["metadata"]["name"],
+        "metadata.namespace" => &pod["metadata"]["namespace"],
+        "status.phase" => &pod["status"]["phase"],
+        _ => return None,
+    };
+    Some(v.as_str().unwrap_or("").to_string())
+}
+
+struct Filter {
+    namespace: Option<String>,
+    fields: Vec<(String, bool, String)>,
+    labels: Vec<(String, bool, String)>,
+}
+
+impl Filter {
+    fn new(namespace: Option<&str>, q: &Query) -> Result<Filter, Response<Body>> {
+        let fields = selector_terms(q.get("fieldSelector").unwrap_or(""));
+        for (k, _, _) in &fields {
+            if field(&json!({}), k).is_none() {
+                return Err(status(
+                    400,
+                    "BadRequest",
+                    &format!("field label not supported: {k}"),
+                ));
+            }
+        }
+        Ok(Filter {
+            namespace: namespace.map(str::to_string),
+            fields,
+            labels: selector_terms(q.get("labelSelector").unwrap_or("")),
+        })
+    }
+    fn matches(&self, pod: &Value) -> bool {
+        if let Some(ns) = &self.namespace
+            && pod["metadata"]["namespace"].as_str() != Some(ns)
+        {
+            return false;
+        }
+        self.fields
+            .iter()
+            .all(|(k, eq, v)| (field(pod, k).as_deref() == Some(v.as_str())) == *eq)
+            && self.labels.iter().all(|(k, eq, v)| {
+                (pod["metadata"]["labels"][k].as_str() == Some(v.as_str())) == *eq
+            })
+    }
+}
+
+impl ApiServer {
+    /// Starts the server over HTTPS on 127.0.0.1, its certificate made in `dir`; `token` is
+    /// the bearer token every request must carry. None only where openssl is missing (not CI).
+    pub fn start(dir: &Path, token: &str) -> Option<ApiServer> {
+        let (cert, key) = super::tls::certificate(dir)?;
+        let state = Arc::new(Mutex::new(State::default()));
+        let (changed, _) = tokio::sync::watch::channel(0u64);
+        let (cut, _) = tokio::sync::watch::channel(0u64);
+        let (s, ch, c, t) = (
+            Arc::clone(&state),
+            changed.clone(),
+            cut.clone(),
+            token.to_string(),
+        );
+        let app = axum::Router::new().fallback(move |req: Request<Body>| {
+            let (s, ch, c, t) = (Arc::clone(&s), ch.clone(), c.clone(), t.clone());
+            async move { handle(req, s, ch, c, &t).await }
+        });
+        let addr = super::tls::serve(app, &cert, &key);
+        Some(ApiServer {
+            addr,
+            token: token.to_string(),
+            ca: cert,
+            state,
+            changed,
+            cut,
+        })
+    }
+
+    pub fn url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
+    /// A kubeconfig for this server, its user authenticated by the token.
+    pub fn kubeconfig(&self, path: &Path) {
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: loop\n  cluster:\n    server: {}\n    \
+             certificate-authority: {}\n\
+             contexts:\n- name: loop\n  context:\n    cluster: loop\n    user: agentprof\n    \
+             namespace: agentprof\ncurrent-context: loop\nusers:\n- name: agentprof\n  user:\n    \
+             token: {}\n",
+            self.url(),
+            self.ca.display(),
+            self.token
+        );
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn record(&self, kind: &'static str, pod: Value) {
+        let mut st = self.state.lock().unwrap();
+        st.rv += 1;
+        let rv = st.rv;
+        let mut pod = pod;
+        pod["metadata"]["resourceVersion"] = rv.to_string().into();
+        let key = (
+            pod["metadata"]["namespace"].as_str().unwrap().to_string(),
+            pod["metadata"]["name"].as_str().unwrap().to_string(),
+        );
+        if kind == "DELETED" {
+            st.pods.remove(&key);
+        } else {
+            st.pods.insert(key, pod.clone());
+        }
+        st.events.push_back((rv, kind, pod));
+        drop(st);
+        self.changed.send_replace(rv);
+    }
+
+    /// Creates or replaces a pod (ADDED or MODIFIED to watchers).
+    pub fn put_pod(&self, pod: Value) {
+        let key = (
+            pod["metadata"]["namespace"].as_str().unwrap().to_string(),
+            pod["metadata"]["name"].as_str().unwrap().to_string(),
+        );
+        let exists = self.state.lock().unwrap().pods.contains_key(&key);
+        self.record(if exists { "MODIFIED" } else { "ADDED" }, pod);
+    }
+
+    pub fn pod(&self, ns: &str, name: &str) -> Option<Value> {
+        let st = self.state.lock().unwrap();
+        st.pods.get(&(ns.to_string(), name.to_string())).cloned()
+    }
+
+    pub fn delete_pod(&self, ns: &str, name: &str) {
+        if let Some(p) = self.pod(ns, name) {
+            self.record("DELETED", p);
+        }
+    }
+
+    /// Forgets the event history: a watch from an older version now gets 410 Gone.
+    pub fn compact(&self) {
+        let mut st = self.state.lock().unwrap();
+        st.compacted = st.rv;
+        st.events.clear();
+    }
+
+    /// Ends every open watch stream, as an API server restart or a load balancer does.
+    pub fn cut_watches(&self) {
+        self.cut.send_modify(|n| *n += 1);
+    }
+
+    /// Requests so far by `verb resource` (`list pods`, `watch pods`, `get leases`…).
+    pub fn counts(&self) -> BTreeMap<String, u64> {
+        self.state.lock().unwrap().counts.clone()
+    }
+
+    pub fn count(&self, verb: &str) -> u64 {
+        self.counts()
+            .iter()
+            .filter(|(k, _)| k.split(' ').next() == Some(verb))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    pub fn log(&self) -> Vec<String> {
+        self.state.lock().unwrap().log.clone()
+    }
+
+    pub fn lease(&self, ns: &str, name: &str) -> Option<Value> {
+        let st = self.state.lock().unwrap();
+        st.leases.get(&(ns.to_string(), name.to_string())).cloned()
+    }
+}
+
+fn count(state: &Mutex<State>, verb: &str, resource: &str, line: String) {
+    let mut st = state.lock().unwrap();
+    *st.counts.entry(format!("{verb} {resource}")).or_default() += 1;
+    st.log.push(line);
+}
+
+async fn handle(
+    req: Request<Body>,
+    state: Arc<Mutex<State>>,
+    changed: tokio::sync::watch::Sender<u64>,
+    cut: tokio::sync::watch::Sender<u64>,
+    token: &str,
+) -> Response<Body> {
+    let line = format!("{} {}", req.method(), req.uri());
+    let authorized = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == format!("Bearer {token}"));
+    if !authorized {
+        count(&state, "unauthorized", "-", line);
+        return status(401, "Unauthorized", "Unauthorized");
+    }
+    let q = Query::parse(req.uri().query());
+    let path: Vec<String> = req
+        .uri()
+        .path()
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    let p: Vec<&str> = path.iter().map(String::as_str).collect();
+    let method = req.method().clone();
+    match (method.clone(), p.as_slice()) {
+        (Method::GET, ["version"]) => {
+            count(&state, "get", "version", line);
+            ok(
+                &json!({"major": "1", "minor": "34", "gitVersion": "v1.34.0",
+                "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
+                "goVersion": "go1.26", "compiler": "gc", "platform": "linux/amd64"}),
+            )
+        }
+        (Method::GET, ["api"]) => {
+            count(&state, "get", "discovery", line);
+            ok(&json!({"kind": "APIVersions", "versions": ["v1"],
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}))
+        }
+        (Method::GET, ["apis"]) => {
+            count(&state, "get", "discovery", line);
+            ok(
+                &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [{
+                "name": "coordination.k8s.io",
+                "versions": [{"groupVersion": "coordination.k8s.io/v1", "version": "v1"}],
+                "preferredVersion": {"groupVersion": "coordination.k8s.io/v1", "version": "v1"}}]}),
+            )
+        }
+        (Method::GET, ["api", "v1"]) => {
+            count(&state, "get", "discovery", line);
+            ok(
+                &json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+                {"name": "pods", "singularName": "pod", "namespaced": true, "kind": "Pod",
+                 "verbs": ["get", "list", "watch"], "shortNames": ["po"]},
+                {"name": "namespaces", "singularName": "namespace", "namespaced": false,
+                 "kind": "Namespace", "verbs": ["get"], "shortNames": ["ns"]}]}),
+            )
+        }
+        (Method::GET, ["apis", "coordination.k8s.io", "v1"]) => {
+            count(&state, "get", "discovery", line);
+            ok(&json!({"kind": "APIResourceList", "apiVersion": "v1",
+                "groupVersion": "coordination.k8s.io/v1", "resources": [
+                {"name": "leases", "singularName": "lease", "namespaced": true, "kind": "Lease",
+                 "verbs": ["create", "get", "list", "update"]}]}))
+        }
+        (Method::GET, ["api", "v1", "namespaces", ns]) => {
+            count(&state, "get", "namespaces", line);
+            let st = state.lock().unwrap();
+            let known = ["default", "kube-system", "agentprof"].contains(ns)
+                || st.pods.keys().any(|(n, _)| n == ns);
+            if known {
+                ok(&json!({"kind": "Namespace", "apiVersion": "v1",
+                    "metadata": {"name": ns, "uid": format!("ns-{ns}")},
+                    "status": {"phase": "Active"}}))
+            } else {
+                status(404, "NotFound", &format!("namespaces \"{ns}\" not found"))
+            }
+        }
+        (Method::GET, ["api", "v1", "pods"]) => pods(&state, &changed, &cut, None, &q, line).await,
+        (Method::GET, ["api", "v1", "namespaces", ns, "pods"]) => {
+            pods(&state, &changed, &cut, Some(ns), &q, line).await
+        }
+        (Method::GET, ["api", "v1", "namespaces", ns, "pods", name]) => {
+            count(&state, "get", "pods", line);
+            let st = state.lock().unwrap();
+            match st.pods.get(&(ns.to_string(), name.to_string())) {
+                Some(p) => ok(p),
+                None => status(404, "NotFound", &format!("pods \"{name}\" not found")),
+            }
+        }
+        (
+            _,
+            [
+                "apis",
+                "coordination.k8s.io",
+                "v1",
+                "namespaces",
+                ns,
+                "leases",
+                rest @ ..,
+            ],
+        ) => {
+            let ns = ns.to_string();
+            let name = rest.first().map(|s| s.to_string());
+            let body = axum::body::to_bytes(req.into_body(), 1 << 20).await;
+            leases(&state, method, ns, name, body.ok(), line)
+        }
+        _ => {
+            count(&state, "other", "-", line);
+            status(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )
+        }
+    }
+}
+
+fn leases(
+    state: &Mutex<State>,
+    method: Method,
+    ns: String,
+    name: Option<String>,
+    body: Option<Bytes>,
+    line: String,
+) -> Response<Body> {
+    let verb = match (&method, &name) {
+        (&Method::GET, Some(_)) => "get",
+        (&Method::GET, None) => "list",
+        (&Method::POST, None) => "create",
+        (&Method::PUT, Some(_)) => "update",
+        _ => return status(405, "MethodNotAllowed", "not allowed"),
+    };
+    count(state, verb, "leases", line);
+    let parsed: Option<Value> = body.and_then(|b| serde_json::from_slice(&b).ok());
+    let mut st = state.lock().unwrap();
+    match verb {
+        "get" => {
+            let name = name.unwrap();
+            match st.leases.get(&(ns, name.clone())) {
+                Some(l) => ok(l),
+                None => status(
+                    404,
+                    "NotFound",
+                    &format!("leases.coordination.k8s.io \"{name}\" not found"),
+                ),
+            }
+        }
+        "list" => {
+            let items: Vec<Value> = st
+                .leases
+                .iter()
+                .filter(|((n, _), _)| *n == ns)
+                .map(|(_, v)| v.clone())
+                .collect();
+            let rv = st.rv.to_string();
+            ok(
+                &json!({"kind": "LeaseList", "apiVersion": "coordination.k8s.io/v1",
+                "metadata": {"resourceVersion": rv}, "items": items}),
+            )
+        }
+        "create" => {
+            let Some(mut l) = parsed else {
+                return status(400, "BadRequest", "the body is not a Lease");
+            };
+            let Some(name) = l["metadata"]["name"].as_str().map(str::to_string) else {
+                return status(422, "Invalid", "metadata.name: Required value");
+            };
+            if st.leases.contains_key(&(ns.clone(), name.clone())) {
+                return status(
+                    409,
+                    "AlreadyExists",
+                    &format!("leases.coordination.k8s.io \"{name}\" already exists"),
+                );
+            }
+            st.rv += 1;
+            l["metadata"]["resourceVersion"] = st.rv.to_string().into();
+            l["metadata"]["namespace"] = ns.clone().into();
+            l["metadata"]["uid"] = format!("lease-{}", st.rv).into();
+            st.leases.insert((ns, name), l.clone());
+            Response::builder()
+                .status(StatusCode::CREATED)
+                .header("content-type", "application/json")
+                .body(Body::from(l.to_string()))
+                .unwrap()
+        }
+        _ => {
+            let name = name.unwrap();
+            let Some(mut l) = parsed else {
+                return status(400, "BadRequest", "the body is not a Lease");
+            };
+            let key = (ns, name.clone());
+            let Some(cur) = st.leases.get(&key).cloned() else {
+                return status(
+                    404,
+                    "NotFound",
+                    &format!("leases.coordination.k8s.io \"{name}\" not found"),
+                );
+            };
+            if l["metadata"]["resourceVersion"] != cur["metadata"]["resourceVersion"] {
+                return status(
+                    409,
+                    "Conflict",
+                    &format!(
+                        "Operation cannot be fulfilled on leases.coordination.k8s.io \"{name}\": \
+                         the object has been modified; please apply your changes to the latest \
+                         version and try again"
+                    ),
+                );
+            }
+            st.rv += 1;
+            l["metadata"]["resourceVersion"] = st.rv.to_string().into();
+            l["metadata"]["uid"] = cur["metadata"]["uid"].clone();
+            st.leases.insert(key, l.clone());
+            ok(&l)
+        }
+    }
+}
+
+async fn pods(
+    state: &Arc<Mutex<State>>,
+    changed: &tokio::sync::watch::Sender<u64>,
+    cut: &tokio::sync::watch::Sender<u64>,
+    ns: Option<&str>,
+    q: &Query,
+    line: String,
+) -> Response<Body> {
+    let filter = match Filter::new(ns, q) {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    let watch = matches!(q.get("watch"), Some("true" | "1"));
+    if watch {
+        count(state, "watch", "pods", line);
+        return watch_pods(state, changed, cut, filter, q);
+    }
+    count(state, "list", "pods", line);
+    let st = state.lock().unwrap();
+    let limit: usize = q
+        .get("limit")
+        .and_then(|l| l.parse().ok())
+        .filter(|&l| l > 0)
+        .unwrap_or(usize::MAX);
+    // A continue token: the list's resourceVersion and the last key returned.
+    let (list_rv, after) = match q.get("continue").filter(|c| !c.is_empty()) {
+        Some(c) => {
+            let Some((rv, key)) = c.split_once('|') else {
+                return status(400, "BadRequest", "invalid continue token");
+            };
+            let rv: u64 = rv.parse().unwrap_or(0);
+            if rv < st.compacted {
+                return status(
+                    410,
+                    "Expired",
+                    "The provided continue parameter is too old to display a consistent list result.",
+                );
+            }
+            let (a, b) = key.split_once('/').unwrap_or(("", ""));
+            (rv, Some((a.to_string(), b.to_string())))
+        }
+        None => (st.rv, None),
+    };
+    let matching: Vec<(&Key, &Value)> = st
+        .pods
+        .iter()
+        .filter(|(k, _)| after.as_ref().is_none_or(|a| *k > a))
+        .filter(|(_, p)| filter.matches(p))
+        .collect();
+    let page: Vec<Value> = matching
+        .iter()
+        .take(limit)
+        .map(|(_, p)| (*p).clone())
+        .collect();
+    let more = matching.len() > limit;
+    let mut meta = json!({"resourceVersion": list_rv.to_string()});
+    if more {
+        let (k, _) = matching[limit - 1];
+        meta["continue"] = format!("{list_rv}|{}/{}", k.0, k.1).into();
+        meta["remainingItemCount"] = (matching.len() - limit).into();
+    }
+    ok(&json!({"kind": "PodList", "apiVersion": "v1", "metadata": meta, "items": page}))
+}
+
+fn watch_pods(
+    state: &Arc<Mutex<State>>,
+    changed: &tokio::sync::watch::Sender<u64>,
+    cut: &tokio::sync::watch::Sender<u64>,
+    filter: Filter,
+    q: &Query,
+) -> Response<Body> {
+    let from: u64 = match q
+        .get("resourceVersion")
+        .filter(|s| !s.is_empty() && *s != "0")
+    {
+        Some(s) => match s.parse() {
+            Ok(n) => n,
+            Err(_) => return status(400, "BadRequest", "invalid resourceVersion"),
+        },
+        None => state.lock().unwrap().rv,
+    };
+    let bookmarks = q.get("allowWatchBookmarks") == Some("true");
+    let timeout = q
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse().ok())
+        .map_or(Duration::from_secs(1800), Duration::from_secs);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(64);
+    let (state, mut changed, mut cut) = (Arc::clone(state), changed.subscribe(), cut.subscribe());
+    cut.mark_unchanged();
+    tokio::spawn(async move {
+        let line = |v: Value| Bytes::from(format!("{v}\n"));
+        let mut sent = from;
+        let compacted = state.lock().unwrap().compacted;
+        if from < compacted {
+            let err = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1",
+                "metadata": {}, "status": "Failure",
+                "message": format!("too old resource version: {from} ({})", compacted + 1),
+                "reason": "Expired", "code": 410}});
+            let _ = tx.send(line(err)).await;
+            return;
+        }
+        let end = tokio::time::Instant::now() + timeout;
+        let mut bookmark = tokio::time::interval(Duration::from_secs(10));
+        bookmark.tick().await;
+        loop {
+            let out: Vec<Value> = {
+                let st = state.lock().unwrap();
+                let v = st
+                    .events
+                    .iter()
+                    .filter(|(rv, _, _)| *rv > sent)
+                    .filter(|(_, _, p)| filter.matches(p))
+                    .map(|(_, t, p)| json!({"type": t, "object": p}))
+                    .collect();
+                sent = st.rv;
+                v
+            };
+            for e in out {
+                if tx.send(line(e)).await.is_err() {
+                    return;
+                }
+            }
+            tokio::select! {
+                _ = changed.changed() => {}
+                _ = cut.changed() => return,
+                _ = tokio::time::sleep_until(end) => return,
+                _ = bookmark.tick(), if bookmarks => {
+                    let b = json!({"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1",
+                        "metadata": {"resourceVersion": sent.to_string(),
+                            "annotations": {"k8s.io/initial-events-end": "false"}}}});
+                    if tx.send(line(b)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    Response::builder()
+        .header("content-type", "application/json")
+        .header("transfer-encoding", "chunked")
+        .body(Body::new(Lines(rx)))
+        .unwrap()
+}
+
+/// A pod as the API server holds it once scheduled on `node` and running: one container per
+/// name in `containers` (each `(name, [(port name, port)])`), all Ready.
+pub fn pod(
+    ns: &str,
+    name: &str,
+    uid: &str,
+    node: &str,
+    ip: &str,
+    labels: Value,
+    containers: &[(&str, &[(&str, u16)])],
+) -> Value {
+    let specs: Vec<Value> = containers
+        .iter()
+        .map(|(c, ports)| {
+            let ports: Vec<Value> = ports
+                .iter()
+                .map(|(n, p)| json!({"name": n, "containerPort": p, "protocol": "TCP"}))
+                .collect();
+            json!({"name": c, "image": "pprofsvc", "ports": ports})
+        })
+        .collect();
+    let statuses: Vec<Value> = containers
+        .iter()
+        .map(|(c, _)| {
+            json!({"name": c, "ready": true, "restartCount": 0, "image": "pprofsvc",
+                "imageID": "", "started": true,
+                "state": {"running": {"startedAt": "2026-12-01T00:00:00Z"}}})
+        })
+        .collect();
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "uid": uid, "labels": labels,
+            "creationTimestamp": "2026-12-01T00:00:00Z"},
+        "spec": {"nodeName": node, "containers": specs},
+        "status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
+            "containerStatuses": statuses}})
+}

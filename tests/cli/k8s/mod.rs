@@ -1,0 +1,6 @@
+//! `agentprof k8s` against a loopback API server and kubelet, with pods that are real Go
+//! pprof services on their own loopback addresses.
+
+pub mod apiserver;
+mod peers;
+pub mod tls;
