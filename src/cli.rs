@@ -33,6 +33,10 @@ pub enum Command {
     /// Pull pprof profiles from Go services' net/http/pprof: files, top tables, deltas, uploads
     #[command(disable_version_flag = true)]
     Pull(Box<PullArgs>),
+    /// Discover the Go pprof endpoints of this node's pods and capture their profiles on a
+    /// schedule and when they cross CPU or memory thresholds (run as a DaemonSet)
+    #[command(disable_version_flag = true)]
+    K8s(Box<K8sArgs>),
     /// Compare two pprof profiles: per function the change of flat and cum, biggest first
     Diff(DiffArgs),
     /// The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it
@@ -264,6 +268,66 @@ pub struct PullArgs {
     pub json: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
+}
+
+/// Where the cluster and the rules are, for `k8s` and `k8s targets`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct K8sCommon {
+    /// This node's name (default: $NODE_NAME, from the downward API's spec.nodeName)
+    #[arg(long, value_name = "NAME")]
+    pub node: Option<String>,
+    /// kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, else in-cluster)
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig's context to use (default: its current-context)
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct K8sArgs {
+    #[command(subcommand)]
+    pub action: Option<K8sAction>,
+    #[command(flatten)]
+    pub common: K8sCommon,
+    /// Write captures under DIR/<namespace>/<pod>/<container>/ and DIR/captures.jsonl
+    /// (default: profile.yaml's out_dir)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// POST each capture in dd-trace-go's format here (default: profile.yaml's upload_url)
+    #[arg(long, value_name = "URL")]
+    pub upload: Option<String>,
+    /// Where uploads that failed wait to be sent (default: $AGENTPROF_STATE_DIR or the XDG state dir)
+    #[arg(long, value_name = "DIR")]
+    pub spool: Option<PathBuf>,
+    /// Serve /metrics (OpenMetrics), /healthz and /readyz here, e.g. 0.0.0.0:9090
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// Stop after D (default: run until SIGTERM or Ctrl-C)
+    #[arg(long, value_name = "D")]
+    pub duration: Option<String>,
+    /// Print one JSON line per event (target found or removed, capture, skip) instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum K8sAction {
+    /// Print once every pod on the node, the rule that matched, the endpoints that would be
+    /// collected, and why each other pod or container is not a target
+    Targets(K8sTargetsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct K8sTargetsArgs {
+    #[command(flatten)]
+    pub common: K8sCommon,
+    /// Print one JSON document (see docs/json.md)
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

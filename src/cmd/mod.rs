@@ -5,6 +5,7 @@
 mod check;
 mod gate;
 mod generate;
+pub mod k8s;
 mod list;
 mod pprof;
 mod pull;
@@ -65,6 +66,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Top(args) => pprof::top(args),
         Command::Gate(args) => gate::run(*args),
         Command::Pull(args) => pull::run(*args),
+        Command::K8s(args) => k8s::run(*args),
         Command::Diff(args) => pprof::diff(args),
         Command::Delta(args) => pprof::delta(args),
         Command::Flamegraph(args) => pprof::flamegraph(args),

@@ -349,7 +349,7 @@ pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
     })
 }
 
-fn parse_upload(text: &str) -> Result<reqwest::Url, String> {
+pub(super) fn parse_upload(text: &str) -> Result<reqwest::Url, String> {
     let u = reqwest::Url::parse(text).map_err(|e| format!("not a URL ({e})"))?;
     match u.scheme() {
         "http" | "https" => Ok(u),

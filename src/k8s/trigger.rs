@@ -112,6 +112,13 @@ impl Monitor {
             .is_some_and(|t| now.saturating_duration_since(t) < self.cooldown)
     }
 
+    /// Whether `usage` crosses any threshold of this target (emergency or normal), whatever
+    /// the window says: a round in cooldown that does is counted as a `cooldown` skip.
+    pub fn crosses(&self, usage: &Usage, limits: &Limits) -> bool {
+        crossed(usage, limits, &self.emergency, Level::Emergency).is_some()
+            || crossed(usage, limits, &self.normal, Level::Normal).is_some()
+    }
+
     /// One round: `usage` is `None` when the round had no data for the target (the kubelet
     /// did not answer, or did not list it). Returns what fired, if anything.
     pub fn observe(

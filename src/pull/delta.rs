@@ -85,6 +85,15 @@ impl DeltaCache {
         self.used_bytes
     }
 
+    /// Baselines kept.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     /// The baseline of `key`, or why there is none.
     pub fn get(&mut self, key: &str) -> Result<&[u8], NoDelta> {
         self.clock += 1;

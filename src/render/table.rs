@@ -14,7 +14,7 @@ use super::{CheckReport, ProfileSummary, ProfileView, Style};
 /// Runs shown one column each; with more, the cost table shows min, median, max and last.
 const MAX_RUN_COLUMNS: usize = 5;
 
-fn table(style: Style, header: &[&str]) -> Table {
+pub(crate) fn table(style: Style, header: &[&str]) -> Table {
     let mut t = Table::new();
     if style.bordered {
         t.load_style(if style.color { UTF8_FULL } else { ASCII_FULL });

@@ -1,0 +1,236 @@
+//! `agentprof k8s` and `agentprof k8s targets`: the rules of conf.d/profile.yaml, the node,
+//! the API server; then the collector, or the report of what it would collect.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::cli::{K8sAction, K8sArgs, K8sCommon, K8sTargetsArgs};
+use crate::config::AgentConfig;
+use crate::error::UsageError;
+use crate::k8s::client::{Cluster, Connect};
+use crate::k8s::config::K8sConfig;
+use crate::k8s::targets::{PodReport, evaluate};
+
+use super::{Outcome, load_options};
+
+/// What every k8s command starts from.
+pub struct Setup {
+    pub agent: AgentConfig,
+    pub rules: K8sConfig,
+    pub profile_yaml: PathBuf,
+    pub node: String,
+    pub cluster_name: String,
+    pub connect: Connect,
+}
+
+fn setup(c: &K8sCommon) -> anyhow::Result<Setup> {
+    let agent = AgentConfig::load(&load_options(&c.config))?;
+    let path = crate::config::CheckConf::find(&agent.confd_path, "profile").ok_or_else(|| {
+        UsageError::config(
+            &agent.confd_path,
+            "no profile.yaml here: its `kubernetes:` rules say what to collect \
+             (see conf.d/profile.yaml.example)",
+        )
+    })?;
+    let rules = K8sConfig::read(&path)?.ok_or_else(|| {
+        UsageError::config(
+            &path,
+            "no `kubernetes:` rules: add at least one (see conf.d/profile.yaml.example)",
+        )
+    })?;
+    let node = match c.node.clone() {
+        Some(n) => n,
+        None => std::env::var("NODE_NAME").unwrap_or_default(),
+    };
+    if node.is_empty() {
+        return Err(UsageError::flag(
+            "--node",
+            "which node's pods? give --node NAME or set $NODE_NAME (in a DaemonSet, from the \
+             downward API's spec.nodeName)",
+        )
+        .into());
+    }
+    if !crate::k8s::selector::is_dns_subdomain(&node) {
+        return Err(UsageError::flag("--node", format!("{node:?} is not a node name")).into());
+    }
+    let cluster_name = rules
+        .cluster_name
+        .clone()
+        .or_else(|| std::env::var("CLUSTER_NAME").ok().filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| "default".into());
+    Ok(Setup {
+        agent,
+        rules,
+        profile_yaml: path,
+        node,
+        cluster_name,
+        connect: Connect {
+            kubeconfig: c.kubeconfig.clone(),
+            context: c.context.clone(),
+        },
+    })
+}
+
+/// A runtime for the commands that talk to the API server: one thread, plus the blocking
+/// pool collections run on.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(64)
+        .build()?)
+}
+
+/// Resolves when SIGINT or SIGTERM arrives (the flag the handlers set is looked at every
+/// 100 ms).
+pub async fn stopped() {
+    while !crate::agent::signal::requested() {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+pub fn run(args: K8sArgs) -> anyhow::Result<Outcome> {
+    match args.action {
+        Some(K8sAction::Targets(t)) => targets(t),
+        None => collect(args),
+    }
+}
+
+fn collect(args: K8sArgs) -> anyhow::Result<Outcome> {
+    let s = setup(&args.common)?;
+    let flag = UsageError::flag;
+    let upload = match args.upload.as_deref() {
+        Some(u) => Some(super::pull::parse_upload(u).map_err(|e| flag("--upload", e))?),
+        None => s.rules.upload_url.clone(),
+    };
+    let metrics_listen = args
+        .metrics_listen
+        .as_deref()
+        .map(|a| {
+            a.parse::<std::net::SocketAddr>().map_err(|e| {
+                flag(
+                    "--metrics-listen",
+                    format!("{a:?}: {e} (write HOST:PORT, e.g. 0.0.0.0:9090)"),
+                )
+            })
+        })
+        .transpose()?;
+    let duration = args
+        .duration
+        .as_deref()
+        .map(|d| crate::duration::parse(d, 1.0).map_err(|e| flag("--duration", e)))
+        .transpose()?;
+    let opts = crate::k8s::run::RunOptions {
+        out: args.out.clone().or_else(|| s.rules.out_dir.clone()),
+        upload,
+        spool: args
+            .spool
+            .clone()
+            .unwrap_or_else(|| crate::checks::python::state_dir().join("upload-spool")),
+        metrics_listen,
+        duration,
+        json: args.json,
+        hostname: s.agent.hostname.clone(),
+        rules: s.rules,
+        node: s.node,
+        cluster_name: s.cluster_name,
+        connect: s.connect,
+    };
+    crate::agent::signal::install();
+    let rt = runtime()?;
+    rt.block_on(crate::k8s::run::run(opts))
+}
+
+/// The report of `k8s targets --json` (docs/json.md).
+#[derive(serde::Serialize)]
+struct TargetsReport<'a> {
+    node: &'a str,
+    cluster_name: &'a str,
+    api_server: &'a str,
+    rules: usize,
+    pods: &'a [PodReport],
+    targets: usize,
+    api_requests: std::collections::BTreeMap<&'static str, u64>,
+}
+
+fn targets(args: K8sTargetsArgs) -> anyhow::Result<Outcome> {
+    let s = setup(&args.common)?;
+    crate::agent::signal::install();
+    let rt = runtime()?;
+    let (cluster, pods): (Cluster, _) = rt.block_on(async {
+        let cluster = crate::k8s::client::connect(&s.connect).await?;
+        let listed = tokio::select! {
+            r = tokio::time::timeout(
+                std::time::Duration::from_secs(60),
+                crate::k8s::discover::list_node_pods(&cluster.client, &s.node),
+            ) => r.unwrap_or_else(|_| Err("no answer within 60s".into())),
+            () = stopped() => Err("stopped by a signal".into()),
+        };
+        let pods = listed.map_err(|e| {
+            anyhow::anyhow!(
+                "cannot list the pods of node {} from {}: {e}",
+                s.node,
+                cluster.server
+            )
+        })?;
+        anyhow::Ok((cluster, pods))
+    })?;
+    let reports: Vec<PodReport> = pods
+        .iter()
+        .map(|p| evaluate(&s.rules.rules, p, &s.cluster_name, &s.node))
+        .collect();
+    let n_targets: usize = reports.iter().map(|r| r.targets.len()).sum();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let doc = TargetsReport {
+            node: &s.node,
+            cluster_name: &s.cluster_name,
+            api_server: &cluster.server,
+            rules: s.rules.rules.len(),
+            pods: &reports,
+            targets: n_targets,
+            api_requests: cluster.counts.snapshot().into_iter().collect(),
+        };
+        serde_json::to_writer_pretty(&mut out, &doc)?;
+        writeln!(out)?;
+        return Ok(Outcome::Success);
+    }
+    let style = crate::render::Style::detect(false);
+    let mut t = crate::render::table::table(
+        style,
+        &["POD", "CONTAINER", "RULE", "STATUS", "ENDPOINT / WHY"],
+    );
+    for r in &reports {
+        let pod = format!("{}/{}", r.namespace, r.pod);
+        for f in &r.targets {
+            t.add_row(vec![
+                pod.clone(),
+                f.container.clone(),
+                f.rule.to_string(),
+                if f.ready { "target" } else { "waiting" }.to_string(),
+                f.endpoint.clone(),
+            ]);
+        }
+        for k in &r.skipped {
+            // A target's own notes (not ready, dropped tags) are listed under it.
+            t.add_row(vec![
+                pod.clone(),
+                k.container.clone().unwrap_or_else(|| "-".into()),
+                k.rule.map_or_else(|| "-".into(), |i| i.to_string()),
+                k.reason.as_str().to_string(),
+                k.detail.clone(),
+            ]);
+        }
+    }
+    writeln!(
+        out,
+        "node {} ({} pods, {} rules, cluster {}): {n_targets} target(s)",
+        s.node,
+        reports.len(),
+        s.rules.rules.len(),
+        s.cluster_name
+    )?;
+    if !reports.is_empty() {
+        writeln!(out, "{t}")?;
+    }
+    Ok(Outcome::Success)
+}

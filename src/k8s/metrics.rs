@@ -1,0 +1,185 @@
+//! What `agentprof k8s` tells Prometheus (`--metrics-listen`): targets, discoveries, skips by
+//! reason, collections by cause and status with their durations, the delta cache, kubelet
+//! rounds and API requests by verb; and `/healthz` and `/readyz` (ready once the pod cache
+//! has synced and this instance holds the node's lease) for the DaemonSet's probes.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use super::client::ApiCounts;
+
+type Labels = Vec<(&'static str, String)>;
+
+pub struct Metrics {
+    registry: Registry,
+    pub targets: Gauge,
+    pub discoveries: Family<Labels, Counter>,
+    pub skipped: Family<Labels, Counter>,
+    pub collections: Family<Labels, Counter>,
+    pub collection_seconds: Family<Labels, Counter<f64, std::sync::atomic::AtomicU64>>,
+    pub delta_cache_bytes: Gauge,
+    pub delta_cache_entries: Gauge,
+    pub kubelet_rounds: Family<Labels, Counter>,
+    pub lease_held: Gauge,
+    api_requests: Family<Labels, Counter>,
+    api: Arc<ApiCounts>,
+    api_seen: std::sync::Mutex<std::collections::HashMap<&'static str, u64>>,
+    pub synced: AtomicBool,
+    pub started: AtomicI64,
+}
+
+impl Metrics {
+    pub fn new(api: Arc<ApiCounts>) -> Metrics {
+        let mut registry = Registry::with_prefix("agentprof_k8s");
+        let targets = Gauge::default();
+        registry.register("targets", "Endpoints being collected", targets.clone());
+        let discoveries = Family::<Labels, Counter>::default();
+        registry.register(
+            "discoveries",
+            "Targets found (event=added) or gone (event=removed)",
+            discoveries.clone(),
+        );
+        let skipped = Family::<Labels, Counter>::default();
+        registry.register(
+            "skipped",
+            "Pods, containers or collections skipped, by reason",
+            skipped.clone(),
+        );
+        let collections = Family::<Labels, Counter>::default();
+        registry.register(
+            "collections",
+            "Collections by cause (scheduled, resource_threshold) and status (ok, error, cancelled)",
+            collections.clone(),
+        );
+        let collection_seconds = Family::<Labels, Counter<f64, _>>::default();
+        registry.register(
+            "collection_seconds",
+            "Seconds spent collecting, by cause",
+            collection_seconds.clone(),
+        );
+        let delta_cache_bytes = Gauge::default();
+        registry.register(
+            "delta_cache_bytes",
+            "Bytes the delta baselines take (compressed, with the per-entry overhead)",
+            delta_cache_bytes.clone(),
+        );
+        let delta_cache_entries = Gauge::default();
+        registry.register(
+            "delta_cache_entries",
+            "Delta baselines kept",
+            delta_cache_entries.clone(),
+        );
+        let kubelet_rounds = Family::<Labels, Counter>::default();
+        registry.register(
+            "kubelet_rounds",
+            "Kubelet /stats/summary queries by status",
+            kubelet_rounds.clone(),
+        );
+        let lease_held = Gauge::default();
+        registry.register(
+            "lease_held",
+            "1 while this instance holds the node's lease and collects",
+            lease_held.clone(),
+        );
+        let api_requests = Family::<Labels, Counter>::default();
+        registry.register(
+            "api_requests",
+            "Requests to the Kubernetes API server by verb",
+            api_requests.clone(),
+        );
+        Metrics {
+            registry,
+            targets,
+            discoveries,
+            skipped,
+            collections,
+            collection_seconds,
+            delta_cache_bytes,
+            delta_cache_entries,
+            kubelet_rounds,
+            lease_held,
+            api_requests,
+            api,
+            api_seen: Default::default(),
+            synced: AtomicBool::new(false),
+            started: AtomicI64::new(0),
+        }
+    }
+
+    pub fn skip(&self, reason: &str) {
+        self.skipped
+            .get_or_create(&vec![("reason", reason.to_string())])
+            .inc();
+    }
+
+    pub fn render(&self) -> String {
+        // API counts live in the client's layer: bring the counters up to them.
+        if let Ok(mut seen) = self.api_seen.lock() {
+            for (verb, n) in self.api.snapshot() {
+                let before = seen.insert(verb, n).unwrap_or(0);
+                self.api_requests
+                    .get_or_create(&vec![("verb", verb.to_string())])
+                    .inc_by(n.saturating_sub(before));
+            }
+        }
+        let mut out = String::new();
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+
+    pub fn ready(&self) -> bool {
+        self.synced.load(Ordering::Relaxed)
+    }
+}
+
+/// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until the runtime ends.
+pub async fn serve(addr: SocketAddr, m: Arc<Metrics>) -> std::io::Result<SocketAddr> {
+    use axum::routing::get;
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let (a, b) = (Arc::clone(&m), Arc::clone(&m));
+    let app = axum::Router::new()
+        .route(
+            "/metrics",
+            get(move || {
+                let m = Arc::clone(&a);
+                async move {
+                    (
+                        [(
+                            "content-type",
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        )],
+                        m.render(),
+                    )
+                }
+            }),
+        )
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route(
+            "/readyz",
+            get(move || {
+                let m = Arc::clone(&b);
+                async move {
+                    if m.ready() {
+                        (axum::http::StatusCode::OK, "ready\n")
+                    } else {
+                        (
+                            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                            "not ready: the pod cache has not synced\n",
+                        )
+                    }
+                }
+            }),
+        );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(bound)
+}
