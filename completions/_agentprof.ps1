@@ -31,6 +31,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`')
             [CompletionResult]::new('gate', 'gate', [CompletionResultType]::ParameterValue, 'CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression')
             [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads')
+            [CompletionResult]::new('k8s', 'k8s', [CompletionResultType]::ParameterValue, 'Discover the Go pprof endpoints of this node''s pods and capture their profiles on a schedule and when they cross CPU or memory thresholds (run as a DaemonSet)')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Compare two pprof profiles: per function the change of flat and cum, biggest first')
             [CompletionResult]::new('delta', 'delta', [CompletionResultType]::ParameterValue, 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it')
             [CompletionResult]::new('flamegraph', 'flamegraph', [CompletionResultType]::ParameterValue, 'Draw a pprof profile as a flamegraph (SVG)')
@@ -173,6 +174,50 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'agentprof;k8s' {
+            [CompletionResult]::new('--node', '--node', [CompletionResultType]::ParameterName, 'This node''s name (default: $NODE_NAME, from the downward API''s spec.nodeName)')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, else in-cluster)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig''s context to use (default: its current-context)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)')
+            [CompletionResult]::new('--confd', '--confd', [CompletionResultType]::ParameterName, 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)')
+            [CompletionResult]::new('--checks', '--checks', [CompletionResultType]::ParameterName, 'Directory of plugin checks')
+            [CompletionResult]::new('--python', '--python', [CompletionResultType]::ParameterName, 'Python interpreter for Python checks (a virtualenv''s python works)')
+            [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write captures under DIR/<namespace>/<pod>/<container>/ and DIR/captures.jsonl (default: profile.yaml''s out_dir)')
+            [CompletionResult]::new('--upload', '--upload', [CompletionResultType]::ParameterName, 'POST each capture in dd-trace-go''s format here (default: profile.yaml''s upload_url)')
+            [CompletionResult]::new('--spool', '--spool', [CompletionResultType]::ParameterName, 'Where uploads that failed wait to be sent (default: $AGENTPROF_STATE_DIR or the XDG state dir)')
+            [CompletionResult]::new('--metrics-listen', '--metrics-listen', [CompletionResultType]::ParameterName, 'Serve /metrics (OpenMetrics), /healthz and /readyz here, e.g. 0.0.0.0:9090')
+            [CompletionResult]::new('--duration', '--duration', [CompletionResultType]::ParameterName, 'Stop after D (default: run until SIGTERM or Ctrl-C)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON line per event (target found or removed, capture, skip) instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('targets', 'targets', [CompletionResultType]::ParameterValue, 'Print once every pod on the node, the rule that matched, the endpoints that would be collected, and why each other pod or container is not a target')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentprof;k8s;targets' {
+            [CompletionResult]::new('--node', '--node', [CompletionResultType]::ParameterName, 'This node''s name (default: $NODE_NAME, from the downward API''s spec.nodeName)')
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, else in-cluster)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig''s context to use (default: its current-context)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)')
+            [CompletionResult]::new('--confd', '--confd', [CompletionResultType]::ParameterName, 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)')
+            [CompletionResult]::new('--checks', '--checks', [CompletionResultType]::ParameterName, 'Directory of plugin checks')
+            [CompletionResult]::new('--python', '--python', [CompletionResultType]::ParameterName, 'Python interpreter for Python checks (a virtualenv''s python works)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (see docs/json.md)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentprof;k8s;help' {
+            [CompletionResult]::new('targets', 'targets', [CompletionResultType]::ParameterValue, 'Print once every pod on the node, the rule that matched, the endpoints that would be collected, and why each other pod or container is not a target')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentprof;k8s;help;targets' {
+            break
+        }
+        'agentprof;k8s;help;help' {
+            break
+        }
         'agentprof;diff' {
             [CompletionResult]::new('--sample-index', '--sample-index', [CompletionResultType]::ParameterName, 'Sample type to compare (name or index); default: the new profile''s default')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Show at most N changed functions (default: 30 in the table, all in --json); 0 shows all')
@@ -242,6 +287,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`')
             [CompletionResult]::new('gate', 'gate', [CompletionResultType]::ParameterValue, 'CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression')
             [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads')
+            [CompletionResult]::new('k8s', 'k8s', [CompletionResultType]::ParameterValue, 'Discover the Go pprof endpoints of this node''s pods and capture their profiles on a schedule and when they cross CPU or memory thresholds (run as a DaemonSet)')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Compare two pprof profiles: per function the change of flat and cum, biggest first')
             [CompletionResult]::new('delta', 'delta', [CompletionResultType]::ParameterValue, 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it')
             [CompletionResult]::new('flamegraph', 'flamegraph', [CompletionResultType]::ParameterValue, 'Draw a pprof profile as a flamegraph (SVG)')
@@ -266,6 +312,13 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             break
         }
         'agentprof;help;pull' {
+            break
+        }
+        'agentprof;help;k8s' {
+            [CompletionResult]::new('targets', 'targets', [CompletionResultType]::ParameterValue, 'Print once every pod on the node, the rule that matched, the endpoints that would be collected, and why each other pod or container is not a target')
+            break
+        }
+        'agentprof;help;k8s;targets' {
             break
         }
         'agentprof;help;diff' {

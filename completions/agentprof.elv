@@ -28,6 +28,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand top 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`'
             cand gate 'CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression'
             cand pull 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads'
+            cand k8s 'Discover the Go pprof endpoints of this node''s pods and capture their profiles on a schedule and when they cross CPU or memory thresholds (run as a DaemonSet)'
             cand diff 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
             cand delta 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it'
             cand flamegraph 'Draw a pprof profile as a flamegraph (SVG)'
@@ -163,6 +164,45 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'agentprof;k8s'= {
+            cand --node 'This node''s name (default: $NODE_NAME, from the downward API''s spec.nodeName)'
+            cand --kubeconfig 'kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, else in-cluster)'
+            cand --context 'The kubeconfig''s context to use (default: its current-context)'
+            cand --config 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)'
+            cand --confd 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)'
+            cand --checks 'Directory of plugin checks'
+            cand --python 'Python interpreter for Python checks (a virtualenv''s python works)'
+            cand --out 'Write captures under DIR/<namespace>/<pod>/<container>/ and DIR/captures.jsonl (default: profile.yaml''s out_dir)'
+            cand --upload 'POST each capture in dd-trace-go''s format here (default: profile.yaml''s upload_url)'
+            cand --spool 'Where uploads that failed wait to be sent (default: $AGENTPROF_STATE_DIR or the XDG state dir)'
+            cand --metrics-listen 'Serve /metrics (OpenMetrics), /healthz and /readyz here, e.g. 0.0.0.0:9090'
+            cand --duration 'Stop after D (default: run until SIGTERM or Ctrl-C)'
+            cand --json 'Print one JSON line per event (target found or removed, capture, skip) instead of text'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand targets 'Print once every pod on the node, the rule that matched, the endpoints that would be collected, and why each other pod or container is not a target'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'agentprof;k8s;targets'= {
+            cand --node 'This node''s name (default: $NODE_NAME, from the downward API''s spec.nodeName)'
+            cand --kubeconfig 'kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, else in-cluster)'
+            cand --context 'The kubeconfig''s context to use (default: its current-context)'
+            cand --config 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)'
+            cand --confd 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)'
+            cand --checks 'Directory of plugin checks'
+            cand --python 'Python interpreter for Python checks (a virtualenv''s python works)'
+            cand --json 'Print one JSON document (see docs/json.md)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'agentprof;k8s;help'= {
+            cand targets 'Print once every pod on the node, the rule that matched, the endpoints that would be collected, and why each other pod or container is not a target'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'agentprof;k8s;help;targets'= {
+        }
+        &'agentprof;k8s;help;help'= {
+        }
         &'agentprof;diff'= {
             cand --sample-index 'Sample type to compare (name or index); default: the new profile''s default'
             cand -n 'Show at most N changed functions (default: 30 in the table, all in --json); 0 shows all'
@@ -227,6 +267,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand top 'Print a pprof profile''s top functions, row for row as `go tool pprof -top`'
             cand gate 'CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression'
             cand pull 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads'
+            cand k8s 'Discover the Go pprof endpoints of this node''s pods and capture their profiles on a schedule and when they cross CPU or memory thresholds (run as a DaemonSet)'
             cand diff 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
             cand delta 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it'
             cand flamegraph 'Draw a pprof profile as a flamegraph (SVG)'
@@ -245,6 +286,11 @@ set edit:completion:arg-completer[agentprof] = {|@words|
         &'agentprof;help;gate'= {
         }
         &'agentprof;help;pull'= {
+        }
+        &'agentprof;help;k8s'= {
+            cand targets 'Print once every pod on the node, the rule that matched, the endpoints that would be collected, and why each other pod or container is not a target'
+        }
+        &'agentprof;help;k8s;targets'= {
         }
         &'agentprof;help;diff'= {
         }

@@ -141,7 +141,6 @@ struct Collector {
     by_pod: HashMap<String, Vec<String>>,
     /// Endpoints with a collection in flight, also of targets already removed.
     busy: HashMap<String, usize>,
-    clients: HashMap<usize, reqwest::blocking::Client>,
     done_tx: mpsc::UnboundedSender<Done>,
     captures: u64,
     failed: u64,
@@ -324,23 +323,6 @@ impl Collector {
             return skip(&self.metrics, "concurrency");
         };
         let rule = self.rule(t.found.rule).clone();
-        let client = match self.clients.get(&rule.index) {
-            Some(c) => c.clone(),
-            None => match crate::pull::fetch::client(rule.request_timeout, &rule.tls) {
-                Ok(c) => {
-                    self.clients.insert(rule.index, c.clone());
-                    c
-                }
-                Err(e) => {
-                    log(
-                        self.opts.json,
-                        "error",
-                        serde_json::json!({"rule": rule.index, "error": e}),
-                    );
-                    return skip(&self.metrics, "tls");
-                }
-            },
-        };
         let Some(t) = self.targets.get_mut(id) else {
             return;
         };
@@ -388,9 +370,28 @@ impl Collector {
             serde_json::json!({"target": id, "cause": cause.as_str(),
                 "trigger": fired, "trigger_latency_ms": latency_ms}),
         );
+        let json = self.opts.json;
         tokio::task::spawn_blocking(move || {
             let _permits = (g, r);
             let t0 = std::time::Instant::now();
+            // A blocking client lives and dies on the blocking pool (it runs a runtime of its
+            // own); building one per capture costs far less than the capture.
+            let client = match crate::pull::fetch::client(rule.request_timeout, &rule.tls) {
+                Ok(c) => c,
+                Err(e) => {
+                    log(json, "error", serde_json::json!({"target": id, "error": e}));
+                    let _ = done.send(Done {
+                        id,
+                        endpoint: f.endpoint.clone(),
+                        cause,
+                        ok: false,
+                        cancelled: false,
+                        seconds: 0.0,
+                        no_delta: Vec::new(),
+                    });
+                    return;
+                }
+            };
             let pull_opts = PullOptions {
                 out: shared.out.clone(),
                 top: 1,
@@ -787,7 +788,6 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
         targets: BTreeMap::new(),
         by_pod: HashMap::new(),
         busy: HashMap::new(),
-        clients: HashMap::new(),
         done_tx,
         captures: 0,
         failed: 0,
@@ -928,7 +928,11 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
     }
     lease.release().await;
     metrics.lease_held.set(0);
-    Ok(summary(&c, &cluster))
+    let outcome = summary(&c, &cluster);
+    let shared = Arc::clone(&c.shared);
+    drop(c);
+    let _ = tokio::task::spawn_blocking(move || drop(shared)).await;
+    Ok(outcome)
 }
 
 fn pod_key(p: &Pod) -> String {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::support::{Reply, Sandbox, fixture, go, reply, require_go, serve};
 
 /// The test service, built once per test run.
-fn service_binary() -> Option<PathBuf> {
+pub fn service_binary() -> Option<PathBuf> {
     static BIN: OnceLock<Option<PathBuf>> = OnceLock::new();
     BIN.get_or_init(|| {
         if !require_go() {

@@ -31,6 +31,7 @@ struct State {
     events: VecDeque<(u64, &'static str, Value)>,
     /// Versions at or below this are gone: a watch from one gets 410.
     compacted: u64,
+    watch_paused: bool,
     /// `verb resource` → requests.
     counts: BTreeMap<String, u64>,
     /// Every request line, for messages.
@@ -129,15 +130,11 @@ struct Filter {
 }
 
 impl Filter {
-    fn new(namespace: Option<&str>, q: &Query) -> Result<Filter, Response<Body>> {
+    fn new(namespace: Option<&str>, q: &Query) -> Result<Filter, String> {
         let fields = selector_terms(q.get("fieldSelector").unwrap_or(""));
         for (k, _, _) in &fields {
             if field(&json!({}), k).is_none() {
-                return Err(status(
-                    400,
-                    "BadRequest",
-                    &format!("field label not supported: {k}"),
-                ));
+                return Err(format!("field label not supported: {k}"));
             }
         }
         Ok(Filter {
@@ -250,11 +247,17 @@ impl ApiServer {
         }
     }
 
-    /// Forgets the event history: a watch from an older version now gets 410 Gone.
+    /// Compacts the history, as etcd does: a new watch from an older version gets 410 Gone
+    /// (the watches already open keep receiving every event).
     pub fn compact(&self) {
         let mut st = self.state.lock().unwrap();
         st.compacted = st.rv;
-        st.events.clear();
+    }
+
+    /// While paused, new watch requests are refused with 503, as by an API server that is
+    /// restarting; the ones open are not touched (cut them with `cut_watches`).
+    pub fn pause_watches(&self, paused: bool) {
+        self.state.lock().unwrap().watch_paused = paused;
     }
 
     /// Ends every open watch stream, as an API server restart or a load balancer does.
@@ -522,11 +525,14 @@ async fn pods(
 ) -> Response<Body> {
     let filter = match Filter::new(ns, q) {
         Ok(f) => f,
-        Err(r) => return r,
+        Err(why) => return status(400, "BadRequest", &why),
     };
     let watch = matches!(q.get("watch"), Some("true" | "1"));
     if watch {
         count(state, "watch", "pods", line);
+        if state.lock().unwrap().watch_paused {
+            return status(503, "ServiceUnavailable", "the server is restarting");
+        }
         return watch_pods(state, changed, cut, filter, q);
     }
     count(state, "list", "pods", line);

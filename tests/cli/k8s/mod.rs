@@ -2,5 +2,7 @@
 //! pprof services on their own loopback addresses.
 
 pub mod apiserver;
+mod collect;
+pub mod kubelet;
 mod peers;
 pub mod tls;

@@ -24,6 +24,9 @@ pub fn certificate(dir: &Path) -> Option<(PathBuf, PathBuf)> {
         ])
         .args(["-nodes", "-days", "2", "-subj", "/CN=127.0.0.1"])
         .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        // An end-entity certificate trusted as itself (webpki refuses a CA as a server's).
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .args(["-addext", "extendedKeyUsage=serverAuth"])
         .arg("-keyout")
         .arg(&key)
         .arg("-out")

@@ -23,6 +23,7 @@ var (
 	sink     []byte
 	mu       sync.Mutex
 	counter  int
+	grown    [][]byte
 )
 
 //go:noinline
@@ -149,7 +150,30 @@ func main() {
 	burners := flag.Int("burners", 2, "CPU burning goroutines")
 	tlsCert := flag.String("tlscert", "", "also serve https with this certificate (PEM)...")
 	tlsKey := flag.String("tlskey", "", "...and key; a second https listener requires a client certificate")
+	listen := flag.String("listen", "127.0.0.1:0", "the pprof listener's address (a pod's IP and port)")
 	flag.Parse()
+	// A pod's load on demand: /ctl/burn?n=N starts N more CPU burners, /ctl/grow?mb=N keeps
+	// N MiB more live.
+	http.HandleFunc("/ctl/burn", func(w http.ResponseWriter, r *http.Request) {
+		var n int
+		fmt.Sscan(r.URL.Query().Get("n"), &n)
+		for i := 0; i < n; i++ {
+			go burnCPU(byte(100 + i))
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	http.HandleFunc("/ctl/grow", func(w http.ResponseWriter, r *http.Request) {
+		var mb int
+		fmt.Sscan(r.URL.Query().Get("mb"), &mb)
+		for i := 0; i < mb; i++ {
+			b := make([]byte, 1<<20)
+			for j := range b {
+				b[j] = byte(j)
+			}
+			grown = append(grown, b)
+		}
+		fmt.Fprintln(w, "ok")
+	})
 	if *bigheap > 0 {
 		runtime.MemProfileRate = 1
 	}
@@ -180,7 +204,7 @@ func main() {
 		go parkForever(park)
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

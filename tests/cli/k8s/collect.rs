@@ -1,0 +1,541 @@
+//! `agentprof k8s targets` and `agentprof k8s` on a node of the loopback API server, with
+//! pods that are real Go pprof services on 127.0.0.N and a loopback kubelet reporting their
+//! real CPU and memory.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+use super::apiserver::{ApiServer, pod};
+use super::kubelet::Kubelet;
+use crate::support::Sandbox;
+
+/// A pod's process: the Go test service listening on `listen`.
+pub struct PodProcess {
+    child: Child,
+    pub pid: u32,
+}
+
+impl Drop for PodProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn pod_process(listen: &str) -> Option<PodProcess> {
+    let bin = crate::pull::service_binary()?;
+    let mut child = Command::new(bin)
+        .args(["-listen", listen, "-burners", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the pod's service");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("address");
+    let pid = child.id();
+    Some(PodProcess { child, pid })
+}
+
+pub const NODE: &str = "node-a";
+
+/// profile.yaml with the given rules (YAML list items) and init_config lines.
+pub fn profile_yaml(sb: &Sandbox, init: &str, rules: &str) {
+    sb.write(
+        "conf.d/profile.yaml",
+        &format!("init_config:\n{init}\nkubernetes:\n{rules}"),
+    );
+}
+
+fn k8s(sb: &Sandbox, kc: &std::path::Path, args: &[&str]) -> crate::support::Run {
+    let mut a = vec!["k8s"];
+    a.extend_from_slice(args);
+    let kc = kc.to_str().unwrap().to_string();
+    a.extend_from_slice(&["--kubeconfig", &kc, "--node", NODE, "--confd", "conf.d"]);
+    sb.run_env(&a, &[("CLUSTER_NAME", "loop-cluster")])
+}
+
+#[test]
+fn targets_lists_every_pod_of_the_node_with_its_rule_endpoint_or_reason() {
+    let sb = Sandbox::new();
+    let Some(api) = ApiServer::start(sb.path(), "t0ken") else {
+        return;
+    };
+    let kc = sb.file("kubeconfig");
+    api.kubeconfig(&kc);
+    let web = |name: &str, uid: &str, ip: &str| {
+        pod(
+            "shop",
+            name,
+            uid,
+            NODE,
+            ip,
+            json!({"app": "web"}),
+            &[("app", &[("pprof", 6060)])],
+        )
+    };
+    api.put_pod(web("web-0", "u0", "127.0.0.2"));
+    // Two containers and a numeric port neither declares.
+    api.put_pod(pod(
+        "shop",
+        "two",
+        "u1",
+        NODE,
+        "127.0.0.3",
+        json!({"app": "web"}),
+        &[("app", &[]), ("side", &[])],
+    ));
+    let mut pending = web("pending", "u2", "127.0.0.4");
+    pending["status"]["phase"] = "Pending".into();
+    api.put_pod(pending);
+    let mut notready = web("slow", "u3", "127.0.0.5");
+    notready["status"]["containerStatuses"][0]["ready"] = false.into();
+    api.put_pod(notready);
+    api.put_pod(pod(
+        "shop",
+        "db",
+        "u4",
+        NODE,
+        "127.0.0.6",
+        json!({"app": "db"}),
+        &[("pg", &[])],
+    ));
+    // Another node's pod is not listed at all: the API server filters by spec.nodeName.
+    api.put_pod(pod(
+        "shop",
+        "far",
+        "u5",
+        "node-b",
+        "127.0.0.7",
+        json!({"app": "web"}),
+        &[("app", &[])],
+    ));
+    profile_yaml(
+        &sb,
+        "  cluster_name: loop-cluster",
+        "  - selector: app=web\n    port: 6060\n    tags:\n      team: shop\n  \
+         - selector: app=web\n    port: pprof\n",
+    );
+    let r = k8s(&sb, &kc, &["targets", "--json"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["node"], NODE);
+    assert_eq!(doc["cluster_name"], "loop-cluster");
+    let pods = doc["pods"].as_array().unwrap();
+    let names: Vec<&str> = pods.iter().map(|p| p["pod"].as_str().unwrap()).collect();
+    assert_eq!(names, ["db", "pending", "slow", "two", "web-0"]);
+    let by = |n: &str| pods.iter().find(|p| p["pod"] == n).unwrap();
+    let reasons = |n: &str| -> Vec<String> {
+        by(n)["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["reason"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let t = &by("web-0")["targets"];
+    assert_eq!(t.as_array().unwrap().len(), 1, "{t}");
+    assert_eq!(t[0]["endpoint"], "http://127.0.0.2:6060/debug/pprof");
+    assert_eq!(t[0]["id"], "u0/app/http://127.0.0.2:6060/debug/pprof");
+    assert_eq!(t[0]["rule"], 0);
+    assert_eq!(
+        reasons("web-0"),
+        ["overlapping_rule"],
+        "the first configured rule wins"
+    );
+    assert_eq!(reasons("two"), ["ambiguous_port", "no_such_port"]);
+    assert_eq!(reasons("pending"), ["not_running"]);
+    assert_eq!(reasons("slow"), ["not_ready", "overlapping_rule"]);
+    assert_eq!(by("slow")["targets"][0]["ready"], false);
+    assert_eq!(reasons("db"), ["no_matching_rule"]);
+    assert_eq!(doc["targets"], 2);
+    // One page, no per-pod GET.
+    assert_eq!(api.counts().get("list pods"), Some(&1), "{:?}", api.log());
+    assert_eq!(api.counts().get("get pods"), None);
+    assert_eq!(doc["api_requests"]["list"], 1);
+    // The table says the same.
+    let r = k8s(&sb, &kc, &["targets"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("2 target(s)"), "{}", r.stdout);
+    for word in [
+        "ambiguous_port",
+        "not_running",
+        "http://127.0.0.2:6060/debug/pprof",
+        "waiting",
+    ] {
+        assert!(r.stdout.contains(word), "{word}: {}", r.stdout);
+    }
+    assert!(!r.stdout.contains('\x1b'), "plain when piped");
+}
+
+#[test]
+fn without_a_node_or_rules_or_a_cluster_it_refuses_to_start() {
+    let sb = Sandbox::new();
+    profile_yaml(&sb, "", "  - port: 6060\n");
+    let r = sb.run_env(
+        &["k8s", "targets", "--confd", "conf.d"],
+        &[("NODE_NAME", "")],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--node"), "{}", r.stderr);
+    sb.write("conf.d/profile.yaml", "instances: []\n");
+    let r = sb.run(&["k8s", "--node", "n1", "--confd", "conf.d"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("no `kubernetes:` rules"), "{}", r.stderr);
+    profile_yaml(&sb, "", "  - port: 6060\n    interval: 5s\n");
+    let r = sb.run(&["k8s", "--node", "n1", "--confd", "conf.d"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("profile.yaml:5:"), "{}", r.stderr);
+    profile_yaml(&sb, "", "  - port: 6060\n");
+    let r = sb.run_env(
+        &[
+            "k8s",
+            "targets",
+            "--node",
+            "n1",
+            "--confd",
+            "conf.d",
+            "--kubeconfig",
+            "nope.yaml",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("nope.yaml"), "{}", r.stderr);
+}
+
+/// The collector on a node with a real pod and one whose service listens on 127.0.0.1 only
+/// (unreachable at its pod IP): the emergency threshold fires in the first kubelet round and
+/// its capture starts in that round; the scheduled capture comes at its jitter; files land
+/// under <out>/<namespace>/<pod>/<container>/ and captures.jsonl says why each was taken.
+#[test]
+fn captures_are_scheduled_and_triggered_and_say_why() {
+    let sb = Sandbox::new();
+    let Some(api) = ApiServer::start(sb.path(), "t0ken") else {
+        return;
+    };
+    let Some(kubelet) = Kubelet::start(sb.path(), "kubelet-token", NODE) else {
+        return;
+    };
+    let Some(web) = pod_process("127.0.0.2:16060") else {
+        return;
+    };
+    let Some(local) = pod_process("127.0.0.1:16061") else {
+        return;
+    };
+    let kc = sb.file("kubeconfig");
+    api.kubeconfig(&kc);
+    sb.write("kubelet-token", "kubelet-token\n");
+    api.put_pod(pod(
+        "shop",
+        "web-0",
+        "u0",
+        NODE,
+        "127.0.0.2",
+        json!({"app": "web"}),
+        &[("app", &[("pprof", 16060)])],
+    ));
+    api.put_pod(pod(
+        "shop",
+        "local",
+        "u1",
+        NODE,
+        "127.0.0.3",
+        json!({"app": "web"}),
+        &[("app", &[("pprof", 16061)])],
+    ));
+    kubelet.add("shop", "web-0", "u0", "app", web.pid);
+    kubelet.add("shop", "local", "u1", "app", local.pid);
+    profile_yaml(
+        &sb,
+        &format!(
+            "  kubelet_url: {}\n  kubelet_client_ca: {}\n  kubelet_token_file: {}",
+            kubelet.url(),
+            kubelet.ca.display(),
+            sb.file("kubelet-token").display()
+        ),
+        "  - selector: app=web\n    port: pprof\n    interval: 10s\n    \
+         scheduled_types: [goroutine]\n    trigger_types: [heap, goroutine]\n    \
+         monitor_interval: 1s\n    trigger_window: 2s\n    mem_emergency_bytes: 1Mi\n    \
+         profile_duration: 1s\n",
+    );
+    let r = k8s(&sb, &kc, &["--duration", "4s", "--out", "out"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let lines: Vec<Value> = std::fs::read_to_string(sb.file("out/captures.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let web_caps: Vec<&Value> = lines.iter().filter(|l| l["pod"] == "web-0").collect();
+    let triggered = web_caps
+        .iter()
+        .find(|l| l["cause"] == "resource_threshold")
+        .unwrap_or_else(|| panic!("{lines:?}\n{}", r.stderr));
+    assert_eq!(triggered["trigger"]["level"], "emergency");
+    assert_eq!(triggered["trigger"]["metric"], "memory");
+    assert!(triggered["trigger"]["value"].as_f64().unwrap() > 1048576.0);
+    assert!(
+        triggered["trigger_latency_ms"].as_f64().unwrap() < 100.0,
+        "{triggered}"
+    );
+    let tags: Vec<&str> = triggered["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    for t in [
+        "cluster_name_k8s:loop-cluster",
+        "namespace:shop",
+        "pod_name:web-0",
+        "pod_uid:u0",
+        "node_name:node-a",
+        "container_name:app",
+        "trigger_level:emergency",
+        "trigger_metric:memory",
+    ] {
+        assert!(tags.contains(&t), "{t}: {tags:?}");
+    }
+    let kinds: Vec<&str> = triggered["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["heap", "goroutine"]);
+    let goroutine = &triggered["profiles"][1];
+    assert_eq!(goroutine["ok"], true, "{goroutine}");
+    let file = goroutine["files"][0].as_str().unwrap();
+    assert!(file.contains("out/shop/web-0/app/goroutine-"), "{file}");
+    assert!(
+        goroutine["top_function"]
+            .as_str()
+            .is_some_and(|f| !f.is_empty()),
+        "{goroutine}"
+    );
+    assert!(
+        triggered["figures"]["prof_go_num_goroutine"]
+            .as_i64()
+            .unwrap()
+            >= 50,
+        "{triggered}"
+    );
+    assert!(
+        web_caps.iter().any(|l| l["cause"] == "scheduled"),
+        "the scheduled capture at its jitter (< interval/10): {web_caps:?}"
+    );
+    // The service bound to 127.0.0.1 is not reachable at its pod IP.
+    let local_caps: Vec<&Value> = lines.iter().filter(|l| l["pod"] == "local").collect();
+    assert!(!local_caps.is_empty(), "{}", r.stderr);
+    assert!(
+        local_caps.iter().all(|l| l["profiles"][0]["ok"] == false),
+        "{local_caps:?}"
+    );
+    // One LIST, one WATCH, no per-pod GET; the node's lease taken and given back.
+    let counts = api.counts();
+    assert_eq!(counts.get("list pods"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("watch pods"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("get pods"), None, "{counts:?}");
+    let lease = api
+        .lease("agentprof", "agentprof-node-a")
+        .expect("the node's lease");
+    assert!(
+        lease["spec"]["holderIdentity"].is_null(),
+        "released at stop: {lease}"
+    );
+    assert!(kubelet.requests() >= 2, "a round a second");
+}
+
+/// `agentprof k8s --json` started in the background: its events as they come.
+struct Running {
+    child: Child,
+    events: std::sync::mpsc::Receiver<Value>,
+    seen: Vec<Value>,
+}
+
+impl Running {
+    fn start(sb: &Sandbox, kc: &std::path::Path, args: &[&str]) -> Running {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentprof"))
+            .current_dir(sb.path())
+            .arg("k8s")
+            .args(args)
+            .args([
+                "--json",
+                "--node",
+                NODE,
+                "--confd",
+                "conf.d",
+                "--kubeconfig",
+            ])
+            .arg(kc)
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, events) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+        Running {
+            child,
+            events,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits (at most 20 s) for an event that `want` accepts.
+    fn wait(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        if let Some(v) = self.seen.iter().find(|v| want(v)) {
+            return v.clone();
+        }
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(v) => {
+                    self.seen.push(v.clone());
+                    if want(&v) {
+                        return v;
+                    }
+                }
+                Err(_) => panic!("no {what} event; seen: {:#?}", self.seen),
+            }
+        }
+    }
+
+    fn stop(mut self) -> Vec<Value> {
+        // SIGTERM, as the kubelet stops a pod.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let st = self.child.wait().unwrap();
+        assert!(st.success(), "{st:?}");
+        let rest: Vec<Value> = self.events.try_iter().collect();
+        self.seen.extend(rest);
+        std::mem::take(&mut self.seen)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_for(what: &str, f: impl Fn() -> bool) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !f() {
+        assert!(
+            std::time::Instant::now() < end,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A cut watch resumes from its resourceVersion with no LIST; a 410 Gone relists once and
+/// finds the pods that came and went meanwhile; /metrics, /healthz and /readyz answer; a
+/// second instance on the node waits as a standby while the first holds the lease.
+#[test]
+fn the_watch_recovers_with_one_relist_and_a_second_instance_stands_by() {
+    let sb = Sandbox::new();
+    let Some(api) = ApiServer::start(sb.path(), "t0ken") else {
+        return;
+    };
+    let kc = sb.file("kubeconfig");
+    api.kubeconfig(&kc);
+    let web = |name: &str, uid: &str, ip: &str| {
+        pod(
+            "shop",
+            name,
+            uid,
+            NODE,
+            ip,
+            json!({"app": "web"}),
+            &[("app", &[("pprof", 6060)])],
+        )
+    };
+    api.put_pod(web("web-0", "u0", "127.0.0.2"));
+    api.put_pod(web("web-1", "u1", "127.0.0.3"));
+    profile_yaml(
+        &sb,
+        "",
+        "  - selector: app=web\n    port: 6060\n    interval: 10m\n",
+    );
+    let mut run = Running::start(&sb, &kc, &["--metrics-listen", "127.0.0.1:0"]);
+    let listening = run.wait("listening", |v| v["event"] == "listening");
+    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    run.wait("synced", |v| v["event"] == "synced" && v["targets"] == 2);
+    let get = |path: &str| {
+        let r = reqwest::blocking::get(format!("http://{metrics}{path}")).unwrap();
+        (r.status().as_u16(), r.text().unwrap())
+    };
+    assert_eq!(get("/healthz").0, 200);
+    assert_eq!(get("/readyz").0, 200);
+    let (code, text) = get("/metrics");
+    assert_eq!(code, 200);
+    assert!(text.contains("agentprof_k8s_targets 2"), "{text}");
+    assert!(
+        text.contains("agentprof_k8s_api_requests_total{verb=\"list\"} 1"),
+        "{text}"
+    );
+    assert!(text.contains("agentprof_k8s_lease_held 1"), "{text}");
+    // A second instance on the node: a standby, collecting nothing.
+    let mut second = Running::start(&sb, &kc, &[]);
+    second.wait("standby", |v| v["event"] == "standby");
+    // The watch is cut: it resumes from its version, without a LIST.
+    wait_for("the watch", || api.count("watch") >= 1);
+    api.cut_watches();
+    wait_for("the watch to resume", || api.count("watch") >= 2);
+    api.put_pod(web("web-2", "u2", "127.0.0.4"));
+    run.wait("web-2 discovered", |v| {
+        v["event"] == "discovered" && v["pod"] == "shop/web-2"
+    });
+    assert_eq!(api.counts()["list pods"], 1, "{:?}", api.log());
+    // History compacted and the watch cut: 410 Gone, one relist; a pod deleted while the
+    // watch was down is found gone, one added is found.
+    api.pause_watches(true);
+    api.cut_watches();
+    wait_for("a refused watch", || api.count("watch") >= 3);
+    api.delete_pod("shop", "web-0");
+    api.put_pod(web("web-3", "u3", "127.0.0.5"));
+    api.compact();
+    api.pause_watches(false);
+    run.wait("web-0 removed", |v| {
+        v["event"] == "removed" && v["target"].as_str().unwrap().starts_with("u0/")
+    });
+    run.wait("web-3 discovered", |v| {
+        v["event"] == "discovered" && v["pod"] == "shop/web-3"
+    });
+    let lists = api.counts()["list pods"];
+    assert_eq!(lists, 2, "one relist: {:?}", api.log());
+    let log = api.log();
+    let relist = log
+        .iter()
+        .rposition(|l| l.contains("/api/v1/pods?") && !l.contains("watch="))
+        .unwrap();
+    assert!(
+        log[..relist]
+            .iter()
+            .filter(|l| l.contains("watch=true"))
+            .count()
+            >= 3,
+        "{log:?}"
+    );
+    let events = run.stop();
+    let stopped = events.iter().find(|v| v["event"] == "stopped").unwrap();
+    assert_eq!(stopped["targets"], 3, "{stopped}");
+    assert!(stopped["api_requests"]["get"].as_u64().unwrap() >= 1, "{stopped}");
+    // The first released its lease at stop: the standby takes over.
+    second.wait("the standby takes over", |v| v["event"] == "leader");
+    second.wait("synced", |v| v["event"] == "synced" && v["targets"] == 3);
+    let _ = second.stop();
+}
