@@ -211,3 +211,21 @@ fn quantities_read_as_kubernetes_writes_them() {
     assert_eq!(c.rules[0].normal.cpu_millicores, Some(500.0));
     assert_eq!(c.rules[0].emergency.cpu_millicores, Some(900.0));
 }
+
+#[test]
+fn the_shipped_example_is_a_valid_configuration() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("conf.d/profile.yaml.example");
+    let text = std::fs::read_to_string(&path).expect("example");
+    let c = K8sConfig::parse(&path, &text)
+        .expect("valid")
+        .expect("has rules");
+    assert_eq!(c.rules.len(), 1);
+    let r = &c.rules[0];
+    assert_eq!(r.port, Port::Name("pprof".into()));
+    assert_eq!(r.container.as_deref(), Some("select"));
+    assert_eq!(r.profile_duration, Duration::from_secs(30));
+    assert_eq!(r.emergency_duration, Duration::from_secs(10));
+    assert_eq!(r.request_timeout, Duration::from_secs(45));
+    assert_eq!(r.normal.cpu_pct, Some(80.0));
+    assert_eq!(r.emergency.mem_pct, Some(95.0));
+}

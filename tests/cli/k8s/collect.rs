@@ -533,7 +533,10 @@ fn the_watch_recovers_with_one_relist_and_a_second_instance_stands_by() {
     let events = run.stop();
     let stopped = events.iter().find(|v| v["event"] == "stopped").unwrap();
     assert_eq!(stopped["targets"], 3, "{stopped}");
-    assert!(stopped["api_requests"]["get"].as_u64().unwrap() >= 1, "{stopped}");
+    assert!(
+        stopped["api_requests"]["get"].as_u64().unwrap() >= 1,
+        "{stopped}"
+    );
     // The first released its lease at stop: the standby takes over.
     second.wait("the standby takes over", |v| v["event"] == "leader");
     second.wait("synced", |v| v["event"] == "synced" && v["targets"] == 3);
