@@ -4,5 +4,6 @@
 pub mod apiserver;
 mod collect;
 pub mod kubelet;
+mod manifests;
 mod peers;
 pub mod tls;
