@@ -3,7 +3,7 @@
 //! pods listed in pages (`limit`/`continue`, `resourceVersion`), field selection on
 //! `spec.nodeName`, `metadata.name` and `metadata.namespace` (others are refused as the real
 //! server refuses them), equality label selectors, watch streams (ADDED, MODIFIED, DELETED,
-//! BOOKMARK) from a resourceVersion, `410 Gone` for a version older than the kept history,
+//! BOOKMARK) from a resourceVersion or as a streaming list (`sendInitialEvents`), `410 Gone` for a version older than the kept history,
 //! Leases with optimistic concurrency (409 on a stale resourceVersion), and a count of
 //! requests by verb and resource. Checked with kubectl and a client-go informer
 //! (tests/cli/k8s/peers.rs).
@@ -589,17 +589,45 @@ fn watch_pods(
     filter: Filter,
     q: &Query,
 ) -> Response<Body> {
-    let from: u64 = match q
-        .get("resourceVersion")
-        .filter(|s| !s.is_empty() && *s != "0")
-    {
-        Some(s) => match s.parse() {
-            Ok(n) => n,
-            Err(_) => return status(400, "BadRequest", "invalid resourceVersion"),
-        },
-        None => state.lock().unwrap().rv,
-    };
     let bookmarks = q.get("allowWatchBookmarks") == Some("true");
+    // A streaming list (client-go's WatchList): the current objects as ADDED events, then a
+    // bookmark marking their end, then the changes.
+    let initial = q.get("sendInitialEvents") == Some("true");
+    if initial && (q.get("resourceVersionMatch") != Some("NotOlderThan") || !bookmarks) {
+        return status(
+            422,
+            "Invalid",
+            "sendInitialEvents requires resourceVersionMatch=NotOlderThan and allowWatchBookmarks=true",
+        );
+    }
+    let (from, initial_events) = {
+        let st = state.lock().unwrap();
+        let asked = q
+            .get("resourceVersion")
+            .filter(|s| !s.is_empty() && *s != "0" && !initial);
+        let from: u64 = match asked {
+            Some(s) => match s.parse() {
+                Ok(n) => n,
+                Err(_) => return status(400, "BadRequest", "invalid resourceVersion"),
+            },
+            None => st.rv,
+        };
+        let mut events: Vec<Value> = Vec::new();
+        if initial {
+            events.extend(
+                st.pods
+                    .values()
+                    .filter(|p| filter.matches(p))
+                    .map(|p| json!({"type": "ADDED", "object": p})),
+            );
+            events.push(
+                json!({"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1",
+                "metadata": {"resourceVersion": from.to_string(),
+                    "annotations": {"k8s.io/initial-events-end": "true"}}}}),
+            );
+        }
+        (from, events)
+    };
     let timeout = q
         .get("timeoutSeconds")
         .and_then(|t| t.parse().ok())
@@ -618,6 +646,11 @@ fn watch_pods(
                 "reason": "Expired", "code": 410}});
             let _ = tx.send(line(err)).await;
             return;
+        }
+        for e in initial_events {
+            if tx.send(line(e)).await.is_err() {
+                return;
+            }
         }
         let end = tokio::time::Instant::now() + timeout;
         let mut bookmark = tokio::time::interval(Duration::from_secs(10));

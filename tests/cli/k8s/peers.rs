@@ -156,3 +156,149 @@ fn kubectl_lists_pages_gets_and_watches_the_loopback_api_server() {
     assert_eq!(lines[7], "pod/late");
     assert_eq!(lines[8], "pod/web-1");
 }
+
+/// The client-go informer of tests/go/informer, built once per test run.
+fn informer_binary() -> Option<std::path::PathBuf> {
+    static BIN: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        if !crate::support::require_go() {
+            return None;
+        }
+        let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("informer");
+        let src = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/go/informer");
+        let st = Command::new("go")
+            .args(["build", "-o"])
+            .arg(&out)
+            .arg(".")
+            .current_dir(&src)
+            .status()
+            .expect("go build");
+        assert!(st.success(), "go build of the client-go informer failed");
+        Some(out)
+    })
+    .clone()
+}
+
+/// A client-go shared informer (v0.37) on one node's pods: it lists, watches, sees adds and
+/// deletes, and after its watch is refused and the history compacted (410 Gone) it relists
+/// and catches up, with no error the informer calls fatal.
+#[test]
+fn a_client_go_informer_lists_watches_and_relists_after_410() {
+    let Some(bin) = informer_binary() else { return };
+    let sb = Sandbox::new();
+    let Some(api) = server_with_pods(sb.path()) else {
+        return;
+    };
+    let kc = sb.file("kubeconfig");
+    api.kubeconfig(&kc);
+    let mut child = Command::new(bin)
+        .arg("--kubeconfig")
+        .arg(&kc)
+        .args(["--node", "n1", "--duration", "60s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<serde_json::Value>();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    let mut seen: Vec<serde_json::Value> = Vec::new();
+    let mut wait = |what: &str, want: &dyn Fn(&serde_json::Value) -> bool| {
+        let end = Instant::now() + Duration::from_secs(30);
+        loop {
+            if seen.iter().any(want) {
+                return;
+            }
+            match rx.recv_timeout(end.saturating_duration_since(Instant::now())) {
+                Ok(v) => seen.push(v),
+                Err(_) => panic!("no {what}: {seen:?}\n{:?}", api.log()),
+            }
+        }
+    };
+    wait("synced", &|v| v["event"] == "synced");
+    let t0 = Instant::now();
+    while api.count("watch") == 0 && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    api.put_pod(pod(
+        "shop",
+        "late",
+        "uid-late",
+        "n1",
+        "127.0.0.20",
+        json!({}),
+        &[("app", &[])],
+    ));
+    api.delete_pod("shop", "web-2");
+    wait("late added", &|v| {
+        v["event"] == "add" && v["pod"] == "shop/late"
+    });
+    wait("web-2 deleted", &|v| {
+        v["event"] == "delete" && v["pod"] == "shop/web-2"
+    });
+    // client-go 0.37 lists as a streaming list (a watch with sendInitialEvents), or with a
+    // LIST where a server has no streaming lists: either is a (re)list.
+    let relists = || {
+        api.log()
+            .iter()
+            .filter(|l| l.contains("sendInitialEvents=true") || !l.contains("watch=true"))
+            .filter(|l| l.contains("/pods"))
+            .count()
+    };
+    let lists = relists();
+    assert_eq!(lists, 1, "{:?}", api.log());
+    let watches = api.count("watch");
+    api.pause_watches(true);
+    api.cut_watches();
+    let t0 = Instant::now();
+    while api.count("watch") == watches && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    api.put_pod(pod(
+        "shop",
+        "later",
+        "uid-later",
+        "n1",
+        "127.0.0.21",
+        json!({}),
+        &[("app", &[])],
+    ));
+    api.delete_pod("shop", "web-4");
+    api.compact();
+    api.pause_watches(false);
+    wait("later added after the relist", &|v| {
+        v["event"] == "add" && v["pod"] == "shop/later"
+    });
+    wait("web-4 deleted after the relist", &|v| {
+        v["event"] == "delete" && v["pod"] == "shop/web-4"
+    });
+    assert!(relists() > lists, "a relist: {:?}", api.log());
+    let mut adds: Vec<&str> = seen
+        .iter()
+        .filter(|v| v["event"] == "add")
+        .map(|v| v["pod"].as_str().unwrap())
+        .collect();
+    // The informer hands the initial objects over in its store's order.
+    adds[..4].sort_unstable();
+    assert_eq!(
+        adds,
+        [
+            "shop/web-0",
+            "shop/web-2",
+            "shop/web-4",
+            "shop/web-6",
+            "shop/late",
+            "shop/later"
+        ],
+        "only node n1's pods"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
