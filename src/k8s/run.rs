@@ -297,15 +297,14 @@ impl Collector {
         let Some(t) = self.targets.get(id) else {
             return;
         };
+        let json = self.opts.json;
         let skip = |m: &Metrics, reason: &str| {
             m.skip(reason);
-            if cause == Cause::ResourceThreshold {
-                log(
-                    false,
-                    "trigger_skipped",
-                    serde_json::json!({"target": id, "reason": reason}),
-                );
-            }
+            log(
+                json,
+                "capture_skipped",
+                serde_json::json!({"target": id, "cause": cause.as_str(), "reason": reason}),
+            );
         };
         if !t.found.ready {
             return skip(&self.metrics, "not_ready");
@@ -370,7 +369,6 @@ impl Collector {
             serde_json::json!({"target": id, "cause": cause.as_str(),
                 "trigger": fired, "trigger_latency_ms": latency_ms}),
         );
-        let json = self.opts.json;
         tokio::task::spawn_blocking(move || {
             let _permits = (g, r);
             let t0 = std::time::Instant::now();
@@ -451,6 +449,12 @@ impl Collector {
         } else {
             "error"
         };
+        log(
+            self.opts.json,
+            "capture_done",
+            serde_json::json!({"target": d.id, "cause": d.cause.as_str(), "status": status,
+                "seconds": d.seconds}),
+        );
         self.metrics
             .collections
             .get_or_create(&vec![

@@ -417,8 +417,14 @@ impl Running {
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let st = self.child.wait().unwrap();
         assert!(st.success(), "{st:?}");
-        let rest: Vec<Value> = self.events.try_iter().collect();
-        self.seen.extend(rest);
+        // Everything it printed, up to the end of its output.
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while let Ok(v) = self
+            .events
+            .recv_timeout(end.saturating_duration_since(std::time::Instant::now()))
+        {
+            self.seen.push(v);
+        }
         std::mem::take(&mut self.seen)
     }
 }
@@ -541,4 +547,206 @@ fn the_watch_recovers_with_one_relist_and_a_second_instance_stands_by() {
     second.wait("the standby takes over", |v| v["event"] == "leader");
     second.wait("synced", |v| v["event"] == "synced" && v["targets"] == 3);
     let _ = second.stop();
+}
+
+fn metric(text: &str, name_and_labels: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name_and_labels)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// NotReady suspends a target (same UID, container, endpoint) without forgetting it; deleting
+/// the pod cancels its in-flight CPU capture at once and releases it; a new pod at the same
+/// address is a new target.
+#[test]
+fn not_ready_suspends_and_deletion_cancels_the_capture_in_flight() {
+    let sb = Sandbox::new();
+    let Some(api) = ApiServer::start(sb.path(), "t0ken") else {
+        return;
+    };
+    let Some(_svc) = pod_process("127.0.0.2:16062") else {
+        return;
+    };
+    let kc = sb.file("kubeconfig");
+    api.kubeconfig(&kc);
+    let web = |uid: &str| {
+        pod(
+            "shop",
+            "web-0",
+            uid,
+            NODE,
+            "127.0.0.2",
+            json!({"app": "web"}),
+            &[("app", &[("pprof", 16062)])],
+        )
+    };
+    api.put_pod(web("u0"));
+    profile_yaml(
+        &sb,
+        "",
+        "  - selector: app=web\n    port: pprof\n    interval: 10s\n    \
+         scheduled_types: [cpu, goroutine]\n    profile_duration: 8s\n",
+    );
+    let mut run = Running::start(
+        &sb,
+        &kc,
+        &["--out", "out", "--metrics-listen", "127.0.0.1:0"],
+    );
+    let metrics = run.wait("listening", |v| v["event"] == "listening")["metrics"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    run.wait("capture started", |v| v["event"] == "capture_started");
+    let mut notready = web("u0");
+    notready["status"]["containerStatuses"][0]["ready"] = false.into();
+    api.put_pod(notready);
+    run.wait("suspended", |v| v["event"] == "suspended");
+    api.put_pod(web("u0"));
+    run.wait("resumed", |v| v["event"] == "resumed");
+    let t0 = std::time::Instant::now();
+    api.delete_pod("shop", "web-0");
+    run.wait("removed", |v| {
+        v["event"] == "removed" && v["reason"] == "deleted"
+    });
+    let done = run.wait("cancelled", |v| v["event"] == "capture_done");
+    assert_eq!(done["status"], "cancelled", "{done}");
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(2),
+        "cancelled at once, not after the 8 s recording: {:?}",
+        t0.elapsed()
+    );
+    // The same address with a new UID: a new target.
+    api.put_pod(web("u1"));
+    let d = run.wait("the new pod", |v| {
+        v["event"] == "discovered" && v["target"].as_str().unwrap().starts_with("u1/")
+    });
+    assert_eq!(d["endpoint"], "http://127.0.0.2:16062/debug/pprof");
+    let text = reqwest::blocking::get(format!("http://{metrics}/metrics"))
+        .unwrap()
+        .text()
+        .unwrap();
+    assert_eq!(
+        metric(
+            &text,
+            "agentprof_k8s_collections_total{cause=\"scheduled\",status=\"cancelled\"}"
+        ),
+        1.0,
+        "{text}"
+    );
+    assert!(
+        metric(&text, "agentprof_k8s_skipped_total{reason=\"removed\"}") >= 1.0,
+        "{text}"
+    );
+    assert_eq!(
+        metric(&text, "agentprof_k8s_discoveries_total{event=\"added\"}"),
+        2.0,
+        "{text}"
+    );
+    let events = run.stop();
+    assert!(
+        !events.iter().any(|v| v["event"] == "capture"),
+        "a cancelled capture is not reported as one: {events:?}"
+    );
+}
+
+/// Two pods whose scheduled captures overlap under `kubernetes_max_concurrency: 1`: the
+/// second is skipped as `concurrency`. A pod burning a core crosses `cpu_usage_millicores`:
+/// the normal trigger fires at exactly trigger_window / monitor_interval = 3 violating
+/// rounds, and its capture says what crossed.
+#[test]
+fn limits_skip_with_their_reason_and_a_normal_threshold_fires_at_the_required_round() {
+    let _cpu = crate::support::cpu_exclusive();
+    let sb = Sandbox::new();
+    let Some(api) = ApiServer::start(sb.path(), "t0ken") else {
+        return;
+    };
+    let Some(kubelet) = Kubelet::start(sb.path(), "kt", NODE) else {
+        return;
+    };
+    let (Some(a), Some(b), Some(hot)) = (
+        pod_process("127.0.0.2:16063"),
+        pod_process("127.0.0.3:16064"),
+        pod_process("127.0.0.4:16065"),
+    ) else {
+        return;
+    };
+    reqwest::blocking::get("http://127.0.0.4:16065/ctl/burn?n=1").unwrap();
+    // Two UIDs whose jitters are within 300 ms of each other, so their 2 s captures overlap.
+    let jitter = |uid: &str, port: u16, ip: &str| {
+        agentprof::k8s::schedule::jitter(
+            &format!("{uid}/app/http://{ip}:{port}/debug/pprof"),
+            std::time::Duration::from_secs(10),
+        )
+    };
+    let ja = jitter("ua", 16063, "127.0.0.2");
+    let ub = (0..1000)
+        .map(|i| format!("ub{i}"))
+        .find(|u| {
+            jitter(u, 16064, "127.0.0.3").abs_diff(ja) < std::time::Duration::from_millis(300)
+        })
+        .unwrap();
+    let kc = sb.file("kubeconfig");
+    api.kubeconfig(&kc);
+    sb.write("kt", "kt");
+    let mk = |name: &str, uid: &str, ip: &str, port: u16, app: &str| {
+        pod(
+            "shop",
+            name,
+            uid,
+            NODE,
+            ip,
+            json!({"app": app}),
+            &[("app", &[("pprof", port)])],
+        )
+    };
+    api.put_pod(mk("a", "ua", "127.0.0.2", 16063, "web"));
+    api.put_pod(mk("b", &ub, "127.0.0.3", 16064, "web"));
+    api.put_pod(mk("hot", "uh", "127.0.0.4", 16065, "hot"));
+    kubelet.add("shop", "hot", "uh", "app", hot.pid);
+    let _ = (&a, &b);
+    profile_yaml(
+        &sb,
+        &format!(
+            "  kubernetes_max_concurrency: 1\n  kubelet_url: {}\n  kubelet_client_ca: {}\n  \
+             kubelet_token_file: kt",
+            kubelet.url(),
+            kubelet.ca.display()
+        ),
+        "  - selector: app=web\n    port: pprof\n    interval: 10s\n    \
+         scheduled_types: [cpu]\n    profile_duration: 2s\n  \
+         - selector: app=hot\n    port: pprof\n    scheduled_types: []\n    \
+         trigger_types: [goroutine]\n    monitor_interval: 1s\n    trigger_window: 3s\n    \
+         cpu_usage_millicores: 500\n",
+    );
+    // Let the kubelet's sampler see a second of the burner.
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let mut run = Running::start(&sb, &kc, &["--out", "out"]);
+    let skipped = run.wait("a concurrency skip", |v| {
+        v["event"] == "capture_skipped" && v["reason"] == "concurrency"
+    });
+    assert_eq!(skipped["cause"], "scheduled");
+    let fired = run.wait("the trigger", |v| v["event"] == "triggered");
+    let rounds = kubelet.requests();
+    assert_eq!(rounds, 3, "fires at the 3rd violating round: {fired}");
+    assert_eq!(fired["trigger"]["level"], "normal");
+    assert_eq!(fired["trigger"]["unit"], "millicores");
+    assert!(
+        fired["trigger"]["value"].as_f64().unwrap() > 500.0,
+        "{fired}"
+    );
+    let cap = run.wait("the triggered capture", |v| {
+        v["event"] == "capture" && v["capture"]["cause"] == "resource_threshold"
+    });
+    let c = &cap["capture"];
+    assert_eq!(c["pod"], "hot");
+    assert_eq!(c["profiles"][0]["type"], "goroutine");
+    assert!(
+        c["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "trigger_threshold:500"),
+        "{c}"
+    );
+    let _ = run.stop();
 }
