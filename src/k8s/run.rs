@@ -30,6 +30,9 @@ use crate::pull::delta::DeltaCache;
 use crate::pull::fetch::Cancel;
 use crate::pull::{Collection, Job, PullOptions, lock};
 
+/// How soon a scheduled capture looks again when its endpoint's previous task still runs.
+const WAIT_FOR_OLD: Duration = Duration::from_millis(200);
+
 /// Everything `agentprof k8s` runs with.
 pub struct RunOptions {
     pub rules: K8sConfig,
@@ -64,7 +67,10 @@ impl Cause {
 
 struct TargetState {
     found: Found,
+    /// The next capture: `grid`, or sooner while waiting for the endpoint's old task.
     next_scheduled: Instant,
+    /// The target's schedule: first capture at its jitter, then every interval.
+    grid: Instant,
     next_monitor: Option<Instant>,
     monitor: Option<Monitor>,
     failures: u32,
@@ -239,6 +245,7 @@ impl Collector {
                 next_monitor: monitor.as_ref().map(|_| now + rule.monitor_interval),
                 monitor,
                 next_scheduled: first,
+                grid: first,
                 failures: 0,
                 backoff_until: None,
                 inflight: None,
@@ -309,7 +316,23 @@ impl Collector {
         if !t.found.ready {
             return skip(&self.metrics, "not_ready");
         }
-        if t.inflight.is_some() || self.busy.contains_key(&t.found.endpoint) {
+        if t.inflight.is_some() {
+            return skip(&self.metrics, "busy");
+        }
+        // The endpoint's previous target (a deleted pod whose address came back, a changed
+        // rule) is still collecting: a scheduled capture waits for it to end.
+        if self.busy.contains_key(&t.found.endpoint) {
+            if cause == Cause::Scheduled
+                && let Some(t) = self.targets.get_mut(id)
+            {
+                t.next_scheduled = now + WAIT_FOR_OLD;
+                log(
+                    json,
+                    "capture_waiting",
+                    serde_json::json!({"target": id, "why": "the endpoint's previous task is still running"}),
+                );
+                return;
+            }
             return skip(&self.metrics, "busy");
         }
         if t.backoff_until.is_some_and(|b| now < b) {
@@ -510,9 +533,15 @@ impl Collector {
         for id in due {
             if let Some(t) = self.targets.get_mut(&id) {
                 let rule = &self.opts.rules.rules[t.found.rule];
-                while t.next_scheduled <= now {
-                    t.next_scheduled += rule.interval;
+                // The next deadline on the target's own grid (a wait for an old task does
+                // not shift it).
+                let grid = t.grid;
+                let mut next = grid;
+                while next <= now {
+                    next += rule.interval;
                 }
+                t.grid = next;
+                t.next_scheduled = next;
                 if rule.scheduled_types.is_empty() {
                     continue;
                 }
@@ -719,18 +748,6 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
         &opts.node,
     )
     .map_err(|e| crate::error::UsageError::flag("kubelet_url", e))?;
-    let uploader = match &opts.upload {
-        Some(u) => Some(Mutex::new(
-            crate::pull::upload::Uploader::new(
-                u.clone(),
-                opts.spool.clone(),
-                64 << 20,
-                Duration::from_secs(30),
-            )
-            .map_err(|e| crate::error::UsageError::flag("--upload", e))?,
-        )),
-        None => None,
-    };
     let captures = match &opts.out {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(|e| {
@@ -744,6 +761,20 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
                     crate::error::UsageError::flag("--out", format!("{}: {e}", dir.display()))
                 })?;
             Some(Mutex::new(f))
+        }
+        None => None,
+    };
+    // The uploader's blocking client is made (and later dropped) on the blocking pool.
+    let uploader = match opts.upload.clone() {
+        Some(u) => {
+            let spool = opts.spool.clone();
+            let made = tokio::task::spawn_blocking(move || {
+                crate::pull::upload::Uploader::new(u, spool, 64 << 20, Duration::from_secs(30))
+            })
+            .await?;
+            Some(Mutex::new(made.map_err(|e| {
+                crate::error::UsageError::flag("--upload", e)
+            })?))
         }
         None => None,
     };
@@ -823,8 +854,8 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
         }
         tokio::select! {
             () = tokio::time::sleep(super::lease::RENEW) => {}
-            () = crate::cmd::k8s::stopped() => return Ok(summary(&c, &cluster)),
-            () = &mut until_end => return Ok(summary(&c, &cluster)),
+            () = crate::cmd::k8s::stopped() => return Ok(finish(c, &cluster).await),
+            () = &mut until_end => return Ok(finish(c, &cluster).await),
         }
     }
     metrics.lease_held.set(1);
@@ -932,11 +963,17 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
     }
     lease.release().await;
     metrics.lease_held.set(0);
-    let outcome = summary(&c, &cluster);
-    let shared = Arc::clone(&c.shared);
-    drop(c);
-    let _ = tokio::task::spawn_blocking(move || drop(shared)).await;
-    Ok(outcome)
+    let outcome = finish(c, &cluster).await;
+    // A lost lease exits 1: the DaemonSet restarts this pod, which then waits as the standby.
+    Ok(if lost { Outcome::RunFailed } else { outcome })
+}
+
+/// The summary, and the collector dropped on the blocking pool (the uploader's blocking
+/// client may not be dropped inside the runtime).
+async fn finish(c: Collector, cluster: &super::client::Cluster) -> Outcome {
+    let outcome = summary(&c, cluster);
+    let _ = tokio::task::spawn_blocking(move || drop(c)).await;
+    outcome
 }
 
 fn pod_key(p: &Pod) -> String {

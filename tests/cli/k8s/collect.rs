@@ -262,7 +262,23 @@ fn captures_are_scheduled_and_triggered_and_say_why() {
          monitor_interval: 1s\n    trigger_window: 2s\n    mem_emergency_bytes: 1Mi\n    \
          profile_duration: 1s\n",
     );
-    let r = k8s(&sb, &kc, &["--duration", "4s", "--out", "out"]);
+    let (intake, uploads) =
+        crate::support::serve(|_, _| crate::support::reply("202 Accepted", "{}"));
+    let upload = format!("http://{intake}/profiling/v1/input");
+    let r = k8s(
+        &sb,
+        &kc,
+        &[
+            "--duration",
+            "4s",
+            "--out",
+            "out",
+            "--upload",
+            &upload,
+            "--spool",
+            "spool",
+        ],
+    );
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let lines: Vec<Value> = std::fs::read_to_string(sb.file("out/captures.jsonl"))
         .unwrap()
@@ -334,6 +350,21 @@ fn captures_are_scheduled_and_triggered_and_say_why() {
         local_caps.iter().all(|l| l["profiles"][0]["ok"] == false),
         "{local_caps:?}"
     );
+    // Uploaded in dd-trace-go's format, with the capture's tags.
+    let uploads = uploads.lock().unwrap();
+    let bodies: Vec<String> = uploads
+        .iter()
+        .map(|(_, _, b)| String::from_utf8_lossy(b).into_owned())
+        .collect();
+    let triggered_upload = bodies
+        .iter()
+        .find(|b| b.contains("trigger_level:emergency") && b.contains("pod_name:web-0"))
+        .unwrap_or_else(|| panic!("{} uploads", bodies.len()));
+    assert!(
+        triggered_upload.contains("goroutines.pprof"),
+        "{triggered_upload:.400}"
+    );
+    assert!(triggered_upload.contains("cluster_name_k8s:loop-cluster"));
     // One LIST, one WATCH, no per-pod GET; the node's lease taken and given back.
     let counts = api.counts();
     assert_eq!(counts.get("list pods"), Some(&1), "{counts:?}");

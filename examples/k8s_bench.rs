@@ -1,0 +1,277 @@
+//! `agentprof k8s` on a 110-pod node (the kubelet's default maximum) of the loopback API
+//! server, for the figures the issue asks for. Run by `scripts/bench_k8s.sh`:
+//!
+//!   cargo run --release --example k8s_bench -- [--minutes M] [--agentprof PATH]
+//!
+//! Node `busy`: 110 pods under two rules (55 each) whose endpoints serve real heap and
+//! goroutine profiles taken from the Go test service (one loopback server answers every
+//! 127.0.0.N), scheduled every 1 and 2 minutes, so the 32 MiB delta cache fills and evicts.
+//! Node `idle`: 110 pods, rules with no scheduled type and no threshold: what agentprof costs
+//! doing nothing. Both run side by side for M minutes (default 10). Halfway, every watch is
+//! cut. Printed: API requests at start and over the run by verb and resource, the requests to
+//! recover the cut watch, peak RSS (VmHWM) and CPU seconds of each instance.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "../tests/cli/k8s/apiserver.rs"]
+#[allow(dead_code)]
+mod apiserver;
+#[path = "../tests/cli/k8s/tls.rs"]
+mod tls;
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use apiserver::{ApiServer, pod};
+use serde_json::json;
+
+const PORT: u16 = 16100;
+
+fn arg(name: &str) -> Option<String> {
+    let a: Vec<String> = std::env::args().collect();
+    a.iter()
+        .position(|x| x == name)
+        .and_then(|i| a.get(i + 1).cloned())
+}
+
+/// A heap and a goroutine profile of the Go test service (built with go from tests/go).
+fn real_profiles(dir: &Path) -> (Vec<u8>, Vec<u8>) {
+    let bin = dir.join("pprofsvc");
+    let st = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&bin)
+        .arg(".")
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/go/pprofsvc"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut child = Command::new(&bin)
+        .args(["-listen", "127.0.0.1:0", "-burners", "0", "-bigheap", "12"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line.split_whitespace().next().unwrap().to_string();
+    std::thread::sleep(Duration::from_millis(500));
+    let get = |p: &str| {
+        reqwest::blocking::get(format!("http://{addr}/debug/pprof/{p}"))
+            .unwrap()
+            .bytes()
+            .unwrap()
+            .to_vec()
+    };
+    let (heap, goroutine) = (get("heap"), get("goroutine"));
+    let _ = child.kill();
+    let _ = child.wait();
+    (heap, goroutine)
+}
+
+/// One server on 0.0.0.0:PORT answering as every pod's pprof endpoint.
+fn serve_profiles(heap: Vec<u8>, goroutine: Vec<u8>) {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let (h, g) = (heap.clone(), goroutine.clone());
+            let app = axum::Router::new()
+                .route(
+                    "/debug/pprof/heap",
+                    axum::routing::get(move || {
+                        let h = h.clone();
+                        async move { h }
+                    }),
+                )
+                .route(
+                    "/debug/pprof/goroutine",
+                    axum::routing::get(move || {
+                        let g = g.clone();
+                        async move { g }
+                    }),
+                );
+            let l = tokio::net::TcpListener::bind(("0.0.0.0", PORT))
+                .await
+                .unwrap();
+            axum::serve(l, app).await.unwrap();
+        });
+    });
+}
+
+struct Instance {
+    child: Child,
+    dir: PathBuf,
+}
+
+fn start(agentprof: &str, api: &ApiServer, dir: &Path, node: &str, rules: &str) -> Instance {
+    let d = dir.join(node);
+    std::fs::create_dir_all(d.join("conf.d")).unwrap();
+    std::fs::write(
+        d.join("conf.d/profile.yaml"),
+        format!("init_config:\n  kubernetes_delta_cache_mb: 32\nkubernetes:\n{rules}"),
+    )
+    .unwrap();
+    let kc = d.join("kubeconfig");
+    api.kubeconfig(&kc);
+    let child = Command::new(agentprof)
+        .current_dir(&d)
+        .args([
+            "k8s", "--node", node, "--confd", "conf.d", "--out", "out", "--json",
+        ])
+        .arg("--kubeconfig")
+        .arg(&kc)
+        .env("AGENTPROF_STATE_DIR", d.join("state"))
+        .env("POD_NAME", format!("agentprof-{node}"))
+        .stdout(Stdio::from(
+            std::fs::File::create(d.join("events.jsonl")).unwrap(),
+        ))
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    Instance { child, dir: d }
+}
+
+/// (VmHWM bytes, CPU seconds) of a running process.
+fn usage(pid: u32) -> (u64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let hwm = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .unwrap()
+        * 1024;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..]
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    (hwm, ticks / 100.0)
+}
+
+fn counts_of(api: &ApiServer, node: &str) -> BTreeMap<String, u64> {
+    // Requests are told apart by the node in their field selector or lease name.
+    let mut m = BTreeMap::new();
+    for l in api.log() {
+        if !(l.contains(&format!("nodeName%3D{node}")) || l.contains(&format!("agentprof-{node}")))
+        {
+            continue;
+        }
+        let (method, rest) = l.split_once(' ').unwrap();
+        let verb = if rest.contains("watch=true") {
+            "watch pods"
+        } else if rest.contains("/pods") {
+            "list pods"
+        } else if method == "GET" {
+            "get lease"
+        } else if method == "PUT" {
+            "update lease"
+        } else {
+            "create lease"
+        };
+        *m.entry(verb.to_string()).or_default() += 1;
+    }
+    m
+}
+
+fn main() {
+    let minutes: u64 = arg("--minutes").map_or(10, |m| m.parse().unwrap());
+    let agentprof = arg("--agentprof").unwrap_or_else(|| "target/release/agentprof".into());
+    let dir = tempfile::tempdir().unwrap();
+    let (heap, goroutine) = real_profiles(dir.path());
+    println!(
+        "profiles served: heap {} KiB, goroutine {} KiB (compressed, as the service sent them)",
+        heap.len() >> 10,
+        goroutine.len() >> 10
+    );
+    serve_profiles(heap, goroutine);
+    let api = ApiServer::start(dir.path(), "bench-token").unwrap();
+    for node in ["busy", "idle"] {
+        for i in 0..110u32 {
+            let app = if i % 2 == 0 { "a" } else { "b" };
+            let ip = format!("127.0.{}.{}", if node == "busy" { 1 } else { 2 }, i + 2);
+            api.put_pod(pod(
+                "bench",
+                &format!("{node}-{i}"),
+                &format!("{node}-uid-{i}"),
+                node,
+                &ip,
+                json!({"app": app}),
+                &[("app", &[("pprof", PORT)])],
+            ));
+        }
+    }
+    let busy_rules = "  - selector: app=a\n    port: pprof\n    interval: 1m\n    scheduled_types: [heap, goroutine]\n  \
+                      - selector: app=b\n    port: pprof\n    interval: 2m\n    scheduled_types: [heap, goroutine]\n";
+    let idle_rules = "  - selector: app=a\n    port: pprof\n    scheduled_types: []\n  \
+                      - selector: app=b\n    port: pprof\n    scheduled_types: []\n";
+    let t0 = Instant::now();
+    let mut busy = start(&agentprof, &api, dir.path(), "busy", busy_rules);
+    let mut idle = start(&agentprof, &api, dir.path(), "idle", idle_rules);
+    std::thread::sleep(Duration::from_secs(5));
+    let at_start = (counts_of(&api, "busy"), counts_of(&api, "idle"));
+    let (_, idle_cpu_start) = usage(idle.child.id());
+    let half = Duration::from_secs(minutes * 30);
+    std::thread::sleep(half.saturating_sub(t0.elapsed()));
+    let before_cut = counts_of(&api, "busy");
+    api.cut_watches();
+    std::thread::sleep(Duration::from_secs(5));
+    let after_cut = counts_of(&api, "busy");
+    std::thread::sleep((half * 2).saturating_sub(t0.elapsed()));
+    let (busy_hwm, busy_cpu) = usage(busy.child.id());
+    let (idle_hwm, idle_cpu) = usage(idle.child.id());
+    let end = (counts_of(&api, "busy"), counts_of(&api, "idle"));
+    for i in [&mut busy, &mut idle] {
+        unsafe { libc::kill(i.child.id() as i32, libc::SIGTERM) };
+        let _ = i.child.wait();
+    }
+    let captures = std::fs::read_to_string(busy.dir.join("out/captures.jsonl")).unwrap_or_default();
+    let lines: Vec<serde_json::Value> = captures
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let no_delta = |why: &str| {
+        lines
+            .iter()
+            .flat_map(|c| c["profiles"].as_array().cloned().unwrap_or_default())
+            .filter(|p| p["no_delta"] == why)
+            .count()
+    };
+    let deltas = lines
+        .iter()
+        .flat_map(|c| c["profiles"].as_array().cloned().unwrap_or_default())
+        .filter(|p| p["delta"] == true)
+        .count();
+    let recover: BTreeMap<&String, i64> = after_cut
+        .iter()
+        .map(|(k, v)| (k, *v as i64 - *before_cut.get(k).unwrap_or(&0) as i64))
+        .filter(|(_, d)| *d != 0)
+        .collect();
+    let report = json!({
+        "minutes": minutes,
+        "busy": {
+            "api_requests_at_start": at_start.0,
+            "api_requests_over_run": end.0,
+            "requests_to_recover_a_cut_watch (5 s window, lease renewals included)": recover,
+            "peak_rss_mib": busy_hwm as f64 / 1048576.0,
+            "cpu_seconds": busy_cpu,
+            "captures": lines.len(),
+            "deltas": deltas,
+            "no_delta_evicted": no_delta("delta_cache_evicted"),
+            "no_delta_first": no_delta("first_collection"),
+        },
+        "idle": {
+            "api_requests_at_start": at_start.1,
+            "api_requests_over_run": end.1,
+            "peak_rss_mib": idle_hwm as f64 / 1048576.0,
+            "cpu_seconds_after_start": idle_cpu - idle_cpu_start,
+            "cpu_seconds": idle_cpu,
+        },
+    });
+    println!("{}", serde_json::to_string_pretty(&report).unwrap());
+}
