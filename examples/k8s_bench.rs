@@ -3,9 +3,11 @@
 //!
 //!   cargo run --release --example k8s_bench -- [--minutes M] [--agentprof PATH]
 //!
-//! Node `busy`: 110 pods under two rules (55 each) whose endpoints serve real heap and
-//! goroutine profiles taken from the Go test service (one loopback server answers every
-//! 127.0.0.N), scheduled every 1 and 2 minutes, so the 32 MiB delta cache fills and evicts.
+//! Node `busy`: 110 pods under two rules (55 each) whose endpoints serve a real heap profile
+//! of the Go test service (4,096 stacks; padded with comments to 160 KiB, also served as
+//! allocs) and its goroutine profile (one loopback server answers every 127.0.N.M), scheduled
+//! every 1 and 2 minutes: 220 baselines of 160 KiB, more than the 32 MiB delta cache holds,
+//! so it fills and evicts.
 //! Node `idle`: 110 pods, rules with no scheduled type and no threshold: what agentprof costs
 //! doing nothing. Both run side by side for M minutes (default 10). Halfway, every watch is
 //! cut. Printed: API requests at start and over the run by verb and resource, the requests to
@@ -69,7 +71,39 @@ fn real_profiles(dir: &Path) -> (Vec<u8>, Vec<u8>) {
     let (heap, goroutine) = (get("heap"), get("goroutine"));
     let _ = child.kill();
     let _ = child.wait();
-    (heap, goroutine)
+    (pad(&heap, 160 << 10), goroutine)
+}
+
+/// The profile with comments of pseudo-random text added until it is about `size` bytes
+/// compressed: a heap profile within the 100,000-field budget is ~23 KiB, and the delta
+/// cache fills only with larger ones (services with long symbol names send those).
+fn pad(gz: &[u8], size: usize) -> Vec<u8> {
+    use prost::Message;
+    use std::io::{Read, Write};
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_end(&mut raw)
+        .unwrap();
+    let mut p = agentprof::pprof::proto::Profile::decode(raw.as_slice()).unwrap();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let gzip = |p: &agentprof::pprof::proto::Profile| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(&p.encode_to_vec()).unwrap();
+        e.finish().unwrap()
+    };
+    while gzip(&p).len() < size {
+        let text: String = (0..1024)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                char::from(b'a' + (x % 26) as u8)
+            })
+            .collect();
+        p.comment.push(p.string_table.len() as i64);
+        p.string_table.push(text);
+    }
+    gzip(&p)
 }
 
 /// One server on 0.0.0.0:PORT answering as every pod's pprof endpoint.
@@ -87,6 +121,16 @@ fn serve_profiles(heap: Vec<u8>, goroutine: Vec<u8>) {
                     axum::routing::get(move || {
                         let h = h.clone();
                         async move { h }
+                    }),
+                )
+                .route(
+                    "/debug/pprof/allocs",
+                    axum::routing::get({
+                        let h = heap.clone();
+                        move || {
+                            let h = h.clone();
+                            async move { h }
+                        }
                     }),
                 )
                 .route(
@@ -180,8 +224,13 @@ fn counts_of(api: &ApiServer, node: &str) -> BTreeMap<String, u64> {
 }
 
 fn main() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let minutes: u64 = arg("--minutes").map_or(10, |m| m.parse().unwrap());
     let agentprof = arg("--agentprof").unwrap_or_else(|| "target/release/agentprof".into());
+    let agentprof = std::fs::canonicalize(&agentprof)
+        .unwrap_or_else(|e| panic!("{agentprof}: {e}"))
+        .to_string_lossy()
+        .into_owned();
     let dir = tempfile::tempdir().unwrap();
     let (heap, goroutine) = real_profiles(dir.path());
     println!(
@@ -206,8 +255,8 @@ fn main() {
             ));
         }
     }
-    let busy_rules = "  - selector: app=a\n    port: pprof\n    interval: 1m\n    scheduled_types: [heap, goroutine]\n  \
-                      - selector: app=b\n    port: pprof\n    interval: 2m\n    scheduled_types: [heap, goroutine]\n";
+    let busy_rules = "  - selector: app=a\n    port: pprof\n    interval: 1m\n    scheduled_types: [heap, allocs, goroutine]\n  \
+                      - selector: app=b\n    port: pprof\n    interval: 2m\n    scheduled_types: [heap, allocs, goroutine]\n";
     let idle_rules = "  - selector: app=a\n    port: pprof\n    scheduled_types: []\n  \
                       - selector: app=b\n    port: pprof\n    scheduled_types: []\n";
     let t0 = Instant::now();
@@ -264,6 +313,11 @@ fn main() {
             "deltas": deltas,
             "no_delta_evicted": no_delta("delta_cache_evicted"),
             "no_delta_first": no_delta("first_collection"),
+            "profiles_refused": lines
+                .iter()
+                .flat_map(|c| c["profiles"].as_array().cloned().unwrap_or_default())
+                .filter(|p| p["ok"] == false)
+                .count(),
         },
         "idle": {
             "api_requests_at_start": at_start.1,

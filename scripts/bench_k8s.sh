@@ -10,4 +10,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --locked --release --quiet
-cargo run --locked --release --quiet --example k8s_bench -- --minutes "${1:-10}" --agentprof target/release/agentprof
+# The harness (loopback API server, profile server) needs no optimising: a debug build.
+cargo run --locked --quiet --example k8s_bench -- --minutes "${1:-10}" --agentprof target/release/agentprof

@@ -4,7 +4,9 @@
 //! schedule), the kubelet's usage and the trigger window (kubelet, stats, trigger), one
 //! collector per node (lease), and the loop that ties them (run, metrics).
 
+pub mod capture;
 pub mod client;
+pub mod collector;
 pub mod config;
 pub mod discover;
 pub mod kubelet;

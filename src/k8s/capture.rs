@@ -1,0 +1,122 @@
+//! One capture's record: a line of `<out>/captures.jsonl` (docs/json.md), the `capture`
+//! event, and a line on stderr.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::collector::{Cause, Shared};
+use super::targets::Found;
+use super::trigger::Fired;
+use crate::pull::{Collection, lock};
+
+#[derive(Serialize)]
+pub(super) struct CaptureLine<'a> {
+    time: &'a str,
+    target: &'a str,
+    namespace: &'a str,
+    pod: &'a str,
+    container: &'a str,
+    endpoint: &'a str,
+    rule: usize,
+    cause: Cause,
+    trigger: Option<&'a Fired>,
+    tags: &'a [String],
+    /// Per profile type: files, sizes, the top function.
+    profiles: Vec<CaptureProfile<'a>>,
+    figures: &'a crate::pull::GoFigures,
+    uploaded: Option<bool>,
+    upload_error: Option<&'a str>,
+    /// Milliseconds from the kubelet round that fired to the capture's start.
+    trigger_latency_ms: Option<f64>,
+}
+
+#[derive(Serialize)]
+pub(super) struct CaptureProfile<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    ok: bool,
+    error: Option<&'a str>,
+    bytes: usize,
+    delta: bool,
+    no_delta: Option<crate::pull::delta::NoDelta>,
+    files: &'a [PathBuf],
+    top_function: Option<&'a str>,
+}
+
+/// Shared with the collections on the blocking pool.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn write_capture(
+    shared: &Shared,
+    c: &Collection,
+    f: &Found,
+    id: &str,
+    cause: Cause,
+    fired: Option<&Fired>,
+    tags: &[String],
+    latency_ms: Option<f64>,
+) {
+    let profiles: Vec<CaptureProfile<'_>> = c
+        .profiles
+        .iter()
+        .map(|p| CaptureProfile {
+            kind: &p.kind,
+            ok: p.ok,
+            error: p.error.as_deref(),
+            bytes: p.bytes,
+            delta: p.delta,
+            no_delta: p.no_delta,
+            files: &p.files,
+            top_function: p
+                .top
+                .as_ref()
+                .and_then(|t| t.rows.first())
+                .map(|r| r.function.as_str()),
+        })
+        .collect();
+    let line = CaptureLine {
+        time: &c.start,
+        target: id,
+        namespace: &f.facts.namespace,
+        pod: &f.facts.pod_name,
+        container: &f.container,
+        endpoint: &f.endpoint,
+        rule: f.rule,
+        cause,
+        trigger: fired,
+        tags,
+        profiles,
+        figures: &c.figures,
+        uploaded: c.uploaded,
+        upload_error: c.upload_error.as_deref(),
+        trigger_latency_ms: latency_ms,
+    };
+    let Ok(text) = serde_json::to_string(&line) else {
+        return;
+    };
+    if let Some(file) = &shared.captures {
+        use std::io::Write;
+        let mut file = lock(file);
+        let _ = writeln!(file, "{text}");
+    }
+    if shared.json {
+        println!("{{\"event\":\"capture\",\"capture\":{text}}}");
+    } else {
+        let kinds: Vec<String> = c
+            .profiles
+            .iter()
+            .map(|p| {
+                if p.ok {
+                    format!("{}({}B)", p.kind, p.bytes)
+                } else {
+                    format!("{}(error: {})", p.kind, p.error.as_deref().unwrap_or("?"))
+                }
+            })
+            .collect();
+        eprintln!(
+            "agentprof k8s: capture target={id} cause={} {}",
+            cause.as_str(),
+            kinds.join(" ")
+        );
+    }
+}

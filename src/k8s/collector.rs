@@ -1,0 +1,587 @@
+//! The collector's state and decisions: targets added, suspended and removed (with their
+//! baselines), scheduled and triggered captures dispatched within the global and per-rule
+//! limits and one per endpoint, finished collections, monitoring rounds. `run` drives it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use serde::Serialize;
+use tokio::sync::{Semaphore, mpsc};
+use tokio::time::Instant;
+
+use super::capture::write_capture;
+use super::config::Rule;
+use super::metrics::Metrics;
+use super::run::RunOptions;
+use super::schedule::{backoff, jitter};
+use super::stats::{ContainerRef, Summary};
+use super::targets::{Found, evaluate};
+use super::trigger::{Fired, Level, Monitor};
+use crate::pull::delta::DeltaCache;
+use crate::pull::fetch::Cancel;
+use crate::pull::{Job, PullOptions, lock};
+
+/// How soon a scheduled capture looks again when its endpoint's previous task still runs.
+pub(super) const WAIT_FOR_OLD: Duration = Duration::from_millis(200);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    Scheduled,
+    ResourceThreshold,
+}
+
+impl Cause {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Cause::Scheduled => "scheduled",
+            Cause::ResourceThreshold => "resource_threshold",
+        }
+    }
+}
+
+pub(super) struct TargetState {
+    pub(super) found: Found,
+    /// The next capture: `grid`, or sooner while waiting for the endpoint's old task.
+    pub(super) next_scheduled: Instant,
+    /// The target's schedule: first capture at its jitter, then every interval.
+    pub(super) grid: Instant,
+    pub(super) next_monitor: Option<Instant>,
+    pub(super) monitor: Option<Monitor>,
+    pub(super) failures: u32,
+    pub(super) backoff_until: Option<Instant>,
+    pub(super) inflight: Option<Cancel>,
+    pub(super) seq: u64,
+}
+
+/// A finished collection, back from the blocking pool.
+pub(super) struct Done {
+    pub(super) id: String,
+    pub(super) endpoint: String,
+    pub(super) cause: Cause,
+    pub(super) ok: bool,
+    pub(super) cancelled: bool,
+    pub(super) seconds: f64,
+    /// Why a cumulative profile had no delta, for the skip counts (`delta_cache_evicted`…).
+    pub(super) no_delta: Vec<crate::pull::delta::NoDelta>,
+}
+
+/// One line of `<out>/captures.jsonl` (docs/json.md).
+pub(super) struct Shared {
+    pub(super) cache: Mutex<DeltaCache>,
+    pub(super) uploader: Option<Mutex<crate::pull::upload::Uploader>>,
+    pub(super) captures: Option<Mutex<std::fs::File>>,
+    pub(super) out: Option<PathBuf>,
+    pub(super) hostname: String,
+    pub(super) json: bool,
+}
+
+pub(super) struct Collector {
+    pub(super) opts: RunOptions,
+    pub(super) shared: Arc<Shared>,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) global: Arc<Semaphore>,
+    pub(super) per_rule: Vec<Arc<Semaphore>>,
+    pub(super) targets: BTreeMap<String, TargetState>,
+    /// Pod (namespace/name) → the target ids it gave.
+    pub(super) by_pod: HashMap<String, Vec<String>>,
+    /// Endpoints with a collection in flight, also of targets already removed.
+    pub(super) busy: HashMap<String, usize>,
+    pub(super) done_tx: mpsc::UnboundedSender<Done>,
+    pub(super) captures: u64,
+    pub(super) failed: u64,
+}
+
+pub(super) fn log(json: bool, event: &str, fields: serde_json::Value) {
+    if json {
+        let mut v = fields;
+        v["event"] = event.into();
+        v["time"] = crate::pull::upload::rfc3339_nano(jiff::Timestamp::now()).into();
+        println!("{v}");
+    } else {
+        let text = fields
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| match v {
+                        serde_json::Value::String(s) => format!("{k}={s}"),
+                        other => format!("{k}={other}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+        eprintln!("agentprof k8s: {event} {text}");
+    }
+}
+
+impl Collector {
+    pub(super) fn rule(&self, i: usize) -> &Rule {
+        &self.opts.rules.rules[i]
+    }
+
+    /// A pod was added or changed: its targets now, the ones gone removed.
+    pub(super) fn apply(&mut self, pod: &Pod, now: Instant) {
+        let report = evaluate(
+            &self.opts.rules.rules,
+            pod,
+            &self.opts.cluster_name,
+            &self.opts.node,
+        );
+        let key = format!("{}/{}", report.namespace, report.pod);
+        for s in &report.skipped {
+            self.metrics.skip(s.reason.as_str());
+        }
+        let new_ids: Vec<String> = report.targets.iter().map(|t| t.id.clone()).collect();
+        let old = self.by_pod.remove(&key).unwrap_or_default();
+        for id in old.iter().filter(|id| !new_ids.contains(id)) {
+            self.remove(id, "changed");
+        }
+        for found in report.targets {
+            let id = found.id.clone();
+            match self.targets.get_mut(&id) {
+                // The same UID, container and endpoint: a rule change is a new target.
+                Some(t) if t.found.rule == found.rule => {
+                    if t.found.ready != found.ready {
+                        log(
+                            self.opts.json,
+                            if found.ready { "resumed" } else { "suspended" },
+                            serde_json::json!({"target": id, "reason": "not_ready"}),
+                        );
+                    }
+                    t.found = found;
+                }
+                Some(_) => {
+                    self.remove(&id, "rule_changed");
+                    self.add(found, now);
+                }
+                None => self.add(found, now),
+            }
+        }
+        if !new_ids.is_empty() {
+            self.by_pod.insert(key, new_ids);
+        }
+        self.metrics.targets.set(self.targets.len() as i64);
+    }
+
+    pub(super) fn add(&mut self, found: Found, now: Instant) {
+        let rule = self.rule(found.rule).clone();
+        let monitor = (rule.normal.any() || rule.emergency.any()).then(|| Monitor::new(&rule));
+        let first = now + jitter(&found.id, rule.interval);
+        log(
+            self.opts.json,
+            "discovered",
+            serde_json::json!({"target": found.id, "rule": found.rule,
+                "pod": format!("{}/{}", found.facts.namespace, found.facts.pod_name),
+                "container": found.container, "endpoint": found.endpoint, "ready": found.ready}),
+        );
+        self.metrics
+            .discoveries
+            .get_or_create(&vec![("event", "added".into())])
+            .inc();
+        self.targets.insert(
+            found.id.clone(),
+            TargetState {
+                next_monitor: monitor.as_ref().map(|_| now + rule.monitor_interval),
+                monitor,
+                next_scheduled: first,
+                grid: first,
+                failures: 0,
+                backoff_until: None,
+                inflight: None,
+                seq: 0,
+                found,
+            },
+        );
+    }
+
+    /// A target gone: its collection cancelled, its baselines released at once.
+    pub(super) fn remove(&mut self, id: &str, why: &str) {
+        let Some(t) = self.targets.remove(id) else {
+            return;
+        };
+        if let Some(c) = &t.inflight {
+            c.cancel();
+        }
+        {
+            let mut cache = lock(&self.shared.cache);
+            for kind in super::config::TYPES {
+                cache.remove(&format!("{id}|{kind}"));
+            }
+            self.metrics.delta_cache_bytes.set(cache.used() as i64);
+            self.metrics.delta_cache_entries.set(cache.len() as i64);
+        }
+        log(
+            self.opts.json,
+            "removed",
+            serde_json::json!({"target": id, "reason": why}),
+        );
+        self.metrics
+            .discoveries
+            .get_or_create(&vec![("event", "removed".into())])
+            .inc();
+        self.metrics.skip("removed");
+        self.metrics.targets.set(self.targets.len() as i64);
+    }
+
+    pub(super) fn remove_pod(&mut self, ns: &str, name: &str) {
+        if let Some(ids) = self.by_pod.remove(&format!("{ns}/{name}")) {
+            for id in ids {
+                self.remove(&id, "deleted");
+            }
+        }
+    }
+
+    /// Starts a capture of `id` if every limit allows it now; else counts why not.
+    pub(super) fn dispatch(
+        &mut self,
+        id: &str,
+        cause: Cause,
+        fired: Option<Fired>,
+        round_at: Option<Instant>,
+    ) {
+        let now = Instant::now();
+        let Some(t) = self.targets.get(id) else {
+            return;
+        };
+        let json = self.opts.json;
+        let skip = |m: &Metrics, reason: &str| {
+            m.skip(reason);
+            log(
+                json,
+                "capture_skipped",
+                serde_json::json!({"target": id, "cause": cause.as_str(), "reason": reason}),
+            );
+        };
+        if !t.found.ready {
+            return skip(&self.metrics, "not_ready");
+        }
+        if t.inflight.is_some() {
+            return skip(&self.metrics, "busy");
+        }
+        // The endpoint's previous target (a deleted pod whose address came back, a changed
+        // rule) is still collecting: a scheduled capture waits for it to end.
+        if self.busy.contains_key(&t.found.endpoint) {
+            if cause == Cause::Scheduled
+                && let Some(t) = self.targets.get_mut(id)
+            {
+                t.next_scheduled = now + WAIT_FOR_OLD;
+                log(
+                    json,
+                    "capture_waiting",
+                    serde_json::json!({"target": id, "why": "the endpoint's previous task is still running"}),
+                );
+                return;
+            }
+            return skip(&self.metrics, "busy");
+        }
+        if t.backoff_until.is_some_and(|b| now < b) {
+            return skip(&self.metrics, "backoff");
+        }
+        let Ok(g) = Arc::clone(&self.global).try_acquire_owned() else {
+            return skip(&self.metrics, "concurrency");
+        };
+        let Ok(r) = Arc::clone(&self.per_rule[t.found.rule]).try_acquire_owned() else {
+            return skip(&self.metrics, "concurrency");
+        };
+        let rule = self.rule(t.found.rule).clone();
+        let Some(t) = self.targets.get_mut(id) else {
+            return;
+        };
+        let (types, duration) = match (cause, fired.as_ref().map(|f| f.level)) {
+            (Cause::Scheduled, _) => (rule.scheduled_types.clone(), rule.profile_duration),
+            (_, Some(Level::Emergency)) => (rule.trigger_types.clone(), rule.emergency_duration),
+            _ => (rule.trigger_types.clone(), rule.profile_duration),
+        };
+        let tagged = super::tags::capture_tags(&rule, &t.found.facts, fired.as_ref());
+        for _ in 0..tagged.invalid {
+            self.metrics.skip("invalid_tag");
+        }
+        let Ok(url) = reqwest::Url::parse(&t.found.endpoint) else {
+            return;
+        };
+        let cancel = Cancel::new();
+        t.inflight = Some(cancel.clone());
+        t.seq += 1;
+        *self.busy.entry(t.found.endpoint.clone()).or_default() += 1;
+        let latency_ms = round_at.map(|at| at.elapsed().as_secs_f64() * 1000.0);
+        let target = crate::pull::Target {
+            url,
+            types,
+            profile_duration: duration,
+            interval: rule.interval,
+            http_timeout: rule.request_timeout,
+            service: tagged.service.clone(),
+            env: tagged.env.clone(),
+            version: tagged.version.clone(),
+            tags: tagged.tags.clone(),
+            tls: rule.tls.clone(),
+        };
+        let f = t.found.clone();
+        let dir = PathBuf::from(crate::pull::safe_name(&f.facts.namespace))
+            .join(crate::pull::safe_name(&f.facts.pod_name))
+            .join(crate::pull::safe_name(&f.container));
+        let seq = t.seq;
+        let shared = Arc::clone(&self.shared);
+        let done = self.done_tx.clone();
+        let id = id.to_string();
+        let body_limit = rule.body_size_limit_mb;
+        log(
+            self.opts.json,
+            "capture_started",
+            serde_json::json!({"target": id, "cause": cause.as_str(),
+                "trigger": fired, "trigger_latency_ms": latency_ms}),
+        );
+        tokio::task::spawn_blocking(move || {
+            let _permits = (g, r);
+            let t0 = std::time::Instant::now();
+            // A blocking client lives and dies on the blocking pool (it runs a runtime of its
+            // own); building one per capture costs far less than the capture.
+            let client = match crate::pull::fetch::client(rule.request_timeout, &rule.tls) {
+                Ok(c) => c,
+                Err(e) => {
+                    log(json, "error", serde_json::json!({"target": id, "error": e}));
+                    let _ = done.send(Done {
+                        id,
+                        endpoint: f.endpoint.clone(),
+                        cause,
+                        ok: false,
+                        cancelled: false,
+                        seconds: 0.0,
+                        no_delta: Vec::new(),
+                    });
+                    return;
+                }
+            };
+            let pull_opts = PullOptions {
+                out: shared.out.clone(),
+                top: 1,
+                upload: shared.uploader.as_ref().map(|_| {
+                    reqwest::Url::parse("http://upload.invalid/").expect("a constant URL")
+                }),
+                body_size_limit_mb: body_limit,
+                hostname: shared.hostname.clone(),
+                ..Default::default()
+            };
+            let job = Job {
+                target: &target,
+                client: &client,
+                seq,
+                dir,
+                cache_key: id.clone(),
+                cancel: &cancel,
+            };
+            let c = crate::pull::collect(&job, &pull_opts, &shared.cache, shared.uploader.as_ref());
+            let cancelled = cancel.cancelled();
+            let ok = !c.profiles.is_empty() && c.profiles.iter().all(|p| p.ok);
+            if !cancelled {
+                write_capture(
+                    &shared,
+                    &c,
+                    &f,
+                    &id,
+                    cause,
+                    fired.as_ref(),
+                    &tagged.tags,
+                    latency_ms,
+                );
+            }
+            let _ = done.send(Done {
+                id,
+                endpoint: f.endpoint.clone(),
+                cause,
+                ok,
+                cancelled,
+                seconds: t0.elapsed().as_secs_f64(),
+                no_delta: c.profiles.iter().filter_map(|p| p.no_delta).collect(),
+            });
+        });
+    }
+
+    pub(super) fn finished(&mut self, d: Done) {
+        if let Some(n) = self.busy.get_mut(&d.endpoint) {
+            *n -= 1;
+            if *n == 0 {
+                self.busy.remove(&d.endpoint);
+            }
+        }
+        let status = if d.cancelled {
+            "cancelled"
+        } else if d.ok {
+            "ok"
+        } else {
+            "error"
+        };
+        log(
+            self.opts.json,
+            "capture_done",
+            serde_json::json!({"target": d.id, "cause": d.cause.as_str(), "status": status,
+                "seconds": d.seconds}),
+        );
+        self.metrics
+            .collections
+            .get_or_create(&vec![
+                ("cause", d.cause.as_str().into()),
+                ("status", status.into()),
+            ])
+            .inc();
+        self.metrics
+            .collection_seconds
+            .get_or_create(&vec![("cause", d.cause.as_str().into())])
+            .inc_by(d.seconds);
+        {
+            let cache = lock(&self.shared.cache);
+            self.metrics.delta_cache_bytes.set(cache.used() as i64);
+            self.metrics.delta_cache_entries.set(cache.len() as i64);
+        }
+        for nd in &d.no_delta {
+            use crate::pull::delta::NoDelta;
+            match nd {
+                NoDelta::DeltaCacheEvicted => self.metrics.skip("delta_cache_evicted"),
+                NoDelta::DeltaCacheLimit => self.metrics.skip("delta_cache_limit"),
+                NoDelta::ProcessRestarted => self.metrics.skip("process_restarted"),
+                NoDelta::BaselineUnusable => self.metrics.skip("baseline_unusable"),
+                NoDelta::FirstCollection => {}
+            }
+        }
+        if d.ok {
+            self.captures += 1;
+        } else if !d.cancelled {
+            self.failed += 1;
+        }
+        if let Some(t) = self.targets.get_mut(&d.id) {
+            t.inflight = None;
+            if d.ok {
+                t.failures = 0;
+                t.backoff_until = None;
+            } else if !d.cancelled {
+                t.failures += 1;
+                let wait = backoff(t.failures);
+                t.backoff_until = Some(Instant::now() + wait);
+            }
+        }
+    }
+
+    /// Scheduled captures that are due.
+    pub(super) fn scheduled(&mut self, now: Instant) {
+        let due: Vec<String> = self
+            .targets
+            .iter()
+            .filter(|(_, t)| t.next_scheduled <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            if let Some(t) = self.targets.get_mut(&id) {
+                let rule = &self.opts.rules.rules[t.found.rule];
+                // The next deadline on the target's own grid (a wait for an old task does
+                // not shift it).
+                let grid = t.grid;
+                let mut next = grid;
+                while next <= now {
+                    next += rule.interval;
+                }
+                t.grid = next;
+                t.next_scheduled = next;
+                if rule.scheduled_types.is_empty() {
+                    continue;
+                }
+            }
+            self.dispatch(&id, Cause::Scheduled, None, None);
+        }
+    }
+
+    /// The targets whose monitoring deadline has come, their deadlines moved on.
+    pub(super) fn due_monitors(&mut self, now: Instant) -> Vec<String> {
+        let mut due = Vec::new();
+        for (id, t) in self.targets.iter_mut() {
+            if let Some(next) = t.next_monitor.as_mut()
+                && *next <= now
+            {
+                let every = self.opts.rules.rules[t.found.rule].monitor_interval;
+                while *next <= now {
+                    *next += every;
+                }
+                due.push(id.clone());
+            }
+        }
+        due
+    }
+
+    /// A monitoring round's answer for the targets that were due.
+    pub(super) fn round(&mut self, due: &[String], result: Result<Summary, String>, at: Instant) {
+        self.metrics
+            .kubelet_rounds
+            .get_or_create(&vec![(
+                "status",
+                if result.is_ok() { "ok" } else { "error" }.into(),
+            )])
+            .inc();
+        if let Err(e) = &result {
+            log(
+                self.opts.json,
+                "stats_error",
+                serde_json::json!({"error": e}),
+            );
+        }
+        let mut fire = Vec::new();
+        for id in due {
+            let Some(t) = self.targets.get_mut(id) else {
+                continue;
+            };
+            let usage = match &result {
+                Ok(s) => {
+                    let u = s.usage(ContainerRef {
+                        namespace: &t.found.facts.namespace,
+                        pod: &t.found.facts.pod_name,
+                        uid: &t.found.facts.pod_uid,
+                        container: &t.found.container,
+                    });
+                    if u.is_none() {
+                        self.metrics.skip("stats_not_found");
+                    }
+                    u
+                }
+                Err(_) => {
+                    self.metrics.skip("stats_error");
+                    None
+                }
+            };
+            let Some(m) = t.monitor.as_mut() else {
+                continue;
+            };
+            let std_at = at.into_std();
+            let cooling = m.in_cooldown(std_at);
+            if let Some(f) = m.observe(std_at, usage.as_ref(), &t.found.limits) {
+                fire.push((id.clone(), f));
+            } else if cooling
+                && usage
+                    .as_ref()
+                    .is_some_and(|u| m.crosses(u, &t.found.limits))
+            {
+                self.metrics.skip("cooldown");
+            }
+        }
+        for (id, f) in fire {
+            log(
+                self.opts.json,
+                "triggered",
+                serde_json::json!({"target": id, "trigger": f}),
+            );
+            self.dispatch(&id, Cause::ResourceThreshold, Some(f), Some(at));
+        }
+    }
+
+    pub(super) fn next_deadline(&self, now: Instant) -> Instant {
+        let mut next = now + Duration::from_secs(1);
+        for t in self.targets.values() {
+            next = next.min(t.next_scheduled);
+            if let Some(m) = t.next_monitor {
+                next = next.min(m);
+            }
+        }
+        next.max(now)
+    }
+}
