@@ -278,6 +278,20 @@ impl ApiServer {
             .sum()
     }
 
+    /// Waits (at most 20 s) until `n` watch requests have come.
+    pub fn wait_for_watches(&self, n: u64) {
+        let t0 = std::time::Instant::now();
+        while self.count("watch") < n {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "{} of {n} watches came: {:?}",
+                self.count("watch"),
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn log(&self) -> Vec<String> {
         self.state.lock().unwrap().log.clone()
     }

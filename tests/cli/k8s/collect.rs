@@ -42,6 +42,27 @@ pub fn pod_process(listen: &str) -> Option<PodProcess> {
 
 pub const NODE: &str = "node-a";
 
+/// The loopback API server and a kubeconfig for it in the sandbox.
+fn cluster(sb: &Sandbox) -> Option<(ApiServer, std::path::PathBuf)> {
+    let api = ApiServer::start(sb.path(), "t0ken")?;
+    let kc = sb.file("kubeconfig");
+    api.kubeconfig(&kc);
+    Some((api, kc))
+}
+
+/// A Running, Ready pod of app=web in namespace shop on NODE, its pprof port declared.
+fn web_pod(name: &str, uid: &str, ip: &str, port: u16) -> Value {
+    pod(
+        "shop",
+        name,
+        uid,
+        NODE,
+        ip,
+        json!({"app": "web"}),
+        &[("app", &[("pprof", port)])],
+    )
+}
+
 /// profile.yaml with the given rules (YAML list items) and init_config lines.
 pub fn profile_yaml(sb: &Sandbox, init: &str, rules: &str) {
     sb.write(
@@ -61,22 +82,10 @@ fn k8s(sb: &Sandbox, kc: &std::path::Path, args: &[&str]) -> crate::support::Run
 #[test]
 fn targets_lists_every_pod_of_the_node_with_its_rule_endpoint_or_reason() {
     let sb = Sandbox::new();
-    let Some(api) = ApiServer::start(sb.path(), "t0ken") else {
+    let Some((api, kc)) = cluster(&sb) else {
         return;
     };
-    let kc = sb.file("kubeconfig");
-    api.kubeconfig(&kc);
-    let web = |name: &str, uid: &str, ip: &str| {
-        pod(
-            "shop",
-            name,
-            uid,
-            NODE,
-            ip,
-            json!({"app": "web"}),
-            &[("app", &[("pprof", 6060)])],
-        )
-    };
+    let web = |name: &str, uid: &str, ip: &str| web_pod(name, uid, ip, 6060);
     api.put_pod(web("web-0", "u0", "127.0.0.2"));
     // Two containers and a numeric port neither declares.
     api.put_pod(pod(
@@ -226,7 +235,7 @@ fn without_a_node_or_rules_or_a_cluster_it_refuses_to_start() {
 #[test]
 fn captures_are_scheduled_and_triggered_and_say_why() {
     let sb = Sandbox::new();
-    let Some(api) = ApiServer::start(sb.path(), "t0ken") else {
+    let Some((api, kc)) = cluster(&sb) else {
         return;
     };
     let Some(kubelet) = Kubelet::start(sb.path(), "kubelet-token", NODE) else {
@@ -238,18 +247,8 @@ fn captures_are_scheduled_and_triggered_and_say_why() {
     let Some(local) = pod_process("127.0.0.1:16061") else {
         return;
     };
-    let kc = sb.file("kubeconfig");
-    api.kubeconfig(&kc);
     sb.write("kubelet-token", "kubelet-token\n");
-    api.put_pod(pod(
-        "shop",
-        "web-0",
-        "u0",
-        NODE,
-        "127.0.0.2",
-        json!({"app": "web"}),
-        &[("app", &[("pprof", 16060)])],
-    ));
+    api.put_pod(web_pod("web-0", "u0", "127.0.0.2", 16060));
     api.put_pod(pod(
         "shop",
         "local",
@@ -478,39 +477,16 @@ impl Drop for Running {
     }
 }
 
-fn wait_for(what: &str, f: impl Fn() -> bool) {
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !f() {
-        assert!(
-            std::time::Instant::now() < end,
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
 /// A cut watch resumes from its resourceVersion with no LIST; a 410 Gone relists once and
 /// finds the pods that came and went meanwhile; /metrics, /healthz and /readyz answer; a
 /// second instance on the node waits as a standby while the first holds the lease.
 #[test]
 fn the_watch_recovers_with_one_relist_and_a_second_instance_stands_by() {
     let sb = Sandbox::new();
-    let Some(api) = ApiServer::start(sb.path(), "t0ken") else {
+    let Some((api, kc)) = cluster(&sb) else {
         return;
     };
-    let kc = sb.file("kubeconfig");
-    api.kubeconfig(&kc);
-    let web = |name: &str, uid: &str, ip: &str| {
-        pod(
-            "shop",
-            name,
-            uid,
-            NODE,
-            ip,
-            json!({"app": "web"}),
-            &[("app", &[("pprof", 6060)])],
-        )
-    };
+    let web = |name: &str, uid: &str, ip: &str| web_pod(name, uid, ip, 6060);
     api.put_pod(web("web-0", "u0", "127.0.0.2"));
     api.put_pod(web("web-1", "u1", "127.0.0.3"));
     profile_yaml(
@@ -540,9 +516,9 @@ fn the_watch_recovers_with_one_relist_and_a_second_instance_stands_by() {
     let mut second = Running::start(&sb, &kc, &[]);
     second.wait("standby", |v| v["event"] == "standby");
     // The watch is cut: it resumes from its version, without a LIST.
-    wait_for("the watch", || api.count("watch") >= 1);
+    api.wait_for_watches(1);
     api.cut_watches();
-    wait_for("the watch to resume", || api.count("watch") >= 2);
+    api.wait_for_watches(2);
     api.put_pod(web("web-2", "u2", "127.0.0.4"));
     run.wait("web-2 discovered", |v| {
         v["event"] == "discovered" && v["pod"] == "shop/web-2"
@@ -552,7 +528,7 @@ fn the_watch_recovers_with_one_relist_and_a_second_instance_stands_by() {
     // watch was down is found gone, one added is found.
     api.pause_watches(true);
     api.cut_watches();
-    wait_for("a refused watch", || api.count("watch") >= 3);
+    api.wait_for_watches(3);
     api.delete_pod("shop", "web-0");
     api.put_pod(web("web-3", "u3", "127.0.0.5"));
     api.compact();
@@ -603,25 +579,13 @@ fn metric(text: &str, name_and_labels: &str) -> f64 {
 #[test]
 fn not_ready_suspends_and_deletion_cancels_the_capture_in_flight() {
     let sb = Sandbox::new();
-    let Some(api) = ApiServer::start(sb.path(), "t0ken") else {
+    let Some((api, kc)) = cluster(&sb) else {
         return;
     };
     let Some(_svc) = pod_process("127.0.0.2:16062") else {
         return;
     };
-    let kc = sb.file("kubeconfig");
-    api.kubeconfig(&kc);
-    let web = |uid: &str| {
-        pod(
-            "shop",
-            "web-0",
-            uid,
-            NODE,
-            "127.0.0.2",
-            json!({"app": "web"}),
-            &[("app", &[("pprof", 16062)])],
-        )
-    };
+    let web = |uid: &str| web_pod("web-0", uid, "127.0.0.2", 16062);
     api.put_pod(web("u0"));
     profile_yaml(
         &sb,
@@ -699,7 +663,7 @@ fn not_ready_suspends_and_deletion_cancels_the_capture_in_flight() {
 fn limits_skip_with_their_reason_and_a_normal_threshold_fires_at_the_required_round() {
     let _cpu = crate::support::cpu_exclusive();
     let sb = Sandbox::new();
-    let Some(api) = ApiServer::start(sb.path(), "t0ken") else {
+    let Some((api, kc)) = cluster(&sb) else {
         return;
     };
     let Some(kubelet) = Kubelet::start(sb.path(), "kt", NODE) else {
@@ -727,8 +691,6 @@ fn limits_skip_with_their_reason_and_a_normal_threshold_fires_at_the_required_ro
             jitter(u, 16064, "127.0.0.3").abs_diff(ja) < std::time::Duration::from_millis(300)
         })
         .unwrap();
-    let kc = sb.file("kubeconfig");
-    api.kubeconfig(&kc);
     sb.write("kt", "kt");
     let mk = |name: &str, uid: &str, ip: &str, port: u16, app: &str| {
         pod(

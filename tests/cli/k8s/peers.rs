@@ -28,6 +28,11 @@ pub fn kubectl() -> Option<String> {
     None
 }
 
+/// A pod of node n1 with no port, added after the others.
+fn late(name: &str, uid: &str, ip: &str) -> serde_json::Value {
+    pod("shop", name, uid, "n1", ip, json!({}), &[("app", &[])])
+}
+
 fn server_with_pods(dir: &std::path::Path) -> Option<ApiServer> {
     let api = ApiServer::start(dir, "t0ken")?;
     for i in 0..7 {
@@ -128,19 +133,8 @@ fn kubectl_lists_pages_gets_and_watches_the_loopback_api_server() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while api.count("watch") == 0 && t0.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    api.put_pod(pod(
-        "shop",
-        "late",
-        "uid-late",
-        "n1",
-        "127.0.0.20",
-        json!({}),
-        &[("app", &[])],
-    ));
+    api.wait_for_watches(1);
+    api.put_pod(late("late", "uid-late", "127.0.0.20"));
     api.delete_pod("shop", "web-1");
     std::thread::sleep(Duration::from_millis(800));
     let _ = child.kill();
@@ -223,19 +217,8 @@ fn a_client_go_informer_lists_watches_and_relists_after_410() {
         }
     };
     wait("synced", &|v| v["event"] == "synced");
-    let t0 = Instant::now();
-    while api.count("watch") == 0 && t0.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    api.put_pod(pod(
-        "shop",
-        "late",
-        "uid-late",
-        "n1",
-        "127.0.0.20",
-        json!({}),
-        &[("app", &[])],
-    ));
+    api.wait_for_watches(1);
+    api.put_pod(late("late", "uid-late", "127.0.0.20"));
     api.delete_pod("shop", "web-2");
     wait("late added", &|v| {
         v["event"] == "add" && v["pod"] == "shop/late"
@@ -257,19 +240,8 @@ fn a_client_go_informer_lists_watches_and_relists_after_410() {
     let watches = api.count("watch");
     api.pause_watches(true);
     api.cut_watches();
-    let t0 = Instant::now();
-    while api.count("watch") == watches && t0.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    api.put_pod(pod(
-        "shop",
-        "later",
-        "uid-later",
-        "n1",
-        "127.0.0.21",
-        json!({}),
-        &[("app", &[])],
-    ));
+    api.wait_for_watches(watches + 1);
+    api.put_pod(late("later", "uid-later", "127.0.0.21"));
     api.delete_pod("shop", "web-4");
     api.compact();
     api.pause_watches(false);

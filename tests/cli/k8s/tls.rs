@@ -9,8 +9,8 @@ use std::sync::Arc;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-/// A certificate and key for 127.0.0.1 in `dir`: `(cert.pem, key.pem)`. None (a skip) only
-/// outside CI when openssl is missing.
+/// A certificate and key for 127.0.0.1 in `dir`: `(cert.pem, key.pem)`, good for a server
+/// and as a client certificate. None (a skip) only outside CI when openssl is missing.
 pub fn certificate(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     let made = Command::new("openssl")
@@ -26,7 +26,7 @@ pub fn certificate(dir: &Path) -> Option<(PathBuf, PathBuf)> {
         .args(["-addext", "subjectAltName=IP:127.0.0.1"])
         // An end-entity certificate trusted as itself (webpki refuses a CA as a server's).
         .args(["-addext", "basicConstraints=critical,CA:FALSE"])
-        .args(["-addext", "extendedKeyUsage=serverAuth"])
+        .args(["-addext", "extendedKeyUsage=serverAuth,clientAuth"])
         .arg("-keyout")
         .arg(&key)
         .arg("-out")
