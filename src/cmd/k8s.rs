@@ -136,6 +136,7 @@ fn collect(args: K8sArgs) -> anyhow::Result<Outcome> {
         connect: s.connect,
     };
     crate::agent::signal::install();
+    crate::k8s::run::tune_allocator();
     let rt = runtime()?;
     rt.block_on(crate::k8s::run::run(opts))
 }

@@ -208,6 +208,21 @@ async fn drain(c: &mut Collector, done_rx: &mut mpsc::UnboundedReceiver<Done>) {
 
 type Round = (Vec<String>, Result<Summary, String>, Instant);
 
+/// glibc's allocator, set for a long-running collector whose collections run on short-lived
+/// blocking threads: at most two arenas (each new thread would otherwise get one of up to
+/// 8 × cores, each keeping what it freed), and buffers of 128 KiB and more (profiles,
+/// baselines) mapped and unmapped instead of fragmenting the heap. Measured with
+/// `scripts/bench_k8s.sh` (the closing note of the k8s issue).
+pub fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator parameters; it is called before any thread of
+    // the collector starts.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
+    }
+}
+
 /// Runs until SIGTERM/SIGINT or `--duration`.
 pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
     let cluster = super::client::connect(&opts.connect).await?;
