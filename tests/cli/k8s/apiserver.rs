@@ -32,6 +32,8 @@ struct State {
     /// Versions at or below this are gone: a watch from one gets 410.
     compacted: u64,
     watch_paused: bool,
+    /// Node → the kubelet summary its proxy answers with.
+    summaries: BTreeMap<String, String>,
     /// `verb resource` → requests.
     counts: BTreeMap<String, u64>,
     /// Every request line, for messages.
@@ -278,6 +280,12 @@ impl ApiServer {
             .sum()
     }
 
+    /// What `/api/v1/nodes/<node>/proxy/stats/summary` answers.
+    pub fn set_summary(&self, node: &str, body: &str) {
+        let mut st = self.state.lock().unwrap();
+        st.summaries.insert(node.to_string(), body.to_string());
+    }
+
     /// Waits (at most 20 s) until `n` watch requests have come.
     pub fn wait_for_watches(&self, n: u64) {
         let t0 = std::time::Instant::now();
@@ -386,6 +394,18 @@ async fn handle(
                     "status": {"phase": "Active"}}))
             } else {
                 status(404, "NotFound", &format!("namespaces \"{ns}\" not found"))
+            }
+        }
+        // The kubelet's stats through the API server's node proxy: the summary set for the node.
+        (Method::GET, ["api", "v1", "nodes", node, "proxy", "stats", "summary"]) => {
+            count(&state, "get", "nodes/proxy", line);
+            let st = state.lock().unwrap();
+            match st.summaries.get(*node) {
+                Some(body) => Response::builder()
+                    .header("content-type", "application/json")
+                    .body(Body::from(body.clone()))
+                    .unwrap(),
+                None => status(404, "NotFound", &format!("nodes \"{node}\" not found")),
             }
         }
         (Method::GET, ["api", "v1", "pods"]) => pods(&state, &changed, &cut, None, &q, line).await,

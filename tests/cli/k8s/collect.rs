@@ -413,6 +413,7 @@ impl Running {
             ])
             .arg(kc)
             .env("NO_COLOR", "1")
+            .env_remove("NODE_IP")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -754,4 +755,48 @@ fn limits_skip_with_their_reason_and_a_normal_threshold_fires_at_the_required_ro
         "{c}"
     );
     let _ = run.stop();
+}
+
+/// Without `kubelet_url` and `$NODE_IP`, the kubelet's stats come through the API server's
+/// node proxy: a real GKE summary, whose fluentd container's 86 MB working set crosses a
+/// 64 MiB emergency threshold in the first round.
+#[test]
+fn the_kubelet_is_reached_through_the_api_servers_node_proxy() {
+    let sb = Sandbox::new();
+    let Some((api, kc)) = cluster(&sb) else {
+        return;
+    };
+    let Some(_svc) = pod_process("127.0.0.2:16066") else {
+        return;
+    };
+    let summary = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/kubelet/stats_summary_gke.json"),
+    )
+    .unwrap()
+    .replace("gke-lenaic-pool-1-1c8b424c-wnkn", NODE);
+    api.set_summary(NODE, &summary);
+    api.put_pod(pod(
+        "kube-system",
+        "fluentd-gcp-v2.0.10-9q9t4",
+        "2edfd4d9-10ce-11e8-bd5a-42010af00137",
+        NODE,
+        "127.0.0.2",
+        json!({"app": "fluentd"}),
+        &[("agent", &[("pprof", 16066)])],
+    ));
+    profile_yaml(
+        &sb,
+        "",
+        "  - selector: app=fluentd\n    port: pprof\n    scheduled_types: []\n    \
+         trigger_types: [goroutine]\n    monitor_interval: 1s\n    mem_emergency_bytes: 64Mi\n",
+    );
+    let mut run = Running::start(&sb, &kc, &[]);
+    let fired = run.wait("the trigger", |v| v["event"] == "triggered");
+    assert_eq!(fired["trigger"]["value"], 86_441_984.0, "{fired}");
+    assert_eq!(fired["trigger"]["level"], "emergency");
+    let cap = run.wait("the capture", |v| v["event"] == "capture");
+    assert_eq!(cap["capture"]["profiles"][0]["ok"], true, "{cap}");
+    let _ = run.stop();
+    assert!(api.counts().get("get nodes/proxy").is_some_and(|n| *n >= 1));
 }
