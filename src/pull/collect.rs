@@ -1,0 +1,352 @@
+//! One collection of one target: CPU recorded first, the other types fetched when it ends,
+//! each decoded within the network limits, the cumulative ones made deltas against the
+//! previous collection (the baseline kept compressed in the shared cache), files written,
+//! top tables and flamegraphs made, the DataKit figures derived, and the upload sent. `pull`
+//! and `k8s` both run it.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::delta::{self, DeltaCache, NoDelta};
+use super::fetch::{self, endpoint, redact};
+use super::{Collection, GoFigures, PullOptions, Pulled, Target, upload, wiredelta};
+use crate::pprof::decode::Limits;
+use crate::pprof::model::Pprof;
+
+fn sum_of(p: &Pprof, sample_type: &str) -> Option<i64> {
+    let i = p
+        .sample_types()
+        .iter()
+        .position(|(t, _)| *t == sample_type)?;
+    Some(p.proto.sample.iter().map(|s| s.value[i]).sum())
+}
+
+/// One collection to make: of which target, where its files go, and what stops it.
+pub struct Job<'a> {
+    pub target: &'a Target,
+    pub client: &'a reqwest::blocking::Client,
+    /// The collection's number for this target, from 1.
+    pub seq: u64,
+    /// Under `out`: `<service>` for pull, `<namespace>/<pod>/<container>` for k8s.
+    pub dir: PathBuf,
+    /// Names the target's baselines in the delta cache (`<key>|<type>`).
+    pub cache_key: String,
+    pub cancel: &'a fetch::Cancel,
+}
+
+fn progress(
+    seconds: u64,
+    label: String,
+) -> Option<(
+    indicatif::ProgressBar,
+    std::thread::JoinHandle<()>,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+)> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() || seconds < 1 {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(seconds * 10);
+    let style = indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {elapsed}/{len}")
+        .map(|s| s.progress_chars("=> "))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style.with_key(
+        "len",
+        move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{seconds}s");
+        },
+    ));
+    bar.set_message(label);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (b, d) = (bar.clone(), std::sync::Arc::clone(&done));
+    let t0 = Instant::now();
+    let h = std::thread::spawn(move || {
+        while !d.load(std::sync::atomic::Ordering::Relaxed) {
+            b.set_position((t0.elapsed().as_millis() / 100) as u64);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    Some((bar, h, done))
+}
+
+/// The samples a profile's records hold when its first sample type is `samples/count` (a CPU
+/// profile): the sum of that value, go tool pprof's "Total samples".
+fn counted_samples(p: &Pprof) -> Option<i64> {
+    let (kind, unit) = *p.sample_types().first()?;
+    (kind == "samples" && unit == "count").then(|| {
+        p.proto
+            .sample
+            .iter()
+            .map(|s| s.value.first().copied().unwrap_or(0))
+            .sum()
+    })
+}
+
+/// Collects every type of the job's target once. The cache and the uploader may be shared
+/// by collections on other threads: each is locked only for its own step.
+pub fn collect(
+    job: &Job<'_>,
+    opts: &PullOptions,
+    cache: &std::sync::Mutex<DeltaCache>,
+    uploader: Option<&std::sync::Mutex<upload::Uploader>>,
+) -> Collection {
+    let t = job.target;
+    let limits = Limits::network(opts.body_size_limit_mb);
+    let start = jiff::Timestamp::now();
+    let mut pulled = Vec::new();
+    let mut figures = GoFigures::default();
+    let mut attachments = Vec::new();
+    // CPU first: it records for the profile duration; the others are snapshots at its end.
+    let mut kinds: Vec<&String> = t.types.iter().filter(|k| *k == "cpu").collect();
+    kinds.extend(t.types.iter().filter(|k| *k != "cpu"));
+    for kind in kinds {
+        // Ctrl-C, SIGTERM or a cancelled job: keep what arrived, fetch nothing more.
+        if job.cancel.is_set() {
+            break;
+        }
+        let url = endpoint(&t.url, kind, t.profile_duration.as_secs().max(1));
+        let shown = redact(&url);
+        let bar = (kind == "cpu").then(|| {
+            progress(
+                t.profile_duration.as_secs(),
+                format!("{}: recording CPU", t.service),
+            )
+        });
+        let t0 = Instant::now();
+        let res = fetch::fetch(job.client, &url, &limits, t.http_timeout, job.cancel);
+        if let Some(Some((bar, h, done))) = bar {
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            let _ = h.join();
+            bar.finish_and_clear();
+        }
+        let fetch_s = t0.elapsed().as_secs_f64();
+        let mut entry = Pulled {
+            kind: kind.clone(),
+            url: shown,
+            ok: false,
+            error: None,
+            bytes: 0,
+            records: 0,
+            samples: None,
+            files: Vec::new(),
+            delta: false,
+            no_delta: None,
+            fetch_s,
+            delta_s: None,
+            top: None,
+        };
+        let fetched = match res {
+            Ok(f) => f,
+            Err(e) => {
+                entry.error = Some(e.to_string());
+                pulled.push(entry);
+                continue;
+            }
+        };
+        entry.bytes = fetched.bytes.len();
+        let profile = match Pprof::new(fetched.profile) {
+            Ok(p) => p,
+            Err(e) => {
+                entry.error = Some(format!("{}: {e}", entry.url));
+                pulled.push(entry);
+                continue;
+            }
+        };
+        entry.records = profile.proto.sample.len();
+        entry.samples = counted_samples(&profile);
+        entry.ok = true;
+        let gz = gzip_of(&fetched.bytes, &fetched.raw);
+        // The delta of a cumulative profile against the previous collection, computed on
+        // the protobuf bytes; the baseline is kept compressed.
+        let mut shown_profile: Option<Pprof> = None;
+        let mut delta_raw: Option<Vec<u8>> = None;
+        if delta::needs_delta(&profile) {
+            let key = format!("{}|{kind}", job.cache_key);
+            let base = lock(cache).get(&key).map(<[u8]>::to_vec);
+            match base {
+                Ok(base_bytes) => {
+                    let t0 = Instant::now();
+                    let mut restarted = false;
+                    let made = crate::pprof::decode::decompress(&base_bytes, &limits)
+                        .map_err(|e| e.to_string())
+                        .and_then(|base| {
+                            wiredelta::delta(base, fetched.raw).map_err(|e| {
+                                restarted = matches!(e, wiredelta::WireError::BaseOnly { .. });
+                                e.to_string()
+                            })
+                        });
+                    entry.delta_s = Some(t0.elapsed().as_secs_f64());
+                    match made.and_then(|raw| {
+                        crate::pprof::decode::decode_raw(&raw, &limits)
+                            .map_err(|e| e.to_string())
+                            .and_then(|p| Pprof::new(p).map_err(|e| e.to_string()))
+                            .map(|p| (p, raw))
+                    }) {
+                        Ok((d, raw)) => {
+                            entry.delta = true;
+                            shown_profile = Some(d);
+                            delta_raw = Some(raw);
+                        }
+                        Err(_) if restarted => entry.no_delta = Some(NoDelta::ProcessRestarted),
+                        Err(_) => entry.no_delta = Some(NoDelta::BaselineUnusable),
+                    }
+                }
+                Err(why) => entry.no_delta = Some(why),
+            }
+            lock(cache).put(&key, gz.clone());
+        }
+        let delta_gz = delta_raw.as_deref().map(gzip_raw);
+        // Figures DataKit derives.
+        match kind.as_str() {
+            "cpu" => {
+                if let Some(cpu) = sum_of(&profile, "cpu")
+                    && profile.proto.duration_nanos > 0
+                {
+                    figures.prof_go_cpu_cores =
+                        Some(cpu as f64 / profile.proto.duration_nanos as f64);
+                }
+            }
+            "heap" | "allocs" => {
+                figures.prof_go_lifetime_heap_objects = sum_of(&profile, "alloc_objects");
+                figures.prof_go_lifetime_heap_bytes = sum_of(&profile, "alloc_space");
+            }
+            "block" => {
+                figures.prof_go_blocked_time =
+                    sum_of(shown_profile.as_ref().unwrap_or(&profile), "delay")
+            }
+            "mutex" => {
+                figures.prof_go_mutex_delay_time =
+                    sum_of(shown_profile.as_ref().unwrap_or(&profile), "delay")
+            }
+            "goroutine" => figures.prof_go_num_goroutine = sum_of(&profile, "goroutine"),
+            _ => {}
+        }
+        // What is drawn and listed goes through go tool pprof's name handling and drop_frames;
+        // the files keep the bytes as they came.
+        let mut profile = profile;
+        if opts.flamegraph || opts.top > 0 {
+            match shown_profile.as_mut() {
+                Some(d) => d.prepare_for_report(),
+                None => profile.prepare_for_report(),
+            };
+        }
+        let stamp = crate::duration::file_stamp();
+        if let Some(out) = &opts.out {
+            let dir = out.join(&job.dir);
+            if let Err(e) = std::fs::create_dir_all(&dir) {
+                entry.error = Some(format!("cannot create {}: {e}", dir.display()));
+            } else {
+                let f = dir.join(format!("{kind}-{stamp}.pb.gz"));
+                match std::fs::write(&f, &gz) {
+                    Ok(()) => entry.files.push(f),
+                    Err(e) => entry.error = Some(format!("cannot write {}: {e}", f.display())),
+                }
+                if let Some(bytes) = &delta_gz {
+                    let f = dir.join(format!("delta-{kind}-{stamp}.pb.gz"));
+                    match std::fs::write(&f, bytes) {
+                        Ok(()) => entry.files.push(f),
+                        Err(e) => entry.error = Some(format!("cannot write {}: {e}", f.display())),
+                    }
+                }
+                if opts.flamegraph {
+                    let shown = shown_profile.as_ref().unwrap_or(&profile);
+                    let f = dir.join(format!("{kind}-{stamp}.svg"));
+                    let drawn = shown
+                        .sample_index(None)
+                        .map_err(anyhow::Error::msg)
+                        .and_then(|i| {
+                            let file = std::fs::File::create(&f)?;
+                            crate::pprof::diff::write_flamegraph(
+                                shown,
+                                i,
+                                &format!("{} {kind} — {stamp}", t.service),
+                                std::io::BufWriter::new(file),
+                            )
+                        });
+                    match drawn {
+                        Ok(()) => entry.files.push(f),
+                        Err(e) => eprintln!("agentprof: {}: no flamegraph: {e:#}", entry.url),
+                    }
+                }
+            }
+        }
+        if opts.top > 0 {
+            let shown = shown_profile.as_ref().unwrap_or(&profile);
+            let o = crate::pprof::report::TopOptions {
+                nodes: opts.top,
+                ..Default::default()
+            };
+            entry.top = crate::pprof::report::top(shown, &o).ok();
+        }
+        // What is uploaded: cpu, goroutines and the deltas, as dd-trace-go sends them.
+        if opts.upload.is_some() {
+            if let Some(bytes) = delta_gz {
+                attachments.push((upload::attachment_name(kind, true), bytes));
+            } else if !delta::needs_delta(&profile) {
+                attachments.push((upload::attachment_name(kind, false), gz));
+            }
+        }
+        pulled.push(entry);
+    }
+    let end = jiff::Timestamp::now();
+    let mut c = Collection {
+        service: t.service.clone(),
+        target: redact(&t.url),
+        seq: job.seq,
+        start: upload::rfc3339_nano(start),
+        end: upload::rfc3339_nano(end),
+        profiles: pulled,
+        figures,
+        uploaded: None,
+        upload_error: None,
+    };
+    if let Some(up) = uploader
+        && !attachments.is_empty()
+    {
+        let mut tags = vec![format!("service:{}", t.service)];
+        if let Some(e) = &t.env {
+            tags.push(format!("env:{e}"));
+        }
+        if let Some(v) = &t.version {
+            tags.push(format!("version:{v}"));
+        }
+        tags.push(format!("host:{}", opts.hostname));
+        tags.push("runtime:go".into());
+        tags.push(format!("profile_seq:{}", job.seq - 1));
+        tags.extend(t.tags.iter().cloned());
+        let u = upload::Upload {
+            attachments,
+            tags,
+            start,
+            end,
+        };
+        match lock(up).send(&u) {
+            Ok(()) => c.uploaded = Some(true),
+            Err(e) => {
+                c.uploaded = Some(false);
+                c.upload_error = Some(format!("{e} (spooled; sent before the next upload)"));
+            }
+        }
+    }
+    c
+}
+
+/// The lock's value, also after a panic elsewhere poisoned it (the data stays consistent:
+/// every holder finishes its step before unlocking).
+pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The profile gzipped: as received when it came gzipped, else compressed now.
+fn gzip_of(bytes: &[u8], raw: &[u8]) -> Vec<u8> {
+    if crate::pprof::decode::sniff(bytes) == crate::pprof::decode::Compression::Gzip {
+        return bytes.to_vec();
+    }
+    gzip_raw(raw)
+}
+
+fn gzip_raw(raw: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let _ = std::io::Write::write_all(&mut gz, raw);
+    gz.finish().unwrap_or_default()
+}
