@@ -33,6 +33,8 @@ pub struct Metrics {
     api_seen: std::sync::Mutex<std::collections::HashMap<&'static str, u64>>,
     pub synced: AtomicBool,
     pub started: AtomicI64,
+    /// The skips by reason, for the summary at stop.
+    skips: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
 }
 
 impl Metrics {
@@ -110,6 +112,7 @@ impl Metrics {
             api_seen: Default::default(),
             synced: AtomicBool::new(false),
             started: AtomicI64::new(0),
+            skips: Default::default(),
         }
     }
 
@@ -117,6 +120,14 @@ impl Metrics {
         self.skipped
             .get_or_create(&vec![("reason", reason.to_string())])
             .inc();
+        if let Ok(mut m) = self.skips.lock() {
+            *m.entry(reason.to_string()).or_default() += 1;
+        }
+    }
+
+    /// Skips so far by reason.
+    pub fn skips(&self) -> std::collections::BTreeMap<String, u64> {
+        self.skips.lock().map(|m| m.clone()).unwrap_or_default()
     }
 
     pub fn render(&self) -> String {

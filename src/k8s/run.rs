@@ -376,7 +376,7 @@ fn summary(c: &Collector, cluster: &super::client::Cluster) -> Outcome {
         c.opts.json,
         "stopped",
         serde_json::json!({"targets": c.targets.len(), "captures": c.captures,
-            "failed": c.failed, "api_requests": api}),
+            "failed": c.failed, "skipped": c.metrics.skips(), "api_requests": api}),
     );
     Outcome::Success
 }

@@ -388,6 +388,13 @@ fn captures_are_scheduled_and_triggered_and_say_why() {
         "released at stop: {lease}"
     );
     assert!(kubelet.requests() >= 2, "a round a second");
+    // The rounds after the emergency, still above it, are in cooldown; the summary says so.
+    let stopped = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("stopped"))
+        .unwrap_or_else(|| panic!("{}", r.stderr));
+    assert!(stopped.contains("\"cooldown\":"), "{stopped}");
 }
 
 /// `agentprof k8s --json` started in the background: its events as they come.
