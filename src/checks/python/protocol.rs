@@ -185,6 +185,7 @@ impl Worker {
     ) -> Result<Measured, String> {
         self.send(&serde_json::json!({"op": "run", "instance": index, "profile": opts.profile, "memory": opts.memory, "memory_lines": opts.memory_lines}))?;
         self.expect_mark(b'r', Instant::now() + REPLY_TIMEOUT)?;
+        settled(self.child.id());
         let peak_reset = self.probe.reset_peak_rss();
         let before = self.probe.before();
         self.send_mark(b'g')?;
@@ -199,6 +200,7 @@ impl Worker {
             }
             Err(e) => return Err(e),
         }
+        settled(self.child.id());
         let after = self.probe.after();
         self.send_mark(b'c')?;
         let reply = self.recv(REPLY_TIMEOUT)?;
@@ -219,6 +221,32 @@ impl Worker {
             _ => String::new(),
         }
     }
+}
+
+/// Waits (at most 20 ms) until the worker sleeps in its read of the next mark. The kernel
+/// counts a write in /proc/PID/io when the syscall returns, which can be after agentprof has
+/// read the mark it wrote: a snapshot taken at once could miss the worker's own mark write
+/// (a run's write count then came out one short, now and then).
+fn settled(pid: u32) {
+    #[cfg(target_os = "linux")]
+    {
+        let path = format!("/proc/{pid}/stat");
+        let end = Instant::now() + Duration::from_millis(20);
+        while Instant::now() < end {
+            let Ok(stat) = std::fs::read_to_string(&path) else {
+                return;
+            };
+            let state = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 1..].trim_start().chars().next());
+            if state != Some('R') {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = pid;
 }
 
 fn describe(status: std::process::ExitStatus) -> String {
