@@ -652,7 +652,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__k8s)
-            opts="-h --node --kubeconfig --context --config --confd --checks --python --out --upload --spool --metrics-listen --duration --json --help targets help"
+            opts="-h --node --kubeconfig --context --config --confd --out --upload --spool --metrics-listen --duration --json --help targets help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -675,14 +675,6 @@ _agentprof() {
                     return 0
                     ;;
                 --confd)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --checks)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --python)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -756,7 +748,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__k8s__subcmd__targets)
-            opts="-h --node --kubeconfig --context --config --confd --checks --python --json --help"
+            opts="-h --node --kubeconfig --context --config --confd --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -779,14 +771,6 @@ _agentprof() {
                     return 0
                     ;;
                 --confd)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --checks)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --python)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -846,7 +830,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__pull)
-            opts="-h --types --profile-duration --interval --once --count --http-timeout --out --top --flamegraph --service --env --version --tag --tls-ca --tls-cert --tls-key --insecure-skip-verify --upload --spool --body-size-limit-mb --delta-cache-mb --json --config --confd --checks --python --help"
+            opts="-h --types --profile-duration --interval --once --count --http-timeout --out --top --flamegraph --service --env --version --tag --tls-ca --tls-cert --tls-key --insecure-skip-verify --upload --spool --body-size-limit-mb --delta-cache-mb --json --config --confd --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -929,14 +913,6 @@ _agentprof() {
                     return 0
                     ;;
                 --confd)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --checks)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --python)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

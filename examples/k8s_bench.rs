@@ -181,6 +181,20 @@ fn start(agentprof: &str, api: &ApiServer, dir: &Path, node: &str, rules: &str) 
     Instance { child, dir: d }
 }
 
+/// A process's current resident memory by kind (RssAnon, RssFile), MiB.
+fn rss_kinds(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib = |key: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 1024.0
+    };
+    (kib("RssAnon:"), kib("RssFile:"))
+}
+
 /// (VmHWM bytes, CPU seconds) of a running process.
 fn usage(pid: u32) -> (u64, f64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
@@ -273,6 +287,7 @@ fn main() {
     let after_cut = counts_of(&api, "busy");
     std::thread::sleep((half * 2).saturating_sub(t0.elapsed()));
     let (busy_hwm, busy_cpu) = usage(busy.child.id());
+    let (busy_anon, busy_file) = rss_kinds(busy.child.id());
     let (idle_hwm, idle_cpu) = usage(idle.child.id());
     let end = (counts_of(&api, "busy"), counts_of(&api, "idle"));
     for i in [&mut busy, &mut idle] {
@@ -308,6 +323,7 @@ fn main() {
             "api_requests_over_run": end.0,
             "requests_to_recover_a_cut_watch (5 s window, lease renewals included)": recover,
             "peak_rss_mib": busy_hwm as f64 / 1048576.0,
+            "rss_at_end_mib": {"anonymous": busy_anon, "file (the binary's pages)": busy_file},
             "cpu_seconds": busy_cpu,
             "captures": lines.len(),
             "deltas": deltas,

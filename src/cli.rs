@@ -267,7 +267,7 @@ pub struct PullArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub config: ConfigArgs,
+    pub config: ConfdArgs,
 }
 
 /// Where the cluster and the rules are, for `k8s` and `k8s targets`.
@@ -283,7 +283,7 @@ pub struct K8sCommon {
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
     #[command(flatten)]
-    pub config: ConfigArgs,
+    pub config: ConfdArgs,
 }
 
 #[derive(Debug, Args)]
@@ -399,18 +399,26 @@ pub struct FlamegraphArgs {
 /// Where configuration comes from; shared by every command that loads checks.
 #[derive(Debug, Args, Clone, Default)]
 pub struct ConfigArgs {
-    /// agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Directory of check configurations (NAME.yaml or NAME.d/conf.yaml)
-    #[arg(long, value_name = "DIR")]
-    pub confd: Option<PathBuf>,
+    #[command(flatten)]
+    pub files: ConfdArgs,
     /// Directory of plugin checks
     #[arg(long, value_name = "DIR")]
     pub checks: Option<PathBuf>,
     /// Python interpreter for Python checks (a virtualenv's python works)
     #[arg(long, value_name = "PATH")]
     pub python: Option<String>,
+}
+
+/// Where the configuration is: agentprof.yaml and conf.d. `pull` and `k8s` take only
+/// these (they run no checks); the commands that run checks add `ConfigArgs`' two.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ConfdArgs {
+    /// agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Directory of check configurations (NAME.yaml or NAME.d/conf.yaml; profile.yaml for pull and k8s)
+    #[arg(long, value_name = "DIR")]
+    pub confd: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

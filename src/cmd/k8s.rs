@@ -11,12 +11,14 @@ use crate::k8s::client::{Cluster, Connect};
 use crate::k8s::config::K8sConfig;
 use crate::k8s::targets::{PodReport, evaluate};
 
-use super::{Outcome, load_options};
+use super::{Outcome, confd_options};
 
 /// What every k8s command starts from.
 pub struct Setup {
     pub agent: AgentConfig,
     pub rules: K8sConfig,
+    /// The static targets (`instances:`), collected beside the rules' pods.
+    pub statics: Vec<crate::pull::Target>,
     pub profile_yaml: PathBuf,
     pub node: String,
     pub cluster_name: String,
@@ -24,7 +26,7 @@ pub struct Setup {
 }
 
 fn setup(c: &K8sCommon) -> anyhow::Result<Setup> {
-    let agent = AgentConfig::load(&load_options(&c.config))?;
+    let agent = AgentConfig::load(&confd_options(&c.config))?;
     let path = crate::config::CheckConf::find(&agent.confd_path, "profile").ok_or_else(|| {
         UsageError::config(
             &agent.confd_path,
@@ -32,12 +34,14 @@ fn setup(c: &K8sCommon) -> anyhow::Result<Setup> {
              (see conf.d/profile.yaml.example)",
         )
     })?;
-    let rules = K8sConfig::read(&path)?.ok_or_else(|| {
+    let text = crate::config::read_config_text(&path)?;
+    let rules = K8sConfig::parse(&path, &text)?.ok_or_else(|| {
         UsageError::config(
             &path,
             "no `kubernetes:` rules: add at least one (see conf.d/profile.yaml.example)",
         )
     })?;
+    let statics = super::pull::static_targets(&path, &text)?;
     let node = match c.node.clone() {
         Some(n) => n,
         None => std::env::var("NODE_NAME").unwrap_or_default(),
@@ -61,6 +65,7 @@ fn setup(c: &K8sCommon) -> anyhow::Result<Setup> {
     Ok(Setup {
         agent,
         rules,
+        statics,
         profile_yaml: path,
         node,
         cluster_name,
@@ -131,6 +136,7 @@ fn collect(args: K8sArgs) -> anyhow::Result<Outcome> {
         json: args.json,
         hostname: s.agent.hostname.clone(),
         rules: s.rules,
+        statics: s.statics,
         node: s.node,
         cluster_name: s.cluster_name,
         connect: s.connect,
@@ -150,6 +156,8 @@ struct TargetsReport<'a> {
     rules: usize,
     pods: &'a [PodReport],
     targets: usize,
+    /// The `instances:` URLs (redacted), collected beside the pods.
+    static_targets: Vec<String>,
     api_requests: std::collections::BTreeMap<&'static str, u64>,
 }
 
@@ -180,6 +188,11 @@ fn targets(args: K8sTargetsArgs) -> anyhow::Result<Outcome> {
         .map(|p| evaluate(&s.rules.rules, p, &s.cluster_name, &s.node))
         .collect();
     let n_targets: usize = reports.iter().map(|r| r.targets.len()).sum();
+    let statics: Vec<String> = s
+        .statics
+        .iter()
+        .map(|t| crate::pull::fetch::redact(&t.url))
+        .collect();
     let mut out = std::io::stdout().lock();
     if args.json {
         let doc = TargetsReport {
@@ -189,6 +202,7 @@ fn targets(args: K8sTargetsArgs) -> anyhow::Result<Outcome> {
             rules: s.rules.rules.len(),
             pods: &reports,
             targets: n_targets,
+            static_targets: statics.clone(),
             api_requests: cluster.counts.snapshot().into_iter().collect(),
         };
         serde_json::to_writer_pretty(&mut out, &doc)?;
@@ -232,6 +246,9 @@ fn targets(args: K8sTargetsArgs) -> anyhow::Result<Outcome> {
     )?;
     if !reports.is_empty() {
         writeln!(out, "{t}")?;
+    }
+    for u in &statics {
+        writeln!(out, "static target (instances:): {u}")?;
     }
     Ok(Outcome::Success)
 }

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, ConfigArgs};
+use crate::cli::{Cli, Command, ConfdArgs, ConfigArgs};
 use crate::config::LoadOptions;
 use crate::error::is_usage_error;
 
@@ -75,11 +75,19 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
     }
 }
 
-fn load_options(c: &ConfigArgs) -> LoadOptions {
+fn confd_options(c: &ConfdArgs) -> LoadOptions {
     LoadOptions {
         config: c.config.clone(),
         confd: c.confd.clone(),
+        checks: None,
+        python: None,
+    }
+}
+
+fn load_options(c: &ConfigArgs) -> LoadOptions {
+    LoadOptions {
         checks: c.checks.clone(),
         python: c.python.clone(),
+        ..confd_options(&c.files)
     }
 }

@@ -14,7 +14,7 @@ use crate::error::UsageError;
 use crate::pull::fetch::{TYPES, Tls, parse_target};
 use crate::pull::{MIN_INTERVAL, PullOptions, Target};
 
-use super::{Outcome, load_options};
+use super::{Outcome, confd_options};
 
 /// Default time between collections, as dd-trace-go's.
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
@@ -172,20 +172,28 @@ fn target(s: Spec<'_>) -> Result<Target, String> {
 
 fn from_file(path: &Path) -> anyhow::Result<Vec<Target>> {
     let text = crate::config::read_config_text(path)?;
-    let file: ProfileFile =
-        serde_yaml_ng::from_str(&text).map_err(|e| UsageError::yaml(path, &e))?;
-    let _ = file.init_config;
     // The `kubernetes:` rules are checked here too, so a mistake in them is found now, and
     // the user is told that pull does not collect them.
-    if file.kubernetes.is_some()
-        && let Some(k) = crate::k8s::config::K8sConfig::parse(path, &text)?
-    {
+    if let Some(k) = crate::k8s::config::K8sConfig::parse(path, &text)? {
         eprintln!(
             "agentprof: {}: pull collects the `instances:` only, not the `kubernetes:` rules ({})",
             path.display(),
             k.rules.len()
         );
     }
+    let targets = static_targets(path, &text)?;
+    if targets.is_empty() {
+        return Err(UsageError::config(path, "no enabled target under `instances:`").into());
+    }
+    Ok(targets)
+}
+
+/// The enabled static targets (`instances:`) of profile.yaml's text, checked; `agentprof
+/// k8s` collects them too, beside its rules.
+pub(super) fn static_targets(path: &Path, text: &str) -> anyhow::Result<Vec<Target>> {
+    let file: ProfileFile =
+        serde_yaml_ng::from_str(text).map_err(|e| UsageError::yaml(path, &e))?;
+    let _ = (file.init_config, file.kubernetes);
     let mut targets = Vec::new();
     for (i, inst) in file.instances.into_iter().enumerate() {
         if !inst.enabled {
@@ -246,14 +254,11 @@ fn from_file(path: &Path) -> anyhow::Result<Vec<Target>> {
         };
         targets.push(target(spec).map_err(at)?);
     }
-    if targets.is_empty() {
-        return Err(UsageError::config(path, "no enabled target under `instances:`").into());
-    }
     Ok(targets)
 }
 
 pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
-    let config = AgentConfig::load(&load_options(&args.config))?;
+    let config = AgentConfig::load(&confd_options(&args.config))?;
     let flag = UsageError::flag;
     let targets = match &args.url {
         Some(url) => {
@@ -332,7 +337,7 @@ pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
         forward: Some(config),
     };
     let json = args.json;
-    let (_, failed) = crate::pull::run(targets, &opts, |c| {
+    let failed = crate::pull::run(targets, &opts, |c| {
         let mut out = std::io::stdout().lock();
         let _ = if json {
             serde_json::to_writer(&mut out, c)

@@ -18,7 +18,8 @@ pub(super) struct CaptureLine<'a> {
     pod: &'a str,
     container: &'a str,
     endpoint: &'a str,
-    rule: usize,
+    /// The rule's index; None for a static target (`instances:`).
+    rule: Option<usize>,
     cause: Cause,
     trigger: Option<&'a Fired>,
     tags: &'a [String],
@@ -44,20 +45,8 @@ pub(super) struct CaptureProfile<'a> {
     top_function: Option<&'a str>,
 }
 
-/// Shared with the collections on the blocking pool.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn write_capture(
-    shared: &Shared,
-    c: &Collection,
-    f: &Found,
-    id: &str,
-    cause: Cause,
-    fired: Option<&Fired>,
-    tags: &[String],
-    latency_ms: Option<f64>,
-) {
-    let profiles: Vec<CaptureProfile<'_>> = c
-        .profiles
+fn profiles_of(c: &Collection) -> Vec<CaptureProfile<'_>> {
+    c.profiles
         .iter()
         .map(|p| CaptureProfile {
             kind: &p.kind,
@@ -73,7 +62,21 @@ pub(super) fn write_capture(
                 .and_then(|t| t.rows.first())
                 .map(|r| r.function.as_str()),
         })
-        .collect();
+        .collect()
+}
+
+/// Shared with the collections on the blocking pool.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn write_capture(
+    shared: &Shared,
+    c: &Collection,
+    f: &Found,
+    id: &str,
+    cause: Cause,
+    fired: Option<&Fired>,
+    tags: &[String],
+    latency_ms: Option<f64>,
+) {
     let line = CaptureLine {
         time: &c.start,
         target: id,
@@ -81,17 +84,43 @@ pub(super) fn write_capture(
         pod: &f.facts.pod_name,
         container: &f.container,
         endpoint: &f.endpoint,
-        rule: f.rule,
+        rule: Some(f.rule),
         cause,
         trigger: fired,
         tags,
-        profiles,
+        profiles: profiles_of(c),
         figures: &c.figures,
         uploaded: c.uploaded,
         upload_error: c.upload_error.as_deref(),
         trigger_latency_ms: latency_ms,
     };
-    let Ok(text) = serde_json::to_string(&line) else {
+    emit(shared, &line, c);
+}
+
+/// A static target's collection: its service is the target, no pod, no rule.
+pub(super) fn write_static_capture(shared: &Shared, c: &Collection, t: &crate::pull::Target) {
+    let line = CaptureLine {
+        time: &c.start,
+        target: &c.service,
+        namespace: "",
+        pod: "",
+        container: "",
+        endpoint: &c.target,
+        rule: None,
+        cause: Cause::Static,
+        trigger: None,
+        tags: &t.tags,
+        profiles: profiles_of(c),
+        figures: &c.figures,
+        uploaded: c.uploaded,
+        upload_error: c.upload_error.as_deref(),
+        trigger_latency_ms: None,
+    };
+    emit(shared, &line, c);
+}
+
+fn emit(shared: &Shared, line: &CaptureLine<'_>, c: &Collection) {
+    let Ok(text) = serde_json::to_string(line) else {
         return;
     };
     if let Some(file) = &shared.captures {
@@ -114,8 +143,9 @@ pub(super) fn write_capture(
             })
             .collect();
         eprintln!(
-            "agentprof k8s: capture target={id} cause={} {}",
-            cause.as_str(),
+            "agentprof k8s: capture target={} cause={} {}",
+            line.target,
+            line.cause.as_str(),
             kinds.join(" ")
         );
     }

@@ -32,6 +32,8 @@ pub(super) const WAIT_FOR_OLD: Duration = Duration::from_millis(200);
 pub enum Cause {
     Scheduled,
     ResourceThreshold,
+    /// A static target of `instances:`, on its own interval.
+    Static,
 }
 
 impl Cause {
@@ -39,6 +41,7 @@ impl Cause {
         match self {
             Cause::Scheduled => "scheduled",
             Cause::ResourceThreshold => "resource_threshold",
+            Cause::Static => "static",
         }
     }
 }
@@ -85,6 +88,8 @@ pub(super) struct Collector {
     pub(super) metrics: Arc<Metrics>,
     pub(super) global: Arc<Semaphore>,
     pub(super) per_rule: Vec<Arc<Semaphore>>,
+    /// Each rule's HTTP client (dropped on the blocking pool, with the collector).
+    pub(super) clients: Vec<Arc<reqwest::blocking::Client>>,
     pub(super) targets: BTreeMap<String, TargetState>,
     /// Pod (namespace/name) → the target ids it gave.
     pub(super) by_pod: HashMap<String, Vec<String>>,
@@ -329,6 +334,7 @@ impl Collector {
         let done = self.done_tx.clone();
         let id = id.to_string();
         let body_limit = rule.body_size_limit_mb;
+        let client = Arc::clone(&self.clients[t.found.rule]);
         log(
             self.opts.json,
             "capture_started",
@@ -338,24 +344,6 @@ impl Collector {
         tokio::task::spawn_blocking(move || {
             let _permits = (g, r);
             let t0 = std::time::Instant::now();
-            // A blocking client lives and dies on the blocking pool (it runs a runtime of its
-            // own); building one per capture costs far less than the capture.
-            let client = match crate::pull::fetch::client(rule.request_timeout, &rule.tls) {
-                Ok(c) => c,
-                Err(e) => {
-                    log(json, "error", serde_json::json!({"target": id, "error": e}));
-                    let _ = done.send(Done {
-                        id,
-                        endpoint: f.endpoint.clone(),
-                        cause,
-                        ok: false,
-                        cancelled: false,
-                        seconds: 0.0,
-                        no_delta: Vec::new(),
-                    });
-                    return;
-                }
-            };
             let pull_opts = PullOptions {
                 out: shared.out.clone(),
                 top: 1,
@@ -375,9 +363,19 @@ impl Collector {
                 cancel: &cancel,
             };
             let c = crate::pull::collect(&job, &pull_opts, &shared.cache, shared.uploader.as_ref());
-            let cancelled = cancel.cancelled();
+            // Cancelled: a fetch was cut short. A capture that had everything when its pod
+            // went away (its upload still running) is a capture like any other.
+            let cut = c.profiles.len() < target.types.len()
+                || c.profiles.iter().any(|p| {
+                    p.error
+                        .as_deref()
+                        .is_some_and(|e| e.ends_with(crate::pull::fetch::CANCELLED))
+                });
+            // Cut by the target's removal or by the stop (whichever came first): what was
+            // fetched before is kept and recorded; a capture that got nothing is not one.
+            let cancelled = cut && (cancel.cancelled() || crate::agent::signal::requested());
             let ok = !c.profiles.is_empty() && c.profiles.iter().all(|p| p.ok);
-            if !cancelled {
+            if !cancelled || c.profiles.iter().any(|p| p.ok) {
                 write_capture(
                     &shared,
                     &c,
@@ -389,7 +387,7 @@ impl Collector {
                     latency_ms,
                 );
             }
-            let _ = done.send(Done {
+            let done_msg = Done {
                 id,
                 endpoint: f.endpoint.clone(),
                 cause,
@@ -397,7 +395,10 @@ impl Collector {
                 cancelled,
                 seconds: t0.elapsed().as_secs_f64(),
                 no_delta: c.profiles.iter().filter_map(|p| p.no_delta).collect(),
-            });
+            };
+            drop(c);
+            super::run::release_free_memory();
+            let _ = done.send(done_msg);
         });
     }
 

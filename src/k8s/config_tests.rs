@@ -160,6 +160,17 @@ fn bad_values_are_refused_at_their_line_and_column_with_the_rule_index() {
         (two("    namespaces: [Bad_NS]\n"), "4:5", "namespace"),
         (two("    max_concurrency: 0\n"), "4:5", "at least 1"),
         (two("    tls_cert: c.pem\n"), "4:5", "go together"),
+        // The TLS files are read and parsed at load, not at the first capture.
+        (
+            two("    tls_ca: /nonexistent/ca.pem\n"),
+            "4:5",
+            "kubernetes[1]: tls_ca: /nonexistent/ca.pem",
+        ),
+        (
+            two("    tls_cert: /nonexistent/c.pem\n    tls_key: /nonexistent/k.pem\n"),
+            "4:5",
+            "kubernetes[1]: tls_cert: /nonexistent/c.pem",
+        ),
         (
             two("    mem_usage_bytes: 12Q\n"),
             "4:5",

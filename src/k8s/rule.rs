@@ -337,6 +337,7 @@ pub(super) fn rule(at: &At<'_>, r: RawRule) -> Result<Rule, UsageError> {
             "tls_cert and tls_key go together (a client certificate and its key)",
         ));
     }
+    crate::pull::fetch::check_tls(&tls).map_err(|(key, why)| at.err(key, why))?;
     Ok(Rule {
         index: at.index,
         namespaces,

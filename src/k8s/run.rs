@@ -27,10 +27,14 @@ use super::metrics::Metrics;
 use super::stats::Summary;
 use crate::cmd::Outcome;
 use crate::pull::delta::DeltaCache;
+use crate::pull::fetch::Cancel;
 
 /// Everything `agentprof k8s` runs with.
 pub struct RunOptions {
     pub rules: K8sConfig,
+    /// profile.yaml's `instances:`: collected by the lease holder as `pull` collects them,
+    /// with the same cache, uploader and output, outside the Kubernetes concurrency budget.
+    pub statics: Vec<crate::pull::Target>,
     pub node: String,
     pub cluster_name: String,
     pub connect: Connect,
@@ -74,6 +78,26 @@ async fn prepare(
         }
         None => None,
     };
+    // One HTTP client per rule (its timeout and TLS), made on the blocking pool: a file of
+    // the rule's TLS settings that cannot be read stops the start, not each capture.
+    let specs: Vec<_> = opts
+        .rules
+        .rules
+        .iter()
+        .map(|r| (r.request_timeout, r.tls.clone()))
+        .collect();
+    let clients = tokio::task::spawn_blocking(move || {
+        specs
+            .iter()
+            .enumerate()
+            .map(|(i, (timeout, tls))| {
+                crate::pull::fetch::shared_client(*timeout, tls)
+                    .map(Arc::new)
+                    .map_err(|e| flag("--confd", format!("kubernetes[{i}]: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await??;
     let shared = Arc::new(Shared {
         cache: Mutex::new(DeltaCache::new((opts.rules.delta_cache_mb << 20) as usize)),
         uploader,
@@ -92,6 +116,7 @@ async fn prepare(
     let c = Collector {
         global: Arc::new(Semaphore::new(opts.rules.max_concurrency.max(1))),
         per_rule,
+        clients,
         opts,
         shared,
         metrics: Arc::clone(metrics),
@@ -208,18 +233,85 @@ async fn drain(c: &mut Collector, done_rx: &mut mpsc::UnboundedReceiver<Done>) {
 
 type Round = (Vec<String>, Result<Summary, String>, Instant);
 
+/// The static targets, collected as `pull` collects them (one at a time, each on its
+/// interval) on a thread of the blocking pool, with the collector's delta cache, uploader
+/// and output, until the cancel is set. Only the lease holder runs them, so two agentprof
+/// on one node do not collect them twice.
+fn start_statics(c: &mut Collector) -> Option<(Cancel, tokio::task::JoinHandle<()>)> {
+    if c.opts.statics.is_empty() {
+        return None;
+    }
+    let targets = std::mem::take(&mut c.opts.statics);
+    let shared = Arc::clone(&c.shared);
+    let json = c.opts.json;
+    let cancel = Cancel::new();
+    let stop = cancel.clone();
+    log(
+        json,
+        "static_targets",
+        serde_json::json!({"targets": targets.iter().map(|t| crate::pull::fetch::redact(&t.url)).collect::<Vec<_>>()}),
+    );
+    let handle = tokio::task::spawn_blocking(move || {
+        let opts = crate::pull::PullOptions {
+            out: shared.out.clone(),
+            top: 1,
+            upload: shared
+                .uploader
+                .as_ref()
+                .map(|_| reqwest::Url::parse("http://upload.invalid/").expect("a constant URL")),
+            hostname: shared.hostname.clone(),
+            body_size_limit_mb: 32,
+            ..Default::default()
+        };
+        let on = crate::pull::Shared {
+            cache: &shared.cache,
+            uploader: shared.uploader.as_ref(),
+            cancel: &stop,
+        };
+        let by_url: HashMap<String, crate::pull::Target> = targets
+            .iter()
+            .map(|t| (crate::pull::fetch::redact(&t.url), t.clone()))
+            .collect();
+        let ran = crate::pull::run_with(targets, &opts, &on, |col| {
+            if let Some(t) = by_url.get(&col.target) {
+                super::capture::write_static_capture(&shared, col, t);
+            }
+        });
+        if let Err(e) = ran {
+            log(
+                json,
+                "error",
+                serde_json::json!({"error": format!("{e:#}")}),
+            );
+        }
+    });
+    Some((cancel, handle))
+}
+
 /// glibc's allocator, set for a long-running collector whose collections run on short-lived
-/// blocking threads: at most two arenas (each new thread would otherwise get one of up to
-/// 8 × cores, each keeping what it freed), and buffers of 128 KiB and more (profiles,
-/// baselines) mapped and unmapped instead of fragmenting the heap. Measured with
-/// `scripts/bench_k8s.sh` (the closing note of the k8s issue).
+/// blocking threads: one arena (each thread would otherwise get one of up to 8 × cores,
+/// each keeping what it freed; the collections take turns on its lock, which costs nothing
+/// beside their fetches), and buffers of 128 KiB and more (profiles, baselines) mapped and
+/// unmapped instead of fragmenting the heap. `release_free_memory` gives back what a
+/// collection freed. Measured with `scripts/bench_k8s.sh` (the closing note of the k8s
+/// issue).
 pub fn tune_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only changes allocator parameters; it is called before any thread of
     // the collector starts.
     unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_ARENA_MAX, 1);
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
+    }
+}
+
+/// After a collection: the heap pages it freed go back to the kernel, so the collector's
+/// footprint between collections is its cache and targets, not its busiest moment.
+pub(super) fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the kernel.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -294,6 +386,7 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
         "leader",
         serde_json::json!({"lease": lease.name, "identity": lease.identity}),
     );
+    let statics = start_statics(&mut c);
     let api: kube::Api<Pod> = kube::Api::all(cluster.client.clone());
     let stream =
         watcher::watcher(api, super::discover::watcher_config(&c.opts.node)).default_backoff();
@@ -345,6 +438,10 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
             serde_json::json!({"lease": lease.name,
             "why": "another agentprof took this node's lease; stopping so no target is collected twice"}),
         );
+    }
+    if let Some((cancel, handle)) = statics {
+        cancel.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(10), handle).await;
     }
     drain(&mut c, &mut done_rx).await;
     lease.release().await;

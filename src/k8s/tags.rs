@@ -294,6 +294,8 @@ mod tests {
             threshold: 95.0,
             unit: "percent",
             source: "kubelet_stats_summary",
+            samples: 1,
+            needed: 1,
         };
         let t = capture_tags(&rule(""), &pod(), Some(&fired));
         for (k, v) in [

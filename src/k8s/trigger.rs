@@ -37,6 +37,10 @@ pub struct Fired {
     pub unit: &'static str,
     /// Where the value came from.
     pub source: &'static str,
+    /// The violating samples in the window when it fired, and how many fire it (1 and 1 for
+    /// an emergency): a normal trigger fires the round the first reaches the second.
+    pub samples: usize,
+    pub needed: usize,
 }
 
 /// The first threshold `usage` crosses, in the order cpu %, memory %, cpu, memory.
@@ -48,6 +52,8 @@ fn crossed(usage: &Usage, limits: &Limits, t: &Thresholds, level: Level) -> Opti
         threshold,
         unit,
         source: "kubelet_stats_summary",
+        samples: 1,
+        needed: 1,
     };
     if let (Some(th), Some(v), Some(l)) = (t.cpu_pct, usage.cpu_millicores, limits.cpu_millicores)
         && l > 0.0
@@ -146,7 +152,14 @@ impl Monitor {
         }
         let fired = emergency.or_else(|| {
             let violating = self.samples.iter().filter(|(_, f)| f.is_some()).count();
-            (violating >= self.needed).then_some(normal).flatten()
+            (violating >= self.needed)
+                .then_some(normal)
+                .flatten()
+                .map(|f| Fired {
+                    samples: violating,
+                    needed: self.needed,
+                    ..f
+                })
         })?;
         self.last_fired = Some(now);
         self.samples.clear();
@@ -206,6 +219,7 @@ mod tests {
             (Level::Normal, "memory", "percent")
         );
         assert_eq!((f.value, f.threshold), (90.0, 80.0));
+        assert_eq!((f.samples, f.needed), (6, 6));
         // Cooldown (10m): no second trigger, however high.
         for i in 13..72 {
             assert_eq!(

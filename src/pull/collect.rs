@@ -156,11 +156,30 @@ pub fn collect(
         entry.samples = counted_samples(&profile);
         entry.ok = true;
         let gz = gzip_of(&fetched.bytes, &fetched.raw);
-        // The delta of a cumulative profile against the previous collection, computed on
-        // the protobuf bytes; the baseline is kept compressed.
-        let mut shown_profile: Option<Pprof> = None;
+        let cumulative = delta::needs_delta(&profile);
+        // Figures DataKit derives from the whole profile (block and mutex: from the delta).
+        match kind.as_str() {
+            "cpu" => {
+                if let Some(cpu) = sum_of(&profile, "cpu")
+                    && profile.proto.duration_nanos > 0
+                {
+                    figures.prof_go_cpu_cores =
+                        Some(cpu as f64 / profile.proto.duration_nanos as f64);
+                }
+            }
+            "heap" | "allocs" => {
+                figures.prof_go_lifetime_heap_objects = sum_of(&profile, "alloc_objects");
+                figures.prof_go_lifetime_heap_bytes = sum_of(&profile, "alloc_space");
+            }
+            "goroutine" => figures.prof_go_num_goroutine = sum_of(&profile, "goroutine"),
+            _ => {}
+        }
+        // What is reported (top, flamegraph): the delta of a cumulative profile against the
+        // previous collection, computed on the protobuf bytes (the baseline is kept
+        // compressed), else the profile as it came.
+        let mut shown = Some(profile);
         let mut delta_raw: Option<Vec<u8>> = None;
-        if delta::needs_delta(&profile) {
+        if cumulative {
             let key = format!("{}|{kind}", job.cache_key);
             let base = lock(cache).get(&key).map(<[u8]>::to_vec);
             match base {
@@ -176,16 +195,22 @@ pub fn collect(
                             })
                         });
                     entry.delta_s = Some(t0.elapsed().as_secs_f64());
-                    match made.and_then(|raw| {
-                        crate::pprof::decode::decode_raw(&raw, &limits)
-                            .map_err(|e| e.to_string())
-                            .and_then(|p| Pprof::new(p).map_err(|e| e.to_string()))
-                            .map(|p| (p, raw))
-                    }) {
-                        Ok((d, raw)) => {
-                            entry.delta = true;
-                            shown_profile = Some(d);
-                            delta_raw = Some(raw);
+                    match made {
+                        Ok(raw) => {
+                            // One decoded profile at a time: the snapshot's is dropped
+                            // before the delta's is built (collections run side by side).
+                            shown = None;
+                            match crate::pprof::decode::decode_raw(&raw, &limits)
+                                .map_err(|e| e.to_string())
+                                .and_then(|p| Pprof::new(p).map_err(|e| e.to_string()))
+                            {
+                                Ok(d) => {
+                                    entry.delta = true;
+                                    shown = Some(d);
+                                    delta_raw = Some(raw);
+                                }
+                                Err(_) => entry.no_delta = Some(NoDelta::BaselineUnusable),
+                            }
                         }
                         Err(_) if restarted => entry.no_delta = Some(NoDelta::ProcessRestarted),
                         Err(_) => entry.no_delta = Some(NoDelta::BaselineUnusable),
@@ -195,40 +220,22 @@ pub fn collect(
             }
             lock(cache).put(&key, gz.clone());
         }
-        let delta_gz = delta_raw.as_deref().map(gzip_raw);
-        // Figures DataKit derives.
+        let delta_gz = delta_raw.take().as_deref().map(gzip_raw);
         match kind.as_str() {
-            "cpu" => {
-                if let Some(cpu) = sum_of(&profile, "cpu")
-                    && profile.proto.duration_nanos > 0
-                {
-                    figures.prof_go_cpu_cores =
-                        Some(cpu as f64 / profile.proto.duration_nanos as f64);
-                }
-            }
-            "heap" | "allocs" => {
-                figures.prof_go_lifetime_heap_objects = sum_of(&profile, "alloc_objects");
-                figures.prof_go_lifetime_heap_bytes = sum_of(&profile, "alloc_space");
-            }
             "block" => {
-                figures.prof_go_blocked_time =
-                    sum_of(shown_profile.as_ref().unwrap_or(&profile), "delay")
+                figures.prof_go_blocked_time = shown.as_ref().and_then(|p| sum_of(p, "delay"))
             }
             "mutex" => {
-                figures.prof_go_mutex_delay_time =
-                    sum_of(shown_profile.as_ref().unwrap_or(&profile), "delay")
+                figures.prof_go_mutex_delay_time = shown.as_ref().and_then(|p| sum_of(p, "delay"))
             }
-            "goroutine" => figures.prof_go_num_goroutine = sum_of(&profile, "goroutine"),
             _ => {}
         }
         // What is drawn and listed goes through go tool pprof's name handling and drop_frames;
         // the files keep the bytes as they came.
-        let mut profile = profile;
-        if opts.flamegraph || opts.top > 0 {
-            match shown_profile.as_mut() {
-                Some(d) => d.prepare_for_report(),
-                None => profile.prepare_for_report(),
-            };
+        if let Some(p) = shown.as_mut()
+            && (opts.flamegraph || opts.top > 0)
+        {
+            p.prepare_for_report();
         }
         let stamp = crate::duration::file_stamp();
         if let Some(out) = &opts.out {
@@ -248,8 +255,9 @@ pub fn collect(
                         Err(e) => entry.error = Some(format!("cannot write {}: {e}", f.display())),
                     }
                 }
-                if opts.flamegraph {
-                    let shown = shown_profile.as_ref().unwrap_or(&profile);
+                if opts.flamegraph
+                    && let Some(shown) = &shown
+                {
                     let f = dir.join(format!("{kind}-{stamp}.svg"));
                     let drawn = shown
                         .sample_index(None)
@@ -270,8 +278,9 @@ pub fn collect(
                 }
             }
         }
-        if opts.top > 0 {
-            let shown = shown_profile.as_ref().unwrap_or(&profile);
+        if opts.top > 0
+            && let Some(shown) = &shown
+        {
             let o = crate::pprof::report::TopOptions {
                 nodes: opts.top,
                 ..Default::default()
@@ -282,7 +291,7 @@ pub fn collect(
         if opts.upload.is_some() {
             if let Some(bytes) = delta_gz {
                 attachments.push((upload::attachment_name(kind, true), bytes));
-            } else if !delta::needs_delta(&profile) {
+            } else if !cumulative {
                 attachments.push((upload::attachment_name(kind, false), gz));
             }
         }

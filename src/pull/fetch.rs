@@ -79,6 +79,47 @@ fn read_pem(path: &std::path::Path, flag: &str) -> Result<Vec<u8>, String> {
 }
 
 pub fn client(timeout: Duration, tls: &Tls) -> Result<reqwest::blocking::Client, String> {
+    builder(timeout, tls, ["--tls-ca", "--tls-cert", "--tls-key"])?
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// A client shared by the captures of many endpoints (a Kubernetes rule's pods): the
+/// connection of a capture serves its profile types, then closes within a few seconds
+/// instead of idling until the endpoint's next capture.
+pub fn shared_client(timeout: Duration, tls: &Tls) -> Result<reqwest::blocking::Client, String> {
+    builder(timeout, tls, RULE_TLS_KEYS)?
+        .pool_idle_timeout(Duration::from_secs(5))
+        .pool_max_idle_per_host(1)
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+const RULE_TLS_KEYS: [&str; 3] = ["tls_ca", "tls_cert", "tls_key"];
+
+/// A rule's TLS files read and parsed as `shared_client` will, at load: the key that is
+/// wrong and why.
+pub fn check_tls(tls: &Tls) -> Result<(), (&'static str, String)> {
+    builder(Duration::from_secs(1), tls, RULE_TLS_KEYS)
+        .map(|_| ())
+        .map_err(|e| {
+            let key = RULE_TLS_KEYS
+                .into_iter()
+                .find(|k| e.starts_with(k))
+                .unwrap_or("tls_ca");
+            (
+                key,
+                e[key.len()..].trim_start_matches('/').trim().to_string(),
+            )
+        })
+}
+
+/// `names` are the CA's, certificate's and key's names in errors (flags or config keys).
+fn builder(
+    timeout: Duration,
+    tls: &Tls,
+    [ca_name, cert_name, key_name]: [&str; 3],
+) -> Result<reqwest::blocking::ClientBuilder, String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut b = reqwest::blocking::Client::builder()
         .no_proxy()
@@ -87,31 +128,30 @@ pub fn client(timeout: Duration, tls: &Tls) -> Result<reqwest::blocking::Client,
         .connect_timeout(timeout.min(Duration::from_secs(10)))
         .user_agent(concat!("agentprof/", env!("CARGO_PKG_VERSION")));
     if let Some(ca) = &tls.ca {
-        let pem = read_pem(ca, "--tls-ca")?;
+        let pem = read_pem(ca, ca_name)?;
         let certs = reqwest::Certificate::from_pem_bundle(&pem)
-            .map_err(|e| format!("--tls-ca {}: {e}", ca.display()))?;
+            .map_err(|e| format!("{ca_name} {}: {e}", ca.display()))?;
         if certs.is_empty() {
-            return Err(format!("--tls-ca {}: no certificate in it", ca.display()));
+            return Err(format!("{ca_name} {}: no certificate in it", ca.display()));
         }
         b = b.tls_certs_merge(certs);
     }
     match (&tls.cert, &tls.key) {
         (Some(cert), Some(key)) => {
-            let mut pem = read_pem(cert, "--tls-cert")?;
+            let mut pem = read_pem(cert, cert_name)?;
             pem.push(b'\n');
-            pem.extend(read_pem(key, "--tls-key")?);
+            pem.extend(read_pem(key, key_name)?);
             let id = reqwest::Identity::from_pem(&pem)
-                .map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
+                .map_err(|e| format!("{cert_name}/{key_name}: {e}"))?;
             b = b.identity(id);
         }
         (None, None) => {}
-        _ => return Err("--tls-cert and --tls-key go together".into()),
+        _ => return Err(format!("{cert_name} and {key_name} go together")),
     }
     if tls.insecure_skip_verify {
         b = b.danger_accept_invalid_certs(true);
     }
-    b.build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+    Ok(b)
 }
 
 /// What stops a fetch early: SIGINT/SIGTERM always, and for a job that can be cancelled (a

@@ -238,23 +238,13 @@ pub fn render(c: &Collection) -> String {
     out
 }
 
-/// Runs every target `opts.count` times (or until a signal), each on its interval. Returns
-/// the collections and whether any type failed.
+/// Runs every target `opts.count` times (or until a signal), each on its interval, and at
+/// the end sends what waits in the spool. Returns whether any type failed.
 pub fn run(
     targets: Vec<Target>,
     opts: &PullOptions,
-    mut sink: impl FnMut(&Collection),
-) -> anyhow::Result<(Vec<Collection>, bool)> {
-    let mut runners = Vec::new();
-    for t in targets {
-        let client = fetch::client(t.http_timeout, &t.tls)
-            .map_err(|e| crate::error::UsageError::flag("--tls-*", e))?;
-        runners.push(Runner {
-            target: t,
-            client,
-            seq: 0,
-        });
-    }
+    sink: impl FnMut(&Collection),
+) -> anyhow::Result<bool> {
     let uploader = match &opts.upload {
         Some(u) => Some(
             upload::Uploader::new(
@@ -268,57 +258,16 @@ pub fn run(
         None => None,
     }
     .map(std::sync::Mutex::new);
-    let mut forwarders = Vec::new();
     let cache = std::sync::Mutex::new(DeltaCache::new((opts.delta_cache_mb << 20) as usize));
-    let cancel = fetch::Cancel::default();
     crate::agent::signal::install();
-    let started = Instant::now();
-    let mut next: Vec<Instant> = runners.iter().map(|_| started).collect();
-    let mut done: Vec<u64> = vec![0; runners.len()];
-    let mut all = Vec::new();
-    let mut failed = false;
-    loop {
-        if crate::agent::signal::requested() {
-            break;
-        }
-        let live: Vec<usize> = (0..runners.len())
-            .filter(|&i| opts.count.is_none_or(|n| done[i] < n))
-            .collect();
-        let Some(&i) = live.iter().min_by_key(|&&i| next[i]) else {
-            break;
-        };
-        while Instant::now() < next[i] {
-            if crate::agent::signal::requested() {
-                break;
-            }
-            std::thread::sleep((next[i] - Instant::now()).min(Duration::from_millis(100)));
-        }
-        if crate::agent::signal::requested() {
-            break;
-        }
-        let r = &mut runners[i];
-        r.seq += 1;
-        let job = Job {
-            target: &r.target,
-            client: &r.client,
-            seq: r.seq,
-            dir: r.target.dir_name(),
-            cache_key: redact(&r.target.url),
-            cancel: &cancel,
-        };
-        let c = collect(&job, opts, &cache, uploader.as_ref());
-        done[i] += 1;
-        next[i] += runners[i].target.interval;
-        failed |= c.profiles.iter().any(|p| !p.ok);
-        send_figures(&c, opts, &mut forwarders);
-        sink(&c);
-        all.push(c);
-    }
+    let cancel = fetch::Cancel::default();
+    let shared = Shared {
+        cache: &cache,
+        uploader: uploader.as_ref(),
+        cancel: &cancel,
+    };
+    let (failed, kept) = run_with(targets, opts, &shared, sink)?;
     if crate::agent::signal::requested() {
-        let kept: usize = all
-            .iter()
-            .map(|c: &Collection| c.profiles.iter().filter(|p| p.ok).count())
-            .sum();
         eprintln!(
             "agentprof: stopped by a signal; the {kept} profile(s) already fetched are kept (a second Ctrl-C exits at once)"
         );
@@ -338,10 +287,84 @@ pub fn run(
             );
         }
     }
+    Ok(failed)
+}
+
+/// What collections share with others running beside them: the delta cache, the uploader,
+/// and what stops them (a signal, or the owner's cancel).
+pub struct Shared<'a> {
+    pub cache: &'a std::sync::Mutex<DeltaCache>,
+    pub uploader: Option<&'a std::sync::Mutex<upload::Uploader>>,
+    pub cancel: &'a fetch::Cancel,
+}
+
+/// The loop of `run`: every target on its interval, one collection at a time, until each
+/// ran `opts.count` times or `shared.cancel` is set. Returns whether any type failed and
+/// how many profiles were fetched.
+pub fn run_with(
+    targets: Vec<Target>,
+    opts: &PullOptions,
+    shared: &Shared<'_>,
+    mut sink: impl FnMut(&Collection),
+) -> anyhow::Result<(bool, usize)> {
+    let mut runners = Vec::new();
+    for t in targets {
+        let client = fetch::client(t.http_timeout, &t.tls)
+            .map_err(|e| crate::error::UsageError::flag("--tls-*", e))?;
+        runners.push(Runner {
+            target: t,
+            client,
+            seq: 0,
+        });
+    }
+    let mut forwarders = Vec::new();
+    let cancel = shared.cancel;
+    let started = Instant::now();
+    let mut next: Vec<Instant> = runners.iter().map(|_| started).collect();
+    let mut done: Vec<u64> = vec![0; runners.len()];
+    let mut failed = false;
+    let mut kept = 0;
+    loop {
+        if cancel.is_set() {
+            break;
+        }
+        let live: Vec<usize> = (0..runners.len())
+            .filter(|&i| opts.count.is_none_or(|n| done[i] < n))
+            .collect();
+        let Some(&i) = live.iter().min_by_key(|&&i| next[i]) else {
+            break;
+        };
+        while Instant::now() < next[i] {
+            if cancel.is_set() {
+                break;
+            }
+            std::thread::sleep((next[i] - Instant::now()).min(Duration::from_millis(100)));
+        }
+        if cancel.is_set() {
+            break;
+        }
+        let r = &mut runners[i];
+        r.seq += 1;
+        let job = Job {
+            target: &r.target,
+            client: &r.client,
+            seq: r.seq,
+            dir: r.target.dir_name(),
+            cache_key: redact(&r.target.url),
+            cancel,
+        };
+        let c = collect(&job, opts, shared.cache, shared.uploader);
+        done[i] += 1;
+        next[i] += runners[i].target.interval;
+        failed |= c.profiles.iter().any(|p| !p.ok);
+        kept += c.profiles.iter().filter(|p| p.ok).count();
+        send_figures(&c, opts, &mut forwarders);
+        sink(&c);
+    }
     for f in forwarders.iter_mut() {
         let _ = f.flush();
     }
-    Ok((all, failed))
+    Ok((failed, kept))
 }
 
 fn send_figures(

@@ -15,6 +15,8 @@ use crate::support::Sandbox;
 pub struct PodProcess {
     child: Child,
     pub pid: u32,
+    /// The addresses it printed: its pprof listener first.
+    pub addrs: Vec<String>,
 }
 
 impl Drop for PodProcess {
@@ -25,9 +27,16 @@ impl Drop for PodProcess {
 }
 
 pub fn pod_process(listen: &str) -> Option<PodProcess> {
+    pod_process_with(listen, &[])
+}
+
+/// With more flags of the service (-tlscert, -tlskey: its https listeners are then
+/// `addrs[2]`, and `addrs[3]` which requires a client certificate).
+pub fn pod_process_with(listen: &str, extra: &[&str]) -> Option<PodProcess> {
     let bin = crate::pull::service_binary()?;
     let mut child = Command::new(bin)
         .args(["-listen", listen, "-burners", "0"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -37,7 +46,8 @@ pub fn pod_process(listen: &str) -> Option<PodProcess> {
         .read_line(&mut line)
         .expect("address");
     let pid = child.id();
-    Some(PodProcess { child, pid })
+    let addrs = line.split_whitespace().map(String::from).collect();
+    Some(PodProcess { child, pid, addrs })
 }
 
 pub const NODE: &str = "node-a";
@@ -48,6 +58,12 @@ fn cluster(sb: &Sandbox) -> Option<(ApiServer, std::path::PathBuf)> {
     let kc = sb.file("kubeconfig");
     api.kubeconfig(&kc);
     Some((api, kc))
+}
+
+/// The node's loopback kubelet, its token in the sandbox's `kt`.
+fn node_kubelet(sb: &Sandbox) -> Option<Kubelet> {
+    sb.write("kt", "kt\n");
+    Kubelet::start(sb.path(), "kt", NODE)
 }
 
 /// A Running, Ready pod of app=web in namespace shop on NODE, its pprof port declared.
@@ -238,7 +254,7 @@ fn captures_are_scheduled_and_triggered_and_say_why() {
     let Some((api, kc)) = cluster(&sb) else {
         return;
     };
-    let Some(kubelet) = Kubelet::start(sb.path(), "kubelet-token", NODE) else {
+    let Some(kubelet) = node_kubelet(&sb) else {
         return;
     };
     let Some(web) = pod_process("127.0.0.2:16060") else {
@@ -247,7 +263,6 @@ fn captures_are_scheduled_and_triggered_and_say_why() {
     let Some(local) = pod_process("127.0.0.1:16061") else {
         return;
     };
-    sb.write("kubelet-token", "kubelet-token\n");
     api.put_pod(web_pod("web-0", "u0", "127.0.0.2", 16060));
     api.put_pod(pod(
         "shop",
@@ -262,16 +277,21 @@ fn captures_are_scheduled_and_triggered_and_say_why() {
     kubelet.add("shop", "local", "u1", "app", local.pid);
     profile_yaml(
         &sb,
-        &format!(
-            "  kubelet_url: {}\n  kubelet_client_ca: {}\n  kubelet_token_file: {}",
-            kubelet.url(),
-            kubelet.ca.display(),
-            sb.file("kubelet-token").display()
-        ),
+        &kubelet.settings(&sb.file("kt")),
         "  - selector: app=web\n    port: pprof\n    interval: 10s\n    \
          scheduled_types: [goroutine]\n    trigger_types: [heap, goroutine]\n    \
          monitor_interval: 1s\n    trigger_window: 2s\n    mem_emergency_bytes: 1Mi\n    \
          profile_duration: 1s\n",
+    );
+    // A static target beside the rules: the service bound to 127.0.0.1, which its pod IP
+    // does not reach, collected at its address as `pull` would.
+    let yaml = std::fs::read_to_string(sb.file("conf.d/profile.yaml")).unwrap();
+    sb.write(
+        "conf.d/profile.yaml",
+        &format!(
+            "{yaml}instances:\n  - url: http://127.0.0.1:16061\n    service: local-static\n    \
+             interval: 10s\n    enabled_types: [goroutine]\n"
+        ),
     );
     let (intake, uploads) =
         crate::support::serve(|_, _| crate::support::reply("202 Accepted", "{}"));
@@ -360,6 +380,21 @@ fn captures_are_scheduled_and_triggered_and_say_why() {
         local_caps.iter().all(|l| l["profiles"][0]["ok"] == false),
         "{local_caps:?}"
     );
+    // The static target, collected by the lease holder with the pods, outside the rules.
+    let statics: Vec<&Value> = lines.iter().filter(|l| l["cause"] == "static").collect();
+    assert_eq!(statics.len(), 1, "one in 4 s at a 10 s interval: {lines:?}");
+    assert_eq!(statics[0]["target"], "local-static");
+    assert!(
+        statics[0]["endpoint"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("http://127.0.0.1:16061/")),
+        "{}",
+        statics[0]
+    );
+    assert!(statics[0]["rule"].is_null(), "{}", statics[0]);
+    assert_eq!(statics[0]["profiles"][0]["ok"], true, "{}", statics[0]);
+    let file = statics[0]["profiles"][0]["files"][0].as_str().unwrap();
+    assert!(file.contains("out/local-static/goroutine-"), "{file}");
     // Uploaded in dd-trace-go's format, with the capture's tags.
     let uploads = uploads.lock().unwrap();
     let bodies: Vec<String> = uploads
@@ -375,6 +410,10 @@ fn captures_are_scheduled_and_triggered_and_say_why() {
         "{triggered_upload:.400}"
     );
     assert!(triggered_upload.contains("cluster_name_k8s:loop-cluster"));
+    assert!(
+        bodies.iter().any(|b| b.contains("service:local-static")),
+        "the static target's upload"
+    );
     // One LIST, one WATCH, no per-pod GET; the node's lease taken and given back.
     let counts = api.counts();
     assert_eq!(counts.get("list pods"), Some(&1), "{counts:?}");
@@ -674,7 +713,7 @@ fn limits_skip_with_their_reason_and_a_normal_threshold_fires_at_the_required_ro
     let Some((api, kc)) = cluster(&sb) else {
         return;
     };
-    let Some(kubelet) = Kubelet::start(sb.path(), "kt", NODE) else {
+    let Some(kubelet) = node_kubelet(&sb) else {
         return;
     };
     let (Some(a), Some(b), Some(hot)) = (
@@ -699,7 +738,6 @@ fn limits_skip_with_their_reason_and_a_normal_threshold_fires_at_the_required_ro
             jitter(u, 16064, "127.0.0.3").abs_diff(ja) < std::time::Duration::from_millis(300)
         })
         .unwrap();
-    sb.write("kt", "kt");
     let mk = |name: &str, uid: &str, ip: &str, port: u16, app: &str| {
         pod(
             "shop",
@@ -719,10 +757,8 @@ fn limits_skip_with_their_reason_and_a_normal_threshold_fires_at_the_required_ro
     profile_yaml(
         &sb,
         &format!(
-            "  kubernetes_max_concurrency: 1\n  kubelet_url: {}\n  kubelet_client_ca: {}\n  \
-             kubelet_token_file: kt",
-            kubelet.url(),
-            kubelet.ca.display()
+            "  kubernetes_max_concurrency: 1\n{}",
+            kubelet.settings(&sb.file("kt"))
         ),
         "  - selector: app=web\n    port: pprof\n    interval: 10s\n    \
          scheduled_types: [cpu]\n    profile_duration: 2s\n  \
@@ -739,8 +775,15 @@ fn limits_skip_with_their_reason_and_a_normal_threshold_fires_at_the_required_ro
     assert_eq!(skipped["cause"], "scheduled");
     let fired = run.wait("the trigger", |v| v["event"] == "triggered");
     let rounds = kubelet.requests();
-    eprintln!("measured: the normal trigger fired at kubelet round {rounds} (3 needed)");
-    assert_eq!(rounds, 3, "fires at the 3rd violating round: {fired}");
+    eprintln!(
+        "measured: the normal trigger fired with {} violating samples in its window (3 needed), at kubelet round {rounds}",
+        fired["trigger"]["samples"]
+    );
+    // The round the window first holds 3 violating samples: the 3rd round when the burner
+    // had its core from the start (a round it lost to other tests' load is a dip).
+    assert_eq!(fired["trigger"]["samples"], 3, "{fired}");
+    assert_eq!(fired["trigger"]["needed"], 3, "{fired}");
+    assert!(rounds >= 3, "{rounds}: {fired}");
     assert_eq!(fired["trigger"]["level"], "normal");
     assert_eq!(fired["trigger"]["unit"], "millicores");
     assert!(
@@ -806,4 +849,209 @@ fn the_kubelet_is_reached_through_the_api_servers_node_proxy() {
     assert_eq!(cap["capture"]["profiles"][0]["ok"], true, "{cap}");
     let _ = run.stop();
     assert!(api.counts().get("get nodes/proxy").is_some_and(|n| *n >= 1));
+}
+
+/// A kubelet that answers 503 for a round keeps the window's history: with a 3.5 s window
+/// of 1 s rounds (3 violating samples needed, 4 rounds in the window), a pod over its
+/// memory threshold fires at round 4 — rounds 1, 3 and 4 — where a reset would wait for
+/// round 5 and a synthetic sample for the failed round would fire at round 3.
+#[test]
+fn a_kubelet_outage_keeps_the_window_and_adds_no_sample() {
+    let sb = Sandbox::new();
+    let Some((api, kc)) = cluster(&sb) else {
+        return;
+    };
+    let Some(kubelet) = node_kubelet(&sb) else {
+        return;
+    };
+    let Some(m) = pod_process("127.0.0.5:16066") else {
+        return;
+    };
+    api.put_pod(pod(
+        "shop",
+        "m",
+        "um",
+        NODE,
+        "127.0.0.5",
+        json!({"app": "mem"}),
+        &[("app", &[("pprof", 16066)])],
+    ));
+    kubelet.add("shop", "m", "um", "app", m.pid);
+    kubelet.fail_requests(&[2]);
+    profile_yaml(
+        &sb,
+        &kubelet.settings(&sb.file("kt")),
+        "  - selector: app=mem\n    port: pprof\n    scheduled_types: []\n    \
+         trigger_types: [goroutine]\n    monitor_interval: 1s\n    trigger_window: 3500ms\n    \
+         mem_usage_bytes: 1Mi\n",
+    );
+    let mut run = Running::start(&sb, &kc, &[]);
+    let err = run.wait("the failed round", |v| v["event"] == "stats_error");
+    assert!(err["error"].as_str().unwrap().contains("503"), "{err}");
+    let fired = run.wait("the trigger", |v| v["event"] == "triggered");
+    let rounds = kubelet.requests();
+    eprintln!("measured: with round 2 failed, the normal trigger fired at kubelet round {rounds}");
+    assert_eq!(
+        rounds, 4,
+        "rounds 1, 3 and 4 are the 3 violating samples: {fired}"
+    );
+    assert_eq!(fired["trigger"]["level"], "normal");
+    assert_eq!(fired["trigger"]["metric"], "memory");
+    assert_eq!(fired["trigger"]["samples"], 3, "{fired}");
+    let events = run.stop();
+    let stopped = events.iter().find(|v| v["event"] == "stopped").unwrap();
+    assert_eq!(stopped["skipped"]["stats_error"], 1, "{stopped}");
+}
+
+/// A pod deleted while its capture uploads (which a cancel does not cut) and recreated at
+/// the same address: the new target's capture waits for the old task to end, then runs.
+/// The old capture, complete before the deletion, is reported as a capture, not cancelled.
+#[test]
+fn a_new_target_waits_for_the_old_task_on_its_endpoint() {
+    let sb = Sandbox::new();
+    let Some((api, kc)) = cluster(&sb) else {
+        return;
+    };
+    let Some(_w) = pod_process("127.0.0.6:16067") else {
+        return;
+    };
+    let (intake, uploads) = crate::support::serve(|_, _| crate::support::Reply {
+        delay: std::time::Duration::from_secs(2),
+        ..crate::support::reply("202 Accepted", "{}")
+    });
+    let w = |uid: &str| {
+        pod(
+            "shop",
+            "w",
+            uid,
+            NODE,
+            "127.0.0.6",
+            json!({"app": "web"}),
+            &[("app", &[("pprof", 16067)])],
+        )
+    };
+    api.put_pod(w("w-old"));
+    profile_yaml(
+        &sb,
+        "",
+        "  - selector: app=web\n    port: pprof\n    interval: 10s\n    \
+         scheduled_types: [goroutine]\n",
+    );
+    let upload = format!("http://{intake}/profiling/v1/input");
+    let mut run = Running::start(
+        &sb,
+        &kc,
+        &["--out", "out", "--upload", &upload, "--spool", "spool"],
+    );
+    run.wait("the old capture", |v| {
+        v["event"] == "capture_started" && v["target"].as_str().unwrap().starts_with("w-old/")
+    });
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while uploads.lock().unwrap().is_empty() {
+        assert!(std::time::Instant::now() < end, "no upload");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The old capture is in its 2 s upload: the pod goes, and comes back with a new UID.
+    api.delete_pod("shop", "w");
+    api.put_pod(w("w-new"));
+    let new = |v: &Value| {
+        v["target"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("w-new/"))
+    };
+    run.wait("the wait", |v| v["event"] == "capture_waiting" && new(v));
+    let started = run.wait("the new capture", |v| {
+        v["event"] == "capture_started" && new(v)
+    });
+    let events = run.stop();
+    let at = |want: &dyn Fn(&Value) -> bool| events.iter().position(want).unwrap();
+    let old_done = at(&|v: &Value| {
+        v["event"] == "capture_done" && v["target"].as_str().unwrap().starts_with("w-old/")
+    });
+    let new_started = at(&|v: &Value| *v == started);
+    assert!(old_done < new_started, "{events:#?}");
+    assert_eq!(events[old_done]["status"], "ok", "{}", events[old_done]);
+    let caps: Vec<&Value> = events.iter().filter(|v| v["event"] == "capture").collect();
+    assert!(
+        caps.iter().any(|c| c["capture"]["target"]
+            .as_str()
+            .unwrap()
+            .starts_with("w-old/")),
+        "{caps:?}"
+    );
+}
+
+/// Per-rule TLS: https pods of a real Go service, one verified against the rule's CA, one
+/// that requires a client certificate and gets the rule's, and the same endpoint under a
+/// rule without a client certificate refused.
+#[test]
+fn https_endpoints_use_their_rules_tls() {
+    let sb = Sandbox::new();
+    let Some((api, kc)) = cluster(&sb) else {
+        return;
+    };
+    // The pods' own certificate, beside the API server's.
+    let dir = sb.file("pod-tls");
+    std::fs::create_dir_all(&dir).unwrap();
+    let Some((cert, key)) = super::tls::certificate(&dir) else {
+        return;
+    };
+    let (c, k) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let Some(svc) = pod_process_with("127.0.0.1:0", &["-tlscert", c, "-tlskey", k]) else {
+        return;
+    };
+    let port = |a: &str| a.rsplit(':').next().unwrap().parse::<u16>().unwrap();
+    let (https, mtls) = (port(&svc.addrs[2]), port(&svc.addrs[3]));
+    for (name, app, p) in [
+        ("secure", "secure", https),
+        ("mutual", "mutual", mtls),
+        ("nocert", "nocert", mtls),
+    ] {
+        api.put_pod(pod(
+            "shop",
+            name,
+            &format!("u-{name}"),
+            NODE,
+            "127.0.0.1",
+            json!({"app": app}),
+            &[("app", &[("pprof", p)])],
+        ));
+    }
+    profile_yaml(
+        &sb,
+        "",
+        &format!(
+            "  - selector: app=secure\n    port: pprof\n    scheme: https\n    tls_ca: {c}\n    \
+             interval: 10s\n    scheduled_types: [goroutine]\n  \
+             - selector: app=mutual\n    port: pprof\n    tls_open: true\n    tls_ca: {c}\n    \
+             tls_cert: {c}\n    tls_key: {k}\n    interval: 10s\n    scheduled_types: [goroutine]\n  \
+             - selector: app=nocert\n    port: pprof\n    tls_open: true\n    tls_ca: {c}\n    \
+             interval: 10s\n    scheduled_types: [goroutine]\n"
+        ),
+    );
+    let r = k8s(&sb, &kc, &["--duration", "3s", "--out", "out"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let lines: Vec<Value> = std::fs::read_to_string(sb.file("out/captures.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |pod: &str| {
+        lines
+            .iter()
+            .find(|l| l["pod"] == pod)
+            .unwrap_or_else(|| panic!("no capture of {pod}: {lines:?}\n{}", r.stderr))
+    };
+    for pod in ["secure", "mutual"] {
+        let p = &of(pod)["profiles"][0];
+        assert_eq!(p["ok"], true, "{pod}: {p}");
+        assert!(
+            of(pod)["endpoint"]
+                .as_str()
+                .unwrap()
+                .starts_with("https://127.0.0.1:")
+        );
+    }
+    let refused = &of("nocert")["profiles"][0];
+    assert_eq!(refused["ok"], false, "{refused}");
 }

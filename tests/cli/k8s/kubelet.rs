@@ -29,6 +29,8 @@ struct Shared {
     /// pid → (when, CPU seconds) samples, newest last.
     samples: Mutex<BTreeMap<u32, Vec<(Instant, f64)>>>,
     requests: AtomicU64,
+    /// Request numbers (1-based) answered 503, as a kubelet that is restarting.
+    down: Mutex<Vec<u64>>,
 }
 
 pub struct Kubelet {
@@ -94,6 +96,17 @@ impl Kubelet {
         format!("https://{}", self.addr)
     }
 
+    /// The init_config lines of profile.yaml that point agentprof at this kubelet, its
+    /// token in `token_file`.
+    pub fn settings(&self, token_file: &Path) -> String {
+        format!(
+            "  kubelet_url: {}\n  kubelet_client_ca: {}\n  kubelet_token_file: {}",
+            self.url(),
+            self.ca.display(),
+            token_file.display()
+        )
+    }
+
     /// Reports `pid`'s usage as that of container `name` of pod `namespace/pod` (`uid`).
     pub fn add(&self, namespace: &str, pod: &str, uid: &str, name: &str, pid: u32) {
         self.shared.containers.lock().unwrap().push(Container {
@@ -105,13 +118,18 @@ impl Kubelet {
         });
     }
 
+    /// Answers the `n`-th requests (1-based) with 503 Service Unavailable.
+    pub fn fail_requests(&self, n: &[u64]) {
+        self.shared.down.lock().unwrap().extend_from_slice(n);
+    }
+
     pub fn requests(&self) -> u64 {
         self.shared.requests.load(Ordering::SeqCst)
     }
 }
 
 fn summary(req: &Request<Body>, s: &Shared, token: &str, node: &str) -> Response<Body> {
-    s.requests.fetch_add(1, Ordering::SeqCst);
+    let n = s.requests.fetch_add(1, Ordering::SeqCst) + 1;
     let reply = |code: u16, body: String| {
         Response::builder()
             .status(code)
@@ -129,6 +147,9 @@ fn summary(req: &Request<Body>, s: &Shared, token: &str, node: &str) -> Response
     }
     if req.uri().path() != "/stats/summary" {
         return reply(404, "404 page not found".into());
+    }
+    if s.down.lock().unwrap().contains(&n) {
+        return reply(503, "kubelet is restarting".into());
     }
     let containers = s.containers.lock().unwrap().clone();
     let samples = s.samples.lock().unwrap();

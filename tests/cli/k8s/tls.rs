@@ -47,16 +47,41 @@ pub fn certificate(dir: &Path) -> Option<(PathBuf, PathBuf)> {
 
 /// Serves `app` over HTTPS on 127.0.0.1 (a free port) until the test process ends.
 pub fn serve(app: axum::Router, cert: &Path, key: &Path) -> SocketAddr {
+    serve_with(app, cert, key, None)
+}
+
+/// As `serve`; with `client_ca`, a client must present a certificate it signed (mutual
+/// TLS), else the handshake fails.
+pub fn serve_with(
+    app: axum::Router,
+    cert: &Path,
+    key: &Path,
+    client_ca: Option<&Path>,
+) -> SocketAddr {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let pem = |p: &Path| -> Vec<CertificateDer<'static>> {
+        CertificateDer::pem_file_iter(p)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let certs = pem(cert);
     let key = PrivateKeyDer::from_pem_file(key).unwrap();
-    let config = rustls::ServerConfig::builder()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap();
+    let builder = rustls::ServerConfig::builder();
+    let builder = match client_ca {
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in pem(ca) {
+                roots.add(c).unwrap();
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
+                .build()
+                .unwrap();
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let config = builder.with_single_cert(certs, key).unwrap();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
