@@ -32,6 +32,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('gate', 'gate', [CompletionResultType]::ParameterValue, 'CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression')
             [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads')
             [CompletionResult]::new('k8s', 'k8s', [CompletionResultType]::ParameterValue, 'Discover the Go pprof endpoints of this node''s pods and capture their profiles on a schedule and when they cross CPU or memory thresholds (run as a DaemonSet)')
+            [CompletionResult]::new('receive', 'receive', [CompletionResultType]::ParameterValue, 'Receive the uploads of dd-trace profilers (Go, Python, Java…) on DataKit''s port and path: each stored under <out>/<service>/, listed in uploads.jsonl, printed')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Compare two pprof profiles: per function the change of flat and cum, biggest first')
             [CompletionResult]::new('delta', 'delta', [CompletionResultType]::ParameterValue, 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it')
             [CompletionResult]::new('flamegraph', 'flamegraph', [CompletionResultType]::ParameterValue, 'Draw a pprof profile as a flamegraph (SVG)')
@@ -212,6 +213,21 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
         'agentprof;k8s;help;help' {
             break
         }
+        'agentprof;receive' {
+            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Address to listen on (default: agentprof.yaml''s receive.listen, else 127.0.0.1:9529; 0.0.0.0:9529 to take uploads from other hosts)')
+            [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Store uploads under DIR/<service>/ and DIR/uploads.jsonl (default: receive.out_dir, else ./profiles)')
+            [CompletionResult]::new('--queue', '--queue', [CompletionResultType]::ParameterName, 'The durable queue of uploads acknowledged and not yet stored (default: receive.queue_dir, else $AGENTPROF_STATE_DIR or the XDG state dir''s receive-queue)')
+            [CompletionResult]::new('--top', '--top', [CompletionResultType]::ParameterName, 'Print each profile''s top N functions with its upload')
+            [CompletionResult]::new('--metrics-listen', '--metrics-listen', [CompletionResultType]::ParameterName, 'Serve /metrics (OpenMetrics) and /healthz here, e.g. 127.0.0.1:9091')
+            [CompletionResult]::new('--duration', '--duration', [CompletionResultType]::ParameterName, 'Stop after D (default: run until SIGTERM or Ctrl-C)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON line per upload (an uploads.jsonl line, see docs/json.md) instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'agentprof;diff' {
             [CompletionResult]::new('--sample-index', '--sample-index', [CompletionResultType]::ParameterName, 'Sample type to compare (name or index); default: the new profile''s default')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Show at most N changed functions (default: 30 in the table, all in --json); 0 shows all')
@@ -282,6 +298,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('gate', 'gate', [CompletionResultType]::ParameterValue, 'CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression')
             [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads')
             [CompletionResult]::new('k8s', 'k8s', [CompletionResultType]::ParameterValue, 'Discover the Go pprof endpoints of this node''s pods and capture their profiles on a schedule and when they cross CPU or memory thresholds (run as a DaemonSet)')
+            [CompletionResult]::new('receive', 'receive', [CompletionResultType]::ParameterValue, 'Receive the uploads of dd-trace profilers (Go, Python, Java…) on DataKit''s port and path: each stored under <out>/<service>/, listed in uploads.jsonl, printed')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Compare two pprof profiles: per function the change of flat and cum, biggest first')
             [CompletionResult]::new('delta', 'delta', [CompletionResultType]::ParameterValue, 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it')
             [CompletionResult]::new('flamegraph', 'flamegraph', [CompletionResultType]::ParameterValue, 'Draw a pprof profile as a flamegraph (SVG)')
@@ -313,6 +330,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             break
         }
         'agentprof;help;k8s;targets' {
+            break
+        }
+        'agentprof;help;receive' {
             break
         }
         'agentprof;help;diff' {

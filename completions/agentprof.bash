@@ -49,6 +49,9 @@ _agentprof() {
             agentprof,pull)
                 cmd="agentprof__subcmd__pull"
                 ;;
+            agentprof,receive)
+                cmd="agentprof__subcmd__receive"
+                ;;
             agentprof,start)
                 cmd="agentprof__subcmd__start"
                 ;;
@@ -88,6 +91,9 @@ _agentprof() {
             agentprof__subcmd__help,pull)
                 cmd="agentprof__subcmd__help__subcmd__pull"
                 ;;
+            agentprof__subcmd__help,receive)
+                cmd="agentprof__subcmd__help__subcmd__receive"
+                ;;
             agentprof__subcmd__help,start)
                 cmd="agentprof__subcmd__help__subcmd__start"
                 ;;
@@ -116,7 +122,7 @@ _agentprof() {
 
     case "${cmd}" in
         agentprof)
-            opts="-h -V --help --version check start list top gate pull k8s diff delta flamegraph completions man help"
+            opts="-h -V --help --version check start list top gate pull k8s receive diff delta flamegraph completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -442,7 +448,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__help)
-            opts="check start list top gate pull k8s diff delta flamegraph completions man help"
+            opts="check start list top gate pull k8s receive diff delta flamegraph completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -610,6 +616,20 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__help__subcmd__pull)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentprof__subcmd__help__subcmd__receive)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -913,6 +933,48 @@ _agentprof() {
                     return 0
                     ;;
                 --confd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentprof__subcmd__receive)
+            opts="-h -V --listen --out --queue --top --metrics-listen --duration --json --config --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --queue)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --top)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

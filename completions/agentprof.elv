@@ -29,6 +29,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand gate 'CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression'
             cand pull 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads'
             cand k8s 'Discover the Go pprof endpoints of this node''s pods and capture their profiles on a schedule and when they cross CPU or memory thresholds (run as a DaemonSet)'
+            cand receive 'Receive the uploads of dd-trace profilers (Go, Python, Java…) on DataKit''s port and path: each stored under <out>/<service>/, listed in uploads.jsonl, printed'
             cand diff 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
             cand delta 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it'
             cand flamegraph 'Draw a pprof profile as a flamegraph (SVG)'
@@ -197,6 +198,20 @@ set edit:completion:arg-completer[agentprof] = {|@words|
         }
         &'agentprof;k8s;help;help'= {
         }
+        &'agentprof;receive'= {
+            cand --listen 'Address to listen on (default: agentprof.yaml''s receive.listen, else 127.0.0.1:9529; 0.0.0.0:9529 to take uploads from other hosts)'
+            cand --out 'Store uploads under DIR/<service>/ and DIR/uploads.jsonl (default: receive.out_dir, else ./profiles)'
+            cand --queue 'The durable queue of uploads acknowledged and not yet stored (default: receive.queue_dir, else $AGENTPROF_STATE_DIR or the XDG state dir''s receive-queue)'
+            cand --top 'Print each profile''s top N functions with its upload'
+            cand --metrics-listen 'Serve /metrics (OpenMetrics) and /healthz here, e.g. 127.0.0.1:9091'
+            cand --duration 'Stop after D (default: run until SIGTERM or Ctrl-C)'
+            cand --config 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)'
+            cand --json 'Print one JSON line per upload (an uploads.jsonl line, see docs/json.md) instead of text'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'agentprof;diff'= {
             cand --sample-index 'Sample type to compare (name or index); default: the new profile''s default'
             cand -n 'Show at most N changed functions (default: 30 in the table, all in --json); 0 shows all'
@@ -262,6 +277,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand gate 'CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression'
             cand pull 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads'
             cand k8s 'Discover the Go pprof endpoints of this node''s pods and capture their profiles on a schedule and when they cross CPU or memory thresholds (run as a DaemonSet)'
+            cand receive 'Receive the uploads of dd-trace profilers (Go, Python, Java…) on DataKit''s port and path: each stored under <out>/<service>/, listed in uploads.jsonl, printed'
             cand diff 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
             cand delta 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it'
             cand flamegraph 'Draw a pprof profile as a flamegraph (SVG)'
@@ -285,6 +301,8 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand targets 'Print once every pod on the node, the rule that matched, the endpoints that would be collected, and why each other pod or container is not a target'
         }
         &'agentprof;help;k8s;targets'= {
+        }
+        &'agentprof;help;receive'= {
         }
         &'agentprof;help;diff'= {
         }

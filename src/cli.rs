@@ -37,6 +37,9 @@ pub enum Command {
     /// schedule and when they cross CPU or memory thresholds (run as a DaemonSet)
     #[command(disable_version_flag = true)]
     K8s(Box<K8sArgs>),
+    /// Receive the uploads of dd-trace profilers (Go, Python, Java…) on DataKit's port and
+    /// path: each stored under <out>/<service>/, listed in uploads.jsonl, printed
+    Receive(Box<ReceiveArgs>),
     /// Compare two pprof profiles: per function the change of flat and cum, biggest first
     Diff(DiffArgs),
     /// The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it
@@ -312,6 +315,37 @@ pub struct K8sArgs {
     /// Print one JSON line per event (target found or removed, capture, skip) instead of text
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReceiveArgs {
+    /// Address to listen on (default: agentprof.yaml's receive.listen, else 127.0.0.1:9529;
+    /// 0.0.0.0:9529 to take uploads from other hosts)
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Store uploads under DIR/<service>/ and DIR/uploads.jsonl (default: receive.out_dir,
+    /// else ./profiles)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// The durable queue of uploads acknowledged and not yet stored (default:
+    /// receive.queue_dir, else $AGENTPROF_STATE_DIR or the XDG state dir's receive-queue)
+    #[arg(long, value_name = "DIR")]
+    pub queue: Option<PathBuf>,
+    /// Print each profile's top N functions with its upload
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// Serve /metrics (OpenMetrics) and /healthz here, e.g. 127.0.0.1:9091
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// Stop after D (default: run until SIGTERM or Ctrl-C)
+    #[arg(long, value_name = "D")]
+    pub duration: Option<String>,
+    /// Print one JSON line per upload (an uploads.jsonl line, see docs/json.md) instead of text
+    #[arg(long)]
+    pub json: bool,
+    /// agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

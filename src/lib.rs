@@ -19,5 +19,6 @@ pub mod procstat;
 pub mod profile;
 pub mod progress;
 pub mod pull;
+pub mod receive;
 pub mod redact;
 pub mod render;

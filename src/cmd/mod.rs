@@ -9,6 +9,7 @@ pub mod k8s;
 mod list;
 mod pprof;
 mod pull;
+mod receive;
 mod start;
 
 pub use generate::{completion_file_name, completion_script, man_pages};
@@ -67,6 +68,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Gate(args) => gate::run(*args),
         Command::Pull(args) => pull::run(*args),
         Command::K8s(args) => k8s::run(*args),
+        Command::Receive(args) => receive::run(*args),
         Command::Diff(args) => pprof::diff(args),
         Command::Delta(args) => pprof::delta(args),
         Command::Flamegraph(args) => pprof::flamegraph(args),

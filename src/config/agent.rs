@@ -32,6 +32,8 @@ const KNOWN_KEYS: &[&str] = &[
     "profile_dir",
     "log_level",
     "check_runners",
+    // Read by `agentprof receive` (receive::config).
+    "receive",
 ];
 
 #[derive(Debug, Deserialize, Default)]

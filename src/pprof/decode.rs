@@ -1,5 +1,5 @@
-//! Reading pprof input that may come from anywhere: a body-size limit, decompression (gzip or
-//! zstd, sniffed from the magic bytes; anything else is raw protobuf) that stops at a limit
+//! Reading pprof input that may come from anywhere: a body-size limit, decompression (gzip,
+//! zstd or an lz4 frame, sniffed from the magic bytes; anything else is raw protobuf) that stops at a limit
 //! while inflating, a pre-scan of the protobuf wire format that counts fields and packed
 //! elements against a budget before anything is decoded, then prost. Each refusal says why.
 //! Every limit is checked before the allocation it protects, so no input can make agentprof
@@ -93,6 +93,7 @@ pub enum DecodeError {
 pub enum Compression {
     Gzip,
     Zstd,
+    Lz4,
     None,
 }
 
@@ -101,6 +102,8 @@ pub fn sniff(bytes: &[u8]) -> Compression {
         Compression::Gzip
     } else if bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
         Compression::Zstd
+    } else if bytes.starts_with(&[0x04, 0x22, 0x4d, 0x18]) {
+        Compression::Lz4
     } else {
         Compression::None
     }
@@ -131,6 +134,11 @@ pub fn decompress(bytes: &[u8], limits: &Limits) -> Result<Vec<u8>, DecodeError>
                 .map_err(|e| DecodeError::Corrupt("zstd", e.to_string()))?;
             bounded(dec, limits.decompressed, "zstd")
         }
+        Compression::Lz4 => bounded(
+            lz4_flex::frame::FrameDecoder::new(bytes),
+            limits.decompressed,
+            "lz4",
+        ),
         Compression::None => {
             if size > limits.decompressed {
                 return Err(DecodeError::TooLargeDecompressed {

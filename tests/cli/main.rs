@@ -13,6 +13,7 @@ mod pprof_fidelity;
 mod profile;
 mod pull;
 mod python;
+mod receive;
 mod shipped;
 mod start;
 mod support;

@@ -1,0 +1,85 @@
+//! `agentprof receive`: flags over agentprof.yaml's `receive:` section over defaults.
+
+use std::time::Duration;
+
+use crate::cli::{ConfdArgs, ReceiveArgs};
+use crate::config::AgentConfig;
+use crate::error::UsageError;
+use crate::receive::run::ReceiveOptions;
+use crate::receive::store::StoreOptions;
+
+use super::{Outcome, confd_options};
+
+const MIB: u64 = 1 << 20;
+
+pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
+    let agent = AgentConfig::load(&confd_options(&ConfdArgs {
+        config: args.config.clone(),
+        confd: None,
+    }))?;
+    let file = crate::receive::config::load(agent.source.as_deref())?;
+    let flag = UsageError::flag;
+    let listen_text = args
+        .listen
+        .clone()
+        .or(file.listen.clone())
+        .unwrap_or_else(|| "127.0.0.1:9529".into());
+    let listen = listen_text.parse::<std::net::SocketAddr>().map_err(|e| {
+        flag(
+            "--listen",
+            format!("{listen_text:?}: {e} (write HOST:PORT, e.g. 0.0.0.0:9529)"),
+        )
+    })?;
+    let metrics_listen = args
+        .metrics_listen
+        .as_deref()
+        .map(|a| {
+            a.parse::<std::net::SocketAddr>().map_err(|e| {
+                flag(
+                    "--metrics-listen",
+                    format!("{a:?}: {e} (write HOST:PORT, e.g. 127.0.0.1:9091)"),
+                )
+            })
+        })
+        .transpose()?;
+    let duration: Option<Duration> = args
+        .duration
+        .as_deref()
+        .map(|d| crate::duration::parse(d, 1.0).map_err(|e| flag("--duration", e)))
+        .transpose()?;
+    let body_mb = file.body_size_limit_mb.unwrap_or(32);
+    let opts = ReceiveOptions {
+        listen,
+        endpoints: file
+            .endpoints
+            .clone()
+            .filter(|e| !e.is_empty())
+            .unwrap_or_else(|| vec!["/profiling/v1/input".into()]),
+        store: StoreOptions {
+            out: args
+                .out
+                .clone()
+                .or(file.out_dir.clone())
+                .unwrap_or_else(|| "profiles".into()),
+            top: args.top.or(file.top).unwrap_or(0),
+            limits: crate::pprof::decode::Limits::network(body_mb),
+        },
+        queue_dir: args
+            .queue
+            .clone()
+            .or(file.queue_dir.clone())
+            .unwrap_or_else(|| crate::checks::python::state_dir().join("receive-queue")),
+        capacity: file.cache_capacity_mb.unwrap_or(256) * MIB,
+        body_limit: body_mb * MIB,
+        metrics_listen,
+        duration,
+        json: args.json,
+    };
+    crate::agent::signal::install();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(16)
+        .enable_all()
+        .build()?;
+    rt.block_on(crate::receive::run::run(opts))
+}

@@ -1,0 +1,369 @@
+//! An upload as dd-trace profilers send it, parsed and checked before it is acknowledged.
+//!
+//! Two forms, as DataKit accepts both: the current one (dd-trace-go v1.53+ and v2, ddtrace
+//! for Python): a part `event` (`event.json`) with `start`, `end`, `attachments`,
+//! `tags_profiler`, `family`, `version`, and one file part per attachment (`cpu.pprof`,
+//! `delta-heap.pprof`, `goroutines.pprof`, `metrics.json`, `auto.pprof`, `go.trace`…); and
+//! the older one: form values `tags[]`, `format`, `runtime`, `recording-start`,
+//! `recording-end`, `types[i]`, with files `data[i]`. Every pprof attachment is decompressed
+//! (zstd, gzip, lz4 frame or raw, sniffed) within the network limits and its protobuf
+//! fields counted against the budget before anything is decoded; other files (JFR, traces,
+//! metrics) are kept as sent.
+
+use bytes::Bytes;
+
+use crate::pprof::decode::{Compression, Limits};
+
+/// Why an upload is refused, and the status that says so.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Reject {
+    #[error("not multipart/form-data: {0}")]
+    NotMultipart(String),
+    #[error("malformed multipart body: {0}")]
+    Malformed(String),
+    #[error("event.json: {0}")]
+    Event(String),
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("attachment {name}: {why}")]
+    Attachment { name: String, why: String },
+}
+
+impl Reject {
+    pub fn status(&self) -> u16 {
+        match self {
+            Reject::NotMultipart(_) => 415,
+            Reject::TooLarge(_) => 413,
+            _ => 400,
+        }
+    }
+
+    /// The label of the rejection in /metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Reject::NotMultipart(_) => "not_multipart",
+            Reject::Malformed(_) => "malformed_multipart",
+            Reject::Event(_) => "bad_event",
+            Reject::TooLarge(_) => "too_large",
+            Reject::Attachment { .. } => "bad_attachment",
+        }
+    }
+}
+
+/// Which form the client used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Form {
+    Event,
+    Legacy,
+}
+
+/// What an attachment holds.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A pprof profile; its type as the file name says (`cpu`, `delta-heap`, `goroutine`,
+    /// `auto` …).
+    Pprof,
+    /// dd-trace-go's `metrics.json`: `[[name, value], …]`.
+    Metrics,
+    /// Anything else (JFR, execution traces, code provenance): stored as sent.
+    Other,
+}
+
+#[derive(Debug, Clone)]
+pub struct Attachment {
+    /// The name the client gave it (`cpu.pprof`, or the older form's `data[0]`).
+    pub name: String,
+    /// The profile type or file stem files are named by (`cpu`, `delta-heap`, `goroutine`,
+    /// `metrics`, `go.trace` …).
+    pub stem: String,
+    pub kind: Kind,
+    /// As sent.
+    pub data: Bytes,
+    pub compression: Compression,
+    /// Decompressed, for pprof and metrics attachments.
+    pub raw: Option<Vec<u8>>,
+}
+
+/// A checked upload.
+#[derive(Debug, Clone)]
+pub struct Upload {
+    pub form: Form,
+    pub tags: Vec<String>,
+    pub start: Option<jiff::Timestamp>,
+    pub end: Option<jiff::Timestamp>,
+    /// `family` of event.json, or the older form's `runtime`.
+    pub family: Option<String>,
+    /// The other keys of event.json (`version`, `process_tags`, `endpoint_counts`…), kept.
+    pub event: Option<serde_json::Value>,
+    pub attachments: Vec<Attachment>,
+}
+
+impl Upload {
+    /// The first value of tag `key` (`service:x` → `x`).
+    pub fn tag(&self, key: &str) -> Option<&str> {
+        self.tags
+            .iter()
+            .find_map(|t| t.split_once(':').filter(|(k, _)| *k == key).map(|(_, v)| v))
+    }
+
+    /// The language, resolved as DataKit does: the `language` tag, then `runtime`, then
+    /// `family`; names normalised (`golang` is `go`, `jvm` is `java`).
+    pub fn language(&self) -> String {
+        let l = self
+            .tag("language")
+            .or_else(|| self.tag("runtime"))
+            .or(self.family.as_deref())
+            .unwrap_or("unknown")
+            .to_ascii_lowercase();
+        match l.as_str() {
+            "golang" => "go".into(),
+            "jvm" => "java".into(),
+            "node" | "node.js" => "nodejs".into(),
+            ".net" => "dotnet".into(),
+            _ => l,
+        }
+    }
+
+    /// Seconds between the recording's start and end (0 when either is missing).
+    pub fn duration_s(&self) -> f64 {
+        match (self.start, self.end) {
+            (Some(s), Some(e)) => (e.as_nanosecond() - s.as_nanosecond()).max(0) as f64 / 1e9,
+            _ => 0.0,
+        }
+    }
+}
+
+/// The boundary of a `multipart/form-data` content type.
+pub fn boundary(content_type: Option<&str>) -> Result<String, Reject> {
+    let ct = content_type.ok_or_else(|| Reject::NotMultipart("no Content-Type".into()))?;
+    let m: mime::Mime = ct
+        .parse()
+        .map_err(|_| Reject::NotMultipart(format!("Content-Type {ct:?} does not parse")))?;
+    if m.type_() != mime::MULTIPART || m.subtype() != mime::FORM_DATA {
+        return Err(Reject::NotMultipart(format!(
+            "Content-Type is {}",
+            m.essence_str()
+        )));
+    }
+    multer::parse_boundary(ct)
+        .map_err(|_| Reject::NotMultipart("multipart/form-data without a boundary".into()))
+}
+
+struct Field {
+    name: String,
+    filename: Option<String>,
+    data: Bytes,
+}
+
+async fn fields(body: Bytes, boundary: String) -> Result<Vec<Field>, Reject> {
+    let stream = futures_util::stream::once(async move { Ok::<_, std::convert::Infallible>(body) });
+    let mut mp = multer::Multipart::new(stream, boundary);
+    let mut out = Vec::new();
+    loop {
+        let field = match mp.next_field().await {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) => return Err(Reject::Malformed(e.to_string())),
+        };
+        let name = field.name().unwrap_or_default().to_string();
+        let filename = field.file_name().map(str::to_string);
+        let data = field
+            .bytes()
+            .await
+            .map_err(|e| Reject::Malformed(format!("part {name:?}: {e}")))?;
+        out.push(Field {
+            name,
+            filename,
+            data,
+        });
+        if out.len() > 256 {
+            return Err(Reject::Malformed("more than 256 parts".into()));
+        }
+    }
+    if out.is_empty() {
+        return Err(Reject::Malformed("no part".into()));
+    }
+    Ok(out)
+}
+
+fn timestamp(what: &str, s: &str) -> Result<jiff::Timestamp, Reject> {
+    s.parse::<jiff::Timestamp>()
+        .map_err(|e| Reject::Event(format!("{what} {s:?} is not an RFC 3339 time: {e}")))
+}
+
+/// The stem files are named by: a profile's type (`cpu`, `delta-heap`; dd-trace-go's
+/// `goroutines` is `goroutine`, as `pull` names it), else the name without `.pprof`.
+fn stem_of(name: &str) -> String {
+    let s = name.strip_suffix(".pprof").unwrap_or(name);
+    match s {
+        "goroutines" => "goroutine".into(),
+        "metrics.json" => "metrics".into(),
+        _ => s.to_string(),
+    }
+}
+
+/// Parses and checks an upload: Err says why it is refused.
+pub async fn parse(
+    content_type: Option<&str>,
+    body: Bytes,
+    limits: &Limits,
+) -> Result<Upload, Reject> {
+    let b = boundary(content_type)?;
+    let parts = fields(body, b).await?;
+    let text = |f: &Field| String::from_utf8_lossy(&f.data).into_owned();
+    let mut up = Upload {
+        form: Form::Event,
+        tags: Vec::new(),
+        start: None,
+        end: None,
+        family: None,
+        event: None,
+        attachments: Vec::new(),
+    };
+    let mut legacy_types: Vec<(usize, String)> = Vec::new();
+    let mut legacy_format = None;
+    let mut files = Vec::new();
+    let mut legacy = false;
+    for f in parts {
+        match f.name.as_str() {
+            "event" => {
+                let v: serde_json::Value = serde_json::from_slice(&f.data)
+                    .map_err(|e| Reject::Event(format!("not JSON: {e}")))?;
+                let obj = v
+                    .as_object()
+                    .ok_or_else(|| Reject::Event("not a JSON object".into()))?;
+                let s = |k: &str| obj.get(k).and_then(|x| x.as_str());
+                if let Some(t) = s("tags_profiler") {
+                    up.tags.extend(
+                        t.split(',')
+                            .map(str::trim)
+                            .filter(|t| !t.is_empty())
+                            .map(String::from),
+                    );
+                } else if obj.contains_key("tags_profiler") {
+                    return Err(Reject::Event("tags_profiler is not a string".into()));
+                }
+                up.start = s("start").map(|t| timestamp("start", t)).transpose()?;
+                up.end = s("end").map(|t| timestamp("end", t)).transpose()?;
+                up.family = s("family").map(String::from);
+                if let Some(a) = obj.get("attachments")
+                    && !a
+                        .as_array()
+                        .is_some_and(|a| a.iter().all(|x| x.is_string()))
+                {
+                    return Err(Reject::Event("attachments is not a list of names".into()));
+                }
+                up.event = Some(v);
+            }
+            "tags[]" => {
+                legacy = true;
+                up.tags.push(text(&f));
+            }
+            "format" => {
+                legacy = true;
+                legacy_format = Some(text(&f));
+            }
+            "runtime" => {
+                legacy = true;
+                up.family = Some(text(&f));
+            }
+            "recording-start" => {
+                legacy = true;
+                up.start = Some(timestamp("recording-start", &text(&f))?);
+            }
+            "recording-end" => {
+                legacy = true;
+                up.end = Some(timestamp("recording-end", &text(&f))?);
+            }
+            n if n.starts_with("types[") && n.ends_with(']') => {
+                legacy = true;
+                let i = n[6..n.len() - 1]
+                    .parse::<usize>()
+                    .map_err(|_| Reject::Malformed(format!("field {n:?}")))?;
+                legacy_types.push((i, text(&f)));
+            }
+            _ => files.push(f),
+        }
+    }
+    if up.event.is_none() && !legacy {
+        return Err(Reject::Event(
+            "no `event` part (event.json) and none of the older form's fields".into(),
+        ));
+    }
+    if up.event.is_none() {
+        up.form = Form::Legacy;
+    }
+    for f in files {
+        let (name, stem, kind) = if let Some(i) = f
+            .name
+            .strip_prefix("data[")
+            .and_then(|r| r.strip_suffix(']'))
+            .and_then(|i| i.parse::<usize>().ok())
+        {
+            // The older form: data[i] holds types[i]; `format` says pprof or jfr.
+            let ty = legacy_types
+                .iter()
+                .find(|(j, _)| *j == i)
+                .map(|(_, t)| t.clone())
+                .unwrap_or_else(|| format!("data{i}"));
+            let pprof = legacy_format.as_deref().is_none_or(|f| f == "pprof");
+            let kind = if pprof { Kind::Pprof } else { Kind::Other };
+            let stem = match kind {
+                Kind::Pprof => stem_of(&ty),
+                _ => format!("{ty}.{}", legacy_format.as_deref().unwrap_or("bin")),
+            };
+            (f.name.clone(), stem, kind)
+        } else {
+            let name = f.filename.clone().unwrap_or_else(|| f.name.clone());
+            let kind = if name.ends_with(".pprof") || name == "pprof" {
+                Kind::Pprof
+            } else if name == "metrics.json" {
+                Kind::Metrics
+            } else {
+                Kind::Other
+            };
+            (name.clone(), stem_of(&name), kind)
+        };
+        let compression = crate::pprof::decode::sniff(&f.data);
+        let raw = match kind {
+            Kind::Pprof => {
+                let raw = crate::pprof::decode::decompress(&f.data, limits).map_err(|e| {
+                    let why = e.to_string();
+                    match e {
+                        crate::pprof::decode::DecodeError::TooLarge { .. }
+                        | crate::pprof::decode::DecodeError::TooLargeDecompressed { .. } => {
+                            Reject::TooLarge(format!("attachment {name}: {why}"))
+                        }
+                        _ => Reject::Attachment {
+                            name: name.clone(),
+                            why,
+                        },
+                    }
+                })?;
+                crate::pprof::decode::prescan(&raw, limits.fields).map_err(|e| {
+                    Reject::Attachment {
+                        name: name.clone(),
+                        why: e.to_string(),
+                    }
+                })?;
+                Some(raw)
+            }
+            Kind::Metrics => crate::pprof::decode::decompress(&f.data, limits).ok(),
+            Kind::Other => None,
+        };
+        up.attachments.push(Attachment {
+            name,
+            stem,
+            kind,
+            data: f.data,
+            compression,
+            raw,
+        });
+    }
+    if !up.attachments.iter().any(|a| a.kind != Kind::Metrics) {
+        return Err(Reject::Malformed("no profile attached".into()));
+    }
+    Ok(up)
+}

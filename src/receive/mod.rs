@@ -1,0 +1,11 @@
+//! `agentprof receive`: the endpoint dd-trace profilers upload to (DataKit's
+//! `/profiling/v1/input`, port 9529): each upload checked, made durable, then stored under
+//! `<out>/<service>/`, listed in `<out>/uploads.jsonl` with its `profiling_metrics`, and
+//! printed.
+
+pub mod config;
+pub mod form;
+pub mod metrics;
+pub mod queue;
+pub mod run;
+pub mod store;

@@ -1,0 +1,425 @@
+//! The durable queue between acknowledging an upload and processing it: records appended to
+//! segment files by one writer thread that syncs once per batch (group commit), so an upload
+//! is on disk before its 2xx whatever the rate; a record is done once processed, a segment
+//! whose records are all done is deleted, and what was not done is replayed at the next
+//! start (also after kill -9). The bytes not yet done are bounded (`cache_capacity_mb`):
+//! past it an upload is refused with 503 and counted, so the client keeps it and retries.
+//!
+//! Record: `APQ1`, payload length (u32 LE), FNV-1a 64 of the payload (u64 LE), payload. A
+//! torn record at a segment's end (a crash mid-write, before its sync) fails its length or
+//! checksum and is dropped with the rest of that segment: it was never acknowledged.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+const MAGIC: &[u8; 4] = b"APQ1";
+const HEADER: usize = 16;
+/// A segment is closed past this size and a new one begun.
+const SEGMENT_BYTES: u64 = 8 << 20;
+/// A batch syncs at most this much at once.
+const BATCH_BYTES: usize = 8 << 20;
+
+/// Where a record is: its segment and its index in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RecordId {
+    pub segment: u64,
+    pub index: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("the queue is full ({used} of {capacity} bytes wait to be processed)")]
+    Full { used: u64, capacity: u64 },
+    #[error("the queue cannot be written: {0}")]
+    Io(String),
+}
+
+fn fnv64(data: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in data {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+struct Append {
+    payload: Vec<u8>,
+    done: tokio::sync::oneshot::Sender<Result<RecordId, QueueError>>,
+}
+
+#[derive(Default)]
+struct Segment {
+    /// Records written to it.
+    written: u32,
+    done: Vec<bool>,
+    /// The leading records done (persisted in `<segment>.done`).
+    prefix: u32,
+    /// Payload bytes of each record, released when done.
+    sizes: Vec<u64>,
+    /// The writer moved on: once all is done, the files go.
+    closed: bool,
+}
+
+struct Shared {
+    dir: PathBuf,
+    capacity: u64,
+    used: AtomicU64,
+    segments: Mutex<BTreeMap<u64, Segment>>,
+}
+
+/// The queue's handle: append (async, answered after the sync) and mark done.
+#[derive(Clone)]
+pub struct Queue {
+    tx: tokio::sync::mpsc::Sender<Append>,
+    shared: Arc<Shared>,
+}
+
+/// A record found at start that was not done.
+pub struct Replayed {
+    pub id: RecordId,
+    pub payload: Vec<u8>,
+}
+
+fn seg_path(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:012}.seg"))
+}
+
+fn done_path(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:012}.done"))
+}
+
+/// Reads one segment's valid records (stopping at a torn one).
+fn read_segment(path: &Path) -> std::io::Result<Vec<Vec<u8>>> {
+    let mut data = Vec::new();
+    std::fs::File::open(path)?.read_to_end(&mut data)?;
+    let mut out = Vec::new();
+    let mut at = 0;
+    while data.len() - at >= HEADER && &data[at..at + 4] == MAGIC {
+        let len = u32::from_le_bytes(data[at + 4..at + 8].try_into().unwrap_or_default()) as usize;
+        let sum = u64::from_le_bytes(data[at + 8..at + 16].try_into().unwrap_or_default());
+        let Some(payload) = data.get(at + HEADER..at + HEADER + len) else {
+            break;
+        };
+        if fnv64(payload) != sum {
+            break;
+        }
+        out.push(payload.to_vec());
+        at += HEADER + len;
+    }
+    Ok(out)
+}
+
+impl Queue {
+    /// Opens the queue in `dir` (made if missing): the records not done are returned to be
+    /// processed again, and a writer thread starts on a new segment.
+    pub fn open(dir: &Path, capacity: u64) -> Result<(Queue, Vec<Replayed>), String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut numbers: Vec<u64> = std::fs::read_dir(dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                name.strip_suffix(".seg")?.parse().ok()
+            })
+            .collect();
+        numbers.sort_unstable();
+        let mut segments = BTreeMap::new();
+        let mut replay = Vec::new();
+        let mut used = 0;
+        for &n in &numbers {
+            let records = read_segment(&seg_path(dir, n))
+                .map_err(|e| format!("{}: {e}", seg_path(dir, n).display()))?;
+            let prefix: u32 = std::fs::read_to_string(done_path(dir, n))
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0);
+            let mut seg = Segment {
+                written: records.len() as u32,
+                closed: true,
+                prefix: prefix.min(records.len() as u32),
+                ..Default::default()
+            };
+            for (i, payload) in records.into_iter().enumerate() {
+                let done = (i as u32) < seg.prefix;
+                seg.done.push(done);
+                seg.sizes.push(if done { 0 } else { payload.len() as u64 });
+                if !done {
+                    used += payload.len() as u64;
+                    replay.push(Replayed {
+                        id: RecordId {
+                            segment: n,
+                            index: i as u32,
+                        },
+                        payload,
+                    });
+                }
+            }
+            if seg.done.iter().all(|d| *d) {
+                let _ = std::fs::remove_file(seg_path(dir, n));
+                let _ = std::fs::remove_file(done_path(dir, n));
+            } else {
+                segments.insert(n, seg);
+            }
+        }
+        let next = numbers.last().map_or(1, |n| n + 1);
+        let shared = Arc::new(Shared {
+            dir: dir.to_path_buf(),
+            capacity,
+            used: AtomicU64::new(used),
+            segments: Mutex::new(segments),
+        });
+        // Up to 1024 appends wait for the writer; more wait in their handlers.
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Append>(1024);
+        let s = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("receive-queue".into())
+            .spawn(move || writer(&s, next, &mut rx))
+            .map_err(|e| format!("cannot start the queue's writer: {e}"))?;
+        Ok((Queue { tx, shared }, replay))
+    }
+
+    /// Bytes waiting to be processed.
+    pub fn used(&self) -> u64 {
+        self.shared.used.load(Ordering::Relaxed)
+    }
+
+    /// Appends a record; resolves once it is synced to disk.
+    pub async fn append(&self, payload: Vec<u8>) -> Result<RecordId, QueueError> {
+        let len = payload.len() as u64;
+        let capacity = self.shared.capacity;
+        // Reserve the bytes first: concurrent appends cannot overshoot the capacity.
+        let reserved = self
+            .shared
+            .used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+                (u + len <= capacity).then_some(u + len)
+            });
+        if let Err(used) = reserved {
+            return Err(QueueError::Full { used, capacity });
+        }
+        let (done, rx) = tokio::sync::oneshot::channel();
+        let sent = self.tx.send(Append { payload, done }).await;
+        let r = match sent {
+            Ok(()) => rx
+                .await
+                .unwrap_or_else(|_| Err(QueueError::Io("the writer stopped".into()))),
+            _ => Err(QueueError::Io("the writer stopped".into())),
+        };
+        if r.is_err() {
+            self.shared.used.fetch_sub(len, Ordering::AcqRel);
+        }
+        r
+    }
+
+    /// The record was processed: its bytes are released, and its segment deleted once every
+    /// record in it is done.
+    pub fn done(&self, id: RecordId) {
+        let s = &self.shared;
+        let mut segs = crate::pull::lock(&s.segments);
+        let Some(seg) = segs.get_mut(&id.segment) else {
+            return;
+        };
+        let i = id.index as usize;
+        if i >= seg.done.len() || seg.done[i] {
+            return;
+        }
+        seg.done[i] = true;
+        s.used.fetch_sub(seg.sizes[i], Ordering::AcqRel);
+        seg.sizes[i] = 0;
+        let before = seg.prefix;
+        while (seg.prefix as usize) < seg.done.len() && seg.done[seg.prefix as usize] {
+            seg.prefix += 1;
+        }
+        let all = seg.closed && seg.prefix == seg.written;
+        if all {
+            segs.remove(&id.segment);
+            let _ = std::fs::remove_file(seg_path(&s.dir, id.segment));
+            let _ = std::fs::remove_file(done_path(&s.dir, id.segment));
+        } else if seg.prefix != before {
+            // Not synced: after a crash of the machine a few done records may be processed
+            // again; after a crash of agentprof (kill -9) the page cache keeps it.
+            let _ = std::fs::write(done_path(&s.dir, id.segment), seg.prefix.to_string());
+        }
+    }
+}
+
+/// The writer: takes what waits, writes it, syncs once, answers every append of the batch.
+fn writer(s: &Shared, mut number: u64, rx: &mut tokio::sync::mpsc::Receiver<Append>) {
+    let mut file: Option<(std::fs::File, u64)> = None;
+    while let Some(first) = rx.blocking_recv() {
+        let mut batch = vec![first];
+        let mut bytes = batch[0].payload.len();
+        while bytes < BATCH_BYTES {
+            match rx.try_recv() {
+                Ok(a) => {
+                    bytes += a.payload.len();
+                    batch.push(a);
+                }
+                Err(_) => break,
+            }
+        }
+        let mut ids = Vec::with_capacity(batch.len());
+        let result = (|| -> std::io::Result<()> {
+            for a in &batch {
+                if file.as_ref().is_none_or(|(_, size)| *size >= SEGMENT_BYTES) {
+                    if file.take().is_some() {
+                        let mut segs = crate::pull::lock(&s.segments);
+                        if let Some(seg) = segs.get_mut(&number) {
+                            seg.closed = true;
+                            if seg.prefix == seg.written {
+                                segs.remove(&number);
+                                let _ = std::fs::remove_file(seg_path(&s.dir, number));
+                                let _ = std::fs::remove_file(done_path(&s.dir, number));
+                            }
+                        }
+                        number += 1;
+                    }
+                    let f = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(seg_path(&s.dir, number))?;
+                    // The new segment's name is durable before anything in it is acknowledged.
+                    std::fs::File::open(&s.dir)?.sync_all()?;
+                    crate::pull::lock(&s.segments).insert(number, Segment::default());
+                    file = Some((f, 0));
+                }
+                let Some((f, size)) = file.as_mut() else {
+                    return Err(std::io::Error::other("no segment"));
+                };
+                let mut head = [0u8; HEADER];
+                head[..4].copy_from_slice(MAGIC);
+                head[4..8].copy_from_slice(&(a.payload.len() as u32).to_le_bytes());
+                head[8..16].copy_from_slice(&fnv64(&a.payload).to_le_bytes());
+                f.write_all(&head)?;
+                f.write_all(&a.payload)?;
+                *size += (HEADER + a.payload.len()) as u64;
+                let mut segs = crate::pull::lock(&s.segments);
+                let seg = segs.entry(number).or_default();
+                ids.push(RecordId {
+                    segment: number,
+                    index: seg.written,
+                });
+                seg.written += 1;
+                seg.done.push(false);
+                seg.sizes.push(a.payload.len() as u64);
+            }
+            if let Some((f, _)) = &file {
+                f.sync_data()?;
+            }
+            Ok(())
+        })();
+        match result {
+            Ok(()) => {
+                for (a, id) in batch.into_iter().zip(ids) {
+                    let _ = a.done.send(Ok(id));
+                }
+            }
+            Err(e) => {
+                // What was written of a failed batch is dropped from the books: it was not
+                // acknowledged, so the next start need not replay it either way.
+                let mut segs = crate::pull::lock(&s.segments);
+                for id in &ids {
+                    if let Some(seg) = segs.get_mut(&id.segment) {
+                        seg.done[id.index as usize] = true;
+                        seg.sizes[id.index as usize] = 0;
+                    }
+                }
+                drop(segs);
+                file = None;
+                for a in batch {
+                    let _ = a.done.send(Err(QueueError::Io(e.to_string())));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    }
+
+    #[test]
+    fn records_not_done_are_replayed_and_done_segments_go() {
+        let dir = tempfile::tempdir().expect("dir");
+        let rt = rt();
+        let ids: Vec<RecordId> = {
+            let (q, replay) = Queue::open(dir.path(), 1 << 20).expect("open");
+            assert!(replay.is_empty());
+            let ids = rt.block_on(async {
+                let mut ids = Vec::new();
+                for i in 0..5u8 {
+                    ids.push(q.append(vec![i; 100]).await.expect("append"));
+                }
+                ids
+            });
+            assert_eq!(q.used(), 500);
+            q.done(ids[0]);
+            q.done(ids[2]);
+            assert_eq!(q.used(), 300);
+            ids
+        };
+        // Reopened (as after kill -9): records 1, 3, 4 come back; 0 was in the done prefix,
+        // 2 was done out of order and is processed again (at least once).
+        let (q, replay) = Queue::open(dir.path(), 1 << 20).expect("reopen");
+        let got: Vec<(RecordId, u8)> = replay.iter().map(|r| (r.id, r.payload[0])).collect();
+        assert_eq!(
+            got,
+            vec![(ids[1], 1), (ids[2], 2), (ids[3], 3), (ids[4], 4)]
+        );
+        for r in &replay {
+            q.done(r.id);
+        }
+        assert_eq!(q.used(), 0);
+        // The old segment is gone once all of it is done.
+        assert!(!seg_path(dir.path(), ids[0].segment).exists());
+    }
+
+    #[test]
+    fn a_full_queue_refuses_and_a_torn_tail_is_dropped() {
+        let dir = tempfile::tempdir().expect("dir");
+        let rt = rt();
+        let (q, _) = Queue::open(dir.path(), 250).expect("open");
+        rt.block_on(async {
+            q.append(vec![1; 100]).await.expect("1");
+            q.append(vec![2; 100]).await.expect("2");
+            let e = q.append(vec![3; 100]).await.expect_err("full");
+            assert!(
+                matches!(
+                    e,
+                    QueueError::Full {
+                        used: 200,
+                        capacity: 250
+                    }
+                ),
+                "{e}"
+            );
+        });
+        drop(q);
+        // A crash in the middle of a third record's write.
+        let seg = std::fs::read_dir(dir.path())
+            .expect("dir")
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "seg"))
+            .expect("segment");
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&seg)
+            .expect("open");
+        f.write_all(b"APQ1\x64\0\0\0partial").expect("write");
+        drop(f);
+        let (_, replay) = Queue::open(dir.path(), 250).expect("reopen");
+        assert_eq!(replay.len(), 2);
+    }
+}

@@ -1,0 +1,441 @@
+//! The receiver: an HTTP/1 server (hyper with axum's router) whose upload endpoints check an
+//! upload, make it durable in the queue and answer 202; workers on the blocking pool store
+//! what was acknowledged. At stop the listener closes, requests in flight get 5 s, the
+//! workers 10 s; what is left waits in the queue for the next start.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, Response, StatusCode};
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+use super::form::{Reject, Upload};
+use super::metrics::Metrics;
+use super::queue::{Queue, QueueError, RecordId};
+use super::store::{StoreOptions, Stored};
+use crate::cmd::Outcome;
+
+/// Everything `agentprof receive` runs with.
+pub struct ReceiveOptions {
+    pub listen: SocketAddr,
+    pub endpoints: Vec<String>,
+    pub store: StoreOptions,
+    pub queue_dir: PathBuf,
+    /// Bytes the queue may hold unprocessed (`cache_capacity_mb`).
+    pub capacity: u64,
+    /// Largest upload accepted (`body_size_limit_mb`).
+    pub body_limit: u64,
+    pub metrics_listen: Option<SocketAddr>,
+    pub duration: Option<Duration>,
+    pub json: bool,
+}
+
+/// How long a sender may take to send its headers, then its body.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+const BODY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Uploads checked and acknowledged that wait for a worker, in memory (the rest of the
+/// backlog is on disk only until a worker reads it).
+const IN_MEMORY: usize = 64;
+const WORKERS: usize = 2;
+
+struct Job {
+    id: RecordId,
+    upload: Upload,
+    headers: Vec<(String, String)>,
+    received: jiff::Timestamp,
+}
+
+struct State {
+    queue: Queue,
+    jobs: mpsc::Sender<Job>,
+    metrics: Arc<Metrics>,
+    endpoints: Vec<String>,
+    limits: crate::pprof::decode::Limits,
+    body_limit: u64,
+}
+
+/// The headers kept with an upload: the client's own (`DD-EVP-ORIGIN`,
+/// `DD-EVP-ORIGIN-VERSION`, `Datadog-Container-ID`, `User-Agent` …), never credentials.
+fn kept_headers(h: &HeaderMap) -> Vec<(String, String)> {
+    h.iter()
+        .filter(|(k, _)| {
+            let k = k.as_str();
+            (k.starts_with("dd-") || k.starts_with("datadog-") || k == "user-agent")
+                && k != "dd-api-key"
+                && k != "dd-application-key"
+        })
+        .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+        .collect()
+}
+
+/// The queue's record of an upload: one JSON line (content type, kept headers, when it
+/// was received), then the body as it came.
+fn record(
+    content_type: &str,
+    headers: &[(String, String)],
+    at: jiff::Timestamp,
+    body: &[u8],
+) -> Vec<u8> {
+    let head = serde_json::json!({"content_type": content_type, "headers": headers,
+        "received": at.as_nanosecond().to_string()});
+    let mut out = serde_json::to_vec(&head).unwrap_or_default();
+    out.push(b'\n');
+    out.extend_from_slice(body);
+    out
+}
+
+type Parsed = (String, Vec<(String, String)>, jiff::Timestamp, Bytes);
+
+fn unrecord(payload: Vec<u8>) -> Option<Parsed> {
+    let nl = payload.iter().position(|&b| b == b'\n')?;
+    let head: serde_json::Value = serde_json::from_slice(&payload[..nl]).ok()?;
+    let ct = head["content_type"].as_str()?.to_string();
+    let headers = serde_json::from_value(head["headers"].clone()).ok()?;
+    let at = head["received"]
+        .as_str()?
+        .parse::<i128>()
+        .ok()
+        .and_then(|n| jiff::Timestamp::from_nanosecond(n).ok())?;
+    let mut payload = payload;
+    let body = Bytes::from(payload.split_off(nl + 1));
+    Some((ct, headers, at, body))
+}
+
+fn answer(code: u16, text: String) -> Response<Body> {
+    let body = serde_json::json!({ "error": text }).to_string();
+    Response::builder()
+        .status(code)
+        .header("content-type", "application/json")
+        .body(Body::from(body))
+        .unwrap_or_default()
+}
+
+async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Body> {
+    let m = &state.metrics;
+    let refuse = |r: Reject| {
+        m.reject(r.reason());
+        answer(r.status(), r.to_string())
+    };
+    let ct = req
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    if let Err(r) = super::form::boundary(ct.as_deref()) {
+        return refuse(r);
+    }
+    let declared = req
+        .headers()
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = declared.filter(|n| *n > state.body_limit) {
+        // Read and dropped (up to 4 × the limit, within the body timeout), so the client
+        // finishes sending and reads the 413 instead of a broken pipe.
+        if n <= 4 * state.body_limit {
+            let _ = tokio::time::timeout(BODY_TIMEOUT, async {
+                use futures_util::StreamExt;
+                let mut s = req.into_body().into_data_stream();
+                while let Some(Ok(_)) = s.next().await {}
+            })
+            .await;
+        }
+        return refuse(Reject::TooLarge(format!(
+            "{n} bytes is over the {}-byte limit (body_size_limit_mb)",
+            state.body_limit
+        )));
+    }
+    let headers = kept_headers(req.headers());
+    let read = tokio::time::timeout(
+        BODY_TIMEOUT,
+        axum::body::to_bytes(req.into_body(), state.body_limit as usize),
+    )
+    .await;
+    let body = match read {
+        Err(_) => {
+            m.reject("slow_sender");
+            return answer(
+                408,
+                format!("the body did not arrive within {BODY_TIMEOUT:?}"),
+            );
+        }
+        Ok(Err(e)) => {
+            return refuse(Reject::TooLarge(format!(
+                "the body is over the {}-byte limit (body_size_limit_mb) or was cut: {e}",
+                state.body_limit
+            )));
+        }
+        Ok(Ok(b)) => b,
+    };
+    let ct = ct.unwrap_or_default();
+    let parsed = match super::form::parse(Some(&ct), body.clone(), &state.limits).await {
+        Ok(u) => u,
+        Err(r) => return refuse(r),
+    };
+    let at = jiff::Timestamp::now();
+    let rec = record(&ct, &headers, at, &body);
+    let id = match state.queue.append(rec).await {
+        Ok(id) => id,
+        Err(e @ QueueError::Full { .. }) => {
+            m.reject("queue_full");
+            return answer(503, format!("{e}; retry later"));
+        }
+        Err(e) => {
+            m.reject("queue_error");
+            return answer(503, e.to_string());
+        }
+    };
+    m.bytes.inc_by(body.len() as u64);
+    m.queue_depth.inc();
+    m.queue_bytes.set(state.queue.used() as i64);
+    // Durable now; the worker's copy waits in memory (bounded: a full backlog slows the
+    // answers, so the clients wait rather than agentprof's memory growing).
+    let _ = state
+        .jobs
+        .send(Job {
+            id,
+            upload: parsed,
+            headers,
+            received: at,
+        })
+        .await;
+    Response::builder()
+        .status(StatusCode::ACCEPTED)
+        .header("content-type", "application/json")
+        .body(Body::from("{}"))
+        .unwrap_or_default()
+}
+
+fn router(state: Arc<State>) -> axum::Router {
+    let mut app = axum::Router::new().route("/healthz", axum::routing::get(|| async { "ok\n" }));
+    for e in &state.endpoints {
+        let s = Arc::clone(&state);
+        app = app.route(
+            e,
+            axum::routing::post(move |req: Request<Body>| upload(Arc::clone(&s), req)),
+        );
+    }
+    app
+}
+
+/// Serves `app` on `listener` until `stop` resolves: HTTP/1 with a header timeout, each
+/// connection on its own task.
+async fn serve(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            a = listener.accept() => {
+                let Ok((tcp, _)) = a else { continue };
+                let svc = hyper_util::service::TowerToHyperService::new(app.clone());
+                let mut stop = stop.clone();
+                conns.spawn(async move {
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .header_read_timeout(HEADER_TIMEOUT)
+                        .serve_connection(hyper_util::rt::TokioIo::new(tcp), svc);
+                    tokio::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        _ = stop.changed() => {
+                            conn.as_mut().graceful_shutdown();
+                            let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
+                        }
+                    }
+                });
+            }
+            _ = stop.changed() => break,
+        }
+        while conns.try_join_next().is_some() {}
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(Duration::from_secs(6), async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
+}
+
+fn emit(stored: &Stored, json: bool, uploads: &std::sync::Mutex<std::fs::File>) {
+    use std::io::Write;
+    let Ok(line) = serde_json::to_string(stored) else {
+        return;
+    };
+    {
+        let mut f = crate::pull::lock(uploads);
+        let _ = writeln!(f, "{line}");
+    }
+    if json {
+        println!("{line}");
+    } else {
+        print!("{}", super::store::render(stored));
+    }
+}
+
+/// Runs until SIGTERM/SIGINT or `--duration`.
+pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
+    let flag = crate::error::UsageError::flag;
+    let (queue, replay) =
+        Queue::open(&opts.queue_dir, opts.capacity).map_err(|e| flag("--queue", e))?;
+    std::fs::create_dir_all(&opts.store.out)
+        .map_err(|e| flag("--out", format!("{}: {e}", opts.store.out.display())))?;
+    let uploads = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(opts.store.out.join("uploads.jsonl"))
+        .map_err(|e| flag("--out", format!("{}: {e}", opts.store.out.display())))?;
+    let uploads = Arc::new(std::sync::Mutex::new(uploads));
+    let metrics = Arc::new(Metrics::new());
+    let listener = tokio::net::TcpListener::bind(opts.listen)
+        .await
+        .map_err(|e| flag("--listen", format!("{}: {e}", opts.listen)))?;
+    let bound = listener.local_addr()?;
+    if let Some(addr) = opts.metrics_listen {
+        let m = Arc::clone(&metrics);
+        let app = axum::Router::new()
+            .route(
+                "/metrics",
+                axum::routing::get(move || {
+                    let m = Arc::clone(&m);
+                    async move {
+                        (
+                            [(
+                                "content-type",
+                                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                            )],
+                            m.render(),
+                        )
+                    }
+                }),
+            )
+            .route("/healthz", axum::routing::get(|| async { "ok\n" }));
+        let l = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| flag("--metrics-listen", format!("{addr}: {e}")))?;
+        eprintln!(
+            "agentprof receive: metrics on http://{}/metrics",
+            l.local_addr()?
+        );
+        tokio::spawn(async move {
+            let _ = axum::serve(l, app).await;
+        });
+    }
+    let (jobs_tx, mut jobs_rx) = mpsc::channel::<Job>(IN_MEMORY);
+    let state = Arc::new(State {
+        queue: queue.clone(),
+        jobs: jobs_tx.clone(),
+        metrics: Arc::clone(&metrics),
+        endpoints: opts.endpoints.clone(),
+        limits: opts.store.limits,
+        body_limit: opts.body_limit,
+    });
+    // The workers: each job on the blocking pool, at most WORKERS at once.
+    let store = Arc::new(opts.store.clone());
+    let json = opts.json;
+    let (m, q, up) = (Arc::clone(&metrics), queue.clone(), Arc::clone(&uploads));
+    let workers = tokio::spawn(async move {
+        let permits = Arc::new(tokio::sync::Semaphore::new(WORKERS));
+        let mut running = tokio::task::JoinSet::new();
+        while let Some(job) = jobs_rx.recv().await {
+            let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
+                break;
+            };
+            let (store, m, q, up) = (
+                Arc::clone(&store),
+                Arc::clone(&m),
+                q.clone(),
+                Arc::clone(&up),
+            );
+            running.spawn_blocking(move || {
+                let _permit = permit;
+                let stored = super::store::store(&job.upload, job.headers, job.received, &store);
+                let failed = stored.attachments.iter().any(|a| a.error.is_some());
+                m.uploads
+                    .get_or_create(&vec![
+                        ("language", stored.language.clone()),
+                        ("status", if failed { "error" } else { "stored" }.into()),
+                    ])
+                    .inc();
+                m.stored.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                emit(&stored, json, &up);
+                q.done(job.id);
+                m.queue_depth.dec();
+                m.queue_bytes.set(q.used() as i64);
+            });
+            while running.try_join_next().is_some() {}
+        }
+        while running.join_next().await.is_some() {}
+    });
+    // What a previous run acknowledged and did not store: first.
+    let replayed = replay.len();
+    for r in replay {
+        let Some((ct, headers, received, body)) = unrecord(r.payload) else {
+            queue.done(r.id);
+            continue;
+        };
+        match super::form::parse(Some(&ct), body, &opts.store.limits).await {
+            Ok(upload) => {
+                metrics.queue_depth.inc();
+                let _ = jobs_tx
+                    .send(Job {
+                        id: r.id,
+                        upload,
+                        headers,
+                        received,
+                    })
+                    .await;
+            }
+            Err(_) => queue.done(r.id),
+        }
+    }
+    if replayed > 0 {
+        eprintln!(
+            "agentprof receive: {replayed} upload(s) acknowledged by the previous run are being stored"
+        );
+    }
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let server = tokio::spawn(serve(listener, router(state), stop_rx));
+    eprintln!(
+        "agentprof receive: listening on http://{bound}{} (storing under {})",
+        opts.endpoints.first().map(String::as_str).unwrap_or(""),
+        opts.store.out.display()
+    );
+    let until = async {
+        match opts.duration {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = until => {}
+        () = crate::cmd::k8s::stopped() => {}
+    }
+    let _ = stop_tx.send(true);
+    let _ = server.await;
+    drop(jobs_tx);
+    let left = tokio::time::timeout(Duration::from_secs(10), workers)
+        .await
+        .is_err();
+    let refused = crate::pull::lock(&metrics.refused).clone();
+    eprintln!(
+        "agentprof receive: stopped: {} stored, refused {:?}{}",
+        metrics.stored.load(std::sync::atomic::Ordering::Relaxed),
+        refused,
+        if left || queue.used() > 0 {
+            format!(
+                "; {} bytes wait in {} for the next start",
+                queue.used(),
+                opts.queue_dir.display()
+            )
+        } else {
+            String::new()
+        }
+    );
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,424 @@
+//! What an accepted upload becomes: its files under `<out>/<service>/` (pprof as
+//! `<type>-<time>.pb.gz`, the layout `pull` writes, so `agentprof top` and `go tool pprof`
+//! read them; other attachments as `<stem>-<time>.<ext>`), one line of
+//! `<out>/uploads.jsonl`, the `profiling_metrics` DataKit derives, and the line printed.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::form::{Kind, Upload};
+use crate::pprof::decode::{Compression, Limits};
+
+/// Where and how uploads are stored.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    pub out: PathBuf,
+    /// Each profile's top N functions in the printed line and uploads.jsonl (0: none).
+    pub top: usize,
+    pub limits: Limits,
+}
+
+/// One attachment in uploads.jsonl.
+#[derive(Debug, Serialize)]
+pub struct StoredAttachment {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub stem: String,
+    pub kind: Kind,
+    /// Bytes as sent.
+    pub bytes: usize,
+    pub compression: Compression,
+    pub file: Option<PathBuf>,
+    /// Sample records (pprof only).
+    pub samples: Option<usize>,
+    pub error: Option<String>,
+    /// The top functions by flat value (with `--top N`), as `agentprof top` lists them.
+    pub top: Option<Vec<crate::pprof::report::TopRow>>,
+}
+
+/// One line of uploads.jsonl (docs/json.md).
+#[derive(Debug, Serialize)]
+pub struct Stored {
+    /// When the upload was acknowledged.
+    pub received: String,
+    pub service: String,
+    pub env: Option<String>,
+    pub version: Option<String>,
+    pub host: Option<String>,
+    pub language: String,
+    pub form: super::form::Form,
+    pub start: Option<String>,
+    pub end: Option<String>,
+    pub duration_s: f64,
+    pub tags: Vec<String>,
+    /// The client's headers kept with the upload (DD-EVP-ORIGIN, Datadog-Container-ID…).
+    pub headers: Vec<(String, String)>,
+    pub attachments: Vec<StoredAttachment>,
+    pub profiling_metrics: std::collections::BTreeMap<&'static str, f64>,
+}
+
+/// Per sample type of a profile: (type, unit, total of its values).
+fn totals(p: &crate::pprof::proto::Profile) -> Vec<(String, String, f64)> {
+    let s = |i: i64| {
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| p.string_table.get(i))
+            .cloned()
+            .unwrap_or_default()
+    };
+    p.sample_type
+        .iter()
+        .enumerate()
+        .map(|(i, vt)| {
+            let total: i128 = p
+                .sample
+                .iter()
+                .map(|smp| i128::from(smp.value.get(i).copied().unwrap_or(0)))
+                .sum();
+            (s(vt.r#type), s(vt.unit), total as f64)
+        })
+        .collect()
+}
+
+/// A value in nanoseconds or bytes, from its unit's name.
+fn normalised(value: f64, unit: &str) -> f64 {
+    let scale = match unit {
+        "microseconds" | "us" => 1e3,
+        "milliseconds" | "ms" => 1e6,
+        "seconds" | "s" => 1e9,
+        "kilobytes" | "kb" => 1024.0,
+        "megabytes" | "mb" => 1024.0 * 1024.0,
+        _ => 1.0,
+    };
+    value * scale
+}
+
+/// The figures DataKit derives for Go: from the profiles (the CPU profile's own recording
+/// time, the heap's live objects and bytes, block and mutex delays, the goroutines counted
+/// by the goroutine profile's values) and from metrics.json (its `go_*` figures as
+/// `prof_go_*`; allocated bytes over the upload's period; GC pause over it).
+fn go_metrics(
+    up: &Upload,
+    decoded: &[(String, crate::pprof::proto::Profile)],
+) -> std::collections::BTreeMap<&'static str, f64> {
+    const FROM_JSON: [(&str, &str); 8] = [
+        ("go_alloc_bytes_per_sec", "prof_go_alloc_bytes_per_sec"),
+        ("go_allocs_per_sec", "prof_go_allocs_per_sec"),
+        ("go_frees_per_sec", "prof_go_frees_per_sec"),
+        (
+            "go_heap_growth_bytes_per_sec",
+            "prof_go_heap_growth_bytes_per_sec",
+        ),
+        ("go_gcs_per_sec", "prof_go_gcs_per_sec"),
+        ("go_gc_pause_time", "prof_go_gc_pause_time"),
+        ("go_max_gc_pause_time", "prof_go_max_gc_pause_time"),
+        ("go_num_goroutine", "prof_go_num_goroutine"),
+    ];
+    let mut m = std::collections::BTreeMap::new();
+    let secs = up.duration_s();
+    if let Some(raw) = up
+        .attachments
+        .iter()
+        .find(|a| a.kind == Kind::Metrics)
+        .and_then(|a| a.raw.as_ref())
+        && let Ok(pairs) = serde_json::from_slice::<Vec<(String, serde_json::Value)>>(raw)
+    {
+        for (name, v) in pairs {
+            if let (Some((_, key)), Some(x)) =
+                (FROM_JSON.iter().find(|(n, _)| *n == name), v.as_f64())
+            {
+                m.insert(*key, x);
+            }
+        }
+        if let Some(a) = m.get("prof_go_alloc_bytes_per_sec").copied()
+            && a > 0.0
+            && secs > 0.0
+        {
+            m.insert("prof_go_alloc_bytes_total", a * secs);
+        }
+        if let Some(p) = m.get("prof_go_gc_pause_time").copied()
+            && p > 0.0
+            && secs > 0.0
+        {
+            m.insert("prof_go_cpu_cores_gc_overhead", p / secs);
+        }
+    }
+    let total = |stem: &str, ty: &str| {
+        decoded
+            .iter()
+            .find(|(s, _)| s == stem || s.strip_prefix("delta-") == Some(stem))
+            .and_then(|(_, p)| totals(p).into_iter().find(|(t, _, _)| t == ty))
+            .map(|(_, unit, v)| normalised(v, &unit))
+    };
+    if let Some((_, p)) = decoded.iter().find(|(s, _)| s == "cpu")
+        && let Some(cpu) = total("cpu", "cpu")
+    {
+        let ns = if p.duration_nanos > 0 {
+            p.duration_nanos as f64
+        } else {
+            secs * 1e9
+        };
+        if ns > 0.0 {
+            m.insert("prof_go_cpu_cores", cpu / ns);
+        }
+    }
+    if let Some(v) = total("heap", "inuse_objects") {
+        m.insert("prof_go_lifetime_heap_objects", v);
+    }
+    if let Some(v) = total("heap", "inuse_space") {
+        m.insert("prof_go_lifetime_heap_bytes", v);
+    }
+    if let Some(v) = total("block", "delay") {
+        m.insert("prof_go_blocked_time", v);
+    }
+    if let Some(v) = total("mutex", "delay") {
+        m.insert("prof_go_mutex_delay_time", v);
+    }
+    if let Some(v) = total("goroutine", "goroutine") {
+        m.insert("prof_go_num_goroutine", v);
+    }
+    m
+}
+
+/// The figures DataKit derives for Python from its profile's totals per sample type.
+fn python_metrics(
+    up: &Upload,
+    decoded: &[(String, crate::pprof::proto::Profile)],
+) -> std::collections::BTreeMap<&'static str, f64> {
+    let mut m = std::collections::BTreeMap::new();
+    let Some((_, p)) = decoded.first() else {
+        return m;
+    };
+    let secs = up.duration_s();
+    let t = totals(p);
+    let get = |ty: &str| {
+        t.iter()
+            .find(|(n, _, _)| n == ty)
+            .map(|(_, u, v)| normalised(*v, u))
+    };
+    let per_sec = |v: f64| if secs > 0.0 { Some(v / secs) } else { None };
+    if let Some(v) = get("cpu-time")
+        && secs > 0.0
+    {
+        m.insert("prof_python_cpu_cores", v / (secs * 1e9));
+    }
+    if let Some(v) = get("alloc-space") {
+        m.insert("prof_python_alloc_bytes_total", v);
+        if let Some(r) = per_sec(v) {
+            m.insert("prof_python_alloc_bytes_per_sec", r);
+        }
+    }
+    if let Some(r) = get("alloc-samples").and_then(per_sec) {
+        m.insert("prof_python_allocs_per_sec", r);
+    }
+    if let Some(r) = get("lock-acquire").and_then(per_sec) {
+        m.insert("prof_python_lock_acquisitions_per_sec", r);
+    }
+    if let Some(v) = get("lock-acquire-wait") {
+        m.insert("prof_python_lock_acquisition_time", v);
+    }
+    if let Some(v) = get("lock-release-hold") {
+        m.insert("prof_python_lock_hold_time", v);
+    }
+    if let Some(v) = get("exception-samples") {
+        m.insert("prof_python_exceptions_total", v);
+        if let Some(r) = per_sec(v) {
+            m.insert("prof_python_exceptions_per_sec", r);
+        }
+    }
+    if let Some(v) = get("wall-time") {
+        m.insert("prof_python_wall_time", v);
+    }
+    if let Some(v) = get("heap-space") {
+        m.insert("prof_python_lifetime_heap_bytes", v);
+    }
+    m
+}
+
+/// `path`, or `path` with `-2`, `-3`… before its extension when taken (two uploads of one
+/// service in one millisecond).
+fn create_new(dir: &Path, stem: &str, ext: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
+    for n in 1..1000 {
+        let name = if n == 1 {
+            format!("{stem}.{ext}")
+        } else {
+            format!("{stem}-{n}.{ext}")
+        };
+        let p = dir.join(name);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&p)
+        {
+            Ok(f) => return Ok((p, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("1000 files of the same name"))
+}
+
+fn gzip(raw: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(
+        Vec::with_capacity(raw.len() / 3),
+        flate2::Compression::fast(),
+    );
+    let _ = gz.write_all(raw);
+    gz.finish().unwrap_or_default()
+}
+
+fn top_rows(
+    p: crate::pprof::proto::Profile,
+    n: usize,
+) -> Option<Vec<crate::pprof::report::TopRow>> {
+    let mut pp = crate::pprof::model::Pprof::new(p).ok()?;
+    pp.prepare_for_report();
+    let o = crate::pprof::report::TopOptions {
+        nodes: n,
+        ..Default::default()
+    };
+    Some(crate::pprof::report::top(&pp, &o).ok()?.rows)
+}
+
+/// Stores an upload and says what became of it.
+pub fn store(
+    up: &Upload,
+    headers: Vec<(String, String)>,
+    received: jiff::Timestamp,
+    opts: &StoreOptions,
+) -> Stored {
+    let service = up.tag("service").unwrap_or("unnamed-service").to_string();
+    let dir = opts.out.join(crate::pull::safe_name(&service));
+    let made = std::fs::create_dir_all(&dir);
+    let at = up.end.unwrap_or(received);
+    let stamp = at.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+    let mut decoded = Vec::new();
+    let mut attachments = Vec::new();
+    for a in &up.attachments {
+        let mut s = StoredAttachment {
+            name: a.name.clone(),
+            stem: a.stem.clone(),
+            kind: a.kind.clone(),
+            bytes: a.data.len(),
+            compression: a.compression,
+            file: None,
+            samples: None,
+            error: None,
+            top: None,
+        };
+        let stem = crate::pull::safe_name(&a.stem);
+        let (ext, bytes): (&str, std::borrow::Cow<'_, [u8]>) = match (&a.kind, &a.raw) {
+            (Kind::Pprof, Some(raw)) => {
+                match crate::pprof::decode::decode_raw(raw, &opts.limits) {
+                    Ok(p) => {
+                        s.samples = Some(p.sample.len());
+                        if opts.top > 0 {
+                            s.top = top_rows(p.clone(), opts.top);
+                        }
+                        decoded.push((a.stem.clone(), p));
+                    }
+                    Err(e) => s.error = Some(e.to_string()),
+                }
+                let gz = if a.compression == Compression::Gzip {
+                    std::borrow::Cow::Borrowed(&a.data[..])
+                } else {
+                    std::borrow::Cow::Owned(gzip(raw))
+                };
+                ("pb.gz", gz)
+            }
+            (Kind::Metrics, Some(raw)) => ("json", std::borrow::Cow::Borrowed(&raw[..])),
+            _ => {
+                let ext = Path::new(&a.name)
+                    .extension()
+                    .and_then(|e| e.to_str())
+                    .unwrap_or("bin");
+                (ext, std::borrow::Cow::Borrowed(&a.data[..]))
+            }
+        };
+        let base = match &a.kind {
+            Kind::Other => Path::new(&stem)
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("attachment")
+                .to_string(),
+            _ => stem,
+        };
+        match &made {
+            Err(e) => s.error = Some(format!("cannot create {}: {e}", dir.display())),
+            Ok(()) => match create_new(&dir, &format!("{base}-{stamp}"), ext)
+                .and_then(|(p, mut f)| f.write_all(&bytes).map(|()| p))
+            {
+                Ok(p) => s.file = Some(p),
+                Err(e) => s.error = Some(format!("cannot write under {}: {e}", dir.display())),
+            },
+        }
+        attachments.push(s);
+    }
+    let language = up.language();
+    let profiling_metrics = match language.as_str() {
+        "go" => go_metrics(up, &decoded),
+        "python" => python_metrics(up, &decoded),
+        _ => Default::default(),
+    };
+    let ts = |t: Option<jiff::Timestamp>| t.map(crate::pull::upload::rfc3339_nano);
+    Stored {
+        received: crate::pull::upload::rfc3339_nano(received),
+        env: up.tag("env").map(String::from),
+        version: up.tag("version").map(String::from),
+        host: up.tag("host").map(String::from),
+        service,
+        language,
+        form: up.form,
+        start: ts(up.start),
+        end: ts(up.end),
+        duration_s: up.duration_s(),
+        tags: up.tags.clone(),
+        headers,
+        attachments,
+        profiling_metrics,
+    }
+}
+
+/// The line printed per upload.
+pub fn render(s: &Stored) -> String {
+    let mut out = format!(
+        "{} {} env={} version={} {} {:.1}s:",
+        s.received,
+        s.service,
+        s.env.as_deref().unwrap_or("-"),
+        s.version.as_deref().unwrap_or("-"),
+        s.language,
+        s.duration_s
+    );
+    for a in &s.attachments {
+        out.push_str(&format!(" {}({})", a.stem, human_bytes(a.bytes)));
+        if let Some(e) = &a.error {
+            out.push_str(&format!("[error: {e}]"));
+        }
+    }
+    out.push('\n');
+    for a in &s.attachments {
+        if let Some(rows) = &a.top {
+            out.push_str(&format!("  {}:\n", a.stem));
+            for r in rows {
+                out.push_str(&format!(
+                    "    {:>10} {:>7}  {}\n",
+                    r.flat_fmt, r.flat_pct, r.function
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn human_bytes(n: usize) -> String {
+    if n >= 1 << 20 {
+        format!("{:.1} MiB", n as f64 / 1048576.0)
+    } else if n >= 1024 {
+        format!("{:.1} KiB", n as f64 / 1024.0)
+    } else {
+        format!("{n} B")
+    }
+}

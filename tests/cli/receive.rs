@@ -1,0 +1,594 @@
+//! `agentprof receive` with uploads as dd-trace clients send them: recorded dd-trace-go
+//! uploads (both forms, every compression), bad uploads, kill -9, and the real profilers.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{Sandbox, fixture};
+
+/// `agentprof receive` running in the sandbox: its address and its JSON lines.
+pub struct Receiver {
+    child: Child,
+    pub addr: String,
+    lines: std::sync::mpsc::Receiver<Value>,
+    pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Receiver {
+    pub fn start(sb: &Sandbox, extra: &[&str]) -> Receiver {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentprof"))
+            .current_dir(sb.path())
+            .args([
+                "receive",
+                "--listen",
+                "127.0.0.1:0",
+                "--out",
+                "out",
+                "--queue",
+                "queue",
+                "--json",
+            ])
+            .args(extra)
+            .env("NO_COLOR", "1")
+            .env_remove("AGENTPROF_CONFIG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&l) {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+        let err = child.stderr.take().unwrap();
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let log = std::sync::Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                if let Some(rest) = l.split("listening on http://").nth(1) {
+                    let addr = rest.split('/').next().unwrap_or_default().to_string();
+                    let _ = addr_tx.send(addr);
+                }
+                let mut s = log.lock().unwrap();
+                s.push_str(&l);
+                s.push('\n');
+            }
+        });
+        let addr = addr_rx
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("receive did not start: {}", stderr.lock().unwrap()));
+        Receiver {
+            child,
+            addr,
+            lines,
+            stderr,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/profiling/v1/input", self.addr)
+    }
+
+    /// The next uploads.jsonl line it prints (at most 20 s).
+    pub fn next(&self) -> Value {
+        self.lines
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("no upload stored: {}", self.stderr.lock().unwrap()))
+    }
+
+    pub fn stop(mut self) -> String {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let st = self.child.wait().unwrap();
+        assert!(st.success(), "{st:?}");
+        std::thread::sleep(Duration::from_millis(100));
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A multipart/form-data body of (field name, file name, bytes) parts; its content type.
+pub fn multipart(parts: &[(&str, Option<&str>, Vec<u8>)]) -> (Vec<u8>, String) {
+    let boundary = "a1b2c3d4e5f6agentprofboundary";
+    let mut body = Vec::new();
+    for (name, file, bytes) in parts {
+        let disp = match file {
+            Some(f) => format!("form-data; name=\"{name}\"; filename=\"{f}\""),
+            None => format!("form-data; name=\"{name}\""),
+        };
+        body.extend(
+            format!(
+                "--{boundary}\r\nContent-Disposition: {disp}\r\nContent-Type: application/octet-stream\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend(bytes);
+        body.extend(b"\r\n");
+    }
+    body.extend(format!("--{boundary}--\r\n").as_bytes());
+    (body, format!("multipart/form-data; boundary={boundary}"))
+}
+
+fn gzip(b: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(b).unwrap();
+    e.finish().unwrap()
+}
+
+/// The recorded dd-trace-go upload in its current form: event.json and the five profiles
+/// and metrics.json as dd-trace-go names them, `cpu` gzipped and the rest raw.
+pub fn recorded_upload(tags: &str) -> (Vec<u8>, String) {
+    let names = [
+        "cpu.pprof",
+        "delta-heap.pprof",
+        "delta-block.pprof",
+        "delta-mutex.pprof",
+        "goroutines.pprof",
+        "metrics.json",
+    ];
+    let mut parts: Vec<(&str, Option<&str>, Vec<u8>)> = names
+        .iter()
+        .map(|n| {
+            let b = std::fs::read(fixture(n)).unwrap();
+            let b = if *n == "cpu.pprof" { gzip(&b) } else { b };
+            (*n, Some(*n), b)
+        })
+        .collect();
+    let event = json!({
+        "start": "2026-12-01T10:00:00Z",
+        "end": "2026-12-01T10:01:00Z",
+        "attachments": names,
+        "tags_profiler": tags,
+        "family": "go",
+        "version": "4",
+    });
+    parts.push(("event", Some("event.json"), event.to_string().into_bytes()));
+    multipart(&parts)
+}
+
+fn post(url: &str, body: Vec<u8>, ctype: &str) -> (u16, String) {
+    let r = reqwest::blocking::Client::new()
+        .post(url)
+        .header("content-type", ctype)
+        .header("DD-EVP-ORIGIN", "agentprof-test")
+        .header("DD-API-KEY", "secret-key")
+        .body(body)
+        .send()
+        .unwrap();
+    (r.status().as_u16(), r.text().unwrap_or_default())
+}
+
+/// The recorded upload is acknowledged, stored where `pull` stores, read by go tool pprof
+/// exactly as by `agentprof top`, and its profiling_metrics are the figures computed by
+/// hand from the same files.
+#[test]
+fn a_recorded_dd_trace_go_upload_is_stored_and_its_figures_are_right() {
+    if !crate::support::require_go() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let rx = Receiver::start(&sb, &[]);
+    let (body, ct) = recorded_upload(
+        "service:dd-service,env:dd-env,version:dd-1.0.0,k:1,k:2,runtime:go,profile_seq:0,host:h1",
+    );
+    let (code, text) = post(&rx.url(), body, &ct);
+    assert_eq!(code, 202, "{text}");
+    let line = rx.next();
+    assert_eq!(line["service"], "dd-service");
+    assert_eq!(line["env"], "dd-env");
+    assert_eq!(line["version"], "dd-1.0.0");
+    assert_eq!(line["language"], "go");
+    assert_eq!(line["duration_s"], 60.0);
+    let tags: Vec<&str> = line["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(tags.contains(&"k:1") && tags.contains(&"k:2"), "{tags:?}");
+    // The client's headers are kept, its API key is not.
+    let headers = line["headers"].to_string();
+    assert!(headers.contains("agentprof-test"), "{headers}");
+    assert!(!headers.contains("secret-key"), "{headers}");
+    let att = line["attachments"].as_array().unwrap();
+    assert_eq!(att.len(), 6);
+    for a in att {
+        assert!(a["error"].is_null(), "{a}");
+        let file = sb.file(a["file"].as_str().unwrap());
+        assert!(
+            file.starts_with(sb.file("out/dd-service")),
+            "{}",
+            file.display()
+        );
+        if a["kind"] != "pprof" {
+            continue;
+        }
+        let name = file.file_name().unwrap().to_str().unwrap();
+        assert!(name.ends_with(".pb.gz"), "{name}");
+        let ours = sb.run(&["top", file.to_str().unwrap()]);
+        assert_eq!(ours.code, 0, "{}", ours.stderr);
+        let theirs =
+            crate::support::go(&["tool", "pprof", "-top", file.to_str().unwrap()]).unwrap();
+        assert_eq!(ours.stdout, theirs, "{name}");
+    }
+    let stems: Vec<&str> = att.iter().map(|a| a["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        stems,
+        [
+            "cpu",
+            "delta-heap",
+            "delta-block",
+            "delta-mutex",
+            "goroutine",
+            "metrics"
+        ]
+    );
+    // The figures, by hand: metrics.json's go_* values; totals of the profiles' values.
+    let m = &line["profiling_metrics"];
+    assert_eq!(m["prof_go_alloc_bytes_per_sec"], 232769.73333333334);
+    assert_eq!(m["prof_go_gcs_per_sec"], 0.016666666666666666);
+    let total = 232769.73333333334 * 60.0;
+    assert!((m["prof_go_alloc_bytes_total"].as_f64().unwrap() - total).abs() < 1e-6);
+    let sum = |file: &str, ty: &str| -> f64 {
+        // `go tool pprof -raw` lists each sample's values: the type's column summed.
+        let raw = crate::support::go(&["tool", "pprof", "-raw", fixture(file).to_str().unwrap()])
+            .unwrap();
+        let lines: Vec<&str> = raw.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("Samples:"))
+            .unwrap();
+        let types: Vec<&str> = lines[at + 1].split_whitespace().collect();
+        let col = types
+            .iter()
+            .position(|t| t.starts_with(ty))
+            .unwrap_or_else(|| panic!("{ty} in {types:?}"));
+        lines[at + 2..]
+            .iter()
+            .take_while(|l| !l.starts_with("Locations"))
+            .filter_map(|l| {
+                let l = l.trim();
+                let v: Vec<&str> = l.split(':').next()?.split_whitespace().collect();
+                (v.len() == types.len()).then(|| v[col].parse::<f64>().ok())?
+            })
+            .sum()
+    };
+    assert_eq!(
+        m["prof_go_num_goroutine"].as_f64().unwrap(),
+        sum("goroutines.pprof", "goroutine")
+    );
+    assert_eq!(
+        m["prof_go_lifetime_heap_bytes"].as_f64().unwrap(),
+        sum("delta-heap.pprof", "inuse_space")
+    );
+    assert_eq!(
+        m["prof_go_blocked_time"].as_f64().unwrap(),
+        sum("delta-block.pprof", "delay")
+    );
+    let uploads = std::fs::read_to_string(sb.file("out/uploads.jsonl")).unwrap();
+    assert_eq!(uploads.lines().count(), 1);
+    let stderr = rx.stop();
+    assert!(stderr.contains("1 stored"), "{stderr}");
+}
+
+/// The older form (tags[], types[i], data[i]) with lz4 and zstd attachments; and every bad
+/// upload refused with the status that says why, nothing of it stored.
+#[test]
+fn the_older_form_is_read_and_bad_uploads_are_refused_with_their_reason() {
+    let sb = Sandbox::new();
+    let rx = Receiver::start(&sb, &["--metrics-listen", "127.0.0.1:0"]);
+    let cpu = std::fs::read(fixture("cpu.pprof")).unwrap();
+    let lz4 = {
+        use std::io::Write;
+        let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
+        e.write_all(&cpu).unwrap();
+        e.finish().unwrap()
+    };
+    let (body, ct) = multipart(&[
+        ("recording-start", None, b"2026-12-01T10:00:00Z".to_vec()),
+        ("recording-end", None, b"2026-12-01T10:00:30Z".to_vec()),
+        ("tags[]", None, b"service:old-form".to_vec()),
+        ("tags[]", None, b"runtime:go".to_vec()),
+        ("format", None, b"pprof".to_vec()),
+        ("types[0]", None, b"cpu".to_vec()),
+        ("data[0]", Some("pprof"), lz4),
+    ]);
+    let (code, text) = post(&rx.url(), body, &ct);
+    assert_eq!(code, 202, "{text}");
+    let line = rx.next();
+    assert_eq!(line["form"], "legacy");
+    assert_eq!(line["service"], "old-form");
+    assert_eq!(line["attachments"][0]["compression"], "lz4");
+    assert_eq!(line["attachments"][0]["type"], "cpu");
+    assert_eq!(line["duration_s"], 30.0);
+
+    let (good, ct) = recorded_upload("service:x");
+    let cases: Vec<(Vec<u8>, String, u16, &str)> = vec![
+        (
+            b"{}".to_vec(),
+            "application/json".into(),
+            415,
+            "not multipart",
+        ),
+        (
+            b"--zz\r\nnot a part".to_vec(),
+            "multipart/form-data; boundary=zz".into(),
+            400,
+            "malformed",
+        ),
+        (
+            multipart(&[("event", Some("event.json"), b"{not json".to_vec())]).0,
+            multipart(&[]).1,
+            400,
+            "event.json",
+        ),
+        (
+            multipart(&[
+                ("event", Some("event.json"), b"{}".to_vec()),
+                ("cpu.pprof", Some("cpu.pprof"), b"\x1f\x8bnot gzip".to_vec()),
+            ])
+            .0,
+            multipart(&[]).1,
+            400,
+            "attachment cpu.pprof",
+        ),
+        (vec![b'x'; 33 << 20], ct.clone(), 413, "limit"),
+    ];
+    for (body, ct, status, says) in cases {
+        let (code, text) = post(&rx.url(), body, &ct);
+        assert_eq!(code, status, "{says}: {text}");
+        assert!(text.contains(says), "{says}: {text}");
+    }
+    // The good one still goes through after them.
+    let (code, _) = post(&rx.url(), good, &ct);
+    assert_eq!(code, 202);
+    assert_eq!(rx.next()["service"], "x");
+    let stored = std::fs::read_to_string(sb.file("out/uploads.jsonl")).unwrap();
+    assert_eq!(stored.lines().count(), 2, "{stored}");
+    let stderr = rx.stop();
+    assert!(stderr.contains("2 stored"), "{stderr}");
+    assert!(stderr.contains("\"too_large\": 1"), "{stderr}");
+}
+
+/// kill -9 during a burst: every upload that got its 202 is stored, by the next start.
+#[test]
+fn a_kill_9_during_a_burst_loses_no_acknowledged_upload() {
+    let sb = Sandbox::new();
+    // Each upload's top tables make storing slower than acknowledging: a backlog builds.
+    let rx = Receiver::start(&sb, &["--top", "50"]);
+    let url = rx.url();
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut senders = Vec::new();
+    for t in 0..6 {
+        let (url, acked, stop) = (
+            url.clone(),
+            std::sync::Arc::clone(&acked),
+            std::sync::Arc::clone(&stop),
+        );
+        senders.push(std::thread::spawn(move || {
+            let client = reqwest::blocking::Client::new();
+            for i in 0.. {
+                if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                let seq = format!("{t}-{i}");
+                let (body, ct) = recorded_upload(&format!("service:burst,seq:{seq}"));
+                let r = client
+                    .post(&url)
+                    .header("content-type", ct)
+                    .body(body)
+                    .timeout(Duration::from_secs(5))
+                    .send();
+                match r {
+                    Ok(r) if r.status().as_u16() == 202 => acked.lock().unwrap().push(seq),
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+        }));
+    }
+    let t0 = Instant::now();
+    while acked.lock().unwrap().len() < 40 && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut rx = rx;
+    unsafe { libc::kill(rx.child.id() as i32, libc::SIGKILL) };
+    let _ = rx.child.wait();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for s in senders {
+        let _ = s.join();
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(acked.len() >= 40, "{}", acked.len());
+    drop(rx);
+    let before = std::fs::read_to_string(sb.file("out/uploads.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .count();
+    // The next start stores what the killed one had not.
+    let rx = Receiver::start(&sb, &[]);
+    let t0 = Instant::now();
+    let stored = || -> std::collections::HashSet<String> {
+        std::fs::read_to_string(sb.file("out/uploads.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|v| {
+                v["tags"]
+                    .as_array()?
+                    .iter()
+                    .find_map(|t| t.as_str()?.strip_prefix("seq:").map(String::from))
+            })
+            .collect()
+    };
+    while acked.iter().any(|s| !stored().contains(s)) && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let got = stored();
+    let lost: Vec<&String> = acked.iter().filter(|s| !got.contains(*s)).collect();
+    let stderr = rx.stop();
+    eprintln!(
+        "measured: {} uploads acknowledged before kill -9, {before} stored before it, {} after the restart, {} lost",
+        acked.len(),
+        got.len(),
+        lost.len()
+    );
+    assert!(lost.is_empty(), "lost: {lost:?}");
+    // The kill came with a backlog: the restart stored what was acknowledged and not yet
+    // stored, so the test shows the queue's durability, not only fast workers.
+    assert!(before < got.len(), "{before} of {}: {stderr}", got.len());
+    assert!(
+        stderr.contains("acknowledged by the previous run"),
+        "{stderr}"
+    );
+}
+
+/// The Go program profiled by dd-trace-go's profiler (tests/go/ddprof), built once.
+fn ddprof_binary() -> Option<std::path::PathBuf> {
+    static BIN: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        if !crate::support::require_go() {
+            return None;
+        }
+        let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ddprof");
+        let src = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/go/ddprof");
+        let st = Command::new("go")
+            .args(["build", "-o"])
+            .arg(&out)
+            .arg(".")
+            .current_dir(&src)
+            .status()
+            .expect("go build");
+        assert!(
+            st.success(),
+            "go build of the dd-trace-go test program failed"
+        );
+        Some(out)
+    })
+    .clone()
+}
+
+/// The real dd-trace-go profiler (v2), started with the reference's options and a 2 s
+/// period, uploading to agentprof receive: every upload arrives whole, each stored profile
+/// reads the same in go tool pprof and agentprof top, the CPU profile is about the busy
+/// function, the tags and an increasing profile_seq arrive, and the figures are those of
+/// the stored files.
+#[test]
+fn dd_trace_go_uploads_arrive_whole_and_right() {
+    let Some(bin) = ddprof_binary() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let rx = Receiver::start(&sb, &["--top", "3"]);
+    let st = Command::new(&bin)
+        .args(["-agent", &rx.addr, "-period", "2s", "-run", "7s"])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut lines = Vec::new();
+    while lines.len() < 3 {
+        lines.push(rx.next());
+    }
+    let stderr = rx.stop();
+    let mut seqs = Vec::new();
+    for l in &lines {
+        assert_eq!(l["service"], "dd-service", "{l}");
+        assert_eq!(l["env"], "dd-env");
+        assert_eq!(l["version"], "dd-1.0.0");
+        assert_eq!(l["language"], "go");
+        let tags: Vec<&str> = l["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
+        for t in ["k:1", "k:2", "runtime:go"] {
+            assert!(tags.contains(&t), "{t}: {tags:?}");
+        }
+        seqs.push(
+            tags.iter()
+                .find_map(|t| t.strip_prefix("profile_seq:"))
+                .unwrap()
+                .parse::<u64>()
+                .unwrap(),
+        );
+        let att = l["attachments"].as_array().unwrap();
+        let stems: Vec<&str> = att.iter().map(|a| a["type"].as_str().unwrap()).collect();
+        for want in [
+            "cpu",
+            "delta-heap",
+            "delta-block",
+            "delta-mutex",
+            "goroutine",
+            "metrics",
+        ] {
+            assert!(stems.contains(&want), "{want}: {stems:?}");
+        }
+        for a in att {
+            assert!(a["error"].is_null(), "{a}");
+            if a["kind"] != "pprof" {
+                continue;
+            }
+            let file = sb.file(a["file"].as_str().unwrap());
+            let ours = sb.run(&["top", file.to_str().unwrap()]);
+            assert_eq!(ours.code, 0, "{}", ours.stderr);
+            let theirs =
+                crate::support::go(&["tool", "pprof", "-top", file.to_str().unwrap()]).unwrap();
+            assert_eq!(ours.stdout, theirs, "{}", file.display());
+        }
+        // dd-trace-go compresses what it sends (zstd in v2).
+        assert!(att.iter().any(|a| a["compression"] != "none"), "{att:?}");
+    }
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    // The CPU profile of a later period is about the busy function.
+    let cpu = lines[1]["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["type"] == "cpu")
+        .unwrap();
+    let top = cpu["top"][0]["function"].as_str().unwrap();
+    assert_eq!(top, "main.busyWork", "{cpu}");
+    // metrics.json's figures are the file's own; the goroutines those the profile counts.
+    let l = &lines[1];
+    let metrics_file = l["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["type"] == "metrics")
+        .unwrap()["file"]
+        .as_str()
+        .unwrap();
+    let pairs: Vec<(String, f64)> =
+        serde_json::from_str(&std::fs::read_to_string(sb.file(metrics_file)).unwrap()).unwrap();
+    let get = |n: &str| pairs.iter().find(|(k, _)| k == n).map(|(_, v)| *v).unwrap();
+    let m = &l["profiling_metrics"];
+    assert_eq!(
+        m["prof_go_alloc_bytes_per_sec"],
+        get("go_alloc_bytes_per_sec")
+    );
+    assert_eq!(m["prof_go_gcs_per_sec"], get("go_gcs_per_sec"));
+    assert!(m["prof_go_num_goroutine"].as_f64().unwrap() >= 3.0, "{m}");
+    assert!(
+        m["prof_go_cpu_cores"].as_f64().unwrap() > 0.5,
+        "a busy core: {m}"
+    );
+    assert!(stderr.contains("stored"), "{stderr}");
+}
