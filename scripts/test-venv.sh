@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The Python virtualenv agentprof's tests run Python checks in: datadog-checks-base with its
 # dependencies, markdown-it-py (the gate's markdown report is read by a real parser) and
-# hatchling (an integration is installed with `pip install -e`, as integrations-core builds).
+# hatchling (an integration is installed with `pip install -e`, as integrations-core builds),
+# and ddtrace (its profiler is a real client of `agentprof receive`).
 # Creates target/test-venv when it is missing or incomplete, then prints its interpreter.
 # The tests call this themselves; .ci/run calls it first so the install shows in the log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=target/test-venv
-want='import datadog_checks.base, markdown_it, hatchling'
+want='import datadog_checks.base, markdown_it, hatchling, ddtrace'
 mkdir -p target
 exec 9>target/test-venv.lock
 flock 9
@@ -18,7 +19,7 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "$want" 2>/dev/null; t
     exit 1
   fi
   "$venv/bin/pip" install -q --disable-pip-version-check \
-    'datadog-checks-base[deps]' markdown-it-py hatchling >&2
+    'datadog-checks-base[deps]' markdown-it-py hatchling ddtrace >&2
   "$venv/bin/python" -c "$want"
 fi
 echo "$PWD/$venv/bin/python"

@@ -351,6 +351,11 @@ pub async fn parse(
                 Some(raw)
             }
             Kind::Metrics => crate::pprof::decode::decompress(&f.data, limits).ok(),
+            // A compressed file (code provenance, traces) is stored readable when it
+            // decompresses within the limits, else as sent.
+            Kind::Other if compression != Compression::None => {
+                crate::pprof::decode::decompress(&f.data, limits).ok()
+            }
             Kind::Other => None,
         };
         up.attachments.push(Attachment {

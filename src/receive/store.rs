@@ -34,8 +34,10 @@ pub struct StoredAttachment {
     /// Sample records (pprof only).
     pub samples: Option<usize>,
     pub error: Option<String>,
-    /// The top functions by flat value (with `--top N`), as `agentprof top` lists them.
+    /// The top functions by flat value (with `--top N`), as `agentprof top` lists them,
+    /// and of which sample type.
     pub top: Option<Vec<crate::pprof::report::TopRow>>,
+    pub top_sample_type: Option<String>,
 }
 
 /// One line of uploads.jsonl (docs/json.md).
@@ -269,17 +271,26 @@ fn gzip(raw: &[u8]) -> Vec<u8> {
     gz.finish().unwrap_or_default()
 }
 
+/// The top rows of a profile; of its `cpu-time` when it has one (Python's, whose default
+/// type is its last, a GPU count), else of its default type as `go tool pprof` shows it.
 fn top_rows(
     p: crate::pprof::proto::Profile,
     n: usize,
-) -> Option<Vec<crate::pprof::report::TopRow>> {
+) -> Option<(String, Vec<crate::pprof::report::TopRow>)> {
     let mut pp = crate::pprof::model::Pprof::new(p).ok()?;
     pp.prepare_for_report();
+    let cpu = pp
+        .sample_types()
+        .iter()
+        .any(|(t, _)| *t == "cpu-time")
+        .then(|| "cpu-time".to_string());
     let o = crate::pprof::report::TopOptions {
         nodes: n,
+        sample_index: cpu,
         ..Default::default()
     };
-    Some(crate::pprof::report::top(&pp, &o).ok()?.rows)
+    let t = crate::pprof::report::top(&pp, &o).ok()?;
+    Some((t.sample_type, t.rows))
 }
 
 /// Stores an upload and says what became of it.
@@ -307,6 +318,7 @@ pub fn store(
             samples: None,
             error: None,
             top: None,
+            top_sample_type: None,
         };
         let stem = crate::pull::safe_name(&a.stem);
         let (ext, bytes): (&str, std::borrow::Cow<'_, [u8]>) = match (&a.kind, &a.raw) {
@@ -314,8 +326,11 @@ pub fn store(
                 match crate::pprof::decode::decode_raw(raw, &opts.limits) {
                     Ok(p) => {
                         s.samples = Some(p.sample.len());
-                        if opts.top > 0 {
-                            s.top = top_rows(p.clone(), opts.top);
+                        if opts.top > 0
+                            && let Some((ty, rows)) = top_rows(p.clone(), opts.top)
+                        {
+                            s.top_sample_type = Some(ty);
+                            s.top = Some(rows);
                         }
                         decoded.push((a.stem.clone(), p));
                     }
@@ -334,7 +349,8 @@ pub fn store(
                     .extension()
                     .and_then(|e| e.to_str())
                     .unwrap_or("bin");
-                (ext, std::borrow::Cow::Borrowed(&a.data[..]))
+                let bytes = a.raw.as_deref().unwrap_or(&a.data[..]);
+                (ext, std::borrow::Cow::Borrowed(bytes))
             }
         };
         let base = match &a.kind {
@@ -401,7 +417,11 @@ pub fn render(s: &Stored) -> String {
     out.push('\n');
     for a in &s.attachments {
         if let Some(rows) = &a.top {
-            out.push_str(&format!("  {}:\n", a.stem));
+            out.push_str(&format!(
+                "  {} ({}):\n",
+                a.stem,
+                a.top_sample_type.as_deref().unwrap_or("")
+            ));
             for r in rows {
                 out.push_str(&format!(
                     "    {:>10} {:>7}  {}\n",

@@ -592,3 +592,98 @@ fn dd_trace_go_uploads_arrive_whole_and_right() {
     );
     assert!(stderr.contains("stored"), "{stderr}");
 }
+
+/// Python's `ddtrace` profiler (run with ddtrace-run, a 1 s upload interval): its uploads
+/// arrive in the current form with its zstd `profile.pprof` and code provenance, stored
+/// readable; go tool pprof reads the stored profile as agentprof top does; its CPU is in
+/// busy_work; the figures are the profile's own totals.
+#[test]
+fn python_ddtrace_uploads_arrive_whole_and_right() {
+    let Some(py) = crate::support::venv_python() else {
+        return;
+    };
+    if !crate::support::require_go() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let rx = Receiver::start(&sb, &["--top", "3"]);
+    let bin = std::path::Path::new(&py).with_file_name("ddtrace-run");
+    let prog = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/ddprof.py");
+    let out = Command::new(&bin)
+        .arg(&py)
+        .arg(&prog)
+        .arg("3.5")
+        .env("DD_PROFILING_ENABLED", "true")
+        .env("DD_PROFILING_UPLOAD_INTERVAL", "1")
+        .env("DD_TRACE_AGENT_URL", format!("http://{}", rx.addr))
+        .env("DD_TRACE_ENABLED", "false")
+        .env("DD_SERVICE", "py-service")
+        .env("DD_ENV", "py-env")
+        .env("DD_VERSION", "py-1")
+        .env("DD_TAGS", "team:profiling")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines = vec![rx.next(), rx.next()];
+    while let Ok(v) = rx.lines.recv_timeout(Duration::from_secs(2)) {
+        lines.push(v);
+    }
+    let _ = rx.stop();
+    for l in &lines {
+        assert_eq!(l["service"], "py-service", "{l}");
+        assert_eq!(l["env"], "py-env");
+        assert_eq!(l["version"], "py-1");
+        assert_eq!(l["language"], "python");
+        let tags = l["tags"].to_string();
+        assert!(tags.contains("team:profiling"), "{tags}");
+        assert!(
+            l["headers"].to_string().contains("dd-trace-py"),
+            "{}",
+            l["headers"]
+        );
+        for a in l["attachments"].as_array().unwrap() {
+            assert!(a["error"].is_null(), "{a}");
+            let file = sb.file(a["file"].as_str().unwrap());
+            if a["kind"] == "pprof" {
+                let f = file.to_str().unwrap();
+                let ours = sb.run(&["top", "--sample-index", "cpu-time", f]);
+                assert_eq!(ours.code, 0, "{}", ours.stderr);
+                let theirs =
+                    crate::support::go(&["tool", "pprof", "-sample_index=cpu-time", "-top", f])
+                        .unwrap();
+                assert_eq!(ours.stdout, theirs, "{f}");
+            } else if a["name"].as_str().unwrap().ends_with(".json") {
+                // Stored decompressed: it reads as JSON.
+                let text = std::fs::read_to_string(&file).unwrap();
+                serde_json::from_str::<Value>(&text)
+                    .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            }
+        }
+    }
+    // The upload that covers most of the run: its CPU is busy_work's, its figures its own.
+    let l = lines
+        .iter()
+        .max_by(|a, b| {
+            a["duration_s"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["duration_s"].as_f64().unwrap())
+        })
+        .unwrap();
+    let prof = l["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["kind"] == "pprof")
+        .unwrap();
+    assert_eq!(prof["top_sample_type"], "cpu-time");
+    assert_eq!(prof["top"][0]["function"], "busy_work", "{prof}");
+    let m = &l["profiling_metrics"];
+    let cores = m["prof_python_cpu_cores"].as_f64().unwrap();
+    assert!(cores > 0.2 && cores < 1.5, "{m}");
+    assert!(m["prof_python_wall_time"].as_f64().unwrap() > 0.0, "{m}");
+}
