@@ -334,6 +334,14 @@ pub struct ReceiveArgs {
     /// Print each profile's top N functions with its upload
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
+    /// Post each upload on to URL (DataKit, a Datadog Agent, Datadog's intake with
+    /// agentprof.yaml's api_key) with agentprof.yaml's tags added (default: receive.forward_url)
+    #[arg(long, value_name = "URL")]
+    pub forward: Option<String>,
+    /// Where forwards that failed wait to be sent (default: receive.spool_dir, else
+    /// $AGENTPROF_STATE_DIR or the XDG state dir's receive-spool)
+    #[arg(long, value_name = "DIR")]
+    pub spool: Option<PathBuf>,
     /// Serve /metrics (OpenMetrics) and /healthz here, e.g. 127.0.0.1:9091
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,

@@ -48,6 +48,22 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
         .map(|d| crate::duration::parse(d, 1.0).map_err(|e| flag("--duration", e)))
         .transpose()?;
     let body_mb = file.body_size_limit_mb.unwrap_or(32);
+    let forward = match args.forward.clone().or(file.forward_url.clone()) {
+        Some(u) => {
+            let url = super::pull::parse_upload(&u).map_err(|e| flag("--forward", e))?;
+            let spool = args
+                .spool
+                .clone()
+                .or(file.spool_dir.clone())
+                .unwrap_or_else(|| crate::checks::python::state_dir().join("receive-spool"));
+            let key = agent.api_key.as_ref().map(|k| k.0.clone());
+            Some(
+                crate::receive::forward::Forwarder::new(url, spool, agent.tags.clone(), key)
+                    .map_err(|e| flag("--forward", e))?,
+            )
+        }
+        None => None,
+    };
     let opts = ReceiveOptions {
         listen,
         endpoints: file
@@ -74,6 +90,7 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
         metrics_listen,
         duration,
         json: args.json,
+        forward,
     };
     crate::agent::signal::install();
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -96,6 +96,8 @@ pub struct Uploader {
     pub spooled: u64,
     /// Spooled uploads dropped to stay within the spool's size.
     pub dropped: u64,
+    /// Headers of every request, never spooled (the intake's API key).
+    secret_headers: Vec<(String, String)>,
 }
 
 impl Uploader {
@@ -122,20 +124,34 @@ impl Uploader {
             retried: 0,
             spooled: 0,
             dropped: 0,
+            secret_headers: Vec::new(),
         })
     }
 
+    /// Adds headers to every request (credentials: they are never written to the spool).
+    pub fn with_secret_headers(mut self, h: Vec<(String, String)>) -> Uploader {
+        self.secret_headers = h;
+        self
+    }
+
     /// POSTs with retries; Err says why the last attempt failed.
-    fn post(&mut self, body: &[u8], content_type: &str) -> Result<(), String> {
+    fn post(
+        &mut self,
+        body: &[u8],
+        content_type: &str,
+        headers: &[(String, String)],
+    ) -> Result<(), String> {
         let mut backoff = FIRST_BACKOFF;
         let mut last = String::new();
         for attempt in 1..=ATTEMPTS {
-            let res = self
+            let mut req = self
                 .client
                 .post(self.url.clone())
-                .header(reqwest::header::CONTENT_TYPE, content_type)
-                .body(body.to_vec())
-                .send();
+                .header(reqwest::header::CONTENT_TYPE, content_type);
+            for (k, v) in headers.iter().chain(&self.secret_headers) {
+                req = req.header(k.as_str(), v.as_str());
+            }
+            let res = req.body(body.to_vec()).send();
             let retry = match res {
                 Ok(r) if r.status().is_success() => return Ok(()),
                 Ok(r) if r.status().is_server_error() || r.status().as_u16() == 429 => {
@@ -163,15 +179,26 @@ impl Uploader {
 
     /// Sends what is spooled (oldest first), then `up`; spools `up` if it cannot be sent.
     pub fn send(&mut self, up: &Upload) -> Result<(), String> {
-        self.flush_spool();
         let (body, ctype) = up.body();
-        match self.post(&body, &ctype) {
+        self.send_body(&body, &ctype, &[])
+    }
+
+    /// Sends what is spooled, then this body with its headers; spools it (headers too) if
+    /// it cannot be sent.
+    pub fn send_body(
+        &mut self,
+        body: &[u8],
+        ctype: &str,
+        headers: &[(String, String)],
+    ) -> Result<(), String> {
+        self.flush_spool();
+        match self.post(body, ctype, headers) {
             Ok(()) => {
                 self.sent += 1;
                 Ok(())
             }
             Err(e) => {
-                self.spool_put(&body, &ctype);
+                self.spool_put(body, ctype, headers);
                 Err(e)
             }
         }
@@ -193,11 +220,11 @@ impl Uploader {
     /// Sends spooled uploads until one fails.
     pub fn flush_spool(&mut self) {
         for f in self.spooled_files() {
-            let Some((ctype, body)) = read_spooled(&f) else {
+            let Some((ctype, headers, body)) = read_spooled(&f) else {
                 let _ = std::fs::remove_file(&f);
                 continue;
             };
-            if self.post(&body, &ctype).is_err() {
+            if self.post(&body, &ctype, &headers).is_err() {
                 return;
             }
             self.sent += 1;
@@ -205,7 +232,12 @@ impl Uploader {
         }
     }
 
-    fn spool_put(&mut self, body: &[u8], ctype: &str) {
+    /// Writes a body to the spool without trying to send it (the target is known down).
+    pub fn spool_body(&mut self, body: &[u8], ctype: &str, headers: &[(String, String)]) {
+        self.spool_put(body, ctype, headers);
+    }
+
+    fn spool_put(&mut self, body: &[u8], ctype: &str, headers: &[(String, String)]) {
         if let Err(e) = std::fs::create_dir_all(&self.spool) {
             eprintln!("agentprof: cannot spool to {}: {e}", self.spool.display());
             return;
@@ -214,8 +246,14 @@ impl Uploader {
             "{:020}.upload",
             jiff::Timestamp::now().as_nanosecond()
         ));
-        let mut data = Vec::with_capacity(body.len() + ctype.len() + 1);
-        data.extend(ctype.as_bytes());
+        // The first line: the content type alone, or (with headers) a JSON object of both.
+        let head = if headers.is_empty() {
+            ctype.to_string()
+        } else {
+            serde_json::json!({"content_type": ctype, "headers": headers}).to_string()
+        };
+        let mut data = Vec::with_capacity(body.len() + head.len() + 1);
+        data.extend(head.as_bytes());
         data.push(b'\n');
         data.extend(body);
         if let Err(e) = std::fs::write(&name, &data) {
@@ -240,11 +278,22 @@ impl Uploader {
     }
 }
 
-fn read_spooled(f: &Path) -> Option<(String, Vec<u8>)> {
+type Spooled = (String, Vec<(String, String)>, Vec<u8>);
+
+fn read_spooled(f: &Path) -> Option<Spooled> {
     let data = std::fs::read(f).ok()?;
     let nl = data.iter().position(|&b| b == b'\n')?;
-    let ctype = String::from_utf8(data[..nl].to_vec()).ok()?;
-    Some((ctype, data[nl + 1..].to_vec()))
+    let head = String::from_utf8(data[..nl].to_vec()).ok()?;
+    let (ctype, headers) = if head.starts_with('{') {
+        let v: serde_json::Value = serde_json::from_str(&head).ok()?;
+        (
+            v["content_type"].as_str()?.to_string(),
+            serde_json::from_value(v["headers"].clone()).ok()?,
+        )
+    } else {
+        (head, Vec::new())
+    };
+    Some((ctype, headers, data[nl + 1..].to_vec()))
 }
 
 #[cfg(test)]

@@ -21,6 +21,9 @@ pub struct ReceiveFile {
     /// Bytes acknowledged and not yet stored the queue may hold, MiB (default 256).
     pub cache_capacity_mb: Option<u64>,
     pub top: Option<usize>,
+    /// Where each upload is posted on (DataKit's, an Agent's or Datadog's intake URL).
+    pub forward_url: Option<String>,
+    pub spool_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]

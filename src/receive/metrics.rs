@@ -16,6 +16,7 @@ pub struct Metrics {
     pub rejected: Family<Labels, Counter>,
     pub queue_depth: Gauge,
     pub queue_bytes: Gauge,
+    pub forwards: Family<Labels, Counter>,
     /// Totals for the summary at stop.
     pub stored: std::sync::atomic::AtomicU64,
     pub refused: std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>>,
@@ -56,7 +57,14 @@ impl Metrics {
             "Bytes of the durable queue not yet processed",
             queue_bytes.clone(),
         );
+        let forwards = Family::<Labels, Counter>::default();
+        registry.register(
+            "forwards",
+            "Uploads forwarded, by result (sent, spooled)",
+            forwards.clone(),
+        );
         Metrics {
+            forwards,
             registry,
             uploads,
             bytes,

@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod form;
+pub mod forward;
 pub mod metrics;
 pub mod queue;
 pub mod run;

@@ -32,6 +32,8 @@ pub struct ReceiveOptions {
     pub metrics_listen: Option<SocketAddr>,
     pub duration: Option<Duration>,
     pub json: bool,
+    /// `--forward`: made before the runtime starts (its HTTP client is a blocking one).
+    pub forward: Option<super::forward::Forwarder>,
 }
 
 /// How long a sender may take to send its headers, then its body.
@@ -339,6 +341,8 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     let store = Arc::new(opts.store.clone());
     let json = opts.json;
     let (m, q, up) = (Arc::clone(&metrics), queue.clone(), Arc::clone(&uploads));
+    let forward = opts.forward.map(|f| Arc::new(std::sync::Mutex::new(f)));
+    let fw = forward.clone();
     let workers = tokio::spawn(async move {
         let permits = Arc::new(tokio::sync::Semaphore::new(WORKERS));
         let mut running = tokio::task::JoinSet::new();
@@ -352,9 +356,22 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
                 q.clone(),
                 Arc::clone(&up),
             );
+            let fw = fw.clone();
             running.spawn_blocking(move || {
                 let _permit = permit;
-                let stored = super::store::store(&job.upload, job.headers, job.received, &store);
+                let mut stored =
+                    super::store::store(&job.upload, job.headers.clone(), job.received, &store);
+                if let Some(f) = &fw {
+                    let r = crate::pull::lock(f).forward(&job.upload, &job.headers);
+                    m.forwards
+                        .get_or_create(&vec![(
+                            "result",
+                            if r.is_ok() { "sent" } else { "spooled" }.to_string(),
+                        )])
+                        .inc();
+                    stored.forwarded = Some(r.is_ok());
+                    stored.forward_error = r.err();
+                }
                 let failed = stored.attachments.iter().any(|a| a.error.is_some());
                 m.uploads
                     .get_or_create(&vec![
@@ -399,6 +416,16 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
             "agentprof receive: {replayed} upload(s) acknowledged by the previous run are being stored"
         );
     }
+    if let Some(f) = forward.clone() {
+        // The spool is retried every 5 s when no upload comes to carry it.
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                let f = Arc::clone(&f);
+                let _ = tokio::task::spawn_blocking(move || crate::pull::lock(&f).flush()).await;
+            }
+        });
+    }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(serve(listener, router(state), stop_rx));
     eprintln!(
@@ -422,6 +449,22 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     let left = tokio::time::timeout(Duration::from_secs(10), workers)
         .await
         .is_err();
+    if let Some(f) = forward {
+        // What waits in the spool gets one more try; the forwarder's blocking client is
+        // dropped off the runtime.
+        let pending = tokio::task::spawn_blocking(move || {
+            let mut f = crate::pull::lock(&f);
+            f.flush();
+            f.pending()
+        })
+        .await
+        .unwrap_or(0);
+        if pending > 0 {
+            eprintln!(
+                "agentprof receive: {pending} forward(s) wait in the spool for the next start"
+            );
+        }
+    }
     let refused = crate::pull::lock(&metrics.refused).clone();
     eprintln!(
         "agentprof receive: stopped: {} stored, refused {:?}{}",

@@ -59,6 +59,9 @@ pub struct Stored {
     pub headers: Vec<(String, String)>,
     pub attachments: Vec<StoredAttachment>,
     pub profiling_metrics: std::collections::BTreeMap<&'static str, f64>,
+    /// With `--forward`: whether it was posted on (false: it waits in the spool), and why not.
+    pub forwarded: Option<bool>,
+    pub forward_error: Option<String>,
 }
 
 /// Per sample type of a profile: (type, unit, total of its values).
@@ -394,6 +397,8 @@ pub fn store(
         headers,
         attachments,
         profiling_metrics,
+        forwarded: None,
+        forward_error: None,
     }
 }
 

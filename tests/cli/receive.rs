@@ -687,3 +687,118 @@ fn python_ddtrace_uploads_arrive_whole_and_right() {
     assert!(cores > 0.2 && cores < 1.5, "{m}");
     assert!(m["prof_python_wall_time"].as_f64().unwrap() > 0.0, "{m}");
 }
+
+/// `--forward` to a target that answers 503 for a while, then recovers: every upload
+/// reaches it exactly once, in the current form whatever form it came in, with
+/// agentprof.yaml's tags merged into tags_profiler and its api_key as DD-API-KEY (which the
+/// spool never holds).
+#[test]
+fn forwards_reach_a_target_that_recovers_exactly_once() {
+    let sb = Sandbox::new();
+    sb.write(
+        "agentprof.yaml",
+        "tags: [team:forwarded]\napi_key: fwd-key-123\n",
+    );
+    // The first 6 requests fail (the first upload's 4 attempts, then 2 of the spool's).
+    let (intake, seen) = crate::support::serve(|_, n| {
+        if n < 6 {
+            crate::support::reply("503 Service Unavailable", "down")
+        } else {
+            crate::support::reply("202 Accepted", "{}")
+        }
+    });
+    let fwd = format!("http://{intake}/profiling/v1/input");
+    let rx = Receiver::start(
+        &sb,
+        &[
+            "--config",
+            "agentprof.yaml",
+            "--forward",
+            &fwd,
+            "--spool",
+            "spool",
+        ],
+    );
+    for i in 0..4 {
+        let (body, ct) = recorded_upload(&format!("service:fwd,seq:{i}"));
+        assert_eq!(post(&rx.url(), body, &ct).0, 202);
+    }
+    // One in the older form.
+    let cpu = std::fs::read(fixture("cpu.pprof")).unwrap();
+    let (body, ct) = multipart(&[
+        ("tags[]", None, b"service:fwd".to_vec()),
+        ("tags[]", None, b"seq:4".to_vec()),
+        ("recording-start", None, b"2026-12-01T10:00:00Z".to_vec()),
+        ("recording-end", None, b"2026-12-01T10:01:00Z".to_vec()),
+        ("format", None, b"pprof".to_vec()),
+        ("types[0]", None, b"cpu".to_vec()),
+        ("data[0]", Some("pprof"), cpu),
+    ]);
+    assert_eq!(post(&rx.url(), body, &ct).0, 202);
+    let mut lines = Vec::new();
+    for _ in 0..5 {
+        lines.push(rx.next());
+    }
+    assert_eq!(lines[0]["forwarded"], false, "{}", lines[0]);
+    // The spool is retried every 5 s: wait for all five to be accepted.
+    let accepted = || -> Vec<String> {
+        let seen = seen.lock().unwrap();
+        seen.iter()
+            .skip(6)
+            .map(|(_, _, b)| String::from_utf8_lossy(b).into_owned())
+            .collect()
+    };
+    let t0 = Instant::now();
+    while accepted().len() < 5 && t0.elapsed() < Duration::from_secs(40) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let bodies = accepted();
+    let stderr = rx.stop();
+    let mut seqs: Vec<String> = bodies
+        .iter()
+        .filter_map(|b| {
+            let i = b.find("seq:")?;
+            Some(b[i..i + 5].to_string())
+        })
+        .collect();
+    seqs.sort();
+    assert_eq!(
+        seqs,
+        ["seq:0", "seq:1", "seq:2", "seq:3", "seq:4"],
+        "{stderr}"
+    );
+    for b in &bodies {
+        assert!(b.contains("team:forwarded"), "{b:.300}");
+        assert!(b.contains("name=\"event\"; filename=\"event.json\""));
+    }
+    // The older form's profile, forwarded as the current form names it.
+    let legacy = bodies.iter().find(|b| b.contains("seq:4")).unwrap();
+    assert!(legacy.contains("filename=\"cpu.pprof\""), "{legacy:.600}");
+    assert!(
+        legacy.contains("\"attachments\":[\"cpu.pprof\"]"),
+        "{legacy:.600}"
+    );
+    let seen = seen.lock().unwrap();
+    for (_, headers, _) in seen.iter() {
+        assert!(
+            headers
+                .iter()
+                .any(|(k, v)| k == "dd-api-key" && v == "fwd-key-123"),
+            "{headers:?}"
+        );
+        assert!(
+            headers
+                .iter()
+                .any(|(k, v)| k == "dd-evp-origin" && v == "agentprof-test")
+        );
+    }
+    // The spool never held the key.
+    for f in std::fs::read_dir(sb.file("spool"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let data = std::fs::read(f.path()).unwrap();
+        assert!(!String::from_utf8_lossy(&data).contains("fwd-key-123"));
+    }
+}
