@@ -220,6 +220,8 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--top', '--top', [CompletionResultType]::ParameterName, 'Print each profile''s top N functions with its upload')
             [CompletionResult]::new('--forward', '--forward', [CompletionResultType]::ParameterName, 'Post each upload on to URL (DataKit, a Datadog Agent, Datadog''s intake with agentprof.yaml''s api_key) with agentprof.yaml''s tags added (default: receive.forward_url)')
             [CompletionResult]::new('--spool', '--spool', [CompletionResultType]::ParameterName, 'Where forwards that failed wait to be sent (default: receive.spool_dir, else $AGENTPROF_STATE_DIR or the XDG state dir''s receive-spool)')
+            [CompletionResult]::new('--tls-cert', '--tls-cert', [CompletionResultType]::ParameterName, 'Listen over TLS with this certificate chain (PEM; default: receive.tls_cert)')
+            [CompletionResult]::new('--tls-key', '--tls-key', [CompletionResultType]::ParameterName, 'The certificate''s private key (PEM; default: receive.tls_key)')
             [CompletionResult]::new('--metrics-listen', '--metrics-listen', [CompletionResultType]::ParameterName, 'Serve /metrics (OpenMetrics) and /healthz here, e.g. 127.0.0.1:9091')
             [CompletionResult]::new('--duration', '--duration', [CompletionResultType]::ParameterName, 'Stop after D (default: run until SIGTERM or Ctrl-C)')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)')

@@ -944,7 +944,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__receive)
-            opts="-h -V --listen --out --queue --top --forward --spool --metrics-listen --duration --json --config --help --version"
+            opts="-h -V --listen --out --queue --top --forward --spool --tls-cert --tls-key --metrics-listen --duration --json --config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -971,6 +971,14 @@ _agentprof() {
                     return 0
                     ;;
                 --spool)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

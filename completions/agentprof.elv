@@ -205,6 +205,8 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --top 'Print each profile''s top N functions with its upload'
             cand --forward 'Post each upload on to URL (DataKit, a Datadog Agent, Datadog''s intake with agentprof.yaml''s api_key) with agentprof.yaml''s tags added (default: receive.forward_url)'
             cand --spool 'Where forwards that failed wait to be sent (default: receive.spool_dir, else $AGENTPROF_STATE_DIR or the XDG state dir''s receive-spool)'
+            cand --tls-cert 'Listen over TLS with this certificate chain (PEM; default: receive.tls_cert)'
+            cand --tls-key 'The certificate''s private key (PEM; default: receive.tls_key)'
             cand --metrics-listen 'Serve /metrics (OpenMetrics) and /healthz here, e.g. 127.0.0.1:9091'
             cand --duration 'Stop after D (default: run until SIGTERM or Ctrl-C)'
             cand --config 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)'

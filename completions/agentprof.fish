@@ -171,6 +171,8 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l queue -d
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l top -d 'Print each profile\'s top N functions with its upload' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l forward -d 'Post each upload on to URL (DataKit, a Datadog Agent, Datadog\'s intake with agentprof.yaml\'s api_key) with agentprof.yaml\'s tags added (default: receive.forward_url)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l spool -d 'Where forwards that failed wait to be sent (default: receive.spool_dir, else $AGENTPROF_STATE_DIR or the XDG state dir\'s receive-spool)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l tls-cert -d 'Listen over TLS with this certificate chain (PEM; default: receive.tls_cert)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l tls-key -d 'The certificate\'s private key (PEM; default: receive.tls_key)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l metrics-listen -d 'Serve /metrics (OpenMetrics) and /healthz here, e.g. 127.0.0.1:9091' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l duration -d 'Stop after D (default: run until SIGTERM or Ctrl-C)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F

@@ -112,7 +112,12 @@ fn main() {
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
-            if let Some(rest) = l.split("listening on http://").nth(1) {
+            if let Some(rest) = l
+                .split("listening on ")
+                .nth(1)
+                .and_then(|r| r.split_once("://"))
+                .map(|(_, a)| a)
+            {
                 let _ = addr_tx.send(rest.split('/').next().unwrap().to_string());
             }
             if l.contains("stopped") {

@@ -342,6 +342,12 @@ pub struct ReceiveArgs {
     /// $AGENTPROF_STATE_DIR or the XDG state dir's receive-spool)
     #[arg(long, value_name = "DIR")]
     pub spool: Option<PathBuf>,
+    /// Listen over TLS with this certificate chain (PEM; default: receive.tls_cert)
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM; default: receive.tls_key)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Serve /metrics (OpenMetrics) and /healthz here, e.g. 127.0.0.1:9091
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,

@@ -48,6 +48,22 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
         .map(|d| crate::duration::parse(d, 1.0).map_err(|e| flag("--duration", e)))
         .transpose()?;
     let body_mb = file.body_size_limit_mb.unwrap_or(32);
+    let tls = match (
+        args.tls_cert.clone().or(file.tls_cert.clone()),
+        args.tls_key.clone().or(file.tls_key.clone()),
+    ) {
+        (Some(c), Some(k)) => {
+            Some(crate::receive::run::tls_config(&c, &k).map_err(|e| flag("--tls-cert", e))?)
+        }
+        (None, None) => None,
+        _ => {
+            return Err(UsageError::flag(
+                "--tls-cert",
+                "receive.tls_cert and receive.tls_key go together",
+            )
+            .into());
+        }
+    };
     let forward = match args.forward.clone().or(file.forward_url.clone()) {
         Some(u) => {
             let url = super::pull::parse_upload(&u).map_err(|e| flag("--forward", e))?;
@@ -91,6 +107,7 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
         duration,
         json: args.json,
         forward,
+        tls,
     };
     crate::agent::signal::install();
     let rt = tokio::runtime::Builder::new_multi_thread()

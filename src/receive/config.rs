@@ -24,6 +24,9 @@ pub struct ReceiveFile {
     /// Where each upload is posted on (DataKit's, an Agent's or Datadog's intake URL).
     pub forward_url: Option<String>,
     pub spool_dir: Option<PathBuf>,
+    /// Listen over TLS (PEM certificate chain and key).
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -4,7 +4,7 @@
 //! workers 10 s; what is left waits in the queue for the next start.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,6 +34,8 @@ pub struct ReceiveOptions {
     pub json: bool,
     /// `--forward`: made before the runtime starts (its HTTP client is a blocking one).
     pub forward: Option<super::forward::Forwarder>,
+    /// `--tls-cert`/`--tls-key`: listen over TLS.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// How long a sender may take to send its headers, then its body.
@@ -224,11 +226,32 @@ fn router(state: Arc<State>) -> axum::Router {
     app
 }
 
-/// Serves `app` on `listener` until `stop` resolves: HTTP/1 with a header timeout, each
-/// connection on its own task.
+/// One connection: HTTP/1 with a header timeout, closed gracefully (5 s) at stop.
+async fn serve_conn<I>(io: I, app: axum::Router, mut stop: tokio::sync::watch::Receiver<bool>)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = hyper_util::service::TowerToHyperService::new(app);
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .serve_connection(hyper_util::rt::TokioIo::new(io), svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = stop.changed() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
+        }
+    }
+}
+
+/// Serves `app` on `listener` until `stop` resolves, each connection on its own task;
+/// with `tls`, over TLS (the handshake within the header timeout).
 async fn serve(
     listener: tokio::net::TcpListener,
     app: axum::Router,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut conns = tokio::task::JoinSet::new();
@@ -236,19 +259,16 @@ async fn serve(
         tokio::select! {
             a = listener.accept() => {
                 let Ok((tcp, _)) = a else { continue };
-                let svc = hyper_util::service::TowerToHyperService::new(app.clone());
-                let mut stop = stop.clone();
+                let (app, stop, tls) = (app.clone(), stop.clone(), tls.clone());
                 conns.spawn(async move {
-                    let conn = hyper::server::conn::http1::Builder::new()
-                        .timer(hyper_util::rt::TokioTimer::new())
-                        .header_read_timeout(HEADER_TIMEOUT)
-                        .serve_connection(hyper_util::rt::TokioIo::new(tcp), svc);
-                    tokio::pin!(conn);
-                    tokio::select! {
-                        _ = conn.as_mut() => {}
-                        _ = stop.changed() => {
-                            conn.as_mut().graceful_shutdown();
-                            let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
+                    match tls {
+                        None => serve_conn(tcp, app, stop).await,
+                        Some(acc) => {
+                            if let Ok(Ok(io)) =
+                                tokio::time::timeout(HEADER_TIMEOUT, acc.accept(tcp)).await
+                            {
+                                serve_conn(io, app, stop).await;
+                            }
                         }
                     }
                 });
@@ -262,6 +282,30 @@ async fn serve(
         while conns.join_next().await.is_some() {}
     })
     .await;
+}
+
+/// The TLS settings of `--tls-cert`/`--tls-key` (PEM), checked now.
+pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?;
+    if certs.is_empty() {
+        return Err(format!(
+            "--tls-cert {}: no certificate in it",
+            cert.display()
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| format!("--tls-key {}: {e}", key.display()))?;
+    rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map(Arc::new)
+        .map_err(|e| format!("--tls-cert/--tls-key: {e}"))
 }
 
 fn emit(stored: &Stored, json: bool, uploads: &std::sync::Mutex<std::fs::File>) {
@@ -427,9 +471,11 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         });
     }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let server = tokio::spawn(serve(listener, router(state), stop_rx));
+    let scheme = if opts.tls.is_some() { "https" } else { "http" };
+    let acceptor = opts.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+    let server = tokio::spawn(serve(listener, router(state), acceptor, stop_rx));
     eprintln!(
-        "agentprof receive: listening on http://{bound}{} (storing under {})",
+        "agentprof receive: listening on {scheme}://{bound}{} (storing under {})",
         opts.endpoints.first().map(String::as_str).unwrap_or(""),
         opts.store.out.display()
     );

@@ -54,7 +54,12 @@ impl Receiver {
         let log = std::sync::Arc::clone(&stderr);
         std::thread::spawn(move || {
             for l in BufReader::new(err).lines().map_while(Result::ok) {
-                if let Some(rest) = l.split("listening on http://").nth(1) {
+                if let Some(rest) = l
+                    .split("listening on ")
+                    .nth(1)
+                    .and_then(|r| r.split_once("://"))
+                    .map(|(_, a)| a)
+                {
                     let addr = rest.split('/').next().unwrap_or_default().to_string();
                     let _ = addr_tx.send(addr);
                 }
@@ -801,4 +806,48 @@ fn forwards_reach_a_target_that_recovers_exactly_once() {
         let data = std::fs::read(f.path()).unwrap();
         assert!(!String::from_utf8_lossy(&data).contains("fwd-key-123"));
     }
+}
+
+/// `--tls-cert`/`--tls-key`: uploads over HTTPS; a plain-HTTP client gets no answer, and a
+/// key that does not parse stops the start with exit 2.
+#[test]
+fn uploads_over_tls() {
+    let sb = Sandbox::new();
+    let dir = sb.file("tls");
+    std::fs::create_dir_all(&dir).unwrap();
+    let Some((cert, key)) = crate::k8s::tls::certificate(&dir) else {
+        return;
+    };
+    let (c, k) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let rx = Receiver::start(&sb, &["--tls-cert", c, "--tls-key", k]);
+    let pem = std::fs::read(&cert).unwrap();
+    let client = reqwest::blocking::Client::builder()
+        .tls_certs_merge(reqwest::Certificate::from_pem_bundle(&pem).unwrap())
+        .build()
+        .unwrap();
+    let (body, ct) = recorded_upload("service:tls");
+    let url = format!("https://{}/profiling/v1/input", rx.addr);
+    let r = client
+        .post(&url)
+        .header("content-type", ct)
+        .body(body)
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 202);
+    assert_eq!(rx.next()["service"], "tls");
+    let plain = reqwest::blocking::get(format!("http://{}/healthz", rx.addr));
+    assert!(plain.is_err() || !plain.unwrap().status().is_success());
+    let _ = rx.stop();
+    sb.write("bad.key", "not a key\n");
+    let r = sb.run(&[
+        "receive",
+        "--tls-cert",
+        c,
+        "--tls-key",
+        "bad.key",
+        "--duration",
+        "1s",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--tls-key"), "{}", r.stderr);
 }
