@@ -89,6 +89,8 @@ fn main() {
     let seconds: u64 = arg("--seconds").map_or(20, |s| s.parse().unwrap());
     let conc: usize = arg("--concurrency").map_or(16, |s| s.parse().unwrap());
     let agentprof = arg("--agentprof").unwrap_or_else(|| "target/release/agentprof".into());
+    let agentprof =
+        std::fs::canonicalize(&agentprof).unwrap_or_else(|e| panic!("{agentprof}: {e}"));
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(&agentprof)
         .current_dir(dir.path())

@@ -108,6 +108,8 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
         json: args.json,
         forward,
         tls,
+        figures: crate::emit::configured(&agent)?,
+        hostname: agent.hostname.clone(),
     };
     crate::agent::signal::install();
     let rt = tokio::runtime::Builder::new_multi_thread()

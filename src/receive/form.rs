@@ -82,7 +82,8 @@ pub struct Attachment {
     /// As sent.
     pub data: Bytes,
     pub compression: Compression,
-    /// Decompressed, for pprof and metrics attachments.
+    /// Decompressed, for compressed pprof, metrics and other attachments (None: `data` is
+    /// the content).
     pub raw: Option<Vec<u8>>,
 }
 
@@ -328,6 +329,23 @@ pub async fn parse(
         };
         let compression = crate::pprof::decode::sniff(&f.data);
         let raw = match kind {
+            // Uncompressed: checked where it is, not copied.
+            Kind::Pprof if compression == Compression::None => {
+                if f.data.len() as u64 > limits.decompressed {
+                    return Err(Reject::TooLarge(format!(
+                        "attachment {name}: {} bytes is over the {}-byte decompressed limit",
+                        f.data.len(),
+                        limits.decompressed
+                    )));
+                }
+                crate::pprof::decode::prescan(&f.data, limits.fields).map_err(|e| {
+                    Reject::Attachment {
+                        name: name.clone(),
+                        why: e.to_string(),
+                    }
+                })?;
+                None
+            }
             Kind::Pprof => {
                 let raw = crate::pprof::decode::decompress(&f.data, limits).map_err(|e| {
                     let why = e.to_string();

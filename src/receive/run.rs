@@ -36,6 +36,41 @@ pub struct ReceiveOptions {
     pub forward: Option<super::forward::Forwarder>,
     /// `--tls-cert`/`--tls-key`: listen over TLS.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Where each upload's `profiling_metrics` go: agentprof.yaml's forwarders (DogStatsD,
+    /// the Datadog API, a metrics file), as `pull` sends its figures; and the host for them.
+    pub figures: Vec<Box<dyn crate::emit::Forwarder>>,
+    pub hostname: String,
+}
+
+/// An upload's profiling_metrics as metrics, tagged as DataKit tags them.
+fn figure_metrics(s: &Stored, hostname: &str) -> Vec<crate::metrics::Metric> {
+    let mut tags = vec![
+        format!("language:{}", s.language),
+        format!("service:{}", s.service),
+    ];
+    for (k, v) in [("env", &s.env), ("version", &s.version)] {
+        if let Some(v) = v {
+            tags.push(format!("{k}:{v}"));
+        }
+    }
+    let host = s.host.clone().unwrap_or_else(|| hostname.to_string());
+    let at = s
+        .end
+        .as_deref()
+        .and_then(|e| e.parse::<jiff::Timestamp>().ok())
+        .unwrap_or_else(jiff::Timestamp::now);
+    s.profiling_metrics
+        .iter()
+        .map(|(name, value)| crate::metrics::Metric {
+            metric: format!("profiling_metrics.{name}"),
+            mtype: crate::metrics::MetricType::Gauge,
+            value: *value,
+            tags: tags.clone(),
+            host: host.clone(),
+            timestamp: at.as_millisecond() as f64 / 1000.0,
+            run: 0,
+        })
+        .collect()
 }
 
 /// How long a sender may take to send its headers, then its body.
@@ -387,6 +422,9 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     let (m, q, up) = (Arc::clone(&metrics), queue.clone(), Arc::clone(&uploads));
     let forward = opts.forward.map(|f| Arc::new(std::sync::Mutex::new(f)));
     let fw = forward.clone();
+    let figures = Arc::new(std::sync::Mutex::new(opts.figures));
+    let hostname = opts.hostname.clone();
+    let fig = Arc::clone(&figures);
     let workers = tokio::spawn(async move {
         let permits = Arc::new(tokio::sync::Semaphore::new(WORKERS));
         let mut running = tokio::task::JoinSet::new();
@@ -400,7 +438,7 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
                 q.clone(),
                 Arc::clone(&up),
             );
-            let fw = fw.clone();
+            let (fw, fig, hostname) = (fw.clone(), Arc::clone(&fig), hostname.clone());
             running.spawn_blocking(move || {
                 let _permit = permit;
                 let mut stored =
@@ -415,6 +453,22 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
                         .inc();
                     stored.forwarded = Some(r.is_ok());
                     stored.forward_error = r.err();
+                }
+                {
+                    let mut fig = crate::pull::lock(&fig);
+                    if !fig.is_empty() && !stored.profiling_metrics.is_empty() {
+                        let metrics = figure_metrics(&stored, &hostname);
+                        let batch = crate::emit::Batch {
+                            metrics: &metrics,
+                            service_checks: &[],
+                            events: &[],
+                        };
+                        for f in fig.iter_mut() {
+                            if let Err(e) = f.send(&batch) {
+                                eprintln!("agentprof receive: {}: {e}", f.name());
+                            }
+                        }
+                    }
                 }
                 let failed = stored.attachments.iter().any(|a| a.error.is_some());
                 m.uploads
@@ -495,6 +549,15 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     let left = tokio::time::timeout(Duration::from_secs(10), workers)
         .await
         .is_err();
+    // The figures' forwarders flush, and are dropped off the runtime (HTTP clients).
+    let _ = tokio::task::spawn_blocking(move || {
+        let mut fig = crate::pull::lock(&figures);
+        for f in fig.iter_mut() {
+            let _ = f.flush();
+        }
+        fig.clear();
+    })
+    .await;
     if let Some(f) = forward {
         // What waits in the spool gets one more try; the forwarder's blocking client is
         // dropped off the runtime.

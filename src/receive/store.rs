@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::form::{Kind, Upload};
-use crate::pprof::decode::{Compression, Limits};
+use crate::pprof::decode::{Compression, Limits, Totals};
 
 /// Where and how uploads are stored.
 #[derive(Debug, Clone)]
@@ -64,29 +64,6 @@ pub struct Stored {
     pub forward_error: Option<String>,
 }
 
-/// Per sample type of a profile: (type, unit, total of its values).
-fn totals(p: &crate::pprof::proto::Profile) -> Vec<(String, String, f64)> {
-    let s = |i: i64| {
-        usize::try_from(i)
-            .ok()
-            .and_then(|i| p.string_table.get(i))
-            .cloned()
-            .unwrap_or_default()
-    };
-    p.sample_type
-        .iter()
-        .enumerate()
-        .map(|(i, vt)| {
-            let total: i128 = p
-                .sample
-                .iter()
-                .map(|smp| i128::from(smp.value.get(i).copied().unwrap_or(0)))
-                .sum();
-            (s(vt.r#type), s(vt.unit), total as f64)
-        })
-        .collect()
-}
-
 /// A value in nanoseconds or bytes, from its unit's name.
 fn normalised(value: f64, unit: &str) -> f64 {
     let scale = match unit {
@@ -106,7 +83,7 @@ fn normalised(value: f64, unit: &str) -> f64 {
 /// `prof_go_*`; allocated bytes over the upload's period; GC pause over it).
 fn go_metrics(
     up: &Upload,
-    decoded: &[(String, crate::pprof::proto::Profile)],
+    decoded: &[(String, Totals)],
 ) -> std::collections::BTreeMap<&'static str, f64> {
     const FROM_JSON: [(&str, &str); 8] = [
         ("go_alloc_bytes_per_sec", "prof_go_alloc_bytes_per_sec"),
@@ -154,7 +131,7 @@ fn go_metrics(
         decoded
             .iter()
             .find(|(s, _)| s == stem || s.strip_prefix("delta-") == Some(stem))
-            .and_then(|(_, p)| totals(p).into_iter().find(|(t, _, _)| t == ty))
+            .and_then(|(_, p)| p.types.iter().find(|(t, _, _)| t == ty).cloned())
             .map(|(_, unit, v)| normalised(v, &unit))
     };
     if let Some((_, p)) = decoded.iter().find(|(s, _)| s == "cpu")
@@ -190,14 +167,14 @@ fn go_metrics(
 /// The figures DataKit derives for Python from its profile's totals per sample type.
 fn python_metrics(
     up: &Upload,
-    decoded: &[(String, crate::pprof::proto::Profile)],
+    decoded: &[(String, Totals)],
 ) -> std::collections::BTreeMap<&'static str, f64> {
     let mut m = std::collections::BTreeMap::new();
     let Some((_, p)) = decoded.first() else {
         return m;
     };
     let secs = up.duration_s();
-    let t = totals(p);
+    let t = &p.types;
     let get = |ty: &str| {
         t.iter()
             .find(|(n, _, _)| n == ty)
@@ -324,20 +301,28 @@ pub fn store(
             top_sample_type: None,
         };
         let stem = crate::pull::safe_name(&a.stem);
+        let content = a.raw.as_deref().unwrap_or(&a.data[..]);
         let (ext, bytes): (&str, std::borrow::Cow<'_, [u8]>) = match (&a.kind, &a.raw) {
-            (Kind::Pprof, Some(raw)) => {
-                match crate::pprof::decode::decode_raw(raw, &opts.limits) {
-                    Ok(p) => {
-                        s.samples = Some(p.sample.len());
-                        if opts.top > 0
-                            && let Some((ty, rows)) = top_rows(p.clone(), opts.top)
-                        {
-                            s.top_sample_type = Some(ty);
-                            s.top = Some(rows);
-                        }
-                        decoded.push((a.stem.clone(), p));
+            (Kind::Pprof, _) => {
+                let raw = content;
+                // The totals off the wire; the profile is decoded only for its top table.
+                match crate::pprof::decode::totals(raw) {
+                    Some(t) => {
+                        s.samples = Some(t.samples);
+                        decoded.push((a.stem.clone(), t));
                     }
-                    Err(e) => s.error = Some(e.to_string()),
+                    None => s.error = Some("not a well-formed pprof profile".into()),
+                }
+                if opts.top > 0 {
+                    match crate::pprof::decode::decode_raw(raw, &opts.limits) {
+                        Ok(p) => {
+                            if let Some((ty, rows)) = top_rows(p, opts.top) {
+                                s.top_sample_type = Some(ty);
+                                s.top = Some(rows);
+                            }
+                        }
+                        Err(e) => s.error = Some(e.to_string()),
+                    }
                 }
                 let gz = if a.compression == Compression::Gzip {
                     std::borrow::Cow::Borrowed(&a.data[..])

@@ -187,7 +187,9 @@ fn a_recorded_dd_trace_go_upload_is_stored_and_its_figures_are_right() {
         return;
     }
     let sb = Sandbox::new();
-    let rx = Receiver::start(&sb, &[]);
+    // The figures also go where agentprof.yaml sends metrics (here a metrics file).
+    sb.write("agentprof.yaml", "metrics_file: figures.jsonl\n");
+    let rx = Receiver::start(&sb, &["--config", "agentprof.yaml"]);
     let (body, ct) = recorded_upload(
         "service:dd-service,env:dd-env,version:dd-1.0.0,k:1,k:2,runtime:go,profile_seq:0,host:h1",
     );
@@ -289,6 +291,24 @@ fn a_recorded_dd_trace_go_upload_is_stored_and_its_figures_are_right() {
     assert_eq!(uploads.lines().count(), 1);
     let stderr = rx.stop();
     assert!(stderr.contains("1 stored"), "{stderr}");
+    let figures = std::fs::read_to_string(sb.file("figures.jsonl")).unwrap();
+    let g: Value = figures
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| v["metric"].clone())
+        .find(|v| v["metric"] == "profiling_metrics.prof_go_num_goroutine")
+        .unwrap_or_else(|| panic!("{figures}"));
+    assert_eq!(g["value"], m["prof_go_num_goroutine"]);
+    assert_eq!(g["host"], "h1");
+    let gt = g["tags"].to_string();
+    for t in [
+        "language:go",
+        "service:dd-service",
+        "env:dd-env",
+        "version:dd-1.0.0",
+    ] {
+        assert!(gt.contains(t), "{t}: {gt}");
+    }
 }
 
 /// The older form (tags[], types[i], data[i]) with lz4 and zstd attachments; and every bad
