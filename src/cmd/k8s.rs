@@ -110,14 +110,7 @@ fn collect(args: K8sArgs) -> anyhow::Result<Outcome> {
     let metrics_listen = args
         .metrics_listen
         .as_deref()
-        .map(|a| {
-            a.parse::<std::net::SocketAddr>().map_err(|e| {
-                flag(
-                    "--metrics-listen",
-                    format!("{a:?}: {e} (write HOST:PORT, e.g. 0.0.0.0:9090)"),
-                )
-            })
-        })
+        .map(|a| super::socket_addr("--metrics-listen", a, "0.0.0.0:9090"))
         .transpose()?;
     let duration = args
         .duration

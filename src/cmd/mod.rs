@@ -20,6 +20,7 @@ use clap::Parser;
 
 use crate::cli::{Cli, Command, ConfdArgs, ConfigArgs};
 use crate::config::LoadOptions;
+use crate::error::UsageError;
 use crate::error::is_usage_error;
 
 /// How a command that ran to the end went.
@@ -75,6 +76,16 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Completions(args) => generate::completions(args.shell),
         Command::Man(args) => generate::man(&args.out),
     }
+}
+
+/// A HOST:PORT flag's address, or a usage error that shows how to write one.
+fn socket_addr(flag: &str, text: &str, example: &str) -> Result<std::net::SocketAddr, UsageError> {
+    text.parse().map_err(|e| {
+        UsageError::flag(
+            flag.to_string(),
+            format!("{text:?}: {e} (write HOST:PORT, e.g. {example})"),
+        )
+    })
 }
 
 fn confd_options(c: &ConfdArgs) -> LoadOptions {

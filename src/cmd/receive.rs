@@ -24,23 +24,11 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
         .clone()
         .or(file.listen.clone())
         .unwrap_or_else(|| "127.0.0.1:9529".into());
-    let listen = listen_text.parse::<std::net::SocketAddr>().map_err(|e| {
-        flag(
-            "--listen",
-            format!("{listen_text:?}: {e} (write HOST:PORT, e.g. 0.0.0.0:9529)"),
-        )
-    })?;
+    let listen = super::socket_addr("--listen", &listen_text, "0.0.0.0:9529")?;
     let metrics_listen = args
         .metrics_listen
         .as_deref()
-        .map(|a| {
-            a.parse::<std::net::SocketAddr>().map_err(|e| {
-                flag(
-                    "--metrics-listen",
-                    format!("{a:?}: {e} (write HOST:PORT, e.g. 127.0.0.1:9091)"),
-                )
-            })
-        })
+        .map(|a| super::socket_addr("--metrics-listen", a, "127.0.0.1:9091"))
         .transpose()?;
     let duration: Option<Duration> = args
         .duration
