@@ -7,9 +7,6 @@
 //! are kept (20 bytes); nothing is allocated per frame, and no second copy of the profile
 //! is made (a fresh page costs more than the arithmetic done on it).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 /// Values per sample this handles (heap has 4 types, the others 2).
 const MAX_TYPES: usize = 8;
 /// Cumulative types per profile this handles (heap and allocs have 2, mutex and block 2).
@@ -34,146 +31,10 @@ pub enum WireError {
 
 type R<T> = Result<T, WireError>;
 
-#[inline(always)]
-fn varint(buf: &[u8], at: &mut usize) -> R<u64> {
-    // Most values fit one or two bytes.
-    if let Some(&b) = buf.get(*at) {
-        if b < 0x80 {
-            *at += 1;
-            return Ok(u64::from(b));
-        }
-        if let Some(&c) = buf.get(*at + 1)
-            && c < 0x80
-        {
-            *at += 2;
-            return Ok(u64::from(b & 0x7f) | (u64::from(c) << 7));
-        }
-    }
-    let (v, next) = varint_slow(buf, *at)?;
-    *at = next;
-    Ok(v)
-}
-
-/// A varint of any length; returns the value and where the next byte is. (Takes the position
-/// by value so that callers keep theirs in a register.)
-#[inline(never)]
-fn varint_slow(buf: &[u8], mut at: usize) -> R<(u64, usize)> {
-    let mut v: u64 = 0;
-    let mut shift = 0;
-    loop {
-        let b = *buf
-            .get(at)
-            .ok_or(WireError::Malformed("truncated varint"))?;
-        at += 1;
-        v |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Ok((v, at));
-        }
-        shift += 7;
-        if shift >= 64 {
-            return Err(WireError::Malformed("varint too long"));
-        }
-    }
-}
-
-/// One field: number, and either a varint value or a byte range.
-enum Field<'a> {
-    Varint(u64, u64),
-    Bytes(u64, &'a [u8]),
-    Other,
-}
-
-struct Fields<'a> {
-    buf: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Fields<'a> {
-    fn new(buf: &'a [u8]) -> Self {
-        Fields { buf, at: 0 }
-    }
-
-    /// The next field and where it started.
-    #[inline(always)]
-    fn next_field(&mut self) -> Option<R<(usize, Field<'a>)>> {
-        if self.at >= self.buf.len() {
-            return None;
-        }
-        Some(self.read_field())
-    }
-
-    #[inline(always)]
-    fn read_field(&mut self) -> R<(usize, Field<'a>)> {
-        let start = self.at;
-        let key = varint(self.buf, &mut self.at)?;
-        let (num, wire) = (key >> 3, key & 7);
-        let f = match wire {
-            0 => Field::Varint(num, varint(self.buf, &mut self.at)?),
-            2 => {
-                let len = varint(self.buf, &mut self.at)? as usize;
-                let end = self
-                    .at
-                    .checked_add(len)
-                    .filter(|&e| e <= self.buf.len())
-                    .ok_or(WireError::Malformed("a field runs past the end"))?;
-                let b = &self.buf[self.at..end];
-                self.at = end;
-                Field::Bytes(num, b)
-            }
-            1 | 5 => {
-                self.at += if wire == 1 { 8 } else { 4 };
-                if self.at > self.buf.len() {
-                    return Err(WireError::Malformed("truncated field"));
-                }
-                Field::Other
-            }
-            _ => return Err(WireError::Malformed("unknown wire type")),
-        };
-        Ok((start, f))
-    }
-}
-
-/// A fast 64-bit mix (the keys are hashes already; the map only needs to spread them).
-#[derive(Default)]
-struct PassThrough(u64);
-
-impl Hasher for PassThrough {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = mix(self.0, u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
-
-type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<PassThrough>>;
-
-#[inline(always)]
-fn mix(h: u64, v: u64) -> u64 {
-    // A multiply-xorshift step with good avalanche (as in splitmix64).
-    let mut x = (h ^ v).wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
-fn hash_bytes(b: &[u8]) -> u64 {
-    let mut h = 0x517c_c1b7_2722_0a95 ^ b.len() as u64;
-    let mut chunks = b.chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = mix(h, u64::from_le_bytes(w));
-    }
-    let mut w = [0u8; 8];
-    w[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    mix(h, u64::from_le_bytes(w))
-}
+mod rewrite;
+mod wire;
+use rewrite::rewrite;
+use wire::*;
 
 /// A table indexed by a message id: dense ids in a vector, sparse ones in a map.
 struct ById {
@@ -352,12 +213,6 @@ fn tables(buf: &[u8]) -> R<Tables> {
         samples,
         blocks,
     })
-}
-
-/// A cheap step for combining many values (FxHash's); `mix` finishes the key.
-#[inline(always)]
-fn fold(h: u64, v: u64) -> u64 {
-    (h.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95)
 }
 
 /// One sample message read: its key, how many values, and where its values field is
@@ -573,24 +428,6 @@ fn sample(m: &[u8], t: &Tables, values: &mut [i64; MAX_TYPES]) -> R<SampleView> 
         n,
         values_at: (value_fields == 1).then_some(values_at).flatten(),
     })
-}
-
-#[inline]
-fn varint_len(mut v: u64) -> usize {
-    let mut n = 1;
-    while v >= 0x80 {
-        v >>= 7;
-        n += 1;
-    }
-    n
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
 }
 
 /// Which sample types only grow, by position.
@@ -979,124 +816,6 @@ impl Index {
 
 /// No previous sample.
 const NONE: u64 = u64::MAX;
-
-/// Writes one region of the current profile's top-level fields over itself: samples with
-/// their cumulative values replaced (and dropped when every value is zero), time and
-/// duration left out, everything else as it was. Output never runs ahead of input unless a
-/// sample grows (a negative delta takes ten bytes); from there on the output goes to a
-/// buffer of its own. Returns how many bytes are in place at the region's start and that
-/// buffer.
-fn rewrite(
-    region: &mut [u8],
-    first_sample: usize,
-    slots: &[u64],
-    prev: &Prev,
-    cur_t: &Tables,
-    cum: &[usize],
-) -> R<(usize, Vec<u8>)> {
-    let mut w = 0usize;
-    let mut spill: Vec<u8> = Vec::new();
-    let mut spilled = false;
-    let mut tmp: Vec<u8> = Vec::with_capacity(256);
-    let mut packed: Vec<u8> = Vec::with_capacity(64);
-    let mut values = [0i64; MAX_TYPES];
-    let mut j = first_sample;
-    let mut r = 0usize;
-    while r < region.len() {
-        let start = r;
-        let mut f = Fields {
-            buf: &*region,
-            at: r,
-        };
-        let (_, field) = f.read_field()?;
-        let end = f.at;
-        r = end;
-        let out: &[u8] = match field {
-            Field::Varint(9 | 10, _) => continue,
-            Field::Bytes(2, m) => {
-                let SampleView { n, values_at, .. } =
-                    sample_fast::<true, false>(m, cur_t, &mut values)?;
-                let slot = slots.get(j).copied().unwrap_or(NONE);
-                j += 1;
-                if slot != NONE {
-                    let p = prev.values(slot as usize);
-                    for (k, &c) in cum.iter().enumerate() {
-                        values[c] = values[c].wrapping_sub(p[k]);
-                    }
-                }
-                if values[..n].iter().all(|&x| x == 0) {
-                    continue;
-                }
-                packed.clear();
-                for &x in &values[..n] {
-                    put_varint(&mut packed, x as u64);
-                }
-                let values_field = 1 + varint_len(packed.len() as u64) + packed.len();
-                if let Some((vs, ve)) = values_at
-                    && ve - vs == values_field
-                    && !spilled
-                {
-                    // The usual case: the values take as many bytes as before, so the
-                    // message is moved as it was and its values overwritten.
-                    let at = end - m.len() - start + vs + 1 + varint_len(packed.len() as u64);
-                    if w != start {
-                        region.copy_within(start..end, w);
-                    }
-                    region[w + at..w + at + packed.len()].copy_from_slice(&packed);
-                    w += end - start;
-                    continue;
-                }
-                tmp.clear();
-                let (head, tail): (&[u8], &[u8]) = match values_at {
-                    Some((vs, ve)) => (&m[..vs], &m[ve..]),
-                    None => {
-                        // Values spread over several fields: the other fields, in order.
-                        let mut g = Fields::new(m);
-                        let mut rest = Vec::with_capacity(m.len());
-                        while let Some(x) = g.next_field() {
-                            let (st, y) = x?;
-                            if !matches!(y, Field::Bytes(2, _) | Field::Varint(2, _)) {
-                                rest.extend_from_slice(&m[st..g.at]);
-                            }
-                        }
-                        tmp.push(0x12);
-                        put_varint(&mut tmp, (rest.len() + values_field) as u64);
-                        tmp.extend_from_slice(&rest);
-                        (&[], &[])
-                    }
-                };
-                if values_at.is_some() {
-                    tmp.push(0x12);
-                    put_varint(&mut tmp, (head.len() + values_field + tail.len()) as u64);
-                    tmp.extend_from_slice(head);
-                }
-                tmp.push(0x12);
-                put_varint(&mut tmp, packed.len() as u64);
-                tmp.extend_from_slice(&packed);
-                tmp.extend_from_slice(tail);
-                &tmp
-            }
-            _ => {
-                // As it was.
-                if !spilled {
-                    region.copy_within(start..end, w);
-                    w += end - start;
-                } else {
-                    spill.extend_from_slice(&region[start..end]);
-                }
-                continue;
-            }
-        };
-        if !spilled && w + out.len() <= end {
-            region[w..w + out.len()].copy_from_slice(out);
-            w += out.len();
-        } else {
-            spilled = true;
-            spill.extend_from_slice(out);
-        }
-    }
-    Ok((w, spill))
-}
 
 /// `current` minus `previous` for the cumulative sample types (raw protobuf in, raw out),
 /// written over `current`'s own bytes. Stacks whose values all become zero are left out;
