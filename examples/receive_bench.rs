@@ -1,12 +1,14 @@
 //! `agentprof receive` under load, for the figures its issue asks for. Run by
 //! `scripts/bench_receive.sh`:
 //!
-//!   cargo run --release --example receive_bench -- [--seconds S] [--concurrency C] [--agentprof PATH]
+//!   cargo run --release --example receive_bench -- [--seconds S] [--concurrency C] [--zstd] [--agentprof PATH]
 //!
 //! The upload: the recorded dd-trace-go profiles of tests/fixtures/dd-trace-go-upload
 //! (cpu, delta-heap, delta-block, delta-mutex, goroutines, metrics.json) with event.json, in
-//! dd-trace-go's current form, as recorded (uncompressed). C senders on loopback post it
-//! back to back for S seconds (default 20 s, C = 16); once a second a probe upload with its
+//! dd-trace-go's current form, as recorded (uncompressed), or with `--zstd` each attachment
+//! zstd-compressed as dd-trace-go v2 sends them. C senders on loopback post it
+//! back to back for S seconds (default 20 s, C = 16; C = 0: the probes alone, the unloaded
+//! time to stored); once a second a probe upload with its
 //! own tag measures the time from its 202 to its line in uploads.jsonl (the files written).
 //! Printed: uploads/s acknowledged and stored, p50/p99 time to the 202, the probes' time to
 //! stored, the receiver's peak RSS and CPU seconds, and what waited in the queue at the end.
@@ -26,7 +28,9 @@ fn arg(name: &str) -> Option<String> {
         .and_then(|i| a.get(i + 1).cloned())
 }
 
-fn upload(tags: &str) -> (Vec<u8>, String) {
+/// The upload, its content type, and where in it the nine digits of its end's fraction of a
+/// second are: each sender writes its own there, as each real upload has its own end.
+fn upload(tags: &str, zstd: bool) -> (Vec<u8>, String, usize) {
     let dir =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dd-trace-go-upload");
     let names = [
@@ -50,15 +54,31 @@ fn upload(tags: &str) -> (Vec<u8>, String) {
         body.extend(b"\r\n");
     };
     for n in names {
-        part(n, n, &std::fs::read(dir.join(n)).unwrap());
+        let data = std::fs::read(dir.join(n)).unwrap();
+        if zstd {
+            // As dd-trace-go v2 sends every attachment.
+            let z = ruzstd::encoding::compress_to_vec(
+                &data[..],
+                ruzstd::encoding::CompressionLevel::Fastest,
+            );
+            part(n, n, &z);
+        } else {
+            part(n, n, &data);
+        }
     }
     let event = serde_json::json!({
-        "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T10:01:00Z",
+        "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T10:01:00.000000000Z",
         "attachments": names, "tags_profiler": tags, "family": "go", "version": "4",
     });
     part("event", "event.json", event.to_string().as_bytes());
     body.extend(format!("--{boundary}--\r\n").as_bytes());
-    (body, format!("multipart/form-data; boundary={boundary}"))
+    let mark = b"10:01:00.000000000Z";
+    let at = body.windows(mark.len()).position(|w| w == mark).unwrap() + 9;
+    (
+        body,
+        format!("multipart/form-data; boundary={boundary}"),
+        at,
+    )
 }
 
 fn status(pid: u32, key: &str) -> f64 {
@@ -79,9 +99,10 @@ fn cpu_s(pid: u32) -> f64 {
     (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) / 100.0
 }
 
-fn pct(v: &mut [f64], p: f64) -> f64 {
+fn pct(v: &mut [f64], p: f64) -> Option<f64> {
     v.sort_by(|a, b| a.total_cmp(b));
-    v[((v.len() as f64 - 1.0) * p).round() as usize]
+    v.get(((v.len() as f64 - 1.0) * p).round() as usize)
+        .copied()
 }
 
 fn main() {
@@ -148,7 +169,9 @@ fn main() {
             }
         });
     }
-    let (body, ct) = upload("service:bench,env:bench,version:1,runtime:go");
+    let zstd = std::env::args().any(|a| a == "--zstd");
+    let (body, ct, at) = upload("service:bench,env:bench,version:1,runtime:go", zstd);
+    let seq = Arc::new(AtomicU64::new(1));
     println!("upload: {} bytes", body.len());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -162,17 +185,20 @@ fn main() {
         let client = reqwest::Client::builder().no_proxy().build().unwrap();
         let mut tasks = Vec::new();
         for _ in 0..conc {
-            let (client, url, body, ct, stop) = (
+            let (client, url, mut body, ct, stop, seq) = (
                 client.clone(),
                 url.clone(),
                 body.clone(),
                 ct.clone(),
                 Arc::clone(&stop),
+                Arc::clone(&seq),
             );
             tasks.push(tokio::spawn(async move {
                 let mut lat = Vec::new();
                 let mut refused = 0u64;
                 while !stop.load(Ordering::Relaxed) {
+                    let n = seq.fetch_add(1, Ordering::Relaxed);
+                    body[at..at + 9].copy_from_slice(format!("{n:09}").as_bytes());
                     let t = Instant::now();
                     let r = client
                         .post(&url)
@@ -194,7 +220,7 @@ fn main() {
         let mut probes = Vec::new();
         for i in 0..seconds {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            let (b, c) = upload(&format!("service:bench,probe:{i}"));
+            let (b, c, _) = upload(&format!("service:bench,probe:{i}"), zstd);
             let r = client
                 .post(&url)
                 .header("content-type", c)
@@ -246,6 +272,7 @@ fn main() {
         "seconds": wall,
         "concurrency": conc,
         "upload_bytes": body.len(),
+        "attachments": if zstd { "zstd" } else { "uncompressed" },
         "acknowledged": acked,
         "acknowledged_per_s": acked as f64 / wall,
         "refused": refused,
@@ -253,9 +280,7 @@ fn main() {
         "backlog_at_stop": (acked as u64 + probes.len() as u64).saturating_sub(stored_at_stop),
         "backlog_drained_in_s": drained_s,
         "to_202_ms": {"p50": pct(&mut lat, 0.5), "p99": pct(&mut lat, 0.99)},
-        "probe_202_to_stored_ms": if to_stored.is_empty() { serde_json::Value::Null } else {
-            serde_json::json!({"p50": pct(&mut to_stored, 0.5), "max": pct(&mut to_stored, 1.0), "probes": to_stored.len()})
-        },
+        "probe_202_to_stored_ms": {"p50": pct(&mut to_stored, 0.5), "max": pct(&mut to_stored, 1.0), "probes": to_stored.len()},
         "receiver_peak_rss_mib": hwm,
         "receiver_cpu_s": cpu,
     });

@@ -12,4 +12,4 @@ pub mod names;
 pub mod proto;
 pub mod report;
 
-pub use encode::{encode_gzip, to_proto};
+pub use encode::{encode_gzip, gzip_fast, to_proto};

@@ -5,7 +5,7 @@
 //! start (also after kill -9). The bytes not yet done are bounded (`cache_capacity_mb`):
 //! past it an upload is refused with 503 and counted, so the client keeps it and retries.
 //!
-//! Record: `APQ1`, payload length (u32 LE), FNV-1a 64 of the payload (u64 LE), payload. A
+//! Record: `APQ2`, payload length (u32 LE), CRC-32 of the payload (u64 LE), payload. A
 //! torn record at a segment's end (a crash mid-write, before its sync) fails its length or
 //! checksum and is dropped with the rest of that segment: it was never acknowledged.
 
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-const MAGIC: &[u8; 4] = b"APQ1";
+const MAGIC: &[u8; 4] = b"APQ2";
 const HEADER: usize = 16;
 /// A segment is closed past this size and a new one begun.
 const SEGMENT_BYTES: u64 = 8 << 20;
@@ -37,13 +37,11 @@ pub enum QueueError {
     Io(String),
 }
 
-fn fnv64(data: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in data {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
+/// The payload's checksum: CRC-32 (zlib's, vectorised), widened to the field's 8 bytes.
+fn checksum(data: &[u8]) -> u64 {
+    let mut c = flate2::Crc::new();
+    c.update(data);
+    u64::from(c.sum())
 }
 
 struct Append {
@@ -62,6 +60,8 @@ struct Segment {
     sizes: Vec<u64>,
     /// The writer moved on: once all is done, the files go.
     closed: bool,
+    /// `<segment>.done`, held open: the prefix is rewritten in place, one write per advance.
+    done_file: Option<std::fs::File>,
 }
 
 struct Shared {
@@ -104,7 +104,7 @@ fn read_segment(path: &Path) -> std::io::Result<Vec<Vec<u8>>> {
         let Some(payload) = data.get(at + HEADER..at + HEADER + len) else {
             break;
         };
-        if fnv64(payload) != sum {
+        if checksum(payload) != sum {
             break;
         }
         out.push(payload.to_vec());
@@ -241,8 +241,20 @@ impl Queue {
             let _ = std::fs::remove_file(done_path(&s.dir, id.segment));
         } else if seg.prefix != before {
             // Not synced: after a crash of the machine a few done records may be processed
-            // again; after a crash of agentprof (kill -9) the page cache keeps it.
-            let _ = std::fs::write(done_path(&s.dir, id.segment), seg.prefix.to_string());
+            // again; after a crash of agentprof (kill -9) the page cache keeps it. Ten
+            // digits at offset 0, so each write replaces the last whole.
+            use std::os::unix::fs::FileExt;
+            if seg.done_file.is_none() {
+                seg.done_file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(done_path(&s.dir, id.segment))
+                    .ok();
+            }
+            if let Some(f) = &seg.done_file {
+                let _ = f.write_all_at(format!("{:010}", seg.prefix).as_bytes(), 0);
+            }
         }
     }
 }
@@ -293,7 +305,7 @@ fn writer(s: &Shared, mut number: u64, rx: &mut tokio::sync::mpsc::Receiver<Appe
                 let mut head = [0u8; HEADER];
                 head[..4].copy_from_slice(MAGIC);
                 head[4..8].copy_from_slice(&(a.payload.len() as u32).to_le_bytes());
-                head[8..16].copy_from_slice(&fnv64(&a.payload).to_le_bytes());
+                head[8..16].copy_from_slice(&checksum(&a.payload).to_le_bytes());
                 f.write_all(&head)?;
                 f.write_all(&a.payload)?;
                 *size += (HEADER + a.payload.len()) as u64;
@@ -417,7 +429,7 @@ mod tests {
             .append(true)
             .open(&seg)
             .expect("open");
-        f.write_all(b"APQ1\x64\0\0\0partial").expect("write");
+        f.write_all(b"APQ2\x64\0\0\0partial").expect("write");
         drop(f);
         let (_, replay) = Queue::open(dir.path(), 250).expect("reopen");
         assert_eq!(replay.len(), 2);

@@ -219,13 +219,16 @@ fn python_metrics(
     m
 }
 
-/// `path`, or `path` with `-2`, `-3`… before its extension when taken (two uploads of one
-/// service in one millisecond).
+/// `<stem>.<ext>`, or when that is taken (two uploads of one service with one end, to the
+/// millisecond) `<stem>-<n>.<ext>` with `n` from a counter of the run: found at the first
+/// try however many share the name.
 fn create_new(dir: &Path, stem: &str, ext: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
-    for n in 1..1000 {
-        let name = if n == 1 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(2);
+    for attempt in 0..1000 {
+        let name = if attempt == 0 {
             format!("{stem}.{ext}")
         } else {
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             format!("{stem}-{n}.{ext}")
         };
         let p = dir.join(name);
@@ -240,15 +243,6 @@ fn create_new(dir: &Path, stem: &str, ext: &str) -> std::io::Result<(PathBuf, st
         }
     }
     Err(std::io::Error::other("1000 files of the same name"))
-}
-
-fn gzip(raw: &[u8]) -> Vec<u8> {
-    let mut gz = flate2::write::GzEncoder::new(
-        Vec::with_capacity(raw.len() / 3),
-        flate2::Compression::fast(),
-    );
-    let _ = gz.write_all(raw);
-    gz.finish().unwrap_or_default()
 }
 
 /// The top rows of a profile; of its `cpu-time` when it has one (Python's, whose default
@@ -327,7 +321,7 @@ pub fn store(
                 let gz = if a.compression == Compression::Gzip {
                     std::borrow::Cow::Borrowed(&a.data[..])
                 } else {
-                    std::borrow::Cow::Owned(gzip(raw))
+                    std::borrow::Cow::Owned(crate::pprof::gzip_fast(raw))
                 };
                 ("pb.gz", gz)
             }
