@@ -91,6 +91,7 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
             .unwrap_or_else(|| crate::checks::python::state_dir().join("receive-queue")),
         capacity: file.cache_capacity_mb.unwrap_or(256) * MIB,
         body_limit: body_mb * MIB,
+        read_timeout: std::time::Duration::from_secs(file.read_timeout_s.unwrap_or(60)),
         metrics_listen,
         duration,
         json: args.json,

@@ -27,6 +27,9 @@ pub struct ReceiveFile {
     /// Listen over TLS (PEM certificate chain and key).
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// Seconds a sender has to send an upload's body (default 60; its headers: at most 10):
+    /// a slower or stalled one gets 408 and its connection is closed.
+    pub read_timeout_s: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -60,6 +63,7 @@ pub fn load(source: Option<&Path>) -> Result<ReceiveFile, UsageError> {
     for (k, v, max) in [
         ("body_size_limit_mb", r.body_size_limit_mb, 1024),
         ("cache_capacity_mb", r.cache_capacity_mb, 1 << 20),
+        ("read_timeout_s", r.read_timeout_s, 3600),
     ] {
         if let Some(v) = v
             && !(1..=max).contains(&v)

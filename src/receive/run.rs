@@ -29,6 +29,9 @@ pub struct ReceiveOptions {
     pub capacity: u64,
     /// Largest upload accepted (`body_size_limit_mb`).
     pub body_limit: u64,
+    /// The time a sender has for an upload's body (`read_timeout_s`); for its headers, at
+    /// most [`HEADER_TIMEOUT`].
+    pub read_timeout: Duration,
     pub metrics_listen: Option<SocketAddr>,
     pub duration: Option<Duration>,
     pub json: bool,
@@ -73,9 +76,8 @@ fn figure_metrics(s: &Stored, hostname: &str) -> Vec<crate::metrics::Metric> {
         .collect()
 }
 
-/// How long a sender may take to send its headers, then its body.
+/// How long a sender may take to send its headers (or less, with a shorter read timeout).
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-const BODY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Uploads checked and acknowledged that wait for a worker, in memory (the rest of the
 /// backlog is on disk only until a worker reads it).
 const IN_MEMORY: usize = 64;
@@ -95,6 +97,7 @@ struct State {
     endpoints: Vec<String>,
     limits: crate::pprof::decode::Limits,
     body_limit: u64,
+    body_timeout: Duration,
 }
 
 /// The headers kept with an upload: the client's own (`DD-EVP-ORIGIN`,
@@ -176,7 +179,7 @@ async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Body> {
         // Read and dropped (up to 4 × the limit, within the body timeout), so the client
         // finishes sending and reads the 413 instead of a broken pipe.
         if n <= 4 * state.body_limit {
-            let _ = tokio::time::timeout(BODY_TIMEOUT, async {
+            let _ = tokio::time::timeout(state.body_timeout, async {
                 use futures_util::StreamExt;
                 let mut s = req.into_body().into_data_stream();
                 while let Some(Ok(_)) = s.next().await {}
@@ -190,7 +193,7 @@ async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Body> {
     }
     let headers = kept_headers(req.headers());
     let read = tokio::time::timeout(
-        BODY_TIMEOUT,
+        state.body_timeout,
         axum::body::to_bytes(req.into_body(), state.body_limit as usize),
     )
     .await;
@@ -199,7 +202,10 @@ async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Body> {
             m.reject("slow_sender");
             return answer(
                 408,
-                format!("the body did not arrive within {BODY_TIMEOUT:?}"),
+                format!(
+                    "the body did not arrive within {:?} (read_timeout_s)",
+                    state.body_timeout
+                ),
             );
         }
         Ok(Err(e)) => {
@@ -262,14 +268,18 @@ fn router(state: Arc<State>) -> axum::Router {
 }
 
 /// One connection: HTTP/1 with a header timeout, closed gracefully (5 s) at stop.
-async fn serve_conn<I>(io: I, app: axum::Router, mut stop: tokio::sync::watch::Receiver<bool>)
-where
+async fn serve_conn<I>(
+    io: I,
+    app: axum::Router,
+    header_timeout: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let svc = hyper_util::service::TowerToHyperService::new(app);
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(HEADER_TIMEOUT)
+        .header_read_timeout(header_timeout)
         .serve_connection(hyper_util::rt::TokioIo::new(io), svc);
     tokio::pin!(conn);
     tokio::select! {
@@ -286,6 +296,7 @@ where
 async fn serve(
     listener: tokio::net::TcpListener,
     app: axum::Router,
+    header_timeout: Duration,
     tls: Option<tokio_rustls::TlsAcceptor>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
@@ -297,12 +308,12 @@ async fn serve(
                 let (app, stop, tls) = (app.clone(), stop.clone(), tls.clone());
                 conns.spawn(async move {
                     match tls {
-                        None => serve_conn(tcp, app, stop).await,
+                        None => serve_conn(tcp, app, header_timeout, stop).await,
                         Some(acc) => {
                             if let Ok(Ok(io)) =
-                                tokio::time::timeout(HEADER_TIMEOUT, acc.accept(tcp)).await
+                                tokio::time::timeout(header_timeout, acc.accept(tcp)).await
                             {
-                                serve_conn(io, app, stop).await;
+                                serve_conn(io, app, header_timeout, stop).await;
                             }
                         }
                     }
@@ -415,6 +426,7 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         endpoints: opts.endpoints.clone(),
         limits: opts.store.limits,
         body_limit: opts.body_limit,
+        body_timeout: opts.read_timeout,
     });
     // The workers: each job on the blocking pool, at most WORKERS at once.
     let store = Arc::new(opts.store.clone());
@@ -527,7 +539,14 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
     let acceptor = opts.tls.clone().map(tokio_rustls::TlsAcceptor::from);
-    let server = tokio::spawn(serve(listener, router(state), acceptor, stop_rx));
+    let header_timeout = opts.read_timeout.min(HEADER_TIMEOUT);
+    let server = tokio::spawn(serve(
+        listener,
+        router(state),
+        header_timeout,
+        acceptor,
+        stop_rx,
+    ));
     eprintln!(
         "agentprof receive: listening on {scheme}://{bound}{} (storing under {})",
         opts.endpoints.first().map(String::as_str).unwrap_or(""),

@@ -484,56 +484,100 @@ fn a_kill_9_during_a_burst_loses_no_acknowledged_upload() {
     );
 }
 
-/// The Go program profiled by dd-trace-go's profiler (tests/go/ddprof), built once.
-fn ddprof_binary() -> Option<std::path::PathBuf> {
-    static BIN: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| {
-        if !crate::support::require_go() {
-            return None;
-        }
-        let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ddprof");
-        let src = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/go/ddprof");
-        let st = Command::new("go")
-            .args(["build", "-o"])
-            .arg(&out)
-            .arg(".")
-            .current_dir(&src)
-            .status()
-            .expect("go build");
-        assert!(
-            st.success(),
-            "go build of the dd-trace-go test program failed"
-        );
-        Some(out)
-    })
-    .clone()
+/// Senders that stall — 20 with half their body sent, 20 in the middle of their headers —
+/// hold no one else up: an upload sent meanwhile gets its 202 at once; after
+/// `read_timeout_s` (2 s here) the stalled bodies get 408 with the reason and the stalled
+/// headers a closed connection; nothing of them is stored, and the rejections are counted.
+#[test]
+fn stalled_senders_are_timed_out_without_holding_others() {
+    use std::io::{Read, Write};
+    let sb = Sandbox::new();
+    sb.write("agentprof.yaml", "receive:\n  read_timeout_s: 2\n");
+    let rx = Receiver::start(&sb, &["--config", "agentprof.yaml"]);
+    let (body, ct) = recorded_upload("service:live");
+    let t0 = Instant::now();
+    let mut bodies = Vec::new();
+    let mut heads = Vec::new();
+    for _ in 0..20 {
+        let mut c = std::net::TcpStream::connect(&rx.addr).unwrap();
+        write!(
+            c,
+            "POST /profiling/v1/input HTTP/1.1\r\nHost: x\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .unwrap();
+        c.write_all(&body[..body.len() / 2]).unwrap();
+        bodies.push(c);
+        let mut h = std::net::TcpStream::connect(&rx.addr).unwrap();
+        h.write_all(b"POST /profiling/v1/input HTTP/1.1\r\nHost: x\r\nContent-Ty")
+            .unwrap();
+        heads.push(h);
+    }
+    let t = Instant::now();
+    let (code, text) = post(&rx.url(), body.clone(), &ct);
+    assert_eq!(code, 202, "{text}");
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert_eq!(rx.next()["service"], "live");
+    for mut c in bodies {
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut got = String::new();
+        let _ = c.read_to_string(&mut got);
+        assert!(got.starts_with("HTTP/1.1 408"), "{got}");
+        assert!(got.contains("read_timeout_s"), "{got}");
+    }
+    for mut h in heads {
+        h.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut got = Vec::new();
+        // Closed (hyper may say 408 first): read_to_end returns, it does not time out.
+        h.read_to_end(&mut got)
+            .expect("the stalled headers' connection is closed");
+    }
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_secs(2) && waited < Duration::from_secs(6),
+        "{waited:?}"
+    );
+    let stderr = rx.stop();
+    assert!(stderr.contains("\"slow_sender\": 20"), "{stderr}");
+    assert!(stderr.contains("stopped: 1 stored"), "{stderr}");
 }
 
-/// The real dd-trace-go profiler (v2), started with the reference's options and a 2 s
-/// period, uploading to agentprof receive: every upload arrives whole, each stored profile
-/// reads the same in go tool pprof and agentprof top, the CPU profile is about the busy
-/// function, the tags and an increasing profile_seq arrive, and the figures are those of
-/// the stored files.
-#[test]
-fn dd_trace_go_uploads_arrive_whole_and_right() {
-    let Some(bin) = ddprof_binary() else {
-        return;
-    };
-    let sb = Sandbox::new();
-    let rx = Receiver::start(&sb, &["--top", "3"]);
-    let st = Command::new(&bin)
-        .args(["-agent", &rx.addr, "-period", "2s", "-run", "7s"])
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let mut lines = Vec::new();
-    while lines.len() < 3 {
-        lines.push(rx.next());
+/// A Go program profiled by dd-trace-go's profiler, built once: tests/go/ddprof (the v2
+/// import) or tests/go/ddprof-v1 (the reference's v1 import, gopkg.in/DataDog/dd-trace-go.v1,
+/// a module of its own so that it runs on the v2 release v1 itself requires).
+fn ddprof_binary(which: &'static str) -> Option<std::path::PathBuf> {
+    static BINS: std::sync::Mutex<Vec<(&str, std::path::PathBuf)>> =
+        std::sync::Mutex::new(Vec::new());
+    if !crate::support::require_go() {
+        return None;
     }
-    let stderr = rx.stop();
+    let mut bins = BINS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, b)) = bins.iter().find(|(w, _)| *w == which) {
+        return Some(b.clone());
+    }
+    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(which);
+    let src = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/go")
+        .join(which);
+    let st = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(".")
+        .current_dir(&src)
+        .status()
+        .expect("go build");
+    assert!(st.success(), "go build of tests/go/{which} failed");
+    bins.push((which, out.clone()));
+    Some(out)
+}
+
+/// What every dd-trace-go upload must be: service, env, version, the tags `k:1`, `k:2`,
+/// `runtime:go` and an increasing `profile_seq`; each of the five profiles and metrics.json,
+/// no attachment in error, each stored profile the same in `go tool pprof -top` and
+/// `agentprof top`; a later CPU profile about `busy`.
+fn check_go_uploads(sb: &Sandbox, lines: &[serde_json::Value], busy: &str) {
     let mut seqs = Vec::new();
-    for l in &lines {
+    for l in lines {
         assert_eq!(l["service"], "dd-service", "{l}");
         assert_eq!(l["env"], "dd-env");
         assert_eq!(l["version"], "dd-1.0.0");
@@ -578,7 +622,7 @@ fn dd_trace_go_uploads_arrive_whole_and_right() {
                 crate::support::go(&["tool", "pprof", "-top", file.to_str().unwrap()]).unwrap();
             assert_eq!(ours.stdout, theirs, "{}", file.display());
         }
-        // dd-trace-go compresses what it sends (zstd in v2).
+        // dd-trace-go compresses what it sends (zstd in v2, gzip in older releases).
         assert!(att.iter().any(|a| a["compression"] != "none"), "{att:?}");
     }
     assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
@@ -590,7 +634,33 @@ fn dd_trace_go_uploads_arrive_whole_and_right() {
         .find(|a| a["type"] == "cpu")
         .unwrap();
     let top = cpu["top"][0]["function"].as_str().unwrap();
-    assert_eq!(top, "main.busyWork", "{cpu}");
+    assert_eq!(top, busy, "{cpu}");
+}
+
+/// The real dd-trace-go profiler (v2), started with the reference's options and a 2 s
+/// period, uploading to agentprof receive: every upload arrives whole, each stored profile
+/// reads the same in go tool pprof and agentprof top, the CPU profile is about the busy
+/// function, the tags and an increasing profile_seq arrive, and the figures are those of
+/// the stored files.
+#[test]
+fn dd_trace_go_uploads_arrive_whole_and_right() {
+    let Some(bin) = ddprof_binary("ddprof") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let rx = Receiver::start(&sb, &["--top", "3"]);
+    let st = Command::new(&bin)
+        .args(["-agent", &rx.addr, "-period", "2s", "-run", "7s"])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut lines = Vec::new();
+    while lines.len() < 3 {
+        lines.push(rx.next());
+    }
+    let stderr = rx.stop();
+    check_go_uploads(&sb, &lines, "main.busyWork");
     // metrics.json's figures are the file's own; the goroutines those the profile counts.
     let l = &lines[1];
     let metrics_file = l["attachments"]
@@ -616,6 +686,33 @@ fn dd_trace_go_uploads_arrive_whole_and_right() {
         "a busy core: {m}"
     );
     assert!(stderr.contains("stored"), "{stderr}");
+}
+
+/// The reference's own import, `gopkg.in/DataDog/dd-trace-go.v1/profiler` (v1.74.8, on the
+/// v2 release it requires), set up as the reference's example says: its uploads arrive
+/// whole, tagged with the v1 profiler's version, and read the same in go tool pprof and
+/// agentprof top.
+#[test]
+fn dd_trace_go_v1_as_the_reference_sets_it_up_arrives() {
+    let Some(bin) = ddprof_binary("ddprof-v1") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let rx = Receiver::start(&sb, &["--top", "3"]);
+    let st = Command::new(&bin)
+        .args(["-agent", &rx.addr, "-period", "2s", "-run", "7s"])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut lines = Vec::new();
+    while lines.len() < 3 {
+        lines.push(rx.next());
+    }
+    rx.stop();
+    check_go_uploads(&sb, &lines, "main.spin");
+    let tags = lines[0]["tags"].to_string();
+    assert!(tags.contains("profiler_version:v1.74."), "{tags}");
 }
 
 /// Python's `ddtrace` profiler (run with ddtrace-run, a 1 s upload interval): its uploads
@@ -711,6 +808,85 @@ fn python_ddtrace_uploads_arrive_whole_and_right() {
     let cores = m["prof_python_cpu_cores"].as_f64().unwrap();
     assert!(cores > 0.2 && cores < 1.5, "{m}");
     assert!(m["prof_python_wall_time"].as_f64().unwrap() > 0.0, "{m}");
+}
+
+/// dd-trace-java's profiler (the real agent jar, 1.68.1, a 2 s upload period): its
+/// uploads — JFR recordings, zstd-compressed — arrive with its tags and headers, language
+/// `jvm` read as java, and are stored as `.jfr` files the JDK's own `jfr summary` reads.
+#[test]
+fn dd_trace_java_recordings_arrive_and_are_stored_readable() {
+    let Some(jar) = crate::support::dd_java_agent() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let rx = Receiver::start(&sb, &[]);
+    let port = rx.addr.rsplit(':').next().unwrap().to_string();
+    let prog = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/Busy.java");
+    let out = Command::new("java")
+        .arg(format!("-javaagent:{}", jar.display()))
+        .args([
+            "-Ddd.service=java-svc",
+            "-Ddd.env=java-env",
+            "-Ddd.version=j-1",
+            "-Ddd.tags=k:1",
+            "-Ddd.profiling.enabled=true",
+            "-Ddd.profiling.start-delay=0",
+            "-Ddd.profiling.upload.period=2",
+            "-Ddd.trace.enabled=false",
+            "-Ddd.agent.host=127.0.0.1",
+        ])
+        .arg(format!("-Ddd.trace.agent.port={port}"))
+        .arg(&prog)
+        .arg("7000")
+        .env_remove("DD_AGENT_HOST")
+        .env_remove("DD_TRACE_AGENT_URL")
+        .env_remove("DD_TRACE_AGENT_PORT")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = [rx.next(), rx.next()];
+    rx.stop();
+    for l in &lines {
+        assert_eq!(l["service"], "java-svc", "{l}");
+        assert_eq!(l["env"], "java-env");
+        assert_eq!(l["version"], "j-1");
+        assert_eq!(l["language"], "java");
+        let tags = l["tags"].to_string();
+        assert!(tags.contains("\"k:1\""), "{tags}");
+        let headers = l["headers"].to_string();
+        assert!(
+            headers.contains("[\"dd-evp-origin\",\"dd-trace-java\"]"),
+            "{headers}"
+        );
+        let att = l["attachments"].as_array().unwrap();
+        let jfr: Vec<&Value> = att
+            .iter()
+            .filter(|a| a["name"].as_str().unwrap().ends_with(".jfr"))
+            .collect();
+        assert!(!jfr.is_empty(), "{att:?}");
+        for a in jfr {
+            assert!(a["error"].is_null(), "{a}");
+            assert_eq!(a["kind"], "other");
+            let file = sb.file(a["file"].as_str().unwrap());
+            assert_eq!(file.extension().unwrap(), "jfr");
+            let bytes = std::fs::read(&file).unwrap();
+            assert_eq!(&bytes[..4], b"FLR\0", "{}", file.display());
+            let summary = Command::new("jfr")
+                .arg("summary")
+                .arg(&file)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&summary.stdout);
+            assert!(
+                summary.status.success() && text.contains("Chunks:"),
+                "{text}"
+            );
+        }
+    }
 }
 
 /// `--forward` to a target that answers 503 for a while, then recovers: every upload

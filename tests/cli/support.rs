@@ -121,6 +121,35 @@ pub fn require_go() -> bool {
     false
 }
 
+/// dd-trace-java's agent jar, as `.ci/run` fetches it into the local Maven repository
+/// (`$AGENTPROF_DD_JAVA_AGENT` names another), with a `java` to run it; in CI its absence
+/// is a failure.
+pub fn dd_java_agent() -> Option<PathBuf> {
+    let jar =
+        std::env::var_os("AGENTPROF_DD_JAVA_AGENT")
+            .map(PathBuf::from)
+            .or_else(|| {
+                let home = std::env::var_os("HOME")?;
+                Some(Path::new(&home).join(
+                    ".m2/repository/com/datadoghq/dd-java-agent/1.68.1/dd-java-agent-1.68.1.jar",
+                ))
+            })
+            .filter(|j| j.is_file());
+    let java = Command::new("java")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if let (Some(jar), true) = (&jar, java) {
+        return Some(jar.clone());
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "java or dd-java-agent 1.68.1 is missing (.ci/run installs them)"
+    );
+    eprintln!("skipped: java or dd-java-agent 1.68.1 is missing");
+    None
+}
+
 /// `go ARGS…`: stdout, or None when go failed.
 pub fn go(args: &[&str]) -> Option<String> {
     let out = Command::new("go").args(args).output().expect("go");
