@@ -1,7 +1,7 @@
 //! `agentprof receive` under load, for the figures its issue asks for. Run by
 //! `scripts/bench_receive.sh`:
 //!
-//!   cargo run --release --example receive_bench -- [--seconds S] [--concurrency C] [--zstd] [--agentprof PATH]
+//!   cargo run --release --example receive_bench -- [--seconds S] [--concurrency C] [--zstd] [--dir D] [--agentprof PATH]
 //!
 //! The upload: the recorded dd-trace-go profiles of tests/fixtures/dd-trace-go-upload
 //! (cpu, delta-heap, delta-block, delta-mutex, goroutines, metrics.json) with event.json, in
@@ -112,9 +112,19 @@ fn main() {
     let agentprof = arg("--agentprof").unwrap_or_else(|| "target/release/agentprof".into());
     let agentprof =
         std::fs::canonicalize(&agentprof).unwrap_or_else(|e| panic!("{agentprof}: {e}"));
-    let dir = tempfile::tempdir().unwrap();
+    // `--dir D`: the receiver's files go under D and stay (the script removes them all at
+    // the end): removing each run's hundred thousand files at once makes the next run's
+    // file creation slower on ext4, which would be the bench's cost, not the receiver's.
+    let _tmp;
+    let dir = match arg("--dir") {
+        Some(d) => tempfile::tempdir_in(d).unwrap().keep(),
+        None => {
+            _tmp = tempfile::tempdir().unwrap();
+            _tmp.path().to_path_buf()
+        }
+    };
     let mut child = Command::new(&agentprof)
-        .current_dir(dir.path())
+        .current_dir(&dir)
         .args([
             "receive",
             "--listen",

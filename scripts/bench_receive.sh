@@ -12,18 +12,21 @@ cd "$(dirname "$0")/.."
 cargo build --locked --release --quiet
 cargo build --locked --release --quiet --example receive_bench
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+# The receivers' files, kept until the end (on the disk, not a tmpfs: the queue's sync is
+# part of what is measured).
+work=$(mktemp -d -p "${BENCH_DIR:-$PWD/target}")
+trap 'rm -rf "$out" "$work"' EXIT
 for i in $(seq "${3:-3}"); do
   for kind in uncompressed zstd; do
     flag=()
     [ "$kind" = zstd ] && flag=(--zstd)
     target/release/examples/receive_bench --seconds "${1:-20}" --concurrency "${2:-16}" \
-      --agentprof target/release/agentprof "${flag[@]}" | sed 1d | tee "$out/$kind.$i.json"
+      --agentprof target/release/agentprof --dir "$work" "${flag[@]}" | sed 1d | tee "$out/$kind.$i.json"
   done
 done
 # The probes alone: the time from a 202 to the stored files with nothing else arriving.
 target/release/examples/receive_bench --seconds 10 --concurrency 0 \
-  --agentprof target/release/agentprof | sed 1d | tee "$out/unloaded.json" >/dev/null
+  --agentprof target/release/agentprof --dir "$work" | sed 1d | tee "$out/unloaded.json" >/dev/null
 python3 - "$out" <<'PY'
 import json, pathlib, statistics, sys
 runs = {}
