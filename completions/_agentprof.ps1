@@ -33,6 +33,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads')
             [CompletionResult]::new('k8s', 'k8s', [CompletionResultType]::ParameterValue, 'Discover the Go pprof endpoints of this node''s pods and capture their profiles on a schedule and when they cross CPU or memory thresholds (run as a DaemonSet)')
             [CompletionResult]::new('receive', 'receive', [CompletionResultType]::ParameterValue, 'Receive the uploads of dd-trace profilers (Go, Python, Java…) on DataKit''s port and path: each stored under <out>/<service>/, listed in uploads.jsonl, printed')
+            [CompletionResult]::new('ui', 'ui', [CompletionResultType]::ParameterValue, 'A local web page over the profiles agentprof wrote or received: lists with the cause of each capture, top tables, flamegraphs and comparisons (read-only, offline)')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Compare two pprof profiles: per function the change of flat and cum, biggest first')
             [CompletionResult]::new('delta', 'delta', [CompletionResultType]::ParameterValue, 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it')
             [CompletionResult]::new('flamegraph', 'flamegraph', [CompletionResultType]::ParameterValue, 'Draw a pprof profile as a flamegraph (SVG)')
@@ -232,6 +233,21 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'agentprof;ui' {
+            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Address to serve the page on (default 127.0.0.1:7070; another host''s address exposes the profiles to it, and agentprof says so)')
+            [CompletionResult]::new('--duration', '--duration', [CompletionResultType]::ParameterName, 'Stop after D (default: run until SIGTERM or Ctrl-C)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)')
+            [CompletionResult]::new('--max-size-mb', '--max-size-mb', [CompletionResultType]::ParameterName, 'Largest file accepted, compressed or not (MiB)')
+            [CompletionResult]::new('--max-decompressed-mb', '--max-decompressed-mb', [CompletionResultType]::ParameterName, 'Largest decompressed profile accepted (MiB); checked while inflating')
+            [CompletionResult]::new('--max-fields', '--max-fields', [CompletionResultType]::ParameterName, 'Most protobuf fields and packed elements accepted, counted before decoding')
+            [CompletionResult]::new('--max-memory-mb', '--max-memory-mb', [CompletionResultType]::ParameterName, 'Most memory decoding may take (MiB), estimated from the profile''s samples and elements before anything is allocated')
+            [CompletionResult]::new('--open', '--open', [CompletionResultType]::ParameterName, 'Open the page in the desktop''s browser once it is served')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'agentprof;diff' {
             [CompletionResult]::new('--sample-index', '--sample-index', [CompletionResultType]::ParameterName, 'Sample type to compare (name or index); default: the new profile''s default')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Show at most N changed functions (default: 30 in the table, all in --json); 0 shows all')
@@ -303,6 +319,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads')
             [CompletionResult]::new('k8s', 'k8s', [CompletionResultType]::ParameterValue, 'Discover the Go pprof endpoints of this node''s pods and capture their profiles on a schedule and when they cross CPU or memory thresholds (run as a DaemonSet)')
             [CompletionResult]::new('receive', 'receive', [CompletionResultType]::ParameterValue, 'Receive the uploads of dd-trace profilers (Go, Python, Java…) on DataKit''s port and path: each stored under <out>/<service>/, listed in uploads.jsonl, printed')
+            [CompletionResult]::new('ui', 'ui', [CompletionResultType]::ParameterValue, 'A local web page over the profiles agentprof wrote or received: lists with the cause of each capture, top tables, flamegraphs and comparisons (read-only, offline)')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Compare two pprof profiles: per function the change of flat and cum, biggest first')
             [CompletionResult]::new('delta', 'delta', [CompletionResultType]::ParameterValue, 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it')
             [CompletionResult]::new('flamegraph', 'flamegraph', [CompletionResultType]::ParameterValue, 'Draw a pprof profile as a flamegraph (SVG)')
@@ -337,6 +354,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             break
         }
         'agentprof;help;receive' {
+            break
+        }
+        'agentprof;help;ui' {
             break
         }
         'agentprof;help;diff' {

@@ -58,6 +58,9 @@ _agentprof() {
             agentprof,top)
                 cmd="agentprof__subcmd__top"
                 ;;
+            agentprof,ui)
+                cmd="agentprof__subcmd__ui"
+                ;;
             agentprof__subcmd__help,check)
                 cmd="agentprof__subcmd__help__subcmd__check"
                 ;;
@@ -100,6 +103,9 @@ _agentprof() {
             agentprof__subcmd__help,top)
                 cmd="agentprof__subcmd__help__subcmd__top"
                 ;;
+            agentprof__subcmd__help,ui)
+                cmd="agentprof__subcmd__help__subcmd__ui"
+                ;;
             agentprof__subcmd__help__subcmd__k8s,targets)
                 cmd="agentprof__subcmd__help__subcmd__k8s__subcmd__targets"
                 ;;
@@ -122,7 +128,7 @@ _agentprof() {
 
     case "${cmd}" in
         agentprof)
-            opts="-h -V --help --version check start list top gate pull k8s receive diff delta flamegraph completions man help"
+            opts="-h -V --help --version check start list top gate pull k8s receive ui diff delta flamegraph completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -448,7 +454,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__help)
-            opts="check start list top gate pull k8s receive diff delta flamegraph completions man help"
+            opts="check start list top gate pull k8s receive ui diff delta flamegraph completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -658,6 +664,20 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__help__subcmd__top)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentprof__subcmd__help__subcmd__ui)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1063,6 +1083,48 @@ _agentprof() {
                     return 0
                     ;;
                 --node-fraction)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-size-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-fields)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-memory-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentprof__subcmd__ui)
+            opts="-h -V --listen --open --duration --config --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -30,6 +30,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand pull 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads'
             cand k8s 'Discover the Go pprof endpoints of this node''s pods and capture their profiles on a schedule and when they cross CPU or memory thresholds (run as a DaemonSet)'
             cand receive 'Receive the uploads of dd-trace profilers (Go, Python, Java…) on DataKit''s port and path: each stored under <out>/<service>/, listed in uploads.jsonl, printed'
+            cand ui 'A local web page over the profiles agentprof wrote or received: lists with the cause of each capture, top tables, flamegraphs and comparisons (read-only, offline)'
             cand diff 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
             cand delta 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it'
             cand flamegraph 'Draw a pprof profile as a flamegraph (SVG)'
@@ -216,6 +217,20 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'agentprof;ui'= {
+            cand --listen 'Address to serve the page on (default 127.0.0.1:7070; another host''s address exposes the profiles to it, and agentprof says so)'
+            cand --duration 'Stop after D (default: run until SIGTERM or Ctrl-C)'
+            cand --config 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)'
+            cand --max-size-mb 'Largest file accepted, compressed or not (MiB)'
+            cand --max-decompressed-mb 'Largest decompressed profile accepted (MiB); checked while inflating'
+            cand --max-fields 'Most protobuf fields and packed elements accepted, counted before decoding'
+            cand --max-memory-mb 'Most memory decoding may take (MiB), estimated from the profile''s samples and elements before anything is allocated'
+            cand --open 'Open the page in the desktop''s browser once it is served'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'agentprof;diff'= {
             cand --sample-index 'Sample type to compare (name or index); default: the new profile''s default'
             cand -n 'Show at most N changed functions (default: 30 in the table, all in --json); 0 shows all'
@@ -282,6 +297,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand pull 'Pull pprof profiles from Go services'' net/http/pprof: files, top tables, deltas, uploads'
             cand k8s 'Discover the Go pprof endpoints of this node''s pods and capture their profiles on a schedule and when they cross CPU or memory thresholds (run as a DaemonSet)'
             cand receive 'Receive the uploads of dd-trace profilers (Go, Python, Java…) on DataKit''s port and path: each stored under <out>/<service>/, listed in uploads.jsonl, printed'
+            cand ui 'A local web page over the profiles agentprof wrote or received: lists with the cause of each capture, top tables, flamegraphs and comparisons (read-only, offline)'
             cand diff 'Compare two pprof profiles: per function the change of flat and cum, biggest first'
             cand delta 'The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it'
             cand flamegraph 'Draw a pprof profile as a flamegraph (SVG)'
@@ -307,6 +323,8 @@ set edit:completion:arg-completer[agentprof] = {|@words|
         &'agentprof;help;k8s;targets'= {
         }
         &'agentprof;help;receive'= {
+        }
+        &'agentprof;help;ui'= {
         }
         &'agentprof;help;diff'= {
         }

@@ -40,6 +40,9 @@ pub enum Command {
     /// Receive the uploads of dd-trace profilers (Go, Python, Java…) on DataKit's port and
     /// path: each stored under <out>/<service>/, listed in uploads.jsonl, printed
     Receive(Box<ReceiveArgs>),
+    /// A local web page over the profiles agentprof wrote or received: lists with the cause of
+    /// each capture, top tables, flamegraphs and comparisons (read-only, offline)
+    Ui(UiArgs),
     /// Compare two pprof profiles: per function the change of flat and cum, biggest first
     Diff(DiffArgs),
     /// The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it
@@ -360,6 +363,29 @@ pub struct ReceiveArgs {
     /// agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct UiArgs {
+    /// Directories to show (default: the output directories agentprof.yaml configures —
+    /// receive.out_dir and profile_dir — else ./profiles; name k8s's --out directory here)
+    #[arg(value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Address to serve the page on (default 127.0.0.1:7070; another host's address exposes
+    /// the profiles to it, and agentprof says so)
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Open the page in the desktop's browser once it is served
+    #[arg(long)]
+    pub open: bool,
+    /// Stop after D (default: run until SIGTERM or Ctrl-C)
+    #[arg(long, value_name = "D")]
+    pub duration: Option<String>,
+    /// agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub limits: ProfileLimitArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -22,3 +22,4 @@ pub mod pull;
 pub mod receive;
 pub mod redact;
 pub mod render;
+pub mod ui;

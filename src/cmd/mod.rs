@@ -7,10 +7,11 @@ mod gate;
 mod generate;
 pub mod k8s;
 mod list;
-mod pprof;
+pub(crate) mod pprof;
 mod pull;
 mod receive;
 mod start;
+mod ui;
 
 pub use generate::{completion_file_name, completion_script, man_pages};
 
@@ -70,6 +71,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Pull(args) => pull::run(*args),
         Command::K8s(args) => k8s::run(*args),
         Command::Receive(args) => receive::run(*args),
+        Command::Ui(args) => ui::run(args),
         Command::Diff(args) => pprof::diff(args),
         Command::Delta(args) => pprof::delta(args),
         Command::Flamegraph(args) => pprof::flamegraph(args),

@@ -11,7 +11,7 @@ use crate::pprof::report::{TopOptions, top as top_report};
 
 use super::Outcome;
 
-fn limits(a: &ProfileLimitArgs) -> Limits {
+pub(crate) fn limits(a: &ProfileLimitArgs) -> Limits {
     Limits {
         body: a.max_size_mb << 20,
         decompressed: a.max_decompressed_mb << 20,

@@ -17,3 +17,4 @@ mod receive;
 mod shipped;
 mod start;
 mod support;
+mod ui;

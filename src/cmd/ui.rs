@@ -1,0 +1,65 @@
+//! `agentprof ui`: the directories (flags, else the output directories agentprof.yaml
+//! configures, else ./profiles), the address, the limits each profile is read with.
+
+use std::path::PathBuf;
+
+use crate::cli::{ConfdArgs, UiArgs};
+use crate::config::AgentConfig;
+use crate::error::UsageError;
+use crate::ui::UiOptions;
+
+use super::{Outcome, confd_options};
+
+pub fn run(args: UiArgs) -> anyhow::Result<Outcome> {
+    let agent = AgentConfig::load(&confd_options(&ConfdArgs {
+        config: args.config.clone(),
+        confd: None,
+    }))?;
+    let mut dirs = args.dirs.clone();
+    if dirs.is_empty() {
+        let receive = crate::receive::config::load(agent.source.as_deref())?;
+        dirs.extend(receive.out_dir);
+        dirs.push(agent.profile_dir.clone());
+        dirs.retain(|d| d.is_dir());
+        if dirs.is_empty() {
+            dirs.push(PathBuf::from("profiles"));
+        }
+    }
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for d in &dirs {
+        let real = std::fs::canonicalize(d)
+            .map_err(|e| UsageError::flag("DIR", format!("{}: {e}", d.display())))?;
+        if !real.is_dir() {
+            return Err(
+                UsageError::flag("DIR", format!("{}: not a directory", d.display())).into(),
+            );
+        }
+        if !roots.contains(&real) {
+            roots.push(real);
+        }
+    }
+    let listen = super::socket_addr(
+        "--listen",
+        args.listen.as_deref().unwrap_or("127.0.0.1:7070"),
+        "127.0.0.1:7070",
+    )?;
+    let duration = args
+        .duration
+        .as_deref()
+        .map(|d| crate::duration::parse(d, 1.0).map_err(|e| UsageError::flag("--duration", e)))
+        .transpose()?;
+    let opts = UiOptions {
+        roots,
+        listen,
+        open: args.open,
+        duration,
+        limits: super::pprof::limits(&args.limits),
+    };
+    crate::agent::signal::install();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(4)
+        .enable_all()
+        .build()?;
+    rt.block_on(crate::ui::run(opts))
+}

@@ -1,0 +1,253 @@
+// agentprof ui: the list of profiles, one profile (top table and flamegraph), and two
+// compared. Everything from a profile is put in as text (textContent), never as markup;
+// flamegraphs are the server's SVG in sandboxed frames.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+let entries = [];
+let byId = new Map();
+
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (cls) e.className = cls;
+  return e;
+}
+
+function q(params) {
+  const u = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== undefined && v !== null && v !== "" && v !== false) u.set(k, String(v));
+  }
+  return u.toString();
+}
+
+async function getJSON(url) {
+  const r = await fetch(url, { cache: "no-store" });
+  const body = await r.json().catch(() => ({ error: r.statusText }));
+  if (!r.ok) throw new Error(body.error || r.statusText);
+  return body;
+}
+
+function showError(e) {
+  const p = $("error");
+  p.textContent = e ? String(e.message || e) : "";
+  p.hidden = !e;
+}
+
+function human(n) {
+  if (n >= 1 << 20) return (n / 1048576).toFixed(1) + " MiB";
+  if (n >= 1024) return (n / 1024).toFixed(1) + " KiB";
+  return n + " B";
+}
+
+function where(e) {
+  if (e.namespace || e.pod) return [e.namespace, e.pod, e.container].filter(Boolean).join("/");
+  return e.service || "";
+}
+
+function triggerText(t) {
+  if (!t) return "";
+  const unit = t.unit === "percent" ? " %" : t.unit === "millicores" ? " m" : t.unit === "bytes" ? " B" : "";
+  const v = typeof t.value === "number" ? Math.round(t.value * 10) / 10 : t.value;
+  return `${t.metric || ""} ${v}${unit} ≥ ${t.threshold}${unit} (${t.level || ""})`;
+}
+
+function fillSelect(sel, values) {
+  const keep = sel.value;
+  while (sel.options.length > 1) sel.remove(1);
+  for (const v of [...values].sort()) sel.add(new Option(v, v));
+  sel.value = values.has(keep) ? keep : "";
+}
+
+function filtered() {
+  const svc = $("f-service").value, type = $("f-type").value, cause = $("f-cause").value;
+  const from = $("f-from").value, to = $("f-to").value, text = $("f-text").value.toLowerCase();
+  return entries.filter((e) =>
+    (!svc || where(e) === svc) &&
+    (!type || e.type === type) &&
+    (!cause || (e.cause || "none") === cause) &&
+    (!from || e.time >= new Date(from).toISOString()) &&
+    (!to || e.time <= new Date(to).toISOString()) &&
+    (!text || (e.path + " " + e.tags.join(" ")).toLowerCase().includes(text)));
+}
+
+function renderList() {
+  const body = $("profiles").tBodies[0];
+  const rows = filtered();
+  const frag = document.createDocumentFragment();
+  // The first thousand rows are drawn; the filters narrow the rest.
+  for (const e of rows.slice(0, 1000)) {
+    const tr = document.createElement("tr");
+    tr.dataset.id = e.id;
+    tr.append(el("td", e.time), el("td", where(e)), el("td", e.type + (e.kind === "pstats" ? " (pstats)" : "")),
+      el("td", e.cause || ""), el("td", triggerText(e.trigger)), el("td", human(e.bytes), "num"));
+    const open = el("td");
+    const a = el("a", "open");
+    a.href = (e.kind === "pstats" ? "#/s?" : "#/p?") + q({ id: e.id });
+    open.append(a);
+    tr.append(open);
+    frag.append(tr);
+  }
+  body.replaceChildren(frag);
+  $("count").textContent = `${rows.length} of ${entries.length} profiles` + (rows.length > 1000 ? " (first 1000 shown)" : "");
+}
+
+async function refresh() {
+  try {
+    const doc = await getJSON("/api/profiles");
+    entries = doc.entries;
+    byId = new Map(entries.map((e) => [e.id, e]));
+    fillSelect($("f-service"), new Set(entries.map(where).filter(Boolean)));
+    fillSelect($("f-type"), new Set(entries.map((e) => e.type)));
+    fillSelect($("f-cause"), new Set(entries.map((e) => e.cause || "none")));
+    $("status").textContent = doc.left_out ? `${doc.left_out} files past the scan's bound are not listed` : "";
+    if (!$("list-view").hidden) renderList();
+  } catch (e) {
+    showError(e);
+  }
+}
+
+function topTable(table, report) {
+  const head = document.createElement("tr");
+  for (const h of ["flat", "flat%", "sum%", "cum", "cum%", "function"]) head.append(el("th", h));
+  table.tHead.replaceChildren(head);
+  const frag = document.createDocumentFragment();
+  for (const r of report.rows) {
+    const tr = document.createElement("tr");
+    tr.append(el("td", r.flat_fmt, "num"), el("td", r.flat_pct, "num"), el("td", r.sum_pct, "num"),
+      el("td", r.cum_fmt, "num"), el("td", r.cum_pct, "num"),
+      el("td", r.function + (r.inline ? " " + r.inline : ""), "fn"));
+    frag.append(tr);
+  }
+  table.tBodies[0].replaceChildren(frag);
+}
+
+// The scheduled capture of the same pod, container and type just before a triggered one.
+function previousScheduled(e) {
+  if (!e.cause || e.cause === "scheduled" || e.cause === "upload") return null;
+  return entries.find((o) => o.cause === "scheduled" && o.type === e.type && o.namespace === e.namespace &&
+    o.pod === e.pod && o.container === e.container && o.time < e.time) || null;
+}
+
+async function showProfile(params) {
+  const id = params.get("id");
+  const e = byId.get(id);
+  $("p-title").textContent = id;
+  $("p-meta").textContent = e ? [where(e), e.type, e.time, e.cause, triggerText(e.trigger), human(e.bytes), e.tags.join(" ")].filter(Boolean).join(" · ") : "";
+  $("p-download").href = "/file?" + q({ id });
+  const base = $("p-base");
+  while (base.options.length > 1) base.remove(1);
+  for (const o of entries) {
+    if (o.id !== id && e && o.type === e.type && o.kind === "pprof") base.add(new Option(`${o.time} ${where(o)}`, o.id));
+  }
+  const prev = e && previousScheduled(e);
+  $("p-previous").hidden = !prev;
+  $("p-previous").onclick = () => { location.hash = "#/d?" + q({ base: prev.id, id }); };
+  base.onchange = () => { if (base.value) location.hash = "#/d?" + q({ base: base.value, id }); };
+  const draw = async () => {
+    const si = $("p-sample").value;
+    const cum = $("p-sort").value === "cum";
+    const nodes = $("p-nodes").value;
+    const doc = await getJSON("/api/top?" + q({ id, sample_index: si, cum, nodes }));
+    const sel = $("p-sample");
+    if (sel.options.length !== doc.sample_types.length) {
+      sel.replaceChildren(...doc.sample_types.map((t) => new Option(`${t.type} (${t.unit})`, t.type)));
+      sel.value = doc.report.sample_type;
+    }
+    $("p-header").textContent = doc.report.header.join("\n");
+    topTable($("p-top"), doc.report);
+    $("p-flame").src = "/api/flamegraph.svg?" + q({ id, sample_index: sel.value });
+  };
+  $("p-sample").replaceChildren();
+  for (const c of ["p-sample", "p-sort", "p-nodes"]) $(c).onchange = () => draw().catch(showError);
+  await draw();
+}
+
+async function showDiff(params) {
+  const base = params.get("base"), id = params.get("id");
+  $("d-title").textContent = `${base} → ${id}`;
+  $("d-back").href = "#/p?" + q({ id });
+  const draw = async () => {
+    const normalize = $("d-normalize").checked;
+    const doc = await getJSON("/api/diff?" + q({ base, id, normalize, nodes: $("d-nodes").value }));
+    const frag = document.createDocumentFragment();
+    for (const r of doc.report.rows) {
+      const tr = document.createElement("tr");
+      tr.append(el("td", r.base_flat, "num"), el("td", r.new_flat, "num"),
+        el("td", (r.delta_flat > 0 ? "+" : "") + r.delta_flat, "num"),
+        el("td", (r.delta_cum > 0 ? "+" : "") + r.delta_cum, "num"), el("td", r.function, "fn"));
+      frag.append(tr);
+    }
+    $("d-table").tBodies[0].replaceChildren(frag);
+    $("d-flame").src = "/api/diff.svg?" + q({ base, id, normalize });
+  };
+  $("d-normalize").onchange = $("d-nodes").onchange = () => draw().catch(showError);
+  await draw();
+}
+
+// pstats' func_std_string.
+function funcName(r) {
+  if (r.file === "~" && r.line === 0) {
+    const n = r.function;
+    return n.startsWith("<") && n.endsWith(">") ? "{" + n.slice(1, -1) + "}" : n;
+  }
+  return `${r.file}:${r.line}(${r.function})`;
+}
+
+async function showPstats(params) {
+  const id = params.get("id");
+  let sort = params.get("sort") || "cumulative";
+  $("s-title").textContent = id;
+  $("s-download").href = "/file?" + q({ id });
+  const f3 = (x) => x.toFixed(3);
+  const draw = async () => {
+    const doc = await getJSON("/api/pstats?" + q({ id, sort, nodes: $("s-nodes").value }));
+    $("s-meta").textContent = `${doc.total_calls} function calls` +
+      (doc.total_calls !== doc.primitive_calls ? ` (${doc.primitive_calls} primitive calls)` : "") +
+      ` in ${f3(doc.total_time_s)} seconds · ordered by ${doc.ordered_by} · ${doc.functions} functions`;
+    const frag = document.createDocumentFragment();
+    for (const r of doc.top) {
+      const tr = document.createElement("tr");
+      tr.append(el("td", r.ncalls, "num"), el("td", f3(r.tottime), "num"),
+        el("td", r.calls ? f3(r.tottime / r.calls) : "", "num"), el("td", f3(r.cumtime), "num"),
+        el("td", r.primitive_calls ? f3(r.cumtime / r.primitive_calls) : "", "num"), el("td", funcName(r), "fn"));
+      frag.append(tr);
+    }
+    $("s-table").tBodies[0].replaceChildren(frag);
+  };
+  for (const th of $("s-table").tHead.querySelectorAll("th[data-sort]")) {
+    th.onclick = () => { sort = th.dataset.sort; draw().catch(showError); };
+  }
+  $("s-nodes").onchange = () => draw().catch(showError);
+  await draw();
+}
+
+async function route() {
+  showError(null);
+  const [path, query] = (location.hash.slice(1) || "/").split("?");
+  const params = new URLSearchParams(query || "");
+  $("list-view").hidden = path !== "/";
+  $("profile-view").hidden = path !== "/p";
+  $("diff-view").hidden = path !== "/d";
+  $("pstats-view").hidden = path !== "/s";
+  try {
+    if (path === "/p") await showProfile(params);
+    else if (path === "/d") await showDiff(params);
+    else if (path === "/s") await showPstats(params);
+    else renderList();
+  } catch (e) {
+    showError(e);
+  }
+}
+
+window.addEventListener("hashchange", route);
+for (const id of ["f-service", "f-type", "f-cause", "f-from", "f-to", "f-text"]) {
+  document.addEventListener("DOMContentLoaded", () => { $(id).oninput = renderList; });
+}
+document.addEventListener("DOMContentLoaded", async () => {
+  await refresh();
+  await route();
+  // New captures appear without a reload.
+  setInterval(refresh, 3000);
+});

@@ -1,0 +1,466 @@
+//! `agentprof ui`: its listing (layouts, captures.jsonl and uploads.jsonl causes), its
+//! numbers against the CLI's, and what it refuses to serve.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{Sandbox, fixture};
+
+struct Ui {
+    child: Child,
+    base: String,
+}
+
+impl Ui {
+    fn start(sb: &Sandbox, args: &[&str]) -> Ui {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentprof"))
+            .current_dir(sb.path())
+            .arg("ui")
+            .args(args)
+            .args(["--listen", "127.0.0.1:0", "--duration", "120s"])
+            .env_remove("AGENTPROF_CONFIG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let err = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        // Where it serves, from its first lines (the process is killed and waited for by
+        // Drop if it never says).
+        let base = (|| {
+            let mut seen = Vec::new();
+            while let Ok(l) = rx.recv_timeout(Duration::from_secs(20)) {
+                if let Some(rest) = l.split("serving ").nth(1) {
+                    let base = rest.split_whitespace().next().unwrap_or_default();
+                    return Ok(base.trim_end_matches('/').to_string());
+                }
+                seen.push(l);
+            }
+            Err(seen)
+        })();
+        let mut ui = Ui {
+            child,
+            base: String::new(),
+        };
+        match base {
+            Ok(b) => ui.base = b,
+            Err(seen) => panic!("ui did not start: {seen:?}"),
+        }
+        ui
+    }
+
+    fn get(&self, path: &str) -> (u16, String, Vec<u8>) {
+        let r = reqwest::blocking::Client::new()
+            .get(format!("{}{path}", self.base))
+            .send()
+            .unwrap();
+        let status = r.status().as_u16();
+        let ctype = r
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        (status, ctype, r.bytes().unwrap().to_vec())
+    }
+
+    fn json(&self, path: &str) -> Value {
+        let (status, _, body) = self.get(path);
+        assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&body));
+        serde_json::from_slice(&body).unwrap()
+    }
+}
+
+impl Drop for Ui {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn enc(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn gz(b: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(b).unwrap();
+    e.finish().unwrap()
+}
+
+/// A k8s capture directory (two captures of one pod: scheduled, then on a memory threshold)
+/// and a receive directory (one upload), as those commands write them.
+fn corpus(sb: &Sandbox) {
+    let cpu = std::fs::read(fixture("cpu.pprof")).unwrap();
+    let heap = std::fs::read(fixture("delta-heap.pprof")).unwrap();
+    let dir = "prof/shop/cart-7d9/app";
+    sb.write_bytes(
+        &format!("{dir}/cpu-2026-12-01T10:00:00.000Z.pb.gz"),
+        &gz(&cpu),
+    );
+    sb.write_bytes(
+        &format!("{dir}/heap-2026-12-01T10:00:00.000Z.pb.gz"),
+        &gz(&heap),
+    );
+    // The later heap: the same stacks, half of them holding three times as much.
+    let grown = {
+        use prost::Message;
+        let mut p = agentprof::pprof::proto::Profile::decode(&heap[..]).unwrap();
+        let n = p.sample.len();
+        for s in p.sample.iter_mut().take(n / 2) {
+            for v in s.value.iter_mut() {
+                *v *= 3;
+            }
+        }
+        p.encode_to_vec()
+    };
+    sb.write_bytes(
+        &format!("{dir}/heap-2026-12-01T10:05:00.000Z.pb.gz"),
+        &gz(&grown),
+    );
+    let captures = [
+        json!({"time": "2026-12-01T10:00:00.000Z", "target": "shop/cart-7d9/app", "namespace": "shop",
+            "pod": "cart-7d9", "container": "app", "cause": "scheduled", "trigger": null, "tags": ["team:cart"],
+            "profiles": [{"type": "cpu", "files": [format!("{dir}/cpu-2026-12-01T10:00:00.000Z.pb.gz")]},
+                         {"type": "heap", "files": [format!("{dir}/heap-2026-12-01T10:00:00.000Z.pb.gz")]}]}),
+        json!({"time": "2026-12-01T10:05:00.000Z", "target": "shop/cart-7d9/app", "namespace": "shop",
+            "pod": "cart-7d9", "container": "app", "cause": "resource_threshold",
+            "trigger": {"level": "normal", "metric": "memory", "value": 96.2, "threshold": 90, "unit": "percent"},
+            "tags": ["team:cart"],
+            "profiles": [{"type": "heap", "files": [format!("{dir}/heap-2026-12-01T10:05:00.000Z.pb.gz")]}]}),
+    ];
+    let text: String = captures.iter().map(|c| format!("{c}\n")).collect();
+    sb.write(
+        "prof/captures.jsonl",
+        &format!("{text}not json, a cut line\n"),
+    );
+    sb.write_bytes(
+        "prof/checkout/goroutine-2026-12-01T11:00:00.000Z.pb.gz",
+        &gz(&std::fs::read(fixture("goroutines.pprof")).unwrap()),
+    );
+    let upload = json!({"received": "2026-12-01T11:00:00.5Z", "service": "checkout", "end": "2026-12-01T11:00:00.000Z",
+        "tags": ["service:checkout", "env:prod"],
+        "attachments": [{"file": "out/checkout/goroutine-2026-12-01T11:00:00.000Z.pb.gz"}]});
+    sb.write("prof/uploads.jsonl", &format!("{upload}\n"));
+}
+
+/// The listing carries the layout and the records' causes; the top table and the diff are
+/// the CLI's own JSON, value for value; the flamegraphs are drawn; a capture on a
+/// threshold has the scheduled one before it to compare with.
+#[test]
+fn ui_lists_captures_with_their_causes_and_shows_the_clis_numbers() {
+    let sb = Sandbox::new();
+    corpus(&sb);
+    let ui = Ui::start(&sb, &["prof"]);
+    let doc = ui.json("/api/profiles");
+    let entries = doc["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 4, "{doc:#}");
+    let find = |path: &str| {
+        entries
+            .iter()
+            .find(|e| e["path"] == path)
+            .unwrap_or_else(|| panic!("{path}: {doc:#}"))
+    };
+    let trig = find("shop/cart-7d9/app/heap-2026-12-01T10:05:00.000Z.pb.gz");
+    assert_eq!(trig["cause"], "resource_threshold");
+    assert_eq!(trig["trigger"]["metric"], "memory");
+    assert_eq!(trig["namespace"], "shop");
+    assert_eq!(trig["pod"], "cart-7d9");
+    assert_eq!(trig["container"], "app");
+    assert_eq!(trig["type"], "heap");
+    assert_eq!(trig["record"], "captures.jsonl");
+    let sched = find("shop/cart-7d9/app/heap-2026-12-01T10:00:00.000Z.pb.gz");
+    assert_eq!(sched["cause"], "scheduled");
+    let up = find("checkout/goroutine-2026-12-01T11:00:00.000Z.pb.gz");
+    assert_eq!(up["cause"], "upload");
+    assert_eq!(up["service"], "checkout");
+    assert_eq!(up["time"], "2026-12-01T11:00:00.000Z");
+    assert_eq!(up["tags"], json!(["service:checkout", "env:prod"]));
+    // Newest first.
+    assert_eq!(entries[0]["path"], up["path"]);
+
+    let cpu = find("shop/cart-7d9/app/cpu-2026-12-01T10:00:00.000Z.pb.gz");
+    let id = cpu["id"].as_str().unwrap();
+    let file = sb.file(&format!("prof/{}", cpu["path"].as_str().unwrap()));
+    let ours = ui.json(&format!("/api/top?id={}&nodes=15", enc(id)));
+    let cli = sb.run(&["top", "--json", "-n", "15", file.to_str().unwrap()]);
+    assert_eq!(cli.code, 0, "{}", cli.stderr);
+    let cli: Value = serde_json::from_str(&cli.stdout).unwrap();
+    assert_eq!(ours["report"], cli["report"]);
+    assert_eq!(ours["sample_types"], cli["sample_types"]);
+    let cum = ui.json(&format!(
+        "/api/top?id={}&cum=true&sample_index=cpu",
+        enc(id)
+    ));
+    let cli = sb.run(&[
+        "top",
+        "--json",
+        "--cum",
+        "--sample-index",
+        "cpu",
+        file.to_str().unwrap(),
+    ]);
+    let cli: Value = serde_json::from_str(&cli.stdout).unwrap();
+    assert_eq!(cum["report"], cli["report"]);
+
+    let (status, ctype, svg) = ui.get(&format!("/api/flamegraph.svg?id={}", enc(id)));
+    assert_eq!(status, 200);
+    assert_eq!(ctype, "image/svg+xml");
+    assert!(String::from_utf8_lossy(&svg).contains("<svg"), "not an SVG");
+
+    let (b, n) = (sched["id"].as_str().unwrap(), trig["id"].as_str().unwrap());
+    let ours = ui.json(&format!("/api/diff?base={}&id={}", enc(b), enc(n)));
+    let cli = sb.run(&[
+        "diff",
+        "--json",
+        sb.file(&format!("prof/{}", sched["path"].as_str().unwrap()))
+            .to_str()
+            .unwrap(),
+        sb.file(&format!("prof/{}", trig["path"].as_str().unwrap()))
+            .to_str()
+            .unwrap(),
+    ]);
+    assert_eq!(cli.code, 0, "{}", cli.stderr);
+    let cli: Value = serde_json::from_str(&cli.stdout).unwrap();
+    assert_eq!(ours["report"], cli["report"]);
+    assert_eq!(ours["rows_total"], cli["rows_total"]);
+    let (status, _, svg) = ui.get(&format!("/api/diff.svg?base={}&id={}", enc(b), enc(n)));
+    assert_eq!(status, 200);
+    assert!(String::from_utf8_lossy(&svg).contains("<svg"));
+
+    // The file as it is on disk.
+    let (status, _, bytes) = ui.get(&format!("/file?id={}", enc(id)));
+    assert_eq!(status, 200);
+    assert_eq!(bytes, std::fs::read(&file).unwrap());
+
+    // The page itself: its script and style from this server, under a policy that allows
+    // nothing else.
+    let r = reqwest::blocking::get(format!("{}/", ui.base)).unwrap();
+    let csp = r.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(csp.contains("script-src 'self'"), "{csp}");
+    let page = r.text().unwrap();
+    assert!(page.contains("src=\"/app.js\""), "{page}");
+    assert!(
+        !page.contains("http://") && !page.contains("https://"),
+        "an outside asset"
+    );
+}
+
+/// Only what the listing holds is served: traversal, absolute paths, ids of other roots
+/// and files reached through a symbolic link out of the directory are 404, and so is a
+/// path that is not a page.
+#[test]
+fn ui_serves_nothing_outside_its_directories() {
+    let sb = Sandbox::new();
+    corpus(&sb);
+    sb.write_bytes(
+        "outside/secret-2026-12-01T10:00:00.000Z.pb.gz",
+        &gz(&std::fs::read(fixture("cpu.pprof")).unwrap()),
+    );
+    std::os::unix::fs::symlink(
+        sb.file("outside/secret-2026-12-01T10:00:00.000Z.pb.gz"),
+        sb.file("prof/checkout/link-2026-12-01T10:00:00.000Z.pb.gz"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(sb.file("outside"), sb.file("prof/dirlink")).unwrap();
+    let ui = Ui::start(&sb, &["prof"]);
+    let doc = ui.json("/api/profiles");
+    let listed = doc.to_string();
+    assert!(
+        !listed.contains("secret") && !listed.contains("link-"),
+        "{listed}"
+    );
+    let outside = sb.file("outside/secret-2026-12-01T10:00:00.000Z.pb.gz");
+    for id in [
+        "0/../outside/secret-2026-12-01T10:00:00.000Z.pb.gz".to_string(),
+        "0/checkout/link-2026-12-01T10:00:00.000Z.pb.gz".to_string(),
+        "0/dirlink/secret-2026-12-01T10:00:00.000Z.pb.gz".to_string(),
+        outside.to_str().unwrap().to_string(),
+        format!("0/{}", outside.to_str().unwrap()),
+        "1/checkout/goroutine-2026-12-01T11:00:00.000Z.pb.gz".to_string(),
+        "0/captures.jsonl".to_string(),
+    ] {
+        for page in ["/file", "/api/top", "/api/flamegraph.svg"] {
+            let (status, _, body) = ui.get(&format!("{page}?id={}", enc(&id)));
+            assert_eq!(
+                status,
+                404,
+                "{page} {id}: {}",
+                String::from_utf8_lossy(&body)
+            );
+        }
+    }
+    for path in [
+        "/../outside",
+        "/etc/passwd",
+        "/prof/captures.jsonl",
+        "/%2e%2e/outside",
+    ] {
+        assert_eq!(ui.get(path).0, 404, "{path}");
+    }
+}
+
+/// Function names made to be markup arrive as data: JSON strings in the top table, and
+/// escaped text in the flamegraph.
+#[test]
+fn ui_keeps_markup_in_names_as_text() {
+    use agentprof::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};
+    use prost::Message;
+    let names = [
+        "",
+        "<script>window.pwned=1</script>",
+        "\"><img src=x onerror=window.pwned=1>",
+        "main.main",
+        "cpu",
+        "nanoseconds",
+    ];
+    let p = Profile {
+        sample_type: vec![ValueType { r#type: 4, unit: 5 }],
+        sample: vec![
+            Sample {
+                location_id: vec![1, 3],
+                value: vec![700],
+                ..Default::default()
+            },
+            Sample {
+                location_id: vec![2, 3],
+                value: vec![300],
+                ..Default::default()
+            },
+        ],
+        location: (1..=3)
+            .map(|i| Location {
+                id: i,
+                line: vec![Line {
+                    function_id: i,
+                    line: 1,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+            .collect(),
+        function: (1..=3)
+            .map(|i| Function {
+                id: i,
+                name: i as i64,
+                system_name: i as i64,
+                ..Default::default()
+            })
+            .collect(),
+        string_table: names.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    };
+    let sb = Sandbox::new();
+    sb.write_bytes(
+        "prof/evil/cpu-2026-12-01T10:00:00.000Z.pb.gz",
+        &gz(&p.encode_to_vec()),
+    );
+    let ui = Ui::start(&sb, &["prof"]);
+    let top = ui.json("/api/top?id=0%2Fevil%2Fcpu-2026-12-01T10%3A00%3A00.000Z.pb.gz");
+    let fns: Vec<&str> = top["report"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["function"].as_str().unwrap())
+        .collect();
+    // As go tool pprof names them (`<…>` read as template arguments and dropped); the other
+    // name keeps its markup.
+    assert!(fns.contains(&names[2]), "{fns:?}");
+    let (status, _, svg) =
+        ui.get("/api/flamegraph.svg?id=0%2Fevil%2Fcpu-2026-12-01T10%3A00%3A00.000Z.pb.gz");
+    assert_eq!(status, 200);
+    let svg = String::from_utf8_lossy(&svg);
+    assert!(
+        !svg.contains("<script>window") && !svg.contains("<img"),
+        "{svg}"
+    );
+    assert!(
+        svg.contains("&lt;img src=x onerror=window.pwned=1&gt;"),
+        "{svg}"
+    );
+}
+
+/// A pstats dump that Python's cProfile wrote reads as Python's pstats reads it: the same
+/// functions with the same calls and times, in pstats' order for each sort key.
+#[test]
+fn ui_reads_pstats_dumps_as_python_does() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.file("prof/checks")).unwrap();
+    let dump = sb.file("prof/checks/disk.pstats");
+    let script = r#"
+import cProfile, json, pstats, sys
+def leaf(n): return sum(i * i for i in range(n))
+def mid(): return [leaf(2000) for _ in range(30)]
+def fib(n): return n if n < 2 else fib(n - 1) + fib(n - 2)
+cProfile.run("mid(); fib(12); sorted(range(1000), key=lambda x: -x)", sys.argv[1])
+out = {}
+for key in ["cumulative", "tottime", "ncalls"]:
+    st = pstats.Stats(sys.argv[1]).sort_stats(key)
+    out[key] = [[f[0], f[1], f[2]] + list(st.stats[f][:4]) for f in st.fcn_list]
+print(json.dumps(out))
+"#;
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&dump)
+        .output()
+        .expect("python3");
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    let want: Value = serde_json::from_slice(&py.stdout).unwrap();
+    let ui = Ui::start(&sb, &["prof"]);
+    let doc = ui.json("/api/profiles");
+    let e = &doc["entries"][0];
+    assert_eq!(e["kind"], "pstats", "{doc}");
+    for key in ["cumulative", "tottime", "ncalls"] {
+        let got = ui.json(&format!(
+            "/api/pstats?id={}&sort={key}",
+            enc(e["id"].as_str().unwrap())
+        ));
+        let rows: Vec<Value> = got["top"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                json!([
+                    r["file"],
+                    r["line"],
+                    r["function"],
+                    r["primitive_calls"],
+                    r["calls"],
+                    r["tottime"],
+                    r["cumtime"]
+                ])
+            })
+            .collect();
+        assert_eq!(Value::Array(rows), want[key], "{key}");
+    }
+    let (status, _, body) = ui.get(&format!(
+        "/api/pstats?id={}&sort=bogus",
+        enc(e["id"].as_str().unwrap())
+    ));
+    assert_eq!(status, 400, "{}", String::from_utf8_lossy(&body));
+}
