@@ -19,6 +19,9 @@ use crate::pprof::model::Pprof;
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
 const APP_CSS: &str = include_str!("assets/app.css");
+const FAVICON: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 16 16\">\
+    <rect y=\"10\" width=\"16\" height=\"6\" fill=\"#e4572e\"/><rect x=\"2\" y=\"5\" width=\"10\" \
+    height=\"5\" fill=\"#f3a712\"/><rect x=\"4\" width=\"5\" height=\"5\" fill=\"#f6d55c\"/></svg>";
 
 /// The page's own policy: its script and style only, data from this server only.
 const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
@@ -403,6 +406,10 @@ pub fn router(ui: Shared) -> axum::Router {
         .route(
             "/app.css",
             get(|| async { asset("text/css; charset=utf-8", APP_CSS) }),
+        )
+        .route(
+            "/favicon.svg",
+            get(|| async { asset("image/svg+xml", FAVICON) }),
         )
         .route("/api/profiles", get(profiles))
         .route("/api/top", get(top))

@@ -150,6 +150,30 @@ pub fn dd_java_agent() -> Option<PathBuf> {
     None
 }
 
+/// The system's Chromium and Node with tests/browser's playwright-core (`.ci/run` installs
+/// them; `$AGENTPROF_CHROMIUM` names another Chromium); in CI their absence is a failure.
+pub fn browser() -> Option<PathBuf> {
+    let chromium = std::env::var_os("AGENTPROF_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    let playwright = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/browser/node_modules/playwright-core/package.json");
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if chromium.is_file() && playwright.is_file() && node {
+        return Some(chromium);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "chromium ({}), node or tests/browser's playwright-core is missing (.ci/run installs them)",
+        chromium.display()
+    );
+    eprintln!("skipped: chromium, node or playwright-core is missing");
+    None
+}
+
 /// `go ARGS…`: stdout, or None when go failed.
 pub fn go(args: &[&str]) -> Option<String> {
     let out = Command::new("go").args(args).output().expect("go");

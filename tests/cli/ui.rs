@@ -320,20 +320,19 @@ fn ui_serves_nothing_outside_its_directories() {
     }
 }
 
-/// Function names made to be markup arrive as data: JSON strings in the top table, and
-/// escaped text in the flamegraph.
-#[test]
-fn ui_keeps_markup_in_names_as_text() {
+/// The function names made to be markup, and a CPU profile of them (gzip).
+const MARKUP: [&str; 6] = [
+    "",
+    "<script>window.pwned=1</script>",
+    "\"><img src=x onerror=window.pwned=1>",
+    "main.main",
+    "cpu",
+    "nanoseconds",
+];
+
+fn markup_profile() -> Vec<u8> {
     use agentprof::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};
     use prost::Message;
-    let names = [
-        "",
-        "<script>window.pwned=1</script>",
-        "\"><img src=x onerror=window.pwned=1>",
-        "main.main",
-        "cpu",
-        "nanoseconds",
-    ];
     let p = Profile {
         sample_type: vec![ValueType { r#type: 4, unit: 5 }],
         sample: vec![
@@ -367,13 +366,21 @@ fn ui_keeps_markup_in_names_as_text() {
                 ..Default::default()
             })
             .collect(),
-        string_table: names.iter().map(|s| s.to_string()).collect(),
+        string_table: MARKUP.iter().map(|s| s.to_string()).collect(),
         ..Default::default()
     };
+    gz(&p.encode_to_vec())
+}
+
+/// Function names made to be markup arrive as data: JSON strings in the top table, and
+/// escaped text in the flamegraph.
+#[test]
+fn ui_keeps_markup_in_names_as_text() {
+    let names = MARKUP;
     let sb = Sandbox::new();
     sb.write_bytes(
         "prof/evil/cpu-2026-12-01T10:00:00.000Z.pb.gz",
-        &gz(&p.encode_to_vec()),
+        &markup_profile(),
     );
     let ui = Ui::start(&sb, &["prof"]);
     let top = ui.json("/api/top?id=0%2Fevil%2Fcpu-2026-12-01T10%3A00%3A00.000Z.pb.gz");
@@ -400,13 +407,12 @@ fn ui_keeps_markup_in_names_as_text() {
     );
 }
 
-/// A pstats dump that Python's cProfile wrote reads as Python's pstats reads it: the same
-/// functions with the same calls and times, in pstats' order for each sort key.
-#[test]
-fn ui_reads_pstats_dumps_as_python_does() {
-    let sb = Sandbox::new();
-    std::fs::create_dir_all(sb.file("prof/checks")).unwrap();
-    let dump = sb.file("prof/checks/disk.pstats");
+/// A pstats dump written by Python's cProfile at `rel`, and for the sort keys cumulative,
+/// tottime and ncalls the rows in Python's pstats' order: [file, line, function, cc, nc,
+/// tt, ct].
+fn pstats_dump(sb: &Sandbox, rel: &str) -> Value {
+    let dump = sb.file(rel);
+    std::fs::create_dir_all(dump.parent().unwrap()).unwrap();
     let script = r#"
 import cProfile, json, pstats, sys
 def leaf(n): return sum(i * i for i in range(n))
@@ -430,7 +436,15 @@ print(json.dumps(out))
         "{}",
         String::from_utf8_lossy(&py.stderr)
     );
-    let want: Value = serde_json::from_slice(&py.stdout).unwrap();
+    serde_json::from_slice(&py.stdout).unwrap()
+}
+
+/// A pstats dump that Python's cProfile wrote reads as Python's pstats reads it: the same
+/// functions with the same calls and times, in pstats' order for each sort key.
+#[test]
+fn ui_reads_pstats_dumps_as_python_does() {
+    let sb = Sandbox::new();
+    let want = pstats_dump(&sb, "prof/checks/disk.pstats");
     let ui = Ui::start(&sb, &["prof"]);
     let doc = ui.json("/api/profiles");
     let e = &doc["entries"][0];
@@ -463,4 +477,188 @@ print(json.dumps(out))
         enc(e["id"].as_str().unwrap())
     ));
     assert_eq!(status, 400, "{}", String::from_utf8_lossy(&body));
+}
+
+/// The page in the system's Chromium (playwright-core): the list shows every profile with
+/// its cause and trigger; a profile opens with the CLI's top rows and a flamegraph that
+/// inferno's search finds in; one click compares a triggered capture with the scheduled
+/// one before it, with `agentprof diff`'s rows; markup in names stays text and runs
+/// nothing; a pstats dump sorts by a click; traversal is 404; nothing is fetched from
+/// outside. The screenshots stay in target/tmp/ui-screenshots.
+#[test]
+fn ui_in_a_real_browser() {
+    let Some(chromium) = crate::support::browser() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    corpus(&sb);
+    sb.write_bytes(
+        "prof/evil/cpu-2026-12-01T09:00:00.000Z.pb.gz",
+        &markup_profile(),
+    );
+    pstats_dump(&sb, "prof/checks/disk.pstats");
+    let ui = Ui::start(&sb, &["prof"]);
+    let doc = ui.json("/api/profiles");
+    let entries = doc["entries"].as_array().unwrap();
+    let id_of = |path: &str| {
+        entries
+            .iter()
+            .find(|e| e["path"] == path)
+            .unwrap_or_else(|| panic!("{path}"))["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let cpu_path = "shop/cart-7d9/app/cpu-2026-12-01T10:00:00.000Z.pb.gz";
+    let sched = "shop/cart-7d9/app/heap-2026-12-01T10:00:00.000Z.pb.gz";
+    let trig = "shop/cart-7d9/app/heap-2026-12-01T10:05:00.000Z.pb.gz";
+    let artefacts = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
+    std::fs::create_dir_all(&artefacts).unwrap();
+    let plan = json!({
+        "base": ui.base,
+        "chromium": chromium,
+        "artefacts": artefacts,
+        "listed": entries.len(),
+        "open": {"id": id_of(cpu_path), "type": "cpu", "search": "runtime"},
+        "compare": {"id": id_of(trig)},
+        "evil": {"id": id_of("evil/cpu-2026-12-01T09:00:00.000Z.pb.gz")},
+        "pstats": {"id": id_of("checks/disk.pstats")},
+        "traversal": ["/file?id=0%2F..%2F..%2Fetc%2Fpasswd", "/file?id=%2Fetc%2Fpasswd", "/../../etc/passwd", "/prof/captures.jsonl"],
+    });
+    sb.write("plan.json", &plan.to_string());
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/ui.mjs");
+    let out = Command::new("node")
+        .arg(&script)
+        .arg(sb.file("plan.json"))
+        .output()
+        .unwrap();
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(out.status.success(), "{seen:#}");
+    assert_eq!(seen["listed"], entries.len());
+    let causes = seen["causes"].to_string();
+    for c in ["resource_threshold", "scheduled", "upload"] {
+        assert!(causes.contains(c), "{c}: {causes}");
+    }
+    assert!(
+        seen["triggers"]
+            .to_string()
+            .contains("memory 96.2 % ≥ 90 % (normal)"),
+        "{}",
+        seen["triggers"]
+    );
+    assert_eq!(seen["filtered"], 2, "the two cpu profiles");
+    // The top rows are the CLI's, cell for cell (the page shows 20).
+    let cli = sb.run(&[
+        "top",
+        "--json",
+        "-n",
+        "20",
+        sb.file(&format!("prof/{cpu_path}")).to_str().unwrap(),
+    ]);
+    let cli: Value = serde_json::from_str(&cli.stdout).unwrap();
+    let want: Vec<Value> = cli["report"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let f = format!(
+                "{}{}",
+                r["function"].as_str().unwrap(),
+                match r["inline"].as_str().unwrap() {
+                    "" => String::new(),
+                    i => format!(" {i}"),
+                }
+            );
+            json!([
+                r["flat_fmt"],
+                r["flat_pct"],
+                r["sum_pct"],
+                r["cum_fmt"],
+                r["cum_pct"],
+                f
+            ])
+        })
+        .collect();
+    assert_eq!(seen["top_rows"], Value::Array(want));
+    assert!(seen["flame_frames"].as_u64().unwrap() > 3, "{seen}");
+    assert!(
+        seen["flame_search"]
+            .as_str()
+            .unwrap()
+            .starts_with("Matched:"),
+        "{seen}"
+    );
+    // One click to the scheduled capture before, and agentprof diff's rows.
+    assert_eq!(seen["previous_button"], true);
+    let hash = seen["diff_hash"].as_str().unwrap();
+    assert!(hash.contains(&format!("base={}", id_of(sched))), "{hash}");
+    let cli = sb.run(&[
+        "diff",
+        "--json",
+        "-n",
+        "30",
+        sb.file(&format!("prof/{sched}")).to_str().unwrap(),
+        sb.file(&format!("prof/{trig}")).to_str().unwrap(),
+    ]);
+    let cli: Value = serde_json::from_str(&cli.stdout).unwrap();
+    let sign = |v: &Value| {
+        let n = v.as_i64().unwrap();
+        if n > 0 {
+            format!("+{n}")
+        } else {
+            n.to_string()
+        }
+    };
+    let want: Vec<Value> = cli["report"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            json!([
+                r["base_flat"].to_string(),
+                r["new_flat"].to_string(),
+                sign(&r["delta_flat"]),
+                sign(&r["delta_cum"]),
+                r["function"]
+            ])
+        })
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(seen["diff_rows"], Value::Array(want));
+    // Markup in names: text, and nothing ran.
+    assert!(
+        seen["evil_functions"]
+            .to_string()
+            .contains("onerror=window.pwned=1"),
+        "{seen}"
+    );
+    assert_eq!(seen["evil_images"], 0);
+    assert_eq!(seen["evil_frame_images"], 0);
+    assert_eq!(seen["pwned"], false);
+    // pstats, sorted by tottime by a click.
+    let tt: Vec<f64> = seen["pstats_rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[1].as_str().unwrap().trim().parse().unwrap())
+        .collect();
+    assert!(
+        tt.len() > 3 && tt.windows(2).all(|w| w[0] >= w[1]),
+        "{tt:?}"
+    );
+    for t in seen["traversal"].as_array().unwrap() {
+        assert_eq!(t[1], 404, "{t}");
+    }
+    assert_eq!(seen["outside_requests"], json!([]));
+    assert_eq!(seen["console_errors"], json!([]), "{seen}");
+    for s in seen["screenshots"].as_array().unwrap() {
+        let png = std::fs::read(s.as_str().unwrap()).unwrap();
+        assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{s}");
+    }
 }

@@ -1,0 +1,107 @@
+// agentprof ui in a real browser (the system's Chromium, driven by playwright-core), as
+// tests/cli/ui.rs asks: node ui.mjs PLAN.json. The plan names the page, the profiles to
+// open and compare, what the page must show, and where the screenshots go. Prints one
+// JSON document of what it saw; exits 1 with the reason when the page does not behave.
+import { readFileSync } from "node:fs";
+import { chromium } from "playwright-core";
+
+const plan = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const seen = { screenshots: [], console_errors: [] };
+const fail = (why) => { throw new Error(why); };
+
+const browser = await chromium.launch({
+  executablePath: plan.chromium,
+  args: ["--no-sandbox", "--disable-gpu", "--no-first-run"],
+  timeout: 30000,
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1700 } });
+  page.setDefaultTimeout(15000);
+  page.on("console", (m) => { if (m.type() === "error") seen.console_errors.push(m.text()); });
+  page.on("pageerror", (e) => seen.console_errors.push(String(e)));
+  // Anything the page asks for from elsewhere is a failure: it must work offline.
+  const outside = [];
+  page.on("request", (r) => { if (!r.url().startsWith(plan.base)) outside.push(r.url()); });
+  const shot = async (name) => {
+    const path = `${plan.artefacts}/${name}.png`;
+    await page.screenshot({ path, fullPage: false });
+    seen.screenshots.push(path);
+  };
+
+  // The list.
+  const t0 = Date.now();
+  await page.goto(plan.base + "/");
+  await page.waitForFunction((n) => document.querySelectorAll("#profiles tbody tr").length >= n, plan.listed);
+  seen.list_ms = Date.now() - t0;
+  seen.listed = await page.locator("#profiles tbody tr").count();
+  seen.causes = await page.locator("#profiles tbody tr td:nth-child(4)").allTextContents();
+  seen.triggers = await page.locator("#profiles tbody tr td:nth-child(5)").allTextContents();
+  await shot("list");
+
+  // Filter by type, then open the profile.
+  await page.selectOption("#f-type", plan.open.type);
+  seen.filtered = await page.locator("#profiles tbody tr").count();
+  await page.locator(`#profiles tbody tr[data-id="${plan.open.id}"] a`).click();
+  await page.waitForFunction(() => document.querySelectorAll("#p-top tbody tr").length > 0);
+  seen.top_rows = await page.$$eval("#p-top tbody tr", (rows) =>
+    rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  // The flamegraph, drawn and searchable (inferno's own search, in its sandboxed frame).
+  const flame = page.frameLocator("#p-flame");
+  await flame.locator("svg #frames g").first().waitFor();
+  const frame = page.frames().find((f) => f.url().includes("/api/flamegraph.svg"));
+  seen.flame_frames = await frame.evaluate(() => document.querySelectorAll("#frames g").length);
+  seen.flame_search = await frame.evaluate((term) => {
+    search(term);
+    return document.getElementById("matched").textContent;
+  }, plan.open.search);
+  await shot("profile");
+
+  // Compare with the scheduled capture before the triggered one, in one click.
+  await page.goto(`${plan.base}/#/p?id=${encodeURIComponent(plan.compare.id)}`);
+  await page.waitForFunction(() => document.querySelectorAll("#p-top tbody tr").length > 0);
+  seen.previous_button = await page.locator("#p-previous").isVisible();
+  await page.locator("#p-previous").click();
+  await page.waitForFunction(() => document.querySelectorAll("#d-table tbody tr").length > 0);
+  seen.diff_hash = decodeURIComponent(new URL(page.url()).hash);
+  seen.diff_rows = await page.$$eval("#d-table tbody tr", (rows) =>
+    rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  await page.frameLocator("#d-flame").locator("svg #frames g").first().waitFor();
+  await shot("diff");
+
+  // The profile whose names are markup: shown as text, nothing runs.
+  await page.goto(`${plan.base}/#/p?id=${encodeURIComponent(plan.evil.id)}`);
+  await page.waitForFunction(() => document.querySelectorAll("#p-top tbody tr").length > 0);
+  seen.evil_functions = await page.$$eval("#p-top tbody td.fn", (cells) => cells.map((c) => c.textContent));
+  seen.evil_images = await page.evaluate(() => document.querySelectorAll("img").length);
+  await page.frameLocator("#p-flame").locator("svg #frames g").first().waitFor();
+  const evilFrame = page.frames().find((f) => f.url().includes("/api/flamegraph.svg"));
+  seen.evil_frame_images = await evilFrame.evaluate(() => document.querySelectorAll("img").length);
+  seen.pwned = await page.evaluate(() => window.pwned === 1) ||
+    await evilFrame.evaluate(() => window.pwned === 1);
+  await shot("markup");
+
+  // A pstats dump as pstats' table, sorted by a click.
+  if (plan.pstats) {
+    await page.goto(`${plan.base}/#/s?id=${encodeURIComponent(plan.pstats.id)}`);
+    await page.waitForFunction(() => document.querySelectorAll("#s-table tbody tr").length > 0);
+    await page.locator('#s-table th[data-sort="tottime"]').click();
+    await page.waitForFunction(() => /internal time/.test(document.getElementById("s-meta").textContent));
+    seen.pstats_rows = await page.$$eval("#s-table tbody tr", (rows) =>
+      rows.map((r) => [...r.cells].map((c) => c.textContent)));
+    await shot("pstats");
+  }
+
+  // Traversal, asked by the page's own origin.
+  seen.traversal = [];
+  for (const p of plan.traversal) {
+    const r = await page.request.get(plan.base + p);
+    seen.traversal.push([p, r.status()]);
+  }
+  seen.outside_requests = outside;
+} catch (e) {
+  seen.error = String(e && e.stack || e);
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(seen));
+process.exit(seen.error ? 1 : 0);
