@@ -637,6 +637,22 @@ fn check_go_uploads(sb: &Sandbox, lines: &[serde_json::Value], busy: &str) {
     assert_eq!(top, busy, "{cpu}");
 }
 
+/// The Go program `bin` run for 7 s with a 2 s upload period against a receiver with
+/// `--top 3`: its sandbox, its first three uploads.jsonl lines, the receiver's stderr.
+fn go_uploads(bin: &std::path::Path) -> (Sandbox, Vec<Value>, String) {
+    let sb = Sandbox::new();
+    let rx = Receiver::start(&sb, &["--top", "3"]);
+    let st = Command::new(bin)
+        .args(["-agent", &rx.addr, "-period", "2s", "-run", "7s"])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let lines = (0..3).map(|_| rx.next()).collect();
+    let stderr = rx.stop();
+    (sb, lines, stderr)
+}
+
 /// The real dd-trace-go profiler (v2), started with the reference's options and a 2 s
 /// period, uploading to agentprof receive: every upload arrives whole, each stored profile
 /// reads the same in go tool pprof and agentprof top, the CPU profile is about the busy
@@ -647,19 +663,7 @@ fn dd_trace_go_uploads_arrive_whole_and_right() {
     let Some(bin) = ddprof_binary("ddprof") else {
         return;
     };
-    let sb = Sandbox::new();
-    let rx = Receiver::start(&sb, &["--top", "3"]);
-    let st = Command::new(&bin)
-        .args(["-agent", &rx.addr, "-period", "2s", "-run", "7s"])
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let mut lines = Vec::new();
-    while lines.len() < 3 {
-        lines.push(rx.next());
-    }
-    let stderr = rx.stop();
+    let (sb, lines, stderr) = go_uploads(&bin);
     check_go_uploads(&sb, &lines, "main.busyWork");
     // metrics.json's figures are the file's own; the goroutines those the profile counts.
     let l = &lines[1];
@@ -697,19 +701,7 @@ fn dd_trace_go_v1_as_the_reference_sets_it_up_arrives() {
     let Some(bin) = ddprof_binary("ddprof-v1") else {
         return;
     };
-    let sb = Sandbox::new();
-    let rx = Receiver::start(&sb, &["--top", "3"]);
-    let st = Command::new(&bin)
-        .args(["-agent", &rx.addr, "-period", "2s", "-run", "7s"])
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let mut lines = Vec::new();
-    while lines.len() < 3 {
-        lines.push(rx.next());
-    }
-    rx.stop();
+    let (sb, lines, _) = go_uploads(&bin);
     check_go_uploads(&sb, &lines, "main.spin");
     let tags = lines[0]["tags"].to_string();
     assert!(tags.contains("profiler_version:v1.74."), "{tags}");
