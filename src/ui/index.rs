@@ -270,11 +270,11 @@ pub fn scan(roots: &[PathBuf], records: &mut [Records]) -> Listing {
                 continue;
             };
             let (profile_type, name_time) = split_name(stem);
+            // Its longest key only: a shorter one (the file name alone) could be another
+            // pod's file of the same name.
             let s = keys(&rel)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .find_map(|k| said.get(&k).cloned())
+                .last()
+                .and_then(|k| said.get(&k).cloned())
                 .unwrap_or_default();
             // The layout: <service>/<file> (pull, receive) or <ns>/<pod>/<container>/<file> (k8s).
             let dirs: Vec<&str> = rel.split('/').collect();

@@ -233,13 +233,43 @@ struct Two {
     nodes: Option<usize>,
 }
 
-async fn profiles(State(ui): State<Shared>) -> Result<Response, Problem> {
+/// The listing, with an ETag of what it holds: the page asks every few seconds, and an
+/// unchanged listing is a 304 rather than the whole list again.
+async fn profiles(
+    State(ui): State<Shared>,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, Problem> {
     let listing = blocking(move || Ok(ui.listing())).await?;
-    Ok(json(serde_json::json!({
+    let tag = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for e in &listing.entries {
+            (&e.id, e.bytes, &e.time, &e.cause, e.tags.len()).hash(&mut h);
+        }
+        listing.left_out.hash(&mut h);
+        format!("\"{:016x}\"", h.finish())
+    };
+    if headers
+        .get(header::IF_NONE_MATCH)
+        .is_some_and(|v| v.as_bytes() == tag.as_bytes())
+    {
+        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, tag)]).into_response());
+    }
+    let body = serde_json::json!({
         "schema": 1,
         "entries": listing.entries,
         "left_out": listing.left_out,
-    })))
+    })
+    .to_string();
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/json".to_string()),
+            (header::CACHE_CONTROL, "no-cache".to_string()),
+            (header::ETAG, tag),
+        ],
+        body,
+    )
+        .into_response())
 }
 
 /// `agentprof top --json`'s document for a listed profile, made by the same code.

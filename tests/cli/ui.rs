@@ -195,6 +195,37 @@ fn ui_lists_captures_with_their_causes_and_shows_the_clis_numbers() {
     assert_eq!(up["tags"], json!(["service:checkout", "env:prod"]));
     // Newest first.
     assert_eq!(entries[0]["path"], up["path"]);
+    // Unchanged, the listing is a 304 to the page's revalidation.
+    let etag = reqwest::blocking::get(format!("{}/api/profiles", ui.base))
+        .unwrap()
+        .headers()["etag"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let again = reqwest::blocking::Client::new()
+        .get(format!("{}/api/profiles", ui.base))
+        .header("if-none-match", &etag)
+        .send()
+        .unwrap();
+    assert_eq!(again.status().as_u16(), 304);
+    // A new capture of another pod, of a file name the records hold for the first pod:
+    // listed (within the listing's second) with no cause of its own.
+    sb.write_bytes(
+        "prof/shop/cart-x1/app/cpu-2026-12-01T10:00:00.000Z.pb.gz",
+        &gz(&std::fs::read(fixture("cpu.pprof")).unwrap()),
+    );
+    std::thread::sleep(Duration::from_millis(1100));
+    let later = ui.json("/api/profiles");
+    let other = later["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["pod"] == "cart-x1")
+        .unwrap_or_else(|| panic!("{later:#}"));
+    assert!(
+        other["cause"].is_null() && other["record"].is_null(),
+        "{other}"
+    );
 
     let cpu = find("shop/cart-7d9/app/cpu-2026-12-01T10:00:00.000Z.pb.gz");
     let id = cpu["id"].as_str().unwrap();

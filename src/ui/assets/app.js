@@ -22,8 +22,8 @@ function q(params) {
   return u.toString();
 }
 
-async function getJSON(url) {
-  const r = await fetch(url, { cache: "no-store" });
+async function getJSON(url, cache = "no-store") {
+  const r = await fetch(url, { cache });
   const body = await r.json().catch(() => ({ error: r.statusText }));
   if (!r.ok) throw new Error(body.error || r.statusText);
   return body;
@@ -95,7 +95,8 @@ function renderList() {
 
 async function refresh() {
   try {
-    const doc = await getJSON("/api/profiles");
+    // Revalidated: an unchanged listing comes back as a 304, from the browser's cache.
+    const doc = await getJSON("/api/profiles", "no-cache");
     entries = doc.entries;
     byId = new Map(entries.map((e) => [e.id, e]));
     fillSelect($("f-service"), new Set(entries.map(where).filter(Boolean)));
@@ -227,10 +228,13 @@ async function route() {
   showError(null);
   const [path, query] = (location.hash.slice(1) || "/").split("?");
   const params = new URLSearchParams(query || "");
-  $("list-view").hidden = path !== "/";
-  $("profile-view").hidden = path !== "/p";
-  $("diff-view").hidden = path !== "/d";
-  $("pstats-view").hidden = path !== "/s";
+  const views = { "/": "list-view", "/p": "profile-view", "/d": "diff-view", "/s": "pstats-view" };
+  for (const [p, id] of Object.entries(views)) {
+    const hide = p !== path;
+    // A flamegraph left in a hidden view would lay itself out at width 0: it is unloaded.
+    if (hide && !$(id).hidden) for (const f of $(id).querySelectorAll("iframe")) f.src = "about:blank";
+    $(id).hidden = hide;
+  }
   try {
     if (path === "/p") await showProfile(params);
     else if (path === "/d") await showDiff(params);
