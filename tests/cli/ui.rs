@@ -693,3 +693,31 @@ fn ui_in_a_real_browser() {
         assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{s}");
     }
 }
+
+/// A directory that is not there and an address that is not one are usage errors (exit 2)
+/// that say which; an address other hosts reach is served, and agentprof says what that
+/// exposes.
+#[test]
+fn ui_says_what_is_wrong_and_what_is_exposed() {
+    let sb = Sandbox::new();
+    let r = sb.run(&["ui", "no-such-dir", "--duration", "1s"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("no-such-dir"), "{}", r.stderr);
+    let r = sb.run(&["ui", ".", "--listen", "localhost", "--duration", "1s"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--listen") && r.stderr.contains("HOST:PORT"),
+        "{}",
+        r.stderr
+    );
+    std::fs::create_dir_all(sb.file("prof")).unwrap();
+    let r = sb.run(&["ui", "prof", "--listen", "0.0.0.0:0", "--duration", "1s"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "0.0.0.0 is not a loopback address: anyone who reaches it can read these profiles"
+        ),
+        "{}",
+        r.stderr
+    );
+}
