@@ -26,6 +26,22 @@ pub struct DiffRow {
     pub delta_cum_pct_of_total: Option<f64>,
     /// The function appears in the base profile (a 0 flat there is not "new").
     pub in_base: bool,
+    /// The row's cells as the table prints them, each value in the unit that shows it.
+    pub text: DiffRowText,
+}
+
+/// A [`DiffRow`] as `agentprof diff` prints it (the page shows these).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct DiffRowText {
+    pub delta_flat: String,
+    pub delta_flat_own: String,
+    pub delta_flat_total: String,
+    pub delta_cum: String,
+    pub delta_cum_own: String,
+    pub delta_cum_total: String,
+    pub new_flat: String,
+    pub new_cum: String,
+    pub base_flat: String,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -152,6 +168,7 @@ pub fn diff(
                 delta_flat_pct_of_total: pct(nf.wrapping_sub(bf), base_total_scaled),
                 delta_cum_pct_of_total: pct(nc.wrapping_sub(bc), base_total_scaled),
                 in_base: b.contains_key(name),
+                text: DiffRowText::default(),
             }
         })
         .filter(|r| r.delta_flat != 0 || r.delta_cum != 0)
@@ -179,6 +196,9 @@ pub fn diff(
         u if u.is_empty() => unit.to_string(),
         u => u,
     };
+    for r in &mut rows {
+        r.text = row_text(r, unit);
+    }
     Ok(DiffReport {
         sample_type: stype.to_string(),
         unit: unit.to_string(),
@@ -190,6 +210,37 @@ pub fn diff(
     })
 }
 
+/// A row's cells: values in the unit that shows each (a 1,878 ns change reads `+1.88us`,
+/// not `+0` in seconds); "new" only for a function the base does not have, "-" for a
+/// percentage of a 0 base value.
+fn row_text(r: &DiffRow, unit: &str) -> DiffRowText {
+    let label = |v: i64| scaled_label(v, unit, "minimum");
+    let signed = |v: i64| {
+        let s = label(v);
+        if v > 0 { format!("+{s}") } else { s }
+    };
+    let own = |p: Option<f64>| match p {
+        Some(p) => format!("{p:+.1}%").replace("+0.0%", "0.0%"),
+        None if r.in_base => "-".to_string(),
+        None => "new".to_string(),
+    };
+    let of_total = |p: Option<f64>| match p {
+        Some(p) => format!("{p:+.2}%").replace("+0.00%", "0.00%"),
+        None => "-".to_string(),
+    };
+    DiffRowText {
+        delta_flat: signed(r.delta_flat),
+        delta_flat_own: own(r.delta_flat_pct),
+        delta_flat_total: of_total(r.delta_flat_pct_of_total),
+        delta_cum: signed(r.delta_cum),
+        delta_cum_own: own(r.delta_cum_pct),
+        delta_cum_total: of_total(r.delta_cum_pct_of_total),
+        new_flat: label(r.new_flat),
+        new_cum: label(r.new_cum),
+        base_flat: label(r.base_flat),
+    }
+}
+
 impl DiffReport {
     /// The table; `limit` rows at most (0: all). Every value is in the unit that shows it
     /// (a 1,878 ns change reads `+1.88us`, not `+0` in seconds).
@@ -198,17 +249,6 @@ impl DiffReport {
         let f = |v: i64| {
             let s = label(v);
             if v > 0 { format!("+{s}") } else { s }
-        };
-        // "new" only for a function the base does not have; one it has with 0 there has no
-        // percentage to show.
-        let own = |p: Option<f64>, in_base: bool| match p {
-            Some(p) => format!("{p:+.1}%").replace("+0.0%", "0.0%"),
-            None if in_base => "-".to_string(),
-            None => "new".to_string(),
-        };
-        let of_total = |p: Option<f64>| match p {
-            Some(p) => format!("{p:+.2}%").replace("+0.00%", "0.00%"),
-            None => "-".to_string(),
         };
         let mut out = format!(
             "Type: {}\nTotal: {} -> {} ({})\n",
@@ -256,15 +296,16 @@ impl DiffReport {
             .iter()
             .take(if limit == 0 { usize::MAX } else { limit })
         {
+            let t = &r.text;
             out.push_str(&row([
-                &f(r.delta_flat),
-                &own(r.delta_flat_pct, r.in_base),
-                &of_total(r.delta_flat_pct_of_total),
-                &f(r.delta_cum),
-                &own(r.delta_cum_pct, r.in_base),
-                &of_total(r.delta_cum_pct_of_total),
-                &label(r.new_flat),
-                &label(r.new_cum),
+                &t.delta_flat,
+                &t.delta_flat_own,
+                &t.delta_flat_total,
+                &t.delta_cum,
+                &t.delta_cum_own,
+                &t.delta_cum_total,
+                &t.new_flat,
+                &t.new_cum,
                 &r.function,
             ]));
         }
@@ -297,62 +338,17 @@ pub struct Folded {
 /// every negative one, as positive values), identical stacks merged; inlined calls are frames
 /// of their own.
 pub fn folded_signed(p: &Pprof, index: usize, negative: bool) -> Folded {
-    let nodes = Nodes::new(p);
-    let mut merged: HashMap<String, u64> = HashMap::new();
-    let mut frames: Vec<&str> = Vec::new();
-    let mut out = Folded::default();
-    for (si, s) in p.proto.sample.iter().enumerate() {
-        let w = if negative {
-            s.value[index].saturating_neg()
-        } else {
-            s.value[index]
-        };
-        if w <= 0 {
-            if w < 0 {
-                out.other_sign += 1;
-            }
-            continue;
-        }
-        frames.clear();
-        'stack: for &loc in p.sample_locs[si].iter().rev() {
-            for &node in nodes_of(&nodes, loc).iter().rev() {
-                if frames.len() == MAX_FLAME_DEPTH {
-                    break 'stack;
-                }
-                frames.push(nodes.name(node as usize));
-            }
-        }
-        let depth: usize = p.sample_locs[si]
-            .iter()
-            .map(|&l| nodes_of(&nodes, l).len())
-            .sum();
-        let mut stack = frames
-            .iter()
-            .map(|f| f.replace(';', ","))
-            .collect::<Vec<_>>()
-            .join(";");
-        if depth > MAX_FLAME_DEPTH {
-            out.cut += 1;
-            stack.push_str(&format!(";[{} more frames cut]", depth - MAX_FLAME_DEPTH));
-        }
-        let e = merged.entry(stack).or_default();
-        *e = e.saturating_add(w as u64);
+    let tree = super::fold::Tree::new(p, index, negative);
+    Folded {
+        lines: tree.lines(0.0),
+        cut: tree.cut,
+        other_sign: tree.other_sign,
     }
-    out.lines = merged
-        .into_iter()
-        .map(|(s, w)| format!("{s} {w}"))
-        .collect();
-    out.lines.sort();
-    out
 }
 
 /// [`folded_signed`]'s positive lines.
 pub fn folded(p: &Pprof, index: usize) -> Vec<String> {
     folded_signed(p, index, false).lines
-}
-
-fn nodes_of<'n>(nodes: &'n Nodes<'_>, loc: u32) -> &'n [u32] {
-    nodes.loc(loc as usize)
 }
 
 fn cut_note(cut: usize) -> Option<String> {
@@ -374,12 +370,29 @@ pub fn write_flamegraph(
     title: &str,
     out: impl std::io::Write,
 ) -> anyhow::Result<()> {
-    let pos = folded_signed(p, index, false);
+    draw(p, index, title, true, out)
+}
+
+/// [`write_flamegraph`], with `prune` false giving inferno every line (for the test that the
+/// picture is the same).
+fn draw(
+    p: &Pprof,
+    index: usize,
+    title: &str,
+    prune: bool,
+    out: impl std::io::Write,
+) -> anyhow::Result<()> {
+    let tree = super::fold::Tree::new(p, index, false);
     let (stype, unit) = p.sample_types()[index];
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
     opts.count_name = format!("{stype} ({unit})");
-    if pos.other_sign > 0 {
+    if tree.other_sign > 0 {
+        let pos = Folded {
+            lines: tree.lines(0.0),
+            cut: tree.cut,
+            other_sign: tree.other_sign,
+        };
         let neg = folded_signed(p, index, true);
         let notes: Vec<String> = [
             Some(format!(
@@ -394,11 +407,20 @@ pub fn write_flamegraph(
         opts.subtitle = Some(notes.join("; "));
         return draw_differential(&neg.lines, &pos.lines, false, opts, out);
     }
-    if pos.lines.is_empty() {
+    // The frames inferno would leave out as narrower than its `min_width` (a share of the
+    // whole, computed as it computes it) are left out before it reads the lines: a
+    // million-stack profile becomes the few thousand lines it draws, the same picture.
+    let min_value = if prune {
+        opts.min_width / (100.0 / tree.total() as f64)
+    } else {
+        0.0
+    };
+    let lines = tree.lines(min_value);
+    if lines.is_empty() {
         anyhow::bail!("the profile has no samples of this type with a value: nothing to draw");
     }
-    opts.subtitle = cut_note(pos.cut);
-    inferno::flamegraph::from_lines(&mut opts, pos.lines.iter().map(String::as_str), out)
+    opts.subtitle = cut_note(tree.cut);
+    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
         .map_err(|e| anyhow::anyhow!("cannot draw the flamegraph: {e}"))
 }
 
@@ -443,4 +465,124 @@ pub fn write_diff_flamegraph(
     opts.count_name = format!("{stype} ({unit})");
     opts.subtitle = cut_note(before.cut + after.cut);
     draw_differential(&before.lines, &after.lines, normalize, opts, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{CallProfile, Frame, ProfileKind};
+
+    fn frame(p: &mut CallProfile, name: &str) -> usize {
+        p.intern(Frame {
+            function: name.into(),
+            ..Frame::default()
+        })
+    }
+
+    /// A profile of one wide path and thousands of frames far under a pixel, at depths 2–5.
+    fn many_small() -> Pprof {
+        let mut c = CallProfile::new(ProfileKind::Cpu, 1000, 0);
+        let main = frame(&mut c, "main");
+        let work = frame(&mut c, "work;semicolon");
+        let spin = frame(&mut c, "spin");
+        c.add(vec![vec![spin], vec![work], vec![main]], 5_000_000);
+        c.add(vec![vec![work], vec![main]], 700_000);
+        c.add(vec![vec![main]], 3);
+        for i in 0..6000u32 {
+            let leaf = frame(&mut c, &format!("tiny{i}"));
+            let mid = frame(&mut c, &format!("mid{}", i % 37));
+            let stack = match i % 3 {
+                0 => vec![vec![leaf], vec![main]],
+                1 => vec![vec![leaf], vec![mid], vec![main]],
+                _ => vec![vec![leaf], vec![mid], vec![work], vec![main]],
+            };
+            c.add(stack, 1 + u64::from(i % 5));
+        }
+        let bytes = prost::Message::encode_to_vec(&crate::pprof::to_proto(&c));
+        let proto =
+            crate::pprof::decode::decode_raw(&bytes, &crate::pprof::decode::Limits::local())
+                .expect("decode");
+        Pprof::new(proto).expect("model")
+    }
+
+    #[test]
+    fn pruned_flamegraph_is_the_same_picture() {
+        let p = many_small();
+        let idx = 0;
+        let all = folded(&p, idx);
+        let tree = super::super::fold::Tree::new(&p, idx, false);
+        let min = inferno::flamegraph::Options::default().min_width / (100.0 / tree.total() as f64);
+        let pruned = tree.lines(min);
+        assert!(all.len() > 6000, "{} lines", all.len());
+        assert!(pruned.len() < 100, "{} lines after pruning", pruned.len());
+        let sum = |l: &[String]| -> u64 {
+            l.iter()
+                .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+                .sum()
+        };
+        assert_eq!(sum(&all), sum(&pruned), "the pruned lines keep every value");
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        draw(&p, idx, "t", false, &mut a).unwrap();
+        draw(&p, idx, "t", true, &mut b).unwrap();
+        // The frames drawn: each one's title (name, value, share), row and width. inferno
+        // picks colours at random; where an undrawn gap sits may differ by the order of names.
+        let frames = |svg: &[u8]| -> Vec<String> {
+            let s = String::from_utf8_lossy(svg);
+            let mut out: Vec<String> = s
+                .split("<g><title>")
+                .skip(1)
+                .map(|g| {
+                    let title = g.split("</title>").next().unwrap_or("");
+                    let attr = |name: &str| {
+                        g.split(&format!(" {name}=\""))
+                            .nth(1)
+                            .and_then(|r| r.split('"').next())
+                            .unwrap_or("")
+                            .to_string()
+                    };
+                    format!(
+                        "{title} y={} w={} fg:w={}",
+                        attr("y"),
+                        attr("width"),
+                        attr("fg:w")
+                    )
+                })
+                .collect();
+            out.sort();
+            out
+        };
+        let total = |svg: &[u8]| {
+            let s = String::from_utf8_lossy(svg);
+            s.split("total_samples=\"")
+                .nth(1)
+                .map(|r| r[..r.find('"').unwrap()].to_string())
+        };
+        assert_eq!(total(&a), total(&b));
+        let (a, b) = (frames(&a), frames(&b));
+        assert!(a.len() >= 4, "{a:?}");
+        assert_eq!(
+            a, b,
+            "the frames drawn from the pruned lines differ from inferno's own"
+        );
+        let b = b.join("\n");
+        assert!(b.contains("work,semicolon"));
+    }
+
+    #[test]
+    fn folded_lines_merge_paths_and_keep_each_value() {
+        let p = many_small();
+        let lines = folded(&p, 0);
+        assert!(
+            lines.contains(&"main;work,semicolon;spin 5000000".to_string()),
+            "{:?}",
+            &lines[..5]
+        );
+        assert!(lines.contains(&"main;work,semicolon 700000".to_string()));
+        assert!(lines.contains(&"main 3".to_string()));
+        assert!(lines.contains(&"main;mid1;tiny1 2".to_string()));
+        assert!(lines.contains(&"main;work,semicolon;mid2;tiny2 3".to_string()));
+        let mut sorted = lines.clone();
+        sorted.sort();
+        assert_eq!(lines, sorted);
+    }
 }

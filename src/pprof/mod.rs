@@ -5,6 +5,7 @@ pub mod decode;
 pub mod diff;
 mod encode;
 pub mod fasthash;
+mod fold;
 pub mod legacy;
 pub mod measure;
 pub mod model;

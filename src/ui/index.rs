@@ -15,7 +15,7 @@ const MAX_FILES: usize = 200_000;
 const MAX_DEPTH: usize = 8;
 
 /// One profile on disk.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Entry {
     /// `<root index>/<path under the root>`: what the page asks for.
     pub id: String,
@@ -61,6 +61,39 @@ pub struct Listing {
     pub entries: Vec<Entry>,
     /// Files left out past the scan's bound (0: all were looked at).
     pub left_out: usize,
+}
+
+impl Listing {
+    /// An ETag of what the listing holds (quoted, as the header carries it).
+    pub fn tag(&self) -> String {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for e in &self.entries {
+            (&e.id, e.bytes, &e.time, &e.cause, &e.tags).hash(&mut h);
+        }
+        self.left_out.hash(&mut h);
+        format!("\"{:016x}\"", h.finish())
+    }
+
+    /// What changed from `old` to this listing: the entries new or changed, the ids gone.
+    pub fn changes_since<'a>(&'a self, old: &'a Listing) -> (Vec<&'a Entry>, Vec<&'a str>) {
+        let was: std::collections::HashMap<&str, &Entry> =
+            old.entries.iter().map(|e| (e.id.as_str(), e)).collect();
+        let now: std::collections::HashSet<&str> =
+            self.entries.iter().map(|e| e.id.as_str()).collect();
+        let changed = self
+            .entries
+            .iter()
+            .filter(|e| was.get(e.id.as_str()) != Some(e))
+            .collect();
+        let gone = old
+            .entries
+            .iter()
+            .map(|e| e.id.as_str())
+            .filter(|id| !now.contains(id))
+            .collect();
+        (changed, gone)
+    }
 }
 
 /// `cpu-2026-12-01T10:01:00.000Z.pb.gz` → (`cpu`, `2026-12-01T10:01:00.000Z`); a name

@@ -58,21 +58,50 @@ pub async fn run(opts: UiOptions) -> anyhow::Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// The desktop's browser on `url` (xdg-open, or open on macOS); a failure is said, not fatal.
+/// The browser on `url`: `$BROWSER` when set (a `:`-separated list of commands, each with
+/// `%s` for the URL or given it last, the first that starts is used — as xdg-open, Python's
+/// webbrowser and go tool pprof read it), else xdg-open (open on macOS). A failure is said,
+/// not fatal; the browser's exit is waited for on a thread of its own.
 fn open_browser(url: &str) {
-    let opener = if cfg!(target_os = "macos") {
+    let fallback = if cfg!(target_os = "macos") {
         "open"
     } else {
         "xdg-open"
     };
-    match std::process::Command::new(opener)
-        .arg(url)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-    {
-        Ok(_) => {}
-        Err(e) => eprintln!("agentprof ui: cannot open a browser ({opener}: {e}); open {url}"),
+    let listed = std::env::var("BROWSER").unwrap_or_default();
+    let mut tried = Vec::new();
+    for cmd in listed.split(':').chain([fallback]) {
+        let mut words: Vec<String> = cmd.split_whitespace().map(str::to_string).collect();
+        if words.is_empty() {
+            continue;
+        }
+        if words.iter().any(|w| w.contains("%s")) {
+            for w in &mut words {
+                *w = w.replace("%s", url);
+            }
+        } else {
+            words.push(url.to_string());
+        }
+        match std::process::Command::new(&words[0])
+            .args(&words[1..])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+        {
+            Ok(mut child) => {
+                let name = words[0].clone();
+                std::thread::spawn(move || match child.wait() {
+                    Ok(s) if !s.success() => eprintln!("agentprof ui: {name} exited with {s}"),
+                    _ => {}
+                });
+                return;
+            }
+            Err(e) => tried.push(format!("{}: {e}", words[0])),
+        }
     }
+    eprintln!(
+        "agentprof ui: cannot open a browser ({}); open {url}",
+        tried.join("; ")
+    );
 }

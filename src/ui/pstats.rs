@@ -178,6 +178,28 @@ pub type Row = (String, u32, String, u64, u64, f64, f64);
 
 /// Every function of a pstats dump, in the file's order.
 pub fn read(bytes: &[u8]) -> Result<Vec<Row>, String> {
+    read_dump(bytes).map(|d| d.rows)
+}
+
+/// A dump's rows and, for each row, who called it: (the caller's row, the cumulative time
+/// spent in the row's function when called from there).
+pub struct Dump {
+    pub rows: Vec<Row>,
+    pub callers: Vec<Vec<(usize, f64)>>,
+}
+
+fn key_of(k: &V) -> Option<(&str, u32, &str)> {
+    let V::Seq(k) = k else { return None };
+    match (k.first(), k.get(1), k.get(2)) {
+        (Some(V::Str(file)), Some(line), Some(V::Str(name))) => {
+            Some((file, num(line).unwrap_or(0.0) as u32, name))
+        }
+        _ => None,
+    }
+}
+
+/// [`read`], with the callers' edges.
+pub fn read_dump(bytes: &[u8]) -> Result<Dump, String> {
     let mut r = Reader {
         b: bytes,
         at: 0,
@@ -188,24 +210,26 @@ pub fn read(bytes: &[u8]) -> Result<Vec<Row>, String> {
         return bad(0, "the top object is not a dict");
     };
     let mut rows = Vec::with_capacity(items.len());
+    let mut index: std::collections::HashMap<(&str, u32, &str), usize> =
+        std::collections::HashMap::with_capacity(items.len());
     for (k, v) in items.iter() {
-        let (V::Seq(k), V::Seq(v)) = (k, v) else {
+        let V::Seq(v) = v else {
             return bad(
                 0,
                 "an entry is not (file, line, function): (cc, nc, tt, ct, callers)",
             );
         };
-        let (Some(V::Str(file)), Some(line), Some(V::Str(name))) = (k.first(), k.get(1), k.get(2))
-        else {
+        let Some((file, line, name)) = key_of(k) else {
             return bad(0, "a key is not (file, line, function)");
         };
         let n = |i: usize| v.get(i).and_then(num);
         let (Some(cc), Some(nc), Some(tt), Some(ct)) = (n(0), n(1), n(2), n(3)) else {
             return bad(0, "a value is not (cc, nc, tt, ct, callers)");
         };
+        index.insert((file, line, name), rows.len());
         rows.push((
             file.to_string(),
-            num(line).unwrap_or(0.0) as u32,
+            line,
             name.to_string(),
             cc.max(0.0) as u64,
             nc.max(0.0) as u64,
@@ -213,7 +237,110 @@ pub fn read(bytes: &[u8]) -> Result<Vec<Row>, String> {
             ct,
         ));
     }
-    Ok(rows)
+    let mut callers = vec![Vec::new(); rows.len()];
+    for (i, (_, v)) in items.iter().enumerate() {
+        let V::Seq(v) = v else { continue };
+        // A caller not in the dump (or a malformed edge) is no edge.
+        if let Some(V::Dict(edges)) = v.get(4) {
+            for (ck, cv) in edges.iter() {
+                let ct = match cv {
+                    V::Seq(t) => t.get(3).and_then(num),
+                    other => num(other),
+                };
+                if let (Some(&c), Some(ct)) = (key_of(ck).and_then(|k| index.get(&k)), ct) {
+                    callers[i].push((c, ct.max(0.0)));
+                }
+            }
+        }
+    }
+    Ok(Dump { rows, callers })
+}
+
+/// Deepest call path drawn from a dump.
+const MAX_TREE_DEPTH: usize = 64;
+/// Paths drawn at most.
+const MAX_TREE_NODES: usize = 200_000;
+
+/// The dump as folded `root;…;leaf microseconds` lines for a flamegraph. A dump holds no
+/// stacks, only who called whom and for how long: the tree starts at the functions nobody
+/// in it called, and gives each callee the time its caller edge says, in the share of the
+/// caller's whole time this path holds (snakeviz's reading). Recursion stops a path; so do
+/// depth 64, 200,000 paths, and a path under a millionth of the whole.
+pub fn call_tree(d: &Dump) -> Vec<String> {
+    let n = d.rows.len();
+    let mut callees: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
+    for (f, cs) in d.callers.iter().enumerate() {
+        for &(c, ct) in cs {
+            if c != f {
+                callees[c].push((f, ct));
+            }
+        }
+    }
+    let name = |i: usize| {
+        let (file, line, func) = (&d.rows[i].0, d.rows[i].1, &d.rows[i].2);
+        // pstats' own way of naming a built-in: `{built-in method builtins.exec}`.
+        let s = if file == "~" && line == 0 {
+            match func.strip_prefix('<').and_then(|f| f.strip_suffix('>')) {
+                Some(inner) => format!("{{{inner}}}"),
+                None => func.clone(),
+            }
+        } else {
+            format!("{func} ({file}:{line})")
+        };
+        s.replace(';', ",")
+    };
+    let names: Vec<String> = (0..n).map(name).collect();
+    let roots: Vec<usize> = (0..n)
+        .filter(|&i| d.callers[i].iter().all(|&(c, _)| c == i))
+        .collect();
+    let whole: f64 = roots.iter().map(|&r| d.rows[r].6).sum();
+    let floor = whole * 1e-6;
+    let mut lines = Vec::new();
+    let mut on_path = vec![false; n];
+    // (function, its time on this path, depth, the path's length before it)
+    let mut path = String::new();
+    let mut stack: Vec<(usize, f64, usize, usize, bool)> = roots
+        .iter()
+        .map(|&r| (r, d.rows[r].6, 0, 0, false))
+        .collect();
+    while let Some((f, t, depth, len, leaving)) = stack.pop() {
+        if leaving {
+            on_path[f] = false;
+            continue;
+        }
+        if lines.len() >= MAX_TREE_NODES {
+            break;
+        }
+        path.truncate(len);
+        if depth > 0 {
+            path.push(';');
+        }
+        path.push_str(&names[f]);
+        let ct = d.rows[f].6;
+        let share = if ct > 0.0 { t / ct } else { 0.0 };
+        let here = path.len();
+        stack.push((f, 0.0, 0, 0, true));
+        on_path[f] = true;
+        let mut given = 0.0;
+        if depth + 1 < MAX_TREE_DEPTH {
+            let kids = callees[f]
+                .iter()
+                .map(|&(g, edge)| (g, edge * share))
+                .filter(|&(g, gt)| !on_path[g] && gt >= floor);
+            let sum: f64 = kids.clone().map(|(_, gt)| gt).sum();
+            // Callees never get more than the path has (edges of recursive calls can).
+            let k = if sum > t && sum > 0.0 { t / sum } else { 1.0 };
+            for (g, gt) in kids {
+                given += gt * k;
+                stack.push((g, gt * k, depth + 1, here, false));
+            }
+        }
+        let own = ((t - given).max(0.0) * 1e6).round() as u64;
+        if own > 0 {
+            lines.push(format!("{path} {own}"));
+        }
+    }
+    lines
 }
 
 /// How the table is ordered, as pstats' sort keys name it.
@@ -259,5 +386,48 @@ pub fn report(rows: &[Row], top: usize) -> PstatsReport {
         functions: rows.len(),
         rows: rows.iter().take(top).cloned().collect(),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, tt: f64, ct: f64) -> Row {
+        ("f.py".into(), 1, name.into(), 1, 1, tt, ct)
+    }
+
+    #[test]
+    fn call_tree_shares_callee_time_by_caller_and_stops_recursion() {
+        // main (10 s) calls a (6 s of a's 8) and b (3 s); x also calls a (2 s); a recurses.
+        let d = Dump {
+            rows: vec![
+                row("main", 1.0, 10.0),
+                row("a", 8.0, 8.0),
+                row("b", 3.0, 3.0),
+                row("x", 0.0, 2.0),
+                row("semi;colon", 0.5, 0.5),
+            ],
+            callers: vec![
+                vec![],
+                vec![(0, 6.0), (3, 2.0), (1, 1.0)],
+                vec![(0, 3.0)],
+                vec![],
+                vec![(1, 0.5)],
+            ],
+        };
+        let mut lines = call_tree(&d);
+        lines.sort();
+        assert_eq!(
+            lines,
+            [
+                "main (f.py:1) 1000000",
+                "main (f.py:1);a (f.py:1) 5625000",
+                "main (f.py:1);a (f.py:1);semi,colon (f.py:1) 375000",
+                "main (f.py:1);b (f.py:1) 3000000",
+                "x (f.py:1);a (f.py:1) 1875000",
+                "x (f.py:1);a (f.py:1);semi,colon (f.py:1) 125000",
+            ]
+        );
     }
 }

@@ -37,6 +37,8 @@ const CACHE: usize = 6;
 
 /// A decoded profile with the id, mtime and length it was read at.
 type Cached = (String, std::time::SystemTime, u64, Arc<Pprof>);
+/// A flamegraph drawn: of which decoded profile, which sample type, the SVG.
+type Drawn = (Arc<Pprof>, usize, Arc<Vec<u8>>);
 /// Two profiles to compare and the sample types compared.
 type Pair = (Arc<Pprof>, Arc<Pprof>, (usize, usize));
 
@@ -44,8 +46,14 @@ pub struct Ui {
     pub roots: Vec<PathBuf>,
     pub limits: Limits,
     listing: Mutex<Option<(Instant, Arc<Listing>)>>,
+    /// The last few listings sent, by ETag: a page that has one is sent what changed.
+    sent: Mutex<std::collections::VecDeque<(String, Arc<Listing>)>>,
     records: Mutex<Vec<Records>>,
     cache: Mutex<Vec<Cached>>,
+    /// Flamegraphs drawn lately: of which decoded profile, which sample type.
+    drawn: Mutex<Vec<Drawn>>,
+    /// Ids being decoded, each with the lock its other askers wait on.
+    loading: Mutex<std::collections::HashMap<String, Arc<Mutex<()>>>>,
 }
 
 impl Ui {
@@ -55,8 +63,11 @@ impl Ui {
             roots,
             limits,
             listing: Mutex::new(None),
+            sent: Mutex::new(std::collections::VecDeque::new()),
             records: Mutex::new(records),
             cache: Mutex::new(Vec::new()),
+            loading: Mutex::new(std::collections::HashMap::new()),
+            drawn: Mutex::new(Vec::new()),
         }
     }
 
@@ -95,30 +106,91 @@ impl Ui {
         Ok(real)
     }
 
+    /// What `cached` finds, else `make`'s, made by one request at a time per `key`: the
+    /// page asks for a profile's table and flamegraph at once, and for the flamegraph twice
+    /// (ahead, then in its frame); one does the work, the others wait for it and find it.
+    fn once<T>(
+        &self,
+        key: String,
+        cached: impl Fn() -> Option<T>,
+        make: impl FnOnce() -> Result<T, Problem>,
+    ) -> Result<T, Problem> {
+        if let Some(v) = cached() {
+            return Ok(v);
+        }
+        let gate = Arc::clone(
+            crate::pull::lock(&self.loading)
+                .entry(key.clone())
+                .or_default(),
+        );
+        let made = {
+            let _one = crate::pull::lock(&gate);
+            match cached() {
+                Some(v) => Ok(v),
+                None => make(),
+            }
+        };
+        let mut loading = crate::pull::lock(&self.loading);
+        if loading.get(&key).is_some_and(|g| Arc::ptr_eq(g, &gate)) {
+            loading.remove(&key);
+        }
+        made
+    }
+
     /// The decoded profile of a listed pprof id (from the cache while the file is unchanged).
     pub fn profile(&self, id: &str) -> Result<Arc<Pprof>, Problem> {
         let path = self.file(id)?;
         let meta = std::fs::metadata(&path).map_err(|_| Problem::not_found(id))?;
         let stamp = (meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len());
-        {
+        let cached = || {
             let cache = crate::pull::lock(&self.cache);
-            if let Some((_, _, _, p)) = cache
+            cache
                 .iter()
                 .find(|(i, m, l, _)| i == id && (*m, *l) == stamp)
-            {
-                return Ok(Arc::clone(p));
+                .map(|(_, _, _, p)| Arc::clone(p))
+        };
+        self.once(format!("profile {id}"), cached, || {
+            let p = crate::cmd::pprof::load(&path, &self.limits)
+                .map_err(|e| Problem::unprocessable(format!("{id}: {e:#}")))?;
+            let p = Arc::new(p);
+            let mut cache = crate::pull::lock(&self.cache);
+            cache.retain(|(i, _, _, _)| i != id);
+            if cache.len() >= CACHE {
+                cache.remove(0);
             }
-        }
-        let p = crate::cmd::pprof::load(&path, &self.limits)
-            .map_err(|e| Problem::unprocessable(format!("{id}: {e:#}")))?;
-        let p = Arc::new(p);
-        let mut cache = crate::pull::lock(&self.cache);
-        cache.retain(|(i, _, _, _)| i != id);
-        if cache.len() >= CACHE {
-            cache.remove(0);
-        }
-        cache.push((id.to_string(), stamp.0, stamp.1, Arc::clone(&p)));
-        Ok(p)
+            cache.push((id.to_string(), stamp.0, stamp.1, Arc::clone(&p)));
+            Ok(p)
+        })
+    }
+
+    /// The flamegraph of a listed profile's sample type (`None`: the default), from the
+    /// last few drawn while the profile is unchanged.
+    pub fn flamegraph(
+        &self,
+        id: &str,
+        sample_index: Option<&str>,
+    ) -> Result<Arc<Vec<u8>>, Problem> {
+        let p = self.profile(id)?;
+        let index = p.sample_index(sample_index).map_err(Problem::bad)?;
+        let cached = || {
+            crate::pull::lock(&self.drawn)
+                .iter()
+                .find(|(pp, i, _)| Arc::ptr_eq(pp, &p) && *i == index)
+                .map(|(_, _, svg)| Arc::clone(svg))
+        };
+        self.once(format!("flamegraph {index} {id}"), cached, || {
+            let title = format!("{id} — {}", p.sample_types()[index].0);
+            let mut out = Vec::new();
+            crate::pprof::diff::write_flamegraph(&p, index, &title, &mut out)
+                .map_err(|e| Problem::unprocessable(format!("{e:#}")))?;
+            let out = Arc::new(out);
+            let mut drawn = crate::pull::lock(&self.drawn);
+            if drawn.len() >= CACHE {
+                drawn.remove(0);
+            }
+            drawn.push((Arc::clone(&p), index, Arc::clone(&out)));
+            Ok(out)
+        })
     }
 }
 
@@ -187,15 +259,14 @@ fn json(v: serde_json::Value) -> Response {
         .into_response()
 }
 
-fn svg(body: Vec<u8>) -> Response {
-    let mut r = (
-        [
-            (header::CONTENT_TYPE, "image/svg+xml"),
-            (header::CACHE_CONTROL, "no-store"),
-        ],
-        body,
-    )
-        .into_response();
+fn svg(body: Vec<u8>, gzip: bool) -> Response {
+    let mut r = encoded(body, gzip);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("image/svg+xml"),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r.headers_mut().insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(SVG_CSP),
@@ -233,43 +304,115 @@ struct Two {
     nodes: Option<usize>,
 }
 
-/// The listing, with an ETag of what it holds: the page asks every few seconds, and an
-/// unchanged listing is a 304 rather than the whole list again.
+/// Listings kept to answer `?since=` with what changed.
+const SENT: usize = 4;
+
+#[derive(serde::Deserialize)]
+struct Since {
+    since: Option<String>,
+}
+
+/// The listing, with an ETag of what it holds: the page asks every few seconds; an unchanged
+/// listing is a 304, and a page that names the listing it has (`?since=ETAG`, one of the
+/// last few) is sent only the entries added or changed and the ids removed.
 async fn profiles(
     State(ui): State<Shared>,
+    Query(q): Query<Since>,
     headers: axum::http::HeaderMap,
 ) -> Result<Response, Problem> {
-    let listing = blocking(move || Ok(ui.listing())).await?;
-    let tag = {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        for e in &listing.entries {
-            (&e.id, e.bytes, &e.time, &e.cause, e.tags.len()).hash(&mut h);
+    let gzip = accepts_gzip(&headers);
+    blocking(move || {
+        let listing = ui.listing();
+        let tag = listing.tag();
+        if headers
+            .get(header::IF_NONE_MATCH)
+            .is_some_and(|v| v.as_bytes() == tag.as_bytes())
+            || q.since.as_deref() == Some(tag.as_str())
+        {
+            return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, tag)]).into_response());
         }
-        listing.left_out.hash(&mut h);
-        format!("\"{:016x}\"", h.finish())
-    };
-    if headers
-        .get(header::IF_NONE_MATCH)
-        .is_some_and(|v| v.as_bytes() == tag.as_bytes())
-    {
-        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, tag)]).into_response());
-    }
-    let body = serde_json::json!({
-        "schema": 1,
-        "entries": listing.entries,
-        "left_out": listing.left_out,
+        let old = {
+            let mut sent = crate::pull::lock(&ui.sent);
+            if !sent.iter().any(|(t, _)| *t == tag) {
+                if sent.len() == SENT {
+                    sent.pop_front();
+                }
+                sent.push_back((tag.clone(), Arc::clone(&listing)));
+            }
+            q.since
+                .as_ref()
+                .and_then(|s| sent.iter().find(|(t, _)| t == s))
+                .map(|(_, l)| Arc::clone(l))
+        };
+        let body = match old {
+            Some(old) => {
+                let (changed, removed) = listing.changes_since(&old);
+                serde_json::json!({
+                    "schema": 1,
+                    "since": q.since,
+                    "changed": changed,
+                    "removed": removed,
+                    "count": listing.entries.len(),
+                    "left_out": listing.left_out,
+                })
+            }
+            None => serde_json::json!({
+                "schema": 1,
+                "entries": listing.entries,
+                "left_out": listing.left_out,
+            }),
+        }
+        .to_string();
+        let mut r = encoded(body.into_bytes(), gzip);
+        let h = r.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("application/json"),
+        );
+        h.insert(
+            header::CACHE_CONTROL,
+            header::HeaderValue::from_static("no-cache"),
+        );
+        if let Ok(v) = header::HeaderValue::from_str(&tag) {
+            h.insert(header::ETAG, v);
+        }
+        Ok(r)
     })
-    .to_string();
-    Ok((
-        [
-            (header::CONTENT_TYPE, "application/json".to_string()),
-            (header::CACHE_CONTROL, "no-cache".to_string()),
-            (header::ETAG, tag),
-        ],
-        body,
-    )
-        .into_response())
+    .await
+}
+
+/// The client takes gzip (`Accept-Encoding`, without `gzip;q=0`).
+fn accepts_gzip(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|c| {
+            let mut parts = c.split(';').map(str::trim);
+            parts.next().is_some_and(|n| n.eq_ignore_ascii_case("gzip"))
+                && !parts.any(|p| p.replace(' ', "") == "q=0")
+        })
+}
+
+/// A body, gzip-compressed when the client takes it and it is worth it (listings and
+/// flamegraphs are megabytes of repetitive text).
+fn encoded(body: Vec<u8>, gzip: bool) -> Response {
+    if gzip && body.len() > 4096 {
+        let z = crate::pprof::gzip_fast(&body);
+        let mut r = z.into_response();
+        r.headers_mut().insert(
+            header::CONTENT_ENCODING,
+            header::HeaderValue::from_static("gzip"),
+        );
+        r.headers_mut().insert(
+            header::VARY,
+            header::HeaderValue::from_static("accept-encoding"),
+        );
+        r
+    } else {
+        body.into_response()
+    }
 }
 
 /// `agentprof top --json`'s document for a listed profile, made by the same code.
@@ -293,17 +436,15 @@ async fn top(State(ui): State<Shared>, Query(q): Query<One>) -> Result<Response,
     .await
 }
 
-async fn flamegraph(State(ui): State<Shared>, Query(q): Query<One>) -> Result<Response, Problem> {
+async fn flamegraph(
+    State(ui): State<Shared>,
+    Query(q): Query<One>,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, Problem> {
+    let gzip = accepts_gzip(&headers);
     blocking(move || {
-        let p = ui.profile(&q.id)?;
-        let index = p
-            .sample_index(q.sample_index.as_deref())
-            .map_err(Problem::bad)?;
-        let title = format!("{} — {}", q.id, p.sample_types()[index].0);
-        let mut out = Vec::new();
-        crate::pprof::diff::write_flamegraph(&p, index, &title, &mut out)
-            .map_err(|e| Problem::unprocessable(format!("{e:#}")))?;
-        Ok(svg(out))
+        let out = ui.flamegraph(&q.id, q.sample_index.as_deref())?;
+        Ok(svg(out.to_vec(), gzip))
     })
     .await
 }
@@ -341,14 +482,16 @@ async fn diff(State(ui): State<Shared>, Query(q): Query<Two>) -> Result<Response
 async fn diff_flamegraph(
     State(ui): State<Shared>,
     Query(q): Query<Two>,
+    headers: axum::http::HeaderMap,
 ) -> Result<Response, Problem> {
+    let gzip = accepts_gzip(&headers);
     blocking(move || {
         let (base, new, idx) = compared(&ui, &q)?;
         let title = format!("{} vs {} — {}", q.base, q.id, new.sample_types()[idx.1].0);
         let mut out = Vec::new();
         crate::pprof::diff::write_diff_flamegraph(&base, &new, idx, q.normalize, &title, &mut out)
             .map_err(|e| Problem::unprocessable(format!("{e:#}")))?;
-        Ok(svg(out))
+        Ok(svg(out, gzip))
     })
     .await
 }
@@ -388,6 +531,42 @@ async fn pstats(
         doc["ordered_by"] = ordered.into();
         doc["id"] = q.id.into();
         Ok(json(doc))
+    })
+    .await
+}
+
+/// A flamegraph of a pstats dump's call tree (see [`super::pstats::call_tree`]: drawn from
+/// its caller edges, which is all a dump holds).
+async fn pstats_flamegraph(
+    State(ui): State<Shared>,
+    Query(q): Query<Id>,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, Problem> {
+    let gzip = accepts_gzip(&headers);
+    blocking(move || {
+        let path = ui.file(&q.id)?;
+        let bytes = crate::config::read_limited(&path, ui.limits.body, "--max-size-mb")
+            .map_err(|e| Problem::unprocessable(format!("{e:#}")))?;
+        let dump = super::pstats::read_dump(&bytes)
+            .map_err(|e| Problem::unprocessable(format!("{}: {e}", q.id)))?;
+        let lines = super::pstats::call_tree(&dump);
+        if lines.is_empty() {
+            return Err(Problem::unprocessable(format!(
+                "{}: no time recorded: nothing to draw",
+                q.id
+            )));
+        }
+        let mut opts = inferno::flamegraph::Options::default();
+        opts.title = format!("{} — cumulative time", q.id);
+        opts.count_name = "microseconds".to_string();
+        opts.subtitle = Some(
+            "a call tree from pstats' caller edges: each callee's time shared out by its callers' (a dump records no stacks)"
+                .to_string(),
+        );
+        let mut out = Vec::new();
+        inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut out)
+            .map_err(|e| Problem::unprocessable(format!("cannot draw the flamegraph: {e}")))?;
+        Ok(svg(out, gzip))
     })
     .await
 }
@@ -447,6 +626,7 @@ pub fn router(ui: Shared) -> axum::Router {
         .route("/api/diff", get(diff))
         .route("/api/diff.svg", get(diff_flamegraph))
         .route("/api/pstats", get(pstats))
+        .route("/api/pstats.svg", get(pstats_flamegraph))
         .route("/file", get(download))
         .route("/healthz", get(|| async { "ok\n" }))
         .fallback(|| async {

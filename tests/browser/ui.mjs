@@ -31,16 +31,16 @@ try {
   // The list.
   const t0 = Date.now();
   await page.goto(plan.base + "/");
-  await page.waitForFunction((n) => document.querySelectorAll("#profiles tbody tr").length >= n, plan.listed);
+  await page.waitForFunction((n) => document.querySelectorAll("#profiles tbody tr[data-id]").length >= n, plan.listed);
   seen.list_ms = Date.now() - t0;
-  seen.listed = await page.locator("#profiles tbody tr").count();
-  seen.causes = await page.locator("#profiles tbody tr td:nth-child(4)").allTextContents();
-  seen.triggers = await page.locator("#profiles tbody tr td:nth-child(5)").allTextContents();
+  seen.listed = await page.locator("#profiles tbody tr[data-id]").count();
+  seen.causes = await page.locator("#profiles tbody tr[data-id] td:nth-child(4)").allTextContents();
+  seen.triggers = await page.locator("#profiles tbody tr[data-id] td:nth-child(5)").allTextContents();
   await shot("list");
 
   // Filter by type, then open the profile.
   await page.selectOption("#f-type", plan.open.type);
-  seen.filtered = await page.locator("#profiles tbody tr").count();
+  seen.filtered = await page.locator("#profiles tbody tr[data-id]").count();
   await page.locator(`#profiles tbody tr[data-id="${plan.open.id}"] a`).click();
   await page.waitForFunction(() => document.querySelectorAll("#p-top tbody tr").length > 0);
   seen.top_rows = await page.$$eval("#p-top tbody tr", (rows) =>
@@ -59,7 +59,8 @@ try {
   // Compare with the scheduled capture before the triggered one, in one click.
   await page.goto(`${plan.base}/#/p?id=${encodeURIComponent(plan.compare.id)}`);
   await page.waitForFunction(() => document.querySelectorAll("#p-top tbody tr").length > 0);
-  seen.previous_button = await page.locator("#p-previous").isVisible();
+  // The button comes with the listing, which the table does not wait for.
+  seen.previous_button = await page.locator("#p-previous").waitFor({ state: "visible" }).then(() => true, () => false);
   await page.locator("#p-previous").click();
   await page.waitForFunction(() => document.querySelectorAll("#d-table tbody tr").length > 0);
   seen.diff_hash = decodeURIComponent(new URL(page.url()).hash);

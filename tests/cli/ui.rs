@@ -226,6 +226,29 @@ fn ui_lists_captures_with_their_causes_and_shows_the_clis_numbers() {
         other["cause"].is_null() && other["record"].is_null(),
         "{other}"
     );
+    // A page that names the listing it has is sent what changed: the new capture, nothing
+    // removed; then a file removed is named as gone.
+    let changes = ui.json(&format!("/api/profiles?since={}", enc(&etag)));
+    assert!(changes.get("entries").is_none(), "{changes:#}");
+    assert_eq!(changes["count"], 5);
+    assert_eq!(changes["removed"], json!([]));
+    assert_eq!(changes["changed"], json!([other]));
+    let tag5 = reqwest::blocking::get(format!("{}/api/profiles", ui.base))
+        .unwrap()
+        .headers()["etag"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    std::fs::remove_file(sb.file("prof/shop/cart-x1/app/cpu-2026-12-01T10:00:00.000Z.pb.gz"))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    let changes = ui.json(&format!("/api/profiles?since={}", enc(&tag5)));
+    assert_eq!(changes["changed"], json!([]), "{changes:#}");
+    assert_eq!(changes["removed"], json!([other["id"]]));
+    assert_eq!(changes["count"], 4);
+    // A tag it no longer has (or never had): the whole listing.
+    let whole = ui.json("/api/profiles?since=%22nope%22");
+    assert_eq!(whole["entries"].as_array().unwrap().len(), 4);
 
     let cpu = find("shop/cart-7d9/app/cpu-2026-12-01T10:00:00.000Z.pb.gz");
     let id = cpu["id"].as_str().unwrap();
@@ -255,6 +278,25 @@ fn ui_lists_captures_with_their_causes_and_shows_the_clis_numbers() {
     assert_eq!(status, 200);
     assert_eq!(ctype, "image/svg+xml");
     assert!(String::from_utf8_lossy(&svg).contains("<svg"), "not an SVG");
+    // Asked with gzip, the flamegraph comes compressed (and is the same drawing).
+    let zipped = reqwest::blocking::Client::new()
+        .get(format!("{}/api/flamegraph.svg?id={}", ui.base, enc(id)))
+        .header("accept-encoding", "br, gzip;q=0.8")
+        .send()
+        .unwrap();
+    assert_eq!(zipped.headers()["content-encoding"], "gzip");
+    assert_eq!(zipped.headers()["content-type"], "image/svg+xml");
+    let zipped = zipped.bytes().unwrap();
+    let mut back = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&zipped[..]), &mut back).unwrap();
+    assert!(
+        zipped.len() * 3 < back.len(),
+        "{} → {}",
+        back.len(),
+        zipped.len()
+    );
+    let rects = |b: &[u8]| String::from_utf8_lossy(b).matches("<rect").count();
+    assert_eq!(rects(&back), rects(&svg));
 
     let (b, n) = (sched["id"].as_str().unwrap(), trig["id"].as_str().unwrap());
     let ours = ui.json(&format!("/api/diff?base={}&id={}", enc(b), enc(n)));
@@ -508,6 +550,40 @@ fn ui_reads_pstats_dumps_as_python_does() {
         enc(e["id"].as_str().unwrap())
     ));
     assert_eq!(status, 400, "{}", String::from_utf8_lossy(&body));
+    // Its call tree drawn from the caller edges: every function of the script under the
+    // dump's root, fib's recursion stopped, the whole as wide as the root's cumulative time.
+    let (status, ctype, svg) = ui.get(&format!(
+        "/api/pstats.svg?id={}",
+        enc(e["id"].as_str().unwrap())
+    ));
+    let svg = String::from_utf8_lossy(&svg);
+    assert_eq!((status, ctype.as_str()), (200, "image/svg+xml"), "{svg}");
+    for f in [
+        "mid (&lt;string&gt;:4)",
+        "leaf (&lt;string&gt;:3)",
+        "fib (&lt;string&gt;:5)",
+        "{built-in method builtins.exec}",
+    ] {
+        assert!(
+            svg.contains(f),
+            "{f}: {:?}",
+            svg.split("<title>")
+                .skip(1)
+                .map(|t| t.split('<').next().unwrap_or(""))
+                .collect::<Vec<_>>()
+        );
+    }
+    let total: f64 = svg
+        .split("total_samples=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .and_then(|n| n.parse().ok())
+        .expect("total_samples");
+    let root_us = want["cumulative"][0][6].as_f64().unwrap() * 1e6;
+    assert!(
+        (total - root_us).abs() <= root_us * 0.01 + 50.0,
+        "{total} µs drawn, root {root_us} µs"
+    );
 }
 
 /// The page in the system's Chromium (playwright-core): the list shows every profile with
@@ -629,39 +705,35 @@ fn ui_in_a_real_browser() {
     assert_eq!(seen["previous_button"], true);
     let hash = seen["diff_hash"].as_str().unwrap();
     assert!(hash.contains(&format!("base={}", id_of(sched))), "{hash}");
+    // The rows of agentprof diff's own table, cell by cell (units and all).
     let cli = sb.run(&[
         "diff",
-        "--json",
         "-n",
         "30",
         sb.file(&format!("prof/{sched}")).to_str().unwrap(),
         sb.file(&format!("prof/{trig}")).to_str().unwrap(),
     ]);
-    let cli: Value = serde_json::from_str(&cli.stdout).unwrap();
-    let sign = |v: &Value| {
-        let n = v.as_i64().unwrap();
-        if n > 0 {
-            format!("+{n}")
-        } else {
-            n.to_string()
-        }
-    };
-    let want: Vec<Value> = cli["report"]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            json!([
-                r["base_flat"].to_string(),
-                r["new_flat"].to_string(),
-                sign(&r["delta_flat"]),
-                sign(&r["delta_cum"]),
-                r["function"]
-            ])
+    assert_eq!(cli.code, 0, "{}", cli.stderr);
+    let want: Vec<Value> = cli
+        .stdout
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("Δflat"))
+        .skip(1)
+        .take_while(|l| !l.starts_with('…'))
+        .map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            let mut row: Vec<Value> = cells[..8].iter().map(|c| json!(c)).collect();
+            row.push(json!(cells[8..].join(" ")));
+            Value::Array(row)
         })
         .collect();
     assert!(!want.is_empty());
-    assert_eq!(seen["diff_rows"], Value::Array(want));
+    assert_eq!(
+        seen["diff_rows"],
+        Value::Array(want.clone()),
+        "want {want:?}\n{}",
+        cli.stdout
+    );
     // Markup in names: text, and nothing ran.
     assert!(
         seen["evil_functions"]
@@ -719,5 +791,65 @@ fn ui_says_what_is_wrong_and_what_is_exposed() {
         ),
         "{}",
         r.stderr
+    );
+}
+
+/// `--open` starts `$BROWSER` on the page (the first of its list that starts, `%s` for the
+/// URL), and the page it is given is served; with no browser to start, it says so and
+/// serves anyway.
+#[test]
+fn ui_open_starts_the_browser_on_the_page() {
+    let sb = Sandbox::new();
+    corpus(&sb);
+    sb.write(
+        "browser.sh",
+        "#!/bin/sh\nprintf '%s %s' \"$1\" \"$2\" > \"$(dirname \"$0\")/opened.txt\"\n",
+    );
+    let script = sb.file("browser.sh");
+    let run = |browser: &str, path: &str| {
+        Command::new(env!("CARGO_BIN_EXE_agentprof"))
+            .current_dir(sb.path())
+            .args(["ui", "prof", "--open", "--listen", "127.0.0.1:0"])
+            .args(["--duration", "4s"])
+            .env_remove("AGENTPROF_CONFIG")
+            .env("BROWSER", browser)
+            .env("PATH", path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let browser = format!(
+        "/nonexistent/browser:/bin/sh {} --new-tab %s",
+        script.display()
+    );
+    let child = run(&browser, "/usr/bin:/bin");
+    let opened = sb.file("opened.txt");
+    let until = std::time::Instant::now() + Duration::from_secs(3);
+    while !opened.exists() && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let said = std::fs::read_to_string(&opened).unwrap_or_default();
+    let (flag, url) = said.split_once(' ').unwrap_or_default();
+    assert_eq!(flag, "--new-tab", "{said:?}");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with('/'),
+        "{said:?}"
+    );
+    let page = reqwest::blocking::get(url).unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    assert!(page.text().unwrap().contains("agentprof"));
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+
+    // Nothing to start (no $BROWSER command there, no xdg-open on the PATH).
+    let child = run("/nonexistent/browser", sb.path().to_str().unwrap());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("cannot open a browser (/nonexistent/browser: ")
+            && err.contains("; open http://127.0.0.1:"),
+        "{err}"
     );
 }

@@ -72,38 +72,85 @@ function filtered() {
     (!text || (e.path + " " + e.tags.join(" ")).toLowerCase().includes(text)));
 }
 
+// Groups folded by a click on their heading (kept across refreshes).
+const folded = new Set();
+
+// The list, grouped by service (or namespace/pod/container), newest group first; the first
+// thousand profiles are drawn, the filters narrow the rest.
 function renderList() {
   const body = $("profiles").tBodies[0];
   const rows = filtered();
+  const groups = new Map();
+  for (const e of rows) {
+    const k = where(e) || "(no service)";
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k).push(e);
+  }
+  const latest = (g) => g.reduce((m, e) => (e.time > m ? e.time : m), "");
+  const cmp = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+  const order = [...groups.entries()].sort((x, y) => cmp(latest(y[1]), latest(x[1])) || cmp(x[0], y[0]));
   const frag = document.createDocumentFragment();
-  // The first thousand rows are drawn; the filters narrow the rest.
-  for (const e of rows.slice(0, 1000)) {
-    const tr = document.createElement("tr");
-    tr.dataset.id = e.id;
-    tr.append(el("td", e.time), el("td", where(e)), el("td", e.type + (e.kind === "pstats" ? " (pstats)" : "")),
-      el("td", e.cause || ""), el("td", triggerText(e.trigger)), el("td", human(e.bytes), "num"));
-    const open = el("td");
-    const a = el("a", "open");
-    a.href = (e.kind === "pstats" ? "#/s?" : "#/p?") + q({ id: e.id });
-    open.append(a);
-    tr.append(open);
-    frag.append(tr);
+  let drawn = 0;
+  for (const [k, list] of order) {
+    if (drawn >= 1000) break;
+    const head = document.createElement("tr");
+    head.className = "group";
+    head.dataset.group = k;
+    const td = el("td");
+    td.colSpan = 7;
+    const b = el("button", (folded.has(k) ? "▸ " : "▾ ") + k);
+    b.type = "button";
+    b.onclick = () => { folded.has(k) ? folded.delete(k) : folded.add(k); renderList(); };
+    td.append(b, el("span", ` ${list.length} profile${list.length === 1 ? "" : "s"}, latest ${latest(list)}`, "muted"));
+    head.append(td);
+    frag.append(head);
+    if (folded.has(k)) continue;
+    for (const e of list) {
+      if (drawn++ >= 1000) break;
+      const tr = document.createElement("tr");
+      tr.dataset.id = e.id;
+      tr.append(el("td", e.time), el("td", where(e)), el("td", e.type + (e.kind === "pstats" ? " (pstats)" : "")),
+        el("td", e.cause || ""), el("td", triggerText(e.trigger)), el("td", human(e.bytes), "num"));
+      const open = el("td");
+      const a = el("a", "open");
+      a.href = (e.kind === "pstats" ? "#/s?" : "#/p?") + q({ id: e.id });
+      open.append(a);
+      tr.append(open);
+      frag.append(tr);
+    }
   }
   body.replaceChildren(frag);
-  $("count").textContent = `${rows.length} of ${entries.length} profiles` + (rows.length > 1000 ? " (first 1000 shown)" : "");
+  $("count").textContent = `${rows.length} of ${entries.length} profiles in ${groups.size} group${groups.size === 1 ? "" : "s"}` +
+    (rows.length > 1000 ? " (first 1000 shown)" : "");
 }
+
+// The listing's ETag as last received: the next ask names it and gets only what changed.
+let tag = null;
 
 async function refresh() {
   try {
-    // Revalidated: an unchanged listing comes back as a 304, from the browser's cache.
-    const doc = await getJSON("/api/profiles", "no-cache");
-    entries = doc.entries;
+    const r = await fetch("/api/profiles" + (tag ? "?" + q({ since: tag }) : ""), { cache: "no-store" });
+    if (r.status === 304) return;
+    const doc = await r.json().catch(() => ({ error: r.statusText }));
+    if (!r.ok) throw new Error(doc.error || r.statusText);
+    if (doc.entries) {
+      entries = doc.entries;
+    } else {
+      const gone = new Set(doc.removed), changed = new Map(doc.changed.map((e) => [e.id, e]));
+      entries = entries.filter((e) => !gone.has(e.id) && !changed.has(e.id)).concat(doc.changed);
+      if (entries.length !== doc.count) { tag = null; return refresh(); }
+      // The server's order: newest first, then the path.
+      const cmp = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+      entries.sort((x, y) => cmp(y.time, x.time) || cmp(x.id, y.id));
+    }
+    tag = r.headers.get("etag");
     byId = new Map(entries.map((e) => [e.id, e]));
     fillSelect($("f-service"), new Set(entries.map(where).filter(Boolean)));
     fillSelect($("f-type"), new Set(entries.map((e) => e.type)));
     fillSelect($("f-cause"), new Set(entries.map((e) => e.cause || "none")));
     $("status").textContent = doc.left_out ? `${doc.left_out} files past the scan's bound are not listed` : "";
     if (!$("list-view").hidden) renderList();
+    if (!$("profile-view").hidden && current) profileContext(current);
   } catch (e) {
     showError(e);
   }
@@ -131,34 +178,60 @@ function previousScheduled(e) {
     o.pod === e.pod && o.container === e.container && o.time < e.time) || null;
 }
 
-async function showProfile(params) {
-  const id = params.get("id");
+// The profile on show, for the listing's arrival and refreshes.
+let current = null;
+
+// What the listing knows of a profile: where and why it was taken, what to compare it with.
+function profileContext(id) {
   const e = byId.get(id);
-  $("p-title").textContent = id;
   $("p-meta").textContent = e ? [where(e), e.type, e.time, e.cause, triggerText(e.trigger), human(e.bytes), e.tags.join(" ")].filter(Boolean).join(" · ") : "";
-  $("p-download").href = "/file?" + q({ id });
   const base = $("p-base");
+  const keep = base.value;
   while (base.options.length > 1) base.remove(1);
   for (const o of entries) {
     if (o.id !== id && e && o.type === e.type && o.kind === "pprof") base.add(new Option(`${o.time} ${where(o)}`, o.id));
   }
+  base.value = keep;
   const prev = e && previousScheduled(e);
   $("p-previous").hidden = !prev;
   $("p-previous").onclick = () => { location.hash = "#/d?" + q({ base: prev.id, id }); };
   base.onchange = () => { if (base.value) location.hash = "#/d?" + q({ base: base.value, id }); };
+}
+
+// The top table asks the server only: it does not wait for the listing.
+async function showProfile(params) {
+  const id = params.get("id");
+  current = id;
+  $("p-title").textContent = id;
+  $("p-download").href = "/file?" + q({ id });
+  $("p-base").value = "";
+  profileContext(id);
+  // The sample type the flamegraph shows ("" until the first table names the default).
+  let flameFor = null;
   const draw = async () => {
     const si = $("p-sample").value;
     const cum = $("p-sort").value === "cum";
     const nodes = $("p-nodes").value;
+    // Both at once (the server decodes the profile once); the first time with the
+    // profile's default sample type, which both take.
+    // The flamegraph is asked for ahead, so the server draws it while the table is shown;
+    // the frame loads it (from the server's last few) once the table is in.
+    const flame = (flameFor === null || (si && si !== flameFor)) &&
+      "/api/flamegraph.svg?" + q({ id, sample_index: si });
+    if (flame) {
+      fetch(flame, { cache: "no-store" }).then((r) => r.body && r.body.cancel(), () => {});
+      flameFor = si || "";
+    }
     const doc = await getJSON("/api/top?" + q({ id, sample_index: si, cum, nodes }));
     const sel = $("p-sample");
     if (sel.options.length !== doc.sample_types.length) {
       sel.replaceChildren(...doc.sample_types.map((t) => new Option(`${t.type} (${t.unit})`, t.type)));
       sel.value = doc.report.sample_type;
     }
+    if (flameFor === "") flameFor = doc.report.sample_type;
     $("p-header").textContent = doc.report.header.join("\n");
     topTable($("p-top"), doc.report);
-    $("p-flame").src = "/api/flamegraph.svg?" + q({ id, sample_index: sel.value });
+    if (flame) $("p-flame").src = flame;
   };
   $("p-sample").replaceChildren();
   for (const c of ["p-sample", "p-sort", "p-nodes"]) $(c).onchange = () => draw().catch(showError);
@@ -172,12 +245,16 @@ async function showDiff(params) {
   const draw = async () => {
     const normalize = $("d-normalize").checked;
     const doc = await getJSON("/api/diff?" + q({ base, id, normalize, nodes: $("d-nodes").value }));
+    const rep = doc.report;
+    $("d-header").textContent = `Type: ${rep.sample_type} · ${rows(doc.rows_total, rep.rows.length)}` +
+      (rep.base_scale !== 1 ? ` · base normalized: its values multiplied by ${rep.base_scale.toFixed(4)}` : "");
     const frag = document.createDocumentFragment();
-    for (const r of doc.report.rows) {
-      const tr = document.createElement("tr");
-      tr.append(el("td", r.base_flat, "num"), el("td", r.new_flat, "num"),
-        el("td", (r.delta_flat > 0 ? "+" : "") + r.delta_flat, "num"),
-        el("td", (r.delta_cum > 0 ? "+" : "") + r.delta_cum, "num"), el("td", r.function, "fn"));
+    // agentprof diff's cells, each value in the unit that shows it.
+    for (const r of rep.rows) {
+      const t = r.text, tr = document.createElement("tr");
+      for (const c of [t.delta_flat, t.delta_flat_own, t.delta_flat_total, t.delta_cum, t.delta_cum_own,
+        t.delta_cum_total, t.new_flat, t.new_cum]) tr.append(el("td", c, "num"));
+      tr.append(el("td", r.function, "fn"));
       frag.append(tr);
     }
     $("d-table").tBodies[0].replaceChildren(frag);
@@ -185,6 +262,10 @@ async function showDiff(params) {
   };
   $("d-normalize").onchange = $("d-nodes").onchange = () => draw().catch(showError);
   await draw();
+}
+
+function rows(total, shown) {
+  return shown < total ? `${shown} of ${total} changed functions` : `${total} changed functions`;
 }
 
 // pstats' func_std_string.
@@ -222,10 +303,12 @@ async function showPstats(params) {
   }
   $("s-nodes").onchange = () => draw().catch(showError);
   await draw();
+  $("s-flame").src = "/api/pstats.svg?" + q({ id });
 }
 
 async function route() {
   showError(null);
+  current = null;
   const [path, query] = (location.hash.slice(1) || "/").split("?");
   const params = new URLSearchParams(query || "");
   const views = { "/": "list-view", "/p": "profile-view", "/d": "diff-view", "/s": "pstats-view" };
@@ -250,8 +333,10 @@ for (const id of ["f-service", "f-type", "f-cause", "f-from", "f-to", "f-text"])
   document.addEventListener("DOMContentLoaded", () => { $(id).oninput = renderList; });
 }
 document.addEventListener("DOMContentLoaded", async () => {
-  await refresh();
-  await route();
+  // A profile's page asks for its table at once; the listing follows (it can be megabytes).
+  const listing = refresh();
+  route();
+  await listing;
   // New captures appear without a reload.
   setInterval(refresh, 3000);
 });
