@@ -11,8 +11,9 @@ medians of -n runs:
   directory read, every file stat'ed, captures.jsonl re-read when it changed), its size;
 - the large profile, its file touched first so nothing of it is cached: time to first byte
   and to the whole answer of /api/top (the file read, decoded, the top table made), then of
-  /api/flamegraph.svg (the decoded profile cached, the flamegraph drawn), and of the
-  flamegraph alone when nothing is cached;
+  /api/flamegraph.svg (the decoded profile cached, the flamegraph drawn), of the
+  flamegraph alone when nothing is cached, and of both asked at once as the page asks;
+- the listing's changes after one new capture (`?since=`), and the listing gzip-compressed;
 - the page's weight (/, /app.js, /app.css, /favicon.svg);
 - with --browser, the time from opening the large profile's page in Chromium to its
   flamegraph drawn (scripts/bench_ui.mjs).
@@ -22,6 +23,7 @@ medians of -n runs:
 """
 
 import argparse
+import concurrent.futures
 import gzip
 import http.client
 import json
@@ -119,6 +121,7 @@ def main():
             big_id = "0/big/heap-2026-12-02T00:00:00.000Z.pb.gz"
             q = big_id.replace("/", "%2F").replace(":", "%3A")
             listing, top_first, top_all, flame_after, flame_cold = [], [], [], [], []
+            together = []
             size = 0
             count = 0
             for _ in range(a.n):
@@ -139,6 +142,34 @@ def main():
                 os.utime(big)
                 st, _, total, _ = timed_get(host, port, f"/api/flamegraph.svg?id={q}")
                 flame_cold.append(total)
+                # As the page asks: the table and the flamegraph at once, nothing cached.
+                os.utime(big)
+                t0 = time.perf_counter()
+                with concurrent.futures.ThreadPoolExecutor(2) as ex:
+                    got = list(ex.map(lambda path: timed_get(host, port, path),
+                                      [f"/api/top?id={q}", f"/api/flamegraph.svg?id={q}"]))
+                together.append(time.perf_counter() - t0)
+                assert all(g[0] == 200 for g in got)
+            # What a page that has the listing is sent after one new capture, and the whole
+            # listing gzip-compressed as a browser asks for it.
+            c = http.client.HTTPConnection(host, port, timeout=120)
+            c.request("GET", "/api/profiles")
+            r = c.getresponse()
+            tag = r.getheader("ETag")
+            r.read()
+            new = os.path.join(root, "big", "heap-2026-12-02T00:01:00.000Z.pb.gz")
+            shutil.copy(heaps[0], new)
+            time.sleep(1.1)
+            c.request("GET", "/api/profiles?since=" + tag.replace('"', "%22"))
+            r = c.getresponse()
+            changes = r.read()
+            assert r.status == 200 and b'"changed"' in changes, changes[:300]
+            c.request("GET", "/api/profiles", headers={"Accept-Encoding": "gzip"})
+            r = c.getresponse()
+            zipped = r.read()
+            assert r.getheader("Content-Encoding") == "gzip"
+            c.close()
+            os.remove(new)
             weight = {}
             for path in ["/", "/app.js", "/app.css", "/favicon.svg"]:
                 weight[path] = len(timed_get(host, port, path)[3])
@@ -151,6 +182,9 @@ def main():
                 "top_s": statistics.median(top_all),
                 "flamegraph_after_top_s": statistics.median(flame_after),
                 "flamegraph_cold_s": statistics.median(flame_cold),
+                "top_and_flamegraph_together_cold_s": statistics.median(together),
+                "listing_changes_bytes": len(changes),
+                "listing_gzip_bytes": len(zipped),
                 "page_bytes": weight,
                 "page_bytes_total": sum(weight.values()),
                 "runs": a.n,

@@ -24,6 +24,64 @@ pub struct Tree {
     pub other_sign: usize,
 }
 
+/// The children of each tree node: a list of siblings while a node has few (new nodes are
+/// appended, so a path's walk stays in memory it just touched), a map for a node with many.
+#[derive(Default)]
+struct Links {
+    first: Vec<u32>,
+    next: Vec<u32>,
+    count: Vec<u32>,
+    many: FastMap<(u32, u32), u32>,
+}
+
+/// Children scanned as a list before a node's go to the map.
+const FEW: u32 = 12;
+const NONE: u32 = u32::MAX;
+
+impl Links {
+    /// The child of `at` named `name`, made when it is not there.
+    #[inline]
+    fn child(&mut self, at: u32, name: u32, t: &mut Tree) -> u32 {
+        if self.first.is_empty() {
+            self.first.push(NONE);
+            self.next.push(NONE);
+            self.count.push(0);
+        }
+        let a = at as usize;
+        if self.count[a] <= FEW {
+            let mut c = self.first[a];
+            while c != NONE {
+                if t.name[c as usize] == name {
+                    return c;
+                }
+                c = self.next[c as usize];
+            }
+        } else if let Some(&c) = self.many.get(&(at, name)) {
+            return c;
+        }
+        let c = t.name.len() as u32;
+        t.name.push(name);
+        t.parent.push(at);
+        t.total.push(0);
+        t.leaf.push(0);
+        self.first.push(NONE);
+        self.next.push(self.first[a]);
+        self.first[a] = c;
+        self.count.push(0);
+        self.count[a] += 1;
+        if self.count[a] == FEW + 1 {
+            let mut s = c;
+            while s != NONE {
+                self.many.insert((at, t.name[s as usize]), s);
+                s = self.next[s as usize];
+            }
+        } else if self.count[a] > FEW {
+            self.many.insert((at, name), c);
+        }
+        c
+    }
+}
+
 impl Tree {
     /// The samples of `p` whose `index` value is positive (with `negative`, the negative
     /// ones as positive values); inlined calls are frames of their own.
@@ -34,7 +92,7 @@ impl Tree {
         let mut interned: FastMap<&str, u32> = FastMap::default();
         let mut names: Vec<String> = Vec::new();
         let mut cut_names: FastMap<usize, u32> = FastMap::default();
-        let mut children: FastMap<(u32, u32), u32> = FastMap::default();
+        let mut links = Links::default();
         let mut t = Tree {
             names: Vec::new(),
             name: vec![u32::MAX],
@@ -55,15 +113,7 @@ impl Tree {
             }
             let w = w as u64;
             let (mut at, mut depth) = (0u32, 0usize);
-            let mut child = |at: u32, name: u32, t: &mut Tree| -> u32 {
-                *children.entry((at, name)).or_insert_with(|| {
-                    t.name.push(name);
-                    t.parent.push(at);
-                    t.total.push(0);
-                    t.leaf.push(0);
-                    (t.name.len() - 1) as u32
-                })
-            };
+            let mut child = |at: u32, name: u32, t: &mut Tree| -> u32 { links.child(at, name, t) };
             t.total[0] = t.total[0].saturating_add(w);
             for &loc in p.sample_locs[si].iter().rev() {
                 for &node in nodes.loc(loc as usize).iter().rev() {
