@@ -98,3 +98,11 @@ pub fn is_usage_error(err: &anyhow::Error) -> bool {
     err.chain()
         .any(|e| e.downcast_ref::<UsageError>().is_some())
 }
+
+/// How a command that ran to the end went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Success,
+    /// At least one check run failed; everything collected was still printed.
+    RunFailed,
+}

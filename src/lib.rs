@@ -22,4 +22,6 @@ pub mod pull;
 pub mod receive;
 pub mod redact;
 pub mod render;
+pub mod serve;
+pub mod signal;
 pub mod ui;

@@ -5,31 +5,12 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+pub use crate::config::{Level, parse_size};
+
 pub enum LogSink {
     File(RotatingFile),
     Stdout,
     None,
-}
-
-/// `log_level`: lines below it are not written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    Debug,
-    Info,
-    Warning,
-    Error,
-}
-
-impl Level {
-    pub fn parse(text: &str) -> Result<Level, String> {
-        Ok(match text.to_ascii_lowercase().as_str() {
-            "debug" | "trace" => Level::Debug,
-            "info" => Level::Info,
-            "warn" | "warning" => Level::Warning,
-            "error" | "critical" => Level::Error,
-            other => return Err(format!("`{other}` is not debug, info, warning or error")),
-        })
-    }
 }
 
 impl LogSink {
@@ -106,30 +87,6 @@ impl RotatingFile {
             self.size += text.len() as u64;
         }
     }
-}
-
-/// `10MB`, `512KiB`, `1048576` (bytes).
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size (e.g. 10MB)"))?;
-    let scale = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" | "kib" | "k" => 1 << 10,
-        "mb" | "mib" | "m" => 1 << 20,
-        "gb" | "gib" | "g" => 1 << 30,
-        other => {
-            return Err(format!(
-                "`{text}`: unknown unit `{other}` (use KB, MB or GB)"
-            ));
-        }
-    };
-    n.checked_mul(scale)
-        .filter(|&v| v > 0)
-        .ok_or_else(|| format!("`{text}` is not a usable size"))
 }
 
 #[cfg(test)]

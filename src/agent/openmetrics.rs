@@ -1,12 +1,8 @@
 //! The agent's own /metrics (`--metrics-listen ADDR`): the same self figures it forwards, in
-//! OpenMetrics text for Prometheus, served by a small HTTP/1.1 responder on its own thread.
+//! OpenMetrics text for Prometheus (served by [`crate::serve`], on a thread of its own).
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::time::Duration;
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::family::Family;
@@ -135,50 +131,4 @@ impl Default for OpenMetrics {
     fn default() -> Self {
         Self::new()
     }
-}
-
-fn answer(mut stream: TcpStream, metrics: &OpenMetrics) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    // Read the whole request head: closing with unread bytes would reset the connection.
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 8192 {
-        match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-    let request = String::from_utf8_lossy(&buf);
-    let first = request.lines().next().unwrap_or_default();
-    let (status, ctype, body) = if first.starts_with("GET /metrics ") || first == "GET /metrics" {
-        (
-            "200 OK",
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            metrics.render(),
-        )
-    } else {
-        (
-            "404 Not Found",
-            "text/plain",
-            "only GET /metrics is served here\n".to_string(),
-        )
-    };
-    let _ = write!(
-        stream,
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-}
-
-/// Serves `metrics` on `listener` until the process ends.
-pub fn serve(listener: TcpListener, metrics: Arc<OpenMetrics>) {
-    std::thread::Builder::new()
-        .name("metrics-listen".into())
-        .spawn(move || {
-            for stream in listener.incoming().flatten() {
-                answer(stream, &metrics);
-            }
-        })
-        .map(|_| ())
-        .unwrap_or_else(|e| eprintln!("agentprof: cannot serve /metrics: {e}"));
 }

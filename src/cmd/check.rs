@@ -216,25 +216,13 @@ fn writable_parent(flag: &str, path: &Path) -> Result<(), UsageError> {
     Ok(())
 }
 
+/// `agentprof check NAME`: the check loaded, each instance run `--times` times, the report
+/// printed (before any file is written: what was collected is not lost), then the files.
 pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     let config = AgentConfig::load(&opts.load)?;
     let registry = Registry::new(&config);
     let loaded = registry.load(&opts.name)?;
-    let count = loaded.instances.len();
-    if let Some(i) = opts.instance
-        && i >= count
-    {
-        return Err(UsageError::flag(
-            "--instance",
-            format!(
-                "{} has {count} instance{} (0..{}); there is no instances[{i}]",
-                loaded.source,
-                if count == 1 { "" } else { "s" },
-                count - 1
-            ),
-        )
-        .into());
-    }
+    check_instance_flag(&opts, &loaded)?;
     let mut profile_hz = opts.profile.then_some(opts.frequency_hz);
     check_profile_flags(&opts, &loaded.name, loaded.kind)?;
     if loaded.kind == CheckKind::Exec && opts.profile {
@@ -260,21 +248,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         loaded.source.clone(),
     );
     let mut runner = Runner::new(loaded, &config, opts.instance, profile_hz, opts.memory);
-    let mut progress = Progress::new(
-        u64::from(opts.times) * runner.instance_count() as u64,
-        &format!("{name}:"),
-    );
-    let mut records = Vec::new();
-    for run in 1..=opts.times {
-        for pos in 0..runner.instance_count() {
-            records.push(runner.run(pos, run));
-            progress.inc();
-        }
-        if run < opts.times && !opts.pause.is_zero() {
-            std::thread::sleep(opts.pause);
-        }
-    }
-    progress.finish();
+    let records = run_all(&mut runner, &opts, &name);
     let repeated = repeat_for_profile(
         &mut runner,
         &records,
@@ -296,45 +270,13 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         }
         profile
     });
-
-    let cpu: Vec<f64> = records
-        .iter()
-        .filter(|r| r.error.is_none())
-        .filter_map(|r| r.cost.cpu_s())
-        .collect();
-    let cpu_per_run = (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64);
-    let summary = profile.as_ref().map(|p| ProfileSummary {
-        frequency_hz: p.frequency_hz,
-        period_ns: p.period_ns,
-        samples: p.total_samples(),
-        min_samples: MIN_PROFILE_SAMPLES,
-        suggested_times: ProfileSummary::suggest_times(
-            MIN_PROFILE_SAMPLES,
-            p.period_ns,
-            records.len() as u64,
-            cpu_per_run,
-            p.total_samples(),
-        ),
+    let view = profile_view(
+        &opts,
+        &records,
+        profile.as_ref(),
         repeated,
-        top: top(p, opts.top),
-    });
-    let view = match (&python_host, opts.profile) {
-        (Some(host), true) => match host
-            .lock()
-            .map_err(|_| "the Python host failed".to_string())
-            .and_then(|mut h| h.pstats(opts.top, opts.flamegraph.is_some()))
-        {
-            Ok(report) => Some(ProfileView::Pstats(PstatsView {
-                report,
-                top: opts.top,
-            })),
-            Err(e) => {
-                eprintln!("agentprof: warning: --profile: no cProfile statistics: {e}");
-                None
-            }
-        },
-        _ => summary.map(ProfileView::Cpu),
-    };
+        python_host.as_ref(),
+    );
     let memory_growth = match (&python_host, opts.memory && opts.times > 1) {
         (Some(host), true) => host.lock().ok().and_then(|mut h| h.memory_growth(10).ok()),
         _ => None,
@@ -350,19 +292,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         python,
         config_warnings,
     };
-
-    // Print first: whatever happens to the files below, what was collected is not lost.
-    let mut stdout = std::io::stdout().lock();
-    if opts.json {
-        serde_json::to_writer_pretty(&mut stdout, &render::json::render(&report))?;
-        writeln!(stdout)?;
-    } else {
-        stdout
-            .write_all(render::table::render(&report, Style::detect(opts.bordered)).as_bytes())?;
-    }
-    stdout.flush()?;
-    drop(stdout);
-
+    print(&report, &opts)?;
     write_outputs(
         &opts,
         &config,
@@ -375,6 +305,109 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     } else {
         Outcome::Success
     })
+}
+
+/// `--instance N` names one of the check's instances.
+fn check_instance_flag(
+    opts: &CheckOptions,
+    loaded: &crate::checks::LoadedCheck,
+) -> Result<(), UsageError> {
+    let count = loaded.instances.len();
+    match opts.instance {
+        Some(i) if i >= count => Err(UsageError::flag(
+            "--instance",
+            format!(
+                "{} has {count} instance{} (0..{}); there is no instances[{i}]",
+                loaded.source,
+                if count == 1 { "" } else { "s" },
+                count.saturating_sub(1)
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Every instance, `--times` times with `--pause` between, with a progress bar.
+fn run_all(runner: &mut Runner, opts: &CheckOptions, name: &str) -> Vec<crate::profile::RunRecord> {
+    let mut progress = Progress::new(
+        u64::from(opts.times) * runner.instance_count() as u64,
+        &format!("{name}:"),
+    );
+    let mut records = Vec::new();
+    for run in 1..=opts.times {
+        for pos in 0..runner.instance_count() {
+            records.push(runner.run(pos, run));
+            progress.inc();
+        }
+        if run < opts.times && !opts.pause.is_zero() {
+            std::thread::sleep(opts.pause);
+        }
+    }
+    progress.finish();
+    records
+}
+
+/// What `--profile` shows: pstats' table for a Python check, else the sampled profile's
+/// top calls with how many samples it holds and how many runs would give enough.
+fn profile_view(
+    opts: &CheckOptions,
+    records: &[crate::profile::RunRecord],
+    profile: Option<&CallProfile>,
+    repeated: u32,
+    python_host: Option<&Arc<Mutex<crate::checks::python::PythonHost>>>,
+) -> Option<ProfileView> {
+    if let (Some(host), true) = (python_host, opts.profile) {
+        return match host
+            .lock()
+            .map_err(|_| "the Python host failed".to_string())
+            .and_then(|mut h| h.pstats(opts.top, opts.flamegraph.is_some()))
+        {
+            Ok(report) => Some(ProfileView::Pstats(PstatsView {
+                report,
+                top: opts.top,
+            })),
+            Err(e) => {
+                eprintln!("agentprof: warning: --profile: no cProfile statistics: {e}");
+                None
+            }
+        };
+    }
+    let cpu: Vec<f64> = records
+        .iter()
+        .filter(|r| r.error.is_none())
+        .filter_map(|r| r.cost.cpu_s())
+        .collect();
+    let cpu_per_run = (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64);
+    profile.map(|p| {
+        ProfileView::Cpu(ProfileSummary {
+            frequency_hz: p.frequency_hz,
+            period_ns: p.period_ns,
+            samples: p.total_samples(),
+            min_samples: MIN_PROFILE_SAMPLES,
+            suggested_times: ProfileSummary::suggest_times(
+                MIN_PROFILE_SAMPLES,
+                p.period_ns,
+                records.len() as u64,
+                cpu_per_run,
+                p.total_samples(),
+            ),
+            repeated,
+            top: top(p, opts.top),
+        })
+    })
+}
+
+/// The report on stdout: the table, or `--json`'s document.
+fn print(report: &CheckReport, opts: &CheckOptions) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if opts.json {
+        serde_json::to_writer_pretty(&mut stdout, &render::json::render(report))?;
+        writeln!(stdout)?;
+    } else {
+        stdout.write_all(render::table::render(report, Style::detect(opts.bordered)).as_bytes())?;
+    }
+    stdout.flush()?;
+    Ok(())
 }
 
 /// With `--profile` on a built-in whose measured runs gave too few samples, repeats its

@@ -76,21 +76,9 @@ fn setup(c: &K8sCommon) -> anyhow::Result<Setup> {
     })
 }
 
-/// A runtime for the commands that talk to the API server: one thread, plus the blocking
-/// pool collections run on.
+/// A runtime for the commands that talk to the API server.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .max_blocking_threads(64)
-        .build()?)
-}
-
-/// Resolves when SIGINT or SIGTERM arrives (the flag the handlers set is looked at every
-/// 100 ms).
-pub async fn stopped() {
-    while !crate::agent::signal::requested() {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    Ok(crate::serve::runtime(crate::serve::Runtime::Waiter)?)
 }
 
 pub fn run(args: K8sArgs) -> anyhow::Result<Outcome> {
@@ -134,7 +122,7 @@ fn collect(args: K8sArgs) -> anyhow::Result<Outcome> {
         cluster_name: s.cluster_name,
         connect: s.connect,
     };
-    crate::agent::signal::install();
+    crate::signal::install();
     crate::k8s::run::tune_allocator();
     let rt = runtime()?;
     rt.block_on(crate::k8s::run::run(opts))
@@ -156,7 +144,7 @@ struct TargetsReport<'a> {
 
 fn targets(args: K8sTargetsArgs) -> anyhow::Result<Outcome> {
     let s = setup(&args.common)?;
-    crate::agent::signal::install();
+    crate::signal::install();
     let rt = runtime()?;
     let (cluster, pods): (Cluster, _) = rt.block_on(async {
         let cluster = crate::k8s::client::connect(&s.connect).await?;
@@ -165,7 +153,7 @@ fn targets(args: K8sTargetsArgs) -> anyhow::Result<Outcome> {
                 std::time::Duration::from_secs(60),
                 crate::k8s::discover::list_node_pods(&cluster.client, &s.node),
             ) => r.unwrap_or_else(|_| Err("no answer within 60s".into())),
-            () = stopped() => Err("stopped by a signal".into()),
+            () = crate::serve::stopped() => Err("stopped by a signal".into()),
         };
         let pods = listed.map_err(|e| {
             anyhow::anyhow!(

@@ -24,13 +24,7 @@ use crate::config::LoadOptions;
 use crate::error::UsageError;
 use crate::error::is_usage_error;
 
-/// How a command that ran to the end went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Success,
-    /// At least one check run failed; everything collected was still printed.
-    RunFailed,
-}
+pub use crate::error::Outcome;
 
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {

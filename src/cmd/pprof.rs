@@ -5,8 +5,7 @@ use std::path::Path;
 
 use crate::cli::{DeltaArgs, DiffArgs, FlamegraphArgs, ProfileLimitArgs, TopArgs};
 use crate::error::UsageError;
-use crate::pprof::decode::{Limits, decode};
-use crate::pprof::model::Pprof;
+use crate::pprof::decode::Limits;
 use crate::pprof::report::{TopOptions, top as top_report};
 
 use super::Outcome;
@@ -20,39 +19,7 @@ pub(crate) fn limits(a: &ProfileLimitArgs) -> Limits {
     }
 }
 
-/// Reads and checks a profile file; what is wrong with it is a usage error naming the file.
-pub fn load(path: &Path, limits: &Limits) -> anyhow::Result<Pprof> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| UsageError::config(path, format!("cannot read: {e}")))?;
-    if meta.len() > limits.body {
-        return Err(UsageError::config(
-            path,
-            format!(
-                "{} bytes is over the {}-byte limit (raise it with --max-size-mb)",
-                meta.len(),
-                limits.body
-            ),
-        )
-        .into());
-    }
-    let bytes = crate::config::read_limited(path, limits.body, "--max-size-mb")?;
-    let hint = |e: &crate::pprof::decode::DecodeError| match e {
-        crate::pprof::decode::DecodeError::TooLargeDecompressed { .. } => {
-            " (raise it with --max-decompressed-mb)"
-        }
-        crate::pprof::decode::DecodeError::Budget { .. } => " (raise it with --max-fields)",
-        crate::pprof::decode::DecodeError::Memory { .. } => " (raise it with --max-memory-mb)",
-        _ => "",
-    };
-    let proto =
-        decode(&bytes, limits).map_err(|e| UsageError::config(path, format!("{e}{}", hint(&e))))?;
-    let mut p = Pprof::new(proto).map_err(|e| UsageError::config(path, e.to_string()))?;
-    // Names and drop_frames as go tool pprof reads them, so the rows are the same.
-    if let Some(warning) = p.prepare_for_report() {
-        eprintln!("agentprof: {}: {warning}", path.display());
-    }
-    Ok(p)
-}
+pub use crate::pprof::load;
 
 pub fn top(args: TopArgs) -> anyhow::Result<Outcome> {
     let p = load(&args.file, &limits(&args.limits))?;

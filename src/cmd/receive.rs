@@ -100,11 +100,7 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
         figures: crate::emit::configured(&agent)?,
         hostname: agent.hostname.clone(),
     };
-    crate::agent::signal::install();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .max_blocking_threads(16)
-        .enable_all()
-        .build()?;
+    crate::signal::install();
+    let rt = crate::serve::runtime(crate::serve::Runtime::Server { blocking: 16 })?;
     rt.block_on(crate::receive::run::run(opts))
 }

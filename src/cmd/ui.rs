@@ -55,11 +55,7 @@ pub fn run(args: UiArgs) -> anyhow::Result<Outcome> {
         duration,
         limits: super::pprof::limits(&args.limits),
     };
-    crate::agent::signal::install();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .max_blocking_threads(4)
-        .enable_all()
-        .build()?;
+    crate::signal::install();
+    let rt = crate::serve::runtime(crate::serve::Runtime::Server { blocking: 4 })?;
     rt.block_on(crate::ui::run(opts))
 }

@@ -267,7 +267,7 @@ impl AgentConfig {
                     serde_yaml_ng::Value::String(s) => s.clone(),
                     other => format!("{other:?}"),
                 };
-                crate::agent::parse_size(&text)
+                super::parse_size(&text)
                     .map_err(|e| UsageError::config(&cfg_path, format!("log_file_max_size: {e}")))?
             }
         };
@@ -312,7 +312,7 @@ impl AgentConfig {
                 .unwrap_or_else(|| PathBuf::from("profiles")),
             log_level: match file.log_level {
                 Some(l) => Some(
-                    crate::agent::Level::parse(&l)
+                    super::Level::parse(&l)
                         .map(|_| l)
                         .map_err(|e| UsageError::config(&cfg_path, format!("log_level: {e}")))?,
                 ),

@@ -2,9 +2,11 @@
 
 mod agent;
 mod checkconf;
+mod log;
 
 pub use agent::{AgentConfig, ApiKey, HistogramConfig, LoadOptions};
 pub use checkconf::{CheckConf, InstanceCommon, find_key_line, suggest};
+pub use log::{Level, parse_size};
 
 use std::io::Read;
 use std::path::Path;

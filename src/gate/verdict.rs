@@ -162,11 +162,35 @@ fn timing(name: &str, base: &[f64], new: &[f64], cfg: &GateConfig) -> Option<Fin
     })
 }
 
-/// Compares `new` with `base`.
+/// Compares `new` with `base`: times, memory, Python calls, traced allocations, metric
+/// series, failed runs.
 pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Verdict {
     let mut f = Vec::new();
     f.extend(timed("wall time", base, new, false, cfg));
     f.extend(timed("CPU time", base, new, true, cfg));
+    memory(base, new, cfg, &mut f);
+    python_calls(base, new, cfg, &mut f);
+    traced_allocations(base, new, cfg, &mut f);
+    metric_series(base, new, cfg, &mut f);
+    if new.errors > 0 {
+        f.push(Finding {
+            figure: "failed runs".into(),
+            baseline: base.errors.to_string(),
+            current: new.errors.to_string(),
+            change: format!("{:+}", new.errors as i64 - base.errors as i64),
+            status: Status::Regression,
+            detail: "a run of the check failed".into(),
+        });
+    }
+    Verdict {
+        check: new.check.clone(),
+        regression: f.iter().any(|x| x.status == Status::Regression),
+        findings: f,
+    }
+}
+
+/// RSS growth per run (a leak) and peak RSS.
+fn memory(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Vec<Finding>) {
     let as_f = |v: &[u64]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
     let growth = |s: &GateStats| {
         stats::median(&s.rss_slope_per_process).or_else(|| stats::slope(&as_f(&s.rss_after)))
@@ -200,6 +224,10 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Verdict {
             detail: format!("limit +{:.0}%", cfg.peak_rss_threshold * 100.0),
         });
     }
+}
+
+/// cProfile's calls per run, and which of the top functions is called more.
+fn python_calls(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Vec<Finding>) {
     if let (Some(b), Some(n)) = (base.python_calls_per_run, new.python_calls_per_run) {
         let more = n > b * (1.0 + cfg.calls_threshold);
         f.push(Finding {
@@ -247,6 +275,10 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Verdict {
             }
         }
     }
+}
+
+/// tracemalloc's peak and kept bytes per run.
+fn traced_allocations(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Vec<Finding>) {
     let traced = |v: Vec<f64>| stats::median(&v);
     for (label, b, n) in [
         (
@@ -276,6 +308,10 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Verdict {
             ),
         });
     }
+}
+
+/// Series of the metrics both emit, new metrics, and metrics gone.
+fn metric_series(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Vec<Finding>) {
     // Series of the metrics both emit: more of them is a cardinality change (a tag with a
     // new value per run, a loop submitting twice). New metric names are listed, not failed.
     let shared = |s: &GateStats, other: &GateStats| -> usize {
@@ -355,20 +391,5 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Verdict {
             },
             detail: "the check no longer emits it".into(),
         });
-    }
-    if new.errors > 0 {
-        f.push(Finding {
-            figure: "failed runs".into(),
-            baseline: base.errors.to_string(),
-            current: new.errors.to_string(),
-            change: format!("{:+}", new.errors as i64 - base.errors as i64),
-            status: Status::Regression,
-            detail: "a run of the check failed".into(),
-        });
-    }
-    Verdict {
-        check: new.check.clone(),
-        regression: f.iter().any(|x| x.status == Status::Regression),
-        findings: f,
     }
 }

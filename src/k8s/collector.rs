@@ -248,10 +248,31 @@ impl Collector {
         fired: Option<Fired>,
         round_at: Option<Instant>,
     ) {
-        let now = Instant::now();
-        let Some(t) = self.targets.get(id) else {
+        let Some(permits) = self.admit(id, cause) else {
             return;
         };
+        let Some(capture) = self.prepare(id, cause, fired, round_at) else {
+            return;
+        };
+        tokio::task::spawn_blocking(move || {
+            let _permits = permits;
+            capture.run();
+        });
+    }
+
+    /// The permits of a capture of `id` now (the global and the rule's), or None with the
+    /// reason counted: not ready, busy (the endpoint's previous target still collecting:
+    /// a scheduled capture waits for it), in backoff, at the concurrency limit.
+    fn admit(
+        &mut self,
+        id: &str,
+        cause: Cause,
+    ) -> Option<(
+        tokio::sync::OwnedSemaphorePermit,
+        tokio::sync::OwnedSemaphorePermit,
+    )> {
+        let now = Instant::now();
+        let t = self.targets.get(id)?;
         let json = self.opts.json;
         let skip = |m: &Metrics, reason: &str| {
             m.skip(reason);
@@ -262,13 +283,13 @@ impl Collector {
             );
         };
         if !t.found.ready {
-            return skip(&self.metrics, "not_ready");
+            skip(&self.metrics, "not_ready");
+            return None;
         }
         if t.inflight.is_some() {
-            return skip(&self.metrics, "busy");
+            skip(&self.metrics, "busy");
+            return None;
         }
-        // The endpoint's previous target (a deleted pod whose address came back, a changed
-        // rule) is still collecting: a scheduled capture waits for it to end.
         if self.busy.contains_key(&t.found.endpoint) {
             if cause == Cause::Scheduled
                 && let Some(t) = self.targets.get_mut(id)
@@ -279,23 +300,38 @@ impl Collector {
                     "capture_waiting",
                     serde_json::json!({"target": id, "why": "the endpoint's previous task is still running"}),
                 );
-                return;
+                return None;
             }
-            return skip(&self.metrics, "busy");
+            skip(&self.metrics, "busy");
+            return None;
         }
         if t.backoff_until.is_some_and(|b| now < b) {
-            return skip(&self.metrics, "backoff");
+            skip(&self.metrics, "backoff");
+            return None;
         }
         let Ok(g) = Arc::clone(&self.global).try_acquire_owned() else {
-            return skip(&self.metrics, "concurrency");
+            skip(&self.metrics, "concurrency");
+            return None;
         };
         let Ok(r) = Arc::clone(&self.per_rule[t.found.rule]).try_acquire_owned() else {
-            return skip(&self.metrics, "concurrency");
+            skip(&self.metrics, "concurrency");
+            return None;
         };
-        let rule = self.rule(t.found.rule).clone();
-        let Some(t) = self.targets.get_mut(id) else {
-            return;
-        };
+        Some((g, r))
+    }
+
+    /// The capture to run: its types and duration by its cause, its tags, its directory;
+    /// the target marked in flight.
+    fn prepare(
+        &mut self,
+        id: &str,
+        cause: Cause,
+        fired: Option<Fired>,
+        round_at: Option<Instant>,
+    ) -> Option<Capture> {
+        let rule_index = self.targets.get(id)?.found.rule;
+        let rule = self.rule(rule_index).clone();
+        let t = self.targets.get_mut(id)?;
         let (types, duration) = match (cause, fired.as_ref().map(|f| f.level)) {
             (Cause::Scheduled, _) => (rule.scheduled_types.clone(), rule.profile_duration),
             (_, Some(Level::Emergency)) => (rule.trigger_types.clone(), rule.emergency_duration),
@@ -305,9 +341,7 @@ impl Collector {
         for _ in 0..tagged.invalid {
             self.metrics.skip("invalid_tag");
         }
-        let Ok(url) = reqwest::Url::parse(&t.found.endpoint) else {
-            return;
-        };
+        let url = reqwest::Url::parse(&t.found.endpoint).ok()?;
         let cancel = Cancel::new();
         t.inflight = Some(cancel.clone());
         t.seq += 1;
@@ -329,77 +363,28 @@ impl Collector {
         let dir = PathBuf::from(crate::pull::safe_name(&f.facts.namespace))
             .join(crate::pull::safe_name(&f.facts.pod_name))
             .join(crate::pull::safe_name(&f.container));
-        let seq = t.seq;
-        let shared = Arc::clone(&self.shared);
-        let done = self.done_tx.clone();
-        let id = id.to_string();
-        let body_limit = rule.body_size_limit_mb;
-        let client = Arc::clone(&self.clients[t.found.rule]);
         log(
             self.opts.json,
             "capture_started",
             serde_json::json!({"target": id, "cause": cause.as_str(),
                 "trigger": fired, "trigger_latency_ms": latency_ms}),
         );
-        tokio::task::spawn_blocking(move || {
-            let _permits = (g, r);
-            let t0 = std::time::Instant::now();
-            let pull_opts = PullOptions {
-                out: shared.out.clone(),
-                top: 1,
-                upload: shared.uploader.as_ref().map(|_| {
-                    reqwest::Url::parse("http://upload.invalid/").expect("a constant URL")
-                }),
-                body_size_limit_mb: body_limit,
-                hostname: shared.hostname.clone(),
-                ..Default::default()
-            };
-            let job = Job {
-                target: &target,
-                client: &client,
-                seq,
-                dir,
-                cache_key: id.clone(),
-                cancel: &cancel,
-            };
-            let c = crate::pull::collect(&job, &pull_opts, &shared.cache, shared.uploader.as_ref());
-            // Cancelled: a fetch was cut short. A capture that had everything when its pod
-            // went away (its upload still running) is a capture like any other.
-            let cut = c.profiles.len() < target.types.len()
-                || c.profiles.iter().any(|p| {
-                    p.error
-                        .as_deref()
-                        .is_some_and(|e| e.ends_with(crate::pull::fetch::CANCELLED))
-                });
-            // Cut by the target's removal or by the stop (whichever came first): what was
-            // fetched before is kept and recorded; a capture that got nothing is not one.
-            let cancelled = cut && (cancel.cancelled() || crate::agent::signal::requested());
-            let ok = !c.profiles.is_empty() && c.profiles.iter().all(|p| p.ok);
-            if !cancelled || c.profiles.iter().any(|p| p.ok) {
-                write_capture(
-                    &shared,
-                    &c,
-                    &f,
-                    &id,
-                    cause,
-                    fired.as_ref(),
-                    &tagged.tags,
-                    latency_ms,
-                );
-            }
-            let done_msg = Done {
-                id,
-                endpoint: f.endpoint.clone(),
-                cause,
-                ok,
-                cancelled,
-                seconds: t0.elapsed().as_secs_f64(),
-                no_delta: c.profiles.iter().filter_map(|p| p.no_delta).collect(),
-            };
-            drop(c);
-            super::run::release_free_memory();
-            let _ = done.send(done_msg);
-        });
+        Some(Capture {
+            target,
+            client: Arc::clone(&self.clients[rule_index]),
+            seq: t.seq,
+            dir,
+            id: id.to_string(),
+            cancel,
+            shared: Arc::clone(&self.shared),
+            done: self.done_tx.clone(),
+            body_limit: rule.body_size_limit_mb,
+            found: f,
+            cause,
+            fired,
+            tags: tagged.tags,
+            latency_ms,
+        })
     }
 
     pub(super) fn finished(&mut self, d: Done) {
@@ -584,5 +569,87 @@ impl Collector {
             }
         }
         next.max(now)
+    }
+}
+
+/// One capture of one target, run on the blocking pool: pull's collection, the capture
+/// recorded (what was fetched before a cut is kept), the collector told.
+struct Capture {
+    target: crate::pull::Target,
+    client: Arc<reqwest::blocking::Client>,
+    seq: u64,
+    dir: PathBuf,
+    id: String,
+    cancel: Cancel,
+    shared: Arc<Shared>,
+    done: mpsc::UnboundedSender<Done>,
+    body_limit: u64,
+    found: Found,
+    cause: Cause,
+    fired: Option<Fired>,
+    tags: Vec<String>,
+    latency_ms: Option<f64>,
+}
+
+impl Capture {
+    fn run(self) {
+        let shared = &self.shared;
+        let t0 = std::time::Instant::now();
+        let pull_opts = PullOptions {
+            out: shared.out.clone(),
+            top: 1,
+            upload: shared
+                .uploader
+                .as_ref()
+                .map(|_| reqwest::Url::parse("http://upload.invalid/").expect("a constant URL")),
+            body_size_limit_mb: self.body_limit,
+            hostname: shared.hostname.clone(),
+            ..Default::default()
+        };
+        let job = Job {
+            target: &self.target,
+            client: &self.client,
+            seq: self.seq,
+            dir: self.dir.clone(),
+            cache_key: self.id.clone(),
+            cancel: &self.cancel,
+        };
+        let c = crate::pull::collect(&job, &pull_opts, &shared.cache, shared.uploader.as_ref());
+        // Cancelled: a fetch was cut short. A capture that had everything when its pod
+        // went away (its upload still running) is a capture like any other.
+        let cut = c.profiles.len() < self.target.types.len()
+            || c.profiles.iter().any(|p| {
+                p.error
+                    .as_deref()
+                    .is_some_and(|e| e.ends_with(crate::pull::fetch::CANCELLED))
+            });
+        // Cut by the target's removal or by the stop (whichever came first): what was
+        // fetched before is kept and recorded; a capture that got nothing is not one.
+        let cancelled = cut && (self.cancel.cancelled() || crate::signal::requested());
+        let ok = !c.profiles.is_empty() && c.profiles.iter().all(|p| p.ok);
+        if !cancelled || c.profiles.iter().any(|p| p.ok) {
+            write_capture(
+                shared,
+                &c,
+                &self.found,
+                &self.id,
+                self.cause,
+                self.fired.as_ref(),
+                &self.tags,
+                self.latency_ms,
+            );
+        }
+        let done_msg = Done {
+            id: self.id.clone(),
+            endpoint: self.found.endpoint.clone(),
+            cause: self.cause,
+            ok,
+            cancelled,
+            seconds: t0.elapsed().as_secs_f64(),
+            no_delta: c.profiles.iter().filter_map(|p| p.no_delta).collect(),
+        };
+        drop(c);
+        super::run::release_free_memory();
+        let _ = self.done.send(done_msg);
     }
 }

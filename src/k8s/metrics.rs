@@ -156,41 +156,22 @@ pub async fn serve(addr: SocketAddr, m: Arc<Metrics>) -> std::io::Result<SocketA
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let (a, b) = (Arc::clone(&m), Arc::clone(&m));
-    let app = axum::Router::new()
-        .route(
-            "/metrics",
-            get(move || {
-                let m = Arc::clone(&a);
-                async move {
+    let app = crate::serve::metrics_router(move || a.render()).route(
+        "/readyz",
+        get(move || {
+            let m = Arc::clone(&b);
+            async move {
+                if m.ready() {
+                    (axum::http::StatusCode::OK, "ready\n")
+                } else {
                     (
-                        [(
-                            "content-type",
-                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        )],
-                        m.render(),
+                        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                        "not ready: the pod cache has not synced\n",
                     )
                 }
-            }),
-        )
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route(
-            "/readyz",
-            get(move || {
-                let m = Arc::clone(&b);
-                async move {
-                    if m.ready() {
-                        (axum::http::StatusCode::OK, "ready\n")
-                    } else {
-                        (
-                            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                            "not ready: the pod cache has not synced\n",
-                        )
-                    }
-                }
-            }),
-        );
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+            }
+        }),
+    );
+    crate::serve::spawn(listener, app);
     Ok(bound)
 }

@@ -2,6 +2,7 @@
 //! the others (a timeout longer than the recording, a window at least one round, an emergency
 //! above its normal threshold).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::config::{At, Port, RawPort, RawQuantity, RawRule, Rule, TYPES, Thresholds};
@@ -69,14 +70,86 @@ fn port_name_ok(s: &str) -> bool {
         && !s.contains("--")
 }
 
-pub(super) fn rule(at: &At<'_>, r: RawRule) -> Result<Rule, UsageError> {
+/// A rule of conf.d/profile.yaml, checked key by key (each error names its key, line and
+/// column), with the defaults DataKit's input has.
+pub(super) fn rule(at: &At<'_>, mut r: RawRule) -> Result<Rule, UsageError> {
+    let (namespaces, selector) = placement(at, &r)?;
+    let (scheme, port, path) = endpoint(at, &mut r)?;
+    let tagging = tagging(at, &mut r)?;
+    let s = Duration::from_secs;
+    let interval = at.duration("interval", &r.interval, s(600), s(10))?;
+    let scheduled_types = types(
+        at,
+        "scheduled_types",
+        r.scheduled_types.take(),
+        &["heap", "goroutine"],
+    )?;
+    let (normal, emergency) = thresholds(at, &mut r)?;
+    let trigger_types = if normal.any() || emergency.any() {
+        types(
+            at,
+            "trigger_types",
+            r.trigger_types.take(),
+            &["cpu", "heap", "goroutine"],
+        )?
+    } else {
+        match r.trigger_types.take() {
+            Some(t) if !t.is_empty() => {
+                return Err(at.err(
+                    "trigger_types",
+                    "no threshold is set, so nothing would trigger these: set cpu_usage_base_limit, mem_usage_bytes or another threshold",
+                ));
+            }
+            _ => Vec::new(),
+        }
+    };
+    let cpu = scheduled_types
+        .iter()
+        .chain(&trigger_types)
+        .any(|t| t == "cpu");
+    let t = timings(at, &r, cpu)?;
+    let (max_concurrency, body_size_limit_mb) = bounds(at, &r)?;
+    let tls = tls(at, &mut r)?;
+    Ok(Rule {
+        index: at.index,
+        namespaces,
+        selector,
+        container: r.container,
+        scheme,
+        port,
+        path,
+        service: r.service,
+        env: r.env,
+        version: r.version,
+        tags: tagging.tags,
+        pod_label_as_tags: tagging.labels,
+        pod_annotation_as_tags: tagging.annotations,
+        interval,
+        scheduled_types,
+        trigger_types,
+        profile_duration: t.profile_duration,
+        emergency_duration: t.emergency_duration,
+        request_timeout: t.request_timeout,
+        monitor_interval: t.monitor_interval,
+        trigger_window: t.trigger_window,
+        cooldown: t.cooldown,
+        max_concurrency,
+        normal,
+        emergency,
+        tls,
+        body_size_limit_mb,
+    })
+}
+
+/// Which pods: node-local only, namespaces, the label selector, the container.
+fn placement(at: &At<'_>, r: &RawRule) -> Result<(Vec<String>, Selector), UsageError> {
     if r.node_local == Some(false) {
         return Err(at.err(
             "node_local",
             "only true is supported: each agentprof watches the pods of its own node",
         ));
     }
-    let namespaces = r.namespaces.unwrap_or_default();
+    let namespaces = r.namespaces.clone().unwrap_or_default();
     for ns in &namespaces {
         if !is_dns_label(ns) {
             return Err(at.err(
@@ -97,6 +170,11 @@ pub(super) fn rule(at: &At<'_>, r: RawRule) -> Result<Rule, UsageError> {
             format!("{c:?} is not a container name (a DNS label)"),
         ));
     }
+    Ok((namespaces, selector))
+}
+
+/// Where the pprof endpoint is: scheme, port (number or name), path.
+fn endpoint(at: &At<'_>, r: &mut RawRule) -> Result<(&'static str, Port, String), UsageError> {
     let tls_open = r.tls_open.unwrap_or(false);
     let scheme = match r.scheme.as_deref() {
         None if tls_open => "https",
@@ -104,7 +182,7 @@ pub(super) fn rule(at: &At<'_>, r: RawRule) -> Result<Rule, UsageError> {
         Some("https") => "https",
         Some(s) => return Err(at.err("scheme", format!("{s:?}: use http or https"))),
     };
-    let port = match r.port {
+    let port = match r.port.take() {
         None => {
             return Err(at.err(
                 "port",
@@ -127,10 +205,22 @@ pub(super) fn rule(at: &At<'_>, r: RawRule) -> Result<Rule, UsageError> {
             }
         },
     };
-    let path = r.path.unwrap_or_else(|| "/debug/pprof".into());
+    let path = r.path.take().unwrap_or_else(|| "/debug/pprof".into());
     if !path.starts_with('/') {
         return Err(at.err("path", format!("{path:?} must start with /")));
     }
+    Ok((scheme, port, path))
+}
+
+/// The tags of a rule's captures: service/env/version, its own, and the pod labels and
+/// annotations to copy.
+struct Tagging {
+    tags: BTreeMap<String, String>,
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+}
+
+fn tagging(at: &At<'_>, r: &mut RawRule) -> Result<Tagging, UsageError> {
     for (key, v) in [
         ("service", &r.service),
         ("env", &r.env),
@@ -145,7 +235,7 @@ pub(super) fn rule(at: &At<'_>, r: RawRule) -> Result<Rule, UsageError> {
             ));
         }
     }
-    let tags = r.tags.unwrap_or_default();
+    let tags = r.tags.take().unwrap_or_default();
     for (k, v) in &tags {
         if !tag_name_ok(k) || !tag_value_ok(v) {
             return Err(at.err(
@@ -156,8 +246,8 @@ pub(super) fn rule(at: &At<'_>, r: RawRule) -> Result<Rule, UsageError> {
     }
     let mut maps = Vec::new();
     for (key, m) in [
-        ("pod_label_as_tags", r.pod_label_as_tags),
-        ("pod_annotation_as_tags", r.pod_annotation_as_tags),
+        ("pod_label_as_tags", r.pod_label_as_tags.take()),
+        ("pod_annotation_as_tags", r.pod_annotation_as_tags.take()),
     ] {
         let m = m.unwrap_or_default();
         for (from, to) in &m {
@@ -173,21 +263,34 @@ pub(super) fn rule(at: &At<'_>, r: RawRule) -> Result<Rule, UsageError> {
         }
         maps.push(m);
     }
-    let pod_annotation_as_tags = maps.pop().unwrap_or_default();
-    let pod_label_as_tags = maps.pop().unwrap_or_default();
-    let s = Duration::from_secs;
-    let interval = at.duration("interval", &r.interval, s(600), s(10))?;
-    let types =
-        |key: &str, v: Option<Vec<String>>, def: &[&str]| -> Result<Vec<String>, UsageError> {
-            let v = v.unwrap_or_else(|| def.iter().map(|t| t.to_string()).collect());
-            for t in &v {
-                if !TYPES.contains(&t.as_str()) {
-                    return Err(at.err(key, format!("{t:?} is not one of {}", TYPES.join(", "))));
-                }
-            }
-            Ok(v)
-        };
-    let scheduled_types = types("scheduled_types", r.scheduled_types, &["heap", "goroutine"])?;
+    let annotations = maps.pop().unwrap_or_default();
+    let labels = maps.pop().unwrap_or_default();
+    Ok(Tagging {
+        tags,
+        labels,
+        annotations,
+    })
+}
+
+/// Profile types under `key`, each one of [`TYPES`]; `def` when the key is absent.
+fn types(
+    at: &At<'_>,
+    key: &str,
+    v: Option<Vec<String>>,
+    def: &[&str],
+) -> Result<Vec<String>, UsageError> {
+    let v = v.unwrap_or_else(|| def.iter().map(|t| t.to_string()).collect());
+    for t in &v {
+        if !TYPES.contains(&t.as_str()) {
+            return Err(at.err(key, format!("{t:?} is not one of {}", TYPES.join(", "))));
+        }
+    }
+    Ok(v)
+}
+
+/// The normal and emergency thresholds (percentages of the limit, millicores, bytes); an
+/// emergency below its normal threshold is refused.
+fn thresholds(at: &At<'_>, r: &mut RawRule) -> Result<(Thresholds, Thresholds), UsageError> {
     let pct = |key: &str, v: Option<f64>| -> Result<Option<f64>, UsageError> {
         match v {
             Some(p) if !(p > 0.0 && p <= 100.0) => Err(at.err(
@@ -213,18 +316,22 @@ pub(super) fn rule(at: &At<'_>, r: RawRule) -> Result<Rule, UsageError> {
     let normal = Thresholds {
         cpu_pct: pct("cpu_usage_base_limit", r.cpu_usage_base_limit)?,
         mem_pct: pct("mem_usage_base_limit", r.mem_usage_base_limit)?,
-        cpu_millicores: qty("cpu_usage_millicores", r.cpu_usage_millicores, 1000.0)?,
-        mem_bytes: qty("mem_usage_bytes", r.mem_usage_bytes, 1.0)?.map(|b| b as u64),
+        cpu_millicores: qty(
+            "cpu_usage_millicores",
+            r.cpu_usage_millicores.take(),
+            1000.0,
+        )?,
+        mem_bytes: qty("mem_usage_bytes", r.mem_usage_bytes.take(), 1.0)?.map(|b| b as u64),
     };
     let emergency = Thresholds {
         cpu_pct: pct("cpu_emergency_base_limit", r.cpu_emergency_base_limit)?,
         mem_pct: pct("mem_emergency_base_limit", r.mem_emergency_base_limit)?,
         cpu_millicores: qty(
             "cpu_emergency_millicores",
-            r.cpu_emergency_millicores,
+            r.cpu_emergency_millicores.take(),
             1000.0,
         )?,
-        mem_bytes: qty("mem_emergency_bytes", r.mem_emergency_bytes, 1.0)?.map(|b| b as u64),
+        mem_bytes: qty("mem_emergency_bytes", r.mem_emergency_bytes.take(), 1.0)?.map(|b| b as u64),
     };
     for (key, e, n) in [
         (
@@ -257,24 +364,23 @@ pub(super) fn rule(at: &At<'_>, r: RawRule) -> Result<Rule, UsageError> {
             ));
         }
     }
-    let any_threshold = normal.any() || emergency.any();
-    let trigger_types = if any_threshold {
-        types(
-            "trigger_types",
-            r.trigger_types,
-            &["cpu", "heap", "goroutine"],
-        )?
-    } else {
-        match r.trigger_types {
-            Some(t) if !t.is_empty() => {
-                return Err(at.err(
-                    "trigger_types",
-                    "no threshold is set, so nothing would trigger these: set cpu_usage_base_limit, mem_usage_bytes or another threshold",
-                ));
-            }
-            _ => Vec::new(),
-        }
-    };
+    Ok((normal, emergency))
+}
+
+/// How long recordings, requests, the monitor's window and the cooldown take.
+struct Timings {
+    profile_duration: Duration,
+    emergency_duration: Duration,
+    request_timeout: Duration,
+    monitor_interval: Duration,
+    trigger_window: Duration,
+    cooldown: Duration,
+}
+
+/// The rule's durations; with a CPU recording in it (`cpu`), the request timeout must
+/// outlast the longest one.
+fn timings(at: &At<'_>, r: &RawRule, cpu: bool) -> Result<Timings, UsageError> {
+    let s = Duration::from_secs;
     let profile_duration = at.duration("profile_duration", &r.profile_duration, s(10), s(1))?;
     let emergency_duration = at.duration(
         "emergency_duration",
@@ -282,10 +388,6 @@ pub(super) fn rule(at: &At<'_>, r: RawRule) -> Result<Rule, UsageError> {
         profile_duration,
         s(1),
     )?;
-    let cpu = scheduled_types
-        .iter()
-        .chain(&trigger_types)
-        .any(|t| t == "cpu");
     let longest = if cpu {
         profile_duration.max(emergency_duration)
     } else {
@@ -311,6 +413,18 @@ pub(super) fn rule(at: &At<'_>, r: RawRule) -> Result<Rule, UsageError> {
     let trigger_window =
         at.duration("trigger_window", &r.trigger_window, s(60), monitor_interval)?;
     let cooldown = at.duration("cooldown", &r.cooldown, s(600), Duration::ZERO)?;
+    Ok(Timings {
+        profile_duration,
+        emergency_duration,
+        request_timeout,
+        monitor_interval,
+        trigger_window,
+        cooldown,
+    })
+}
+
+/// Captures at once, and the largest profile read.
+fn bounds(at: &At<'_>, r: &RawRule) -> Result<(usize, u64), UsageError> {
     let max_concurrency = match r.max_concurrency {
         None => 2,
         Some(n) if n >= 1 => n as usize,
@@ -321,10 +435,16 @@ pub(super) fn rule(at: &At<'_>, r: RawRule) -> Result<Rule, UsageError> {
         Some(n) if (1..=1024).contains(&n) => n as u64,
         Some(n) => return Err(at.err("body_size_limit_mb", format!("{n} is outside 1 to 1024"))),
     };
+    Ok((max_concurrency, body_size_limit_mb))
+}
+
+/// The endpoint's TLS: a CA, a client certificate with its key, or no verification; the
+/// files read and parsed now.
+fn tls(at: &At<'_>, r: &mut RawRule) -> Result<crate::pull::fetch::Tls, UsageError> {
     let tls = crate::pull::fetch::Tls {
-        ca: r.tls_ca,
-        cert: r.tls_cert,
-        key: r.tls_key,
+        ca: r.tls_ca.take(),
+        cert: r.tls_cert.take(),
+        key: r.tls_key.take(),
         insecure_skip_verify: r.insecure_skip_verify.unwrap_or(false),
     };
     if tls.cert.is_some() != tls.key.is_some() {
@@ -338,33 +458,5 @@ pub(super) fn rule(at: &At<'_>, r: RawRule) -> Result<Rule, UsageError> {
         ));
     }
     crate::pull::fetch::check_tls(&tls).map_err(|(key, why)| at.err(key, why))?;
-    Ok(Rule {
-        index: at.index,
-        namespaces,
-        selector,
-        container: r.container,
-        scheme,
-        port,
-        path,
-        service: r.service,
-        env: r.env,
-        version: r.version,
-        tags,
-        pod_label_as_tags,
-        pod_annotation_as_tags,
-        interval,
-        scheduled_types,
-        trigger_types,
-        profile_duration,
-        emergency_duration,
-        request_timeout,
-        monitor_interval,
-        trigger_window,
-        cooldown,
-        max_concurrency,
-        normal,
-        emergency,
-        tls,
-        body_size_limit_mb,
-    })
+    Ok(tls)
 }

@@ -25,7 +25,7 @@ use super::config::K8sConfig;
 use super::kubelet::{Kubelet, KubeletSettings};
 use super::metrics::Metrics;
 use super::stats::Summary;
-use crate::cmd::Outcome;
+use crate::error::Outcome;
 use crate::pull::delta::DeltaCache;
 use crate::pull::fetch::Cancel;
 
@@ -155,7 +155,7 @@ async fn stand_by(
         }
         tokio::select! {
             () = tokio::time::sleep(super::lease::RENEW) => {}
-            () = crate::cmd::k8s::stopped() => return false,
+            () = crate::serve::stopped() => return false,
             () = stop.as_mut() => return false,
         }
     }
@@ -427,7 +427,7 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
                 Ok(false) => { lost = true; break; }
                 Err(e) => log(c.opts.json, "lease_error", serde_json::json!({"error": e})),
             },
-            () = crate::cmd::k8s::stopped() => break,
+            () = crate::serve::stopped() => break,
             () = &mut until_end => break,
         }
     }

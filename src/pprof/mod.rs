@@ -5,6 +5,7 @@ pub mod decode;
 pub mod diff;
 mod encode;
 pub mod fasthash;
+mod file;
 mod fold;
 pub mod legacy;
 pub mod measure;
@@ -14,3 +15,4 @@ pub mod proto;
 pub mod report;
 
 pub use encode::{encode_gzip, gzip_fast, to_proto};
+pub use file::load;

@@ -334,14 +334,73 @@ fn go_time(nanos: i64) -> String {
     z.strftime("%Y-%m-%d %H:%M:%S %Z").to_string()
 }
 
-/// The `go tool pprof -top` report of `p`.
+/// The `go tool pprof -top` report of `p`: the nodes kept and shown, their inline marks,
+/// the output unit, the header, the rows.
 pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
     let index = p.sample_index(opts.sample_index.as_deref())?;
     let (stype, sunit) = p.sample_types()[index];
     let nodes = Nodes::new(p);
     let total = total(p, index);
+    let sel = select(p, &nodes, index, total, opts);
+    let edge_cutoff = ((total as f64 * opts.edge_fraction) as i64).wrapping_abs();
+    let inline_in = inline_marks(&sel.edges, edge_cutoff, nodes.len());
+    let (g, list) = (&sel.graph, &sel.list);
+    let out_unit = output_unit(list, g, total, sunit);
+    let fmt = |v: i64| scaled_label(v, sunit, &out_unit);
+    // Go's int64 sums wrap; so do these.
+    let flat_sum: i64 = list
+        .iter()
+        .fold(0i64, |a, &i| a.wrapping_add(g.flat[i as usize]));
+    let header = header(p, (stype, sunit), total, flat_sum, &sel, opts, &fmt);
+    let mut rows = Vec::with_capacity(list.len());
+    let mut sum = 0i64;
+    for &i in list {
+        let i = i as usize;
+        let (flat, cum) = (g.flat[i], g.cum[i]);
+        sum = sum.wrapping_add(flat);
+        let inline = match inline_in[i] {
+            (true, true) => "(partial-inline)",
+            (true, false) => "(inline)",
+            _ => "",
+        };
+        rows.push(TopRow {
+            function: nodes.name(i).to_string(),
+            inline,
+            flat,
+            cum,
+            flat_fmt: fmt(flat),
+            cum_fmt: fmt(cum),
+            flat_pct: percentage(flat, total),
+            sum_pct: percentage(sum, total),
+            cum_pct: percentage(cum, total),
+        });
+    }
+    Ok(TopReport {
+        header,
+        sample_type: stype.to_string(),
+        unit: sunit.to_string(),
+        output_unit: out_unit,
+        total,
+        shown_flat: flat_sum,
+        dropped_nodes: sel.dropped,
+        rows,
+    })
+}
 
-    let mut g = build(p, &nodes, index, None, false);
+/// The nodes a top report shows, as go tool pprof chooses them: those under the node
+/// fraction dropped (the graph built again without them), sorted, cut to `nodes`; and the
+/// final graph's edges.
+struct Selection {
+    graph: Graph,
+    list: Vec<u32>,
+    dropped: usize,
+    /// Nodes present before `nodes` cut the list.
+    orig_count: usize,
+    edges: FastMap<(u32, u32), (i64, bool)>,
+}
+
+fn select(p: &Pprof, nodes: &Nodes<'_>, index: usize, total: i64, opts: &TopOptions) -> Selection {
+    let mut g = build(p, nodes, index, None, false);
     let present = |g: &Graph| -> Vec<u32> {
         (0..nodes.len() as u32)
             .filter(|&i| g.flat[i as usize] != 0 || g.cum[i as usize] != 0)
@@ -349,7 +408,6 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
     };
     let mut list = present(&g);
     let node_cutoff = ((total as f64 * opts.node_fraction) as i64).wrapping_abs();
-    let edge_cutoff = ((total as f64 * opts.edge_fraction) as i64).wrapping_abs();
     let mut dropped = 0;
     let mut kept: Option<Vec<bool>> = None;
     // The pass that builds the final graph also collects its edges, which say which nodes
@@ -368,7 +426,7 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
             for &i in &keep {
                 mask[i as usize] = true;
             }
-            g = build(p, &nodes, index, Some(&mask), final_after_drop);
+            g = build(p, nodes, index, Some(&mask), final_after_drop);
             if final_after_drop {
                 edges = Some(std::mem::take(&mut g.edges));
             }
@@ -377,25 +435,41 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
         }
     }
     let orig_count = list.len();
-    sort_nodes(&mut list, &g, &nodes, opts.cum);
+    sort_nodes(&mut list, &g, nodes, opts.cum);
     if opts.nodes > 0 && opts.nodes < list.len() {
         list.truncate(opts.nodes);
         let mut mask = vec![false; nodes.len()];
         for &i in &list {
             mask[i as usize] = true;
         }
-        g = build(p, &nodes, index, Some(&mask), true);
+        g = build(p, nodes, index, Some(&mask), true);
         edges = Some(std::mem::take(&mut g.edges));
         list = present(&g);
-        sort_nodes(&mut list, &g, &nodes, opts.cum);
+        sort_nodes(&mut list, &g, nodes, opts.cum);
         kept = Some(mask);
     }
     let edges = match edges {
         Some(e) => e,
-        None => build(p, &nodes, index, kept.as_deref(), true).edges,
+        None => build(p, nodes, index, kept.as_deref(), true).edges,
     };
-    let mut inline_in = vec![(false, false); nodes.len()];
-    for (&(_, dst), &(w, inl)) in &edges {
+    Selection {
+        graph: g,
+        list,
+        dropped,
+        orig_count,
+        edges,
+    }
+}
+
+/// For each node: reached through an inlined call, through a real one (edges under the
+/// edge cutoff do not count).
+fn inline_marks(
+    edges: &FastMap<(u32, u32), (i64, bool)>,
+    edge_cutoff: i64,
+    n: usize,
+) -> Vec<(bool, bool)> {
+    let mut inline_in = vec![(false, false); n];
+    for (&(_, dst), &(w, inl)) in edges {
         if w.wrapping_abs() < edge_cutoff {
             continue;
         }
@@ -406,10 +480,13 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
             e.1 = true;
         }
     }
+    inline_in
+}
 
-    // The output unit: from the smallest value shown, as pprof's selectOutputUnit.
+/// The output unit: from the smallest value shown, as pprof's selectOutputUnit.
+fn output_unit(list: &[u32], g: &Graph, total: i64, sunit: &str) -> String {
     let mut min_value = 0i64;
-    for &i in &list {
+    for &i in list {
         let mut v = g.flat[i as usize].wrapping_abs();
         if v == 0 {
             v = g.cum[i as usize].wrapping_abs();
@@ -422,23 +499,33 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
     if min_value == 0 {
         min_value = max_value;
     }
-    let out_unit = if list.is_empty() {
-        "minimum".to_string()
+    if list.is_empty() {
+        return "minimum".to_string();
+    }
+    let (_, min_u) = scale(min_value, sunit, "minimum");
+    let (_, max_u) = scale(max_value, sunit, "minimum");
+    let mut unit = min_u.clone();
+    if min_u != max_u && min_value.saturating_mul(100) < max_value {
+        unit = scale(min_value.saturating_mul(100), sunit, "minimum").1;
+    }
+    if unit.is_empty() {
+        sunit.to_string()
     } else {
-        let (_, min_u) = scale(min_value, sunit, "minimum");
-        let (_, max_u) = scale(max_value, sunit, "minimum");
-        let mut unit = min_u.clone();
-        if min_u != max_u && min_value.saturating_mul(100) < max_value {
-            unit = scale(min_value.saturating_mul(100), sunit, "minimum").1;
-        }
-        if unit.is_empty() {
-            sunit.to_string()
-        } else {
-            unit
-        }
-    };
-    let fmt = |v: i64| scaled_label(v, sunit, &out_unit);
+        unit
+    }
+}
 
+/// go tool pprof's header lines: file, build id, comments, type, time, duration, what is
+/// shown and dropped.
+fn header(
+    p: &Pprof,
+    (stype, sunit): (&str, &str),
+    total: i64,
+    flat_sum: i64,
+    sel: &Selection,
+    opts: &TopOptions,
+    fmt: &dyn Fn(i64) -> String,
+) -> Vec<String> {
     let mut header = Vec::new();
     if let Some(m) = p.proto.mapping.first() {
         let file = p.str(m.filename);
@@ -473,10 +560,6 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
             fmt(total)
         ));
     }
-    // Go's int64 sums wrap; so do these.
-    let flat_sum: i64 = list
-        .iter()
-        .fold(0i64, |a, &i| a.wrapping_add(g.flat[i as usize]));
     header.push(format!(
         "Showing nodes accounting for {}, {} of {} total",
         fmt(flat_sum),
@@ -484,52 +567,21 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
         fmt(total)
     ));
     if total != 0 {
-        if dropped > 0 {
+        if sel.dropped > 0 {
             header.push(format!(
-                "Dropped {dropped} {} (cum <= {})",
-                if dropped > 1 { "nodes" } else { "node" },
+                "Dropped {} {} (cum <= {})",
+                sel.dropped,
+                if sel.dropped > 1 { "nodes" } else { "node" },
                 fmt(((total as f64 * opts.node_fraction) as i64).wrapping_abs())
             ));
         }
-        if !list.is_empty() && list.len() < orig_count {
+        if !sel.list.is_empty() && sel.list.len() < sel.orig_count {
             header.push(format!(
-                "Showing top {} nodes out of {orig_count}",
-                list.len()
+                "Showing top {} nodes out of {}",
+                sel.list.len(),
+                sel.orig_count
             ));
         }
     }
-
-    let mut rows = Vec::with_capacity(list.len());
-    let mut sum = 0i64;
-    for &i in &list {
-        let i = i as usize;
-        let (flat, cum) = (g.flat[i], g.cum[i]);
-        sum = sum.wrapping_add(flat);
-        let inline = match inline_in[i] {
-            (true, true) => "(partial-inline)",
-            (true, false) => "(inline)",
-            _ => "",
-        };
-        rows.push(TopRow {
-            function: nodes.name(i).to_string(),
-            inline,
-            flat,
-            cum,
-            flat_fmt: fmt(flat),
-            cum_fmt: fmt(cum),
-            flat_pct: percentage(flat, total),
-            sum_pct: percentage(sum, total),
-            cum_pct: percentage(cum, total),
-        });
-    }
-    Ok(TopReport {
-        header,
-        sample_type: stype.to_string(),
-        unit: sunit.to_string(),
-        output_unit: out_unit,
-        total,
-        shown_flat: flat_sum,
-        dropped_nodes: dropped,
-        rows,
-    })
+    header
 }

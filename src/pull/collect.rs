@@ -91,7 +91,6 @@ pub fn collect(
     uploader: Option<&std::sync::Mutex<upload::Uploader>>,
 ) -> Collection {
     let t = job.target;
-    let limits = Limits::network(opts.body_size_limit_mb);
     let start = jiff::Timestamp::now();
     let mut pulled = Vec::new();
     let mut figures = GoFigures::default();
@@ -104,25 +103,91 @@ pub fn collect(
         if job.cancel.is_set() {
             break;
         }
-        let url = endpoint(&t.url, kind, t.profile_duration.as_secs().max(1));
-        let shown = redact(&url);
-        let bar = (kind == "cpu").then(|| {
-            progress(
-                t.profile_duration.as_secs(),
-                format!("{}: recording CPU", t.service),
-            )
-        });
-        let t0 = Instant::now();
-        let res = fetch::fetch(job.client, &url, &limits, t.http_timeout, job.cancel);
-        if let Some(Some((bar, h, done))) = bar {
-            done.store(true, std::sync::atomic::Ordering::Relaxed);
-            let _ = h.join();
-            bar.finish_and_clear();
+        let one = One {
+            job,
+            opts,
+            cache,
+            kind,
+            limits: Limits::network(opts.body_size_limit_mb),
+        };
+        pulled.push(one.pull(&mut figures, &mut attachments));
+    }
+    let end = jiff::Timestamp::now();
+    let mut c = Collection {
+        service: t.service.clone(),
+        target: redact(&t.url),
+        seq: job.seq,
+        start: upload::rfc3339_nano(start),
+        end: upload::rfc3339_nano(end),
+        profiles: pulled,
+        figures,
+        uploaded: None,
+        upload_error: None,
+    };
+    if let Some(up) = uploader
+        && !attachments.is_empty()
+    {
+        let u = upload::Upload {
+            attachments,
+            tags: upload_tags(job, opts),
+            start,
+            end,
+        };
+        match lock(up).send(&u) {
+            Ok(()) => c.uploaded = Some(true),
+            Err(e) => {
+                c.uploaded = Some(false);
+                c.upload_error = Some(format!("{e} (spooled; sent before the next upload)"));
+            }
         }
-        let fetch_s = t0.elapsed().as_secs_f64();
+    }
+    c
+}
+
+/// The tags of a collection's upload, as dd-trace-go sets them.
+fn upload_tags(job: &Job<'_>, opts: &PullOptions) -> Vec<String> {
+    let t = job.target;
+    let mut tags = vec![format!("service:{}", t.service)];
+    if let Some(e) = &t.env {
+        tags.push(format!("env:{e}"));
+    }
+    if let Some(v) = &t.version {
+        tags.push(format!("version:{v}"));
+    }
+    tags.push(format!("host:{}", opts.hostname));
+    tags.push("runtime:go".into());
+    tags.push(format!("profile_seq:{}", job.seq - 1));
+    tags.extend(t.tags.iter().cloned());
+    tags
+}
+
+/// One profile type of one collection.
+struct One<'a, 'j> {
+    job: &'a Job<'j>,
+    opts: &'a PullOptions,
+    cache: &'a std::sync::Mutex<DeltaCache>,
+    kind: &'a String,
+    limits: Limits,
+}
+
+/// A fetched profile, the bytes stored (gzip) and what is shown of it (the delta where one
+/// was made).
+struct Shown {
+    gz: Vec<u8>,
+    delta_gz: Option<Vec<u8>>,
+    shown: Option<Pprof>,
+    cumulative: bool,
+}
+
+impl One<'_, '_> {
+    /// Fetched, decoded, its figures taken, the delta made, files written, the top table
+    /// made, and what is uploaded of it set aside.
+    fn pull(&self, figures: &mut GoFigures, attachments: &mut Vec<(String, Vec<u8>)>) -> Pulled {
+        let (kind, t) = (self.kind, self.job.target);
+        let url = endpoint(&t.url, kind, t.profile_duration.as_secs().max(1));
         let mut entry = Pulled {
             kind: kind.clone(),
-            url: shown,
+            url: redact(&url),
             ok: false,
             error: None,
             bytes: 0,
@@ -131,16 +196,82 @@ pub fn collect(
             files: Vec::new(),
             delta: false,
             no_delta: None,
-            fetch_s,
+            fetch_s: 0.0,
             delta_s: None,
             top: None,
         };
+        let Some(mut got) = self.fetch(&url, &mut entry, figures) else {
+            return entry;
+        };
+        match kind.as_str() {
+            "block" => {
+                figures.prof_go_blocked_time = got.shown.as_ref().and_then(|p| sum_of(p, "delay"))
+            }
+            "mutex" => {
+                figures.prof_go_mutex_delay_time =
+                    got.shown.as_ref().and_then(|p| sum_of(p, "delay"))
+            }
+            _ => {}
+        }
+        // What is drawn and listed goes through go tool pprof's name handling and drop_frames;
+        // the files keep the bytes as they came.
+        if let Some(p) = got.shown.as_mut()
+            && (self.opts.flamegraph || self.opts.top > 0)
+        {
+            p.prepare_for_report();
+        }
+        if let Some(out) = &self.opts.out {
+            self.write_files(out, &got, &mut entry);
+        }
+        if self.opts.top > 0
+            && let Some(shown) = &got.shown
+        {
+            let o = crate::pprof::report::TopOptions {
+                nodes: self.opts.top,
+                ..Default::default()
+            };
+            entry.top = crate::pprof::report::top(shown, &o).ok();
+        }
+        // What is uploaded: cpu, goroutines and the deltas, as dd-trace-go sends them.
+        if self.opts.upload.is_some() {
+            if let Some(bytes) = got.delta_gz {
+                attachments.push((upload::attachment_name(kind, true), bytes));
+            } else if !got.cumulative {
+                attachments.push((upload::attachment_name(kind, false), got.gz));
+            }
+        }
+        entry
+    }
+
+    /// The profile fetched (CPU with a progress bar while it records) and decoded, the
+    /// figures DataKit derives from the whole profile taken, the delta made; None (the
+    /// error in `entry`) when it did not arrive or does not decode.
+    fn fetch(
+        &self,
+        url: &reqwest::Url,
+        entry: &mut Pulled,
+        figures: &mut GoFigures,
+    ) -> Option<Shown> {
+        let (kind, t, job) = (self.kind, self.job.target, self.job);
+        let bar = (kind == "cpu").then(|| {
+            progress(
+                t.profile_duration.as_secs(),
+                format!("{}: recording CPU", t.service),
+            )
+        });
+        let t0 = Instant::now();
+        let res = fetch::fetch(job.client, url, &self.limits, t.http_timeout, job.cancel);
+        if let Some(Some((bar, h, done))) = bar {
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            let _ = h.join();
+            bar.finish_and_clear();
+        }
+        entry.fetch_s = t0.elapsed().as_secs_f64();
         let fetched = match res {
             Ok(f) => f,
             Err(e) => {
                 entry.error = Some(e.to_string());
-                pulled.push(entry);
-                continue;
+                return None;
             }
         };
         entry.bytes = fetched.bytes.len();
@@ -148,8 +279,7 @@ pub fn collect(
             Ok(p) => p,
             Err(e) => {
                 entry.error = Some(format!("{}: {e}", entry.url));
-                pulled.push(entry);
-                continue;
+                return None;
             }
         };
         entry.records = profile.proto.sample.len();
@@ -174,170 +304,117 @@ pub fn collect(
             "goroutine" => figures.prof_go_num_goroutine = sum_of(&profile, "goroutine"),
             _ => {}
         }
-        // What is reported (top, flamegraph): the delta of a cumulative profile against the
-        // previous collection, computed on the protobuf bytes (the baseline is kept
-        // compressed), else the profile as it came.
         let mut shown = Some(profile);
-        let mut delta_raw: Option<Vec<u8>> = None;
-        if cumulative {
-            let key = format!("{}|{kind}", job.cache_key);
-            let base = lock(cache).get(&key).map(<[u8]>::to_vec);
-            match base {
-                Ok(base_bytes) => {
-                    let t0 = Instant::now();
-                    let mut restarted = false;
-                    let made = crate::pprof::decode::decompress(&base_bytes, &limits)
-                        .map_err(|e| e.to_string())
-                        .and_then(|base| {
-                            wiredelta::delta(base, fetched.raw).map_err(|e| {
-                                restarted = matches!(e, wiredelta::WireError::BaseOnly { .. });
-                                e.to_string()
-                            })
-                        });
-                    entry.delta_s = Some(t0.elapsed().as_secs_f64());
-                    match made {
-                        Ok(raw) => {
-                            // One decoded profile at a time: the snapshot's is dropped
-                            // before the delta's is built (collections run side by side).
-                            shown = None;
-                            match crate::pprof::decode::decode_raw(&raw, &limits)
-                                .map_err(|e| e.to_string())
-                                .and_then(|p| Pprof::new(p).map_err(|e| e.to_string()))
-                            {
-                                Ok(d) => {
-                                    entry.delta = true;
-                                    shown = Some(d);
-                                    delta_raw = Some(raw);
-                                }
-                                Err(_) => entry.no_delta = Some(NoDelta::BaselineUnusable),
+        let mut delta_gz = None;
+        if cumulative && let Some((d, raw)) = self.delta(fetched.raw, &gz, &mut shown, entry) {
+            shown = Some(d);
+            delta_gz = Some(gzip_raw(&raw));
+        }
+        Some(Shown {
+            gz,
+            delta_gz,
+            shown,
+            cumulative,
+        })
+    }
+
+    /// What is reported (top, flamegraph) of a cumulative profile: its delta against the
+    /// previous collection, computed on the protobuf bytes (the baseline is kept compressed),
+    /// with its raw bytes; None (why in `entry`) when there is none. This snapshot becomes
+    /// the baseline either way.
+    fn delta(
+        &self,
+        raw: Vec<u8>,
+        gz: &[u8],
+        shown: &mut Option<Pprof>,
+        entry: &mut Pulled,
+    ) -> Option<(Pprof, Vec<u8>)> {
+        let key = format!("{}|{}", self.job.cache_key, self.kind);
+        let base = lock(self.cache).get(&key).map(<[u8]>::to_vec);
+        let mut made = None;
+        match base {
+            Ok(base_bytes) => {
+                let t0 = Instant::now();
+                let mut restarted = false;
+                let delta = crate::pprof::decode::decompress(&base_bytes, &self.limits)
+                    .map_err(|e| e.to_string())
+                    .and_then(|base| {
+                        wiredelta::delta(base, raw).map_err(|e| {
+                            restarted = matches!(e, wiredelta::WireError::BaseOnly { .. });
+                            e.to_string()
+                        })
+                    });
+                entry.delta_s = Some(t0.elapsed().as_secs_f64());
+                match delta {
+                    Ok(raw) => {
+                        // One decoded profile at a time: the snapshot's is dropped before
+                        // the delta's is built (collections run side by side).
+                        *shown = None;
+                        match crate::pprof::decode::decode_raw(&raw, &self.limits)
+                            .map_err(|e| e.to_string())
+                            .and_then(|p| Pprof::new(p).map_err(|e| e.to_string()))
+                        {
+                            Ok(d) => {
+                                entry.delta = true;
+                                made = Some((d, raw));
                             }
+                            Err(_) => entry.no_delta = Some(NoDelta::BaselineUnusable),
                         }
-                        Err(_) if restarted => entry.no_delta = Some(NoDelta::ProcessRestarted),
-                        Err(_) => entry.no_delta = Some(NoDelta::BaselineUnusable),
                     }
+                    Err(_) if restarted => entry.no_delta = Some(NoDelta::ProcessRestarted),
+                    Err(_) => entry.no_delta = Some(NoDelta::BaselineUnusable),
                 }
-                Err(why) => entry.no_delta = Some(why),
             }
-            lock(cache).put(&key, gz.clone());
+            Err(why) => entry.no_delta = Some(why),
         }
-        let delta_gz = delta_raw.take().as_deref().map(gzip_raw);
-        match kind.as_str() {
-            "block" => {
-                figures.prof_go_blocked_time = shown.as_ref().and_then(|p| sum_of(p, "delay"))
-            }
-            "mutex" => {
-                figures.prof_go_mutex_delay_time = shown.as_ref().and_then(|p| sum_of(p, "delay"))
-            }
-            _ => {}
-        }
-        // What is drawn and listed goes through go tool pprof's name handling and drop_frames;
-        // the files keep the bytes as they came.
-        if let Some(p) = shown.as_mut()
-            && (opts.flamegraph || opts.top > 0)
-        {
-            p.prepare_for_report();
-        }
+        lock(self.cache).put(&key, gz.to_vec());
+        made
+    }
+
+    /// `<kind>-<time>.pb.gz` as it came, `delta-<kind>-<time>.pb.gz`, and with `--flamegraph`
+    /// `<kind>-<time>.svg`, under the job's directory.
+    fn write_files(&self, out: &std::path::Path, got: &Shown, entry: &mut Pulled) {
+        let (kind, t) = (self.kind, self.job.target);
         let stamp = crate::duration::file_stamp();
-        if let Some(out) = &opts.out {
-            let dir = out.join(&job.dir);
-            if let Err(e) = std::fs::create_dir_all(&dir) {
-                entry.error = Some(format!("cannot create {}: {e}", dir.display()));
-            } else {
-                let f = dir.join(format!("{kind}-{stamp}.pb.gz"));
-                match std::fs::write(&f, &gz) {
-                    Ok(()) => entry.files.push(f),
-                    Err(e) => entry.error = Some(format!("cannot write {}: {e}", f.display())),
-                }
-                if let Some(bytes) = &delta_gz {
-                    let f = dir.join(format!("delta-{kind}-{stamp}.pb.gz"));
-                    match std::fs::write(&f, bytes) {
-                        Ok(()) => entry.files.push(f),
-                        Err(e) => entry.error = Some(format!("cannot write {}: {e}", f.display())),
-                    }
-                }
-                if opts.flamegraph
-                    && let Some(shown) = &shown
-                {
-                    let f = dir.join(format!("{kind}-{stamp}.svg"));
-                    let drawn = shown
-                        .sample_index(None)
-                        .map_err(anyhow::Error::msg)
-                        .and_then(|i| {
-                            let file = std::fs::File::create(&f)?;
-                            crate::pprof::diff::write_flamegraph(
-                                shown,
-                                i,
-                                &format!("{} {kind} — {stamp}", t.service),
-                                std::io::BufWriter::new(file),
-                            )
-                        });
-                    match drawn {
-                        Ok(()) => entry.files.push(f),
-                        Err(e) => eprintln!("agentprof: {}: no flamegraph: {e:#}", entry.url),
-                    }
-                }
+        let dir = out.join(&self.job.dir);
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            entry.error = Some(format!("cannot create {}: {e}", dir.display()));
+            return;
+        }
+        let f = dir.join(format!("{kind}-{stamp}.pb.gz"));
+        match std::fs::write(&f, &got.gz) {
+            Ok(()) => entry.files.push(f),
+            Err(e) => entry.error = Some(format!("cannot write {}: {e}", f.display())),
+        }
+        if let Some(bytes) = &got.delta_gz {
+            let f = dir.join(format!("delta-{kind}-{stamp}.pb.gz"));
+            match std::fs::write(&f, bytes) {
+                Ok(()) => entry.files.push(f),
+                Err(e) => entry.error = Some(format!("cannot write {}: {e}", f.display())),
             }
         }
-        if opts.top > 0
-            && let Some(shown) = &shown
+        if self.opts.flamegraph
+            && let Some(shown) = &got.shown
         {
-            let o = crate::pprof::report::TopOptions {
-                nodes: opts.top,
-                ..Default::default()
-            };
-            entry.top = crate::pprof::report::top(shown, &o).ok();
-        }
-        // What is uploaded: cpu, goroutines and the deltas, as dd-trace-go sends them.
-        if opts.upload.is_some() {
-            if let Some(bytes) = delta_gz {
-                attachments.push((upload::attachment_name(kind, true), bytes));
-            } else if !cumulative {
-                attachments.push((upload::attachment_name(kind, false), gz));
-            }
-        }
-        pulled.push(entry);
-    }
-    let end = jiff::Timestamp::now();
-    let mut c = Collection {
-        service: t.service.clone(),
-        target: redact(&t.url),
-        seq: job.seq,
-        start: upload::rfc3339_nano(start),
-        end: upload::rfc3339_nano(end),
-        profiles: pulled,
-        figures,
-        uploaded: None,
-        upload_error: None,
-    };
-    if let Some(up) = uploader
-        && !attachments.is_empty()
-    {
-        let mut tags = vec![format!("service:{}", t.service)];
-        if let Some(e) = &t.env {
-            tags.push(format!("env:{e}"));
-        }
-        if let Some(v) = &t.version {
-            tags.push(format!("version:{v}"));
-        }
-        tags.push(format!("host:{}", opts.hostname));
-        tags.push("runtime:go".into());
-        tags.push(format!("profile_seq:{}", job.seq - 1));
-        tags.extend(t.tags.iter().cloned());
-        let u = upload::Upload {
-            attachments,
-            tags,
-            start,
-            end,
-        };
-        match lock(up).send(&u) {
-            Ok(()) => c.uploaded = Some(true),
-            Err(e) => {
-                c.uploaded = Some(false);
-                c.upload_error = Some(format!("{e} (spooled; sent before the next upload)"));
+            let f = dir.join(format!("{kind}-{stamp}.svg"));
+            let drawn = shown
+                .sample_index(None)
+                .map_err(anyhow::Error::msg)
+                .and_then(|i| {
+                    let file = std::fs::File::create(&f)?;
+                    crate::pprof::diff::write_flamegraph(
+                        shown,
+                        i,
+                        &format!("{} {kind} — {stamp}", t.service),
+                        std::io::BufWriter::new(file),
+                    )
+                });
+            match drawn {
+                Ok(()) => entry.files.push(f),
+                Err(e) => eprintln!("agentprof: {}: no flamegraph: {e:#}", entry.url),
             }
         }
     }
-    c
 }
 
 /// The lock's value, also after a panic elsewhere poisoned it (the data stays consistent:

@@ -179,7 +179,7 @@ impl Cancel {
     }
 
     pub fn is_set(&self) -> bool {
-        crate::agent::signal::requested() || self.cancelled()
+        crate::signal::requested() || self.cancelled()
     }
 
     fn message(&self) -> &'static str {

@@ -259,7 +259,7 @@ pub fn run(
     }
     .map(std::sync::Mutex::new);
     let cache = std::sync::Mutex::new(DeltaCache::new((opts.delta_cache_mb << 20) as usize));
-    crate::agent::signal::install();
+    crate::signal::install();
     let cancel = fetch::Cancel::default();
     let shared = Shared {
         cache: &cache,
@@ -267,7 +267,7 @@ pub fn run(
         cancel: &cancel,
     };
     let (failed, kept) = run_with(targets, opts, &shared, sink)?;
-    if crate::agent::signal::requested() {
+    if crate::signal::requested() {
         eprintln!(
             "agentprof: stopped by a signal; the {kept} profile(s) already fetched are kept (a second Ctrl-C exits at once)"
         );
@@ -276,7 +276,7 @@ pub fn run(
         let mut u = lock(u);
         // After a signal the spool keeps what is pending for the next run: no waiting on an
         // intake now.
-        if !crate::agent::signal::requested() {
+        if !crate::signal::requested() {
             u.flush_spool();
         }
         let pending = u.pending();

@@ -213,7 +213,6 @@ pub async fn parse(
 ) -> Result<Upload, Reject> {
     let b = boundary(content_type)?;
     let parts = fields(body, b).await?;
-    let text = |f: &Field| String::from_utf8_lossy(&f.data).into_owned();
     let mut up = Upload {
         form: Form::Event,
         tags: Vec::new(),
@@ -223,72 +222,16 @@ pub async fn parse(
         event: None,
         attachments: Vec::new(),
     };
-    let mut legacy_types: Vec<(usize, String)> = Vec::new();
-    let mut legacy_format = None;
+    let mut legacy = Legacy::default();
     let mut files = Vec::new();
-    let mut legacy = false;
     for f in parts {
-        match f.name.as_str() {
-            "event" => {
-                let v: serde_json::Value = serde_json::from_slice(&f.data)
-                    .map_err(|e| Reject::Event(format!("not JSON: {e}")))?;
-                let obj = v
-                    .as_object()
-                    .ok_or_else(|| Reject::Event("not a JSON object".into()))?;
-                let s = |k: &str| obj.get(k).and_then(|x| x.as_str());
-                if let Some(t) = s("tags_profiler") {
-                    up.tags.extend(
-                        t.split(',')
-                            .map(str::trim)
-                            .filter(|t| !t.is_empty())
-                            .map(String::from),
-                    );
-                } else if obj.contains_key("tags_profiler") {
-                    return Err(Reject::Event("tags_profiler is not a string".into()));
-                }
-                up.start = s("start").map(|t| timestamp("start", t)).transpose()?;
-                up.end = s("end").map(|t| timestamp("end", t)).transpose()?;
-                up.family = s("family").map(String::from);
-                if let Some(a) = obj.get("attachments")
-                    && !a
-                        .as_array()
-                        .is_some_and(|a| a.iter().all(|x| x.is_string()))
-                {
-                    return Err(Reject::Event("attachments is not a list of names".into()));
-                }
-                up.event = Some(v);
-            }
-            "tags[]" => {
-                legacy = true;
-                up.tags.push(text(&f));
-            }
-            "format" => {
-                legacy = true;
-                legacy_format = Some(text(&f));
-            }
-            "runtime" => {
-                legacy = true;
-                up.family = Some(text(&f));
-            }
-            "recording-start" => {
-                legacy = true;
-                up.start = Some(timestamp("recording-start", &text(&f))?);
-            }
-            "recording-end" => {
-                legacy = true;
-                up.end = Some(timestamp("recording-end", &text(&f))?);
-            }
-            n if n.starts_with("types[") && n.ends_with(']') => {
-                legacy = true;
-                let i = n[6..n.len() - 1]
-                    .parse::<usize>()
-                    .map_err(|_| Reject::Malformed(format!("field {n:?}")))?;
-                legacy_types.push((i, text(&f)));
-            }
-            _ => files.push(f),
+        if f.name == "event" {
+            read_event(&f.data, &mut up)?;
+        } else if !legacy.read(&f, &mut up)? {
+            files.push(f);
         }
     }
-    if up.event.is_none() && !legacy {
+    if up.event.is_none() && !legacy.seen {
         return Err(Reject::Event(
             "no `event` part (event.json) and none of the older form's fields".into(),
         ));
@@ -297,96 +240,165 @@ pub async fn parse(
         up.form = Form::Legacy;
     }
     for f in files {
-        let (name, stem, kind) = if let Some(i) = f
-            .name
-            .strip_prefix("data[")
-            .and_then(|r| r.strip_suffix(']'))
-            .and_then(|i| i.parse::<usize>().ok())
-        {
-            // The older form: data[i] holds types[i]; `format` says pprof or jfr.
-            let ty = legacy_types
-                .iter()
-                .find(|(j, _)| *j == i)
-                .map(|(_, t)| t.clone())
-                .unwrap_or_else(|| format!("data{i}"));
-            let pprof = legacy_format.as_deref().is_none_or(|f| f == "pprof");
-            let kind = if pprof { Kind::Pprof } else { Kind::Other };
-            let stem = match kind {
-                Kind::Pprof => stem_of(&ty),
-                _ => format!("{ty}.{}", legacy_format.as_deref().unwrap_or("bin")),
-            };
-            (f.name.clone(), stem, kind)
-        } else {
-            let name = f.filename.clone().unwrap_or_else(|| f.name.clone());
-            let kind = if name.ends_with(".pprof") || name == "pprof" {
-                Kind::Pprof
-            } else if name == "metrics.json" {
-                Kind::Metrics
-            } else {
-                Kind::Other
-            };
-            (name.clone(), stem_of(&name), kind)
-        };
-        let compression = crate::pprof::decode::sniff(&f.data);
-        let raw = match kind {
-            // Uncompressed: checked where it is, not copied.
-            Kind::Pprof if compression == Compression::None => {
-                if f.data.len() as u64 > limits.decompressed {
-                    return Err(Reject::TooLarge(format!(
-                        "attachment {name}: {} bytes is over the {}-byte decompressed limit",
-                        f.data.len(),
-                        limits.decompressed
-                    )));
-                }
-                crate::pprof::decode::prescan(&f.data, limits.fields).map_err(|e| {
-                    Reject::Attachment {
-                        name: name.clone(),
-                        why: e.to_string(),
-                    }
-                })?;
-                None
-            }
-            Kind::Pprof => {
-                let raw = crate::pprof::decode::decompress(&f.data, limits).map_err(|e| {
-                    let why = e.to_string();
-                    match e {
-                        crate::pprof::decode::DecodeError::TooLarge { .. }
-                        | crate::pprof::decode::DecodeError::TooLargeDecompressed { .. } => {
-                            Reject::TooLarge(format!("attachment {name}: {why}"))
-                        }
-                        _ => Reject::Attachment {
-                            name: name.clone(),
-                            why,
-                        },
-                    }
-                })?;
-                crate::pprof::decode::prescan(&raw, limits.fields).map_err(|e| {
-                    Reject::Attachment {
-                        name: name.clone(),
-                        why: e.to_string(),
-                    }
-                })?;
-                Some(raw)
-            }
-            Kind::Metrics => crate::pprof::decode::decompress(&f.data, limits).ok(),
-            // A compressed file (code provenance, traces) is stored readable when it
-            // decompresses within the limits, else as sent.
-            Kind::Other if compression != Compression::None => {
-                crate::pprof::decode::decompress(&f.data, limits).ok()
-            }
-            Kind::Other => None,
-        };
-        up.attachments.push(Attachment {
-            name,
-            stem,
-            kind,
-            data: f.data,
-            compression,
-            raw,
-        });
+        up.attachments.push(attachment(f, &legacy, limits)?);
     }
     if !up.attachments.iter().any(|a| a.kind != Kind::Metrics) {
         return Err(Reject::Malformed("no profile attached".into()));
     }
     Ok(up)
+}
+
+/// The current form's `event` part (event.json): tags, start, end, family, attachments.
+fn read_event(data: &[u8], up: &mut Upload) -> Result<(), Reject> {
+    let v: serde_json::Value =
+        serde_json::from_slice(data).map_err(|e| Reject::Event(format!("not JSON: {e}")))?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| Reject::Event("not a JSON object".into()))?;
+    let s = |k: &str| obj.get(k).and_then(|x| x.as_str());
+    if let Some(t) = s("tags_profiler") {
+        up.tags.extend(
+            t.split(',')
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(String::from),
+        );
+    } else if obj.contains_key("tags_profiler") {
+        return Err(Reject::Event("tags_profiler is not a string".into()));
+    }
+    up.start = s("start").map(|t| timestamp("start", t)).transpose()?;
+    up.end = s("end").map(|t| timestamp("end", t)).transpose()?;
+    up.family = s("family").map(String::from);
+    if let Some(a) = obj.get("attachments")
+        && !a
+            .as_array()
+            .is_some_and(|a| a.iter().all(|x| x.is_string()))
+    {
+        return Err(Reject::Event("attachments is not a list of names".into()));
+    }
+    up.event = Some(v);
+    Ok(())
+}
+
+/// The older form's fields (`tags[]`, `format`, `runtime`, `recording-start`/`-end`,
+/// `types[i]`), as they are read.
+#[derive(Default)]
+struct Legacy {
+    seen: bool,
+    types: Vec<(usize, String)>,
+    format: Option<String>,
+}
+
+impl Legacy {
+    /// Reads `f` when it is one of the older form's fields (true), else leaves it (false).
+    fn read(&mut self, f: &Field, up: &mut Upload) -> Result<bool, Reject> {
+        let text = || String::from_utf8_lossy(&f.data).into_owned();
+        match f.name.as_str() {
+            "tags[]" => up.tags.push(text()),
+            "format" => self.format = Some(text()),
+            "runtime" => up.family = Some(text()),
+            "recording-start" => up.start = Some(timestamp("recording-start", &text())?),
+            "recording-end" => up.end = Some(timestamp("recording-end", &text())?),
+            n if n.starts_with("types[") && n.ends_with(']') => {
+                let i = n[6..n.len() - 1]
+                    .parse::<usize>()
+                    .map_err(|_| Reject::Malformed(format!("field {n:?}")))?;
+                self.types.push((i, text()));
+            }
+            _ => return Ok(false),
+        }
+        self.seen = true;
+        Ok(true)
+    }
+}
+
+/// One attached file: its name, the stem its stored file is named by, its kind, and (a
+/// pprof) checked within the limits, decompressed where it came compressed.
+fn attachment(f: Field, legacy: &Legacy, limits: &Limits) -> Result<Attachment, Reject> {
+    let (name, stem, kind) = if let Some(i) = f
+        .name
+        .strip_prefix("data[")
+        .and_then(|r| r.strip_suffix(']'))
+        .and_then(|i| i.parse::<usize>().ok())
+    {
+        // The older form: data[i] holds types[i]; `format` says pprof or jfr.
+        let ty = legacy
+            .types
+            .iter()
+            .find(|(j, _)| *j == i)
+            .map(|(_, t)| t.clone())
+            .unwrap_or_else(|| format!("data{i}"));
+        let pprof = legacy.format.as_deref().is_none_or(|f| f == "pprof");
+        let kind = if pprof { Kind::Pprof } else { Kind::Other };
+        let stem = match kind {
+            Kind::Pprof => stem_of(&ty),
+            _ => format!("{ty}.{}", legacy.format.as_deref().unwrap_or("bin")),
+        };
+        (f.name.clone(), stem, kind)
+    } else {
+        let name = f.filename.clone().unwrap_or_else(|| f.name.clone());
+        let kind = if name.ends_with(".pprof") || name == "pprof" {
+            Kind::Pprof
+        } else if name == "metrics.json" {
+            Kind::Metrics
+        } else {
+            Kind::Other
+        };
+        (name.clone(), stem_of(&name), kind)
+    };
+    let compression = crate::pprof::decode::sniff(&f.data);
+    let raw = match kind {
+        // Uncompressed: checked where it is, not copied.
+        Kind::Pprof if compression == Compression::None => {
+            if f.data.len() as u64 > limits.decompressed {
+                return Err(Reject::TooLarge(format!(
+                    "attachment {name}: {} bytes is over the {}-byte decompressed limit",
+                    f.data.len(),
+                    limits.decompressed
+                )));
+            }
+            crate::pprof::decode::prescan(&f.data, limits.fields).map_err(|e| {
+                Reject::Attachment {
+                    name: name.clone(),
+                    why: e.to_string(),
+                }
+            })?;
+            None
+        }
+        Kind::Pprof => {
+            let raw = crate::pprof::decode::decompress(&f.data, limits).map_err(|e| {
+                let why = e.to_string();
+                match e {
+                    crate::pprof::decode::DecodeError::TooLarge { .. }
+                    | crate::pprof::decode::DecodeError::TooLargeDecompressed { .. } => {
+                        Reject::TooLarge(format!("attachment {name}: {why}"))
+                    }
+                    _ => Reject::Attachment {
+                        name: name.clone(),
+                        why,
+                    },
+                }
+            })?;
+            crate::pprof::decode::prescan(&raw, limits.fields).map_err(|e| Reject::Attachment {
+                name: name.clone(),
+                why: e.to_string(),
+            })?;
+            Some(raw)
+        }
+        Kind::Metrics => crate::pprof::decode::decompress(&f.data, limits).ok(),
+        // A compressed file (code provenance, traces) is stored readable when it
+        // decompresses within the limits, else as sent.
+        Kind::Other if compression != Compression::None => {
+            crate::pprof::decode::decompress(&f.data, limits).ok()
+        }
+        Kind::Other => None,
+    };
+    Ok(Attachment {
+        name,
+        stem,
+        kind,
+        data: f.data,
+        compression,
+        raw,
+    })
 }

@@ -17,7 +17,7 @@ use super::form::{Reject, Upload};
 use super::metrics::Metrics;
 use super::queue::{Queue, QueueError, RecordId};
 use super::store::{StoreOptions, Stored};
-use crate::cmd::Outcome;
+use crate::error::Outcome;
 
 /// Everything `agentprof receive` runs with.
 pub struct ReceiveOptions {
@@ -370,7 +370,92 @@ fn emit(stored: &Stored, json: bool, uploads: &std::sync::Mutex<std::fs::File>) 
     }
 }
 
-/// Runs until SIGTERM/SIGINT or `--duration`.
+type Shared<T> = Arc<std::sync::Mutex<T>>;
+
+/// What stores one upload after its 202: shared by the workers.
+struct Worker {
+    store: StoreOptions,
+    metrics: Arc<Metrics>,
+    queue: Queue,
+    uploads: Shared<std::fs::File>,
+    forward: Option<Shared<super::forward::Forwarder>>,
+    figures: Shared<Vec<Box<dyn crate::emit::Forwarder>>>,
+    hostname: String,
+    json: bool,
+}
+
+impl Worker {
+    /// Stores one upload, forwards it, sends its figures, says it, and marks it done in the
+    /// queue (on the blocking pool).
+    fn handle(&self, job: &Job) {
+        let m = &self.metrics;
+        let mut stored =
+            super::store::store(&job.upload, job.headers.clone(), job.received, &self.store);
+        if let Some(f) = &self.forward {
+            let r = crate::pull::lock(f).forward(&job.upload, &job.headers);
+            m.forwards
+                .get_or_create(&vec![(
+                    "result",
+                    if r.is_ok() { "sent" } else { "spooled" }.to_string(),
+                )])
+                .inc();
+            stored.forwarded = Some(r.is_ok());
+            stored.forward_error = r.err();
+        }
+        {
+            let mut fig = crate::pull::lock(&self.figures);
+            if !fig.is_empty() && !stored.profiling_metrics.is_empty() {
+                let metrics = figure_metrics(&stored, &self.hostname);
+                let batch = crate::emit::Batch {
+                    metrics: &metrics,
+                    service_checks: &[],
+                    events: &[],
+                };
+                for f in fig.iter_mut() {
+                    if let Err(e) = f.send(&batch) {
+                        eprintln!("agentprof receive: {}: {e}", f.name());
+                    }
+                }
+            }
+        }
+        let failed = stored.attachments.iter().any(|a| a.error.is_some());
+        m.uploads
+            .get_or_create(&vec![
+                ("language", stored.language.clone()),
+                ("status", if failed { "error" } else { "stored" }.into()),
+            ])
+            .inc();
+        m.stored.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        emit(&stored, self.json, &self.uploads);
+        self.queue.done(job.id);
+        m.queue_depth.dec();
+        m.queue_bytes.set(self.queue.used() as i64);
+    }
+
+    /// Each job on the blocking pool, at most WORKERS at once, until the channel closes.
+    fn start(self: Arc<Self>, mut jobs: mpsc::Receiver<Job>) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let permits = Arc::new(tokio::sync::Semaphore::new(WORKERS));
+            let mut running = tokio::task::JoinSet::new();
+            while let Some(job) = jobs.recv().await {
+                let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
+                    break;
+                };
+                let w = Arc::clone(&self);
+                running.spawn_blocking(move || {
+                    let _permit = permit;
+                    w.handle(&job);
+                });
+                while running.try_join_next().is_some() {}
+            }
+            while running.join_next().await.is_some() {}
+        })
+    }
+}
+
+/// Runs until SIGTERM/SIGINT or `--duration`: the queue opened (what a previous run
+/// acknowledged and did not store goes first), the workers started, the server run; at the
+/// stop, the workers get 10 s, the forwarders flush, and what is left is said.
 pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     let flag = crate::error::UsageError::flag;
     let (queue, replay) =
@@ -382,7 +467,6 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         .append(true)
         .open(opts.store.out.join("uploads.jsonl"))
         .map_err(|e| flag("--out", format!("{}: {e}", opts.store.out.display())))?;
-    let uploads = Arc::new(std::sync::Mutex::new(uploads));
     let metrics = Arc::new(Metrics::new());
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
@@ -390,23 +474,7 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     let bound = listener.local_addr()?;
     if let Some(addr) = opts.metrics_listen {
         let m = Arc::clone(&metrics);
-        let app = axum::Router::new()
-            .route(
-                "/metrics",
-                axum::routing::get(move || {
-                    let m = Arc::clone(&m);
-                    async move {
-                        (
-                            [(
-                                "content-type",
-                                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                            )],
-                            m.render(),
-                        )
-                    }
-                }),
-            )
-            .route("/healthz", axum::routing::get(|| async { "ok\n" }));
+        let app = crate::serve::metrics_router(move || m.render());
         let l = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| flag("--metrics-listen", format!("{addr}: {e}")))?;
@@ -414,11 +482,9 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
             "agentprof receive: metrics on http://{}/metrics",
             l.local_addr()?
         );
-        tokio::spawn(async move {
-            let _ = axum::serve(l, app).await;
-        });
+        crate::serve::spawn(l, app);
     }
-    let (jobs_tx, mut jobs_rx) = mpsc::channel::<Job>(IN_MEMORY);
+    let (jobs_tx, jobs_rx) = mpsc::channel::<Job>(IN_MEMORY);
     let state = Arc::new(State {
         queue: queue.clone(),
         jobs: jobs_tx.clone(),
@@ -428,104 +494,20 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         body_limit: opts.body_limit,
         body_timeout: opts.read_timeout,
     });
-    // The workers: each job on the blocking pool, at most WORKERS at once.
-    let store = Arc::new(opts.store.clone());
-    let json = opts.json;
-    let (m, q, up) = (Arc::clone(&metrics), queue.clone(), Arc::clone(&uploads));
     let forward = opts.forward.map(|f| Arc::new(std::sync::Mutex::new(f)));
-    let fw = forward.clone();
     let figures = Arc::new(std::sync::Mutex::new(opts.figures));
-    let hostname = opts.hostname.clone();
-    let fig = Arc::clone(&figures);
-    let workers = tokio::spawn(async move {
-        let permits = Arc::new(tokio::sync::Semaphore::new(WORKERS));
-        let mut running = tokio::task::JoinSet::new();
-        while let Some(job) = jobs_rx.recv().await {
-            let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
-                break;
-            };
-            let (store, m, q, up) = (
-                Arc::clone(&store),
-                Arc::clone(&m),
-                q.clone(),
-                Arc::clone(&up),
-            );
-            let (fw, fig, hostname) = (fw.clone(), Arc::clone(&fig), hostname.clone());
-            running.spawn_blocking(move || {
-                let _permit = permit;
-                let mut stored =
-                    super::store::store(&job.upload, job.headers.clone(), job.received, &store);
-                if let Some(f) = &fw {
-                    let r = crate::pull::lock(f).forward(&job.upload, &job.headers);
-                    m.forwards
-                        .get_or_create(&vec![(
-                            "result",
-                            if r.is_ok() { "sent" } else { "spooled" }.to_string(),
-                        )])
-                        .inc();
-                    stored.forwarded = Some(r.is_ok());
-                    stored.forward_error = r.err();
-                }
-                {
-                    let mut fig = crate::pull::lock(&fig);
-                    if !fig.is_empty() && !stored.profiling_metrics.is_empty() {
-                        let metrics = figure_metrics(&stored, &hostname);
-                        let batch = crate::emit::Batch {
-                            metrics: &metrics,
-                            service_checks: &[],
-                            events: &[],
-                        };
-                        for f in fig.iter_mut() {
-                            if let Err(e) = f.send(&batch) {
-                                eprintln!("agentprof receive: {}: {e}", f.name());
-                            }
-                        }
-                    }
-                }
-                let failed = stored.attachments.iter().any(|a| a.error.is_some());
-                m.uploads
-                    .get_or_create(&vec![
-                        ("language", stored.language.clone()),
-                        ("status", if failed { "error" } else { "stored" }.into()),
-                    ])
-                    .inc();
-                m.stored.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                emit(&stored, json, &up);
-                q.done(job.id);
-                m.queue_depth.dec();
-                m.queue_bytes.set(q.used() as i64);
-            });
-            while running.try_join_next().is_some() {}
-        }
-        while running.join_next().await.is_some() {}
+    let worker = Arc::new(Worker {
+        store: opts.store.clone(),
+        metrics: Arc::clone(&metrics),
+        queue: queue.clone(),
+        uploads: Arc::new(std::sync::Mutex::new(uploads)),
+        forward: forward.clone(),
+        figures: Arc::clone(&figures),
+        hostname: opts.hostname.clone(),
+        json: opts.json,
     });
-    // What a previous run acknowledged and did not store: first.
-    let replayed = replay.len();
-    for r in replay {
-        let Some((ct, headers, received, body)) = unrecord(r.payload) else {
-            queue.done(r.id);
-            continue;
-        };
-        match super::form::parse(Some(&ct), body, &opts.store.limits).await {
-            Ok(upload) => {
-                metrics.queue_depth.inc();
-                let _ = jobs_tx
-                    .send(Job {
-                        id: r.id,
-                        upload,
-                        headers,
-                        received,
-                    })
-                    .await;
-            }
-            Err(_) => queue.done(r.id),
-        }
-    }
-    if replayed > 0 {
-        eprintln!(
-            "agentprof receive: {replayed} upload(s) acknowledged by the previous run are being stored"
-        );
-    }
+    let workers = worker.start(jobs_rx);
+    replay_queue(replay, &queue, &metrics, &jobs_tx, &opts.store.limits).await;
     if let Some(f) = forward.clone() {
         // The spool is retried every 5 s when no upload comes to carry it.
         tokio::spawn(async move {
@@ -560,7 +542,7 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     };
     tokio::select! {
         () = until => {}
-        () = crate::cmd::k8s::stopped() => {}
+        () = crate::serve::stopped() => {}
     }
     let _ = stop_tx.send(true);
     let _ = server.await;
@@ -568,31 +550,7 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     let left = tokio::time::timeout(Duration::from_secs(10), workers)
         .await
         .is_err();
-    // The figures' forwarders flush, and are dropped off the runtime (HTTP clients).
-    let _ = tokio::task::spawn_blocking(move || {
-        let mut fig = crate::pull::lock(&figures);
-        for f in fig.iter_mut() {
-            let _ = f.flush();
-        }
-        fig.clear();
-    })
-    .await;
-    if let Some(f) = forward {
-        // What waits in the spool gets one more try; the forwarder's blocking client is
-        // dropped off the runtime.
-        let pending = tokio::task::spawn_blocking(move || {
-            let mut f = crate::pull::lock(&f);
-            f.flush();
-            f.pending()
-        })
-        .await
-        .unwrap_or(0);
-        if pending > 0 {
-            eprintln!(
-                "agentprof receive: {pending} forward(s) wait in the spool for the next start"
-            );
-        }
-    }
+    flush_at_stop(figures, forward).await;
     let refused = crate::pull::lock(&metrics.refused).clone();
     eprintln!(
         "agentprof receive: stopped: {} stored, refused {:?}{}",
@@ -609,4 +567,71 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         }
     );
     Ok(Outcome::Success)
+}
+
+/// What a previous run acknowledged and did not store, read back and given to the workers
+/// first; a record that no longer parses is dropped.
+async fn replay_queue(
+    replay: Vec<super::queue::Replayed>,
+    queue: &Queue,
+    metrics: &Metrics,
+    jobs: &mpsc::Sender<Job>,
+    limits: &crate::pprof::decode::Limits,
+) {
+    let replayed = replay.len();
+    for r in replay {
+        let Some((ct, headers, received, body)) = unrecord(r.payload) else {
+            queue.done(r.id);
+            continue;
+        };
+        match super::form::parse(Some(&ct), body, limits).await {
+            Ok(upload) => {
+                metrics.queue_depth.inc();
+                let _ = jobs
+                    .send(Job {
+                        id: r.id,
+                        upload,
+                        headers,
+                        received,
+                    })
+                    .await;
+            }
+            Err(_) => queue.done(r.id),
+        }
+    }
+    if replayed > 0 {
+        eprintln!(
+            "agentprof receive: {replayed} upload(s) acknowledged by the previous run are being stored"
+        );
+    }
+}
+
+/// At the stop: the figures' forwarders flush, and the spool gets one more try (both
+/// dropped off the runtime: their HTTP clients are blocking ones).
+async fn flush_at_stop(
+    figures: Shared<Vec<Box<dyn crate::emit::Forwarder>>>,
+    forward: Option<Shared<super::forward::Forwarder>>,
+) {
+    let _ = tokio::task::spawn_blocking(move || {
+        let mut fig = crate::pull::lock(&figures);
+        for f in fig.iter_mut() {
+            let _ = f.flush();
+        }
+        fig.clear();
+    })
+    .await;
+    if let Some(f) = forward {
+        let pending = tokio::task::spawn_blocking(move || {
+            let mut f = crate::pull::lock(&f);
+            f.flush();
+            f.pending()
+        })
+        .await
+        .unwrap_or(0);
+        if pending > 0 {
+            eprintln!(
+                "agentprof receive: {pending} forward(s) wait in the spool for the next start"
+            );
+        }
+    }
 }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cmd::Outcome;
+use crate::error::Outcome;
 use crate::pprof::decode::Limits;
 
 pub struct UiOptions {
@@ -48,7 +48,7 @@ pub async fn run(opts: UiOptions) -> anyhow::Result<Outcome> {
         let d = opts.duration;
         tokio::select! {
             () = async { match d { Some(d) => tokio::time::sleep(d).await, None => std::future::pending().await } } => {}
-            () = crate::cmd::k8s::stopped() => {}
+            () = crate::serve::stopped() => {}
         }
     };
     axum::serve(listener, app)

@@ -150,7 +150,7 @@ impl Ui {
                 .map(|(_, _, _, p)| Arc::clone(p))
         };
         self.once(format!("profile {id}"), cached, || {
-            let p = crate::cmd::pprof::load(&path, &self.limits)
+            let p = crate::pprof::load(&path, &self.limits)
                 .map_err(|e| Problem::unprocessable(format!("{id}: {e:#}")))?;
             let p = Arc::new(p);
             let mut cache = crate::pull::lock(&self.cache);

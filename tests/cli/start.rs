@@ -212,8 +212,11 @@ fn metrics_listen_serves_the_agents_own_figures() {
     let get = |path: &str| {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
-        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
-            .unwrap();
+        // One request a connection (the server keeps HTTP/1.1 connections open otherwise).
+        s.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .unwrap();
         let mut text = String::new();
         s.read_to_string(&mut text).unwrap();
         text

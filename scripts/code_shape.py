@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""The shape of agentprof's source: its longest functions and largest files.
+
+    python3 scripts/code_shape.py [--limit 80] [--top 25] [--json]
+
+A function is counted from its `fn` line to the closing brace rustfmt puts at the same
+indentation; a file's code is its lines before `#[cfg(test)]` (its unit tests apart).
+Functions whose line before the `fn` (or doc comment block) says `// long:` with a reason are
+listed as such and not counted over the limit.
+"""
+
+import argparse
+import json
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FN = re.compile(r"^(\s*)(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?(?:async\s+)?(?:unsafe\s+)?fn\s+([A-Za-z0-9_]+)")
+
+
+def functions(path):
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    out = []
+    # A file of tests (`tests.rs`, `*_tests.rs`) is a test module as a whole.
+    base = os.path.basename(path)
+    in_tests = base == "tests.rs" or base.endswith("_tests.rs")
+    for i, line in enumerate(lines):
+        if line.startswith("#[cfg(test)]"):
+            in_tests = True
+        m = FN.match(line)
+        if not m or line.rstrip().endswith(";"):
+            continue
+        indent, name = m.group(1), m.group(2)
+        end = None
+        for j in range(i + 1, len(lines)):
+            if lines[j] == indent + "}":
+                end = j
+                break
+        if end is None:
+            continue
+        reason = None
+        k = i - 1
+        while k >= 0 and (lines[k].strip().startswith("///") or lines[k].strip().startswith("#[")
+                          or lines[k].strip().startswith("// long:")):
+            if lines[k].strip().startswith("// long:"):
+                reason = lines[k].strip()[len("// long:"):].strip()
+            k -= 1
+        out.append({"file": os.path.relpath(path, ROOT), "line": i + 1, "name": name,
+                    "lines": end - i + 1, "test": in_tests, "reason": reason})
+    return out
+
+
+def code_lines(path):
+    base = os.path.basename(path)
+    if base == "tests.rs" or base.endswith("_tests.rs"):
+        return 0
+    n = 0
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#[cfg(test)]"):
+                break
+            n += 1
+    return n
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--limit", type=int, default=80)
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    fns, files = [], []
+    for d, _, names in os.walk(os.path.join(ROOT, "src")):
+        for n in names:
+            if n.endswith(".rs"):
+                p = os.path.join(d, n)
+                fns += functions(p)
+                files.append({"file": os.path.relpath(p, ROOT), "code_lines": code_lines(p)})
+    fns = [f for f in fns if not f["test"]]
+    fns.sort(key=lambda f: -f["lines"])
+    files.sort(key=lambda f: -f["code_lines"])
+    over = [f for f in fns if f["lines"] > a.limit and not f["reason"]]
+    doc = {"limit": a.limit, "functions_over_limit": len(over), "longest": fns[: a.top],
+           "excused": [f for f in fns if f["lines"] > a.limit and f["reason"]],
+           "files_over_600": [f for f in files if f["code_lines"] > 600], "largest": files[: a.top]}
+    if a.json:
+        print(json.dumps(doc, indent=2))
+        return
+    print(f"{len(over)} functions over {a.limit} lines (without a reason beside them)")
+    for f in fns[: a.top]:
+        why = f"  (long: {f['reason']})" if f["reason"] else ""
+        print(f"{f['lines']:5}  {f['file']}:{f['line']}  {f['name']}{why}")
+    print()
+    print(f"{len(doc['files_over_600'])} files over 600 lines of code (before their tests)")
+    for f in files[: min(a.top, 15)]:
+        print(f"{f['code_lines']:5}  {f['file']}")
+
+
+if __name__ == "__main__":
+    main()
