@@ -4,10 +4,12 @@
 //! `--duration`, flushing every forwarder and printing the summary.
 
 mod agent_metrics;
+mod devmode;
 mod logfile;
 mod openmetrics;
 mod pool;
 mod schedule;
+mod setup;
 mod stats;
 mod summary;
 
@@ -21,16 +23,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::checks::{CheckKind, Registry, Runner};
+use crate::checks::CheckKind;
 use crate::config::{AgentConfig, CheckConf};
-use crate::emit::{Batch, Forwarder};
-use crate::error::UsageError;
+use crate::emit::Batch;
 use crate::metrics::{Aggregator, Flushed, Sink};
 use crate::render::collector_log;
 use crate::signal;
 
-use logfile::{LogSink, RotatingFile};
+use devmode::{AGENT_HZ, DevProfile, agent_top_calls, log_top_calls, write_agent_profile};
 use schedule::{DEFAULT_INTERVAL, Msg};
+use setup::{Outputs, Started, load_checks, start_checks};
 
 /// How long running checks get to finish once the agent is asked to stop.
 const GRACE: Duration = Duration::from_secs(3);
@@ -114,268 +116,6 @@ pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentRep
     let mut collector = Collector::new(config, opts, outputs, started, which, dev, report);
     collector.run(&rx, &stop);
     Ok(collector.finish())
-}
-
-/// Every check configured in conf.d, loaded; one that cannot be is said and recorded, and
-/// none at all is a configuration error.
-fn load_checks(
-    config: &AgentConfig,
-    report: &mut AgentReport,
-) -> anyhow::Result<Vec<crate::checks::LoadedCheck>> {
-    let registry = Registry::new(config);
-    let mut checks = Vec::new();
-    for name in configured_checks(&config.confd_path) {
-        match registry.load(&name) {
-            Ok(loaded) => {
-                for w in &loaded.warnings {
-                    eprintln!("agentprof: warning: {w}");
-                }
-                checks.push(loaded);
-            }
-            Err(e) => {
-                eprintln!("agentprof: {name} not started: {e}");
-                report.config_errors.push(format!("{name}: {e}"));
-            }
-        }
-    }
-    if checks.is_empty() {
-        return Err(UsageError::config(
-            &config.confd_path,
-            "no check is configured here (add NAME.yaml with `instances:`; see conf.d/*.yaml.example)",
-        )
-        .into());
-    }
-    Ok(checks)
-}
-
-/// Where what the agent collects goes: the forwarders, collector.log, /metrics, and the log
-/// level.
-struct Outputs {
-    forwarders: Vec<Box<dyn Forwarder>>,
-    log: LogSink,
-    exported: Option<Arc<openmetrics::OpenMetrics>>,
-    level: Level,
-}
-
-impl Outputs {
-    fn open(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<Outputs> {
-        // Metrics go where agentprof.yaml sends them; to stdout only when asked
-        // (`metrics_file: -`), so the terminal shows the agent, not a stream of JSON lines.
-        let forwarders = crate::emit::configured(config)?;
-        if forwarders.is_empty() {
-            eprintln!(
-                "agentprof: metrics are not forwarded (set dogstatsd_url, api_key or metrics_file in agentprof.yaml; metrics_file: - prints them as JSON lines)"
-            );
-        }
-        // Developer mode is its collector.log blocks: with no log configured they go to
-        // ./collector.log, said at start, rather than nowhere.
-        let default_log = PathBuf::from(DEFAULT_LOG);
-        let configured_log = opts.log.as_ref().or(config.log_file.as_ref());
-        let log_path = match configured_log {
-            Some(p) => Some(p),
-            None if opts.developer_mode => {
-                eprintln!(
-                    "agentprof: developer mode logs to {} (set log_file: or --log PATH; --log - for stdout)",
-                    std::path::absolute(&default_log)
-                        .unwrap_or_else(|_| default_log.clone())
-                        .display()
-                );
-                Some(&default_log)
-            }
-            None => None,
-        };
-        let log = match log_path {
-            Some(p) if p.as_os_str() == "-" => LogSink::Stdout,
-            Some(p) => LogSink::File(
-                RotatingFile::open(p, config.log_file_max_size, config.log_file_max_rolls)
-                    .map_err(|e| {
-                        UsageError::flag("--log", format!("cannot append to {}: {e}", p.display()))
-                    })?,
-            ),
-            None => LogSink::None,
-        };
-        let exported = match &opts.metrics_listen {
-            Some(addr) => Some(serve_metrics(addr)?),
-            None => None,
-        };
-        let level = match &config.log_level {
-            Some(l) => Level::parse(l).map_err(|e| UsageError::flag("log_level", e))?,
-            None if opts.developer_mode => Level::Debug,
-            None => Level::Info,
-        };
-        Ok(Outputs {
-            forwarders,
-            log,
-            exported,
-            level,
-        })
-    }
-
-    /// Sends `batch` to every forwarder (the first five failures said); the seconds it took.
-    fn forward(&mut self, batch: &Batch<'_>, errors: &mut u64) -> f64 {
-        let t = Instant::now();
-        for f in self.forwarders.iter_mut() {
-            if let Err(e) = f.send(batch) {
-                *errors += 1;
-                if *errors <= 5 {
-                    eprintln!("agentprof: {}: {e}", f.name());
-                }
-            }
-        }
-        t.elapsed().as_secs_f64()
-    }
-}
-
-/// `--metrics-listen`: the agent's own figures on /metrics, from a thread of their own.
-fn serve_metrics(addr: &str) -> anyhow::Result<Arc<openmetrics::OpenMetrics>> {
-    let listener = std::net::TcpListener::bind(addr).map_err(|e| {
-        UsageError::flag("--metrics-listen", format!("cannot listen on {addr}: {e}"))
-    })?;
-    if let Ok(local) = listener.local_addr() {
-        eprintln!("agentprof: serving http://{local}/metrics");
-    }
-    let m = Arc::new(openmetrics::OpenMetrics::new());
-    let shown = Arc::clone(&m);
-    crate::serve::on_thread(
-        listener,
-        crate::serve::metrics_router(move || shown.render()),
-        "metrics-listen",
-    )
-    .map_err(|e| UsageError::flag("--metrics-listen", format!("cannot serve on {addr}: {e}")))?;
-    Ok(m)
-}
-
-/// Developer mode samples the whole agent process (every thread) at 99 Hz.
-struct DevProfile {
-    sampler: Option<crate::profile::Sampler>,
-    profile: Option<crate::profile::CallProfile>,
-}
-
-impl DevProfile {
-    fn start(developer_mode: bool) -> DevProfile {
-        let mut dev = DevProfile {
-            sampler: None,
-            profile: None,
-        };
-        if !developer_mode {
-            return dev;
-        }
-        let mut s = crate::profile::Sampler::new_process(AGENT_HZ);
-        match s.start_process() {
-            Ok(()) => {
-                dev.sampler = Some(s);
-                dev.profile = Some(crate::profile::CallProfile::new(
-                    crate::profile::ProfileKind::Cpu,
-                    AGENT_HZ,
-                    (unix_now() * 1e9) as i64,
-                ));
-            }
-            Err(e) => eprintln!("agentprof: warning: the agent is not sampled: {e:#}"),
-        }
-        dev
-    }
-}
-
-type PythonHosts = Vec<(
-    String,
-    Arc<std::sync::Mutex<crate::checks::python::PythonHost>>,
-)>;
-
-/// The check threads started, and what the loop needs to know of them.
-struct Started {
-    kinds: HashMap<String, CheckKind>,
-    summaries: HashMap<String, CheckSummary>,
-    python_hosts: PythonHosts,
-    /// The shortest interval of any instance.
-    shortest: Duration,
-    /// Threads (and the built-ins' pool) still to say they are done.
-    running: usize,
-    pool: Option<pool::Pool>,
-}
-
-/// A thread per Python or process check, a shared pool for the built-ins; a check that
-/// cannot start is recorded and the others run.
-fn start_checks(
-    checks: Vec<crate::checks::LoadedCheck>,
-    config: &AgentConfig,
-    opts: &StartOptions,
-    tx: &mpsc::Sender<Msg>,
-    stop: &Arc<AtomicBool>,
-    report: &mut AgentReport,
-) -> Started {
-    let mut st = Started {
-        kinds: HashMap::new(),
-        summaries: HashMap::new(),
-        python_hosts: Vec::new(),
-        shortest: DEFAULT_INTERVAL,
-        running: 0,
-        pool: None,
-    };
-    let mut builtins = Vec::new();
-    for loaded in checks {
-        let intervals: Vec<Duration> = loaded
-            .instances
-            .iter()
-            .map(|(c, _)| {
-                c.min_collection_interval
-                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
-                    .unwrap_or(DEFAULT_INTERVAL)
-            })
-            .collect();
-        st.shortest = intervals.iter().copied().fold(st.shortest, Duration::min);
-        let name = loaded.name.clone();
-        st.kinds.insert(name.clone(), loaded.kind);
-        st.summaries
-            .insert(name.clone(), CheckSummary::new(&name, loaded.kind.label()));
-        if loaded.kind == CheckKind::Builtin {
-            builtins.push(loaded);
-            continue;
-        }
-        if let Some(host) = &loaded.python {
-            // A check that cannot be loaded is reported once and not scheduled, as the
-            // Agent's collector does; the other checks run.
-            if let Err(e) = crate::error::UsageError::load_python(host) {
-                report.config_errors.push(e.to_string());
-                continue;
-            }
-            st.python_hosts.push((name.clone(), Arc::clone(host)));
-        }
-        // Developer mode profiles Python checks with cProfile, for the periodic top calls.
-        let python_profile =
-            (opts.developer_mode && loaded.kind == CheckKind::Python).then_some(1000);
-        let runner = Runner::new(loaded, config, None, python_profile, false);
-        let (tx, stop) = (tx.clone(), Arc::clone(stop));
-        let spawned = std::thread::Builder::new()
-            .name(format!("check-{name}"))
-            .spawn(move || schedule::run_check(name, runner, intervals, tx, stop));
-        match spawned {
-            Ok(_) => st.running += 1,
-            Err(e) => report
-                .config_errors
-                .push(format!("cannot start a thread: {e}")),
-        }
-    }
-    // Built-in checks share a few threads; outside developer mode only their run time is
-    // measured (process snapshots per run cost more than these small checks).
-    if !builtins.is_empty() {
-        let pool = pool::Pool::start(
-            builtins,
-            config,
-            config.check_runners,
-            opts.developer_mode,
-            tx.clone(),
-        );
-        match pool {
-            Ok(p) => {
-                st.running += 1;
-                st.pool = Some(p);
-            }
-            Err(e) => report
-                .config_errors
-                .push(format!("cannot start the check runners: {e}")),
-        }
-    }
-    st
 }
 
 /// The collector loop: what the check threads report, forwarded and summed; the agent's own
@@ -635,109 +375,6 @@ fn new_aggregator(config: &AgentConfig) -> Aggregator {
         &config.tags,
         config.histogram.clone(),
     )
-}
-
-/// Sampling frequency of the agent's own profile, as Go's default (not a divisor of timers).
-const AGENT_HZ: u32 = 99;
-
-/// The agent's top 20 functions by cumulative samples, `go tool pprof -top -cum` style.
-fn agent_top_calls(p: &crate::profile::CallProfile) -> String {
-    let t = crate::profile::top(p, 20);
-    let ms = |n: u64| n as f64 * p.period_ns as f64 / 1e6;
-    let pct = |n: u64| n as f64 / t.total_samples.max(1) as f64 * 100.0;
-    let origin = format!("collector(profile.rs:{})", line!());
-    let mut out = collector_log::line(
-        unix_now(),
-        "DEBUG",
-        &origin,
-        &format!(
-            "agent: {} samples at {AGENT_HZ} Hz ({:.1}ms of CPU), top {} of {} functions by cumulative time; {} more samples went to naming the sampled functions (not shown)",
-            t.total_samples,
-            ms(t.total_samples),
-            t.rows.len(),
-            t.functions,
-            crate::profile::Sampler::not_sampled()
-        ),
-    );
-    out.push_str("      flat  flat%   sum%        cum   cum%\n");
-    let mut sum = 0;
-    for r in &t.rows {
-        sum += r.flat;
-        out.push_str(&format!(
-            "{:>8.2}ms {:>5.2}% {:>5.2}% {:>8.2}ms {:>5.2}%  {}\n",
-            ms(r.flat),
-            pct(r.flat),
-            pct(sum),
-            ms(r.cum),
-            pct(r.cum),
-            r.function
-        ));
-    }
-    out
-}
-
-/// Writes `agent-TIME.svg` and `.pb.gz` into `dir` (TIME in RFC 3339, as `pull` names its
-/// files); the paths written.
-fn write_agent_profile(dir: &Path, p: &crate::profile::CallProfile) -> Vec<PathBuf> {
-    if p.total_samples() == 0 {
-        eprintln!("agentprof: the agent used too little CPU to be sampled: no profile written");
-        return Vec::new();
-    }
-    if let Err(e) = std::fs::create_dir_all(dir) {
-        eprintln!("agentprof: cannot create {}: {e}", dir.display());
-        return Vec::new();
-    }
-    let stem = format!("agent-{}", crate::duration::file_stamp());
-    let mut written = Vec::new();
-    let pb = dir.join(format!("{stem}.pb.gz"));
-    match crate::pprof::encode_gzip(p).and_then(|b| std::fs::write(&pb, b)) {
-        Ok(()) => written.push(pb),
-        Err(e) => eprintln!("agentprof: cannot write {}: {e}", pb.display()),
-    }
-    let svg = dir.join(format!("{stem}.svg"));
-    let drawn = std::fs::File::create(&svg)
-        .map_err(anyhow::Error::from)
-        .and_then(|f| {
-            crate::profile::write_flamegraph(
-                p,
-                "agentprof start — the agent",
-                std::io::BufWriter::new(f),
-            )
-        });
-    match drawn {
-        Ok(()) => written.push(svg),
-        Err(e) => eprintln!("agentprof: cannot write {}: {e:#}", svg.display()),
-    }
-    for w in &written {
-        eprintln!("agentprof: wrote {}", w.display());
-    }
-    written
-}
-
-/// Every `collector_profile_interval` loops: the top 20 calls of each Python check since it
-/// started, in pstats' layout. A check busy running right now is logged at the next interval.
-fn log_top_calls(
-    log: &mut LogSink,
-    hosts: &[(
-        String,
-        Arc<std::sync::Mutex<crate::checks::python::PythonHost>>,
-    )],
-) {
-    for (name, host) in hosts {
-        let Ok(mut h) = host.try_lock() else { continue };
-        let Ok(report) = h.pstats(20, false) else {
-            continue;
-        };
-        let view = crate::render::pstats::PstatsView { report, top: 20 };
-        let origin = format!("collector(profile.rs:{})", line!());
-        log.write(&collector_log::line(
-            unix_now(),
-            "DEBUG",
-            &origin,
-            &format!("{name}: top calls"),
-        ));
-        log.write(&crate::render::pstats::render(&view));
-    }
 }
 
 pub fn render_summary(report: &AgentReport) -> String {

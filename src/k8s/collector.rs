@@ -82,6 +82,24 @@ pub(super) struct Shared {
     pub(super) json: bool,
 }
 
+impl Shared {
+    /// How pull's collection runs for a capture: files under `out`, a one-row top (its
+    /// figures), the upload when there is an uploader (its URL is the uploader's own).
+    pub(super) fn pull_options(&self, body_size_limit_mb: u64) -> PullOptions {
+        PullOptions {
+            out: self.out.clone(),
+            top: 1,
+            upload: self
+                .uploader
+                .as_ref()
+                .map(|_| reqwest::Url::parse("http://upload.invalid/").expect("a constant URL")),
+            body_size_limit_mb,
+            hostname: self.hostname.clone(),
+            ..Default::default()
+        }
+    }
+}
+
 pub(super) struct Collector {
     pub(super) opts: RunOptions,
     pub(super) shared: Arc<Shared>,
@@ -595,17 +613,7 @@ impl Capture {
     fn run(self) {
         let shared = &self.shared;
         let t0 = std::time::Instant::now();
-        let pull_opts = PullOptions {
-            out: shared.out.clone(),
-            top: 1,
-            upload: shared
-                .uploader
-                .as_ref()
-                .map(|_| reqwest::Url::parse("http://upload.invalid/").expect("a constant URL")),
-            body_size_limit_mb: self.body_limit,
-            hostname: shared.hostname.clone(),
-            ..Default::default()
-        };
+        let pull_opts = shared.pull_options(self.body_limit);
         let job = Job {
             target: &self.target,
             client: &self.client,

@@ -252,17 +252,7 @@ fn start_statics(c: &mut Collector) -> Option<(Cancel, tokio::task::JoinHandle<(
         serde_json::json!({"targets": targets.iter().map(|t| crate::pull::fetch::redact(&t.url)).collect::<Vec<_>>()}),
     );
     let handle = tokio::task::spawn_blocking(move || {
-        let opts = crate::pull::PullOptions {
-            out: shared.out.clone(),
-            top: 1,
-            upload: shared
-                .uploader
-                .as_ref()
-                .map(|_| reqwest::Url::parse("http://upload.invalid/").expect("a constant URL")),
-            hostname: shared.hostname.clone(),
-            body_size_limit_mb: 32,
-            ..Default::default()
-        };
+        let opts = shared.pull_options(32);
         let on = crate::pull::Shared {
             cache: &shared.cache,
             uploader: shared.uploader.as_ref(),

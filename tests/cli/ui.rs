@@ -799,6 +799,7 @@ fn ui_says_what_is_wrong_and_what_is_exposed() {
 /// serves anyway.
 #[test]
 fn ui_open_starts_the_browser_on_the_page() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let sb = Sandbox::new();
     corpus(&sb);
     sb.write(

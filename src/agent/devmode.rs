@@ -1,0 +1,143 @@
+//! Developer mode's own outputs: the agent sampled at 99 Hz, its top calls and the Python
+//! checks' in collector.log, its whole-run flamegraph and pprof file.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::logfile::LogSink;
+use super::unix_now;
+use crate::render::collector_log;
+
+/// Developer mode samples the whole agent process (every thread) at 99 Hz.
+pub(super) struct DevProfile {
+    pub(super) sampler: Option<crate::profile::Sampler>,
+    pub(super) profile: Option<crate::profile::CallProfile>,
+}
+
+impl DevProfile {
+    pub(super) fn start(developer_mode: bool) -> DevProfile {
+        let mut dev = DevProfile {
+            sampler: None,
+            profile: None,
+        };
+        if !developer_mode {
+            return dev;
+        }
+        let mut s = crate::profile::Sampler::new_process(AGENT_HZ);
+        match s.start_process() {
+            Ok(()) => {
+                dev.sampler = Some(s);
+                dev.profile = Some(crate::profile::CallProfile::new(
+                    crate::profile::ProfileKind::Cpu,
+                    AGENT_HZ,
+                    (unix_now() * 1e9) as i64,
+                ));
+            }
+            Err(e) => eprintln!("agentprof: warning: the agent is not sampled: {e:#}"),
+        }
+        dev
+    }
+}
+
+/// Sampling frequency of the agent's own profile, as Go's default (not a divisor of timers).
+pub(super) const AGENT_HZ: u32 = 99;
+
+/// The agent's top 20 functions by cumulative samples, `go tool pprof -top -cum` style.
+pub(super) fn agent_top_calls(p: &crate::profile::CallProfile) -> String {
+    let t = crate::profile::top(p, 20);
+    let ms = |n: u64| n as f64 * p.period_ns as f64 / 1e6;
+    let pct = |n: u64| n as f64 / t.total_samples.max(1) as f64 * 100.0;
+    let origin = format!("collector(profile.rs:{})", line!());
+    let mut out = collector_log::line(
+        unix_now(),
+        "DEBUG",
+        &origin,
+        &format!(
+            "agent: {} samples at {AGENT_HZ} Hz ({:.1}ms of CPU), top {} of {} functions by cumulative time; {} more samples went to naming the sampled functions (not shown)",
+            t.total_samples,
+            ms(t.total_samples),
+            t.rows.len(),
+            t.functions,
+            crate::profile::Sampler::not_sampled()
+        ),
+    );
+    out.push_str("      flat  flat%   sum%        cum   cum%\n");
+    let mut sum = 0;
+    for r in &t.rows {
+        sum += r.flat;
+        out.push_str(&format!(
+            "{:>8.2}ms {:>5.2}% {:>5.2}% {:>8.2}ms {:>5.2}%  {}\n",
+            ms(r.flat),
+            pct(r.flat),
+            pct(sum),
+            ms(r.cum),
+            pct(r.cum),
+            r.function
+        ));
+    }
+    out
+}
+
+/// Writes `agent-TIME.svg` and `.pb.gz` into `dir` (TIME in RFC 3339, as `pull` names its
+/// files); the paths written.
+pub(super) fn write_agent_profile(dir: &Path, p: &crate::profile::CallProfile) -> Vec<PathBuf> {
+    if p.total_samples() == 0 {
+        eprintln!("agentprof: the agent used too little CPU to be sampled: no profile written");
+        return Vec::new();
+    }
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!("agentprof: cannot create {}: {e}", dir.display());
+        return Vec::new();
+    }
+    let stem = format!("agent-{}", crate::duration::file_stamp());
+    let mut written = Vec::new();
+    let pb = dir.join(format!("{stem}.pb.gz"));
+    match crate::pprof::encode_gzip(p).and_then(|b| std::fs::write(&pb, b)) {
+        Ok(()) => written.push(pb),
+        Err(e) => eprintln!("agentprof: cannot write {}: {e}", pb.display()),
+    }
+    let svg = dir.join(format!("{stem}.svg"));
+    let drawn = std::fs::File::create(&svg)
+        .map_err(anyhow::Error::from)
+        .and_then(|f| {
+            crate::profile::write_flamegraph(
+                p,
+                "agentprof start — the agent",
+                std::io::BufWriter::new(f),
+            )
+        });
+    match drawn {
+        Ok(()) => written.push(svg),
+        Err(e) => eprintln!("agentprof: cannot write {}: {e:#}", svg.display()),
+    }
+    for w in &written {
+        eprintln!("agentprof: wrote {}", w.display());
+    }
+    written
+}
+
+/// Every `collector_profile_interval` loops: the top 20 calls of each Python check since it
+/// started, in pstats' layout. A check busy running right now is logged at the next interval.
+pub(super) fn log_top_calls(
+    log: &mut LogSink,
+    hosts: &[(
+        String,
+        Arc<std::sync::Mutex<crate::checks::python::PythonHost>>,
+    )],
+) {
+    for (name, host) in hosts {
+        let Ok(mut h) = host.try_lock() else { continue };
+        let Ok(report) = h.pstats(20, false) else {
+            continue;
+        };
+        let view = crate::render::pstats::PstatsView { report, top: 20 };
+        let origin = format!("collector(profile.rs:{})", line!());
+        log.write(&collector_log::line(
+            unix_now(),
+            "DEBUG",
+            &origin,
+            &format!("{name}: top calls"),
+        ));
+        log.write(&crate::render::pstats::render(&view));
+    }
+}

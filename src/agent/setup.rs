@@ -1,0 +1,250 @@
+//! What `agentprof start` sets up before its loop: the checks loaded, the outputs opened
+//! (forwarders, collector.log, /metrics), the check threads and the built-ins' pool started.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::logfile::{Level, LogSink, RotatingFile};
+use super::schedule::{self, DEFAULT_INTERVAL, Msg};
+use super::{
+    AgentReport, CheckSummary, DEFAULT_LOG, StartOptions, configured_checks, openmetrics, pool,
+};
+use crate::checks::{CheckKind, Registry, Runner};
+use crate::config::AgentConfig;
+use crate::emit::{Batch, Forwarder};
+use crate::error::UsageError;
+
+/// Every check configured in conf.d, loaded; one that cannot be is said and recorded, and
+/// none at all is a configuration error.
+pub(super) fn load_checks(
+    config: &AgentConfig,
+    report: &mut AgentReport,
+) -> anyhow::Result<Vec<crate::checks::LoadedCheck>> {
+    let registry = Registry::new(config);
+    let mut checks = Vec::new();
+    for name in configured_checks(&config.confd_path) {
+        match registry.load(&name) {
+            Ok(loaded) => {
+                for w in &loaded.warnings {
+                    eprintln!("agentprof: warning: {w}");
+                }
+                checks.push(loaded);
+            }
+            Err(e) => {
+                eprintln!("agentprof: {name} not started: {e}");
+                report.config_errors.push(format!("{name}: {e}"));
+            }
+        }
+    }
+    if checks.is_empty() {
+        return Err(UsageError::config(
+            &config.confd_path,
+            "no check is configured here (add NAME.yaml with `instances:`; see conf.d/*.yaml.example)",
+        )
+        .into());
+    }
+    Ok(checks)
+}
+
+/// Where what the agent collects goes: the forwarders, collector.log, /metrics, and the log
+/// level.
+pub(super) struct Outputs {
+    pub(super) forwarders: Vec<Box<dyn Forwarder>>,
+    pub(super) log: LogSink,
+    pub(super) exported: Option<Arc<openmetrics::OpenMetrics>>,
+    pub(super) level: Level,
+}
+
+impl Outputs {
+    pub(super) fn open(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<Outputs> {
+        // Metrics go where agentprof.yaml sends them; to stdout only when asked
+        // (`metrics_file: -`), so the terminal shows the agent, not a stream of JSON lines.
+        let forwarders = crate::emit::configured(config)?;
+        if forwarders.is_empty() {
+            eprintln!(
+                "agentprof: metrics are not forwarded (set dogstatsd_url, api_key or metrics_file in agentprof.yaml; metrics_file: - prints them as JSON lines)"
+            );
+        }
+        // Developer mode is its collector.log blocks: with no log configured they go to
+        // ./collector.log, said at start, rather than nowhere.
+        let default_log = PathBuf::from(DEFAULT_LOG);
+        let configured_log = opts.log.as_ref().or(config.log_file.as_ref());
+        let log_path = match configured_log {
+            Some(p) => Some(p),
+            None if opts.developer_mode => {
+                eprintln!(
+                    "agentprof: developer mode logs to {} (set log_file: or --log PATH; --log - for stdout)",
+                    std::path::absolute(&default_log)
+                        .unwrap_or_else(|_| default_log.clone())
+                        .display()
+                );
+                Some(&default_log)
+            }
+            None => None,
+        };
+        let log = match log_path {
+            Some(p) if p.as_os_str() == "-" => LogSink::Stdout,
+            Some(p) => LogSink::File(
+                RotatingFile::open(p, config.log_file_max_size, config.log_file_max_rolls)
+                    .map_err(|e| {
+                        UsageError::flag("--log", format!("cannot append to {}: {e}", p.display()))
+                    })?,
+            ),
+            None => LogSink::None,
+        };
+        let exported = match &opts.metrics_listen {
+            Some(addr) => Some(serve_metrics(addr)?),
+            None => None,
+        };
+        let level = match &config.log_level {
+            Some(l) => Level::parse(l).map_err(|e| UsageError::flag("log_level", e))?,
+            None if opts.developer_mode => Level::Debug,
+            None => Level::Info,
+        };
+        Ok(Outputs {
+            forwarders,
+            log,
+            exported,
+            level,
+        })
+    }
+
+    /// Sends `batch` to every forwarder (the first five failures said); the seconds it took.
+    pub(super) fn forward(&mut self, batch: &Batch<'_>, errors: &mut u64) -> f64 {
+        let t = Instant::now();
+        for f in self.forwarders.iter_mut() {
+            if let Err(e) = f.send(batch) {
+                *errors += 1;
+                if *errors <= 5 {
+                    eprintln!("agentprof: {}: {e}", f.name());
+                }
+            }
+        }
+        t.elapsed().as_secs_f64()
+    }
+}
+
+/// `--metrics-listen`: the agent's own figures on /metrics, from a thread of their own.
+fn serve_metrics(addr: &str) -> anyhow::Result<Arc<openmetrics::OpenMetrics>> {
+    let listener = std::net::TcpListener::bind(addr).map_err(|e| {
+        UsageError::flag("--metrics-listen", format!("cannot listen on {addr}: {e}"))
+    })?;
+    if let Ok(local) = listener.local_addr() {
+        eprintln!("agentprof: serving http://{local}/metrics");
+    }
+    let m = Arc::new(openmetrics::OpenMetrics::new());
+    let shown = Arc::clone(&m);
+    crate::serve::on_thread(
+        listener,
+        crate::serve::metrics_router(move || shown.render()),
+        "metrics-listen",
+    )
+    .map_err(|e| UsageError::flag("--metrics-listen", format!("cannot serve on {addr}: {e}")))?;
+    Ok(m)
+}
+
+pub(super) type PythonHosts = Vec<(
+    String,
+    Arc<std::sync::Mutex<crate::checks::python::PythonHost>>,
+)>;
+
+/// The check threads started, and what the loop needs to know of them.
+pub(super) struct Started {
+    pub(super) kinds: HashMap<String, CheckKind>,
+    pub(super) summaries: HashMap<String, CheckSummary>,
+    pub(super) python_hosts: PythonHosts,
+    /// The shortest interval of any instance.
+    pub(super) shortest: Duration,
+    /// Threads (and the built-ins' pool) still to say they are done.
+    pub(super) running: usize,
+    pub(super) pool: Option<pool::Pool>,
+}
+
+/// A thread per Python or process check, a shared pool for the built-ins; a check that
+/// cannot start is recorded and the others run.
+pub(super) fn start_checks(
+    checks: Vec<crate::checks::LoadedCheck>,
+    config: &AgentConfig,
+    opts: &StartOptions,
+    tx: &mpsc::Sender<Msg>,
+    stop: &Arc<AtomicBool>,
+    report: &mut AgentReport,
+) -> Started {
+    let mut st = Started {
+        kinds: HashMap::new(),
+        summaries: HashMap::new(),
+        python_hosts: Vec::new(),
+        shortest: DEFAULT_INTERVAL,
+        running: 0,
+        pool: None,
+    };
+    let mut builtins = Vec::new();
+    for loaded in checks {
+        let intervals: Vec<Duration> = loaded
+            .instances
+            .iter()
+            .map(|(c, _)| {
+                c.min_collection_interval
+                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                    .unwrap_or(DEFAULT_INTERVAL)
+            })
+            .collect();
+        st.shortest = intervals.iter().copied().fold(st.shortest, Duration::min);
+        let name = loaded.name.clone();
+        st.kinds.insert(name.clone(), loaded.kind);
+        st.summaries
+            .insert(name.clone(), CheckSummary::new(&name, loaded.kind.label()));
+        if loaded.kind == CheckKind::Builtin {
+            builtins.push(loaded);
+            continue;
+        }
+        if let Some(host) = &loaded.python {
+            // A check that cannot be loaded is reported once and not scheduled, as the
+            // Agent's collector does; the other checks run.
+            if let Err(e) = crate::error::UsageError::load_python(host) {
+                report.config_errors.push(e.to_string());
+                continue;
+            }
+            st.python_hosts.push((name.clone(), Arc::clone(host)));
+        }
+        // Developer mode profiles Python checks with cProfile, for the periodic top calls.
+        let python_profile =
+            (opts.developer_mode && loaded.kind == CheckKind::Python).then_some(1000);
+        let runner = Runner::new(loaded, config, None, python_profile, false);
+        let (tx, stop) = (tx.clone(), Arc::clone(stop));
+        let spawned = std::thread::Builder::new()
+            .name(format!("check-{name}"))
+            .spawn(move || schedule::run_check(name, runner, intervals, tx, stop));
+        match spawned {
+            Ok(_) => st.running += 1,
+            Err(e) => report
+                .config_errors
+                .push(format!("cannot start a thread: {e}")),
+        }
+    }
+    // Built-in checks share a few threads; outside developer mode only their run time is
+    // measured (process snapshots per run cost more than these small checks).
+    if !builtins.is_empty() {
+        let pool = pool::Pool::start(
+            builtins,
+            config,
+            config.check_runners,
+            opts.developer_mode,
+            tx.clone(),
+        );
+        match pool {
+            Ok(p) => {
+                st.running += 1;
+                st.pool = Some(p);
+            }
+            Err(e) => report
+                .config_errors
+                .push(format!("cannot start the check runners: {e}")),
+        }
+    }
+    st
+}
