@@ -1,14 +1,17 @@
-//! One capture's record: a line of `<out>/captures.jsonl` (docs/json.md), the `capture`
-//! event, and a line on stderr.
+//! One capture: pull's collection of the target, run on the blocking pool, and its record —
+//! a line of `<out>/captures.jsonl` (docs/json.md), the `capture` event, a line on stderr.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::Serialize;
+use tokio::sync::mpsc;
 
-use super::collector::{Cause, Shared};
+use super::collector::{Cause, Done, Shared};
 use super::targets::Found;
 use super::trigger::Fired;
-use crate::pull::{Collection, lock};
+use crate::pull::fetch::Cancel;
+use crate::pull::{Collection, Job, lock};
 
 #[derive(Serialize)]
 pub(super) struct CaptureLine<'a> {
@@ -63,6 +66,78 @@ fn profiles_of(c: &Collection) -> Vec<CaptureProfile<'_>> {
                 .map(|r| r.function.as_str()),
         })
         .collect()
+}
+
+/// One capture of one target, run on the blocking pool: pull's collection, the capture
+/// recorded (what was fetched before a cut is kept), the collector told.
+pub(super) struct Capture {
+    pub(super) target: crate::pull::Target,
+    pub(super) client: Arc<reqwest::blocking::Client>,
+    pub(super) seq: u64,
+    pub(super) dir: PathBuf,
+    pub(super) id: String,
+    pub(super) cancel: Cancel,
+    pub(super) shared: Arc<Shared>,
+    pub(super) done: mpsc::UnboundedSender<Done>,
+    pub(super) body_limit: u64,
+    pub(super) found: Found,
+    pub(super) cause: Cause,
+    pub(super) fired: Option<Fired>,
+    pub(super) tags: Vec<String>,
+    pub(super) latency_ms: Option<f64>,
+}
+
+impl Capture {
+    pub(super) fn run(self) {
+        let shared = &self.shared;
+        let t0 = std::time::Instant::now();
+        let pull_opts = shared.pull_options(self.body_limit);
+        let job = Job {
+            target: &self.target,
+            client: &self.client,
+            seq: self.seq,
+            dir: self.dir.clone(),
+            cache_key: self.id.clone(),
+            cancel: &self.cancel,
+        };
+        let c = crate::pull::collect(&job, &pull_opts, &shared.cache, shared.uploader.as_ref());
+        // Cancelled: a fetch was cut short. A capture that had everything when its pod
+        // went away (its upload still running) is a capture like any other.
+        let cut = c.profiles.len() < self.target.types.len()
+            || c.profiles.iter().any(|p| {
+                p.error
+                    .as_deref()
+                    .is_some_and(|e| e.ends_with(crate::pull::fetch::CANCELLED))
+            });
+        // Cut by the target's removal or by the stop (whichever came first): what was
+        // fetched before is kept and recorded; a capture that got nothing is not one.
+        let cancelled = cut && (self.cancel.cancelled() || crate::signal::requested());
+        let ok = !c.profiles.is_empty() && c.profiles.iter().all(|p| p.ok);
+        if !cancelled || c.profiles.iter().any(|p| p.ok) {
+            write_capture(
+                shared,
+                &c,
+                &self.found,
+                &self.id,
+                self.cause,
+                self.fired.as_ref(),
+                &self.tags,
+                self.latency_ms,
+            );
+        }
+        let done_msg = Done {
+            id: self.id.clone(),
+            endpoint: self.found.endpoint.clone(),
+            cause: self.cause,
+            ok,
+            cancelled,
+            seconds: t0.elapsed().as_secs_f64(),
+            no_delta: c.profiles.iter().filter_map(|p| p.no_delta).collect(),
+        };
+        drop(c);
+        super::run::release_free_memory();
+        let _ = self.done.send(done_msg);
+    }
 }
 
 /// Shared with the collections on the blocking pool.

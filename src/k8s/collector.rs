@@ -12,7 +12,7 @@ use serde::Serialize;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
-use super::capture::write_capture;
+use super::capture::Capture;
 use super::config::Rule;
 use super::metrics::Metrics;
 use super::run::RunOptions;
@@ -22,7 +22,7 @@ use super::targets::{Found, evaluate};
 use super::trigger::{Fired, Level, Monitor};
 use crate::pull::delta::DeltaCache;
 use crate::pull::fetch::Cancel;
-use crate::pull::{Job, PullOptions, lock};
+use crate::pull::{PullOptions, lock};
 
 /// How soon a scheduled capture looks again when its endpoint's previous task still runs.
 pub(super) const WAIT_FOR_OLD: Duration = Duration::from_millis(200);
@@ -587,77 +587,5 @@ impl Collector {
             }
         }
         next.max(now)
-    }
-}
-
-/// One capture of one target, run on the blocking pool: pull's collection, the capture
-/// recorded (what was fetched before a cut is kept), the collector told.
-struct Capture {
-    target: crate::pull::Target,
-    client: Arc<reqwest::blocking::Client>,
-    seq: u64,
-    dir: PathBuf,
-    id: String,
-    cancel: Cancel,
-    shared: Arc<Shared>,
-    done: mpsc::UnboundedSender<Done>,
-    body_limit: u64,
-    found: Found,
-    cause: Cause,
-    fired: Option<Fired>,
-    tags: Vec<String>,
-    latency_ms: Option<f64>,
-}
-
-impl Capture {
-    fn run(self) {
-        let shared = &self.shared;
-        let t0 = std::time::Instant::now();
-        let pull_opts = shared.pull_options(self.body_limit);
-        let job = Job {
-            target: &self.target,
-            client: &self.client,
-            seq: self.seq,
-            dir: self.dir.clone(),
-            cache_key: self.id.clone(),
-            cancel: &self.cancel,
-        };
-        let c = crate::pull::collect(&job, &pull_opts, &shared.cache, shared.uploader.as_ref());
-        // Cancelled: a fetch was cut short. A capture that had everything when its pod
-        // went away (its upload still running) is a capture like any other.
-        let cut = c.profiles.len() < self.target.types.len()
-            || c.profiles.iter().any(|p| {
-                p.error
-                    .as_deref()
-                    .is_some_and(|e| e.ends_with(crate::pull::fetch::CANCELLED))
-            });
-        // Cut by the target's removal or by the stop (whichever came first): what was
-        // fetched before is kept and recorded; a capture that got nothing is not one.
-        let cancelled = cut && (self.cancel.cancelled() || crate::signal::requested());
-        let ok = !c.profiles.is_empty() && c.profiles.iter().all(|p| p.ok);
-        if !cancelled || c.profiles.iter().any(|p| p.ok) {
-            write_capture(
-                shared,
-                &c,
-                &self.found,
-                &self.id,
-                self.cause,
-                self.fired.as_ref(),
-                &self.tags,
-                self.latency_ms,
-            );
-        }
-        let done_msg = Done {
-            id: self.id.clone(),
-            endpoint: self.found.endpoint.clone(),
-            cause: self.cause,
-            ok,
-            cancelled,
-            seconds: t0.elapsed().as_secs_f64(),
-            no_delta: c.profiles.iter().filter_map(|p| p.no_delta).collect(),
-        };
-        drop(c);
-        super::run::release_free_memory();
-        let _ = self.done.send(done_msg);
     }
 }
