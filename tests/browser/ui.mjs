@@ -22,6 +22,10 @@ try {
   // Anything the page asks for from elsewhere is a failure: it must work offline.
   const outside = [];
   page.on("request", (r) => { if (!r.url().startsWith(plan.base)) outside.push(r.url()); });
+  // A view reached by its URL's hash is the same document: wait for this view's own title
+  // and rows, never the rows of the view before.
+  const shown = (title, id, rows) => page.waitForFunction(([t, i, r]) =>
+    document.querySelector(t).textContent === i && document.querySelectorAll(r).length > 0, [title, id, rows]);
   const shot = async (name) => {
     const path = `${plan.artefacts}/${name}.png`;
     await page.screenshot({ path, fullPage: false });
@@ -58,7 +62,7 @@ try {
 
   // Compare with the scheduled capture before the triggered one, in one click.
   await page.goto(`${plan.base}/#/p?id=${encodeURIComponent(plan.compare.id)}`);
-  await page.waitForFunction(() => document.querySelectorAll("#p-top tbody tr").length > 0);
+  await shown("#p-title", plan.compare.id, "#p-top tbody tr");
   // The button comes with the listing, which the table does not wait for.
   seen.previous_button = await page.locator("#p-previous").waitFor({ state: "visible" }).then(() => true, () => false);
   await page.locator("#p-previous").click();
@@ -71,7 +75,7 @@ try {
 
   // The profile whose names are markup: shown as text, nothing runs.
   await page.goto(`${plan.base}/#/p?id=${encodeURIComponent(plan.evil.id)}`);
-  await page.waitForFunction(() => document.querySelectorAll("#p-top tbody tr").length > 0);
+  await shown("#p-title", plan.evil.id, "#p-top tbody tr");
   seen.evil_functions = await page.$$eval("#p-top tbody td.fn", (cells) => cells.map((c) => c.textContent));
   seen.evil_images = await page.evaluate(() => document.querySelectorAll("img").length);
   await page.frameLocator("#p-flame").locator("svg #frames g").first().waitFor();
@@ -84,7 +88,7 @@ try {
   // A pstats dump as pstats' table, sorted by a click.
   if (plan.pstats) {
     await page.goto(`${plan.base}/#/s?id=${encodeURIComponent(plan.pstats.id)}`);
-    await page.waitForFunction(() => document.querySelectorAll("#s-table tbody tr").length > 0);
+    await shown("#s-title", plan.pstats.id, "#s-table tbody tr");
     await page.locator('#s-table th[data-sort="tottime"]').click();
     await page.waitForFunction(() => /internal time/.test(document.getElementById("s-meta").textContent));
     seen.pstats_rows = await page.$$eval("#s-table tbody tr", (rows) =>

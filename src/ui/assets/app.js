@@ -203,6 +203,9 @@ async function showProfile(params) {
   const id = params.get("id");
   current = id;
   $("p-title").textContent = id;
+  // Nothing of the profile shown before stays while this one loads.
+  $("p-header").textContent = "";
+  $("p-top").tBodies[0].replaceChildren();
   $("p-download").href = "/file?" + q({ id });
   $("p-base").value = "";
   profileContext(id);
@@ -241,6 +244,8 @@ async function showProfile(params) {
 async function showDiff(params) {
   const base = params.get("base"), id = params.get("id");
   $("d-title").textContent = `${base} → ${id}`;
+  $("d-header").textContent = "";
+  $("d-table").tBodies[0].replaceChildren();
   $("d-back").href = "#/p?" + q({ id });
   const draw = async () => {
     const normalize = $("d-normalize").checked;
@@ -281,6 +286,8 @@ async function showPstats(params) {
   const id = params.get("id");
   let sort = params.get("sort") || "cumulative";
   $("s-title").textContent = id;
+  $("s-meta").textContent = "";
+  $("s-table").tBodies[0].replaceChildren();
   $("s-download").href = "/file?" + q({ id });
   const f3 = (x) => x.toFixed(3);
   const draw = async () => {
