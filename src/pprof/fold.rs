@@ -26,7 +26,6 @@ pub struct Tree {
 
 /// The children of each tree node: a list of siblings while a node has few (new nodes are
 /// appended, so a path's walk stays in memory it just touched), a map for a node with many.
-#[derive(Default)]
 struct Links {
     first: Vec<u32>,
     next: Vec<u32>,
@@ -39,14 +38,19 @@ const FEW: u32 = 12;
 const NONE: u32 = u32::MAX;
 
 impl Links {
+    /// The links of a tree of its root alone.
+    fn new() -> Links {
+        Links {
+            first: vec![NONE],
+            next: vec![NONE],
+            count: vec![0],
+            many: FastMap::default(),
+        }
+    }
+
     /// The child of `at` named `name`, made when it is not there.
     #[inline]
     fn child(&mut self, at: u32, name: u32, t: &mut Tree) -> u32 {
-        if self.first.is_empty() {
-            self.first.push(NONE);
-            self.next.push(NONE);
-            self.count.push(0);
-        }
         let a = at as usize;
         if self.count[a] <= FEW {
             let mut c = self.first[a];
@@ -92,7 +96,7 @@ impl Tree {
         let mut interned: FastMap<&str, u32> = FastMap::default();
         let mut names: Vec<String> = Vec::new();
         let mut cut_names: FastMap<usize, u32> = FastMap::default();
-        let mut links = Links::default();
+        let mut links = Links::new();
         let mut t = Tree {
             names: Vec::new(),
             name: vec![u32::MAX],

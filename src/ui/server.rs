@@ -106,6 +106,14 @@ impl Ui {
         Ok(real)
     }
 
+    /// The bytes of a listed id's file, read within the size limit; its path too.
+    fn bytes(&self, id: &str) -> Result<(PathBuf, Vec<u8>), Problem> {
+        let path = self.file(id)?;
+        let bytes = crate::config::read_limited(&path, self.limits.body, "--max-size-mb")
+            .map_err(|e| Problem::unprocessable(format!("{e:#}")))?;
+        Ok((path, bytes))
+    }
+
     /// What `cached` finds, else `make`'s, made by one request at a time per `key`: the
     /// page asks for a profile's table and flamegraph at once, and for the flamegraph twice
     /// (ahead, then in its frame); one does the work, the others wait for it and find it.
@@ -515,9 +523,7 @@ async fn pstats(
     Query(q): Query<PstatsQuery>,
 ) -> Result<Response, Problem> {
     blocking(move || {
-        let path = ui.file(&q.id)?;
-        let bytes = crate::config::read_limited(&path, ui.limits.body, "--max-size-mb")
-            .map_err(|e| Problem::unprocessable(format!("{e:#}")))?;
+        let (_, bytes) = ui.bytes(&q.id)?;
         let mut rows = super::pstats::read(&bytes)
             .map_err(|e| Problem::unprocessable(format!("{}: {e}", q.id)))?;
         let ordered = super::pstats::sort(&mut rows, q.sort.as_deref().unwrap_or("cumulative"))
@@ -544,9 +550,7 @@ async fn pstats_flamegraph(
 ) -> Result<Response, Problem> {
     let gzip = accepts_gzip(&headers);
     blocking(move || {
-        let path = ui.file(&q.id)?;
-        let bytes = crate::config::read_limited(&path, ui.limits.body, "--max-size-mb")
-            .map_err(|e| Problem::unprocessable(format!("{e:#}")))?;
+        let (_, bytes) = ui.bytes(&q.id)?;
         let dump = super::pstats::read_dump(&bytes)
             .map_err(|e| Problem::unprocessable(format!("{}: {e}", q.id)))?;
         let lines = super::pstats::call_tree(&dump);
@@ -574,9 +578,7 @@ async fn pstats_flamegraph(
 /// The file as it is on disk, to save.
 async fn download(State(ui): State<Shared>, Query(q): Query<Id>) -> Result<Response, Problem> {
     blocking(move || {
-        let path = ui.file(&q.id)?;
-        let bytes = crate::config::read_limited(&path, ui.limits.body, "--max-size-mb")
-            .map_err(|e| Problem::unprocessable(format!("{e:#}")))?;
+        let (path, bytes) = ui.bytes(&q.id)?;
         let name: String = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
