@@ -338,7 +338,11 @@ pub struct Folded {
 /// every negative one, as positive values), identical stacks merged; inlined calls are frames
 /// of their own.
 pub fn folded_signed(p: &Pprof, index: usize, negative: bool) -> Folded {
-    let tree = super::fold::Tree::new(p, index, negative);
+    folded_with(p, &Nodes::new(p), index, negative)
+}
+
+fn folded_with(p: &Pprof, nodes: &Nodes, index: usize, negative: bool) -> Folded {
+    let tree = super::fold::Tree::with_nodes(p, nodes, index, negative);
     Folded {
         lines: tree.lines(0.0),
         cut: tree.cut,
@@ -370,19 +374,31 @@ pub fn write_flamegraph(
     title: &str,
     out: impl std::io::Write,
 ) -> anyhow::Result<()> {
-    draw(p, index, title, true, out)
+    draw(p, &Nodes::new(p), index, title, true, out)
+}
+
+/// [`write_flamegraph`] with the nodes of `p` already built.
+pub fn write_flamegraph_with(
+    p: &Pprof,
+    nodes: &Nodes,
+    index: usize,
+    title: &str,
+    out: impl std::io::Write,
+) -> anyhow::Result<()> {
+    draw(p, nodes, index, title, true, out)
 }
 
 /// [`write_flamegraph`], with `prune` false giving inferno every line (for the test that the
 /// picture is the same).
 fn draw(
     p: &Pprof,
+    nodes: &Nodes,
     index: usize,
     title: &str,
     prune: bool,
     out: impl std::io::Write,
 ) -> anyhow::Result<()> {
-    let tree = super::fold::Tree::new(p, index, false);
+    let tree = super::fold::Tree::with_nodes(p, nodes, index, false);
     let (stype, unit) = p.sample_types()[index];
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
@@ -393,7 +409,7 @@ fn draw(
             cut: tree.cut,
             other_sign: tree.other_sign,
         };
-        let neg = folded_signed(p, index, true);
+        let neg = folded_with(p, nodes, index, true);
         let notes: Vec<String> = [
             Some(format!(
                 "differential: {} negative samples (a diff) drawn as what shrank (blue); red grew",
@@ -510,7 +526,7 @@ mod tests {
         let p = many_small();
         let idx = 0;
         let all = folded(&p, idx);
-        let tree = super::super::fold::Tree::new(&p, idx, false);
+        let tree = super::super::fold::Tree::with_nodes(&p, &Nodes::new(&p), idx, false);
         let min = inferno::flamegraph::Options::default().min_width / (100.0 / tree.total() as f64);
         let pruned = tree.lines(min);
         assert!(all.len() > 6000, "{} lines", all.len());
@@ -526,8 +542,8 @@ mod tests {
         };
         assert_eq!(sum(&all), sum(&pruned), "the pruned lines keep every value");
         let (mut a, mut b) = (Vec::new(), Vec::new());
-        draw(&p, idx, "t", false, &mut a).unwrap();
-        draw(&p, idx, "t", true, &mut b).unwrap();
+        draw(&p, &Nodes::new(&p), idx, "t", false, &mut a).unwrap();
+        draw(&p, &Nodes::new(&p), idx, "t", true, &mut b).unwrap();
         // The frames drawn: each one's title (name, value, share), row and width. inferno
         // picks colours at random; where an undrawn gap sits may differ by the order of names.
         let frames = |svg: &[u8]| -> Vec<String> {

@@ -88,9 +88,8 @@ impl Links {
 
 impl Tree {
     /// The samples of `p` whose `index` value is positive (with `negative`, the negative
-    /// ones as positive values); inlined calls are frames of their own.
-    pub fn new(p: &Pprof, index: usize, negative: bool) -> Tree {
-        let nodes = Nodes::new(p);
+    /// ones as positive values); inlined calls are frames of their own. `nodes` are `p`'s.
+    pub fn with_nodes(p: &Pprof, nodes: &Nodes, index: usize, negative: bool) -> Tree {
         // The frame name of each report node, interned: two nodes of one name are one frame.
         let mut name_of_node: Vec<u32> = vec![u32::MAX; nodes.len()];
         let mut interned: FastMap<&str, u32> = FastMap::default();
@@ -119,7 +118,7 @@ impl Tree {
             let (mut at, mut depth) = (0u32, 0usize);
             let mut child = |at: u32, name: u32, t: &mut Tree| -> u32 { links.child(at, name, t) };
             t.total[0] = t.total[0].saturating_add(w);
-            for &loc in p.sample_locs[si].iter().rev() {
+            for &loc in p.sample_locs(si).iter().rev() {
                 for &node in nodes.loc(loc as usize).iter().rev() {
                     depth += 1;
                     if depth > MAX_FLAME_DEPTH {

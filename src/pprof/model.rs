@@ -14,8 +14,10 @@ pub struct Pprof {
     pub loc_mapping: Vec<Option<usize>>,
     /// Per location: (function position or None, line) for each line, innermost first.
     pub loc_lines: Vec<Vec<(Option<usize>, i64)>>,
-    /// Per sample: location positions, leaf first.
-    pub sample_locs: Vec<Vec<u32>>,
+    /// Every sample's location positions, leaf first, one sample after the other (one
+    /// allocation, not one per sample); `sample_span[i]` is where sample `i`'s are.
+    sample_loc: Vec<u32>,
+    sample_span: Vec<(usize, usize)>,
 }
 
 fn bad(what: String) -> DecodeError {
@@ -58,8 +60,17 @@ impl Pprof {
                 return Err(bad(format!("two mappings have id {}", m.id)));
             }
         }
+        // Go's runtime numbers functions and locations 1, 2, 3…: then an id's position is the
+        // id - 1, and no two can share an id; only other numberings need a map.
+        let dense_functions = proto
+            .function
+            .iter()
+            .enumerate()
+            .all(|(i, f)| f.id == i as u64 + 1);
         let mut functions: FastMap<u64, usize> = FastMap::default();
-        functions.reserve(proto.function.len());
+        if !dense_functions {
+            functions.reserve(proto.function.len());
+        }
         for (i, f) in proto.function.iter().enumerate() {
             check_str(f.name, "a function's name")?;
             check_str(f.system_name, "a function's system name")?;
@@ -67,19 +78,34 @@ impl Pprof {
             if f.id == 0 {
                 return Err(bad("a function has id 0".into()));
             }
-            if functions.insert(f.id, i).is_some() {
+            if !dense_functions && functions.insert(f.id, i).is_some() {
                 return Err(bad(format!("two functions have id {}", f.id)));
             }
         }
+        let function_at = |id: u64| -> Option<usize> {
+            if dense_functions {
+                let i = usize::try_from(id.checked_sub(1)?).ok()?;
+                (i < proto.function.len()).then_some(i)
+            } else {
+                functions.get(&id).copied()
+            }
+        };
+        let dense = proto
+            .location
+            .iter()
+            .enumerate()
+            .all(|(i, l)| l.id == i as u64 + 1);
         let mut locations: FastMap<u64, u32> = FastMap::default();
-        locations.reserve(proto.location.len());
+        if !dense {
+            locations.reserve(proto.location.len());
+        }
         let mut loc_mapping = Vec::with_capacity(proto.location.len());
         let mut loc_lines = Vec::with_capacity(proto.location.len());
         for (i, l) in proto.location.iter().enumerate() {
             if l.id == 0 {
                 return Err(bad("a location has id 0".into()));
             }
-            if locations.insert(l.id, i as u32).is_some() {
+            if !dense && locations.insert(l.id, i as u32).is_some() {
                 return Err(bad(format!("two locations have id {}", l.id)));
             }
             loc_mapping.push(if l.mapping_id == 0 {
@@ -97,7 +123,7 @@ impl Pprof {
                 let f = if ln.function_id == 0 {
                     None
                 } else {
-                    Some(*functions.get(&ln.function_id).ok_or_else(|| {
+                    Some(function_at(ln.function_id).ok_or_else(|| {
                         bad(format!(
                             "location {} names function {}, which is not in the profile",
                             l.id, ln.function_id
@@ -109,7 +135,17 @@ impl Pprof {
             loc_lines.push(lines);
         }
         let types = proto.sample_type.len();
-        let mut sample_locs = Vec::with_capacity(proto.sample.len());
+        let position = |id: u64| -> Option<u32> {
+            if dense {
+                let i = id.checked_sub(1)?;
+                (i < proto.location.len() as u64).then_some(i as u32)
+            } else {
+                locations.get(&id).copied()
+            }
+        };
+        let all: usize = proto.sample.iter().map(|s| s.location_id.len()).sum();
+        let mut sample_loc = Vec::with_capacity(all);
+        let mut sample_span = Vec::with_capacity(proto.sample.len());
         for (n, s) in proto.sample.iter().enumerate() {
             if s.value.len() != types {
                 return Err(bad(format!(
@@ -117,9 +153,9 @@ impl Pprof {
                     s.value.len()
                 )));
             }
-            let mut locs = Vec::with_capacity(s.location_id.len());
-            for id in &s.location_id {
-                locs.push(*locations.get(id).ok_or_else(|| {
+            let start = sample_loc.len();
+            for &id in &s.location_id {
+                sample_loc.push(position(id).ok_or_else(|| {
                     bad(format!(
                         "sample {n} names location {id}, which is not in the profile"
                     ))
@@ -130,14 +166,28 @@ impl Pprof {
                 check_str(l.str, "a label value")?;
                 check_str(l.num_unit, "a label unit")?;
             }
-            sample_locs.push(locs);
+            sample_span.push((start, sample_loc.len()));
         }
         Ok(Pprof {
             proto,
             loc_mapping,
             loc_lines,
-            sample_locs,
+            sample_loc,
+            sample_span,
         })
+    }
+
+    /// Sample `i`'s location positions, leaf first.
+    #[inline]
+    pub fn sample_locs(&self, i: usize) -> &[u32] {
+        let (a, b) = self.sample_span[i];
+        &self.sample_loc[a..b]
+    }
+
+    /// Drops the first `n` locations of sample `i` (the leaf side), as pruning frames does.
+    pub(super) fn drop_leaf_locs(&mut self, i: usize, n: usize) {
+        let (a, b) = &mut self.sample_span[i];
+        *a = (*a + n).min(*b);
     }
 
     pub fn str(&self, i: i64) -> &str {
@@ -200,5 +250,93 @@ impl Pprof {
             .first()
             .map(|m| self.str(m.filename))
             .filter(|f| !f.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pprof::proto::{Function, Line, Location, Sample, ValueType};
+
+    /// Two functions and two locations with the ids given, one sample per list of locations.
+    fn profile(fn_ids: [u64; 2], loc_ids: [u64; 2], samples: &[&[u64]]) -> Profile {
+        Profile {
+            sample_type: vec![ValueType { r#type: 1, unit: 2 }],
+            string_table: ["", "samples", "count", "main", "work"]
+                .map(String::from)
+                .to_vec(),
+            function: (0..2)
+                .map(|i| Function {
+                    id: fn_ids[i],
+                    name: 3 + i as i64,
+                    ..Default::default()
+                })
+                .collect(),
+            location: (0..2)
+                .map(|i| Location {
+                    id: loc_ids[i],
+                    line: vec![Line {
+                        function_id: fn_ids[i],
+                        line: 1,
+                        column: 0,
+                    }],
+                    ..Default::default()
+                })
+                .collect(),
+            sample: samples
+                .iter()
+                .map(|l| Sample {
+                    location_id: l.to_vec(),
+                    value: vec![1],
+                    label: vec![],
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn error(p: Profile) -> String {
+        match Pprof::new(p) {
+            Ok(_) => panic!("accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn ids_numbered_from_one_and_ids_numbered_otherwise_resolve_alike() {
+        for (f, l) in [([1, 2], [1, 2]), ([7, 3], [90, 12])] {
+            let p = Pprof::new(profile(f, l, &[&[l[1], l[0]], &[l[0]]])).expect("valid");
+            assert_eq!(p.sample_locs(0), &[1, 0], "{f:?} {l:?}");
+            assert_eq!(p.sample_locs(1), &[0]);
+            assert_eq!(p.loc_lines[0][0].0, Some(0));
+            assert_eq!(p.loc_lines[1][0].0, Some(1));
+        }
+    }
+
+    #[test]
+    fn ids_that_name_nothing_or_twice_are_refused() {
+        let e = error(profile([1, 2], [1, 2], &[&[3]]));
+        assert!(e.contains("sample 0 names location 3"), "{e}");
+        let e = error(profile([1, 2], [5, 9], &[&[1]]));
+        assert!(e.contains("names location 1"), "{e}");
+        let e = error(profile([1, 2], [4, 4], &[&[4]]));
+        assert!(e.contains("two locations have id 4"), "{e}");
+        let e = error(profile([2, 2], [1, 2], &[&[1]]));
+        assert!(e.contains("two functions have id 2"), "{e}");
+        let e = error(profile([1, 2], [0, 1], &[&[1]]));
+        assert!(e.contains("a location has id 0"), "{e}");
+        let mut p = profile([1, 2], [1, 2], &[&[1]]);
+        p.location[1].line[0].function_id = 3;
+        let e = error(p);
+        assert!(e.contains("location 2 names function 3"), "{e}");
+    }
+
+    #[test]
+    fn pruned_leaf_frames_leave_the_rest_of_the_sample() {
+        let mut p = Pprof::new(profile([1, 2], [1, 2], &[&[2, 1], &[1]])).expect("valid");
+        p.drop_leaf_locs(0, 1);
+        assert_eq!(p.sample_locs(0), &[0]);
+        p.drop_leaf_locs(1, 5);
+        assert_eq!(p.sample_locs(1), &[] as &[u32]);
     }
 }

@@ -572,21 +572,26 @@ impl Pprof {
         for (li, i) in cuts {
             self.loc_lines[li].drain(..=i);
         }
-        for locs in &mut self.sample_locs {
+        for si in 0..self.proto.sample.len() {
+            let locs = self.sample_locs(si);
             let mut found_user = false;
+            let mut drop = 0;
             for i in (0..locs.len()).rev() {
                 match verdict[locs[i] as usize] {
                     0 => found_user = true,
                     _ if !found_user => {}
                     2 => {
-                        locs.drain(..=i);
+                        drop = i + 1;
                         break;
                     }
                     _ => {
-                        locs.drain(..i);
+                        drop = i;
                         break;
                     }
                 }
+            }
+            if drop > 0 {
+                self.drop_leaf_locs(si, drop);
             }
         }
         None

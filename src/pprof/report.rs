@@ -122,62 +122,93 @@ impl NodeKey<'_> {
     }
 }
 
-/// The nodes of a profile and, per location, its nodes innermost first.
-pub struct Nodes<'a> {
-    keys: Vec<NodeKey<'a>>,
+/// A node's key by string index (the first of equal strings), to print it again later.
+#[derive(Clone, Copy)]
+struct KeyAt {
+    name: i64,
+    objfile: i64,
+    start_line: i64,
+}
+
+/// The nodes of a profile and, per location, its nodes innermost first. Built once per
+/// decoded profile: `agentprof ui` keeps it beside the profile for its top table and its
+/// flamegraph (see [`top_with`], `fold::Tree::with_nodes`).
+pub struct Nodes {
+    keys: Vec<KeyAt>,
     names: Vec<String>,
     loc_nodes: Vec<Vec<u32>>,
     /// Nodes that are an inlined frame somewhere: the only ones an `(inline)` mark can fall on.
     inlined: Vec<bool>,
 }
 
-impl<'a> Nodes<'a> {
-    pub fn new(p: &'a Pprof) -> Nodes<'a> {
-        let mut ids: HashMap<NodeKey<'a>, u32> = HashMap::new();
+impl Nodes {
+    pub fn new(p: &Pprof) -> Nodes {
+        let mut ids: HashMap<NodeKey<'_>, u32> = HashMap::new();
         let mut keys = Vec::new();
+        let mut names = Vec::new();
         let mut loc_nodes = Vec::with_capacity(p.loc_lines.len());
         for (li, lines) in p.loc_lines.iter().enumerate() {
-            let objfile = p.loc_mapping[li]
-                .map(|m| p.str(p.proto.mapping[m].filename))
-                .unwrap_or("");
+            let objfile_at = p.loc_mapping[li].map_or(0, |m| p.proto.mapping[m].filename);
+            let objfile = p.str(objfile_at);
             let mut nodes = Vec::with_capacity(lines.len().max(1));
             let empty = [(None, 0)];
             let lines: &[(Option<usize>, i64)] = if lines.is_empty() { &empty } else { lines };
             for &(f, _) in lines {
-                let key = match f {
-                    None => NodeKey {
-                        name: "",
-                        objfile,
-                        start_line: 0,
-                    },
+                let (key, at) = match f {
+                    None => (
+                        NodeKey {
+                            name: "",
+                            objfile,
+                            start_line: 0,
+                        },
+                        KeyAt {
+                            name: 0,
+                            objfile: objfile_at,
+                            start_line: 0,
+                        },
+                    ),
                     Some(f) => {
                         let func = &p.proto.function[f];
                         let name = p.str(func.name);
                         if name.is_empty() {
-                            NodeKey {
-                                name,
-                                objfile,
-                                start_line: func.start_line,
-                            }
+                            (
+                                NodeKey {
+                                    name,
+                                    objfile,
+                                    start_line: func.start_line,
+                                },
+                                KeyAt {
+                                    name: 0,
+                                    objfile: objfile_at,
+                                    start_line: func.start_line,
+                                },
+                            )
                         } else {
-                            NodeKey {
-                                name,
-                                objfile: "",
-                                start_line: 0,
-                            }
+                            (
+                                NodeKey {
+                                    name,
+                                    objfile: "",
+                                    start_line: 0,
+                                },
+                                KeyAt {
+                                    name: func.name,
+                                    objfile: 0,
+                                    start_line: 0,
+                                },
+                            )
                         }
                     }
                 };
                 let next = keys.len() as u32;
                 let id = *ids.entry(key.clone()).or_insert_with(|| {
-                    keys.push(key);
+                    names.push(key.printable());
+                    keys.push(at);
                     next
                 });
                 nodes.push(id);
             }
             loc_nodes.push(nodes);
         }
-        let names = keys.iter().map(NodeKey::printable).collect();
         let mut inlined = vec![false; keys.len()];
         for ln in &loc_nodes {
             for &n in &ln[..ln.len().saturating_sub(1)] {
@@ -190,6 +221,17 @@ impl<'a> Nodes<'a> {
             loc_nodes,
             inlined,
         }
+    }
+
+    /// Go's `fmt.Sprint(NodeInfo)` of node `n`, the last tie-breaker of its sort.
+    fn sprint(&self, p: &Pprof, n: usize) -> String {
+        let k = self.keys[n];
+        NodeKey {
+            name: p.str(k.name),
+            objfile: p.str(k.objfile),
+            start_line: k.start_line,
+        }
+        .sprint()
     }
 
     pub fn len(&self) -> usize {
@@ -222,7 +264,7 @@ pub struct Graph {
 /// and the edge over them is residual).
 pub fn build(
     p: &Pprof,
-    nodes: &Nodes<'_>,
+    nodes: &Nodes,
     index: usize,
     kept: Option<&[bool]>,
     with_edges: bool,
@@ -240,7 +282,7 @@ pub fn build(
         let stamp = si as u32 + 1;
         let mut parent: Option<u32> = None;
         let mut residual = false;
-        for &loc in p.sample_locs[si].iter().rev() {
+        for &loc in p.sample_locs(si).iter().rev() {
             let ln = &nodes.loc_nodes[loc as usize];
             let last = ln.len() - 1;
             for (ni, &node) in ln.iter().enumerate().rev() {
@@ -309,13 +351,13 @@ pub fn total(p: &Pprof, index: usize) -> i64 {
     if base > 0 { base } else { all }
 }
 
-fn sort_nodes(list: &mut [u32], g: &Graph, nodes: &Nodes<'_>, cum: bool) {
+fn sort_nodes(list: &mut [u32], p: &Pprof, g: &Graph, nodes: &Nodes, cum: bool) {
     list.sort_by(|&l, &r| {
         let (l, r) = (l as usize, r as usize);
         let (lf, rf) = (g.flat[l].wrapping_abs(), g.flat[r].wrapping_abs());
         let (lc, rc) = (g.cum[l].wrapping_abs(), g.cum[r].wrapping_abs());
         let by_name = nodes.name(l).cmp(nodes.name(r));
-        let last = || nodes.keys[l].sprint().cmp(&nodes.keys[r].sprint());
+        let last = || nodes.sprint(p, l).cmp(&nodes.sprint(p, r));
         if cum {
             rc.cmp(&lc).then(by_name).then(rf.cmp(&lf)).then_with(last)
         } else {
@@ -337,11 +379,15 @@ fn go_time(nanos: i64) -> String {
 /// The `go tool pprof -top` report of `p`: the nodes kept and shown, their inline marks,
 /// the output unit, the header, the rows.
 pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
+    top_with(p, &Nodes::new(p), opts)
+}
+
+/// [`top`] with the nodes of `p` already built.
+pub fn top_with(p: &Pprof, nodes: &Nodes, opts: &TopOptions) -> Result<TopReport, String> {
     let index = p.sample_index(opts.sample_index.as_deref())?;
     let (stype, sunit) = p.sample_types()[index];
-    let nodes = Nodes::new(p);
     let total = total(p, index);
-    let sel = select(p, &nodes, index, total, opts);
+    let sel = select(p, nodes, index, total, opts);
     let edge_cutoff = ((total as f64 * opts.edge_fraction) as i64).wrapping_abs();
     let inline_in = inline_marks(&sel.edges, edge_cutoff, nodes.len());
     let (g, list) = (&sel.graph, &sel.list);
@@ -399,7 +445,7 @@ struct Selection {
     edges: FastMap<(u32, u32), (i64, bool)>,
 }
 
-fn select(p: &Pprof, nodes: &Nodes<'_>, index: usize, total: i64, opts: &TopOptions) -> Selection {
+fn select(p: &Pprof, nodes: &Nodes, index: usize, total: i64, opts: &TopOptions) -> Selection {
     let mut g = build(p, nodes, index, None, false);
     let present = |g: &Graph| -> Vec<u32> {
         (0..nodes.len() as u32)
@@ -435,7 +481,7 @@ fn select(p: &Pprof, nodes: &Nodes<'_>, index: usize, total: i64, opts: &TopOpti
         }
     }
     let orig_count = list.len();
-    sort_nodes(&mut list, &g, nodes, opts.cum);
+    sort_nodes(&mut list, p, &g, nodes, opts.cum);
     if opts.nodes > 0 && opts.nodes < list.len() {
         list.truncate(opts.nodes);
         let mut mask = vec![false; nodes.len()];
@@ -445,7 +491,7 @@ fn select(p: &Pprof, nodes: &Nodes<'_>, index: usize, total: i64, opts: &TopOpti
         g = build(p, nodes, index, Some(&mask), true);
         edges = Some(std::mem::take(&mut g.edges));
         list = present(&g);
-        sort_nodes(&mut list, &g, nodes, opts.cum);
+        sort_nodes(&mut list, p, &g, nodes, opts.cum);
         kept = Some(mask);
     }
     let edges = match edges {

@@ -200,7 +200,7 @@ pub(crate) mod reference {
         seed: &std::collections::hash_map::RandomState,
     ) -> u64 {
         let mut h = seed.build_hasher();
-        for &l in &p.sample_locs[si] {
+        for &l in p.sample_locs(si) {
             locs[l as usize].hash(&mut h);
         }
         for lab in &p.proto.sample[si].label {

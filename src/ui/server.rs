@@ -15,6 +15,7 @@ use serde::Deserialize;
 use super::index::{Listing, Records, scan};
 use crate::pprof::decode::Limits;
 use crate::pprof::model::Pprof;
+use crate::pprof::report::Nodes;
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
@@ -35,12 +36,32 @@ const LISTING_TTL: Duration = Duration::from_millis(1000);
 /// and its flamegraph one after the other).
 const CACHE: usize = 6;
 
+/// A decoded profile and its report nodes, built once for its top table and its flamegraphs
+/// (the page asks for both at once).
+pub struct Loaded {
+    pub p: Pprof,
+    nodes: std::sync::OnceLock<Nodes>,
+}
+
+impl Loaded {
+    pub fn nodes(&self) -> &Nodes {
+        self.nodes.get_or_init(|| Nodes::new(&self.p))
+    }
+}
+
+impl std::ops::Deref for Loaded {
+    type Target = Pprof;
+    fn deref(&self) -> &Pprof {
+        &self.p
+    }
+}
+
 /// A decoded profile with the id, mtime and length it was read at.
-type Cached = (String, std::time::SystemTime, u64, Arc<Pprof>);
+type Cached = (String, std::time::SystemTime, u64, Arc<Loaded>);
 /// A flamegraph drawn: of which decoded profile, which sample type, the SVG.
-type Drawn = (Arc<Pprof>, usize, Arc<Vec<u8>>);
+type Drawn = (Arc<Loaded>, usize, Arc<Vec<u8>>);
 /// Two profiles to compare and the sample types compared.
-type Pair = (Arc<Pprof>, Arc<Pprof>, (usize, usize));
+type Pair = (Arc<Loaded>, Arc<Loaded>, (usize, usize));
 
 pub struct Ui {
     pub roots: Vec<PathBuf>,
@@ -146,7 +167,7 @@ impl Ui {
     }
 
     /// The decoded profile of a listed pprof id (from the cache while the file is unchanged).
-    pub fn profile(&self, id: &str) -> Result<Arc<Pprof>, Problem> {
+    pub fn profile(&self, id: &str) -> Result<Arc<Loaded>, Problem> {
         let path = self.file(id)?;
         let meta = std::fs::metadata(&path).map_err(|_| Problem::not_found(id))?;
         let stamp = (meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len());
@@ -160,7 +181,10 @@ impl Ui {
         self.once(format!("profile {id}"), cached, || {
             let p = crate::pprof::load(&path, &self.limits)
                 .map_err(|e| Problem::unprocessable(format!("{id}: {e:#}")))?;
-            let p = Arc::new(p);
+            let p = Arc::new(Loaded {
+                p,
+                nodes: std::sync::OnceLock::new(),
+            });
             let mut cache = crate::pull::lock(&self.cache);
             cache.retain(|(i, _, _, _)| i != id);
             if cache.len() >= CACHE {
@@ -189,7 +213,7 @@ impl Ui {
         self.once(format!("flamegraph {index} {id}"), cached, || {
             let title = format!("{id} — {}", p.sample_types()[index].0);
             let mut out = Vec::new();
-            crate::pprof::diff::write_flamegraph(&p, index, &title, &mut out)
+            crate::pprof::diff::write_flamegraph_with(&p, p.nodes(), index, &title, &mut out)
                 .map_err(|e| Problem::unprocessable(format!("{e:#}")))?;
             let out = Arc::new(out);
             let mut drawn = crate::pull::lock(&self.drawn);
@@ -433,7 +457,7 @@ async fn top(State(ui): State<Shared>, Query(q): Query<One>) -> Result<Response,
             nodes: q.nodes.unwrap_or(0),
             ..Default::default()
         };
-        let report = crate::pprof::report::top(&p, &opts).map_err(Problem::bad)?;
+        let report = crate::pprof::report::top_with(&p, p.nodes(), &opts).map_err(Problem::bad)?;
         Ok(json(serde_json::json!({
             "schema": 1,
             "id": q.id,

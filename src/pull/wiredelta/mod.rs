@@ -264,7 +264,8 @@ mod tests {
     fn by_stack(p: &Pprof) -> std::collections::BTreeMap<Vec<(String, i64)>, Vec<i64>> {
         let mut m = std::collections::BTreeMap::new();
         for (si, s) in p.proto.sample.iter().enumerate() {
-            let frames = p.sample_locs[si]
+            let frames = p
+                .sample_locs(si)
                 .iter()
                 .flat_map(|&l| p.loc_lines[l as usize].clone())
                 .map(|(f, line)| {
