@@ -402,7 +402,9 @@ fn draw(
     let (stype, unit) = p.sample_types()[index];
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
-    opts.count_name = format!("{stype} ({unit})");
+    // No parentheses in the count's name: the SVG's script labels a frame with its title
+    // less its last parenthesised part (the value and share).
+    opts.count_name = format!("{stype} [{unit}]");
     if tree.other_sign > 0 {
         let pos = Folded {
             lines: tree.lines(0.0),
@@ -478,7 +480,7 @@ pub fn write_diff_flamegraph(
     let (stype, unit) = new.sample_types()[ni];
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
-    opts.count_name = format!("{stype} ({unit})");
+    opts.count_name = format!("{stype} [{unit}]");
     opts.subtitle = cut_note(before.cut + after.cut);
     draw_differential(&before.lines, &after.lines, normalize, opts, out)
 }
@@ -586,6 +588,16 @@ mod tests {
         );
         let b = b.join("\n");
         assert!(b.contains("work,semicolon"));
+        // The page labels a frame with its title less the last `(…)` that holds no `(` (the
+        // value and share): the count's name must not hold one, or the label would be the
+        // name and half the count ("main.work (1,856 inuse_space").
+        for title in b.lines().filter_map(|l| l.split(" y=").next()) {
+            let cut = title.rfind('(').unwrap();
+            assert!(title.ends_with(')'), "{title}");
+            let label = title[..cut].trim_end();
+            let (stype, _) = p.sample_types()[idx];
+            assert!(!label.contains(stype), "{title}: labelled {label:?}");
+        }
     }
 
     #[test]

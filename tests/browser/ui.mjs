@@ -54,6 +54,11 @@ try {
   await flame.locator("svg #frames g").first().waitFor();
   const frame = page.frames().find((f) => f.url().includes("/api/flamegraph.svg"));
   seen.flame_frames = await frame.evaluate(() => document.querySelectorAll("#frames g").length);
+  // The labels the frame's script wrote (names, cut to fit), wide frames first.
+  seen.flame_labels = await frame.evaluate(() =>
+    [...document.querySelectorAll("#frames g")]
+      .map((g) => [parseFloat(g.querySelector("rect").getAttribute("fg:w")), g.querySelector("text").textContent])
+      .sort((a, b) => b[0] - a[0]).slice(0, 10).map((l) => l[1]));
   seen.flame_search = await frame.evaluate((term) => {
     search(term);
     return document.getElementById("matched").textContent;

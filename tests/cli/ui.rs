@@ -694,6 +694,25 @@ fn ui_in_a_real_browser() {
         .collect();
     assert_eq!(seen["top_rows"], Value::Array(want));
     assert!(seen["flame_frames"].as_u64().unwrap() > 3, "{seen}");
+    // A frame is labelled with its name, not with half its value ("main.main (1,910 cpu").
+    let labels: Vec<&str> = seen["flame_labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l.as_str())
+        .map(str::trim_end)
+        .collect();
+    assert!(labels.contains(&"all"), "{labels:?}");
+    assert!(
+        labels.iter().any(|l| l.starts_with("runtime.")),
+        "{labels:?}"
+    );
+    assert!(
+        labels
+            .iter()
+            .all(|l| !l.contains("cpu") && !l.contains('(')),
+        "{labels:?}"
+    );
     assert!(
         seen["flame_search"]
             .as_str()
