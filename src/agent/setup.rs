@@ -116,14 +116,12 @@ impl Outputs {
     /// Sends `batch` to every forwarder (the first five failures said); the seconds it took.
     pub(super) fn forward(&mut self, batch: &Batch<'_>, errors: &mut u64) -> f64 {
         let t = Instant::now();
-        for f in self.forwarders.iter_mut() {
-            if let Err(e) = f.send(batch) {
-                *errors += 1;
-                if *errors <= 5 {
-                    eprintln!("agentprof: {}: {e}", f.name());
-                }
+        crate::emit::send_all(&mut self.forwarders, batch, |name, e| {
+            *errors += 1;
+            if *errors <= 5 {
+                eprintln!("agentprof: {name}: {e}");
             }
-        }
+        });
         t.elapsed().as_secs_f64()
     }
 }

@@ -41,7 +41,7 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
         args.tls_key.clone().or(file.tls_key.clone()),
     ) {
         (Some(c), Some(k)) => {
-            Some(crate::receive::run::tls_config(&c, &k).map_err(|e| flag("--tls-cert", e))?)
+            Some(crate::receive::http::tls_config(&c, &k).map_err(|e| flag("--tls-cert", e))?)
         }
         (None, None) => None,
         _ => {

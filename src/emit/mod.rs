@@ -48,6 +48,44 @@ pub trait Forwarder: Send {
     fn delivery(&self) -> Delivery;
 }
 
+/// Sends `batch` to every forwarder; each one's failure goes to `failed` with its name (a
+/// failure is never fatal: the others are still sent to).
+pub fn send_all(
+    forwarders: &mut [Box<dyn Forwarder>],
+    batch: &Batch<'_>,
+    mut failed: impl FnMut(&str, &std::io::Error),
+) {
+    for f in forwarders.iter_mut() {
+        if let Err(e) = f.send(batch) {
+            failed(&f.name(), &e);
+        }
+    }
+}
+
+/// Profiling figures (`pull`'s and `receive`'s `profiling_metrics`) as the gauges
+/// `profiling_metrics.<name>` a forwarder sends, each with `tags`, `host`, `timestamp` and
+/// the collection's number `run`.
+pub fn profiling_gauges<'a>(
+    figures: impl IntoIterator<Item = (&'a str, f64)>,
+    tags: &[String],
+    host: &str,
+    timestamp: f64,
+    run: u32,
+) -> Vec<Metric> {
+    figures
+        .into_iter()
+        .map(|(name, value)| Metric {
+            metric: format!("profiling_metrics.{name}"),
+            mtype: crate::metrics::MetricType::Gauge,
+            value,
+            tags: tags.to_vec(),
+            host: host.to_string(),
+            timestamp,
+            run,
+        })
+        .collect()
+}
+
 /// `dd_url` must be an http(s) URL; what is wrong is said without echoing it (it may carry a
 /// password).
 fn check_dd_url(text: &str) -> Result<(), UsageError> {

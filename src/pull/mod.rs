@@ -382,28 +382,19 @@ fn send_figures(
         }
     }
     let now = jiff::Timestamp::now().as_second() as f64;
-    let metrics: Vec<crate::metrics::Metric> = c
-        .figures
-        .list()
-        .into_iter()
-        .map(|(name, value)| crate::metrics::Metric {
-            metric: format!("profiling_metrics.{name}"),
-            mtype: crate::metrics::MetricType::Gauge,
-            value,
-            tags: vec![format!("service:{}", c.service), "runtime:go".into()],
-            host: opts.hostname.clone(),
-            timestamp: now,
-            run: c.seq as u32,
-        })
-        .collect();
+    let metrics = crate::emit::profiling_gauges(
+        c.figures.list(),
+        &[format!("service:{}", c.service), "runtime:go".into()],
+        &opts.hostname,
+        now,
+        c.seq as u32,
+    );
     let batch = crate::emit::Batch {
         metrics: &metrics,
         service_checks: &[],
         events: &[],
     };
-    for f in forwarders.iter_mut() {
-        if let Err(e) = f.send(&batch) {
-            eprintln!("agentprof: {}: {e}", f.name());
-        }
-    }
+    crate::emit::send_all(forwarders, &batch, |name, e| {
+        eprintln!("agentprof: {name}: {e}");
+    });
 }

@@ -6,6 +6,7 @@
 pub mod config;
 pub mod form;
 pub mod forward;
+pub mod http;
 pub mod metrics;
 pub mod queue;
 pub mod run;

@@ -3,6 +3,7 @@
 pub mod index;
 pub mod pstats;
 pub mod server;
+pub mod state;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -39,7 +40,7 @@ pub async fn run(opts: UiOptions) -> anyhow::Result<Outcome> {
             bound.ip()
         );
     }
-    let ui = Arc::new(server::Ui::new(opts.roots, opts.limits));
+    let ui = Arc::new(state::Ui::new(opts.roots, opts.limits));
     if opts.open {
         open_browser(&url);
     }

@@ -1,0 +1,290 @@
+//! The receiver's HTTP side: hyper with axum's router (TLS with rustls when asked), the
+//! upload endpoints that check an upload, make it durable in the queue and answer 202, and
+//! the queue's record of an upload.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, Response, StatusCode};
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+use super::form::{Reject, Upload};
+use super::metrics::Metrics;
+use super::queue::{Queue, QueueError, RecordId};
+
+/// How long a sender may take to send its headers (or less, with a shorter read timeout).
+pub(super) const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub(super) struct Job {
+    pub(super) id: RecordId,
+    pub(super) upload: Upload,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) received: jiff::Timestamp,
+}
+
+pub(super) struct State {
+    pub(super) queue: Queue,
+    pub(super) jobs: mpsc::Sender<Job>,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) endpoints: Vec<String>,
+    pub(super) limits: crate::pprof::decode::Limits,
+    pub(super) body_limit: u64,
+    pub(super) body_timeout: Duration,
+}
+
+/// The headers kept with an upload: the client's own (`DD-EVP-ORIGIN`,
+/// `DD-EVP-ORIGIN-VERSION`, `Datadog-Container-ID`, `User-Agent` …), never credentials.
+fn kept_headers(h: &HeaderMap) -> Vec<(String, String)> {
+    h.iter()
+        .filter(|(k, _)| {
+            let k = k.as_str();
+            (k.starts_with("dd-") || k.starts_with("datadog-") || k == "user-agent")
+                && k != "dd-api-key"
+                && k != "dd-application-key"
+        })
+        .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+        .collect()
+}
+
+/// The queue's record of an upload: one JSON line (content type, kept headers, when it
+/// was received), then the body as it came.
+pub(super) fn record(
+    content_type: &str,
+    headers: &[(String, String)],
+    at: jiff::Timestamp,
+    body: &[u8],
+) -> Vec<u8> {
+    let head = serde_json::json!({"content_type": content_type, "headers": headers,
+        "received": at.as_nanosecond().to_string()});
+    let mut out = serde_json::to_vec(&head).unwrap_or_default();
+    out.push(b'\n');
+    out.extend_from_slice(body);
+    out
+}
+
+type Parsed = (String, Vec<(String, String)>, jiff::Timestamp, Bytes);
+
+pub(super) fn unrecord(payload: Vec<u8>) -> Option<Parsed> {
+    let nl = payload.iter().position(|&b| b == b'\n')?;
+    let head: serde_json::Value = serde_json::from_slice(&payload[..nl]).ok()?;
+    let ct = head["content_type"].as_str()?.to_string();
+    let headers = serde_json::from_value(head["headers"].clone()).ok()?;
+    let at = head["received"]
+        .as_str()?
+        .parse::<i128>()
+        .ok()
+        .and_then(|n| jiff::Timestamp::from_nanosecond(n).ok())?;
+    let mut payload = payload;
+    let body = Bytes::from(payload.split_off(nl + 1));
+    Some((ct, headers, at, body))
+}
+
+fn answer(code: u16, text: String) -> Response<Body> {
+    let body = serde_json::json!({ "error": text }).to_string();
+    Response::builder()
+        .status(code)
+        .header("content-type", "application/json")
+        .body(Body::from(body))
+        .unwrap_or_default()
+}
+
+async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Body> {
+    let m = &state.metrics;
+    let refuse = |r: Reject| {
+        m.reject(r.reason());
+        answer(r.status(), r.to_string())
+    };
+    let ct = req
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    if let Err(r) = super::form::boundary(ct.as_deref()) {
+        return refuse(r);
+    }
+    let declared = req
+        .headers()
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = declared.filter(|n| *n > state.body_limit) {
+        // Read and dropped (up to 4 × the limit, within the body timeout), so the client
+        // finishes sending and reads the 413 instead of a broken pipe.
+        if n <= 4 * state.body_limit {
+            let _ = tokio::time::timeout(state.body_timeout, async {
+                use futures_util::StreamExt;
+                let mut s = req.into_body().into_data_stream();
+                while let Some(Ok(_)) = s.next().await {}
+            })
+            .await;
+        }
+        return refuse(Reject::TooLarge(format!(
+            "{n} bytes is over the {}-byte limit (body_size_limit_mb)",
+            state.body_limit
+        )));
+    }
+    let headers = kept_headers(req.headers());
+    let read = tokio::time::timeout(
+        state.body_timeout,
+        axum::body::to_bytes(req.into_body(), state.body_limit as usize),
+    )
+    .await;
+    let body = match read {
+        Err(_) => {
+            m.reject("slow_sender");
+            return answer(
+                408,
+                format!(
+                    "the body did not arrive within {:?} (read_timeout_s)",
+                    state.body_timeout
+                ),
+            );
+        }
+        Ok(Err(e)) => {
+            return refuse(Reject::TooLarge(format!(
+                "the body is over the {}-byte limit (body_size_limit_mb) or was cut: {e}",
+                state.body_limit
+            )));
+        }
+        Ok(Ok(b)) => b,
+    };
+    let ct = ct.unwrap_or_default();
+    let parsed = match super::form::parse(Some(&ct), body.clone(), &state.limits).await {
+        Ok(u) => u,
+        Err(r) => return refuse(r),
+    };
+    let at = jiff::Timestamp::now();
+    let rec = record(&ct, &headers, at, &body);
+    let id = match state.queue.append(rec).await {
+        Ok(id) => id,
+        Err(e @ QueueError::Full { .. }) => {
+            m.reject("queue_full");
+            return answer(503, format!("{e}; retry later"));
+        }
+        Err(e) => {
+            m.reject("queue_error");
+            return answer(503, e.to_string());
+        }
+    };
+    m.bytes.inc_by(body.len() as u64);
+    m.queue_depth.inc();
+    m.queue_bytes.set(state.queue.used() as i64);
+    // Durable now; the worker's copy waits in memory (bounded: a full backlog slows the
+    // answers, so the clients wait rather than agentprof's memory growing).
+    let _ = state
+        .jobs
+        .send(Job {
+            id,
+            upload: parsed,
+            headers,
+            received: at,
+        })
+        .await;
+    Response::builder()
+        .status(StatusCode::ACCEPTED)
+        .header("content-type", "application/json")
+        .body(Body::from("{}"))
+        .unwrap_or_default()
+}
+
+pub(super) fn router(state: Arc<State>) -> axum::Router {
+    let mut app = axum::Router::new().route("/healthz", axum::routing::get(|| async { "ok\n" }));
+    for e in &state.endpoints {
+        let s = Arc::clone(&state);
+        app = app.route(
+            e,
+            axum::routing::post(move |req: Request<Body>| upload(Arc::clone(&s), req)),
+        );
+    }
+    app
+}
+
+/// One connection: HTTP/1 with a header timeout, closed gracefully (5 s) at stop.
+async fn serve_conn<I>(
+    io: I,
+    app: axum::Router,
+    header_timeout: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = hyper_util::service::TowerToHyperService::new(app);
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .serve_connection(hyper_util::rt::TokioIo::new(io), svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = stop.changed() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
+        }
+    }
+}
+
+/// Serves `app` on `listener` until `stop` resolves, each connection on its own task;
+/// with `tls`, over TLS (the handshake within the header timeout).
+pub(super) async fn serve(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    header_timeout: Duration,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            a = listener.accept() => {
+                let Ok((tcp, _)) = a else { continue };
+                let (app, stop, tls) = (app.clone(), stop.clone(), tls.clone());
+                conns.spawn(async move {
+                    match tls {
+                        None => serve_conn(tcp, app, header_timeout, stop).await,
+                        Some(acc) => {
+                            if let Ok(Ok(io)) =
+                                tokio::time::timeout(header_timeout, acc.accept(tcp)).await
+                            {
+                                serve_conn(io, app, header_timeout, stop).await;
+                            }
+                        }
+                    }
+                });
+            }
+            _ = stop.changed() => break,
+        }
+        while conns.try_join_next().is_some() {}
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(Duration::from_secs(6), async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
+}
+
+/// The TLS settings of `--tls-cert`/`--tls-key` (PEM), checked now.
+pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?;
+    if certs.is_empty() {
+        return Err(format!(
+            "--tls-cert {}: no certificate in it",
+            cert.display()
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| format!("--tls-key {}: {e}", key.display()))?;
+    rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map(Arc::new)
+        .map_err(|e| format!("--tls-cert/--tls-key: {e}"))
+}
