@@ -6,8 +6,6 @@
 //! chosen from the smallest value shown; `(inline)` marks nodes only ever reached through
 //! inlined calls.
 
-use std::collections::HashMap;
-
 use super::fasthash::FastMap;
 
 use super::measure::{percentage, scale, scaled_label};
@@ -130,6 +128,16 @@ struct KeyAt {
     start_line: i64,
 }
 
+impl KeyAt {
+    fn resolve(self, p: &Pprof) -> NodeKey<'_> {
+        NodeKey {
+            name: p.str(self.name),
+            objfile: p.str(self.objfile),
+            start_line: self.start_line,
+        }
+    }
+}
+
 /// The nodes of a profile and, per location, its nodes innermost first. Built once per
 /// decoded profile: `agentprof ui` keeps it beside the profile for its top table and its
 /// flamegraph (see [`top_with`], `fold::Tree::with_nodes`).
@@ -143,62 +151,29 @@ pub struct Nodes {
 
 impl Nodes {
     pub fn new(p: &Pprof) -> Nodes {
-        let mut ids: HashMap<NodeKey<'_>, u32> = HashMap::new();
+        let mut ids: FastMap<NodeKey<'_>, u32> = FastMap::default();
         let mut keys = Vec::new();
         let mut names = Vec::new();
         let mut loc_nodes = Vec::with_capacity(p.loc_lines.len());
         for (li, lines) in p.loc_lines.iter().enumerate() {
             let objfile_at = p.loc_mapping[li].map_or(0, |m| p.proto.mapping[m].filename);
-            let objfile = p.str(objfile_at);
             let mut nodes = Vec::with_capacity(lines.len().max(1));
             let empty = [(None, 0)];
             let lines: &[(Option<usize>, i64)] = if lines.is_empty() { &empty } else { lines };
             for &(f, _) in lines {
-                let (key, at) = match f {
-                    None => (
-                        NodeKey {
-                            name: "",
-                            objfile,
-                            start_line: 0,
-                        },
-                        KeyAt {
-                            name: 0,
-                            objfile: objfile_at,
-                            start_line: 0,
-                        },
-                    ),
-                    Some(f) => {
-                        let func = &p.proto.function[f];
-                        let name = p.str(func.name);
-                        if name.is_empty() {
-                            (
-                                NodeKey {
-                                    name,
-                                    objfile,
-                                    start_line: func.start_line,
-                                },
-                                KeyAt {
-                                    name: 0,
-                                    objfile: objfile_at,
-                                    start_line: func.start_line,
-                                },
-                            )
-                        } else {
-                            (
-                                NodeKey {
-                                    name,
-                                    objfile: "",
-                                    start_line: 0,
-                                },
-                                KeyAt {
-                                    name: func.name,
-                                    objfile: 0,
-                                    start_line: 0,
-                                },
-                            )
-                        }
-                    }
+                let at = match f.map(|f| &p.proto.function[f]) {
+                    Some(func) if !p.str(func.name).is_empty() => KeyAt {
+                        name: func.name,
+                        objfile: 0,
+                        start_line: 0,
+                    },
+                    unnamed => KeyAt {
+                        name: 0,
+                        objfile: objfile_at,
+                        start_line: unnamed.map_or(0, |func| func.start_line),
+                    },
                 };
+                let key = at.resolve(p);
                 let next = keys.len() as u32;
                 let id = *ids.entry(key.clone()).or_insert_with(|| {
                     names.push(key.printable());
@@ -225,13 +200,7 @@ impl Nodes {
 
     /// Go's `fmt.Sprint(NodeInfo)` of node `n`, the last tie-breaker of its sort.
     fn sprint(&self, p: &Pprof, n: usize) -> String {
-        let k = self.keys[n];
-        NodeKey {
-            name: p.str(k.name),
-            objfile: p.str(k.objfile),
-            start_line: k.start_line,
-        }
-        .sprint()
+        self.keys[n].resolve(p).sprint()
     }
 
     pub fn len(&self) -> usize {
