@@ -218,6 +218,7 @@ fn writable_parent(flag: &str, path: &Path) -> Result<(), UsageError> {
 
 /// `agentprof check NAME`: the check loaded, each instance run `--times` times, the report
 /// printed (before any file is written: what was collected is not lost), then the files.
+#[inline(never)]
 pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     one_arena();
     let config = AgentConfig::load(&opts.load)?;

@@ -59,11 +59,13 @@ pub fn man_pages() -> std::io::Result<Vec<(String, Vec<u8>)>> {
     Ok(pages)
 }
 
+#[inline(never)]
 pub fn completions(shell: Shell) -> anyhow::Result<Outcome> {
     std::io::stdout().write_all(&completion_script(shell))?;
     Ok(Outcome::Success)
 }
 
+#[inline(never)]
 pub fn man(out: &Path) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(out)
         .map_err(|e| UsageError::flag("--out", format!("cannot create {}: {e}", out.display())))?;

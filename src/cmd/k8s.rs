@@ -81,6 +81,7 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(crate::serve::runtime(crate::serve::Runtime::Waiter)?)
 }
 
+#[inline(never)]
 pub fn run(args: K8sArgs) -> anyhow::Result<Outcome> {
     match args.action {
         Some(K8sAction::Targets(t)) => targets(t),

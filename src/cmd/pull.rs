@@ -257,6 +257,7 @@ pub(super) fn static_targets(path: &Path, text: &str) -> anyhow::Result<Vec<Targ
     Ok(targets)
 }
 
+#[inline(never)]
 pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
     let config = AgentConfig::load(&confd_options(&args.config))?;
     let flag = UsageError::flag;

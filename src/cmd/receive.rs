@@ -12,6 +12,7 @@ use super::{Outcome, confd_options};
 
 const MIB: u64 = 1 << 20;
 
+#[inline(never)]
 pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
     let agent = AgentConfig::load(&confd_options(&ConfdArgs {
         config: args.config.clone(),

@@ -10,6 +10,7 @@ use crate::ui::UiOptions;
 
 use super::{Outcome, confd_options};
 
+#[inline(never)]
 pub fn run(args: UiArgs) -> anyhow::Result<Outcome> {
     let agent = AgentConfig::load(&confd_options(&ConfdArgs {
         config: args.config.clone(),

@@ -24,150 +24,75 @@ fn bad(what: String) -> DecodeError {
     DecodeError::Malformed(what)
 }
 
+/// The string table's size, to check the indexes that name a string.
+#[derive(Clone, Copy)]
+struct Strings(i64);
+
+impl Strings {
+    fn check(self, i: i64, what: &str) -> Result<(), DecodeError> {
+        let n = self.0;
+        if i < 0 || i >= n.max(1) || (n == 0 && i != 0) {
+            return Err(bad(format!("{what} names string {i}; the table has {n}")));
+        }
+        Ok(())
+    }
+}
+
+/// Positions by id. Go's runtime numbers mappings, functions and locations 1, 2, 3…: then a
+/// position is the id - 1 and no two can share an id; only other numberings need a map.
+struct Ids {
+    dense: bool,
+    len: usize,
+    map: FastMap<u64, usize>,
+}
+
+impl Ids {
+    /// The ids of `items` (`what`: "mapping", "function", "location"), none 0, none twice.
+    fn new<T>(items: &[T], id: impl Fn(&T) -> u64, what: &str) -> Result<Ids, DecodeError> {
+        let dense = items.iter().enumerate().all(|(i, t)| id(t) == i as u64 + 1);
+        let mut map = FastMap::default();
+        if !dense {
+            map.reserve(items.len());
+            for (i, t) in items.iter().enumerate() {
+                let id = id(t);
+                if id == 0 {
+                    return Err(bad(format!("a {what} has id 0")));
+                }
+                if map.insert(id, i).is_some() {
+                    return Err(bad(format!("two {what}s have id {id}")));
+                }
+            }
+        }
+        Ok(Ids {
+            dense,
+            len: items.len(),
+            map,
+        })
+    }
+
+    #[inline]
+    fn get(&self, id: u64) -> Option<usize> {
+        if self.dense {
+            let i = usize::try_from(id.checked_sub(1)?).ok()?;
+            (i < self.len).then_some(i)
+        } else {
+            self.map.get(&id).copied()
+        }
+    }
+}
+
+/// Per location: its mapping's position and its lines' (function position, line).
+type LocationTables = (Vec<Option<usize>>, Vec<Vec<(Option<usize>, i64)>>);
+
 impl Pprof {
     pub fn new(proto: Profile) -> Result<Pprof, DecodeError> {
-        let strings = proto.string_table.len() as i64;
-        let check_str = |i: i64, what: &str| -> Result<(), DecodeError> {
-            if i < 0 || i >= strings.max(1) || (strings == 0 && i != 0) {
-                return Err(bad(format!(
-                    "{what} names string {i}; the table has {strings}"
-                )));
-            }
-            Ok(())
-        };
-        if strings > 0 && !proto.string_table[0].is_empty() {
-            return Err(bad("string 0 is not empty".into()));
-        }
-        for vt in proto.sample_type.iter().chain(proto.period_type.iter()) {
-            check_str(vt.r#type, "a sample type")?;
-            check_str(vt.unit, "a sample type's unit")?;
-        }
-        for c in &proto.comment {
-            check_str(*c, "a comment")?;
-        }
-        check_str(proto.default_sample_type, "default_sample_type")?;
-        check_str(proto.drop_frames, "drop_frames")?;
-        check_str(proto.keep_frames, "keep_frames")?;
-        let mut mappings: FastMap<u64, usize> = FastMap::default();
-        mappings.reserve(proto.mapping.len());
-        for (i, m) in proto.mapping.iter().enumerate() {
-            check_str(m.filename, "a mapping's file")?;
-            check_str(m.build_id, "a mapping's build id")?;
-            if m.id == 0 {
-                return Err(bad("a mapping has id 0".into()));
-            }
-            if mappings.insert(m.id, i).is_some() {
-                return Err(bad(format!("two mappings have id {}", m.id)));
-            }
-        }
-        // Go's runtime numbers functions and locations 1, 2, 3…: then an id's position is the
-        // id - 1, and no two can share an id; only other numberings need a map.
-        let dense_functions = proto
-            .function
-            .iter()
-            .enumerate()
-            .all(|(i, f)| f.id == i as u64 + 1);
-        let mut functions: FastMap<u64, usize> = FastMap::default();
-        if !dense_functions {
-            functions.reserve(proto.function.len());
-        }
-        for (i, f) in proto.function.iter().enumerate() {
-            check_str(f.name, "a function's name")?;
-            check_str(f.system_name, "a function's system name")?;
-            check_str(f.filename, "a function's file")?;
-            if f.id == 0 {
-                return Err(bad("a function has id 0".into()));
-            }
-            if !dense_functions && functions.insert(f.id, i).is_some() {
-                return Err(bad(format!("two functions have id {}", f.id)));
-            }
-        }
-        let function_at = |id: u64| -> Option<usize> {
-            if dense_functions {
-                let i = usize::try_from(id.checked_sub(1)?).ok()?;
-                (i < proto.function.len()).then_some(i)
-            } else {
-                functions.get(&id).copied()
-            }
-        };
-        let dense = proto
-            .location
-            .iter()
-            .enumerate()
-            .all(|(i, l)| l.id == i as u64 + 1);
-        let mut locations: FastMap<u64, u32> = FastMap::default();
-        if !dense {
-            locations.reserve(proto.location.len());
-        }
-        let mut loc_mapping = Vec::with_capacity(proto.location.len());
-        let mut loc_lines = Vec::with_capacity(proto.location.len());
-        for (i, l) in proto.location.iter().enumerate() {
-            if l.id == 0 {
-                return Err(bad("a location has id 0".into()));
-            }
-            if !dense && locations.insert(l.id, i as u32).is_some() {
-                return Err(bad(format!("two locations have id {}", l.id)));
-            }
-            loc_mapping.push(if l.mapping_id == 0 {
-                None
-            } else {
-                Some(*mappings.get(&l.mapping_id).ok_or_else(|| {
-                    bad(format!(
-                        "location {} names mapping {}, which is not in the profile",
-                        l.id, l.mapping_id
-                    ))
-                })?)
-            });
-            let mut lines = Vec::with_capacity(l.line.len());
-            for ln in &l.line {
-                let f = if ln.function_id == 0 {
-                    None
-                } else {
-                    Some(function_at(ln.function_id).ok_or_else(|| {
-                        bad(format!(
-                            "location {} names function {}, which is not in the profile",
-                            l.id, ln.function_id
-                        ))
-                    })?)
-                };
-                lines.push((f, ln.line));
-            }
-            loc_lines.push(lines);
-        }
-        let types = proto.sample_type.len();
-        let position = |id: u64| -> Option<u32> {
-            if dense {
-                let i = id.checked_sub(1)?;
-                (i < proto.location.len() as u64).then_some(i as u32)
-            } else {
-                locations.get(&id).copied()
-            }
-        };
-        let all: usize = proto.sample.iter().map(|s| s.location_id.len()).sum();
-        let mut sample_loc = Vec::with_capacity(all);
-        let mut sample_span = Vec::with_capacity(proto.sample.len());
-        for (n, s) in proto.sample.iter().enumerate() {
-            if s.value.len() != types {
-                return Err(bad(format!(
-                    "sample {n} has {} values for {types} sample types",
-                    s.value.len()
-                )));
-            }
-            let start = sample_loc.len();
-            for &id in &s.location_id {
-                sample_loc.push(position(id).ok_or_else(|| {
-                    bad(format!(
-                        "sample {n} names location {id}, which is not in the profile"
-                    ))
-                })?);
-            }
-            for l in &s.label {
-                check_str(l.key, "a label key")?;
-                check_str(l.str, "a label value")?;
-                check_str(l.num_unit, "a label unit")?;
-            }
-            sample_span.push((start, sample_loc.len()));
-        }
+        let strings = Strings(proto.string_table.len() as i64);
+        check_strings(&proto, strings)?;
+        let mappings = Ids::new(&proto.mapping, |m| m.id, "mapping")?;
+        let functions = Ids::new(&proto.function, |f| f.id, "function")?;
+        let locations = Ids::new(&proto.location, |l| l.id, "location")?;
+        let (loc_mapping, loc_lines) = location_tables(&proto, &mappings, &functions)?;
+        let (sample_loc, sample_span) = sample_tables(&proto, &locations, strings)?;
         Ok(Pprof {
             proto,
             loc_mapping,
@@ -251,6 +176,107 @@ impl Pprof {
             .map(|m| self.str(m.filename))
             .filter(|f| !f.is_empty())
     }
+}
+
+/// Every string index outside the samples and locations names a string of the table.
+fn check_strings(proto: &Profile, strings: Strings) -> Result<(), DecodeError> {
+    if strings.0 > 0 && !proto.string_table[0].is_empty() {
+        return Err(bad("string 0 is not empty".into()));
+    }
+    for vt in proto.sample_type.iter().chain(proto.period_type.iter()) {
+        strings.check(vt.r#type, "a sample type")?;
+        strings.check(vt.unit, "a sample type's unit")?;
+    }
+    for c in &proto.comment {
+        strings.check(*c, "a comment")?;
+    }
+    strings.check(proto.default_sample_type, "default_sample_type")?;
+    strings.check(proto.drop_frames, "drop_frames")?;
+    strings.check(proto.keep_frames, "keep_frames")?;
+    for m in &proto.mapping {
+        strings.check(m.filename, "a mapping's file")?;
+        strings.check(m.build_id, "a mapping's build id")?;
+    }
+    for f in &proto.function {
+        strings.check(f.name, "a function's name")?;
+        strings.check(f.system_name, "a function's system name")?;
+        strings.check(f.filename, "a function's file")?;
+    }
+    Ok(())
+}
+
+/// Each location's mapping and lines, resolved to positions.
+fn location_tables(
+    proto: &Profile,
+    mappings: &Ids,
+    functions: &Ids,
+) -> Result<LocationTables, DecodeError> {
+    let mut loc_mapping = Vec::with_capacity(proto.location.len());
+    let mut loc_lines = Vec::with_capacity(proto.location.len());
+    for l in &proto.location {
+        loc_mapping.push(if l.mapping_id == 0 {
+            None
+        } else {
+            Some(mappings.get(l.mapping_id).ok_or_else(|| {
+                bad(format!(
+                    "location {} names mapping {}, which is not in the profile",
+                    l.id, l.mapping_id
+                ))
+            })?)
+        });
+        let mut lines = Vec::with_capacity(l.line.len());
+        for ln in &l.line {
+            let f = if ln.function_id == 0 {
+                None
+            } else {
+                Some(functions.get(ln.function_id).ok_or_else(|| {
+                    bad(format!(
+                        "location {} names function {}, which is not in the profile",
+                        l.id, ln.function_id
+                    ))
+                })?)
+            };
+            lines.push((f, ln.line));
+        }
+        loc_lines.push(lines);
+    }
+    Ok((loc_mapping, loc_lines))
+}
+
+/// Every sample's locations as positions (one allocation for all), checked: one value per
+/// sample type, every location there, every label's strings in the table.
+fn sample_tables(
+    proto: &Profile,
+    locations: &Ids,
+    strings: Strings,
+) -> Result<(Vec<u32>, Vec<(usize, usize)>), DecodeError> {
+    let types = proto.sample_type.len();
+    let all: usize = proto.sample.iter().map(|s| s.location_id.len()).sum();
+    let mut sample_loc = Vec::with_capacity(all);
+    let mut sample_span = Vec::with_capacity(proto.sample.len());
+    for (n, s) in proto.sample.iter().enumerate() {
+        if s.value.len() != types {
+            return Err(bad(format!(
+                "sample {n} has {} values for {types} sample types",
+                s.value.len()
+            )));
+        }
+        let start = sample_loc.len();
+        for &id in &s.location_id {
+            sample_loc.push(locations.get(id).ok_or_else(|| {
+                bad(format!(
+                    "sample {n} names location {id}, which is not in the profile"
+                ))
+            })? as u32);
+        }
+        for l in &s.label {
+            strings.check(l.key, "a label key")?;
+            strings.check(l.str, "a label value")?;
+            strings.check(l.num_unit, "a label unit")?;
+        }
+        sample_span.push((start, sample_loc.len()));
+    }
+    Ok((sample_loc, sample_span))
 }
 
 #[cfg(test)]
