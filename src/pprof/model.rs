@@ -81,6 +81,8 @@ impl Ids {
     }
 }
 
+/// Every sample's location positions, and where each sample's are among them.
+type SampleTables = (Vec<u32>, Vec<(usize, usize)>);
 /// Per location: its mapping's position and its lines' (function position, line).
 type LocationTables = (Vec<Option<usize>>, Vec<Vec<(Option<usize>, i64)>>);
 
@@ -249,7 +251,7 @@ fn sample_tables(
     proto: &Profile,
     locations: &Ids,
     strings: Strings,
-) -> Result<(Vec<u32>, Vec<(usize, usize)>), DecodeError> {
+) -> Result<SampleTables, DecodeError> {
     let types = proto.sample_type.len();
     let all: usize = proto.sample.iter().map(|s| s.location_id.len()).sum();
     let mut sample_loc = Vec::with_capacity(all);
