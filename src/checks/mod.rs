@@ -17,11 +17,13 @@ mod exec_trace_none {
         Ended(std::time::Instant),
     }
 }
+mod listing;
 pub mod python;
 mod registry;
 mod runner;
 
-pub use registry::{CheckListing, ConfigSource, LoadedCheck, Registry};
+pub use listing::CheckListing;
+pub use registry::{ConfigSource, LoadedCheck, Registry};
 pub use runner::Runner;
 pub(crate) use runner::{execute, hostname_of, instance_tags, timeout_of, unix_now};
 

@@ -70,35 +70,15 @@ impl LoadedCheck {
     }
 }
 
-/// One row of `agentprof list`.
-#[derive(Debug, Clone, Serialize)]
-pub struct CheckListing {
-    pub name: String,
-    pub kind: CheckKind,
-    /// The plugin file, for plugins; the package's directory, for installed integrations.
-    pub path: Option<PathBuf>,
-    /// The installed integration's version (`__about__.py`).
-    pub version: Option<String>,
-    /// What the name runs: `built-in`, `checks/NAME.py`, `datadog_checks.NAME`…
-    pub resolves_to: String,
-    /// True when this plugin replaces the built-in check of the same name.
-    pub overrides_builtin: bool,
-    pub source: ConfigSource,
-    pub instances: usize,
-    pub summary: String,
-    /// Set when the configuration cannot be loaded.
-    pub error: Option<String>,
-}
-
 /// A plugin file in checks_path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Plugin {
+pub(super) enum Plugin {
     Exec(PathBuf),
     Python(PathBuf),
 }
 
 impl Plugin {
-    fn path(&self) -> &Path {
+    pub(super) fn path(&self) -> &Path {
         match self {
             Plugin::Exec(p) | Plugin::Python(p) => p,
         }
@@ -121,7 +101,7 @@ fn is_executable(path: &Path) -> bool {
 }
 
 pub struct Registry<'a> {
-    config: &'a AgentConfig,
+    pub(super) config: &'a AgentConfig,
     /// Every installed integration, once asked (`list`).
     installed: std::cell::OnceCell<Vec<Installed>>,
 }
@@ -154,7 +134,7 @@ impl<'a> Registry<'a> {
     }
 
     /// Every integration installed in the interpreter (empty when it cannot be run).
-    fn all_installed(&self) -> &[Installed] {
+    pub(super) fn all_installed(&self) -> &[Installed] {
         self.installed.get_or_init(|| {
             if !interpreter_exists(&self.config.python) {
                 return Vec::new();
@@ -175,7 +155,7 @@ impl<'a> Registry<'a> {
         names
     }
 
-    fn spec(&self, name: &str) -> Option<&'static BuiltinSpec> {
+    pub(super) fn spec(&self, name: &str) -> Option<&'static BuiltinSpec> {
         BUILTINS.iter().find(|b| b.name == name)
     }
 
@@ -200,7 +180,7 @@ impl<'a> Registry<'a> {
     }
 
     /// Every plugin in checks_path, by name.
-    fn plugins(&self) -> Vec<(String, Plugin)> {
+    pub(super) fn plugins(&self) -> Vec<(String, Plugin)> {
         let Ok(entries) = std::fs::read_dir(&self.config.checks_path) else {
             return Vec::new();
         };
@@ -480,97 +460,6 @@ impl<'a> Registry<'a> {
             ));
         }
         msg
-    }
-
-    /// Every check agentprof can run, with where its configuration comes from and which one
-    /// a name runs when several share it.
-    pub fn list(&self) -> Vec<CheckListing> {
-        let plugins = self.plugins();
-        let mut rows: Vec<CheckListing> = plugins
-            .iter()
-            .map(|(name, plugin)| {
-                let (kind, summary) = match plugin {
-                    Plugin::Exec(_) => (CheckKind::Exec, "exec plugin (DogStatsD on stdout)"),
-                    Plugin::Python(_) => (CheckKind::Python, "Python check (AgentCheck)"),
-                };
-                self.listing(name, kind, Some(plugin.path()), summary)
-            })
-            .collect();
-        for inst in self.all_installed() {
-            let file = rows.iter().position(|r| r.name == inst.name);
-            let builtin = self.spec(&inst.name).is_some();
-            // Where the name also has a checks-directory file, the installed package is what
-            // the worker imports first; the row says so.
-            if let Some(i) = file {
-                let r = &mut rows[i];
-                if r.kind == CheckKind::Python {
-                    r.resolves_to = format!("datadog_checks.{} (installed)", inst.name);
-                    r.version = inst.version.clone();
-                }
-                continue;
-            }
-            let mut row = self.listing(
-                &inst.name,
-                CheckKind::Python,
-                Some(&inst.path),
-                "installed integration",
-            );
-            row.version = inst.version.clone();
-            if builtin && !self.config.python_chosen {
-                row.resolves_to = "built-in (choose an interpreter to run the integration)".into();
-            } else {
-                row.overrides_builtin = builtin;
-            }
-            rows.push(row);
-        }
-        for spec in BUILTINS {
-            if let Some(row) = rows.iter_mut().find(|r| r.name == spec.name) {
-                if row.resolves_to.starts_with("built-in") {
-                    continue;
-                }
-                row.overrides_builtin = true;
-                continue;
-            }
-            rows.push(self.listing(spec.name, CheckKind::Builtin, None, spec.summary));
-        }
-        rows.sort_by(|a, b| a.name.cmp(&b.name).then(a.kind.label().cmp(b.kind.label())));
-        rows
-    }
-
-    fn listing(
-        &self,
-        name: &str,
-        kind: CheckKind,
-        path: Option<&Path>,
-        summary: &str,
-    ) -> CheckListing {
-        let (source, instances, error) = match self.load(name) {
-            Ok(l) => (l.source, l.instances.len(), None),
-            Err(e) => {
-                let source = CheckConf::find(&self.config.confd_path, name)
-                    .map(ConfigSource::File)
-                    .unwrap_or(ConfigSource::Default);
-                (source, 0, Some(e.to_string()))
-            }
-        };
-        let resolves_to = match (kind, path) {
-            (CheckKind::Builtin, _) => "built-in".to_string(),
-            (CheckKind::Python, Some(p)) if p.is_dir() => format!("datadog_checks.{name}"),
-            (_, Some(p)) => p.display().to_string(),
-            (_, None) => name.to_string(),
-        };
-        CheckListing {
-            name: name.to_string(),
-            kind,
-            path: path.map(Path::to_path_buf),
-            version: None,
-            resolves_to,
-            overrides_builtin: false,
-            source,
-            instances,
-            summary: summary.to_string(),
-            error,
-        }
     }
 }
 
