@@ -92,7 +92,8 @@ def main():
         why = f"  (long: {f['reason']})" if f["reason"] else ""
         print(f"{f['lines']:5}  {f['file']}:{f['line']}  {f['name']}{why}")
     print()
-    print(f"{len(doc['files_over_600'])} files over 600 lines of code (before their tests)")
+    n = len(doc['files_over_600'])
+    print(f"{n} file{'' if n == 1 else 's'} over 600 lines of code (before their tests)")
     for f in files[: min(a.top, 15)]:
         print(f"{f['code_lines']:5}  {f['file']}")
 

@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
+use super::graph::{Nodes, build, total};
 use super::measure::{scale, scaled_label};
 use super::model::Pprof;
-use super::report::{Nodes, build, total};
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct DiffRow {

@@ -5,8 +5,8 @@
 
 use super::diff::MAX_FLAME_DEPTH;
 use super::fasthash::FastMap;
+use super::graph::Nodes;
 use super::model::Pprof;
-use super::report::Nodes;
 
 /// One sign of one sample type's values, merged by path.
 pub struct Tree {

@@ -7,6 +7,7 @@ mod encode;
 pub mod fasthash;
 mod file;
 mod fold;
+pub mod graph;
 pub mod legacy;
 pub mod measure;
 pub mod model;

@@ -11,8 +11,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::index::{Listing, Records, scan};
 use crate::pprof::decode::Limits;
+use crate::pprof::graph::Nodes;
 use crate::pprof::model::Pprof;
-use crate::pprof::report::Nodes;
 
 /// A listing is rescanned when it is older than this.
 const LISTING_TTL: Duration = Duration::from_millis(1000);
