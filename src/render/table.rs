@@ -62,14 +62,47 @@ pub fn render(report: &CheckReport, style: Style) -> String {
         v.dedup();
         v
     };
+    heading(&mut out, report, instances.len(), runs);
+    for &inst in &instances {
+        let recs: Vec<&RunRecord> = report
+            .records
+            .iter()
+            .filter(|r| r.instance == inst)
+            .collect();
+        let Some(last) = recs.last() else { continue };
+        let label = if instances.len() > 1 {
+            format!(" — instances[{inst}]")
+        } else {
+            String::new()
+        };
+        metrics(&mut out, style, last, runs, &label);
+        service_checks(&mut out, style, last, &label);
+        events(&mut out, style, last, &label);
+        warnings(&mut out, style, &recs, &label);
+        cost(
+            &mut out,
+            style,
+            &recs,
+            report.kind.measured_process(),
+            &label,
+        );
+        memory_and_errors(&mut out, style, &recs, &label);
+    }
+    profiles(&mut out, style, report, runs);
+    out
+}
+
+/// The first lines: the check, its kind and configuration, instances and runs; the Python
+/// worker when there is one.
+fn heading(out: &mut String, report: &CheckReport, instances: usize, runs: u32) {
     let _ = writeln!(
         out,
         "{} · {} · {} · {} instance{} × {} run{}",
         report.check,
         report.kind.label(),
         report.source,
-        instances.len(),
-        if instances.len() == 1 { "" } else { "s" },
+        instances,
+        if instances == 1 { "" } else { "s" },
         runs,
         if runs == 1 { "" } else { "s" },
     );
@@ -89,99 +122,88 @@ pub fn render(report: &CheckReport, style: Style) -> String {
             },
         );
     }
-    for &inst in &instances {
-        let recs: Vec<&RunRecord> = report
-            .records
-            .iter()
-            .filter(|r| r.instance == inst)
-            .collect();
-        let Some(last) = recs.last() else { continue };
-        let label = if instances.len() > 1 {
-            format!(" — instances[{inst}]")
-        } else {
-            String::new()
-        };
-        metrics(&mut out, style, last, runs, &label);
-        service_checks(&mut out, style, last, &label);
-        events(&mut out, style, last, &label);
-        let warnings: Vec<String> = recs
-            .iter()
-            .flat_map(|r| {
-                r.warnings
-                    .iter()
-                    .map(move |w| format!("run {}: {w}", r.run))
-            })
-            .collect();
-        if !warnings.is_empty() {
-            title(&mut out, style, &format!("Warnings{label}"));
-            for w in warnings {
-                let _ = writeln!(out, "  {w}");
-            }
-        }
-        cost(
-            &mut out,
-            style,
-            &recs,
-            report.kind.measured_process(),
-            &label,
-        );
-        if let Some((r, m)) = recs
-            .iter()
-            .rev()
-            .find_map(|r| r.memory.as_ref().map(|m| (r, m)))
-        {
-            title(
-                &mut out,
-                style,
-                &format!(
-                    "Memory (tracemalloc), run {}: traced peak {} above the start, {} kept; lines holding the most new memory{label}",
-                    r.run,
-                    units::bytes(Some(m.traced_peak)),
-                    units::signed_bytes(Some(m.traced_kept))
-                ),
-            );
-            alloc_table(&mut out, style, &m.top);
-        }
-        if let Some(t) = crate::profile::leak::trend(&recs) {
-            let _ = writeln!(
-                out,
-                "  RSS trend over {} runs: {} per run (least squares); grew in {} of {} steps{}{}",
-                t.runs,
-                units::signed_bytes(Some(t.rss_slope_bytes_per_run.round() as i64)),
-                t.growing_steps,
-                t.steps,
-                if t.steady_growth {
-                    ": steady growth, a leak?"
-                } else {
-                    ""
-                },
-                t.note.map(|n| format!(" ({n})")).unwrap_or_default(),
-            );
-        }
-        for r in recs.iter().filter(|r| r.error.is_some()) {
-            let msg = r.error.as_deref().unwrap_or_default();
-            let line = format!("instances[{}] run {}: error: {msg}", r.instance, r.run);
-            if style.color {
-                let _ = writeln!(out, "\x1b[31m{line}\x1b[0m");
-            } else {
-                let _ = writeln!(out, "{line}");
-            }
+}
+
+/// Every run's warnings of one instance.
+fn warnings(out: &mut String, style: Style, recs: &[&RunRecord], label: &str) {
+    let warnings: Vec<String> = recs
+        .iter()
+        .flat_map(|r| {
+            r.warnings
+                .iter()
+                .map(move |w| format!("run {}: {w}", r.run))
+        })
+        .collect();
+    if !warnings.is_empty() {
+        title(out, style, &format!("Warnings{label}"));
+        for w in warnings {
+            let _ = writeln!(out, "  {w}");
         }
     }
+}
+
+/// One instance's tracemalloc table, its RSS trend over the runs, and its runs' errors.
+fn memory_and_errors(out: &mut String, style: Style, recs: &[&RunRecord], label: &str) {
+    if let Some((r, m)) = recs
+        .iter()
+        .rev()
+        .find_map(|r| r.memory.as_ref().map(|m| (r, m)))
+    {
+        title(
+            out,
+            style,
+            &format!(
+                "Memory (tracemalloc), run {}: traced peak {} above the start, {} kept; lines holding the most new memory{label}",
+                r.run,
+                units::bytes(Some(m.traced_peak)),
+                units::signed_bytes(Some(m.traced_kept))
+            ),
+        );
+        alloc_table(out, style, &m.top);
+    }
+    if let Some(t) = crate::profile::leak::trend(recs) {
+        let _ = writeln!(
+            out,
+            "  RSS trend over {} runs: {} per run (least squares); grew in {} of {} steps{}{}",
+            t.runs,
+            units::signed_bytes(Some(t.rss_slope_bytes_per_run.round() as i64)),
+            t.growing_steps,
+            t.steps,
+            if t.steady_growth {
+                ": steady growth, a leak?"
+            } else {
+                ""
+            },
+            t.note.map(|n| format!(" ({n})")).unwrap_or_default(),
+        );
+    }
+    for r in recs.iter().filter(|r| r.error.is_some()) {
+        let msg = r.error.as_deref().unwrap_or_default();
+        let line = format!("instances[{}] run {}: error: {msg}", r.instance, r.run);
+        if style.color {
+            let _ = writeln!(out, "\x1b[31m{line}\x1b[0m");
+        } else {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+}
+
+/// What is over every run: the memory growth table and the CPU or cProfile profile.
+fn profiles(out: &mut String, style: Style, report: &CheckReport, runs: u32) {
     if let Some(growth) = &report.memory_growth {
         let last = report.records.iter().map(|r| r.run).max().unwrap_or(1);
         title(
-            &mut out,
+            out,
             style,
             &format!("Memory growth from run 1 to run {last} (tracemalloc)"),
         );
-        alloc_table(&mut out, style, growth);
+        alloc_table(out, style, growth);
     }
     match &report.profile {
-        Some(ProfileView::Cpu(p)) => profile(&mut out, style, p, runs),
+        Some(ProfileView::Cpu(p)) => profile(out, style, p, runs),
         Some(ProfileView::Pstats(v)) => {
             title(
-                &mut out,
+                out,
                 style,
                 &format!(
                     "Profile: cProfile over {runs} run{}",
@@ -192,7 +214,6 @@ pub fn render(report: &CheckReport, style: Style) -> String {
         }
         None => {}
     }
-    out
 }
 
 fn metrics(out: &mut String, style: Style, last: &RunRecord, runs: u32, label: &str) {
