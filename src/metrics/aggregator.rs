@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use crate::config::HistogramConfig;
 
-use super::sink::{Sink, Submission};
+use super::sink::{Sink, Submission, SubmittedServiceCheck};
 use super::{Event, Metric, MetricType, ServiceCheck, validate_tag};
 
 /// A metric's identity: name, sorted tags and host.
@@ -212,6 +212,48 @@ impl Aggregator {
         for sub in sink.metrics {
             self.take(sub, timestamp, &mut state, &mut out);
         }
+        self.finish_stateful(&mut state);
+        let mut emit = |ctx: Context, mtype, value: f64| {
+            let (metric, tags, host) = ctx;
+            out.metrics.push(Metric {
+                metric,
+                mtype,
+                value,
+                tags,
+                host,
+                timestamp,
+                run,
+            });
+        };
+        for (ctx, v) in state.gauges {
+            emit(ctx, MetricType::Gauge, v);
+        }
+        for (ctx, (v, t)) in state.counts {
+            emit(ctx, t, v);
+        }
+        // The Agent's check sampler sends a rate's per-second value as a gauge.
+        for (ctx, v) in state.rates {
+            emit(ctx, MetricType::Gauge, v);
+        }
+        for (ctx, values) in state.sets {
+            emit(ctx, MetricType::Gauge, values.len() as f64);
+        }
+        for (ctx, values) in state.histograms {
+            self.histogram_metrics(ctx, values, &mut emit);
+        }
+        out.metrics.sort_by(|a, b| {
+            a.metric
+                .cmp(&b.metric)
+                .then_with(|| a.tags.cmp(&b.tags))
+                .then_with(|| a.host.cmp(&b.host))
+        });
+        self.service_checks_and_events(sink.service_checks, sink.events, timestamp, run, &mut out);
+        out
+    }
+
+    /// The run's values of the kinds that keep state between runs (rates, monotonic counts,
+    /// historates), now that every submission is in.
+    fn finish_stateful(&mut self, state: &mut RunState) {
         for ctx in std::mem::take(&mut state.touched_rates) {
             if let Some(r) = self.rates.get_mut(&ctx).and_then(RateState::flush) {
                 state.rates.insert(ctx, r);
@@ -231,72 +273,57 @@ impl Aggregator {
                 state.histograms.entry(ctx).or_default().extend(rates);
             }
         }
-        let emit = |out: &mut Flushed, (name, tags, host): Context, mtype, value: f64| {
-            out.metrics.push(Metric {
-                metric: name,
-                mtype,
-                value,
-                tags,
-                host,
-                timestamp,
-                run,
-            });
-        };
-        for (ctx, v) in state.gauges {
-            emit(&mut out, ctx, MetricType::Gauge, v);
-        }
-        for (ctx, (v, t)) in state.counts {
-            emit(&mut out, ctx, t, v);
-        }
-        // The Agent's check sampler sends a rate's per-second value as a gauge.
-        for (ctx, v) in state.rates {
-            emit(&mut out, ctx, MetricType::Gauge, v);
-        }
-        for (ctx, values) in state.sets {
-            emit(&mut out, ctx, MetricType::Gauge, values.len() as f64);
-        }
-        for ((name, tags, host), mut values) in state.histograms {
-            values.sort_by(f64::total_cmp);
-            for agg in &self.histogram.aggregates {
-                let (suffix, mtype, v) = match agg.as_str() {
-                    "max" => ("max", MetricType::Gauge, values[values.len() - 1]),
-                    "min" => ("min", MetricType::Gauge, values[0]),
-                    "median" => ("median", MetricType::Gauge, nearest_rank(&values, 0.5)),
-                    "avg" => (
-                        "avg",
-                        MetricType::Gauge,
-                        values.iter().sum::<f64>() / values.len() as f64,
-                    ),
-                    "sum" => ("sum", MetricType::Gauge, values.iter().sum()),
-                    // The Agent sends `.count` as a rate over the check's flush interval of 1.
-                    "count" => ("count", MetricType::Rate, values.len() as f64),
-                    _ => continue,
-                };
-                emit(
-                    &mut out,
-                    (format!("{name}.{suffix}"), tags.clone(), host.clone()),
-                    mtype,
-                    v,
-                );
-            }
-            for p in &self.histogram.percentiles {
-                let label = format!("{name}.{}percentile", (p * 100.0).round() as u32);
-                emit(
-                    &mut out,
-                    (label, tags.clone(), host.clone()),
+    }
+
+    /// A histogram's aggregates and percentiles, as the Agent names and types them.
+    fn histogram_metrics(
+        &self,
+        (name, tags, host): Context,
+        mut values: Vec<f64>,
+        emit: &mut impl FnMut(Context, MetricType, f64),
+    ) {
+        values.sort_by(f64::total_cmp);
+        for agg in &self.histogram.aggregates {
+            let (suffix, mtype, v) = match agg.as_str() {
+                "max" => ("max", MetricType::Gauge, values[values.len() - 1]),
+                "min" => ("min", MetricType::Gauge, values[0]),
+                "median" => ("median", MetricType::Gauge, nearest_rank(&values, 0.5)),
+                "avg" => (
+                    "avg",
                     MetricType::Gauge,
-                    nearest_rank(&values, *p),
-                );
-            }
+                    values.iter().sum::<f64>() / values.len() as f64,
+                ),
+                "sum" => ("sum", MetricType::Gauge, values.iter().sum()),
+                // The Agent sends `.count` as a rate over the check's flush interval of 1.
+                "count" => ("count", MetricType::Rate, values.len() as f64),
+                _ => continue,
+            };
+            emit(
+                (format!("{name}.{suffix}"), tags.clone(), host.clone()),
+                mtype,
+                v,
+            );
         }
-        out.metrics.sort_by(|a, b| {
-            a.metric
-                .cmp(&b.metric)
-                .then_with(|| a.tags.cmp(&b.tags))
-                .then_with(|| a.host.cmp(&b.host))
-        });
-        let extra = self.extra_tags.clone();
-        for sc in sink.service_checks {
+        for p in &self.histogram.percentiles {
+            let label = format!("{name}.{}percentile", (p * 100.0).round() as u32);
+            emit(
+                (label, tags.clone(), host.clone()),
+                MetricType::Gauge,
+                nearest_rank(&values, *p),
+            );
+        }
+    }
+
+    /// Service checks and events with the configured tags and host, the run's time and number.
+    fn service_checks_and_events(
+        &self,
+        service_checks: Vec<SubmittedServiceCheck>,
+        events: Vec<Event>,
+        timestamp: f64,
+        run: u32,
+        out: &mut Flushed,
+    ) {
+        for sc in service_checks {
             let tags = self.tags(&sc.tags, &mut out.warnings, &sc.name);
             out.service_checks.push(ServiceCheck {
                 name: sc.name,
@@ -307,8 +334,8 @@ impl Aggregator {
                 run,
             });
         }
-        for mut ev in sink.events {
-            ev.tags.extend(extra.iter().cloned());
+        for mut ev in events {
+            ev.tags.extend(self.extra_tags.iter().cloned());
             ev.tags.sort_unstable();
             ev.tags.dedup();
             if ev.host.is_empty() {
@@ -320,7 +347,6 @@ impl Aggregator {
             ev.run = run;
             out.events.push(ev);
         }
-        out
     }
 
     fn take(&mut self, sub: Submission, ts: f64, state: &mut RunState, out: &mut Flushed) {
