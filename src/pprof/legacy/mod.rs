@@ -111,83 +111,9 @@ impl Legacy {
     /// Go's massageMappings and remapMappingIDs: adjacent pieces of one file merged, the main
     /// binary first, each address given the mapping that holds it (or a fake one).
     fn into_profile(mut self) -> Profile {
-        let mut maps: Vec<LMapping> = Vec::new();
-        for m in std::mem::take(&mut self.mappings) {
-            if let Some(last) = maps.last_mut()
-                && adjacent(last, &m)
-            {
-                last.limit = m.limit;
-                if !m.file.is_empty() {
-                    last.file = m.file;
-                }
-                if !m.build_id.is_empty() {
-                    last.build_id = m.build_id;
-                }
-                continue;
-            }
-            maps.push(m);
-        }
-        if let Some(i) = maps.iter().position(|m| {
-            let f = m.file.replace("(deleted)", "");
-            let f = f.trim();
-            !f.is_empty() && !LIB.is_match(f) && !f.starts_with('[')
-        }) {
-            maps.swap(0, i);
-        }
-        if maps.len() > 1
-            && maps[0].file.starts_with("/anon_hugepage")
-            && maps[0].limit == maps[1].start
-        {
-            maps.remove(0);
-        }
-        if let Some(m) = maps.first_mut()
-            && m.start.wrapping_sub(m.offset) == 0x400000
-        {
-            m.start = 0x400000;
-            m.offset = 0;
-        }
-        // Only the addresses samples use become locations, in the order samples use them.
-        let mut loc_id = vec![0u64; self.addresses.len()];
-        let mut used: Vec<usize> = Vec::new();
-        for s in &self.samples {
-            for &a in &s.locs {
-                if loc_id[a] == 0 {
-                    used.push(a);
-                    loc_id[a] = used.len() as u64;
-                }
-            }
-        }
-        let mut fake: Option<usize> = None;
-        let mut loc_map = Vec::with_capacity(used.len());
-        for &ai in &used {
-            let a = self.addresses[ai];
-            let mut found = None;
-            if a != 0 {
-                found = maps.iter().position(|m| m.start <= a && a < m.limit);
-                if found.is_none()
-                    && let Some(i) = maps.iter().position(|m| {
-                        m.offset != 0 && m.start.wrapping_sub(m.offset) <= a && a < m.start
-                    })
-                {
-                    maps[i].start = maps[i].start.wrapping_sub(maps[i].offset);
-                    maps[i].offset = 0;
-                    found = Some(i);
-                }
-                if found.is_none() {
-                    found = Some(*fake.get_or_insert_with(|| {
-                        maps.push(LMapping {
-                            start: 0,
-                            limit: u64::MAX,
-                            offset: 0,
-                            file: String::new(),
-                            build_id: String::new(),
-                        });
-                        maps.len() - 1
-                    }));
-                }
-            }
-            loc_map.push(found);
-        }
+        let mut maps = massage_mappings(std::mem::take(&mut self.mappings));
+        let (loc_id, used) = self.used_addresses();
+        let loc_map = assign_mappings(&mut maps, &self.addresses, &used);
         let mut strings: Vec<String> = vec![String::new()];
         let mut s = |v: &str| -> i64 {
             if let Some(i) = strings.iter().position(|x| x == v) {
@@ -265,6 +191,106 @@ impl Legacy {
             ..Profile::default()
         }
     }
+}
+
+impl Legacy {
+    /// Only the addresses samples use become locations, in the order samples use them: each
+    /// address's location id (0: unused), and the addresses used.
+    fn used_addresses(&self) -> (Vec<u64>, Vec<usize>) {
+        let mut loc_id = vec![0u64; self.addresses.len()];
+        let mut used: Vec<usize> = Vec::new();
+        for s in &self.samples {
+            for &a in &s.locs {
+                if loc_id[a] == 0 {
+                    used.push(a);
+                    loc_id[a] = used.len() as u64;
+                }
+            }
+        }
+        (loc_id, used)
+    }
+}
+
+/// Adjacent pieces of one file merged, the main binary first (a hugepage mapping before it
+/// dropped), a main binary mapped at 0x400000 with its offset taken out.
+fn massage_mappings(mappings: Vec<LMapping>) -> Vec<LMapping> {
+    let mut maps: Vec<LMapping> = Vec::new();
+    for m in mappings {
+        if let Some(last) = maps.last_mut()
+            && adjacent(last, &m)
+        {
+            last.limit = m.limit;
+            if !m.file.is_empty() {
+                last.file = m.file;
+            }
+            if !m.build_id.is_empty() {
+                last.build_id = m.build_id;
+            }
+            continue;
+        }
+        maps.push(m);
+    }
+    if let Some(i) = maps.iter().position(|m| {
+        let f = m.file.replace("(deleted)", "");
+        let f = f.trim();
+        !f.is_empty() && !LIB.is_match(f) && !f.starts_with('[')
+    }) {
+        maps.swap(0, i);
+    }
+    if maps.len() > 1
+        && maps[0].file.starts_with("/anon_hugepage")
+        && maps[0].limit == maps[1].start
+    {
+        maps.remove(0);
+    }
+    if let Some(m) = maps.first_mut()
+        && m.start.wrapping_sub(m.offset) == 0x400000
+    {
+        m.start = 0x400000;
+        m.offset = 0;
+    }
+    maps
+}
+
+/// The mapping of each used address: the one that holds it, one whose offset reaches back
+/// to it (its start moved there), else one fake mapping over everything.
+fn assign_mappings(
+    maps: &mut Vec<LMapping>,
+    addresses: &[u64],
+    used: &[usize],
+) -> Vec<Option<usize>> {
+    let mut fake: Option<usize> = None;
+    let mut loc_map = Vec::with_capacity(used.len());
+    for &ai in used {
+        let a = addresses[ai];
+        let mut found = None;
+        if a != 0 {
+            found = maps.iter().position(|m| m.start <= a && a < m.limit);
+            if found.is_none()
+                && let Some(i) = maps.iter().position(|m| {
+                    m.offset != 0 && m.start.wrapping_sub(m.offset) <= a && a < m.start
+                })
+            {
+                maps[i].start = maps[i].start.wrapping_sub(maps[i].offset);
+                maps[i].offset = 0;
+                found = Some(i);
+            }
+            if found.is_none() {
+                found = Some(*fake.get_or_insert_with(|| {
+                    maps.push(LMapping {
+                        start: 0,
+                        limit: u64::MAX,
+                        offset: 0,
+                        file: String::new(),
+                        build_id: String::new(),
+                    });
+                    maps.len() - 1
+                }));
+            }
+        }
+        loc_map.push(found);
+    }
+    loc_map
 }
 
 fn adjacent(a: &LMapping, b: &LMapping) -> bool {
