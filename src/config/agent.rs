@@ -197,80 +197,27 @@ impl AgentConfig {
             .or(file.hostname.filter(|h| !h.trim().is_empty()))
             .unwrap_or_else(system_hostname);
 
-        let mut tags = file.tags;
-        if let Ok(env_tags) = std::env::var("DD_TAGS") {
-            tags.extend(env_tags.split_whitespace().map(str::to_string));
-        }
-        for tag in &tags {
-            if let Err(why) = validate_tag(tag) {
-                return Err(UsageError::config(
-                    &cfg_path,
-                    format!("tags: `{tag}` is not a valid tag: {why}"),
-                ));
-            }
-        }
+        let tags = resolve_tags(file.tags, &cfg_path)?;
 
         let confd_path = opts
             .confd
             .clone()
             .or(file.confd_path.map(rel))
             .unwrap_or_else(|| default_dir("conf.d", "/etc/agentprof/conf.d"));
-        for (flag, dir) in [("--confd", &opts.confd), ("--checks", &opts.checks)] {
-            if let Some(d) = dir
-                && !d.is_dir()
-            {
-                return Err(UsageError::flag(
-                    flag,
-                    format!("{} is not a directory", d.display()),
-                ));
-            }
-        }
+        check_dirs(opts)?;
         let checks_path = opts
             .checks
             .clone()
             .or(file.checks_path.map(rel))
             .unwrap_or_else(|| default_dir("checks", "/etc/agentprof/checks.d"));
 
-        let mut histogram = HistogramConfig::default();
-        if let Some(aggs) = file.histogram_aggregates {
-            for a in &aggs {
-                if !["max", "min", "median", "avg", "sum", "count"].contains(&a.as_str()) {
-                    return Err(UsageError::config(
-                        &cfg_path,
-                        format!(
-                            "histogram_aggregates: unknown aggregate `{a}` (use max, min, median, avg, sum, count)"
-                        ),
-                    ));
-                }
-            }
-            histogram.aggregates = aggs;
-        }
-        if let Some(pcts) = file.histogram_percentiles {
-            for p in &pcts {
-                if !(*p > 0.0 && *p < 1.0) {
-                    return Err(UsageError::config(
-                        &cfg_path,
-                        format!(
-                            "histogram_percentiles: {p} is not between 0 and 1 (write 0.95 for the 95th)"
-                        ),
-                    ));
-                }
-            }
-            histogram.percentiles = pcts;
-        }
+        let histogram = resolve_histogram(
+            file.histogram_aggregates,
+            file.histogram_percentiles,
+            &cfg_path,
+        )?;
 
-        let log_file_max_size = match &file.log_file_max_size {
-            None => 10 << 20,
-            Some(v) => {
-                let text = match v {
-                    serde_yaml_ng::Value::Number(n) => n.to_string(),
-                    serde_yaml_ng::Value::String(s) => s.clone(),
-                    other => format!("{other:?}"),
-                };
-                super::parse_size(&text)
-                    .map_err(|e| UsageError::config(&cfg_path, format!("log_file_max_size: {e}")))?
-            }
-        };
+        let log_file_max_size = resolve_max_size(file.log_file_max_size.as_ref(), &cfg_path)?;
         let chosen_python = opts
             .python
             .clone()
@@ -321,6 +268,89 @@ impl AgentConfig {
             warnings,
         })
     }
+}
+
+/// The configured tags and `DD_TAGS`'s, each checked.
+fn resolve_tags(mut tags: Vec<String>, cfg_path: &Path) -> Result<Vec<String>, UsageError> {
+    if let Ok(env_tags) = std::env::var("DD_TAGS") {
+        tags.extend(env_tags.split_whitespace().map(str::to_string));
+    }
+    for tag in &tags {
+        if let Err(why) = validate_tag(tag) {
+            return Err(UsageError::config(
+                cfg_path,
+                format!("tags: `{tag}` is not a valid tag: {why}"),
+            ));
+        }
+    }
+    Ok(tags)
+}
+
+/// `--confd` and `--checks`, when given, name directories.
+fn check_dirs(opts: &LoadOptions) -> Result<(), UsageError> {
+    for (flag, dir) in [("--confd", &opts.confd), ("--checks", &opts.checks)] {
+        if let Some(d) = dir
+            && !d.is_dir()
+        {
+            return Err(UsageError::flag(
+                flag,
+                format!("{} is not a directory", d.display()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `histogram_aggregates` and `histogram_percentiles`, checked, over the Agent's defaults.
+fn resolve_histogram(
+    aggregates: Option<Vec<String>>,
+    percentiles: Option<Vec<f64>>,
+    cfg_path: &Path,
+) -> Result<HistogramConfig, UsageError> {
+    let mut histogram = HistogramConfig::default();
+    if let Some(aggs) = aggregates {
+        for a in &aggs {
+            if !["max", "min", "median", "avg", "sum", "count"].contains(&a.as_str()) {
+                return Err(UsageError::config(
+                    cfg_path,
+                    format!(
+                        "histogram_aggregates: unknown aggregate `{a}` (use max, min, median, avg, sum, count)"
+                    ),
+                ));
+            }
+        }
+        histogram.aggregates = aggs;
+    }
+    if let Some(pcts) = percentiles {
+        for p in &pcts {
+            if !(*p > 0.0 && *p < 1.0) {
+                return Err(UsageError::config(
+                    cfg_path,
+                    format!(
+                        "histogram_percentiles: {p} is not between 0 and 1 (write 0.95 for the 95th)"
+                    ),
+                ));
+            }
+        }
+        histogram.percentiles = pcts;
+    }
+    Ok(histogram)
+}
+
+/// `log_file_max_size` as bytes (a number or a size such as `10MB`; 10 MiB when unset).
+fn resolve_max_size(v: Option<&serde_yaml_ng::Value>, cfg_path: &Path) -> Result<u64, UsageError> {
+    Ok(match v {
+        None => 10 << 20,
+        Some(v) => {
+            let text = match v {
+                serde_yaml_ng::Value::Number(n) => n.to_string(),
+                serde_yaml_ng::Value::String(s) => s.clone(),
+                other => format!("{other:?}"),
+            };
+            super::parse_size(&text)
+                .map_err(|e| UsageError::config(cfg_path, format!("log_file_max_size: {e}")))?
+        }
+    })
 }
 
 fn read_file(path: &Path) -> Result<(AgentConfigFile, Vec<String>), UsageError> {
