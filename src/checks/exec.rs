@@ -335,35 +335,13 @@ impl ExternalCheck for ExecCheck {
             spawn_reader(child.stdout.take(), Keep::Head(MAX_STDOUT as usize));
         let (err_buf, err_reader) = spawn_reader(child.stderr.take(), Keep::Tail(STDERR_TAIL));
 
-        // Traced: the snapshots at exec and at exit. Untraced: the first and last samples.
-        let mut first = if traced { None } else { Some(probe.after()) };
-        let mut last = first.clone();
-        let mut left_behind = Vec::new();
-        let mut timed_out = false;
-        let ended = loop {
-            match events.recv_timeout(SAMPLE_EVERY) {
-                Ok(TraceEvent::Exec(s)) => first = Some(s),
-                Ok(TraceEvent::Exit(s, left)) => {
-                    last = Some(s);
-                    left_behind = left;
-                }
-                Ok(TraceEvent::Ended(at)) => break at,
-                Ok(TraceEvent::Spawned(_)) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break Instant::now(),
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if t0.elapsed() >= timeout && !timed_out {
-                        timed_out = true;
-                        // SAFETY: signals the process group this plugin leads.
-                        unsafe { libc::kill(-pid, libc::SIGKILL) };
-                    } else if !traced {
-                        let s = probe.after();
-                        if s.rss.is_some() {
-                            last = Some(s);
-                        }
-                    }
-                }
-            }
-        };
+        let Watched {
+            first,
+            last,
+            left_behind,
+            timed_out,
+            ended,
+        } = watch(&events, &mut probe, traced, t0, timeout, pid);
         let wall_s = ended.duration_since(t0).as_secs_f64();
         // Zombie: final I/O counters, including the children it reaped.
         let final_io = probe.after().io;
@@ -402,6 +380,84 @@ impl ExternalCheck for ExecCheck {
             _ => None,
         };
         let tail = String::from_utf8_lossy(&stderr_tail).trim().to_string();
+        let result = self.outcome(timed_out, timeout, reaped.map(|r| r.0), &tail);
+        ExternalRun {
+            result,
+            started_at,
+            cost,
+            memory: None,
+        }
+    }
+}
+
+/// What watching a plugin run saw. Traced: the snapshots at exec and at exit. Untraced: the
+/// first and last samples.
+struct Watched {
+    first: Option<ProcessSnapshot>,
+    last: Option<ProcessSnapshot>,
+    /// The processes it left behind (pid, start time).
+    left_behind: Vec<(i32, u64)>,
+    timed_out: bool,
+    ended: Instant,
+}
+
+/// Waits for the plugin to end, sampling it every `SAMPLE_EVERY` when it is not traced; at
+/// `timeout` its process group is killed.
+fn watch(
+    events: &mpsc::Receiver<TraceEvent>,
+    probe: &mut Probe,
+    traced: bool,
+    t0: Instant,
+    timeout: Duration,
+    pid: i32,
+) -> Watched {
+    let mut first = if traced { None } else { Some(probe.after()) };
+    let mut last = first.clone();
+    let mut left_behind = Vec::new();
+    let mut timed_out = false;
+    let ended = loop {
+        match events.recv_timeout(SAMPLE_EVERY) {
+            Ok(TraceEvent::Exec(s)) => first = Some(s),
+            Ok(TraceEvent::Exit(s, left)) => {
+                last = Some(s);
+                left_behind = left;
+            }
+            Ok(TraceEvent::Ended(at)) => break at,
+            Ok(TraceEvent::Spawned(_)) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break Instant::now(),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if t0.elapsed() >= timeout && !timed_out {
+                    timed_out = true;
+                    // SAFETY: signals the process group this plugin leads.
+                    unsafe { libc::kill(-pid, libc::SIGKILL) };
+                } else if !traced {
+                    let s = probe.after();
+                    if s.rss.is_some() {
+                        last = Some(s);
+                    }
+                }
+            }
+        }
+    };
+    Watched {
+        first,
+        last,
+        left_behind,
+        timed_out,
+        ended,
+    }
+}
+
+impl ExecCheck {
+    /// The run's result: a timeout, the exit status when it is not 0 (with the end of stderr),
+    /// or a lost status.
+    fn outcome(
+        &self,
+        timed_out: bool,
+        timeout: Duration,
+        status: Option<i32>,
+        tail: &str,
+    ) -> Result<(), String> {
         let with_tail = |msg: String| {
             if tail.is_empty() {
                 msg
@@ -409,23 +465,16 @@ impl ExternalCheck for ExecCheck {
                 format!("{msg}; stderr ends with:\n{tail}")
             }
         };
-        let result = if timed_out {
-            Err(with_tail(format!(
+        if timed_out {
+            return Err(with_tail(format!(
                 "timed out after {} (instance timeout); the process group was killed",
                 crate::duration::human(timeout)
-            )))
-        } else {
-            match reaped.map(|r| describe_status(r.0)) {
-                Some(None) => Ok(()),
-                Some(Some(why)) => Err(with_tail(format!("{} {why}", self.program.display()))),
-                None => Err("the plugin's exit status was lost".into()),
-            }
-        };
-        ExternalRun {
-            result,
-            started_at,
-            cost,
-            memory: None,
+            )));
+        }
+        match status.map(describe_status) {
+            Some(None) => Ok(()),
+            Some(Some(why)) => Err(with_tail(format!("{} {why}", self.program.display()))),
+            None => Err("the plugin's exit status was lost".into()),
         }
     }
 }
