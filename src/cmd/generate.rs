@@ -5,10 +5,9 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context as _;
-use clap::CommandFactory;
 use clap_complete::Shell as CompleteShell;
 
-use crate::cli::{Cli, Shell};
+use crate::cli::Shell;
 use crate::error::UsageError;
 
 use super::Outcome;
@@ -26,7 +25,12 @@ fn to_clap(shell: Shell) -> CompleteShell {
 /// The completion script for `shell`.
 pub fn completion_script(shell: Shell) -> Vec<u8> {
     let mut out = Vec::new();
-    clap_complete::generate(to_clap(shell), &mut Cli::command(), "agentprof", &mut out);
+    clap_complete::generate(
+        to_clap(shell),
+        &mut crate::cli::full_command(),
+        "agentprof",
+        &mut out,
+    );
     out
 }
 
@@ -43,7 +47,7 @@ pub fn completion_file_name(shell: Shell) -> &'static str {
 
 /// `agentprof.1` and `agentprof-SUB.1` for each subcommand, as (file name, roff bytes).
 pub fn man_pages() -> std::io::Result<Vec<(String, Vec<u8>)>> {
-    let root = Cli::command();
+    let root = crate::cli::full_command();
     let mut pages = Vec::new();
     let mut buf = Vec::new();
     clap_mangen::Man::new(root.clone()).render(&mut buf)?;

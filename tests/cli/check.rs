@@ -533,3 +533,15 @@ fn disk_defaults_are_the_integrations() {
         );
     }
 }
+
+/// The binary defines `exp` and `pow` itself (src/main.rs) so the loader maps no math library
+/// at each start; glibc's loader lists what it would load when asked to trace.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_binary_loads_no_math_library() {
+    let sb = Sandbox::new();
+    let r = sb.run_env(&["--version"], &[("LD_TRACE_LOADED_OBJECTS", "1")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("libc.so.6"), "{}", r.stdout);
+    assert!(!r.stdout.contains("libm.so"), "{}", r.stdout);
+}

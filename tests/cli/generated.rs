@@ -70,3 +70,35 @@ fn the_binary_writes_the_same_pages() {
         .unwrap();
     assert_eq!(bash.stdout, completion_script(Shell::Bash));
 }
+
+/// The binary builds a subcommand's arguments only when it enters it; what it generates and
+/// what `help` finds must still be the whole tree.
+#[test]
+fn the_binary_generates_and_helps_with_every_argument() {
+    let sb = crate::support::Sandbox::new();
+    let r = sb.run(&["completions", "bash"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let committed = std::fs::read_to_string(repo("completions/agentprof.bash")).unwrap();
+    assert!(
+        r.stdout == committed,
+        "`agentprof completions bash` differs from completions/"
+    );
+    let nested = sb.run(&["help", "k8s", "targets"]);
+    assert_eq!(nested.code, 0, "{}", nested.stderr);
+    assert!(
+        nested
+            .stdout
+            .starts_with("Print once every pod on the node"),
+        "{}",
+        nested.stdout
+    );
+    let direct = sb.run(&["k8s", "targets", "--help"]);
+    assert_eq!(nested.stdout, direct.stdout);
+    let check = sb.run(&["check", "--help"]);
+    assert!(
+        check.stdout.starts_with("Run one check once"),
+        "{}",
+        check.stdout
+    );
+    assert!(check.stdout.contains("--profile"), "{}", check.stdout);
+}

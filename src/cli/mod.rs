@@ -1,0 +1,278 @@
+//! The command line, as clap derive types only. `completions/` and `man/` are generated from
+//! `full_command()`; the command layer converts these types into plain option structs.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+mod lazy;
+mod profiles;
+mod services;
+
+pub use lazy::{Lazy, defer_arguments, full_command};
+pub use profiles::{DeltaArgs, DiffArgs, FlamegraphArgs, ProfileLimitArgs, TopArgs};
+pub use services::{K8sAction, K8sArgs, K8sCommon, K8sTargetsArgs, PullArgs, ReceiveArgs, UiArgs};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "agentprof",
+    version,
+    about = "What agent checks, plugins and Go services cost: memory, I/O, threads, connections, run time and calls",
+    long_about = None,
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one check once (or -t N times) and print its metrics and what each run cost
+    Check(Lazy<CheckArgs>),
+    /// Run every configured check on its interval: the agent, in developer mode with --profile
+    Start(Lazy<StartArgs>),
+    /// List the checks agentprof can run, where their configuration comes from, and their instances
+    List(Lazy<ListArgs>),
+    /// Print a pprof profile's top functions, row for row as `go tool pprof -top`
+    Top(Lazy<TopArgs>),
+    /// CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression
+    Gate(Lazy<Box<GateArgs>>),
+    /// Pull pprof profiles from Go services' net/http/pprof: files, top tables, deltas, uploads
+    #[command(disable_version_flag = true)]
+    Pull(Lazy<Box<PullArgs>>),
+    /// Discover the Go pprof endpoints of this node's pods and capture their profiles on a
+    /// schedule and when they cross CPU or memory thresholds (run as a DaemonSet)
+    #[command(disable_version_flag = true)]
+    K8s(Lazy<Box<K8sArgs>>),
+    /// Receive the uploads of dd-trace profilers (Go, Python, Java…) on DataKit's port and
+    /// path: each stored under <out>/<service>/, listed in uploads.jsonl, printed
+    Receive(Lazy<Box<ReceiveArgs>>),
+    /// A local web page over the profiles agentprof wrote or received: lists with the cause of
+    /// each capture, top tables, flamegraphs and comparisons (read-only, offline)
+    Ui(Lazy<UiArgs>),
+    /// Compare two pprof profiles: per function the change of flat and cum, biggest first
+    Diff(Lazy<DiffArgs>),
+    /// The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it
+    Delta(Lazy<DeltaArgs>),
+    /// Draw a pprof profile as a flamegraph (SVG)
+    Flamegraph(Lazy<FlamegraphArgs>),
+    /// Print a shell completion script to stdout
+    Completions(Lazy<CompletionsArgs>),
+    /// Write the man pages (agentprof.1 and one page per subcommand)
+    Man(Lazy<ManArgs>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GateFormat {
+    Table,
+    Json,
+    Markdown,
+    Junit,
+}
+
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// The check to gate (see `agentprof list`)
+    #[arg(value_name = "CHECK", required_unless_present = "compare")]
+    pub name: Option<String>,
+    /// The baseline file: written by --update-baseline, compared with otherwise
+    #[arg(long, value_name = "FILE", required_unless_present = "compare")]
+    pub baseline: Option<PathBuf>,
+    /// Timed runs after one warm-up run [default: 10]
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(3..=10000))]
+    pub times: Option<u32>,
+    /// Write the baseline from this run and exit 0
+    #[arg(long)]
+    pub update_baseline: bool,
+    /// Compare two reports made elsewhere (baseline files, `--format json` outputs or
+    /// `agentprof check --json` reports)
+    #[arg(long, num_args = 2, value_names = ["BASE.json", "NEW.json"], conflicts_with_all = ["name", "update_baseline"])]
+    pub compare: Option<Vec<PathBuf>>,
+    /// Thresholds from this YAML file (the keys of a check conf's `gate:` section); flags
+    /// override it, it overrides the check conf's `gate:` section
+    #[arg(long, value_name = "FILE")]
+    pub gate_config: Option<PathBuf>,
+    /// A slowdown under this percentage is never a regression [default: 10]
+    #[arg(long, value_name = "PCT")]
+    pub threshold: Option<f64>,
+    /// Significance level of the timing test (one-sided Mann-Whitney U) [default: 0.01]
+    #[arg(long, value_name = "P")]
+    pub alpha: Option<f64>,
+    /// A slowdown of fewer microseconds per run is never a regression [default: 50]
+    #[arg(long, value_name = "US")]
+    pub min_slowdown_us: Option<f64>,
+    /// RSS growth per run (KiB, least-squares slope) that counts as a leak [default: 512]
+    #[arg(long, value_name = "KIB")]
+    pub rss_slope_kib: Option<f64>,
+    /// Peak RSS growth over the baseline (percent, and at least 1 MiB) that fails [default: 25]
+    #[arg(long, value_name = "PCT")]
+    pub peak_rss_pct: Option<f64>,
+    /// Growth of Python calls per run, in total or of a top function, that fails [default: 1]
+    #[arg(long, value_name = "PCT")]
+    pub calls_pct: Option<f64>,
+    /// With --memory: growth of traced bytes per run (peak and kept; and at least 1 KiB) that
+    /// fails [default: 1]
+    #[arg(long, value_name = "PCT")]
+    pub alloc_pct: Option<f64>,
+    /// Growth of the metric series a run emits that fails [default: 0]
+    #[arg(long, value_name = "PCT")]
+    pub series_pct: Option<f64>,
+    /// A metric the baseline had and this run does not fails the gate (default: a warning)
+    #[arg(long)]
+    pub strict: bool,
+    /// Python checks: trace allocations (tracemalloc) and compare the bytes each run
+    /// allocates and keeps; the baseline must be made with it too
+    #[arg(long)]
+    pub memory: bool,
+    /// Write a differential flamegraph of the baseline's and this run's stacks (red: more
+    /// time per run, blue: less); cProfile stacks for Python checks, sampled for built-ins
+    #[arg(long, value_name = "OUT.svg")]
+    pub flamegraph_diff: Option<PathBuf>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = GateFormat::Table)]
+    pub format: GateFormat,
+    /// Write the report here instead of stdout
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Run only instances[N] (0-based; default 0)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub instance: usize,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// Where configuration comes from; shared by every command that loads checks.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ConfigArgs {
+    #[command(flatten)]
+    pub files: ConfdArgs,
+    /// Directory of plugin checks
+    #[arg(long, value_name = "DIR")]
+    pub checks: Option<PathBuf>,
+    /// Python interpreter for Python checks (a virtualenv's python works)
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<String>,
+}
+
+/// Where the configuration is: agentprof.yaml and conf.d. `pull` and `k8s` take only
+/// these (they run no checks); the commands that run checks add `ConfigArgs`' two.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ConfdArgs {
+    /// agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Directory of check configurations (NAME.yaml or NAME.d/conf.yaml; profile.yaml for pull and k8s)
+    #[arg(long, value_name = "DIR")]
+    pub confd: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Name of the check to run (see `agentprof list`)
+    pub name: String,
+    /// Sample the run's CPU and print the top calls by cumulative time
+    #[arg(long)]
+    pub profile: bool,
+    /// Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)
+    #[arg(short = 't', long = "times", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub times: u32,
+    /// Run twice, one second apart, so rates and deltas have a value
+    #[arg(short = 'r', long)]
+    pub rate: bool,
+    /// Pause between runs (e.g. 250, 500ms, 2s; a bare number is milliseconds)
+    #[arg(long, value_name = "MS")]
+    pub pause: Option<String>,
+    /// Print one JSON document (schema in docs/json.md)
+    #[arg(long, conflicts_with = "table")]
+    pub json: bool,
+    /// Draw bordered tables instead of plain aligned columns
+    #[arg(long)]
+    pub table: bool,
+    /// Rows in the profile's top table
+    #[arg(long, value_name = "N", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub top: u32,
+    /// Sampling frequency of the CPU profile, in Hz
+    #[arg(long, value_name = "HZ", default_value_t = 1000,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub frequency: u32,
+    /// Write a flamegraph (SVG) of the sampled runs; implies --profile
+    #[arg(long, value_name = "FILE.svg")]
+    pub flamegraph: Option<PathBuf>,
+    /// Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile
+    #[arg(long, value_name = "FILE.pb.gz")]
+    pub pprof: Option<PathBuf>,
+    /// Write a Python check's cProfile statistics as a pstats dump (python -m pstats,
+    /// snakeviz); implies --profile
+    #[arg(long, value_name = "FILE")]
+    pub pstats: Option<PathBuf>,
+    /// Append the collector.log block of every run to FILE (overrides log_file)
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Trace a Python check's allocations (tracemalloc): top allocating lines per run, and
+    /// with --times the lines that grew most from the first run to the last
+    #[arg(long)]
+    pub memory: bool,
+    /// Run only instance N of the check's configuration (0-based, as in instances[N])
+    #[arg(long, value_name = "N")]
+    pub instance: Option<usize>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StartArgs {
+    /// Developer mode: log each run's memory before and after and the agent's own figures
+    /// (also `developer_mode: true` in agentprof.yaml)
+    #[arg(long)]
+    pub profile: bool,
+    /// Stop by itself after this long (e.g. 30s, 10m)
+    #[arg(long, value_name = "D")]
+    pub duration: Option<String>,
+    /// At stop, print the summary as one JSON document (metrics then go only to the
+    /// configured forwarders)
+    #[arg(long)]
+    pub json: bool,
+    /// Write collector.log here (overrides log_file; - is stdout)
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Serve the agent's own figures as OpenMetrics on http://ADDR/metrics (e.g. 127.0.0.1:9494)
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Print one JSON document
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// Shell to generate the script for
+    pub shell: Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Directory to write the pages into
+    #[arg(long, value_name = "DIR", default_value = "man")]
+    pub out: PathBuf,
+}
