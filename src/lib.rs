@@ -24,4 +24,5 @@ pub mod redact;
 pub mod render;
 pub mod serve;
 pub mod signal;
+pub mod sync;
 pub mod ui;

@@ -226,21 +226,8 @@ fn measure(config: &AgentConfig, plan: &Plan, first: LoadedCheck) -> anyhow::Res
         let profile = (kind == CheckKind::Python).then_some(1000);
         let mut runner = Runner::new(loaded, config, Some(plan.instance), profile, plan.memory)
             .without_memory_lines();
-        let warm = runner.run(0, 0);
+        let warm = warm_up(&mut runner, &host, name)?;
         progress.inc();
-        if let Some(e) = &warm.error {
-            return Err(anyhow::anyhow!("{name}: the warm-up run failed: {e}"));
-        }
-        // Call counts and stacks are of the timed runs: the warm-up's one-time imports and
-        // caches are not a cost of every run.
-        if let Some(h) = &host
-            && let Err(e) = h
-                .lock()
-                .map_err(|e| e.to_string())
-                .and_then(|mut h| h.reset_stats())
-        {
-            return Err(anyhow::anyhow!("{name}: {e}"));
-        }
         let before = calibrate(kind, &host);
         let first_run = records.len();
         for run in 1..=per {
@@ -275,28 +262,7 @@ fn measure(config: &AgentConfig, plan: &Plan, first: LoadedCheck) -> anyhow::Res
             top = Some(p);
         }
         if last && native_stacks {
-            let mut sampled = Runner::new(
-                load(config, plan)?,
-                config,
-                Some(plan.instance),
-                Some(STACK_HZ),
-                false,
-            );
-            // Built-ins run for microseconds: enough runs for half a second of samples.
-            let (mut ok, started) = (0, std::time::Instant::now());
-            for run in 1..=100_000 {
-                ok += usize::from(sampled.run(0, run).error.is_none());
-                if run == per {
-                    (0..per).for_each(|_| progress.inc());
-                }
-                if run >= per && started.elapsed() > STACK_TIME {
-                    break;
-                }
-            }
-            if let Some((profile, _)) = sampled.finish_profile() {
-                let lines = crate::profile::folded(&profile);
-                stacks = per_run(&lines, 1e9 / f64::from(STACK_HZ), ok, false);
-            }
+            stacks = sampled_stacks(config, plan, per, &mut progress)?.unwrap_or(stacks);
         }
     }
     progress.finish();
@@ -310,6 +276,60 @@ fn measure(config: &AgentConfig, plan: &Plan, first: LoadedCheck) -> anyhow::Res
     stats.tracemalloc = plan.memory;
     stats.stacks_ns_per_run = stacks;
     Ok(stats)
+}
+
+/// The warm-up run, which must succeed; then the Python host's statistics are reset, so
+/// call counts and stacks are of the timed runs: the warm-up's one-time imports and caches
+/// are not a cost of every run.
+fn warm_up(
+    runner: &mut Runner,
+    host: &Option<Arc<Mutex<PythonHost>>>,
+    name: &str,
+) -> anyhow::Result<crate::profile::RunRecord> {
+    let warm = runner.run(0, 0);
+    if let Some(e) = &warm.error {
+        return Err(anyhow::anyhow!("{name}: the warm-up run failed: {e}"));
+    }
+    if let Some(h) = host
+        && let Err(e) = h
+            .lock()
+            .map_err(|e| e.to_string())
+            .and_then(|mut h| h.reset_stats())
+    {
+        return Err(anyhow::anyhow!("{name}: {e}"));
+    }
+    Ok(warm)
+}
+
+/// A built-in check's stacks per run: a fresh load sampled at STACK_HZ over at least `per`
+/// runs and about half a second (built-ins run for microseconds).
+fn sampled_stacks(
+    config: &AgentConfig,
+    plan: &Plan,
+    per: u32,
+    progress: &mut crate::progress::Progress,
+) -> anyhow::Result<Option<Vec<String>>> {
+    let mut sampled = Runner::new(
+        load(config, plan)?,
+        config,
+        Some(plan.instance),
+        Some(STACK_HZ),
+        false,
+    );
+    let (mut ok, started) = (0, std::time::Instant::now());
+    for run in 1..=100_000 {
+        ok += usize::from(sampled.run(0, run).error.is_none());
+        if run == per {
+            (0..per).for_each(|_| progress.inc());
+        }
+        if run >= per && started.elapsed() > STACK_TIME {
+            break;
+        }
+    }
+    Ok(sampled.finish_profile().map(|(profile, _)| {
+        let lines = crate::profile::folded(&profile);
+        per_run(&lines, 1e9 / f64::from(STACK_HZ), ok, false)
+    }))
 }
 
 /// A baseline and a run compare only when both traced allocations (`--memory`) or neither
@@ -349,36 +369,62 @@ pub fn run(args: GateArgs) -> anyhow::Result<Outcome> {
     })
 }
 
-fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
-    if let Some(files) = &args.compare {
-        if args.memory {
-            return Err(UsageError::flag(
-                "--memory",
-                "with --compare, the reports say whether they traced allocations",
-            )
-            .into());
-        }
-        let (cfg, _) = resolve(&args, None)?;
-        let base = read_stats(&files[0])?;
-        let current = read_stats(&files[1])?;
-        same_mode(
-            &files[0],
-            base.tracemalloc,
-            &files[1].display().to_string(),
-            current.tracemalloc,
-        )?;
-        if args.flamegraph_diff.is_some() {
-            for (path, s) in [(&files[0], &base), (&files[1], &current)] {
-                if s.stacks_ns_per_run.is_empty() {
-                    return Err(UsageError::flag(
-                        "--flamegraph-diff",
-                        format!("{} has no stacks (a gate run writes them with --update-baseline or --flamegraph-diff)", path.display()),
-                    )
-                    .into());
-                }
+/// `--compare BASE CURRENT`: two reports compared, nothing run.
+fn compare_files(args: &GateArgs, files: &[std::path::PathBuf]) -> anyhow::Result<Outcome> {
+    if args.memory {
+        return Err(UsageError::flag(
+            "--memory",
+            "with --compare, the reports say whether they traced allocations",
+        )
+        .into());
+    }
+    let (cfg, _) = resolve(args, None)?;
+    let base = read_stats(&files[0])?;
+    let current = read_stats(&files[1])?;
+    same_mode(
+        &files[0],
+        base.tracemalloc,
+        &files[1].display().to_string(),
+        current.tracemalloc,
+    )?;
+    if args.flamegraph_diff.is_some() {
+        for (path, s) in [(&files[0], &base), (&files[1], &current)] {
+            if s.stacks_ns_per_run.is_empty() {
+                return Err(UsageError::flag(
+                    "--flamegraph-diff",
+                    format!("{} has no stacks (a gate run writes them with --update-baseline or --flamegraph-diff)", path.display()),
+                )
+                .into());
             }
         }
-        return report(&args, &cfg, &base, &current);
+    }
+    report(args, &cfg, &base, &current)
+}
+
+/// `--memory` is for Python checks, `--flamegraph-diff` for checks agentprof runs itself.
+fn fits_kind(args: &GateArgs, name: &str, kind: CheckKind) -> Result<(), UsageError> {
+    if args.memory && kind != CheckKind::Python {
+        return Err(UsageError::flag(
+            "--memory",
+            format!(
+                "{name} is not a Python check: --memory compares Python allocations (tracemalloc); RSS is compared for every check"
+            ),
+        ));
+    }
+    if args.flamegraph_diff.is_some() && kind == CheckKind::Exec {
+        return Err(UsageError::flag(
+            "--flamegraph-diff",
+            format!(
+                "{name} is an exec plugin: it runs outside agentprof, which takes no stacks of it"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
+    if let Some(files) = &args.compare {
+        return compare_files(&args, files);
     }
     let (Some(name), Some(baseline)) = (&args.name, &args.baseline) else {
         return Err(UsageError::flag("gate", "give CHECK and --baseline, or --compare").into());
@@ -401,24 +447,7 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
     };
     let (cfg, times) = resolve(&args, section)?;
     plan.times = times;
-    if args.memory && first.kind != CheckKind::Python {
-        return Err(UsageError::flag(
-            "--memory",
-            format!(
-                "{name} is not a Python check: --memory compares Python allocations (tracemalloc); RSS is compared for every check"
-            ),
-        )
-        .into());
-    }
-    if args.flamegraph_diff.is_some() && first.kind == CheckKind::Exec {
-        return Err(UsageError::flag(
-            "--flamegraph-diff",
-            format!(
-                "{name} is an exec plugin: it runs outside agentprof, which takes no stacks of it"
-            ),
-        )
-        .into());
-    }
+    fits_kind(&args, name, first.kind)?;
     if first.kind == CheckKind::Exec {
         plan.stacks = false;
     }

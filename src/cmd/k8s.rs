@@ -143,6 +143,38 @@ struct TargetsReport<'a> {
     api_requests: std::collections::BTreeMap<&'static str, u64>,
 }
 
+/// One row per target and per reason a pod or container is not one (a target's own notes,
+/// not ready or dropped tags, under it).
+fn targets_table(reports: &[PodReport]) -> comfy_table::Table {
+    let style = crate::render::Style::detect(false);
+    let mut t = crate::render::table::table(
+        style,
+        &["POD", "CONTAINER", "RULE", "STATUS", "ENDPOINT / WHY"],
+    );
+    for r in reports {
+        let pod = format!("{}/{}", r.namespace, r.pod);
+        for f in &r.targets {
+            t.add_row(vec![
+                pod.clone(),
+                f.container.clone(),
+                f.rule.to_string(),
+                if f.ready { "target" } else { "waiting" }.to_string(),
+                f.endpoint.clone(),
+            ]);
+        }
+        for k in &r.skipped {
+            t.add_row(vec![
+                pod.clone(),
+                k.container.clone().unwrap_or_else(|| "-".into()),
+                k.rule.map_or_else(|| "-".into(), |i| i.to_string()),
+                k.reason.as_str().to_string(),
+                k.detail.clone(),
+            ]);
+        }
+    }
+    t
+}
+
 fn targets(args: K8sTargetsArgs) -> anyhow::Result<Outcome> {
     let s = setup(&args.common)?;
     crate::signal::install();
@@ -191,33 +223,7 @@ fn targets(args: K8sTargetsArgs) -> anyhow::Result<Outcome> {
         writeln!(out)?;
         return Ok(Outcome::Success);
     }
-    let style = crate::render::Style::detect(false);
-    let mut t = crate::render::table::table(
-        style,
-        &["POD", "CONTAINER", "RULE", "STATUS", "ENDPOINT / WHY"],
-    );
-    for r in &reports {
-        let pod = format!("{}/{}", r.namespace, r.pod);
-        for f in &r.targets {
-            t.add_row(vec![
-                pod.clone(),
-                f.container.clone(),
-                f.rule.to_string(),
-                if f.ready { "target" } else { "waiting" }.to_string(),
-                f.endpoint.clone(),
-            ]);
-        }
-        for k in &r.skipped {
-            // A target's own notes (not ready, dropped tags) are listed under it.
-            t.add_row(vec![
-                pod.clone(),
-                k.container.clone().unwrap_or_else(|| "-".into()),
-                k.rule.map_or_else(|| "-".into(), |i| i.to_string()),
-                k.reason.as_str().to_string(),
-                k.detail.clone(),
-            ]);
-        }
-    }
+    let t = targets_table(&reports);
     writeln!(
         out,
         "node {} ({} pods, {} rules, cluster {}): {n_targets} target(s)",

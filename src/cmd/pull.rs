@@ -257,45 +257,47 @@ pub(super) fn static_targets(path: &Path, text: &str) -> anyhow::Result<Vec<Targ
     Ok(targets)
 }
 
+/// The one target of `agentprof pull URL`, from the flags.
+fn url_target(args: &PullArgs, url: &str) -> anyhow::Result<crate::pull::Target> {
+    let flag = UsageError::flag;
+    let profile_duration =
+        duration(&args.profile_duration, "").map_err(|e| flag("--profile-duration", e))?;
+    let interval = match &args.interval {
+        Some(i) => duration(i, "").map_err(|e| flag("--interval", e))?,
+        None => DEFAULT_INTERVAL,
+    };
+    let http_timeout = args
+        .http_timeout
+        .as_deref()
+        .map(|t| duration(t, ""))
+        .transpose()
+        .map_err(|e| flag("--http-timeout", e))?;
+    target(Spec {
+        url,
+        types: args.types.clone(),
+        profile_duration,
+        interval,
+        http_timeout,
+        service: args.service.clone(),
+        env: args.env.clone(),
+        version: args.version.clone(),
+        tags: args.tags.clone(),
+        tls: Tls {
+            ca: args.tls_ca.clone(),
+            cert: args.tls_cert.clone(),
+            key: args.tls_key.clone(),
+            insecure_skip_verify: args.insecure_skip_verify,
+        },
+    })
+    .map_err(|e| flag("pull", e).into())
+}
+
 #[inline(never)]
 pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
     let config = AgentConfig::load(&confd_options(&args.config))?;
     let flag = UsageError::flag;
     let targets = match &args.url {
-        Some(url) => {
-            let profile_duration =
-                duration(&args.profile_duration, "").map_err(|e| flag("--profile-duration", e))?;
-            let interval = match &args.interval {
-                Some(i) => duration(i, "").map_err(|e| flag("--interval", e))?,
-                None => DEFAULT_INTERVAL,
-            };
-            let http_timeout = args
-                .http_timeout
-                .as_deref()
-                .map(|t| duration(t, ""))
-                .transpose()
-                .map_err(|e| flag("--http-timeout", e))?;
-            vec![
-                target(Spec {
-                    url,
-                    types: args.types.clone(),
-                    profile_duration,
-                    interval,
-                    http_timeout,
-                    service: args.service.clone(),
-                    env: args.env.clone(),
-                    version: args.version.clone(),
-                    tags: args.tags.clone(),
-                    tls: Tls {
-                        ca: args.tls_ca.clone(),
-                        cert: args.tls_cert.clone(),
-                        key: args.tls_key.clone(),
-                        insecure_skip_verify: args.insecure_skip_verify,
-                    },
-                })
-                .map_err(|e| flag("pull", e))?,
-            ]
-        }
+        Some(url) => vec![url_target(&args, url)?],
         None => {
             let path =
                 crate::config::CheckConf::find(&config.confd_path, "profile").ok_or_else(|| {

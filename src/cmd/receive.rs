@@ -12,6 +12,57 @@ use super::{Outcome, confd_options};
 
 const MIB: u64 = 1 << 20;
 
+/// `--tls-cert` and `--tls-key` (or receive.tls_cert, receive.tls_key): both or neither.
+fn tls(
+    args: &ReceiveArgs,
+    file: &crate::receive::config::ReceiveFile,
+) -> anyhow::Result<Option<std::sync::Arc<rustls::ServerConfig>>> {
+    let flag = UsageError::flag;
+    Ok(
+        match (
+            args.tls_cert.clone().or(file.tls_cert.clone()),
+            args.tls_key.clone().or(file.tls_key.clone()),
+        ) {
+            (Some(c), Some(k)) => {
+                Some(crate::receive::http::tls_config(&c, &k).map_err(|e| flag("--tls-cert", e))?)
+            }
+            (None, None) => None,
+            _ => {
+                return Err(UsageError::flag(
+                    "--tls-cert",
+                    "receive.tls_cert and receive.tls_key go together",
+                )
+                .into());
+            }
+        },
+    )
+}
+
+/// `--forward` (or receive.forward_url): where each upload goes on, with its spool.
+fn forwarder(
+    args: &ReceiveArgs,
+    file: &crate::receive::config::ReceiveFile,
+    agent: &AgentConfig,
+) -> anyhow::Result<Option<crate::receive::forward::Forwarder>> {
+    let flag = UsageError::flag;
+    Ok(match args.forward.clone().or(file.forward_url.clone()) {
+        Some(u) => {
+            let url = super::pull::parse_upload(&u).map_err(|e| flag("--forward", e))?;
+            let spool = args
+                .spool
+                .clone()
+                .or(file.spool_dir.clone())
+                .unwrap_or_else(|| crate::checks::python::state_dir().join("receive-spool"));
+            let key = agent.api_key.as_ref().map(|k| k.0.clone());
+            Some(
+                crate::receive::forward::Forwarder::new(url, spool, agent.tags.clone(), key)
+                    .map_err(|e| flag("--forward", e))?,
+            )
+        }
+        None => None,
+    })
+}
+
 #[inline(never)]
 pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
     let agent = AgentConfig::load(&confd_options(&ConfdArgs {
@@ -37,38 +88,8 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
         .map(|d| crate::duration::parse(d, 1.0).map_err(|e| flag("--duration", e)))
         .transpose()?;
     let body_mb = file.body_size_limit_mb.unwrap_or(32);
-    let tls = match (
-        args.tls_cert.clone().or(file.tls_cert.clone()),
-        args.tls_key.clone().or(file.tls_key.clone()),
-    ) {
-        (Some(c), Some(k)) => {
-            Some(crate::receive::http::tls_config(&c, &k).map_err(|e| flag("--tls-cert", e))?)
-        }
-        (None, None) => None,
-        _ => {
-            return Err(UsageError::flag(
-                "--tls-cert",
-                "receive.tls_cert and receive.tls_key go together",
-            )
-            .into());
-        }
-    };
-    let forward = match args.forward.clone().or(file.forward_url.clone()) {
-        Some(u) => {
-            let url = super::pull::parse_upload(&u).map_err(|e| flag("--forward", e))?;
-            let spool = args
-                .spool
-                .clone()
-                .or(file.spool_dir.clone())
-                .unwrap_or_else(|| crate::checks::python::state_dir().join("receive-spool"));
-            let key = agent.api_key.as_ref().map(|k| k.0.clone());
-            Some(
-                crate::receive::forward::Forwarder::new(url, spool, agent.tags.clone(), key)
-                    .map_err(|e| flag("--forward", e))?,
-            )
-        }
-        None => None,
-    };
+    let tls = tls(&args, &file)?;
+    let forward = forwarder(&args, &file, &agent)?;
     let opts = ReceiveOptions {
         listen,
         endpoints: file

@@ -11,7 +11,8 @@ use super::collector::{Cause, Done, Shared};
 use super::targets::Found;
 use super::trigger::Fired;
 use crate::pull::fetch::Cancel;
-use crate::pull::{Collection, Job, lock};
+use crate::pull::{Collection, Job};
+use crate::sync::lock;
 
 #[derive(Serialize)]
 pub(super) struct CaptureLine<'a> {

@@ -20,9 +20,10 @@ use super::schedule::{backoff, jitter};
 use super::stats::{ContainerRef, Summary};
 use super::targets::{Found, evaluate};
 use super::trigger::{Fired, Level, Monitor};
+use crate::pull::PullOptions;
 use crate::pull::delta::DeltaCache;
 use crate::pull::fetch::Cancel;
-use crate::pull::{PullOptions, lock};
+use crate::sync::lock;
 
 /// How soon a scheduled capture looks again when its endpoint's previous task still runs.
 pub(super) const WAIT_FOR_OLD: Duration = Duration::from_millis(200);

@@ -268,26 +268,7 @@ impl K8sConfig {
         let Some(raw_rules) = file.kubernetes else {
             return Ok(None);
         };
-        let init: RawInit = match file.init_config {
-            None | Some(serde_yaml_ng::Value::Null) => RawInit::default(),
-            Some(v) => {
-                // Keys of the static `pull` instances may sit here too; only the Kubernetes
-                // ones are read.
-                let mut m = match v {
-                    serde_yaml_ng::Value::Mapping(m) => m,
-                    _ => return Err(UsageError::config(path, "init_config: must be a mapping")),
-                };
-                m.retain(|k, _| {
-                    k.as_str().is_some_and(|k| {
-                        k.starts_with("kubernetes_")
-                            || k.starts_with("kubelet_")
-                            || ["upload_url", "out_dir", "cluster_name"].contains(&k)
-                    })
-                });
-                serde_yaml_ng::from_value(serde_yaml_ng::Value::Mapping(m))
-                    .map_err(|e| UsageError::config(path, format!("init_config: {e}")))?
-            }
-        };
+        let init = init_config(path, file.init_config)?;
         let init_err = |key: &str, msg: String| {
             let message = format!("init_config: {key}: {msg}");
             match crate::config::find_key_line(text, key) {
@@ -357,6 +338,30 @@ impl K8sConfig {
             rules,
         }))
     }
+}
+
+/// `init_config:`'s Kubernetes keys; those of the static `pull` instances may sit there too.
+fn init_config(path: &Path, v: Option<serde_yaml_ng::Value>) -> Result<RawInit, UsageError> {
+    Ok(match v {
+        None | Some(serde_yaml_ng::Value::Null) => RawInit::default(),
+        Some(v) => {
+            // Keys of the static `pull` instances may sit here too; only the Kubernetes
+            // ones are read.
+            let mut m = match v {
+                serde_yaml_ng::Value::Mapping(m) => m,
+                _ => return Err(UsageError::config(path, "init_config: must be a mapping")),
+            };
+            m.retain(|k, _| {
+                k.as_str().is_some_and(|k| {
+                    k.starts_with("kubernetes_")
+                        || k.starts_with("kubelet_")
+                        || ["upload_url", "out_dir", "cluster_name"].contains(&k)
+                })
+            });
+            serde_yaml_ng::from_value(serde_yaml_ng::Value::Mapping(m))
+                .map_err(|e| UsageError::config(path, format!("init_config: {e}")))?
+        }
+    })
 }
 
 /// A rule from the lines after `kubernetes:\n  - port: 6060\n`, for tests.

@@ -310,47 +310,15 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
     let cluster = super::client::connect(&opts.connect).await?;
     let metrics = Arc::new(Metrics::new(Arc::clone(&cluster.counts)));
     if let Some(addr) = opts.metrics_listen {
-        let bound = super::metrics::serve(addr, Arc::clone(&metrics))
-            .await
-            .map_err(|e| {
-                crate::error::UsageError::flag("--metrics-listen", format!("{addr}: {e}"))
-            })?;
-        log(
-            opts.json,
-            "listening",
-            serde_json::json!({"metrics": bound.to_string()}),
-        );
+        serve_metrics(addr, &metrics, opts.json).await?;
     }
-    let kubelet = Arc::new(
-        Kubelet::new(
-            KubeletSettings {
-                url: opts.rules.kubelet_url.clone(),
-                node_ip: std::env::var("NODE_IP").ok(),
-                tls_verify: opts.rules.kubelet_tls_verify,
-                client_ca: opts.rules.kubelet_client_ca.as_deref(),
-                token_file: opts.rules.kubelet_token_file.as_deref(),
-                token: cluster.token.clone(),
-            },
-            &cluster.client,
-            &opts.node,
-        )
-        .map_err(|e| crate::error::UsageError::flag("kubelet_url", e))?,
-    );
+    let kubelet = Arc::new(kubelet(&opts, &cluster)?);
     let identity = std::env::var("POD_NAME")
         .ok()
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| format!("{}-{}", opts.hostname, std::process::id()));
     let mut lease =
         super::lease::NodeLease::new(&cluster.client, &cluster.namespace, &opts.node, identity);
-    // Each round waits for the kubelet at most the shortest monitoring interval, and 10 s.
-    let stats_timeout = opts
-        .rules
-        .rules
-        .iter()
-        .map(|r| r.monitor_interval)
-        .min()
-        .unwrap_or(Duration::from_secs(10))
-        .min(Duration::from_secs(10));
     log(
         opts.json,
         "started",
@@ -377,6 +345,86 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
         serde_json::json!({"lease": lease.name, "identity": lease.identity}),
     );
     let statics = start_statics(&mut c);
+    let kept = lead(
+        &mut c,
+        &cluster,
+        kubelet,
+        &mut lease,
+        &mut done_rx,
+        until_end.as_mut(),
+    )
+    .await;
+    if !kept {
+        log(
+            c.opts.json,
+            "lease_lost",
+            serde_json::json!({"lease": lease.name,
+            "why": "another agentprof took this node's lease; stopping so no target is collected twice"}),
+        );
+    }
+    if let Some((cancel, handle)) = statics {
+        cancel.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(10), handle).await;
+    }
+    drain(&mut c, &mut done_rx).await;
+    lease.release().await;
+    metrics.lease_held.set(0);
+    let outcome = finish(c, &cluster).await;
+    // A lost lease exits 1: the DaemonSet restarts this pod, which then waits as the standby.
+    Ok(if kept { outcome } else { Outcome::RunFailed })
+}
+
+/// `--metrics-listen`: the collector's own metrics, served from now on.
+async fn serve_metrics(addr: SocketAddr, metrics: &Arc<Metrics>, json: bool) -> anyhow::Result<()> {
+    let bound = super::metrics::serve(addr, Arc::clone(metrics))
+        .await
+        .map_err(|e| crate::error::UsageError::flag("--metrics-listen", format!("{addr}: {e}")))?;
+    log(
+        json,
+        "listening",
+        serde_json::json!({"metrics": bound.to_string()}),
+    );
+    Ok(())
+}
+
+/// The kubelet of this node, as the rules and the cluster's credentials reach it.
+fn kubelet(opts: &RunOptions, cluster: &super::client::Cluster) -> anyhow::Result<Kubelet> {
+    Ok(Kubelet::new(
+        KubeletSettings {
+            url: opts.rules.kubelet_url.clone(),
+            node_ip: std::env::var("NODE_IP").ok(),
+            tls_verify: opts.rules.kubelet_tls_verify,
+            client_ca: opts.rules.kubelet_client_ca.as_deref(),
+            token_file: opts.rules.kubelet_token_file.as_deref(),
+            token: cluster.token.clone(),
+        },
+        &cluster.client,
+        &opts.node,
+    )
+    .map_err(|e| crate::error::UsageError::flag("kubelet_url", e))?)
+}
+
+/// The lease holder's loop: pod events, finished collections, monitoring rounds on the
+/// kubelet's stats (one at a time), the lease renewed, until a stop or the end. False when
+/// another agentprof took the lease.
+async fn lead(
+    c: &mut Collector,
+    cluster: &super::client::Cluster,
+    kubelet: Arc<Kubelet>,
+    lease: &mut super::lease::NodeLease,
+    done_rx: &mut mpsc::UnboundedReceiver<Done>,
+    mut until_end: Pin<&mut impl Future<Output = ()>>,
+) -> bool {
+    // Each round waits for the kubelet at most the shortest monitoring interval, and 10 s.
+    let stats_timeout = c
+        .opts
+        .rules
+        .rules
+        .iter()
+        .map(|r| r.monitor_interval)
+        .min()
+        .unwrap_or(Duration::from_secs(10))
+        .min(Duration::from_secs(10));
     let api: kube::Api<Pod> = kube::Api::all(cluster.client.clone());
     let stream =
         watcher::watcher(api, super::discover::watcher_config(&c.opts.node)).default_backoff();
@@ -386,13 +434,12 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
     let (stats_tx, mut stats_rx) = mpsc::channel::<Round>(1);
     let mut round_inflight = false;
     let mut relist = None;
-    let mut lost = false;
     loop {
         let next = c.next_deadline(Instant::now());
         tokio::select! {
             ev = stream.next() => match ev {
-                Some(ev) => on_event(&mut c, ev, &mut relist),
-                None => break,
+                Some(ev) => on_event(c, ev, &mut relist),
+                None => return true,
             },
             Some(d) = done_rx.recv() => c.finished(d),
             Some((due, result, at)) = stats_rx.recv() => {
@@ -414,31 +461,13 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
             }
             _ = renew.tick() => match lease.try_hold().await {
                 Ok(true) => {}
-                Ok(false) => { lost = true; break; }
+                Ok(false) => return false,
                 Err(e) => log(c.opts.json, "lease_error", serde_json::json!({"error": e})),
             },
-            () = crate::serve::stopped() => break,
-            () = &mut until_end => break,
+            () = crate::serve::stopped() => return true,
+            () = &mut until_end => return true,
         }
     }
-    if lost {
-        log(
-            c.opts.json,
-            "lease_lost",
-            serde_json::json!({"lease": lease.name,
-            "why": "another agentprof took this node's lease; stopping so no target is collected twice"}),
-        );
-    }
-    if let Some((cancel, handle)) = statics {
-        cancel.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(10), handle).await;
-    }
-    drain(&mut c, &mut done_rx).await;
-    lease.release().await;
-    metrics.lease_held.set(0);
-    let outcome = finish(c, &cluster).await;
-    // A lost lease exits 1: the DaemonSet restarts this pod, which then waits as the standby.
-    Ok(if lost { Outcome::RunFailed } else { outcome })
 }
 
 /// The summary, and the collector dropped on the blocking pool (the uploader's blocking

@@ -134,6 +134,16 @@ pub fn capture_tags(rule: &Rule, pod: &PodFacts, fired: Option<&Fired>) -> Tagge
             }
         }
     }
+    identity_tags(pod, &mut tags, &mut out.invalid);
+    if let Some(f) = fired {
+        trigger_tags(f, &mut tags, &mut out.invalid);
+    }
+    out.tags = tags.into_iter().map(|(k, v)| format!("{k}:{v}")).collect();
+    out
+}
+
+/// Who the capture is of: the pod's identity, over any tag of the same name.
+fn identity_tags(pod: &PodFacts, tags: &mut BTreeMap<String, String>, invalid: &mut usize) {
     let identity = [
         ("cluster_name_k8s", Some(pod.cluster.as_str())),
         ("namespace", Some(pod.namespace.as_str())),
@@ -147,39 +157,39 @@ pub fn capture_tags(rule: &Rule, pod: &PodFacts, fired: Option<&Fired>) -> Tagge
     for (k, v) in identity {
         tags.remove(k);
         if let Some(v) = v.filter(|v| !v.is_empty()) {
-            put(&mut tags, &mut out.invalid, k, v);
+            put(tags, invalid, k, v);
         }
     }
-    if let Some(f) = fired {
-        for (k, v) in [
-            ("trigger_metric", f.metric.to_string()),
-            ("trigger_value", format!("{:.2}", f.value)),
-            ("trigger_threshold", format!("{}", f.threshold)),
-            ("trigger_unit", f.unit.to_string()),
-            ("trigger_source", f.source.to_string()),
-            (
-                "trigger_level",
-                match f.level {
-                    Level::Normal => "normal",
-                    Level::Emergency => "emergency",
-                }
-                .to_string(),
-            ),
-            (
-                "trigger_type",
-                if f.unit == "percent" {
-                    "base_limit"
-                } else {
-                    "absolute"
-                }
-                .to_string(),
-            ),
-        ] {
-            put(&mut tags, &mut out.invalid, k, &v);
-        }
+}
+
+/// What fired, for a trigger's capture.
+fn trigger_tags(f: &Fired, tags: &mut BTreeMap<String, String>, invalid: &mut usize) {
+    for (k, v) in [
+        ("trigger_metric", f.metric.to_string()),
+        ("trigger_value", format!("{:.2}", f.value)),
+        ("trigger_threshold", format!("{}", f.threshold)),
+        ("trigger_unit", f.unit.to_string()),
+        ("trigger_source", f.source.to_string()),
+        (
+            "trigger_level",
+            match f.level {
+                Level::Normal => "normal",
+                Level::Emergency => "emergency",
+            }
+            .to_string(),
+        ),
+        (
+            "trigger_type",
+            if f.unit == "percent" {
+                "base_limit"
+            } else {
+                "absolute"
+            }
+            .to_string(),
+        ),
+    ] {
+        put(tags, invalid, k, &v);
     }
-    out.tags = tags.into_iter().map(|(k, v)| format!("{k}:{v}")).collect();
-    out
 }
 
 #[cfg(test)]

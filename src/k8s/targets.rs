@@ -240,7 +240,6 @@ fn workload(pod: &Pod) -> (Option<String>, Option<String>) {
 pub fn evaluate(rules: &[Rule], pod: &Pod, cluster: &str, node: &str) -> PodReport {
     let meta = &pod.metadata;
     let status = pod.status.as_ref();
-    let ip = status.and_then(|s| s.pod_ip.clone());
     let mut report = PodReport {
         namespace: meta.namespace.clone().unwrap_or_default(),
         pod: meta.name.clone().unwrap_or_default(),
@@ -248,48 +247,18 @@ pub fn evaluate(rules: &[Rule], pod: &Pod, cluster: &str, node: &str) -> PodRepo
         phase: status
             .and_then(|s| s.phase.clone())
             .unwrap_or_else(|| "Unknown".into()),
-        pod_ip: ip.clone(),
+        pod_ip: status.and_then(|s| s.pod_ip.clone()),
         targets: Vec::new(),
         skipped: Vec::new(),
     };
     let labels = meta.labels.clone().unwrap_or_default();
     let rules = matching(rules, &report.namespace, &labels);
-    if rules.is_empty() {
-        report.skipped.push(skip(
-            Skip::NoMatchingRule,
-            None,
-            None,
-            "no rule's namespaces and selector match".into(),
-        ));
-        return report;
-    }
-    if meta.deletion_timestamp.is_some() {
-        report.skipped.push(skip(
-            Skip::Terminating,
-            None,
-            None,
-            "the pod is being deleted".into(),
-        ));
-        return report;
-    }
-    if report.phase != "Running" {
-        let detail = format!("phase {}", report.phase);
-        report
-            .skipped
-            .push(skip(Skip::NotRunning, None, None, detail));
-        return report;
-    }
-    let Some(addr) = ip.as_deref().and_then(|s| s.parse::<IpAddr>().ok()) else {
-        let detail = match &ip {
-            Some(s) => format!("pod IP {s:?} is not an address"),
-            None => "no pod IP yet".into(),
-        };
-        report.skipped.push(skip(Skip::NoPodIp, None, None, detail));
-        return report;
-    };
-    let host = match addr {
-        IpAddr::V4(a) => a.to_string(),
-        IpAddr::V6(a) => format!("[{a}]"),
+    let host = match collectable(!rules.is_empty(), pod, &report) {
+        Ok(host) => host,
+        Err((kind, detail)) => {
+            report.skipped.push(skip(kind, None, None, detail));
+            return report;
+        }
     };
     let containers = pod
         .spec
@@ -333,37 +302,85 @@ pub fn evaluate(rules: &[Rule], pod: &Pod, cluster: &str, node: &str) -> PodRepo
             labels: labels.clone(),
             annotations: annotations.clone(),
         };
-        let invalid = super::tags::capture_tags(rule, &facts, None).invalid;
-        if invalid > 0 {
-            report.skipped.push(skip(
-                Skip::InvalidTag,
-                Some(rule.index),
-                Some(&container),
-                format!("{invalid} tag(s) the upload protocol cannot carry are dropped"),
-            ));
-        }
-        let ready = container_ready(pod, &container);
-        if !ready {
-            report.skipped.push(skip(
-                Skip::NotReady,
-                Some(rule.index),
-                Some(&container),
-                "the container is not Ready and Running: collection waits".into(),
-            ));
-        }
-        report.targets.push(Found {
-            id: target_id(&report.uid, &container, &endpoint),
-            rule: rule.index,
-            limits: limits(containers.iter().find(|c| c.name == container)),
-            container,
-            endpoint,
-            port,
-            ready,
-            facts,
-            invalid_tags: invalid,
-        });
+        add_target(&mut report, pod, rule, facts, endpoint, port);
     }
     report
+}
+
+/// The host part of the pod's endpoints, when the pod can be collected at all: some rule
+/// matches it, it is not being deleted, it runs and has an address. Else why not.
+fn collectable(matched: bool, pod: &Pod, report: &PodReport) -> Result<String, (Skip, String)> {
+    if !matched {
+        return Err((
+            Skip::NoMatchingRule,
+            "no rule's namespaces and selector match".into(),
+        ));
+    }
+    if pod.metadata.deletion_timestamp.is_some() {
+        return Err((Skip::Terminating, "the pod is being deleted".into()));
+    }
+    if report.phase != "Running" {
+        return Err((Skip::NotRunning, format!("phase {}", report.phase)));
+    }
+    let ip = &report.pod_ip;
+    let Some(addr) = ip.as_deref().and_then(|s| s.parse::<IpAddr>().ok()) else {
+        let detail = match ip {
+            Some(s) => format!("pod IP {s:?} is not an address"),
+            None => "no pod IP yet".into(),
+        };
+        return Err((Skip::NoPodIp, detail));
+    };
+    Ok(match addr {
+        IpAddr::V4(a) => a.to_string(),
+        IpAddr::V6(a) => format!("[{a}]"),
+    })
+}
+
+/// One rule's target in one container, with what would hold its collection back: tags the
+/// upload protocol cannot carry (dropped), a container not Ready (collection waits).
+fn add_target(
+    report: &mut PodReport,
+    pod: &Pod,
+    rule: &Rule,
+    facts: PodFacts,
+    endpoint: String,
+    port: u16,
+) {
+    let container = facts.container.clone();
+    let invalid = super::tags::capture_tags(rule, &facts, None).invalid;
+    if invalid > 0 {
+        report.skipped.push(skip(
+            Skip::InvalidTag,
+            Some(rule.index),
+            Some(&container),
+            format!("{invalid} tag(s) the upload protocol cannot carry are dropped"),
+        ));
+    }
+    let ready = container_ready(pod, &container);
+    if !ready {
+        report.skipped.push(skip(
+            Skip::NotReady,
+            Some(rule.index),
+            Some(&container),
+            "the container is not Ready and Running: collection waits".into(),
+        ));
+    }
+    let containers = pod
+        .spec
+        .as_ref()
+        .map(|s| s.containers.as_slice())
+        .unwrap_or_default();
+    report.targets.push(Found {
+        id: target_id(&report.uid, &container, &endpoint),
+        rule: rule.index,
+        limits: limits(containers.iter().find(|c| c.name == container)),
+        container,
+        endpoint,
+        port,
+        ready,
+        facts,
+        invalid_tags: invalid,
+    });
 }
 
 #[cfg(test)]

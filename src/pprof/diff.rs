@@ -57,9 +57,8 @@ pub struct DiffReport {
 }
 
 /// Flat and cum per function name over every sample of `index`.
-fn per_function(p: &Pprof, index: usize) -> HashMap<String, (i64, i64)> {
-    let nodes = Nodes::new(p);
-    let g = build(p, &nodes, index, None, false);
+fn per_function(p: &Pprof, nodes: &Nodes, index: usize) -> HashMap<String, (i64, i64)> {
+    let g = build(p, nodes, index, None, false);
     let mut out: HashMap<String, (i64, i64)> = HashMap::new();
     for i in 0..nodes.len() {
         if g.flat[i] == 0 && g.cum[i] == 0 {
@@ -133,6 +132,18 @@ pub fn diff(
     normalize: bool,
     cum: bool,
 ) -> Result<DiffReport, DiffError> {
+    let sides = [(base, &Nodes::new(base)), (new, &Nodes::new(new))];
+    diff_with(sides, sample_index, normalize, cum)
+}
+
+/// [`diff`] over report nodes already built for each profile (the ui keeps them with the
+/// decoded profile).
+pub fn diff_with(
+    [(base, base_nodes), (new, new_nodes)]: [(&Pprof, &Nodes); 2],
+    sample_index: Option<&str>,
+    normalize: bool,
+    cum: bool,
+) -> Result<DiffReport, DiffError> {
     let (bi, ni) = common_index(base, new, sample_index)?;
     let (stype, unit) = new.sample_types()[ni];
     let (base_total, new_total) = (total(base, bi), total(new, ni));
@@ -141,8 +152,8 @@ pub fn diff(
     } else {
         1.0
     };
-    let b = per_function(base, bi);
-    let n = per_function(new, ni);
+    let b = per_function(base, base_nodes, bi);
+    let n = per_function(new, new_nodes, ni);
     let mut names: Vec<&String> = b.keys().chain(n.keys()).collect();
     names.sort();
     names.dedup();

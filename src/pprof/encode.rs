@@ -28,6 +28,65 @@ impl Strings {
     }
 }
 
+/// The location and function tables, each entry made the first time it is seen.
+struct Tables<'a> {
+    strings: Strings,
+    functions: Vec<Function>,
+    function_ids: HashMap<(&'a str, Option<&'a str>), u64>,
+    locations: Vec<Location>,
+    location_ids: HashMap<&'a [usize], u64>,
+}
+
+impl<'a> Tables<'a> {
+    /// The id of the location of these frames (innermost first).
+    fn location(&mut self, profile: &'a CallProfile, loc: &'a [usize]) -> u64 {
+        let next = self.locations.len() as u64 + 1;
+        let id = *self.location_ids.entry(loc).or_insert(next);
+        if id == next {
+            let line = loc
+                .iter()
+                .map(|&fi| {
+                    let f = &profile.frames[fi];
+                    Line {
+                        function_id: self.function(f),
+                        line: f.line.map_or(0, i64::from),
+                        column: 0,
+                    }
+                })
+                .collect();
+            self.locations.push(Location {
+                id,
+                mapping_id: 1,
+                address: 0,
+                line,
+                is_folded: false,
+            });
+        }
+        id
+    }
+
+    fn function(&mut self, f: &'a crate::profile::Frame) -> u64 {
+        let key = (f.function.as_str(), f.file.as_deref());
+        let next = self.functions.len() as u64 + 1;
+        let id = *self.function_ids.entry(key).or_insert(next);
+        if id == next {
+            let name = self.strings.id(&f.function);
+            let system_name = f
+                .system_name
+                .as_deref()
+                .map_or(name, |s| self.strings.id(s));
+            self.functions.push(Function {
+                id,
+                name,
+                system_name,
+                filename: self.strings.id(f.file.as_deref().unwrap_or("")),
+                start_line: 0,
+            });
+        }
+        id
+    }
+}
+
 /// The profile as profile.proto: `samples/count` and `cpu/nanoseconds` per stack.
 pub fn to_proto(profile: &CallProfile) -> Profile {
     let mut strings = Strings::default();
@@ -52,59 +111,32 @@ pub fn to_proto(profile: &CallProfile) -> Profile {
         ..Default::default()
     };
 
-    let mut functions: Vec<Function> = Vec::new();
-    let mut function_ids: HashMap<(&str, Option<&str>), u64> = HashMap::new();
-    let mut locations: Vec<Location> = Vec::new();
-    let mut location_ids: HashMap<&[usize], u64> = HashMap::new();
+    let mut t = Tables {
+        strings,
+        functions: Vec::new(),
+        function_ids: HashMap::new(),
+        locations: Vec::new(),
+        location_ids: HashMap::new(),
+    };
     let mut out_samples = Vec::with_capacity(profile.samples.len());
     for s in &profile.samples {
-        let mut ids = Vec::with_capacity(s.locations.len());
-        for loc in &s.locations {
-            let next = locations.len() as u64 + 1;
-            let id = *location_ids.entry(loc.as_slice()).or_insert(next);
-            if id == next {
-                let lines = loc
-                    .iter()
-                    .map(|&fi| {
-                        let f = &profile.frames[fi];
-                        let key = (f.function.as_str(), f.file.as_deref());
-                        let fnext = functions.len() as u64 + 1;
-                        let function_id = *function_ids.entry(key).or_insert(fnext);
-                        if function_id == fnext {
-                            let name = strings.id(&f.function);
-                            let system_name =
-                                f.system_name.as_deref().map_or(name, |s| strings.id(s));
-                            functions.push(Function {
-                                id: function_id,
-                                name,
-                                system_name,
-                                filename: strings.id(f.file.as_deref().unwrap_or("")),
-                                start_line: 0,
-                            });
-                        }
-                        Line {
-                            function_id,
-                            line: f.line.map_or(0, i64::from),
-                            column: 0,
-                        }
-                    })
-                    .collect();
-                locations.push(Location {
-                    id,
-                    mapping_id: 1,
-                    address: 0,
-                    line: lines,
-                    is_folded: false,
-                });
-            }
-            ids.push(id);
-        }
+        let ids = s
+            .locations
+            .iter()
+            .map(|loc| t.location(profile, loc))
+            .collect();
         out_samples.push(Sample {
             location_id: ids,
             value: vec![s.count as i64, (s.count * profile.period_ns) as i64],
             label: Vec::new(),
         });
     }
+    let Tables {
+        strings,
+        functions,
+        locations,
+        ..
+    } = t;
     Profile {
         sample_type: vec![
             ValueType {

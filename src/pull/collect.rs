@@ -12,6 +12,7 @@ use super::fetch::{self, endpoint, redact};
 use super::{Collection, GoFigures, PullOptions, Pulled, Target, upload, wiredelta};
 use crate::pprof::decode::Limits;
 use crate::pprof::model::Pprof;
+use crate::sync::lock;
 
 fn sum_of(p: &Pprof, sample_type: &str) -> Option<i64> {
     let i = p
@@ -415,12 +416,6 @@ impl One<'_, '_> {
             }
         }
     }
-}
-
-/// The lock's value, also after a panic elsewhere poisoned it (the data stays consistent:
-/// every holder finishes its step before unlocking).
-pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The profile gzipped: as received when it came gzipped, else compressed now.

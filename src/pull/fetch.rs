@@ -233,16 +233,7 @@ pub fn fetch(
     })?;
     let status = resp.status();
     if status.is_redirection() {
-        let to = resp
-            .headers()
-            .get(reqwest::header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|l| url.join(l).ok())
-            .map(|u| redact(&u))
-            .unwrap_or_else(|| "elsewhere".into());
-        return Err(http(format!(
-            "HTTP {status}: redirects to {to}, which is not followed (give the real pprof path)"
-        )));
+        return Err(http(redirected(&resp, url)));
     }
     let go_error = resp.headers().contains_key("x-go-pprof");
     if let Some(len) = resp.content_length()
@@ -278,19 +269,10 @@ pub fn fetch(
         });
     }
     if !status.is_success() {
-        let text = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]);
-        let text = text.trim();
-        let what = if go_error {
-            format!("the service says: {text}")
-        } else if text.is_empty() {
-            "no body".to_string()
-        } else {
-            match describe_non_profile(&bytes) {
-                Some(d) => d,
-                None => "a binary body".into(),
-            }
-        };
-        return Err(http(format!("HTTP {status}: {what}")));
+        return Err(http(format!(
+            "HTTP {status}: {}",
+            what_came(&bytes, go_error)
+        )));
     }
     if go_error {
         let text = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]);
@@ -307,6 +289,35 @@ pub fn fetch(
         bytes,
         raw,
     })
+}
+
+/// A redirect's message: where to (redacted), and that it is not followed.
+fn redirected(resp: &reqwest::blocking::Response, url: &Url) -> String {
+    let to = resp
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|l| url.join(l).ok())
+        .map(|u| redact(&u))
+        .unwrap_or_else(|| "elsewhere".into());
+    format!(
+        "HTTP {}: redirects to {to}, which is not followed (give the real pprof path)",
+        resp.status()
+    )
+}
+
+/// What an error answer's body was: the service's own words (net/http/pprof marks them),
+/// nothing, what kind of document it is, or binary.
+fn what_came(bytes: &[u8], go_error: bool) -> String {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]);
+    let text = text.trim();
+    if go_error {
+        format!("the service says: {text}")
+    } else if text.is_empty() {
+        "no body".to_string()
+    } else {
+        describe_non_profile(bytes).unwrap_or_else(|| "a binary body".into())
+    }
 }
 
 enum BodyEnd {

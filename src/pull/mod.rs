@@ -12,10 +12,11 @@ pub mod wiredelta;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::sync::lock;
 use reqwest::Url;
 use serde::Serialize;
 
-pub use collect::{Job, collect, lock};
+pub use collect::{Job, collect};
 use delta::{DeltaCache, NoDelta};
 use fetch::{Tls, redact};
 

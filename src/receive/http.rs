@@ -93,68 +93,16 @@ fn answer(code: u16, text: String) -> Response<Body> {
 
 async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Body> {
     let m = &state.metrics;
-    let refuse = |r: Reject| {
-        m.reject(r.reason());
-        answer(r.status(), r.to_string())
+    let (ct, headers, body) = match read(&state, req).await {
+        Ok(x) => x,
+        Err(answered) => return answered,
     };
-    let ct = req
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .map(String::from);
-    if let Err(r) = super::form::boundary(ct.as_deref()) {
-        return refuse(r);
-    }
-    let declared = req
-        .headers()
-        .get("content-length")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if let Some(n) = declared.filter(|n| *n > state.body_limit) {
-        // Read and dropped (up to 4 × the limit, within the body timeout), so the client
-        // finishes sending and reads the 413 instead of a broken pipe.
-        if n <= 4 * state.body_limit {
-            let _ = tokio::time::timeout(state.body_timeout, async {
-                use futures_util::StreamExt;
-                let mut s = req.into_body().into_data_stream();
-                while let Some(Ok(_)) = s.next().await {}
-            })
-            .await;
-        }
-        return refuse(Reject::TooLarge(format!(
-            "{n} bytes is over the {}-byte limit (body_size_limit_mb)",
-            state.body_limit
-        )));
-    }
-    let headers = kept_headers(req.headers());
-    let read = tokio::time::timeout(
-        state.body_timeout,
-        axum::body::to_bytes(req.into_body(), state.body_limit as usize),
-    )
-    .await;
-    let body = match read {
-        Err(_) => {
-            m.reject("slow_sender");
-            return answer(
-                408,
-                format!(
-                    "the body did not arrive within {:?} (read_timeout_s)",
-                    state.body_timeout
-                ),
-            );
-        }
-        Ok(Err(e)) => {
-            return refuse(Reject::TooLarge(format!(
-                "the body is over the {}-byte limit (body_size_limit_mb) or was cut: {e}",
-                state.body_limit
-            )));
-        }
-        Ok(Ok(b)) => b,
-    };
-    let ct = ct.unwrap_or_default();
     let parsed = match super::form::parse(Some(&ct), body.clone(), &state.limits).await {
         Ok(u) => u,
-        Err(r) => return refuse(r),
+        Err(r) => {
+            m.reject(r.reason());
+            return answer(r.status(), r.to_string());
+        }
     };
     let at = jiff::Timestamp::now();
     let rec = record(&ct, &headers, at, &body);
@@ -188,6 +136,71 @@ async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Body> {
         .header("content-type", "application/json")
         .body(Body::from("{}"))
         .unwrap_or_default()
+}
+
+/// An upload's content type, the headers kept and its body, read within the size limit and
+/// the body timeout; else the answer that refuses it.
+async fn read(
+    state: &State,
+    req: Request<Body>,
+) -> Result<(String, Vec<(String, String)>, bytes::Bytes), Response<Body>> {
+    let m = &state.metrics;
+    let refuse = |r: Reject| {
+        m.reject(r.reason());
+        answer(r.status(), r.to_string())
+    };
+    let ct = req
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    if let Err(r) = super::form::boundary(ct.as_deref()) {
+        return Err(refuse(r));
+    }
+    let declared = req
+        .headers()
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = declared.filter(|n| *n > state.body_limit) {
+        // Read and dropped (up to 4 × the limit, within the body timeout), so the client
+        // finishes sending and reads the 413 instead of a broken pipe.
+        if n <= 4 * state.body_limit {
+            let _ = tokio::time::timeout(state.body_timeout, async {
+                use futures_util::StreamExt;
+                let mut s = req.into_body().into_data_stream();
+                while let Some(Ok(_)) = s.next().await {}
+            })
+            .await;
+        }
+        return Err(refuse(Reject::TooLarge(format!(
+            "{n} bytes is over the {}-byte limit (body_size_limit_mb)",
+            state.body_limit
+        ))));
+    }
+    let headers = kept_headers(req.headers());
+    let read = tokio::time::timeout(
+        state.body_timeout,
+        axum::body::to_bytes(req.into_body(), state.body_limit as usize),
+    )
+    .await;
+    match read {
+        Err(_) => {
+            m.reject("slow_sender");
+            Err(answer(
+                408,
+                format!(
+                    "the body did not arrive within {:?} (read_timeout_s)",
+                    state.body_timeout
+                ),
+            ))
+        }
+        Ok(Err(e)) => Err(refuse(Reject::TooLarge(format!(
+            "the body is over the {}-byte limit (body_size_limit_mb) or was cut: {e}",
+            state.body_limit
+        )))),
+        Ok(Ok(b)) => Ok((ct.unwrap_or_default(), headers, b)),
+    }
 }
 
 pub(super) fn router(state: Arc<State>) -> axum::Router {

@@ -80,7 +80,7 @@ impl Metrics {
         self.rejected
             .get_or_create(&vec![("reason", reason.to_string())])
             .inc();
-        *crate::pull::lock(&self.refused).entry(reason).or_default() += 1;
+        *crate::sync::lock(&self.refused).entry(reason).or_default() += 1;
     }
 
     pub fn render(&self) -> String {

@@ -219,7 +219,7 @@ impl Queue {
     /// record in it is done.
     pub fn done(&self, id: RecordId) {
         let s = &self.shared;
-        let mut segs = crate::pull::lock(&s.segments);
+        let mut segs = crate::sync::lock(&s.segments);
         let Some(seg) = segs.get_mut(&id.segment) else {
             return;
         };
@@ -279,7 +279,7 @@ fn writer(s: &Shared, mut number: u64, rx: &mut tokio::sync::mpsc::Receiver<Appe
             for a in &batch {
                 if file.as_ref().is_none_or(|(_, size)| *size >= SEGMENT_BYTES) {
                     if file.take().is_some() {
-                        let mut segs = crate::pull::lock(&s.segments);
+                        let mut segs = crate::sync::lock(&s.segments);
                         if let Some(seg) = segs.get_mut(&number) {
                             seg.closed = true;
                             if seg.prefix == seg.written {
@@ -296,7 +296,7 @@ fn writer(s: &Shared, mut number: u64, rx: &mut tokio::sync::mpsc::Receiver<Appe
                         .open(seg_path(&s.dir, number))?;
                     // The new segment's name is durable before anything in it is acknowledged.
                     std::fs::File::open(&s.dir)?.sync_all()?;
-                    crate::pull::lock(&s.segments).insert(number, Segment::default());
+                    crate::sync::lock(&s.segments).insert(number, Segment::default());
                     file = Some((f, 0));
                 }
                 let Some((f, size)) = file.as_mut() else {
@@ -309,7 +309,7 @@ fn writer(s: &Shared, mut number: u64, rx: &mut tokio::sync::mpsc::Receiver<Appe
                 f.write_all(&head)?;
                 f.write_all(&a.payload)?;
                 *size += (HEADER + a.payload.len()) as u64;
-                let mut segs = crate::pull::lock(&s.segments);
+                let mut segs = crate::sync::lock(&s.segments);
                 let seg = segs.entry(number).or_default();
                 ids.push(RecordId {
                     segment: number,
@@ -333,7 +333,7 @@ fn writer(s: &Shared, mut number: u64, rx: &mut tokio::sync::mpsc::Receiver<Appe
             Err(e) => {
                 // What was written of a failed batch is dropped from the books: it was not
                 // acknowledged, so the next start need not replay it either way.
-                let mut segs = crate::pull::lock(&s.segments);
+                let mut segs = crate::sync::lock(&s.segments);
                 for id in &ids {
                     if let Some(seg) = segs.get_mut(&id.segment) {
                         seg.done[id.index as usize] = true;

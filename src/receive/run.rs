@@ -79,7 +79,7 @@ fn emit(stored: &Stored, json: bool, uploads: &std::sync::Mutex<std::fs::File>) 
         return;
     };
     {
-        let mut f = crate::pull::lock(uploads);
+        let mut f = crate::sync::lock(uploads);
         let _ = writeln!(f, "{line}");
     }
     if json {
@@ -111,7 +111,7 @@ impl Worker {
         let mut stored =
             super::store::store(&job.upload, job.headers.clone(), job.received, &self.store);
         if let Some(f) = &self.forward {
-            let r = crate::pull::lock(f).forward(&job.upload, &job.headers);
+            let r = crate::sync::lock(f).forward(&job.upload, &job.headers);
             m.forwards
                 .get_or_create(&vec![(
                     "result",
@@ -122,7 +122,7 @@ impl Worker {
             stored.forward_error = r.err();
         }
         {
-            let mut fig = crate::pull::lock(&self.figures);
+            let mut fig = crate::sync::lock(&self.figures);
             if !fig.is_empty() && !stored.profiling_metrics.is_empty() {
                 let metrics = figure_metrics(&stored, &self.hostname);
                 let batch = crate::emit::Batch {
@@ -170,6 +170,51 @@ impl Worker {
     }
 }
 
+/// `--metrics-listen`: receive's own metrics, served from now on.
+async fn serve_metrics(addr: std::net::SocketAddr, metrics: &Arc<Metrics>) -> anyhow::Result<()> {
+    let m = Arc::clone(metrics);
+    let app = crate::serve::metrics_router(move || m.render());
+    let l = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| crate::error::UsageError::flag("--metrics-listen", format!("{addr}: {e}")))?;
+    eprintln!(
+        "agentprof receive: metrics on http://{}/metrics",
+        l.local_addr()?
+    );
+    crate::serve::spawn(l, app);
+    Ok(())
+}
+
+/// The forwarders' spool retried every 5 s when no upload comes to carry it.
+fn retry_spool(f: Shared<super::forward::Forwarder>) {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            let f = Arc::clone(&f);
+            let _ = tokio::task::spawn_blocking(move || crate::sync::lock(&f).flush()).await;
+        }
+    });
+}
+
+/// The last line: what was stored and refused, and what waits in the queue for the next start.
+fn say_stopped(metrics: &Metrics, queue: &Queue, left: bool, queue_dir: &std::path::Path) {
+    let refused = crate::sync::lock(&metrics.refused).clone();
+    eprintln!(
+        "agentprof receive: stopped: {} stored, refused {:?}{}",
+        metrics.stored.load(std::sync::atomic::Ordering::Relaxed),
+        refused,
+        if left || queue.used() > 0 {
+            format!(
+                "; {} bytes wait in {} for the next start",
+                queue.used(),
+                queue_dir.display()
+            )
+        } else {
+            String::new()
+        }
+    );
+}
+
 /// Runs until SIGTERM/SIGINT or `--duration`: the queue opened (what a previous run
 /// acknowledged and did not store goes first), the workers started, the server run; at the
 /// stop, the workers get 10 s, the forwarders flush, and what is left is said.
@@ -190,16 +235,7 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         .map_err(|e| flag("--listen", format!("{}: {e}", opts.listen)))?;
     let bound = listener.local_addr()?;
     if let Some(addr) = opts.metrics_listen {
-        let m = Arc::clone(&metrics);
-        let app = crate::serve::metrics_router(move || m.render());
-        let l = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| flag("--metrics-listen", format!("{addr}: {e}")))?;
-        eprintln!(
-            "agentprof receive: metrics on http://{}/metrics",
-            l.local_addr()?
-        );
-        crate::serve::spawn(l, app);
+        serve_metrics(addr, &metrics).await?;
     }
     let (jobs_tx, jobs_rx) = mpsc::channel::<Job>(IN_MEMORY);
     let state = Arc::new(State {
@@ -226,14 +262,7 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     let workers = worker.start(jobs_rx);
     replay_queue(replay, &queue, &metrics, &jobs_tx, &opts.store.limits).await;
     if let Some(f) = forward.clone() {
-        // The spool is retried every 5 s when no upload comes to carry it.
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(Duration::from_secs(5)).await;
-                let f = Arc::clone(&f);
-                let _ = tokio::task::spawn_blocking(move || crate::pull::lock(&f).flush()).await;
-            }
-        });
+        retry_spool(f);
     }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
@@ -268,21 +297,7 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         .await
         .is_err();
     flush_at_stop(figures, forward).await;
-    let refused = crate::pull::lock(&metrics.refused).clone();
-    eprintln!(
-        "agentprof receive: stopped: {} stored, refused {:?}{}",
-        metrics.stored.load(std::sync::atomic::Ordering::Relaxed),
-        refused,
-        if left || queue.used() > 0 {
-            format!(
-                "; {} bytes wait in {} for the next start",
-                queue.used(),
-                opts.queue_dir.display()
-            )
-        } else {
-            String::new()
-        }
-    );
+    say_stopped(&metrics, &queue, left, &opts.queue_dir);
     Ok(Outcome::Success)
 }
 
@@ -330,7 +345,7 @@ async fn flush_at_stop(
     forward: Option<Shared<super::forward::Forwarder>>,
 ) {
     let _ = tokio::task::spawn_blocking(move || {
-        let mut fig = crate::pull::lock(&figures);
+        let mut fig = crate::sync::lock(&figures);
         for f in fig.iter_mut() {
             let _ = f.flush();
         }
@@ -339,7 +354,7 @@ async fn flush_at_stop(
     .await;
     if let Some(f) = forward {
         let pending = tokio::task::spawn_blocking(move || {
-            let mut f = crate::pull::lock(&f);
+            let mut f = crate::sync::lock(&f);
             f.flush();
             f.pending()
         })

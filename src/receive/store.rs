@@ -267,6 +267,56 @@ fn top_rows(
     Some((t.sample_type, t.rows))
 }
 
+/// What an attachment is stored as: its file's extension and bytes (profiles gzip-compressed,
+/// their totals and top table noted in `s`, their totals kept in `decoded`).
+fn contents<'a>(
+    a: &'a super::form::Attachment,
+    opts: &StoreOptions,
+    s: &mut StoredAttachment,
+    decoded: &mut Vec<(String, Totals)>,
+) -> (&'a str, std::borrow::Cow<'a, [u8]>) {
+    let content = a.raw.as_deref().unwrap_or(&a.data[..]);
+    match (&a.kind, &a.raw) {
+        (Kind::Pprof, _) => {
+            let raw = content;
+            // The totals off the wire; the profile is decoded only for its top table.
+            match crate::pprof::decode::totals(raw) {
+                Some(t) => {
+                    s.samples = Some(t.samples);
+                    decoded.push((a.stem.clone(), t));
+                }
+                None => s.error = Some("not a well-formed pprof profile".into()),
+            }
+            if opts.top > 0 {
+                match crate::pprof::decode::decode_raw(raw, &opts.limits) {
+                    Ok(p) => {
+                        if let Some((ty, rows)) = top_rows(p, opts.top) {
+                            s.top_sample_type = Some(ty);
+                            s.top = Some(rows);
+                        }
+                    }
+                    Err(e) => s.error = Some(e.to_string()),
+                }
+            }
+            let gz = if a.compression == Compression::Gzip {
+                std::borrow::Cow::Borrowed(&a.data[..])
+            } else {
+                std::borrow::Cow::Owned(crate::pprof::gzip_fast(raw))
+            };
+            ("pb.gz", gz)
+        }
+        (Kind::Metrics, Some(raw)) => ("json", std::borrow::Cow::Borrowed(&raw[..])),
+        _ => {
+            let ext = Path::new(&a.name)
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("bin");
+            let bytes = a.raw.as_deref().unwrap_or(&a.data[..]);
+            (ext, std::borrow::Cow::Borrowed(bytes))
+        }
+    }
+}
+
 /// Stores an upload and says what became of it.
 pub fn store(
     up: &Upload,
@@ -295,46 +345,7 @@ pub fn store(
             top_sample_type: None,
         };
         let stem = crate::pull::safe_name(&a.stem);
-        let content = a.raw.as_deref().unwrap_or(&a.data[..]);
-        let (ext, bytes): (&str, std::borrow::Cow<'_, [u8]>) = match (&a.kind, &a.raw) {
-            (Kind::Pprof, _) => {
-                let raw = content;
-                // The totals off the wire; the profile is decoded only for its top table.
-                match crate::pprof::decode::totals(raw) {
-                    Some(t) => {
-                        s.samples = Some(t.samples);
-                        decoded.push((a.stem.clone(), t));
-                    }
-                    None => s.error = Some("not a well-formed pprof profile".into()),
-                }
-                if opts.top > 0 {
-                    match crate::pprof::decode::decode_raw(raw, &opts.limits) {
-                        Ok(p) => {
-                            if let Some((ty, rows)) = top_rows(p, opts.top) {
-                                s.top_sample_type = Some(ty);
-                                s.top = Some(rows);
-                            }
-                        }
-                        Err(e) => s.error = Some(e.to_string()),
-                    }
-                }
-                let gz = if a.compression == Compression::Gzip {
-                    std::borrow::Cow::Borrowed(&a.data[..])
-                } else {
-                    std::borrow::Cow::Owned(crate::pprof::gzip_fast(raw))
-                };
-                ("pb.gz", gz)
-            }
-            (Kind::Metrics, Some(raw)) => ("json", std::borrow::Cow::Borrowed(&raw[..])),
-            _ => {
-                let ext = Path::new(&a.name)
-                    .extension()
-                    .and_then(|e| e.to_str())
-                    .unwrap_or("bin");
-                let bytes = a.raw.as_deref().unwrap_or(&a.data[..]);
-                (ext, std::borrow::Cow::Borrowed(bytes))
-            }
-        };
+        let (ext, bytes) = contents(a, opts, &mut s, &mut decoded);
         let base = match &a.kind {
             Kind::Other => Path::new(&stem)
                 .file_stem()

@@ -248,101 +248,15 @@ pub fn scan(roots: &[PathBuf], records: &mut [Records]) -> Listing {
     let mut looked = 0usize;
     for (ri, root) in roots.iter().enumerate() {
         let mut said: HashMap<String, Said> = HashMap::new();
-        let mut files: Vec<(String, PathBuf, std::fs::Metadata)> = Vec::new();
-        let mut stack = vec![(root.clone(), 0usize)];
-        while let Some((dir, depth)) = stack.pop() {
-            let Ok(rd) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for e in rd.flatten() {
-                let Ok(ft) = e.file_type() else { continue };
-                if ft.is_symlink() {
-                    continue;
-                }
-                let path = e.path();
-                if ft.is_dir() {
-                    if depth + 1 < MAX_DEPTH {
-                        stack.push((path, depth + 1));
-                    }
-                    continue;
-                }
-                looked += 1;
-                if looked > MAX_FILES {
-                    listing.left_out += 1;
-                    continue;
-                }
-                let name = e.file_name().to_string_lossy().into_owned();
-                if name == "captures.jsonl" || name == "uploads.jsonl" {
-                    let record = if name == "captures.jsonl" {
-                        "captures.jsonl"
-                    } else {
-                        "uploads.jsonl"
-                    };
-                    if let Some(m) = records
-                        .get_mut(ri)
-                        .and_then(|r| r.said(&path, record).cloned())
-                    {
-                        said.extend(m);
-                    }
-                    continue;
-                }
-                if kind_of(&name).is_none() {
-                    continue;
-                }
-                let Ok(meta) = e.metadata() else { continue };
-                let Ok(rel) = path.strip_prefix(root) else {
-                    continue;
-                };
-                let rel = rel.to_string_lossy().replace('\\', "/");
-                files.push((rel, path, meta));
-            }
-        }
-        for (rel, _path, meta) in files {
-            let name = rel.rsplit('/').next().unwrap_or(&rel);
-            let Some((kind, stem)) = kind_of(name) else {
-                continue;
-            };
-            let (profile_type, name_time) = split_name(stem);
-            // Its longest key only: a shorter one (the file name alone) could be another
-            // pod's file of the same name.
-            let s = keys(&rel)
-                .last()
-                .and_then(|k| said.get(&k).cloned())
-                .unwrap_or_default();
-            // The layout: <service>/<file> (pull, receive) or <ns>/<pod>/<container>/<file> (k8s).
-            let dirs: Vec<&str> = rel.split('/').collect();
-            let dirs = &dirs[..dirs.len() - 1];
-            let (mut service, mut namespace, mut pod, mut container) = (None, None, None, None);
-            match dirs {
-                [ns, p, c] => {
-                    namespace = Some(ns.to_string());
-                    pod = Some(p.to_string());
-                    container = Some(c.to_string());
-                }
-                [.., svc] => service = Some(svc.to_string()),
-                [] => {}
-            }
-            let time = s
-                .time
-                .clone()
-                .or(name_time)
-                .unwrap_or_else(|| meta.modified().map(rfc3339).unwrap_or_default());
-            listing.entries.push(Entry {
-                id: format!("{ri}/{rel}"),
-                path: rel.clone(),
-                kind,
-                profile_type,
-                service: s.service.or(service),
-                namespace: s.namespace.or(namespace),
-                pod: s.pod.or(pod),
-                container: s.container.or(container),
-                time,
-                bytes: meta.len(),
-                cause: s.cause,
-                trigger: s.trigger,
-                tags: s.tags,
-                record: s.record,
-            });
+        let files = walk(
+            root,
+            records.get_mut(ri),
+            &mut said,
+            &mut looked,
+            &mut listing.left_out,
+        );
+        for (rel, meta) in files {
+            listing.entries.extend(entry(ri, rel, &meta, &said));
         }
     }
     // Newest first.
@@ -350,6 +264,119 @@ pub fn scan(roots: &[PathBuf], records: &mut [Records]) -> Listing {
         .entries
         .sort_by(|a, b| b.time.cmp(&a.time).then(a.id.cmp(&b.id)));
     listing
+}
+
+/// The profile files under `root` (paths relative to it, `/`-separated), at most MAX_DEPTH
+/// down and MAX_FILES in all (`looked` counts over every root, `left_out` what is past it);
+/// what its captures.jsonl and uploads.jsonl say of them goes into `said`.
+fn walk(
+    root: &Path,
+    mut records: Option<&mut Records>,
+    said: &mut HashMap<String, Said>,
+    looked: &mut usize,
+    left_out: &mut usize,
+) -> Vec<(String, std::fs::Metadata)> {
+    let mut files = Vec::new();
+    let mut stack = vec![(root.to_path_buf(), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_symlink() {
+                continue;
+            }
+            let path = e.path();
+            if ft.is_dir() {
+                if depth + 1 < MAX_DEPTH {
+                    stack.push((path, depth + 1));
+                }
+                continue;
+            }
+            *looked += 1;
+            if *looked > MAX_FILES {
+                *left_out += 1;
+                continue;
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            let record = match name.as_str() {
+                "captures.jsonl" => Some("captures.jsonl"),
+                "uploads.jsonl" => Some("uploads.jsonl"),
+                _ => None,
+            };
+            if let Some(record) = record {
+                if let Some(m) = records
+                    .as_deref_mut()
+                    .and_then(|r| r.said(&path, record).cloned())
+                {
+                    said.extend(m);
+                }
+                continue;
+            }
+            if kind_of(&name).is_none() {
+                continue;
+            }
+            let Ok(meta) = e.metadata() else { continue };
+            let Ok(rel) = path.strip_prefix(root) else {
+                continue;
+            };
+            files.push((rel.to_string_lossy().replace('\\', "/"), meta));
+        }
+    }
+    files
+}
+
+/// One file's entry: what the records said of it, else what its place and name say.
+fn entry(
+    ri: usize,
+    rel: String,
+    meta: &std::fs::Metadata,
+    said: &HashMap<String, Said>,
+) -> Option<Entry> {
+    let name = rel.rsplit('/').next().unwrap_or(&rel);
+    let (kind, stem) = kind_of(name)?;
+    let (profile_type, name_time) = split_name(stem);
+    // Its longest key only: a shorter one (the file name alone) could be another
+    // pod's file of the same name.
+    let s = keys(&rel)
+        .last()
+        .and_then(|k| said.get(&k).cloned())
+        .unwrap_or_default();
+    // The layout: <service>/<file> (pull, receive) or <ns>/<pod>/<container>/<file> (k8s).
+    let dirs: Vec<&str> = rel.split('/').collect();
+    let dirs = &dirs[..dirs.len() - 1];
+    let (mut service, mut namespace, mut pod, mut container) = (None, None, None, None);
+    match dirs {
+        [ns, p, c] => {
+            namespace = Some(ns.to_string());
+            pod = Some(p.to_string());
+            container = Some(c.to_string());
+        }
+        [.., svc] => service = Some(svc.to_string()),
+        [] => {}
+    }
+    let time = s
+        .time
+        .clone()
+        .or(name_time)
+        .unwrap_or_else(|| meta.modified().map(rfc3339).unwrap_or_default());
+    Some(Entry {
+        id: format!("{ri}/{rel}"),
+        kind,
+        profile_type,
+        service: s.service.or(service),
+        namespace: s.namespace.or(namespace),
+        pod: s.pod.or(pod),
+        container: s.container.or(container),
+        time,
+        bytes: meta.len(),
+        cause: s.cause,
+        trigger: s.trigger,
+        tags: s.tags,
+        record: s.record,
+        path: rel,
+    })
 }
 
 #[cfg(test)]

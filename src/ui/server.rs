@@ -51,7 +51,19 @@ fn json(v: serde_json::Value) -> Response {
 }
 
 fn svg(body: Vec<u8>, gzip: bool) -> Response {
-    let mut r = encoded(body, gzip);
+    svg_headers(encoded(body, gzip))
+}
+
+/// A drawn flamegraph, in the form the client takes (compressed once, then kept).
+fn drawn_svg(d: &super::state::Svg, gzip: bool) -> Response {
+    svg_headers(if gzip && d.plain.len() > 4096 {
+        gzip_response(d.gzipped())
+    } else {
+        d.plain.clone().into_response()
+    })
+}
+
+fn svg_headers(mut r: Response) -> Response {
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("image/svg+xml"),
@@ -123,7 +135,7 @@ async fn profiles(
             return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, tag)]).into_response());
         }
         let old = {
-            let mut sent = crate::pull::lock(&ui.sent);
+            let mut sent = crate::sync::lock(&ui.sent);
             if !sent.iter().any(|(t, _)| *t == tag) {
                 if sent.len() == SENT {
                     sent.pop_front();
@@ -190,20 +202,24 @@ fn accepts_gzip(headers: &axum::http::HeaderMap) -> bool {
 /// flamegraphs are megabytes of repetitive text).
 fn encoded(body: Vec<u8>, gzip: bool) -> Response {
     if gzip && body.len() > 4096 {
-        let z = crate::pprof::gzip_fast(&body);
-        let mut r = z.into_response();
-        r.headers_mut().insert(
-            header::CONTENT_ENCODING,
-            header::HeaderValue::from_static("gzip"),
-        );
-        r.headers_mut().insert(
-            header::VARY,
-            header::HeaderValue::from_static("accept-encoding"),
-        );
-        r
+        gzip_response(crate::pprof::gzip_fast(&body).into())
     } else {
         body.into_response()
     }
+}
+
+/// A gzip-compressed body, said so.
+fn gzip_response(z: bytes::Bytes) -> Response {
+    let mut r = z.into_response();
+    r.headers_mut().insert(
+        header::CONTENT_ENCODING,
+        header::HeaderValue::from_static("gzip"),
+    );
+    r.headers_mut().insert(
+        header::VARY,
+        header::HeaderValue::from_static("accept-encoding"),
+    );
+    r
 }
 
 /// `agentprof top --json`'s document for a listed profile, made by the same code.
@@ -235,7 +251,7 @@ async fn flamegraph(
     let gzip = accepts_gzip(&headers);
     blocking(move || {
         let out = ui.flamegraph(&q.id, q.sample_index.as_deref())?;
-        Ok(svg(out.to_vec(), gzip))
+        Ok(drawn_svg(&out, gzip))
     })
     .await
 }
@@ -252,9 +268,13 @@ fn compared(ui: &Ui, q: &Two) -> Result<Pair, Problem> {
 async fn diff(State(ui): State<Shared>, Query(q): Query<Two>) -> Result<Response, Problem> {
     blocking(move || {
         let (base, new, _) = compared(&ui, &q)?;
-        let mut report =
-            crate::pprof::diff::diff(&base, &new, q.sample_index.as_deref(), q.normalize, q.cum)
-                .map_err(|e| Problem::bad(e.to_string()))?;
+        let mut report = crate::pprof::diff::diff_with(
+            [(&base.p, base.nodes()), (&new.p, new.nodes())],
+            q.sample_index.as_deref(),
+            q.normalize,
+            q.cum,
+        )
+        .map_err(|e| Problem::bad(e.to_string()))?;
         let rows_total = report.rows.len();
         if let Some(n) = q.nodes.filter(|&n| n > 0) {
             report.rows.truncate(n);

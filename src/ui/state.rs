@@ -43,7 +43,29 @@ impl std::ops::Deref for Loaded {
 /// A decoded profile with the id, mtime and length it was read at.
 type Cached = (String, std::time::SystemTime, u64, Arc<Loaded>);
 /// A flamegraph drawn: of which decoded profile, which sample type, the SVG.
-type Drawn = (Arc<Loaded>, usize, Arc<Vec<u8>>);
+type Drawn = (Arc<Loaded>, usize, Arc<Svg>);
+
+/// A drawn flamegraph's SVG, and its gzip-compressed form, made once the first client that
+/// takes gzip asks (the page asks twice: a prefetch, then the frame).
+pub struct Svg {
+    pub plain: bytes::Bytes,
+    gzipped: std::sync::OnceLock<bytes::Bytes>,
+}
+
+impl Svg {
+    pub fn new(plain: Vec<u8>) -> Svg {
+        Svg {
+            plain: plain.into(),
+            gzipped: std::sync::OnceLock::new(),
+        }
+    }
+
+    pub fn gzipped(&self) -> bytes::Bytes {
+        self.gzipped
+            .get_or_init(|| crate::pprof::gzip_fast(&self.plain).into())
+            .clone()
+    }
+}
 /// Two profiles to compare and the sample types compared.
 pub(super) type Pair = (Arc<Loaded>, Arc<Loaded>, (usize, usize));
 
@@ -78,13 +100,13 @@ impl Ui {
 
     /// The current listing (rescanned past its time to live).
     pub fn listing(&self) -> Arc<Listing> {
-        let mut l = crate::pull::lock(&self.listing);
+        let mut l = crate::sync::lock(&self.listing);
         if let Some((at, listing)) = l.as_ref()
             && at.elapsed() < LISTING_TTL
         {
             return Arc::clone(listing);
         }
-        let mut records = crate::pull::lock(&self.records);
+        let mut records = crate::sync::lock(&self.records);
         let fresh = Arc::new(scan(&self.roots, &mut records));
         *l = Some((Instant::now(), Arc::clone(&fresh)));
         fresh
@@ -132,18 +154,18 @@ impl Ui {
             return Ok(v);
         }
         let gate = Arc::clone(
-            crate::pull::lock(&self.loading)
+            crate::sync::lock(&self.loading)
                 .entry(key.clone())
                 .or_default(),
         );
         let made = {
-            let _one = crate::pull::lock(&gate);
+            let _one = crate::sync::lock(&gate);
             match cached() {
                 Some(v) => Ok(v),
                 None => make(),
             }
         };
-        let mut loading = crate::pull::lock(&self.loading);
+        let mut loading = crate::sync::lock(&self.loading);
         if loading.get(&key).is_some_and(|g| Arc::ptr_eq(g, &gate)) {
             loading.remove(&key);
         }
@@ -156,7 +178,7 @@ impl Ui {
         let meta = std::fs::metadata(&path).map_err(|_| Problem::not_found(id))?;
         let stamp = (meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len());
         let cached = || {
-            let cache = crate::pull::lock(&self.cache);
+            let cache = crate::sync::lock(&self.cache);
             cache
                 .iter()
                 .find(|(i, m, l, _)| i == id && (*m, *l) == stamp)
@@ -169,7 +191,7 @@ impl Ui {
                 p,
                 nodes: std::sync::OnceLock::new(),
             });
-            let mut cache = crate::pull::lock(&self.cache);
+            let mut cache = crate::sync::lock(&self.cache);
             cache.retain(|(i, _, _, _)| i != id);
             if cache.len() >= CACHE {
                 cache.remove(0);
@@ -181,15 +203,11 @@ impl Ui {
 
     /// The flamegraph of a listed profile's sample type (`None`: the default), from the
     /// last few drawn while the profile is unchanged.
-    pub fn flamegraph(
-        &self,
-        id: &str,
-        sample_index: Option<&str>,
-    ) -> Result<Arc<Vec<u8>>, Problem> {
+    pub fn flamegraph(&self, id: &str, sample_index: Option<&str>) -> Result<Arc<Svg>, Problem> {
         let p = self.profile(id)?;
         let index = p.sample_index(sample_index).map_err(Problem::bad)?;
         let cached = || {
-            crate::pull::lock(&self.drawn)
+            crate::sync::lock(&self.drawn)
                 .iter()
                 .find(|(pp, i, _)| Arc::ptr_eq(pp, &p) && *i == index)
                 .map(|(_, _, svg)| Arc::clone(svg))
@@ -199,8 +217,8 @@ impl Ui {
             let mut out = Vec::new();
             crate::pprof::diff::write_flamegraph_with(&p, p.nodes(), index, &title, &mut out)
                 .map_err(|e| Problem::unprocessable(format!("{e:#}")))?;
-            let out = Arc::new(out);
-            let mut drawn = crate::pull::lock(&self.drawn);
+            let out = Arc::new(Svg::new(out));
+            let mut drawn = crate::sync::lock(&self.drawn);
             if drawn.len() >= CACHE {
                 drawn.remove(0);
             }

@@ -117,101 +117,68 @@ impl ProcessCheck {
     }
 }
 
-impl Check for ProcessCheck {
-    fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
-        let now = Instant::now();
-        let pid_from_file = self.pid_from_file()?;
+/// What the matched processes add up to.
+#[derive(Default)]
+struct Totals {
+    count: u64,
+    rss: f64,
+    vms: f64,
+    threads: f64,
+    /// Open fds, when any matched process's could be counted.
+    fds: Option<f64>,
+    /// syscr, syscw, read_bytes, write_bytes, when any matched process's could be read.
+    io: Option<[f64; 4]>,
+    /// Each process's lifetime CPU seconds.
+    cpu: HashMap<i32, f64>,
+    /// Matched processes whose fds could not be counted.
+    denied: u32,
+}
+
+impl ProcessCheck {
+    /// Every process that matches (the pid file's, else the search), agentprof itself left out.
+    fn totals(&self, pid_from_file: Option<i32>) -> anyhow::Result<Totals> {
         let tps = procfs::ticks_per_second() as f64;
-        let page_total = {
-            use procfs::Current;
-            procfs::Meminfo::current()
-                .map(|m| m.mem_total as f64)
-                .unwrap_or(0.0)
-        };
+        // agentprof reading /proc is not the process the user asked about.
         let me = std::process::id() as i32;
-        let (mut count, mut rss, mut vms, mut threads) = (0u64, 0f64, 0f64, 0f64);
-        let (mut fds, mut fds_known) = (0f64, false);
-        let mut io = [0f64; 4];
-        let mut io_known = false;
-        let mut cpu: HashMap<i32, f64> = HashMap::new();
-        let mut denied = 0u32;
+        let mut t = Totals::default();
         for p in procfs::process::all_processes()?.flatten() {
-            // agentprof reading /proc is not the process the user asked about.
-            if p.pid == me {
-                continue;
-            }
-            let hit = match pid_from_file {
-                Some(pid) => p.pid == pid,
-                None => self.matches(&p),
-            };
+            let hit = p.pid != me
+                && match pid_from_file {
+                    Some(pid) => p.pid == pid,
+                    None => self.matches(&p),
+                };
             if !hit {
                 continue;
             }
             let Ok(stat) = p.stat() else { continue };
-            count += 1;
-            rss += (stat.rss * procfs::page_size()) as f64;
-            vms += stat.vsize as f64;
-            threads += stat.num_threads as f64;
-            cpu.insert(p.pid, (stat.utime + stat.stime) as f64 / tps);
+            t.count += 1;
+            t.rss += (stat.rss * procfs::page_size()) as f64;
+            t.vms += stat.vsize as f64;
+            t.threads += stat.num_threads as f64;
+            t.cpu.insert(p.pid, (stat.utime + stat.stime) as f64 / tps);
             match p.fd_count() {
-                Ok(n) => {
-                    fds += n as f64;
-                    fds_known = true;
-                }
-                Err(_) => denied += 1,
+                Ok(n) => *t.fds.get_or_insert(0.0) += n as f64,
+                Err(_) => t.denied += 1,
             }
             if let Ok(i) = p.io() {
-                io_known = true;
+                let io = t.io.get_or_insert([0.0; 4]);
                 io[0] += i.syscr as f64;
                 io[1] += i.syscw as f64;
                 io[2] += i.read_bytes as f64;
                 io[3] += i.write_bytes as f64;
             }
         }
-        let t = [format!("process_name:{}", self.name)];
-        sink.gauge("system.processes.number", count as f64, &t);
-        let status = if count > 0 {
-            ServiceCheckStatus::Ok
-        } else {
-            ServiceCheckStatus::Critical
-        };
-        let msg = if count > 0 {
-            String::new()
-        } else {
-            format!("no process matched {:?}", self.opts.search_string)
-        };
-        sink.service_check("process.up", status, &t, &msg);
-        if count == 0 {
-            self.last_cpu = Some((now, cpu));
-            return Ok(());
-        }
-        sink.gauge("system.processes.mem.rss", rss, &t);
-        sink.gauge("system.processes.mem.vms", vms, &t);
-        if page_total > 0.0 {
-            sink.gauge("system.processes.mem.pct", rss / page_total * 100.0, &t);
-        }
-        sink.gauge("system.processes.threads", threads, &t);
-        if fds_known {
-            sink.gauge("system.processes.open_file_descriptors", fds, &t);
-        }
-        if denied > 0 && !self.opts.ignore_denied_access {
-            sink.warning(format!(
-                "access denied to the fds of {denied} matched process(es)"
-            ));
-        }
-        if io_known {
-            sink.rate("system.processes.ioread_count", io[0], &t);
-            sink.rate("system.processes.iowrite_count", io[1], &t);
-            sink.rate("system.processes.ioread_bytes", io[2], &t);
-            sink.rate("system.processes.iowrite_bytes", io[3], &t);
-        }
+        Ok(t)
+    }
+
+    /// The CPU the matched processes used since the last run, as a percentage of one core.
+    fn cpu_pct(&self, now: Instant, cpu: &HashMap<i32, f64>, sink: &mut Sink, t: &[String]) {
         match &self.last_cpu {
             // /proc counts CPU in 10 ms ticks: over a shorter window than CPU_PCT_MIN_WINDOW a
             // tick's step reads as hundreds of percent. Keep the older baseline until the
             // window is long enough.
             Some((then, _)) if now.duration_since(*then) < CPU_PCT_MIN_WINDOW => {
                 sink.awaiting_previous(1);
-                return Ok(());
             }
             Some((then, prev)) => {
                 let dt = now.duration_since(*then).as_secs_f64();
@@ -223,15 +190,71 @@ impl Check for ProcessCheck {
                 // Rounding of each process's ticks can still add up past what the cores can
                 // do: never more than every core busy.
                 let most = 100.0 * cores() as f64;
-                sink.gauge(
-                    "system.processes.cpu.pct",
-                    (used / dt * 100.0).min(most),
-                    &t,
-                );
+                sink.gauge("system.processes.cpu.pct", (used / dt * 100.0).min(most), t);
             }
             None => sink.awaiting_previous(1),
         }
-        self.last_cpu = Some((now, cpu));
+    }
+}
+
+impl Check for ProcessCheck {
+    fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
+        let now = Instant::now();
+        let pid_from_file = self.pid_from_file()?;
+        let page_total = {
+            use procfs::Current;
+            procfs::Meminfo::current()
+                .map(|m| m.mem_total as f64)
+                .unwrap_or(0.0)
+        };
+        let totals = self.totals(pid_from_file)?;
+        let t = [format!("process_name:{}", self.name)];
+        sink.gauge("system.processes.number", totals.count as f64, &t);
+        let (status, msg) = if totals.count > 0 {
+            (ServiceCheckStatus::Ok, String::new())
+        } else {
+            (
+                ServiceCheckStatus::Critical,
+                format!("no process matched {:?}", self.opts.search_string),
+            )
+        };
+        sink.service_check("process.up", status, &t, &msg);
+        if totals.count == 0 {
+            self.last_cpu = Some((now, totals.cpu));
+            return Ok(());
+        }
+        sink.gauge("system.processes.mem.rss", totals.rss, &t);
+        sink.gauge("system.processes.mem.vms", totals.vms, &t);
+        if page_total > 0.0 {
+            sink.gauge(
+                "system.processes.mem.pct",
+                totals.rss / page_total * 100.0,
+                &t,
+            );
+        }
+        sink.gauge("system.processes.threads", totals.threads, &t);
+        if let Some(fds) = totals.fds {
+            sink.gauge("system.processes.open_file_descriptors", fds, &t);
+        }
+        if totals.denied > 0 && !self.opts.ignore_denied_access {
+            sink.warning(format!(
+                "access denied to the fds of {} matched process(es)",
+                totals.denied
+            ));
+        }
+        if let Some(io) = totals.io {
+            sink.rate("system.processes.ioread_count", io[0], &t);
+            sink.rate("system.processes.iowrite_count", io[1], &t);
+            sink.rate("system.processes.ioread_bytes", io[2], &t);
+            sink.rate("system.processes.iowrite_bytes", io[3], &t);
+        }
+        // A baseline younger than the minimum window is kept, not replaced.
+        let keep_older = matches!(&self.last_cpu,
+            Some((then, _)) if now.duration_since(*then) < CPU_PCT_MIN_WINDOW);
+        self.cpu_pct(now, &totals.cpu, sink, &t);
+        if !keep_older {
+            self.last_cpu = Some((now, totals.cpu));
+        }
         Ok(())
     }
 }

@@ -69,34 +69,7 @@ pub(super) fn rewrite(
                     w += end - start;
                     continue;
                 }
-                tmp.clear();
-                let (head, tail): (&[u8], &[u8]) = match values_at {
-                    Some((vs, ve)) => (&m[..vs], &m[ve..]),
-                    None => {
-                        // Values spread over several fields: the other fields, in order.
-                        let mut g = Fields::new(m);
-                        let mut rest = Vec::with_capacity(m.len());
-                        while let Some(x) = g.next_field() {
-                            let (st, y) = x?;
-                            if !matches!(y, Field::Bytes(2, _) | Field::Varint(2, _)) {
-                                rest.extend_from_slice(&m[st..g.at]);
-                            }
-                        }
-                        tmp.push(0x12);
-                        put_varint(&mut tmp, (rest.len() + values_field) as u64);
-                        tmp.extend_from_slice(&rest);
-                        (&[], &[])
-                    }
-                };
-                if values_at.is_some() {
-                    tmp.push(0x12);
-                    put_varint(&mut tmp, (head.len() + values_field + tail.len()) as u64);
-                    tmp.extend_from_slice(head);
-                }
-                tmp.push(0x12);
-                put_varint(&mut tmp, packed.len() as u64);
-                tmp.extend_from_slice(&packed);
-                tmp.extend_from_slice(tail);
+                reencode(m, values_at, &packed, values_field, &mut tmp)?;
                 &tmp
             }
             _ => {
@@ -119,4 +92,45 @@ pub(super) fn rewrite(
         }
     }
     Ok((w, spill))
+}
+
+/// A sample whose values no longer take the bytes they took, written anew into `tmp`: its
+/// other fields as they were, in order, and `packed` as its values.
+#[inline(never)]
+fn reencode(
+    m: &[u8],
+    values_at: Option<(usize, usize)>,
+    packed: &[u8],
+    values_field: usize,
+    tmp: &mut Vec<u8>,
+) -> R<()> {
+    tmp.clear();
+    let (head, tail): (&[u8], &[u8]) = match values_at {
+        Some((vs, ve)) => (&m[..vs], &m[ve..]),
+        None => {
+            // Values spread over several fields: the other fields, in order.
+            let mut g = Fields::new(m);
+            let mut rest = Vec::with_capacity(m.len());
+            while let Some(x) = g.next_field() {
+                let (st, y) = x?;
+                if !matches!(y, Field::Bytes(2, _) | Field::Varint(2, _)) {
+                    rest.extend_from_slice(&m[st..g.at]);
+                }
+            }
+            tmp.push(0x12);
+            put_varint(tmp, (rest.len() + values_field) as u64);
+            tmp.extend_from_slice(&rest);
+            (&[], &[])
+        }
+    };
+    if values_at.is_some() {
+        tmp.push(0x12);
+        put_varint(tmp, (head.len() + values_field + tail.len()) as u64);
+        tmp.extend_from_slice(head);
+    }
+    tmp.push(0x12);
+    put_varint(tmp, packed.len() as u64);
+    tmp.extend_from_slice(packed);
+    tmp.extend_from_slice(tail);
+    Ok(())
 }

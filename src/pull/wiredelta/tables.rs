@@ -95,32 +95,9 @@ pub(super) fn tables(buf: &[u8]) -> R<Tables> {
         let (start, field) = field?;
         match field {
             Field::Bytes(6, s) => strings.push(hash_bytes(s)),
-            Field::Bytes(5, m) => {
-                let (mut id, mut name, mut file) = (0, 0, 0);
-                let mut g = Fields::new(m);
-                while let Some(x) = g.next_field() {
-                    match x?.1 {
-                        Field::Varint(1, v) => id = v,
-                        Field::Varint(2, v) => name = v,
-                        Field::Varint(4, v) => file = v,
-                        _ => {}
-                    }
-                }
-                functions.push((id, name, file));
-            }
+            Field::Bytes(5, m) => functions.push(function(m)?),
             Field::Bytes(4, m) => locations.push(m),
-            Field::Bytes(1, m) => {
-                let (mut t, mut u) = (0, 0);
-                let mut g = Fields::new(m);
-                while let Some(x) = g.next_field() {
-                    match x?.1 {
-                        Field::Varint(1, v) => t = v,
-                        Field::Varint(2, v) => u = v,
-                        _ => {}
-                    }
-                }
-                types.push((t, u));
-            }
+            Field::Bytes(1, m) => types.push(value_type(m)?),
             Field::Varint(9, v) => time_nanos = v as i64,
             Field::Varint(10, v) => duration_nanos = v as i64,
             Field::Bytes(2, _) => {
@@ -139,35 +116,7 @@ pub(super) fn tables(buf: &[u8]) -> R<Tables> {
     }
     let mut locs = ById::new();
     for m in locations {
-        let (mut id, mut address) = (0, 0);
-        let mut h = 0x2545_f491_4f6c_dd1du64;
-        let mut lines = 0;
-        let mut g = Fields::new(m);
-        while let Some(x) = g.next_field() {
-            match x?.1 {
-                Field::Varint(1, v) => id = v,
-                Field::Varint(3, v) => address = v,
-                Field::Bytes(4, line) => {
-                    lines += 1;
-                    let (mut fid, mut ln) = (0, 0);
-                    let mut l = Fields::new(line);
-                    while let Some(y) = l.next_field() {
-                        match y?.1 {
-                            Field::Varint(1, v) => fid = v,
-                            Field::Varint(2, v) => ln = v,
-                            _ => {}
-                        }
-                    }
-                    let fh = funcs.get(fid);
-                    // No function: the address is all there is.
-                    h = mix(mix(h, if fh == 0 { address } else { fh }), ln);
-                }
-                _ => {}
-            }
-        }
-        if lines == 0 {
-            h = mix(h, address);
-        }
+        let (id, h) = location_key(m, &funcs)?;
         locs.insert(id, h);
     }
     let types = types.into_iter().map(|(t, u)| (s(t), s(u))).collect();
@@ -180,6 +129,70 @@ pub(super) fn tables(buf: &[u8]) -> R<Tables> {
         samples,
         blocks,
     })
+}
+
+/// A Function message: its id, name and file (string indexes).
+fn function(m: &[u8]) -> R<(u64, u64, u64)> {
+    let (mut id, mut name, mut file) = (0, 0, 0);
+    let mut g = Fields::new(m);
+    while let Some(x) = g.next_field() {
+        match x?.1 {
+            Field::Varint(1, v) => id = v,
+            Field::Varint(2, v) => name = v,
+            Field::Varint(4, v) => file = v,
+            _ => {}
+        }
+    }
+    Ok((id, name, file))
+}
+
+/// A ValueType message: its type and unit (string indexes).
+fn value_type(m: &[u8]) -> R<(u64, u64)> {
+    let (mut t, mut u) = (0, 0);
+    let mut g = Fields::new(m);
+    while let Some(x) = g.next_field() {
+        match x?.1 {
+            Field::Varint(1, v) => t = v,
+            Field::Varint(2, v) => u = v,
+            _ => {}
+        }
+    }
+    Ok((t, u))
+}
+
+/// A Location message: its id and the key of what it stands for, its lines' functions (by
+/// their keys) and line numbers, or its address when it has no lines or no function.
+fn location_key(m: &[u8], funcs: &ById) -> R<(u64, u64)> {
+    let (mut id, mut address) = (0, 0);
+    let mut h = 0x2545_f491_4f6c_dd1du64;
+    let mut lines = 0;
+    let mut g = Fields::new(m);
+    while let Some(x) = g.next_field() {
+        match x?.1 {
+            Field::Varint(1, v) => id = v,
+            Field::Varint(3, v) => address = v,
+            Field::Bytes(4, line) => {
+                lines += 1;
+                let (mut fid, mut ln) = (0, 0);
+                let mut l = Fields::new(line);
+                while let Some(y) = l.next_field() {
+                    match y?.1 {
+                        Field::Varint(1, v) => fid = v,
+                        Field::Varint(2, v) => ln = v,
+                        _ => {}
+                    }
+                }
+                let fh = funcs.get(fid);
+                // No function: the address is all there is.
+                h = mix(mix(h, if fh == 0 { address } else { fh }), ln);
+            }
+            _ => {}
+        }
+    }
+    if lines == 0 {
+        h = mix(h, address);
+    }
+    Ok((id, h))
 }
 
 /// One sample message read: its key, how many values, and where its values field is
