@@ -106,6 +106,26 @@ pub struct Registry<'a> {
     installed: std::cell::OnceCell<Vec<Installed>>,
 }
 
+/// A Python check's `init_config` (an empty mapping when absent) and its instances, as JSON;
+/// with no configuration, one empty instance.
+fn python_config(conf: Option<&CheckConf>) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let to_json =
+        |v: &serde_yaml_ng::Value| serde_json::to_value(v).unwrap_or(serde_json::Value::Null);
+    let (init, raws) = match conf {
+        Some(c) => (
+            to_json(&c.init_config),
+            c.instances.iter().map(to_json).collect::<Vec<_>>(),
+        ),
+        None => (serde_json::Value::Null, vec![serde_json::json!({})]),
+    };
+    let init = if init.is_null() {
+        serde_json::json!({})
+    } else {
+        init
+    };
+    (init, raws)
+}
+
 impl<'a> Registry<'a> {
     pub fn new(config: &'a AgentConfig) -> Self {
         Registry {
@@ -385,20 +405,7 @@ impl<'a> Registry<'a> {
         for (i, common) in commons.iter().enumerate() {
             validate_common(conf.as_ref(), i, common)?;
         }
-        let to_json =
-            |v: &serde_yaml_ng::Value| serde_json::to_value(v).unwrap_or(serde_json::Value::Null);
-        let (init, raws) = match &conf {
-            Some(c) => (
-                to_json(&c.init_config),
-                c.instances.iter().map(to_json).collect::<Vec<_>>(),
-            ),
-            None => (serde_json::Value::Null, vec![serde_json::json!({})]),
-        };
-        let init = if init.is_null() {
-            serde_json::json!({})
-        } else {
-            init
-        };
+        let (init, raws) = python_config(conf.as_ref());
         if conf.is_none() {
             warnings.push(self.no_conf_warning(name, installed.as_ref()));
         }
@@ -414,15 +421,7 @@ impl<'a> Registry<'a> {
             init_config: init,
             instances: raws,
             check_ids,
-            config: serde_json::json!({
-                "hostname": self.config.hostname,
-                "tags": self.config.tags,
-                "agentprof_version": env!("CARGO_PKG_VERSION"),
-                "enable_metadata_collection": true,
-                "disable_unsafe_yaml": true,
-                "histogram_aggregates": self.config.histogram.aggregates,
-                "histogram_percentiles": self.config.histogram.percentiles.iter().map(|p| format!("{p}")).collect::<Vec<_>>(),
-            }),
+            config: self.agent_settings(),
             state_dir: python::state_dir().join("persistent_cache"),
         })));
         let instances = commons
@@ -444,6 +443,19 @@ impl<'a> Registry<'a> {
             instances,
             warnings,
             python: Some(host),
+        })
+    }
+
+    /// The agent settings a Python check reads through `datadog_agent.get_config`.
+    fn agent_settings(&self) -> serde_json::Value {
+        serde_json::json!({
+            "hostname": self.config.hostname,
+            "tags": self.config.tags,
+            "agentprof_version": env!("CARGO_PKG_VERSION"),
+            "enable_metadata_collection": true,
+            "disable_unsafe_yaml": true,
+            "histogram_aggregates": self.config.histogram.aggregates,
+            "histogram_percentiles": self.config.histogram.percentiles.iter().map(|p| format!("{p}")).collect::<Vec<_>>(),
         })
     }
 

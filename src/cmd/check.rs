@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::checks::python::PythonHost;
-use crate::checks::{CheckKind, Registry, Runner};
+use crate::checks::{CheckKind, LoadedCheck, Registry, Runner};
 use crate::cli::CheckArgs;
 use crate::config::{AgentConfig, LoadOptions};
 use crate::error::UsageError;
@@ -225,15 +225,8 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     let registry = Registry::new(&config);
     let loaded = registry.load(&opts.name)?;
     check_instance_flag(&opts, &loaded)?;
-    let mut profile_hz = opts.profile.then_some(opts.frequency_hz);
     check_profile_flags(&opts, &loaded.name, loaded.kind)?;
-    if loaded.kind == CheckKind::Exec && opts.profile {
-        eprintln!(
-            "agentprof: warning: --profile: {} is an exec plugin; its cost is measured, its calls are not sampled",
-            loaded.name
-        );
-        profile_hz = None;
-    }
+    let profile_hz = sampling(&opts, &loaded);
     let mut config_warnings = config.warnings.clone();
     config_warnings.extend(loaded.warnings.iter().cloned());
     for w in &config_warnings {
@@ -264,14 +257,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         version = l.version.clone();
         python = Some(l.clone());
     }
-    let profile = runner.finish_profile().map(|(profile, dropped)| {
-        if dropped > 0 {
-            eprintln!(
-                "agentprof: warning: {dropped} samples were lost because one run filled the sample buffer"
-            );
-        }
-        profile
-    });
+    let profile = finished_profile(&mut runner);
     let view = profile_view(
         &opts,
         &records,
@@ -306,6 +292,31 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         Outcome::RunFailed
     } else {
         Outcome::Success
+    })
+}
+
+/// How often to sample the check's calls: `--profile`'s frequency, unless the check is an
+/// exec plugin (it runs outside agentprof: its cost is measured, its calls are not sampled).
+fn sampling(opts: &CheckOptions, loaded: &LoadedCheck) -> Option<u32> {
+    if loaded.kind == CheckKind::Exec && opts.profile {
+        eprintln!(
+            "agentprof: warning: --profile: {} is an exec plugin; its cost is measured, its calls are not sampled",
+            loaded.name
+        );
+        return None;
+    }
+    opts.profile.then_some(opts.frequency_hz)
+}
+
+/// The sampled profile of the runs, said when samples were lost.
+fn finished_profile(runner: &mut Runner) -> Option<CallProfile> {
+    runner.finish_profile().map(|(profile, dropped)| {
+        if dropped > 0 {
+            eprintln!(
+                "agentprof: warning: {dropped} samples were lost because one run filled the sample buffer"
+            );
+        }
+        profile
     })
 }
 

@@ -191,11 +191,7 @@ impl AgentConfig {
             .clone()
             .unwrap_or_else(|| PathBuf::from("agentprof.yaml"));
 
-        let hostname = std::env::var("DD_HOSTNAME")
-            .ok()
-            .filter(|h| !h.trim().is_empty())
-            .or(file.hostname.filter(|h| !h.trim().is_empty()))
-            .unwrap_or_else(system_hostname);
+        let hostname = hostname(file.hostname);
 
         let tags = resolve_tags(file.tags, &cfg_path)?;
 
@@ -218,13 +214,7 @@ impl AgentConfig {
         )?;
 
         let log_file_max_size = resolve_max_size(file.log_file_max_size.as_ref(), &cfg_path)?;
-        let chosen_python = opts
-            .python
-            .clone()
-            .filter(|p| !p.is_empty())
-            .or_else(|| std::env::var("AGENTPROF_PYTHON").ok())
-            .filter(|p| !p.is_empty())
-            .or(file.python.filter(|p| !p.is_empty()));
+        let chosen_python = chosen_python(opts, file.python);
         Ok(AgentConfig {
             source,
             hostname,
@@ -257,17 +247,36 @@ impl AgentConfig {
                 .profile_dir
                 .map(rel)
                 .unwrap_or_else(|| PathBuf::from("profiles")),
-            log_level: match file.log_level {
-                Some(l) => Some(
+            log_level: file
+                .log_level
+                .map(|l| {
                     super::Level::parse(&l)
                         .map(|_| l)
-                        .map_err(|e| UsageError::config(&cfg_path, format!("log_level: {e}")))?,
-                ),
-                None => None,
-            },
+                        .map_err(|e| UsageError::config(&cfg_path, format!("log_level: {e}")))
+                })
+                .transpose()?,
             warnings,
         })
     }
+}
+
+/// `DD_HOSTNAME`, else agentprof.yaml's `hostname`, else the system's.
+fn hostname(configured: Option<String>) -> String {
+    std::env::var("DD_HOSTNAME")
+        .ok()
+        .filter(|h| !h.trim().is_empty())
+        .or(configured.filter(|h| !h.trim().is_empty()))
+        .unwrap_or_else(system_hostname)
+}
+
+/// The Python named by `--python`, else `AGENTPROF_PYTHON`, else agentprof.yaml's `python`.
+fn chosen_python(opts: &LoadOptions, configured: Option<String>) -> Option<String> {
+    opts.python
+        .clone()
+        .filter(|p| !p.is_empty())
+        .or_else(|| std::env::var("AGENTPROF_PYTHON").ok())
+        .filter(|p| !p.is_empty())
+        .or(configured.filter(|p| !p.is_empty()))
 }
 
 /// The configured tags and `DD_TAGS`'s, each checked.

@@ -259,6 +259,36 @@ impl Queue {
     }
 }
 
+/// The next segment to append to: the full one closed (and removed, when every record in it
+/// is stored), a new one created, its name durable before anything in it is acknowledged.
+fn roll(
+    s: &Shared,
+    number: &mut u64,
+    file: &mut Option<(std::fs::File, u64)>,
+) -> std::io::Result<()> {
+    if file.take().is_some() {
+        let mut segs = crate::sync::lock(&s.segments);
+        if let Some(seg) = segs.get_mut(number) {
+            seg.closed = true;
+            if seg.prefix == seg.written {
+                segs.remove(number);
+                let _ = std::fs::remove_file(seg_path(&s.dir, *number));
+                let _ = std::fs::remove_file(done_path(&s.dir, *number));
+            }
+        }
+        *number += 1;
+    }
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(seg_path(&s.dir, *number))?;
+    // The new segment's name is durable before anything in it is acknowledged.
+    std::fs::File::open(&s.dir)?.sync_all()?;
+    crate::sync::lock(&s.segments).insert(*number, Segment::default());
+    *file = Some((f, 0));
+    Ok(())
+}
+
 /// The writer: takes what waits, writes it, syncs once, answers every append of the batch.
 fn writer(s: &Shared, mut number: u64, rx: &mut tokio::sync::mpsc::Receiver<Append>) {
     let mut file: Option<(std::fs::File, u64)> = None;
@@ -278,26 +308,7 @@ fn writer(s: &Shared, mut number: u64, rx: &mut tokio::sync::mpsc::Receiver<Appe
         let result = (|| -> std::io::Result<()> {
             for a in &batch {
                 if file.as_ref().is_none_or(|(_, size)| *size >= SEGMENT_BYTES) {
-                    if file.take().is_some() {
-                        let mut segs = crate::sync::lock(&s.segments);
-                        if let Some(seg) = segs.get_mut(&number) {
-                            seg.closed = true;
-                            if seg.prefix == seg.written {
-                                segs.remove(&number);
-                                let _ = std::fs::remove_file(seg_path(&s.dir, number));
-                                let _ = std::fs::remove_file(done_path(&s.dir, number));
-                            }
-                        }
-                        number += 1;
-                    }
-                    let f = std::fs::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(seg_path(&s.dir, number))?;
-                    // The new segment's name is durable before anything in it is acknowledged.
-                    std::fs::File::open(&s.dir)?.sync_all()?;
-                    crate::sync::lock(&s.segments).insert(number, Segment::default());
-                    file = Some((f, 0));
+                    roll(s, &mut number, &mut file)?;
                 }
                 let Some((f, size)) = file.as_mut() else {
                     return Err(std::io::Error::other("no segment"));

@@ -95,19 +95,7 @@ impl Reader<'_> {
             b'F' => V::Bool(false),
             b'T' => V::Bool(true),
             b'i' => V::Int(i64::from(self.i32()?)),
-            b'l' => {
-                let n = self.i32()?;
-                let digits = n.unsigned_abs() as usize;
-                if digits > 4 {
-                    return bad(start, "an integer too large for pstats");
-                }
-                let mut x: i64 = 0;
-                let s = self.take(2 * digits)?.to_vec();
-                for (i, d) in s.chunks(2).enumerate() {
-                    x |= i64::from(u16::from_le_bytes([d[0], d[1]])) << (15 * i);
-                }
-                V::Int(if n < 0 { -x } else { x })
-            }
+            b'l' => V::Int(self.long(start)?),
             b'g' => {
                 let s = self.take(8)?;
                 let mut a = [0u8; 8];
@@ -135,19 +123,7 @@ impl Reader<'_> {
                 }
                 V::Seq(Rc::new(items))
             }
-            b'{' => {
-                let mut items = Vec::new();
-                loop {
-                    if self.b.get(self.at) == Some(&b'0') {
-                        self.at += 1;
-                        break;
-                    }
-                    let k = self.value(depth + 1)?;
-                    let v = self.value(depth + 1)?;
-                    items.push((k, v));
-                }
-                V::Dict(Rc::new(items))
-            }
+            b'{' => self.dict(depth)?,
             b'r' => {
                 let i = self.i32()?;
                 match usize::try_from(i).ok().and_then(|i| self.refs.get(i)) {
@@ -161,6 +137,37 @@ impl Reader<'_> {
             self.refs[s] = Some(v.clone());
         }
         Ok(v)
+    }
+
+    /// A long: its digit count, then 15-bit digits, least significant first (at most 4:
+    /// pstats' figures fit in 60 bits).
+    fn long(&mut self, start: usize) -> Result<i64, String> {
+        let n = self.i32()?;
+        let digits = n.unsigned_abs() as usize;
+        if digits > 4 {
+            return bad(start, "an integer too large for pstats");
+        }
+        let mut x: i64 = 0;
+        let s = self.take(2 * digits)?.to_vec();
+        for (i, d) in s.chunks(2).enumerate() {
+            x |= i64::from(u16::from_le_bytes([d[0], d[1]])) << (15 * i);
+        }
+        Ok(if n < 0 { -x } else { x })
+    }
+
+    /// A dict: keys and values in turn, until the null marker.
+    fn dict(&mut self, depth: usize) -> Result<V, String> {
+        let mut items = Vec::new();
+        loop {
+            if self.b.get(self.at) == Some(&b'0') {
+                self.at += 1;
+                break;
+            }
+            let k = self.value(depth + 1)?;
+            let v = self.value(depth + 1)?;
+            items.push((k, v));
+        }
+        Ok(V::Dict(Rc::new(items)))
     }
 }
 

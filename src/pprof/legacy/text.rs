@@ -69,11 +69,11 @@ pub(super) fn unsample(count: i64, size: i64, rate: i64) -> (i64, i64) {
     ((count as f64 * scale) as i64, (size as f64 * scale) as i64)
 }
 
-pub(super) fn parse_heap(text: &str) -> Result<Option<Legacy>, String> {
-    let Some(first) = text.lines().next() else {
-        return Ok(None);
-    };
-    let (v2, rate, has_alloc) = if let Some(h) = HEAP_HEADER.captures(first) {
+/// A heap profile's header line: whether its counts are sampled (to unsample), the
+/// sampling rate, whether it has allocation figures besides in-use ones; None when the line
+/// is no heap profile's.
+fn heap_header(first: &str) -> Result<Option<(bool, i64, bool)>, String> {
+    Ok(if let Some(h) = HEAP_HEADER.captures(first) {
         let g = |i: usize| h.get(i).map_or("", |m| m.as_str());
         let mut rate = if g(6).is_empty() { 0 } else { int(g(6), 1)? };
         let has_alloc = (g(3) != g(1) && g(3) != "0") || (g(4) != g(2) && g(4) != "0");
@@ -89,10 +89,19 @@ pub(super) fn parse_heap(text: &str) -> Result<Option<Legacy>, String> {
             }
             _ => return Ok(None),
         };
-        (v2, rate, has_alloc)
+        Some((v2, rate, has_alloc))
     } else if GROWTH_HEADER.is_match(first) {
-        (false, 1, false)
+        Some((false, 1, false))
     } else {
+        None
+    })
+}
+
+pub(super) fn parse_heap(text: &str) -> Result<Option<Legacy>, String> {
+    let Some(first) = text.lines().next() else {
+        return Ok(None);
+    };
+    let Some((v2, rate, has_alloc)) = heap_header(first)? else {
         return Ok(None);
     };
     let mut l = Legacy {
