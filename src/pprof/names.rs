@@ -215,31 +215,7 @@ fn rust_legacy(sym: &str) -> Option<String> {
         while !id.is_empty() {
             match id[0] {
                 b'$' => {
-                    let hex = |c: u8| (c as char).to_digit(16).filter(|_| !c.is_ascii_uppercase());
-                    let code = |a: u8, b: u8| match (a, b) {
-                        (b'S', b'P') => Some(b'@'),
-                        (b'B', b'P') => Some(b'*'),
-                        (b'R', b'F') => Some(b'&'),
-                        (b'L', b'T') => Some(b'<'),
-                        (b'G', b'T') => Some(b'>'),
-                        (b'L', b'P') => Some(b'('),
-                        (b'R', b'P') => Some(b')'),
-                        _ => None,
-                    };
-                    let decoded = if id.len() > 2 && id[1] == b'C' && id[2] == b'$' {
-                        Some((b',', 3))
-                    } else if id.len() > 4 && id[1] == b'u' && id[4] == b'$' {
-                        match (hex(id[2]), hex(id[3])) {
-                            (Some(a), Some(b)) if a <= 7 && (a << 4 | b) >= 0x20 => {
-                                Some(((a << 4 | b) as u8, 5))
-                            }
-                            _ => None,
-                        }
-                    } else if id.len() > 3 && id[3] == b'$' {
-                        code(id[1], id[2]).map(|c| (c, 4))
-                    } else {
-                        None
-                    };
+                    let decoded = escape(id);
                     match decoded {
                         Some((c, n)) => {
                             out.push(c);
@@ -263,6 +239,34 @@ fn rust_legacy(sym: &str) -> Option<String> {
         }
     }
     Some(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// The escape at the start of `id` (`$LT$`, `$C$`, `$u20$`…): the byte it stands for and how
+/// many bytes it takes; `None` when it is no escape Go's demangler decodes.
+fn escape(id: &[u8]) -> Option<(u8, usize)> {
+    let hex = |c: u8| (c as char).to_digit(16).filter(|_| !c.is_ascii_uppercase());
+    let code = |a: u8, b: u8| match (a, b) {
+        (b'S', b'P') => Some(b'@'),
+        (b'B', b'P') => Some(b'*'),
+        (b'R', b'F') => Some(b'&'),
+        (b'L', b'T') => Some(b'<'),
+        (b'G', b'T') => Some(b'>'),
+        (b'L', b'P') => Some(b'('),
+        (b'R', b'P') => Some(b')'),
+        _ => None,
+    };
+    if id.len() > 2 && id[1] == b'C' && id[2] == b'$' {
+        Some((b',', 3))
+    } else if id.len() > 4 && id[1] == b'u' && id[4] == b'$' {
+        match (hex(id[2]), hex(id[3])) {
+            (Some(a), Some(b)) if a <= 7 && (a << 4 | b) >= 0x20 => Some(((a << 4 | b) as u8, 5)),
+            _ => None,
+        }
+    } else if id.len() > 3 && id[3] == b'$' {
+        code(id[1], id[2]).map(|c| (c, 4))
+    } else {
+        None
+    }
 }
 
 /// Rust's v0 mangling without generic arguments (and without the `.llvm.…` suffix), as Go's

@@ -21,20 +21,23 @@ pub struct Probe {
     target: Target,
     proc: Option<Process>,
     io_file: Option<File>,
+    status_file: Option<File>,
     buf: Vec<u8>,
 }
 
 impl Probe {
     pub fn new(target: Target) -> Probe {
-        let (proc, io_path) = match target {
-            Target::SelfProcess => (Process::myself().ok(), "/proc/self/io".to_string()),
-            Target::Pid(pid) => (Process::new(pid as i32).ok(), format!("/proc/{pid}/io")),
+        let (proc, dir) = match target {
+            Target::SelfProcess => (Process::myself().ok(), "/proc/self".to_string()),
+            Target::Pid(pid) => (Process::new(pid as i32).ok(), format!("/proc/{pid}")),
         };
         Probe {
             target,
             proc,
-            io_file: File::open(io_path).ok(),
-            buf: vec![0; 1024],
+            io_file: File::open(format!("{dir}/io")).ok(),
+            status_file: File::open(format!("{dir}/status")).ok(),
+            // /proc/PID/status is 1.5 KB; its memory lines and Threads come in its first 1.2.
+            buf: vec![0; 8192],
         }
     }
 
@@ -75,12 +78,14 @@ impl Probe {
         std::fs::write(path, b"5").is_ok()
     }
 
-    fn status(&self, snap: &mut ProcessSnapshot) {
-        if let Some(status) = self.proc.as_ref().and_then(|p| p.status().ok()) {
-            snap.rss = status.vmrss.map(|kb| kb * 1024);
-            snap.vms = status.vmsize.map(|kb| kb * 1024);
-            snap.peak_rss = status.vmhwm.map(|kb| kb * 1024);
-            snap.threads = Some(status.threads);
+    /// Memory and threads from /proc/PID/status, read with one pread of the file opened in
+    /// advance (procfs would open it and parse its fifty-odd fields at every snapshot).
+    fn status(&mut self, snap: &mut ProcessSnapshot) {
+        let Some(file) = self.status_file.as_ref() else {
+            return;
+        };
+        if let Ok(n) = file.read_at(&mut self.buf, 0) {
+            status_fields(&self.buf[..n], snap);
         }
     }
 
@@ -176,9 +181,54 @@ fn self_cpu() -> (Option<f64>, Option<f64>) {
     (Some(secs(usage.ru_utime)), Some(secs(usage.ru_stime)))
 }
 
+/// VmRSS, VmSize, VmHWM (kB, as bytes) and Threads of a /proc/PID/status text.
+fn status_fields(text: &[u8], snap: &mut ProcessSnapshot) {
+    for line in text.split(|&b| b == b'\n') {
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let value = || {
+            let v = std::str::from_utf8(&line[colon + 1..]).ok()?.trim();
+            v.strip_suffix(" kB")
+                .unwrap_or(v)
+                .trim()
+                .parse::<u64>()
+                .ok()
+        };
+        match &line[..colon] {
+            b"VmRSS" => snap.rss = value().map(|kb| kb * 1024),
+            b"VmSize" => snap.vms = value().map(|kb| kb * 1024),
+            b"VmHWM" => snap.peak_rss = value().map(|kb| kb * 1024),
+            b"Threads" => snap.threads = value(),
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_lines_are_read_as_procfs_reads_them() {
+        let text = b"Name:\tagentprof\nVmPeak:\t   12000 kB\nVmSize:\t   11904 kB\nVmHWM:\t    4096 kB\nVmRSS:\t    3868 kB\nThreads:\t2\nSigQ:\t0/127\n";
+        let mut s = ProcessSnapshot::default();
+        status_fields(text, &mut s);
+        assert_eq!(s.vms, Some(11904 * 1024));
+        assert_eq!(s.peak_rss, Some(4096 * 1024));
+        assert_eq!(s.rss, Some(3868 * 1024));
+        assert_eq!(s.threads, Some(2));
+        // This process's own, against procfs's parse of the same file.
+        let mut live = ProcessSnapshot::default();
+        Probe::new(Target::SelfProcess).status(&mut live);
+        let p = Process::myself().unwrap().status().unwrap();
+        assert_eq!(live.vms.map(|b| b / 1024 > 0), Some(true));
+        assert_eq!(
+            live.rss.is_some() && live.peak_rss.is_some(),
+            p.vmrss.is_some()
+        );
+        assert!(live.threads.unwrap() >= 1 && p.threads >= 1);
+    }
 
     #[test]
     fn self_snapshot_has_every_figure() {

@@ -314,8 +314,11 @@ impl Legacy {
 
 /// One attached file: its name, the stem its stored file is named by, its kind, and (a
 /// pprof) checked within the limits, decompressed where it came compressed.
-fn attachment(f: Field, legacy: &Legacy, limits: &Limits) -> Result<Attachment, Reject> {
-    let (name, stem, kind) = if let Some(i) = f
+/// An attachment's name, the stem its file is named by, and what kind it is: the newer
+/// form names files (`cpu.pprof`, `metrics.json`), the older one numbers them (`data[i]`,
+/// whose type is `types[i]` and format `format`).
+fn named(f: &Field, legacy: &Legacy) -> (String, String, Kind) {
+    if let Some(i) = f
         .name
         .strip_prefix("data[")
         .and_then(|r| r.strip_suffix(']'))
@@ -345,7 +348,11 @@ fn attachment(f: Field, legacy: &Legacy, limits: &Limits) -> Result<Attachment, 
             Kind::Other
         };
         (name.clone(), stem_of(&name), kind)
-    };
+    }
+}
+
+fn attachment(f: Field, legacy: &Legacy, limits: &Limits) -> Result<Attachment, Reject> {
+    let (name, stem, kind) = named(&f, legacy);
     let compression = crate::pprof::decode::sniff(&f.data);
     let raw = match kind {
         // Uncompressed: checked where it is, not copied.

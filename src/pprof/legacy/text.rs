@@ -177,23 +177,9 @@ fn maps_after_sentinel(rest: &str) -> Vec<LMapping> {
     }
 }
 
-pub(super) fn parse_contention(text: &str) -> Result<Option<Legacy>, String> {
-    let all: Vec<&str> = text.lines().collect();
-    let Some(first) = all.first() else {
-        return Ok(None);
-    };
-    if !(first.starts_with("--- contentionz ")
-        || first.starts_with("--- mutex:")
-        || first.starts_with("--- contention:"))
-    {
-        return Ok(None);
-    }
-    let mut l = Legacy {
-        sample_types: vec![("contentions", "count"), ("delay", "nanoseconds")],
-        period_type: ("contentions", "count"),
-        period: 1,
-        ..Legacy::default()
-    };
+/// A contention profile's `key = value` lines after its first: the cycle rate, the sampling
+/// period and the duration (into `l`); the cycle rate and the index of the first sample line.
+fn contention_header(all: &[&str], l: &mut Legacy) -> Result<(i64, usize), String> {
     let mut cpu_hz = 0i64;
     let mut i = 1;
     while i < all.len() {
@@ -233,6 +219,27 @@ pub(super) fn parse_contention(text: &str) -> Result<Option<Legacy>, String> {
         }
         i += 1;
     }
+    Ok((cpu_hz, i))
+}
+
+pub(super) fn parse_contention(text: &str) -> Result<Option<Legacy>, String> {
+    let all: Vec<&str> = text.lines().collect();
+    let Some(first) = all.first() else {
+        return Ok(None);
+    };
+    if !(first.starts_with("--- contentionz ")
+        || first.starts_with("--- mutex:")
+        || first.starts_with("--- contention:"))
+    {
+        return Ok(None);
+    }
+    let mut l = Legacy {
+        sample_types: vec![("contentions", "count"), ("delay", "nanoseconds")],
+        period_type: ("contentions", "count"),
+        period: 1,
+        ..Legacy::default()
+    };
+    let (cpu_hz, mut i) = contention_header(&all, &mut l)?;
     let mut addrs = Addrs::default();
     while i < all.len() {
         let line = all[i].trim();

@@ -185,6 +185,49 @@ pub(super) fn cur_block(block: &[u8], t: &Tables, keys: &mut [u64]) -> R<()> {
     Ok(())
 }
 
+/// A block of samples to read: of the previous profile (its number and bytes), or of the
+/// current one (its bytes and where its keys go).
+enum Job<'a> {
+    Prev(usize, &'a mut [u8]),
+    Cur(&'a [u8], &'a mut [u64]),
+}
+
+/// Every block of both profiles, alternately one of each, so that both profiles' tables
+/// stay warm.
+fn block_jobs<'a>(
+    pt: &Tables,
+    ct: &Tables,
+    previous: &'a mut [u8],
+    current: &'a [u8],
+    keys: &'a mut [u64],
+) -> Vec<Job<'a>> {
+    let mut prev_jobs = Vec::with_capacity(pt.blocks.len());
+    let mut rest: &mut [u8] = previous;
+    let mut taken = 0;
+    for k in 0..pt.blocks.len() {
+        let (a, b) = pt.block(k, rest.len() + taken);
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(a - taken);
+        let (block, tail) = tail.split_at_mut(b - a);
+        prev_jobs.push(Job::Prev(k, block));
+        rest = tail;
+        taken = b;
+    }
+    let mut cur_jobs = Vec::with_capacity(ct.blocks.len());
+    for (k, chunk) in keys.chunks_mut(BLOCK).enumerate() {
+        let (a, b) = ct.block(k, current.len());
+        cur_jobs.push(Job::Cur(&current[a..b], chunk));
+    }
+    let mut jobs = Vec::with_capacity(prev_jobs.len() + cur_jobs.len());
+    let (mut pj, mut cj) = (prev_jobs.into_iter(), cur_jobs.into_iter());
+    loop {
+        match (pj.next(), cj.next()) {
+            (None, None) => break,
+            (a, b) => jobs.extend(a.into_iter().chain(b)),
+        }
+    }
+    jobs
+}
+
 /// Both profiles' samples read, a block at a time, by two threads taking blocks in turn:
 /// the previous profile's entries, and the current profile's keys.
 pub(super) fn parse_both(previous: Vec<u8>, current: &[u8]) -> R<(Prev, Tables, Vec<u64>)> {
@@ -207,35 +250,7 @@ pub(super) fn parse_both(previous: Vec<u8>, current: &[u8]) -> R<(Prev, Tables, 
     let cum = cum_of(&pt)?;
     let mut bytes = previous;
     let mut keys = vec![0u64; ct.samples];
-    enum Job<'a> {
-        Prev(usize, &'a mut [u8]),
-        Cur(&'a [u8], &'a mut [u64]),
-    }
-    let mut prev_jobs = Vec::with_capacity(pt.blocks.len());
-    let mut rest: &mut [u8] = &mut bytes;
-    let mut taken = 0;
-    for k in 0..pt.blocks.len() {
-        let (a, b) = pt.block(k, rest.len() + taken);
-        let (_, tail) = std::mem::take(&mut rest).split_at_mut(a - taken);
-        let (block, tail) = tail.split_at_mut(b - a);
-        prev_jobs.push(Job::Prev(k, block));
-        rest = tail;
-        taken = b;
-    }
-    let mut cur_jobs = Vec::with_capacity(ct.blocks.len());
-    for (k, chunk) in keys.chunks_mut(BLOCK).enumerate() {
-        let (a, b) = ct.block(k, current.len());
-        cur_jobs.push(Job::Cur(&current[a..b], chunk));
-    }
-    // Alternately one of each, so that both profiles' tables stay warm.
-    let mut jobs = Vec::with_capacity(prev_jobs.len() + cur_jobs.len());
-    let (mut pj, mut cj) = (prev_jobs.into_iter(), cur_jobs.into_iter());
-    loop {
-        match (pj.next(), cj.next()) {
-            (None, None) => break,
-            (a, b) => jobs.extend(a.into_iter().chain(b)),
-        }
-    }
+    let jobs = block_jobs(&pt, &ct, &mut bytes, current, &mut keys);
     let queue = std::sync::Mutex::new(jobs.into_iter());
     let work = || -> R<Vec<(usize, PrevBlock)>> {
         let mut done = Vec::new();
