@@ -9,46 +9,58 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 const SHOW_AFTER: Duration = Duration::from_secs(1);
 
 pub struct Progress {
-    bar: ProgressBar,
+    total: u64,
+    what: String,
+    pos: u64,
+    /// Made when it is first shown: piped, or done within a second, no bar is ever built.
+    bar: Option<ProgressBar>,
     started: Instant,
     tty: bool,
-    shown: bool,
 }
 
 impl Progress {
     pub fn new(total: u64, what: &str) -> Progress {
-        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
-        if let Ok(style) = ProgressStyle::with_template("{msg} {bar:30} {pos}/{len} ({eta} left)") {
-            bar.set_style(style);
-        }
-        bar.set_message(what.to_string());
         Progress {
-            bar,
+            total,
+            what: what.to_string(),
+            pos: 0,
+            bar: None,
             started: Instant::now(),
             tty: std::io::stderr().is_terminal(),
-            shown: false,
         }
     }
 
     pub fn inc(&mut self) {
-        self.bar.inc(1);
-        self.show_when_slow();
+        self.set(self.pos.saturating_add(1));
     }
 
     /// Moves the bar to `pos` of its total.
     pub fn set(&mut self, pos: u64) {
-        self.bar.set_position(pos);
-        self.show_when_slow();
+        self.pos = pos;
+        match &self.bar {
+            Some(bar) => bar.set_position(pos),
+            None => self.show_when_slow(),
+        }
     }
 
     fn show_when_slow(&mut self) {
-        if self.tty && !self.shown && self.started.elapsed() >= SHOW_AFTER {
-            self.bar.set_draw_target(ProgressDrawTarget::stderr());
-            self.shown = true;
+        if self.tty && self.started.elapsed() >= SHOW_AFTER {
+            let bar = ProgressBar::with_draw_target(Some(self.total), ProgressDrawTarget::stderr())
+                .with_elapsed(self.started.elapsed())
+                .with_position(self.pos);
+            if let Ok(style) =
+                ProgressStyle::with_template("{msg} {bar:30} {pos}/{len} ({eta} left)")
+            {
+                bar.set_style(style);
+            }
+            bar.set_message(self.what.clone());
+            self.bar = Some(bar);
         }
     }
 
     pub fn finish(self) {
-        self.bar.finish_and_clear();
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
     }
 }

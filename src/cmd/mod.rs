@@ -15,8 +15,6 @@ mod ui;
 
 pub use generate::{completion_file_name, completion_script, man_pages};
 
-use std::process::ExitCode;
-
 use clap::Parser;
 
 use crate::cli::{Cli, Command, ConfdArgs, ConfigArgs};
@@ -26,7 +24,8 @@ use crate::error::is_usage_error;
 
 pub use crate::error::Outcome;
 
-pub fn main() -> ExitCode {
+/// The whole command line, run: its exit status.
+pub fn main() -> u8 {
     // `agentprof help …` mirrors every subcommand's tree when the root is built: it needs them all.
     if std::env::args_os().nth(1).is_none_or(|a| a != "help") {
         crate::cli::defer_arguments();
@@ -35,16 +34,16 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            return if e.use_stderr() { 2 } else { 0 };
         }
     };
     match run(cli) {
-        Ok(Outcome::Success) => ExitCode::SUCCESS,
-        Ok(Outcome::RunFailed) => ExitCode::from(1),
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Ok(Outcome::Success) => 0,
+        Ok(Outcome::RunFailed) => 1,
+        Err(e) if is_broken_pipe(&e) => 0,
         Err(e) => {
             eprintln!("agentprof: {e:#}");
-            ExitCode::from(if is_usage_error(&e) { 2 } else { 1 })
+            if is_usage_error(&e) { 2 } else { 1 }
         }
     }
 }

@@ -37,7 +37,7 @@ impl Probe {
             io_file: File::open(format!("{dir}/io")).ok(),
             status_file: File::open(format!("{dir}/status")).ok(),
             // /proc/PID/status is 1.5 KB; its memory lines and Threads come in its first 1.2.
-            buf: vec![0; 8192],
+            buf: vec![0; 4096],
         }
     }
 

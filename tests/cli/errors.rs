@@ -246,6 +246,44 @@ fn a_closed_stdout_ends_the_command_quietly() {
     }
 }
 
+/// Started with its standard descriptors closed (a daemon manager, `>&-`), agentprof fills
+/// them with /dev/null, as std's own start does: no socket or file it opens takes their
+/// place (where a stray print would land in it), and it runs and exits as usual.
+#[test]
+fn closed_standard_descriptors_are_filled_with_dev_null() {
+    use std::os::unix::process::CommandExt;
+    let sb = Sandbox::new();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"));
+    cmd.args(["receive", "--listen", "127.0.0.1:0", "--duration", "3s"])
+        .args(["--out", "out", "--queue", "queue"])
+        .current_dir(sb.path());
+    // SAFETY: only close(2), async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for fd in 0..3 {
+                libc::close(fd);
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let fd = |n: u32| std::fs::read_link(format!("/proc/{}/fd/{n}", child.id()));
+    // Listening: its queue files and socket are open by now.
+    let started = std::time::Instant::now();
+    while !sb.path().join("queue").exists() && started.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    for n in 0..3 {
+        assert_eq!(
+            fd(n).unwrap(),
+            std::path::PathBuf::from("/dev/null"),
+            "fd {n}"
+        );
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
 /// Numbers past any sensible duration (and below zero) are configuration errors with the
 /// file and line, never a panic converting them to a Duration.
 #[test]
