@@ -11,7 +11,7 @@
 //! Startup code together (release builds, with the rust-lld Rust links with by default):
 //! `build/startup-order.txt` (written by `scripts/startup_order.py`) lists the functions the
 //! short commands run, first run first; the linker puts them at the start of `.text`, so a
-//! `check disk` faults in 9 windows of its code (the kernel maps 64 KiB around each fault)
+//! `check disk` faults in 8 windows of its code (the kernel maps 64 KiB around each fault)
 //! instead of spreading over 4.8 MiB of a 12.6 MB `.text`. Names the binary does not have
 //! are ignored.
 

@@ -6,7 +6,7 @@ A command like `agentprof check disk` runs about 600 of the binary's 13,000 func
 out by the compiler they are spread over its 12 MB of code, and each first call into a new
 part of it faults in 64 KiB around it (the kernel's fault-around), so the process holds
 megabytes of code it never runs (4.8 MiB for `check disk`). Placed together, `check disk`
-faults in 9 windows of code (`perf record -e page-faults -d`), about 0.6 MiB. build.rs hands this
+faults in 8 windows of code (`perf record -e page-faults -d`), about 0.5 MiB. build.rs hands this
 file to the linker (`--symbol-ordering-file`) for release builds; names the binary no
 longer has are ignored, so a stale file costs nothing but the gain: run this again after
 a change of compiler or of the startup path.
