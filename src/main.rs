@@ -10,14 +10,15 @@
 //! stdout flushed at the end. A stack overflow still stops at the guard page; it is a plain
 //! SIGSEGV instead of std's message.
 
-#![cfg_attr(all(target_os = "linux", target_env = "gnu"), no_main)]
+// Not under `cargo test`: there the test harness is the entry.
+#![cfg_attr(all(target_os = "linux", target_env = "gnu", not(test)), no_main)]
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn main() -> std::process::ExitCode {
     std::process::ExitCode::from(agentprof::cmd::main())
 }
 
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     use std::io::Write;
@@ -32,7 +33,7 @@ extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> lib
 
 /// Fds 0, 1 and 2 open: a closed one is opened on /dev/null, so no file agentprof opens
 /// becomes its stdout by accident.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
 fn standard_fds() {
     for fd in 0..3 {
         // SAFETY: F_GETFD only asks whether the descriptor is open.

@@ -82,6 +82,12 @@ pub(super) fn unrecord(payload: Vec<u8>) -> Option<Parsed> {
     Some((ct, headers, at, body))
 }
 
+/// A refused upload: counted by its reason, answered with its status and words.
+fn refuse(m: &Metrics, r: Reject) -> Response<Body> {
+    m.reject(r.reason());
+    answer(r.status(), r.to_string())
+}
+
 fn answer(code: u16, text: String) -> Response<Body> {
     let body = serde_json::json!({ "error": text }).to_string();
     Response::builder()
@@ -99,10 +105,7 @@ async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Body> {
     };
     let parsed = match super::form::parse(Some(&ct), body.clone(), &state.limits).await {
         Ok(u) => u,
-        Err(r) => {
-            m.reject(r.reason());
-            return answer(r.status(), r.to_string());
-        }
+        Err(r) => return refuse(m, r),
     };
     let at = jiff::Timestamp::now();
     let rec = record(&ct, &headers, at, &body);
@@ -145,17 +148,13 @@ async fn read(
     req: Request<Body>,
 ) -> Result<(String, Vec<(String, String)>, bytes::Bytes), Response<Body>> {
     let m = &state.metrics;
-    let refuse = |r: Reject| {
-        m.reject(r.reason());
-        answer(r.status(), r.to_string())
-    };
     let ct = req
         .headers()
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .map(String::from);
     if let Err(r) = super::form::boundary(ct.as_deref()) {
-        return Err(refuse(r));
+        return Err(refuse(m, r));
     }
     let declared = req
         .headers()
@@ -173,10 +172,13 @@ async fn read(
             })
             .await;
         }
-        return Err(refuse(Reject::TooLarge(format!(
-            "{n} bytes is over the {}-byte limit (body_size_limit_mb)",
-            state.body_limit
-        ))));
+        return Err(refuse(
+            m,
+            Reject::TooLarge(format!(
+                "{n} bytes is over the {}-byte limit (body_size_limit_mb)",
+                state.body_limit
+            )),
+        ));
     }
     let headers = kept_headers(req.headers());
     let read = tokio::time::timeout(
@@ -195,10 +197,13 @@ async fn read(
                 ),
             ))
         }
-        Ok(Err(e)) => Err(refuse(Reject::TooLarge(format!(
-            "the body is over the {}-byte limit (body_size_limit_mb) or was cut: {e}",
-            state.body_limit
-        )))),
+        Ok(Err(e)) => Err(refuse(
+            m,
+            Reject::TooLarge(format!(
+                "the body is over the {}-byte limit (body_size_limit_mb) or was cut: {e}",
+                state.body_limit
+            )),
+        )),
         Ok(Ok(b)) => Ok((ct.unwrap_or_default(), headers, b)),
     }
 }
