@@ -218,7 +218,8 @@ mod tests {
         assert_eq!(s.peak_rss, Some(4096 * 1024));
         assert_eq!(s.rss, Some(3868 * 1024));
         assert_eq!(s.threads, Some(2));
-        // This process's own, against procfs's parse of the same file.
+        // This process's own file (other tests' threads move its figures meanwhile, so only
+        // that each figure is found where procfs finds it).
         let mut live = ProcessSnapshot::default();
         Probe::new(Target::SelfProcess).status(&mut live);
         let p = Process::myself().unwrap().status().unwrap();
