@@ -231,46 +231,51 @@ fn finish_if_idle(shared: &Shared, st: &mut State) {
     }
 }
 
+/// Waits for the slot due first and takes its check, marking it running: its position,
+/// the check, the run's ticket and its run number. None once the pool is stopping.
+fn next_due(shared: &Shared) -> Option<(usize, Box<dyn Check>, u64, u32)> {
+    let mut st = lock(shared);
+    loop {
+        if st.stop {
+            finish_if_idle(shared, &mut st);
+            return None;
+        }
+        let now = Instant::now();
+        let first = st
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.runnable.is_some())
+            .min_by_key(|(_, s)| s.next)
+            .map(|(i, s)| (i, s.next));
+        let wait = match first {
+            Some((i, due)) if due <= now => {
+                let slot = &mut st.slots[i];
+                slot.ticket += 1;
+                slot.runs += 1;
+                slot.running = Some((now, slot.ticket));
+                let check = slot.runnable.take();
+                if let Some(check) = check {
+                    return Some((i, check, slot.ticket, slot.runs));
+                }
+                continue;
+            }
+            Some((_, due)) => due - now,
+            None => Duration::from_secs(1),
+        };
+        st = shared
+            .wake
+            .wait_timeout(st, wait)
+            .map(|(g, _)| g)
+            .unwrap_or_else(|e| e.into_inner().0);
+    }
+}
+
 fn work(shared: &Shared) {
     let mut probe = Probe::new(Target::SelfProcess);
     loop {
-        // Wait for the slot due first.
-        let (pos, check, ticket, run) = {
-            let mut st = lock(shared);
-            loop {
-                if st.stop {
-                    finish_if_idle(shared, &mut st);
-                    return;
-                }
-                let now = Instant::now();
-                let first = st
-                    .slots
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, s)| s.runnable.is_some())
-                    .min_by_key(|(_, s)| s.next)
-                    .map(|(i, s)| (i, s.next));
-                let wait = match first {
-                    Some((i, due)) if due <= now => {
-                        let slot = &mut st.slots[i];
-                        slot.ticket += 1;
-                        slot.runs += 1;
-                        slot.running = Some((now, slot.ticket));
-                        let check = slot.runnable.take();
-                        if let Some(check) = check {
-                            break (i, check, slot.ticket, slot.runs);
-                        }
-                        continue;
-                    }
-                    Some((_, due)) => due - now,
-                    None => Duration::from_secs(1),
-                };
-                st = shared
-                    .wake
-                    .wait_timeout(st, wait)
-                    .map(|(g, _)| g)
-                    .unwrap_or_else(|e| e.into_inner().0);
-            }
+        let Some((pos, check, ticket, run)) = next_due(shared) else {
+            return;
         };
         let done = execute(&mut probe, check, shared.measure);
         let mut st = lock(shared);

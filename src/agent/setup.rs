@@ -162,6 +162,19 @@ pub(super) struct Started {
     pub(super) pool: Option<pool::Pool>,
 }
 
+/// Each instance's `min_collection_interval`, else the default.
+fn intervals(loaded: &crate::checks::LoadedCheck) -> Vec<Duration> {
+    loaded
+        .instances
+        .iter()
+        .map(|(c, _)| {
+            c.min_collection_interval
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                .unwrap_or(DEFAULT_INTERVAL)
+        })
+        .collect()
+}
+
 /// A thread per Python or process check, a shared pool for the built-ins; a check that
 /// cannot start is recorded and the others run.
 pub(super) fn start_checks(
@@ -182,15 +195,7 @@ pub(super) fn start_checks(
     };
     let mut builtins = Vec::new();
     for loaded in checks {
-        let intervals: Vec<Duration> = loaded
-            .instances
-            .iter()
-            .map(|(c, _)| {
-                c.min_collection_interval
-                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
-                    .unwrap_or(DEFAULT_INTERVAL)
-            })
-            .collect();
+        let intervals = intervals(&loaded);
         st.shortest = intervals.iter().copied().fold(st.shortest, Duration::min);
         let name = loaded.name.clone();
         st.kinds.insert(name.clone(), loaded.kind);
@@ -214,10 +219,10 @@ pub(super) fn start_checks(
             (opts.developer_mode && loaded.kind == CheckKind::Python).then_some(1000);
         let runner = Runner::new(loaded, config, None, python_profile, false);
         let (tx, stop) = (tx.clone(), Arc::clone(stop));
-        let spawned = std::thread::Builder::new()
+        match std::thread::Builder::new()
             .name(format!("check-{name}"))
-            .spawn(move || schedule::run_check(name, runner, intervals, tx, stop));
-        match spawned {
+            .spawn(move || schedule::run_check(name, runner, intervals, tx, stop))
+        {
             Ok(_) => st.running += 1,
             Err(e) => report
                 .config_errors

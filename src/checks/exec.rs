@@ -352,22 +352,10 @@ impl ExternalCheck for ExecCheck {
         if writer.is_finished() {
             let _ = writer.join();
         }
-        let (stdout, stdout_len) = taken(&out_buf);
-        let (mut stderr_tail, _) = taken(&err_buf);
-        if stderr_tail.len() > STDERR_TAIL {
-            stderr_tail.drain(..stderr_tail.len() - STDERR_TAIL);
-        }
         if let Some(w) = lingering {
             sink.warning(w);
         }
-
-        dogstatsd::parse_into(&String::from_utf8_lossy(&stdout), sink);
-        if stdout_len > MAX_STDOUT {
-            sink.warning(format!(
-                "stdout was {stdout_len} bytes; only the first {} MiB were read",
-                MAX_STDOUT >> 20
-            ));
-        }
+        let tail = read_output(&out_buf, &err_buf, sink);
 
         let (first, last) = (first.unwrap_or_default(), last.unwrap_or_default());
         let mut cost = if traced {
@@ -379,7 +367,6 @@ impl ExternalCheck for ExecCheck {
             (Some(a), Some(b)) => Some(b.since(&a)),
             _ => None,
         };
-        let tail = String::from_utf8_lossy(&stderr_tail).trim().to_string();
         let result = self.outcome(timed_out, timeout, reaped.map(|r| r.0), &tail);
         ExternalRun {
             result,
@@ -388,6 +375,28 @@ impl ExternalCheck for ExecCheck {
             memory: None,
         }
     }
+}
+
+/// The plugin's stdout parsed into the sink as DogStatsD lines (with a warning when it was
+/// cut at `MAX_STDOUT`); returns the tail of its stderr, trimmed.
+fn read_output(
+    out_buf: &std::sync::Arc<std::sync::Mutex<Collected>>,
+    err_buf: &std::sync::Arc<std::sync::Mutex<Collected>>,
+    sink: &mut Sink,
+) -> String {
+    let (stdout, stdout_len) = taken(out_buf);
+    let (mut stderr_tail, _) = taken(err_buf);
+    if stderr_tail.len() > STDERR_TAIL {
+        stderr_tail.drain(..stderr_tail.len() - STDERR_TAIL);
+    }
+    dogstatsd::parse_into(&String::from_utf8_lossy(&stdout), sink);
+    if stdout_len > MAX_STDOUT {
+        sink.warning(format!(
+            "stdout was {stdout_len} bytes; only the first {} MiB were read",
+            MAX_STDOUT >> 20
+        ));
+    }
+    String::from_utf8_lossy(&stderr_tail).trim().to_string()
 }
 
 /// What watching a plugin run saw. Traced: the snapshots at exec and at exit. Untraced: the

@@ -237,16 +237,10 @@ fn measure(config: &AgentConfig, plan: &Plan, first: LoadedCheck) -> anyhow::Res
         if let (Some(a), Some(b)) = (before, calibrate(kind, &host)) {
             calibration.push((a + b) / 2.0);
         }
-        let mine = GateStats::from_records(name, kind_label, &records[first_run..], None, 1);
-        let rss: Vec<f64> = warm
-            .rss_after_untraced()
-            .into_iter()
-            .chain(mine.rss_after.iter().copied())
-            .map(|x| x as f64)
-            .collect();
-        slopes.extend(crate::gate::stats::slope(&rss));
-        medians.0.extend(crate::gate::stats::median(&mine.wall_s));
-        medians.1.extend(crate::gate::stats::median(&mine.cpu_s));
+        let (slope, wall, cpu) = load_figures(name, kind_label, &warm, &records[first_run..]);
+        slopes.extend(slope);
+        medians.0.extend(wall);
+        medians.1.extend(cpu);
         let folded = last && plan.stacks;
         if let Some(p) = host
             .as_ref()
@@ -276,6 +270,28 @@ fn measure(config: &AgentConfig, plan: &Plan, first: LoadedCheck) -> anyhow::Res
     stats.tracemalloc = plan.memory;
     stats.stacks_ns_per_run = stacks;
     Ok(stats)
+}
+
+/// One load's figures: the slope of its RSS after each run (the warm-up's first), and the
+/// medians of its timed runs' wall and CPU time.
+fn load_figures(
+    name: &str,
+    kind_label: &str,
+    warm: &crate::profile::RunRecord,
+    timed: &[crate::profile::RunRecord],
+) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let mine = GateStats::from_records(name, kind_label, timed, None, 1);
+    let rss: Vec<f64> = warm
+        .rss_after_untraced()
+        .into_iter()
+        .chain(mine.rss_after.iter().copied())
+        .map(|x| x as f64)
+        .collect();
+    (
+        crate::gate::stats::slope(&rss),
+        crate::gate::stats::median(&mine.wall_s),
+        crate::gate::stats::median(&mine.cpu_s),
+    )
 }
 
 /// The warm-up run, which must succeed; then the Python host's statistics are reset, so

@@ -232,32 +232,46 @@ impl AgentConfig {
             metrics_file: file.metrics_file.map(rel),
             log_file_max_size,
             log_file_max_rolls: file.log_file_max_rolls.unwrap_or(1),
-            api_key: std::env::var("DD_API_KEY")
-                .ok()
-                .or(file.api_key)
-                .filter(|k| !k.trim().is_empty())
-                .map(ApiKey),
-            site: std::env::var("DD_SITE")
-                .ok()
-                .or(file.site)
-                .filter(|s| !s.trim().is_empty())
-                .unwrap_or_else(|| "datadoghq.com".into()),
+            api_key: api_key(file.api_key),
+            site: site(file.site),
             dd_url: file.dd_url.filter(|u| !u.trim().is_empty()),
             profile_dir: file
                 .profile_dir
                 .map(rel)
                 .unwrap_or_else(|| PathBuf::from("profiles")),
-            log_level: file
-                .log_level
-                .map(|l| {
-                    super::Level::parse(&l)
-                        .map(|_| l)
-                        .map_err(|e| UsageError::config(&cfg_path, format!("log_level: {e}")))
-                })
-                .transpose()?,
+            log_level: resolve_log_level(file.log_level, &cfg_path)?,
             warnings,
         })
     }
+}
+
+/// `DD_API_KEY`, else agentprof.yaml's `api_key`; none when blank.
+fn api_key(configured: Option<String>) -> Option<ApiKey> {
+    std::env::var("DD_API_KEY")
+        .ok()
+        .or(configured)
+        .filter(|k| !k.trim().is_empty())
+        .map(ApiKey)
+}
+
+/// `DD_SITE`, else agentprof.yaml's `site`, else datadoghq.com.
+fn site(configured: Option<String>) -> String {
+    std::env::var("DD_SITE")
+        .ok()
+        .or(configured)
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "datadoghq.com".into())
+}
+
+/// agentprof.yaml's `log_level`, checked to be a level.
+fn resolve_log_level(level: Option<String>, cfg_path: &Path) -> Result<Option<String>, UsageError> {
+    level
+        .map(|l| {
+            super::Level::parse(&l)
+                .map(|_| l)
+                .map_err(|e| UsageError::config(cfg_path, format!("log_level: {e}")))
+        })
+        .transpose()
 }
 
 /// `DD_HOSTNAME`, else agentprof.yaml's `hostname`, else the system's.

@@ -147,25 +147,7 @@ impl GateStats {
         let ok: Vec<&serde_json::Value> = runs.iter().filter(|r| r["status"] == "ok").collect();
         let f = |v: &serde_json::Value| v.as_f64();
         let u = |v: &serde_json::Value| v.as_u64();
-        let mut per_run: BTreeMap<(u64, u64), BTreeMap<&str, usize>> = BTreeMap::new();
-        for m in doc["metrics"].as_array().into_iter().flatten() {
-            let key = (
-                m["instance"].as_u64().unwrap_or(0),
-                m["run"].as_u64().unwrap_or(0),
-            );
-            *per_run
-                .entry(key)
-                .or_default()
-                .entry(m["metric"].as_str().unwrap_or(""))
-                .or_insert(0) += 1;
-        }
-        let mut metrics: BTreeMap<String, usize> = BTreeMap::new();
-        for run in per_run.values() {
-            for (name, &n) in run {
-                let e = metrics.entry((*name).to_string()).or_insert(0);
-                *e = (*e).max(n);
-            }
-        }
+        let metrics = most_per_run(doc);
         let profiled = (doc["profile"]["kind"] == "pstats").then_some(&doc["profile"]);
         let n = runs.len().max(1) as f64;
         let memory: Vec<&serde_json::Value> = ok
@@ -198,20 +180,7 @@ impl GateStats {
                 .filter_map(|r| u(&r["memory"]["peak_rss"]))
                 .collect(),
             python_calls_per_run: profiled.and_then(|p| f(&p["total_calls"])).map(|c| c / n),
-            python_top: profiled
-                .and_then(|p| p["top"].as_array())
-                .into_iter()
-                .flatten()
-                .map(|t| FunctionCalls {
-                    function: format!(
-                        "{}:{}({})",
-                        t["file"].as_str().unwrap_or(""),
-                        t["line"].as_u64().unwrap_or(0),
-                        t["function"].as_str().unwrap_or("")
-                    ),
-                    calls_per_run: f(&t["calls"]).unwrap_or(0.0) / n,
-                })
-                .collect(),
+            python_top: profiled.map(|p| python_top(p, n)).unwrap_or_default(),
             metrics,
             tracemalloc: !memory.is_empty(),
             traced_peak: memory.iter().filter_map(|m| u(&m["traced_peak"])).collect(),
@@ -222,4 +191,46 @@ impl GateStats {
             stacks_ns_per_run: Vec::new(),
         })
     }
+}
+
+/// Each metric's most samples in one run (of one instance) of a check report.
+fn most_per_run(doc: &serde_json::Value) -> BTreeMap<String, usize> {
+    let mut per_run: BTreeMap<(u64, u64), BTreeMap<&str, usize>> = BTreeMap::new();
+    for m in doc["metrics"].as_array().into_iter().flatten() {
+        let key = (
+            m["instance"].as_u64().unwrap_or(0),
+            m["run"].as_u64().unwrap_or(0),
+        );
+        *per_run
+            .entry(key)
+            .or_default()
+            .entry(m["metric"].as_str().unwrap_or(""))
+            .or_insert(0) += 1;
+    }
+    let mut metrics: BTreeMap<String, usize> = BTreeMap::new();
+    for run in per_run.values() {
+        for (name, &n) in run {
+            let e = metrics.entry((*name).to_string()).or_insert(0);
+            *e = (*e).max(n);
+        }
+    }
+    metrics
+}
+
+/// A pstats profile's top functions, their calls divided over `n` runs.
+fn python_top(profile: &serde_json::Value, n: f64) -> Vec<FunctionCalls> {
+    profile["top"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| FunctionCalls {
+            function: format!(
+                "{}:{}({})",
+                t["file"].as_str().unwrap_or(""),
+                t["line"].as_u64().unwrap_or(0),
+                t["function"].as_str().unwrap_or("")
+            ),
+            calls_per_run: t["calls"].as_f64().unwrap_or(0.0) / n,
+        })
+        .collect()
 }

@@ -330,35 +330,7 @@ fn metric_series(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Ve
         .collect();
     if sb > 0 || sn > 0 {
         let grew = sn as f64 > sb as f64 * (1.0 + cfg.series_threshold);
-        let mut detail = if grew {
-            let more: Vec<String> = new
-                .metrics
-                .iter()
-                .filter_map(|(m, &c)| {
-                    let b = *base.metrics.get(m)?;
-                    (c > b).then(|| format!("{m} {b}→{c}"))
-                })
-                .take(5)
-                .collect();
-            format!("more series: {}", more.join(", "))
-        } else {
-            format!(
-                "of the metrics both emit; limit +{:.0}%",
-                cfg.series_threshold * 100.0
-            )
-        };
-        if !added.is_empty() {
-            let shown: Vec<&str> = added.iter().take(5).copied().collect();
-            detail.push_str(&format!(
-                "; new metrics: {}{}",
-                shown.join(", "),
-                if added.len() > shown.len() {
-                    ", …"
-                } else {
-                    ""
-                }
-            ));
-        }
+        let detail = series_detail(base, new, cfg, grew, &added);
         f.push(Finding {
             figure: "metric series per run".into(),
             baseline: sb.to_string(),
@@ -392,4 +364,45 @@ fn metric_series(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Ve
             detail: "the check no longer emits it".into(),
         });
     }
+}
+
+/// What the series finding says: which metrics have more series when they grew (the first
+/// five), else the limit; then the first five new metric names.
+fn series_detail(
+    base: &GateStats,
+    new: &GateStats,
+    cfg: &GateConfig,
+    grew: bool,
+    added: &[&str],
+) -> String {
+    let mut detail = if grew {
+        let more: Vec<String> = new
+            .metrics
+            .iter()
+            .filter_map(|(m, &c)| {
+                let b = *base.metrics.get(m)?;
+                (c > b).then(|| format!("{m} {b}→{c}"))
+            })
+            .take(5)
+            .collect();
+        format!("more series: {}", more.join(", "))
+    } else {
+        format!(
+            "of the metrics both emit; limit +{:.0}%",
+            cfg.series_threshold * 100.0
+        )
+    };
+    if !added.is_empty() {
+        let shown: Vec<&str> = added.iter().take(5).copied().collect();
+        detail.push_str(&format!(
+            "; new metrics: {}{}",
+            shown.join(", "),
+            if added.len() > shown.len() {
+                ", …"
+            } else {
+                ""
+            }
+        ));
+    }
+    detail
 }

@@ -47,6 +47,30 @@ pub struct RunOptions {
     pub json: bool,
 }
 
+/// One HTTP client per rule (its timeout and TLS), made on the blocking pool: a file of the
+/// rule's TLS settings that cannot be read stops the start, not each capture.
+async fn rule_clients(rules: &K8sConfig) -> anyhow::Result<Vec<Arc<reqwest::blocking::Client>>> {
+    let flag = crate::error::UsageError::flag;
+    let specs: Vec<_> = rules
+        .rules
+        .iter()
+        .map(|r| (r.request_timeout, r.tls.clone()))
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        specs
+            .iter()
+            .enumerate()
+            .map(|(i, (timeout, tls))| {
+                crate::pull::fetch::shared_client(*timeout, tls)
+                    .map(Arc::new)
+                    .map_err(|e| flag("--confd", format!("kubernetes[{i}]: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await?
+    .map_err(Into::into)
+}
+
 /// The captures file, the uploader and the collector, before anything is collected.
 async fn prepare(
     opts: RunOptions,
@@ -54,16 +78,10 @@ async fn prepare(
 ) -> anyhow::Result<(Collector, mpsc::UnboundedReceiver<Done>)> {
     let flag = crate::error::UsageError::flag;
     let captures = match &opts.out {
-        Some(dir) => {
-            let cannot = |e: std::io::Error| flag("--out", format!("{}: {e}", dir.display()));
-            std::fs::create_dir_all(dir).map_err(cannot)?;
-            let f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(dir.join("captures.jsonl"))
-                .map_err(cannot)?;
-            Some(Mutex::new(f))
-        }
+        Some(dir) => Some(Mutex::new(crate::pull::open_records(
+            dir,
+            "captures.jsonl",
+        )?)),
         None => None,
     };
     // The uploader's blocking client is made (and later dropped) on the blocking pool.
@@ -78,26 +96,7 @@ async fn prepare(
         }
         None => None,
     };
-    // One HTTP client per rule (its timeout and TLS), made on the blocking pool: a file of
-    // the rule's TLS settings that cannot be read stops the start, not each capture.
-    let specs: Vec<_> = opts
-        .rules
-        .rules
-        .iter()
-        .map(|r| (r.request_timeout, r.tls.clone()))
-        .collect();
-    let clients = tokio::task::spawn_blocking(move || {
-        specs
-            .iter()
-            .enumerate()
-            .map(|(i, (timeout, tls))| {
-                crate::pull::fetch::shared_client(*timeout, tls)
-                    .map(Arc::new)
-                    .map_err(|e| flag("--confd", format!("kubernetes[{i}]: {e}")))
-            })
-            .collect::<Result<Vec<_>, _>>()
-    })
-    .await??;
+    let clients = rule_clients(&opts.rules).await?;
     let shared = Arc::new(Shared {
         cache: Mutex::new(DeltaCache::new((opts.rules.delta_cache_mb << 20) as usize)),
         uploader,

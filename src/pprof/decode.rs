@@ -390,23 +390,26 @@ fn scan(buf: &[u8], msg: Msg, budget: u64, s: &mut Scan, depth: u32) -> Result<(
                         }
                         scan(body, inner, budget, s, depth + 1)?
                     }
-                    Some(None) => {
-                        let mut p = 0;
-                        while p < body.len() {
-                            varint(body, &mut p)
-                                .ok_or_else(|| malformed("truncated packed varint"))?;
-                            s.count += 1;
-                            s.memory += ELEMENT_BYTES;
-                            if s.count > budget {
-                                return Err(DecodeError::Budget { budget });
-                            }
-                        }
-                    }
+                    Some(None) => scan_packed(body, budget, s)?,
                     None => s.memory += STRING_BYTES + body.len() as u64,
                 }
                 at = end;
             }
             _ => return Err(malformed(&format!("wire type {wire} of field {field}"))),
+        }
+    }
+    Ok(())
+}
+
+/// A packed repeated varint field: each element counts against the budget.
+fn scan_packed(body: &[u8], budget: u64, s: &mut Scan) -> Result<(), DecodeError> {
+    let mut p = 0;
+    while p < body.len() {
+        varint(body, &mut p).ok_or_else(|| malformed("truncated packed varint"))?;
+        s.count += 1;
+        s.memory += ELEMENT_BYTES;
+        if s.count > budget {
+            return Err(DecodeError::Budget { budget });
         }
     }
     Ok(())

@@ -184,20 +184,7 @@ pub fn diff_with(
         })
         .filter(|r| r.delta_flat != 0 || r.delta_cum != 0)
         .collect();
-    // go tool pprof's order: the size of the change, then the name, then the other value.
-    rows.sort_by(|l, r| {
-        let key = |x: &DiffRow| {
-            if cum {
-                (x.delta_cum.wrapping_abs(), x.delta_flat.wrapping_abs())
-            } else {
-                (x.delta_flat.wrapping_abs(), x.delta_cum.wrapping_abs())
-            }
-        };
-        let ((lm, lo), (rm, ro)) = (key(l), key(r));
-        rm.cmp(&lm)
-            .then_with(|| l.function.cmp(&r.function))
-            .then(ro.cmp(&lo))
-    });
+    sort_rows(&mut rows, cum);
     let biggest = rows
         .iter()
         .map(|r| r.delta_flat.wrapping_abs().max(r.delta_cum.wrapping_abs()))
@@ -219,6 +206,23 @@ pub fn diff_with(
         base_scale: k,
         rows,
     })
+}
+
+/// go tool pprof's order: the size of the change, then the name, then the other value.
+fn sort_rows(rows: &mut [DiffRow], cum: bool) {
+    rows.sort_by(|l, r| {
+        let key = |x: &DiffRow| {
+            if cum {
+                (x.delta_cum.wrapping_abs(), x.delta_flat.wrapping_abs())
+            } else {
+                (x.delta_flat.wrapping_abs(), x.delta_cum.wrapping_abs())
+            }
+        };
+        let ((lm, lo), (rm, ro)) = (key(l), key(r));
+        rm.cmp(&lm)
+            .then_with(|| l.function.cmp(&r.function))
+            .then(ro.cmp(&lo))
+    });
 }
 
 /// A row's cells: values in the unit that shows each (a 1,878 ns change reads `+1.88us`,

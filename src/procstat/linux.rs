@@ -12,7 +12,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 use procfs::FromBufRead;
-use procfs::process::{FDTarget, Io, Process};
+use procfs::process::{Io, Process};
 
 use super::{IoCounters, ProcessSnapshot, Target};
 
@@ -22,6 +22,8 @@ pub struct Probe {
     proc: Option<Process>,
     io_file: Option<File>,
     status_file: Option<File>,
+    /// /proc/PID/fd
+    fd_dir: String,
     buf: Vec<u8>,
 }
 
@@ -36,6 +38,7 @@ impl Probe {
             proc,
             io_file: File::open(format!("{dir}/io")).ok(),
             status_file: File::open(format!("{dir}/status")).ok(),
+            fd_dir: format!("{dir}/fd"),
             // /proc/PID/status is 1.5 KB; its memory lines and Threads come in its first 1.2.
             buf: vec![0; 4096],
         }
@@ -119,21 +122,46 @@ impl Probe {
         }
     }
 
+    /// Open fds and, of their sockets, the TCP and UDP ones: one `readlink` per fd of
+    /// /proc/PID/fd (procfs's listing takes four syscalls per fd). The directory fd the
+    /// listing reads through is agentprof's, not the process's, and is not counted.
     fn fds_and_sockets(&self, snap: &mut ProcessSnapshot) {
         let Some(proc) = &self.proc else { return };
-        if let Ok(fds) = proc.fd() {
-            let mut count = 0u64;
-            let mut sockets = HashSet::new();
-            for fd in fds.flatten() {
-                count += 1;
-                if let FDTarget::Socket(inode) = fd.target {
-                    sockets.insert(inode);
-                }
+        let Ok(entries) = std::fs::read_dir(&self.fd_dir) else {
+            return;
+        };
+        let own_listing = (self.target == Target::SelfProcess)
+            .then(|| format!("/proc/{}/fd", std::process::id()));
+        let mut count = 0u64;
+        let mut sockets = HashSet::new();
+        let mut path = self.fd_dir.clone();
+        path.push('/');
+        let base = path.len();
+        for entry in entries.flatten() {
+            path.truncate(base);
+            path.push_str(&entry.file_name().to_string_lossy());
+            // An fd closed since the listing was read is not counted.
+            let Ok(link) = std::fs::read_link(&path) else {
+                continue;
+            };
+            let link = link.as_os_str().as_encoded_bytes();
+            if own_listing.as_deref().map(str::as_bytes) == Some(link) {
+                continue;
             }
-            snap.open_fds = Some(count);
-            snap.connections = inet_socket_count(proc, &sockets);
+            count += 1;
+            if let Some(inode) = socket_inode(link) {
+                sockets.insert(inode);
+            }
         }
+        snap.open_fds = Some(count);
+        snap.connections = inet_socket_count(proc, &sockets);
     }
+}
+
+/// The inode of a `socket:[12345]` fd link.
+fn socket_inode(link: &[u8]) -> Option<u64> {
+    let digits = link.strip_prefix(b"socket:[")?.strip_suffix(b"]")?;
+    std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
 /// All figures at once, for a process that is not being timed.
@@ -208,6 +236,15 @@ fn status_fields(text: &[u8], snap: &mut ProcessSnapshot) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn socket_links_give_their_inode() {
+        assert_eq!(socket_inode(b"socket:[15620]"), Some(15620));
+        assert_eq!(socket_inode(b"pipe:[15620]"), None);
+        assert_eq!(socket_inode(b"socket:[]"), None);
+        assert_eq!(socket_inode(b"socket:[12"), None);
+        assert_eq!(socket_inode(b"/dev/null"), None);
+    }
 
     #[test]
     fn status_lines_are_read_as_procfs_reads_them() {

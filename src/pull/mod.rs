@@ -9,7 +9,7 @@ pub mod fetch;
 pub mod upload;
 pub mod wiredelta;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::sync::lock;
@@ -43,6 +43,20 @@ impl Target {
     pub fn dir_name(&self) -> PathBuf {
         PathBuf::from(safe_name(&self.service))
     }
+}
+
+/// `--out` made, and its record file `name` (`captures.jsonl`, `uploads.jsonl`) opened for
+/// appending: where `k8s` and `receive` write one JSON line per capture or upload.
+pub fn open_records(out: &Path, name: &str) -> Result<std::fs::File, crate::error::UsageError> {
+    let cannot = |e: std::io::Error| {
+        crate::error::UsageError::flag("--out", format!("{}: {e}", out.display()))
+    };
+    std::fs::create_dir_all(out).map_err(cannot)?;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(out.join(name))
+        .map_err(cannot)
 }
 
 /// `name` with everything but letters, digits, `-`, `_` and `.` made `_`: safe as a path part.

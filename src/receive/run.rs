@@ -222,13 +222,7 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     let flag = crate::error::UsageError::flag;
     let (queue, replay) =
         Queue::open(&opts.queue_dir, opts.capacity).map_err(|e| flag("--queue", e))?;
-    std::fs::create_dir_all(&opts.store.out)
-        .map_err(|e| flag("--out", format!("{}: {e}", opts.store.out.display())))?;
-    let uploads = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(opts.store.out.join("uploads.jsonl"))
-        .map_err(|e| flag("--out", format!("{}: {e}", opts.store.out.display())))?;
+    let uploads = crate::pull::open_records(&opts.store.out, "uploads.jsonl")?;
     let metrics = Arc::new(Metrics::new());
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
@@ -280,16 +274,7 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         opts.endpoints.first().map(String::as_str).unwrap_or(""),
         opts.store.out.display()
     );
-    let until = async {
-        match opts.duration {
-            Some(d) => tokio::time::sleep(d).await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        () = until => {}
-        () = crate::serve::stopped() => {}
-    }
+    until_stopped(opts.duration).await;
     let _ = stop_tx.send(true);
     let _ = server.await;
     drop(jobs_tx);
@@ -299,6 +284,20 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     flush_at_stop(figures, forward).await;
     say_stopped(&metrics, &queue, left, &opts.queue_dir);
     Ok(Outcome::Success)
+}
+
+/// Returns after `--duration`, or at SIGTERM/SIGINT.
+async fn until_stopped(duration: Option<Duration>) {
+    let until = async {
+        match duration {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = until => {}
+        () = crate::serve::stopped() => {}
+    }
 }
 
 /// What a previous run acknowledged and did not store, read back and given to the workers

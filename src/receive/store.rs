@@ -85,48 +85,9 @@ fn go_metrics(
     up: &Upload,
     decoded: &[(String, Totals)],
 ) -> std::collections::BTreeMap<&'static str, f64> {
-    const FROM_JSON: [(&str, &str); 8] = [
-        ("go_alloc_bytes_per_sec", "prof_go_alloc_bytes_per_sec"),
-        ("go_allocs_per_sec", "prof_go_allocs_per_sec"),
-        ("go_frees_per_sec", "prof_go_frees_per_sec"),
-        (
-            "go_heap_growth_bytes_per_sec",
-            "prof_go_heap_growth_bytes_per_sec",
-        ),
-        ("go_gcs_per_sec", "prof_go_gcs_per_sec"),
-        ("go_gc_pause_time", "prof_go_gc_pause_time"),
-        ("go_max_gc_pause_time", "prof_go_max_gc_pause_time"),
-        ("go_num_goroutine", "prof_go_num_goroutine"),
-    ];
     let mut m = std::collections::BTreeMap::new();
     let secs = up.duration_s();
-    if let Some(raw) = up
-        .attachments
-        .iter()
-        .find(|a| a.kind == Kind::Metrics)
-        .and_then(|a| a.raw.as_ref())
-        && let Ok(pairs) = serde_json::from_slice::<Vec<(String, serde_json::Value)>>(raw)
-    {
-        for (name, v) in pairs {
-            if let (Some((_, key)), Some(x)) =
-                (FROM_JSON.iter().find(|(n, _)| *n == name), v.as_f64())
-            {
-                m.insert(*key, x);
-            }
-        }
-        if let Some(a) = m.get("prof_go_alloc_bytes_per_sec").copied()
-            && a > 0.0
-            && secs > 0.0
-        {
-            m.insert("prof_go_alloc_bytes_total", a * secs);
-        }
-        if let Some(p) = m.get("prof_go_gc_pause_time").copied()
-            && p > 0.0
-            && secs > 0.0
-        {
-            m.insert("prof_go_cpu_cores_gc_overhead", p / secs);
-        }
-    }
+    go_metrics_json(up, secs, &mut m);
     let total = |stem: &str, ty: &str| {
         decoded
             .iter()
@@ -162,6 +123,51 @@ fn go_metrics(
         m.insert("prof_go_num_goroutine", v);
     }
     m
+}
+
+/// metrics.json's `go_*` figures as `prof_go_*`, with the bytes allocated and the share of a
+/// core spent in GC pauses over the upload's `secs`.
+fn go_metrics_json(up: &Upload, secs: f64, m: &mut std::collections::BTreeMap<&'static str, f64>) {
+    const FROM_JSON: [(&str, &str); 8] = [
+        ("go_alloc_bytes_per_sec", "prof_go_alloc_bytes_per_sec"),
+        ("go_allocs_per_sec", "prof_go_allocs_per_sec"),
+        ("go_frees_per_sec", "prof_go_frees_per_sec"),
+        (
+            "go_heap_growth_bytes_per_sec",
+            "prof_go_heap_growth_bytes_per_sec",
+        ),
+        ("go_gcs_per_sec", "prof_go_gcs_per_sec"),
+        ("go_gc_pause_time", "prof_go_gc_pause_time"),
+        ("go_max_gc_pause_time", "prof_go_max_gc_pause_time"),
+        ("go_num_goroutine", "prof_go_num_goroutine"),
+    ];
+    if let Some(raw) = up
+        .attachments
+        .iter()
+        .find(|a| a.kind == Kind::Metrics)
+        .and_then(|a| a.raw.as_ref())
+        && let Ok(pairs) = serde_json::from_slice::<Vec<(String, serde_json::Value)>>(raw)
+    {
+        for (name, v) in pairs {
+            if let (Some((_, key)), Some(x)) =
+                (FROM_JSON.iter().find(|(n, _)| *n == name), v.as_f64())
+            {
+                m.insert(*key, x);
+            }
+        }
+        if let Some(a) = m.get("prof_go_alloc_bytes_per_sec").copied()
+            && a > 0.0
+            && secs > 0.0
+        {
+            m.insert("prof_go_alloc_bytes_total", a * secs);
+        }
+        if let Some(p) = m.get("prof_go_gc_pause_time").copied()
+            && p > 0.0
+            && secs > 0.0
+        {
+            m.insert("prof_go_cpu_cores_gc_overhead", p / secs);
+        }
+    }
 }
 
 /// The figures DataKit derives for Python from its profile's totals per sample type.

@@ -82,7 +82,8 @@ fn profile_pprof_and_flamegraph_agree() {
     assert!(
         top.iter().any(
             |t| t["function"].as_str().unwrap().contains("ProcessCheck") && t["cum"] == samples
-        )
+        ),
+        "no ProcessCheck function on all {samples} samples: {top:#?}"
     );
     for t in top {
         assert!(t["flat"].as_u64().unwrap() <= t["cum"].as_u64().unwrap());

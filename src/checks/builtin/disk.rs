@@ -164,6 +164,58 @@ fn matches(value: Option<&str>, re: &Option<Regex>) -> bool {
 }
 
 /// Filesystem types backed by a device (those /proc/filesystems does not mark `nodev`).
+/// One line of /proc/mounts: the device, where it is mounted and its filesystem type.
+struct Mount {
+    device: String,
+    mount: String,
+    fstype: String,
+}
+
+/// The mounts of a /proc/mounts text (fstab's format: the kernel writes a space, tab,
+/// newline or backslash in a field as `\040`, `\011`, `\012`, `\134`). A line of fewer
+/// than three fields is skipped.
+fn mounts(text: &[u8]) -> Vec<Mount> {
+    text.split(|&b| b == b'\n')
+        .filter_map(|line| {
+            let mut f = line
+                .split(|&b| b == b' ' || b == b'\t')
+                .filter(|f| !f.is_empty())
+                .map(unescape_octal);
+            Some(Mount {
+                device: f.next()?,
+                mount: f.next()?,
+                fstype: f.next()?,
+            })
+        })
+        .collect()
+}
+
+/// A /proc/mounts field with its `\NNN` octal escapes made the bytes they stand for.
+fn unescape_octal(field: &[u8]) -> String {
+    if !field.contains(&b'\\') {
+        return String::from_utf8_lossy(field).into_owned();
+    }
+    let mut out = Vec::with_capacity(field.len());
+    let mut i = 0;
+    while i < field.len() {
+        let octal = field
+            .get(i + 1..i + 4)
+            .filter(|d| field[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)))
+            .and_then(|d| u8::from_str_radix(std::str::from_utf8(d).ok()?, 8).ok());
+        match octal {
+            Some(b) => {
+                out.push(b);
+                i += 4;
+            }
+            None => {
+                out.push(field[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 fn physical_fs_types() -> HashSet<String> {
     std::fs::read_to_string("/proc/filesystems")
         .unwrap_or_default()
@@ -281,7 +333,14 @@ impl DiskCheck {
 
     /// Per-disk time spent reading and writing, from /proc/diskstats (milliseconds).
     fn latency(&self, sink: &mut Sink) {
-        let Ok(text) = std::fs::read_to_string("/proc/diskstats") else {
+        // /proc/diskstats reports a size of 0: read it into room for a few hundred devices
+        // (read_to_string would start small and grow, one read per doubling).
+        let mut raw = Vec::with_capacity(32 << 10);
+        let read = std::fs::File::open("/proc/diskstats").and_then(|mut f| {
+            use std::io::Read;
+            f.read_to_end(&mut raw)
+        });
+        let (Ok(_), Ok(text)) = (read, std::str::from_utf8(&raw)) else {
             return;
         };
         for line in text.lines() {
@@ -309,7 +368,9 @@ impl DiskCheck {
 
 impl Check for DiskCheck {
     fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
-        let mounts = procfs::mounts()?;
+        let text = std::fs::read("/proc/mounts")
+            .map_err(|e| anyhow::anyhow!("cannot read /proc/mounts: {e}"))?;
+        let mounts = mounts(&text);
         let physical = if self.opts.include_all_devices {
             HashSet::new()
         } else {
@@ -320,8 +381,8 @@ impl Check for DiskCheck {
         } else {
             HashMap::new()
         };
-        for m in mounts {
-            let (device, mount, fstype) = (&m.fs_spec, &m.fs_file, &m.fs_vfstype);
+        for m in &mounts {
+            let (device, mount, fstype) = (&m.device, &m.mount, &m.fstype);
             if !self.opts.include_all_devices && !physical.contains(fstype) {
                 continue;
             }
@@ -366,6 +427,40 @@ impl Check for DiskCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mounts_are_read_as_procfs_reads_them() {
+        let text = b"/dev/vda / ext4 rw,relatime 0 0\n\
+            /dev/sdb1 /media/my\\040disk\\011x vfat rw 0 0\n\
+            //srv/share /mnt/back\\134slash cifs rw 0 0\n\
+            short line\n\n\
+            tmpfs /run/a\\08b tmpfs rw 0 0\n";
+        let owned: Vec<[String; 3]> = mounts(text)
+            .into_iter()
+            .map(|m| [m.device, m.mount, m.fstype])
+            .collect();
+        assert_eq!(
+            owned,
+            [
+                ["/dev/vda", "/", "ext4"],
+                ["/dev/sdb1", "/media/my disk\tx", "vfat"],
+                ["//srv/share", "/mnt/back\\slash", "cifs"],
+                // Not an octal escape (8 is not an octal digit): kept as it is.
+                ["tmpfs", "/run/a\\08b", "tmpfs"],
+            ]
+            .map(|r| r.map(String::from))
+        );
+        // The live table, as procfs parses it.
+        let live = mounts(&std::fs::read("/proc/mounts").unwrap());
+        let theirs = procfs::mounts().unwrap();
+        assert_eq!(live.len(), theirs.len());
+        for (m, p) in live.iter().zip(&theirs) {
+            assert_eq!(
+                (&m.device, &m.mount, &m.fstype),
+                (&p.fs_spec, &p.fs_file, &p.fs_vfstype)
+            );
+        }
+    }
 
     #[test]
     fn the_default_exclusions_are_the_integrations_regexes() {

@@ -160,24 +160,7 @@ impl Legacy {
                 is_folded: false,
             })
             .collect();
-        let sample = self
-            .samples
-            .iter()
-            .map(|x| Sample {
-                location_id: x.locs.iter().map(|&a| loc_id[a]).collect(),
-                value: x.values.clone(),
-                label: x
-                    .block
-                    .map(|b| Label {
-                        key: bytes_key,
-                        str: 0,
-                        num: b,
-                        num_unit: 0,
-                    })
-                    .into_iter()
-                    .collect(),
-            })
-            .collect();
+        let sample = self.samples(&loc_id, bytes_key);
         Profile {
             sample_type,
             sample,
@@ -194,6 +177,28 @@ impl Legacy {
 }
 
 impl Legacy {
+    /// The samples over the used addresses' location ids; a contention sample's block size
+    /// as a `bytes` label (`bytes_key` is that string's index).
+    fn samples(&self, loc_id: &[u64], bytes_key: i64) -> Vec<Sample> {
+        self.samples
+            .iter()
+            .map(|x| Sample {
+                location_id: x.locs.iter().map(|&a| loc_id[a]).collect(),
+                value: x.values.clone(),
+                label: x
+                    .block
+                    .map(|b| Label {
+                        key: bytes_key,
+                        str: 0,
+                        num: b,
+                        num_unit: 0,
+                    })
+                    .into_iter()
+                    .collect(),
+            })
+            .collect()
+    }
+
     /// Only the addresses samples use become locations, in the order samples use them: each
     /// address's location id (0: unused), and the addresses used.
     fn used_addresses(&self) -> (Vec<u64>, Vec<usize>) {

@@ -41,18 +41,8 @@ pub(super) fn rewrite(
                     sample_fast::<true, false>(m, cur_t, &mut values)?;
                 let slot = slots.get(j).copied().unwrap_or(NONE);
                 j += 1;
-                if slot != NONE {
-                    let p = prev.values(slot as usize);
-                    for (k, &c) in cum.iter().enumerate() {
-                        values[c] = values[c].wrapping_sub(p[k]);
-                    }
-                }
-                if values[..n].iter().all(|&x| x == 0) {
+                if !delta_packed(&mut values, n, slot, prev, cum, &mut packed) {
                     continue;
-                }
-                packed.clear();
-                for &x in &values[..n] {
-                    put_varint(&mut packed, x as u64);
                 }
                 let values_field = 1 + varint_len(packed.len() as u64) + packed.len();
                 if let Some((vs, ve)) = values_at
@@ -92,6 +82,34 @@ pub(super) fn rewrite(
         }
     }
     Ok((w, spill))
+}
+
+/// Makes a sample's cumulative values (the first `n` of `values`) deltas against its previous `slot` (when it had one)
+/// and packs them into `packed`; false when every value is zero (the sample is dropped).
+#[inline(always)]
+fn delta_packed(
+    values: &mut [i64; MAX_TYPES],
+    n: usize,
+    slot: u64,
+    prev: &Prev,
+    cum: &[usize],
+    packed: &mut Vec<u8>,
+) -> bool {
+    if slot != NONE {
+        let p = prev.values(slot as usize);
+        for (k, &c) in cum.iter().enumerate() {
+            values[c] = values[c].wrapping_sub(p[k]);
+        }
+    }
+    let values = &values[..n];
+    if values.iter().all(|&x| x == 0) {
+        return false;
+    }
+    packed.clear();
+    for &x in values {
+        put_varint(packed, x as u64);
+    }
+    true
 }
 
 /// A sample whose values no longer take the bytes they took, written anew into `tmp`: its
