@@ -71,6 +71,12 @@ fn touch(mib: usize) -> Vec<u8> {
 
 #[test]
 fn run_figures_match_what_the_check_did() {
+    // Open fds: the entries of /proc/self/fd, less the one each listing reads through.
+    let listed = std::fs::read_dir("/proc/self/fd").unwrap().count() as u64 - 1;
+    let snap = agentprof::procstat::snapshot(agentprof::procstat::Target::SelfProcess);
+    // The snapshot's probe holds three fds of its own (the /proc/self directory, io, status).
+    assert_eq!(snap.open_fds, Some(listed + 3), "{snap:?}");
+
     // Memory kept: 8 MiB more after each run.
     let mut kept: Vec<Vec<u8>> = Vec::new();
     let rec = run_once(Doing(move || kept.push(touch(8))));
