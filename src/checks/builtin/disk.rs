@@ -163,7 +163,6 @@ fn matches(value: Option<&str>, re: &Option<Regex>) -> bool {
     matches!((value, re), (Some(v), Some(r)) if r.is_match(v))
 }
 
-/// Filesystem types backed by a device (those /proc/filesystems does not mark `nodev`).
 /// One line of /proc/mounts: the device, where it is mounted and its filesystem type.
 struct Mount {
     device: String,
@@ -216,6 +215,7 @@ fn unescape_octal(field: &[u8]) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Filesystem types backed by a device (those /proc/filesystems does not mark `nodev`).
 fn physical_fs_types() -> HashSet<String> {
     std::fs::read_to_string("/proc/filesystems")
         .unwrap_or_default()
