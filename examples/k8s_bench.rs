@@ -240,7 +240,7 @@ fn counts_of(api: &ApiServer, node: &str) -> BTreeMap<String, u64> {
 fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let minutes: u64 = arg("--minutes").map_or(10, |m| m.parse().unwrap());
-    let agentprof = arg("--agentprof").unwrap_or_else(|| "target/release/agentprof".into());
+    let agentprof = arg("--agentprof").unwrap_or_else(release_agentprof);
     let agentprof = std::fs::canonicalize(&agentprof)
         .unwrap_or_else(|e| panic!("{agentprof}: {e}"))
         .to_string_lossy()
@@ -344,4 +344,16 @@ fn main() {
         },
     });
     println!("{}", serde_json::to_string_pretty(&report).unwrap());
+}
+
+/// The release agentprof beside this example's build: `<target dir>/release/agentprof`, found
+/// from where cargo put this example (`<target dir>/<profile>/examples/`), whichever target
+/// directory and profile that is.
+fn release_agentprof() -> String {
+    let exe = std::env::current_exe().expect("this example's path");
+    let dir = exe
+        .ancestors()
+        .nth(3)
+        .expect("<target dir>/<profile>/examples/<name>");
+    dir.join("release/agentprof").to_string_lossy().into_owned()
 }

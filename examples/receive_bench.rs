@@ -109,7 +109,7 @@ fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let seconds: u64 = arg("--seconds").map_or(20, |s| s.parse().unwrap());
     let conc: usize = arg("--concurrency").map_or(16, |s| s.parse().unwrap());
-    let agentprof = arg("--agentprof").unwrap_or_else(|| "target/release/agentprof".into());
+    let agentprof = arg("--agentprof").unwrap_or_else(release_agentprof);
     let agentprof =
         std::fs::canonicalize(&agentprof).unwrap_or_else(|e| panic!("{agentprof}: {e}"));
     // `--dir D`: the receiver's files go under D and stay (the script removes them all at
@@ -295,4 +295,16 @@ fn main() {
         "receiver_cpu_s": cpu,
     });
     println!("{}", serde_json::to_string_pretty(&report).unwrap());
+}
+
+/// The release agentprof beside this example's build: `<target dir>/release/agentprof`, found
+/// from where cargo put this example (`<target dir>/<profile>/examples/`), whichever target
+/// directory and profile that is.
+fn release_agentprof() -> String {
+    let exe = std::env::current_exe().expect("this example's path");
+    let dir = exe
+        .ancestors()
+        .nth(3)
+        .expect("<target dir>/<profile>/examples/<name>");
+    dir.join("release/agentprof").to_string_lossy().into_owned()
 }

@@ -9,7 +9,7 @@ times after a warm-up and prints the medians of what it reports: `delta_s` (the 
 on the decoded bytes) and `inflate_s` (gunzipping both). With --baseline BIN, that binary
 is run alternately with the same files, for a before/after comparison in one run.
 
-    python3 scripts/bench_delta.py [--bigheap 18] [-n 15] [--agentprof target/release/agentprof]
+    python3 scripts/bench_delta.py [--bigheap 18] [-n 15] [--agentprof target/<host tuple>/release/agentprof]
                                    [--baseline OTHER_AGENTPROF] [--keep DIR]
 """
 
@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+
+import paths  # noqa: E402  (scripts/paths.py: where cargo puts the binaries)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -64,7 +66,7 @@ def main():
     ap.add_argument("--bigheap", type=int, default=18)
     ap.add_argument("--wait", type=float, default=3.0, help="seconds between the two pulls")
     ap.add_argument("-n", type=int, default=15)
-    ap.add_argument("--agentprof", default="target/release/agentprof")
+    ap.add_argument("--agentprof", default=paths.binary())
     ap.add_argument("--baseline", help="another agentprof binary, run alternately")
     ap.add_argument("--keep", help="put the two heap profiles here (and reuse them if there)")
     a = ap.parse_args()

@@ -18,6 +18,8 @@ import subprocess
 import tempfile
 import time
 
+import paths  # noqa: E402  (scripts/paths.py: where cargo puts the binaries)
+
 
 def measure(argv):
     t0 = time.perf_counter()
@@ -40,7 +42,7 @@ def main():
     root = os.path.dirname(here)
     ap = argparse.ArgumentParser()
     ap.add_argument("--python", default=os.path.join(root, "venv", "bin", "python"))
-    ap.add_argument("--agentprof", default=os.path.join(root, "target", "release", "agentprof"))
+    ap.add_argument("--agentprof", default=paths.binary())
     ap.add_argument("-n", type=int, default=15)
     a = ap.parse_args()
     cmds = {

@@ -18,8 +18,10 @@ import sys
 import tempfile
 import time
 
+import paths  # scripts/paths.py: where cargo puts the binaries
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "agentprof")
+BIN = paths.binary()
 
 CHECK = """
 from datadog_checks.base import AgentCheck

@@ -16,6 +16,8 @@ import subprocess
 import tempfile
 import time
 
+import paths  # scripts/paths.py: where cargo puts the binaries
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -39,7 +41,7 @@ def wall(argv, env=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--python", default=os.path.join(ROOT, "venv", "bin", "python"))
-    ap.add_argument("--agentprof", default=os.path.join(ROOT, "target", "release", "agentprof"))
+    ap.add_argument("--agentprof", default=paths.binary())
     ap.add_argument("-n", type=int, default=15)
     a = ap.parse_args()
     confd = tempfile.mkdtemp()

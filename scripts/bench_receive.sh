@@ -9,6 +9,8 @@
 #   scripts/bench_receive.sh [SECONDS] [CONCURRENCY] [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bin-dir.sh
+rel=$(bin_dir release)
 cargo build --locked --release --quiet
 cargo build --locked --release --quiet --example receive_bench
 out=$(mktemp -d)
@@ -20,13 +22,13 @@ for i in $(seq "${3:-3}"); do
   for kind in uncompressed zstd; do
     flag=()
     [ "$kind" = zstd ] && flag=(--zstd)
-    target/release/examples/receive_bench --seconds "${1:-20}" --concurrency "${2:-16}" \
-      --agentprof target/release/agentprof --dir "$work" "${flag[@]}" | sed 1d | tee "$out/$kind.$i.json"
+    "$rel/examples/receive_bench" --seconds "${1:-20}" --concurrency "${2:-16}" \
+      --agentprof "$rel/agentprof" --dir "$work" "${flag[@]}" | sed 1d | tee "$out/$kind.$i.json"
   done
 done
 # The probes alone: the time from a 202 to the stored files with nothing else arriving.
-target/release/examples/receive_bench --seconds 10 --concurrency 0 \
-  --agentprof target/release/agentprof --dir "$work" | sed 1d | tee "$out/unloaded.json" >/dev/null
+"$rel/examples/receive_bench" --seconds 10 --concurrency 0 \
+  --agentprof "$rel/agentprof" --dir "$work" | sed 1d | tee "$out/unloaded.json" >/dev/null
 python3 - "$out" <<'PY'
 import json, pathlib, statistics, sys
 runs = {}

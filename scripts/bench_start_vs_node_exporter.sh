@@ -9,7 +9,8 @@
 # Needs prometheus-node-exporter (Debian package) and curl.
 set -euo pipefail
 secs=${1:-25}
-agentprof=${2:-target/release/agentprof}
+. "$(dirname "$0")/bin-dir.sh"
+agentprof=${2:-$(bin_dir release)/agentprof}
 exporter=$(command -v prometheus-node-exporter || command -v node_exporter || true)
 if [[ -z "$exporter" ]]; then
   echo "prometheus-node-exporter is not installed (apt-get install prometheus-node-exporter)" >&2

@@ -7,7 +7,7 @@ inlined frames, values in samples/count and cpu/nanoseconds. Then runs both tool
 it (alternating, after a warm-up), checks that their outputs are identical, and prints the
 median wall times and the ratio.
 
-    python3 scripts/bench_top_vs_go.py [--mib 8] [-n 7] [--agentprof target/release/agentprof]
+    python3 scripts/bench_top_vs_go.py [--mib 8] [-n 7] [--agentprof target/<host tuple>/release/agentprof]
 """
 
 import argparse
@@ -19,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import paths  # noqa: E402  (scripts/paths.py: where cargo puts the binaries)
 
 
 def varint(v):
@@ -126,7 +128,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mib", type=float, default=8)
     ap.add_argument("-n", type=int, default=7)
-    ap.add_argument("--agentprof", default="target/release/agentprof")
+    ap.add_argument("--agentprof", default=paths.binary())
     a = ap.parse_args()
     raw, nsamples = build(int(a.mib * (1 << 20)))
     d = tempfile.mkdtemp()

@@ -19,7 +19,7 @@ medians of -n runs:
   flamegraph drawn (scripts/bench_ui.mjs).
 
     python3 scripts/bench_ui.py [--profiles 10000] [--bigheap 18] [-n 5]
-                                [--agentprof target/release/agentprof] [--browser]
+                                [--agentprof target/<host tuple>/release/agentprof] [--browser]
 """
 
 import argparse
@@ -38,6 +38,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from bench_delta import pull_heaps  # noqa: E402
+import paths  # noqa: E402  (scripts/paths.py: where cargo puts the binaries)
 
 
 def timed_get(host, port, path):
@@ -97,7 +98,7 @@ def main():
     ap.add_argument("--profiles", type=int, default=10000)
     ap.add_argument("--bigheap", type=int, default=18)
     ap.add_argument("-n", type=int, default=5)
-    ap.add_argument("--agentprof", default="target/release/agentprof")
+    ap.add_argument("--agentprof", default=paths.binary())
     ap.add_argument("--browser", action="store_true")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="agentprof-ui-bench-", dir=os.path.join(ROOT, "target"))

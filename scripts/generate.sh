@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet
-bin=target/debug/agentprof
+. scripts/bin-dir.sh
+bin=$(bin_dir debug)/agentprof
 mkdir -p completions man
 rm -f man/*.1
 "$bin" man --out man >/dev/null

@@ -258,6 +258,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         python = Some(l.clone());
     }
     let profile = finished_profile(&mut runner);
+    runner.release_thread();
     let view = profile_view(
         &opts,
         &records,

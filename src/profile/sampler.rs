@@ -89,7 +89,7 @@ mod imp {
         if !ACTIVE.load(Ordering::Acquire) {
             return;
         }
-        if UNSAMPLED.with(std::cell::Cell::get) {
+        if UNSAMPLED.with(std::cell::Cell::get) || in_unwinder() {
             // SAFETY: the timer handle is the sampler's own, valid while it samples.
             let overrun = unsafe { libc::timer_getoverrun(TIMER.load(Ordering::Acquire)) };
             NOT_SAMPLED.fetch_add(1 + overrun.max(0) as usize, Ordering::Relaxed);
@@ -122,6 +122,19 @@ mod imp {
         }
     }
 
+    /// Whether the interrupted thread is inside the unwinder's frame-table lookup (a panic
+    /// unwinding, a backtrace being captured): the lookup holds a lock the handler's own
+    /// walk would wait for on the same thread, so that sample is counted, not taken.
+    #[cfg(all(target_env = "gnu", target_feature = "crt-static"))]
+    fn in_unwinder() -> bool {
+        super::unwinder::IN_LOOKUP.with(std::cell::Cell::get)
+    }
+
+    #[cfg(not(all(target_env = "gnu", target_feature = "crt-static")))]
+    fn in_unwinder() -> bool {
+        false
+    }
+
     #[cfg(target_arch = "x86_64")]
     unsafe fn interrupted_pc(ctx: *mut c_void) -> u64 {
         let uc = ctx as *const libc::ucontext_t;
@@ -143,6 +156,9 @@ mod imp {
 
     fn install() -> bool {
         INSTALL.call_once(|| {
+            // The unwinder's first lookup sorts the binary's frame tables, allocating: done
+            // here, so no handler ever allocates inside a malloc it interrupted.
+            backtrace::trace(|_| false);
             let layout =
                 std::alloc::Layout::array::<u64>(SLOT * CAPACITY).expect("constant layout");
             // SAFETY: a non-zero layout; zeroed pages are not resident until written.
@@ -589,6 +605,9 @@ fn is_marker(function: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sampler's buffer is the process's: one sampling test at a time.
+    static ONE_SAMPLER: std::sync::Mutex<()> = std::sync::Mutex::new(());
     use crate::profile::{CallProfile, ProfileKind};
 
     #[test]
@@ -624,6 +643,7 @@ mod tests {
             }
             x
         }
+        let _one = crate::sync::lock(&ONE_SAMPLER);
         let (tx, rx) = std::sync::mpsc::channel();
         let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
         let worker = std::thread::spawn(move || {
@@ -655,5 +675,77 @@ mod tests {
         assert!(!t.rows.iter().any(|r| r.function.contains("thread_start")
             || r.function.contains("start_thread")
             || is_marker(&r.function)));
+    }
+
+    /// A run that does little but walk its own stack (as a panic unwinding or anyhow's
+    /// backtrace capture under `RUST_BACKTRACE` do), sampled at 1000 Hz: in a static build a
+    /// sample landing inside the unwinder's table lookup waited forever for the lookup's own
+    /// lock (`unwinder`); such samples are now counted, not taken, and the run ends.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn sampling_a_thread_that_unwinds_does_not_hang() {
+        let _one = crate::sync::lock(&ONE_SAMPLER);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            tx.send(ThreadId::current()).unwrap();
+            go_rx.recv().unwrap();
+            let t0 = std::time::Instant::now();
+            let mut walks = 0u64;
+            measured_run(|| {
+                while t0.elapsed() < std::time::Duration::from_millis(400) {
+                    std::hint::black_box(std::backtrace::Backtrace::force_capture());
+                    walks += 1;
+                }
+            });
+            let _ = done_tx.send(walks);
+        });
+        let id = rx.recv().unwrap();
+        let mut sampler = Sampler::new(1000);
+        sampler.start(id).unwrap();
+        go_tx.send(()).unwrap();
+        // On a hang, stop the test binary: stopping the sampler would wait for the stuck
+        // handler, and a panic's own unwinding for the lock the stuck thread holds.
+        let Ok(walks) = done_rx.recv_timeout(std::time::Duration::from_secs(30)) else {
+            eprintln!("the sampled thread hung in its own stack walk");
+            std::process::abort();
+        };
+        sampler.stop();
+        assert!(walks > 10, "{walks} stack walks");
+        let mut p = CallProfile::new(ProfileKind::Cpu, 1000, 0);
+        sampler.finish(&mut p);
+        assert!(p.total_samples() > 0, "no samples");
+    }
+}
+
+/// The frame-table lookup of the unwinder linked into a static agentprof, marked per thread.
+///
+/// Linked statically, libgcc's unwinder finds a frame's unwind table through the table
+/// registered at start, under a mutex that is not recursive (the shared libgcc_s searches the
+/// loaded objects' tables without it). A SIGPROF that lands on a thread in the middle of that
+/// lookup (a panic unwinding, anyhow capturing a backtrace under `RUST_BACKTRACE`) would wait
+/// forever in its own walk of the stack. build.rs links with `--wrap=_Unwind_Find_FDE`, so the
+/// unwinder's calls come here first and the handler can tell (`in_unwinder`).
+#[cfg(all(target_os = "linux", target_env = "gnu", target_feature = "crt-static"))]
+mod unwinder {
+    use std::cell::Cell;
+    use std::ffi::c_void;
+
+    thread_local! {
+        pub(super) static IN_LOOKUP: Cell<bool> = const { Cell::new(false) };
+    }
+
+    unsafe extern "C" {
+        fn __real__Unwind_Find_FDE(pc: *mut c_void, bases: *mut c_void) -> *const c_void;
+    }
+
+    #[unsafe(no_mangle)]
+    extern "C" fn __wrap__Unwind_Find_FDE(pc: *mut c_void, bases: *mut c_void) -> *const c_void {
+        let outer = IN_LOOKUP.with(|f| f.replace(true));
+        // SAFETY: the unwinder's own arguments, passed on unchanged.
+        let fde = unsafe { __real__Unwind_Find_FDE(pc, bases) };
+        IN_LOOKUP.with(|f| f.set(outer));
+        fde
     }
 }

@@ -534,14 +534,21 @@ fn disk_defaults_are_the_integrations() {
     }
 }
 
-/// The binary defines `exp` and `pow` itself (src/main.rs) so the loader maps no math library
-/// at each start; glibc's loader lists what it would load when asked to trace.
+/// Linked statically (`.cargo/config.toml`, build.rs) the binary maps no shared library at
+/// all: glibc's loader, asked to trace what it would load, is not involved, and the command
+/// simply runs. Linked dynamically (a build with other RUSTFLAGS), it loads libc but no math
+/// library: it defines `exp` and `pow` itself (src/main.rs).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
 fn the_binary_loads_no_math_library() {
     let sb = Sandbox::new();
     let r = sb.run_env(&["--version"], &[("LD_TRACE_LOADED_OBJECTS", "1")]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("libc.so.6"), "{}", r.stdout);
+    if cfg!(target_feature = "crt-static") {
+        assert!(r.stdout.starts_with("agentprof "), "{}", r.stdout);
+        assert!(!r.stdout.contains(".so"), "{}", r.stdout);
+    } else {
+        assert!(r.stdout.contains("libc.so.6"), "{}", r.stdout);
+    }
     assert!(!r.stdout.contains("libm.so"), "{}", r.stdout);
 }
