@@ -29,15 +29,18 @@ fn main() {
     println!("cargo:rerun-if-changed=build/startup-order.txt");
     let target = std::env::var("TARGET").unwrap_or_default();
     let host = std::env::var("HOST").unwrap_or_default();
+    let features = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
+    let static_gnu =
+        target.ends_with("-linux-gnu") && features.split(',').any(|f| f == "crt-static");
+    if static_gnu {
+        // Every link of this package (the binary, its tests, examples), for any such target:
+        // the sampler marks the unwinder's table lookups (src/profile/sampler.rs, `unwinder`).
+        println!("cargo:rustc-link-arg=-Wl,--wrap=_Unwind_Find_FDE");
+    }
     if target != host || !target.ends_with("-linux-gnu") {
         return;
     }
-    let features = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
-    if features.split(',').any(|f| f == "crt-static") {
-        // Every link of this package (the binary, its tests, examples): the sampler marks the
-        // unwinder's table lookups (src/profile/sampler.rs, `unwinder`).
-        println!("cargo:rustc-link-arg=-Wl,--wrap=_Unwind_Find_FDE");
-    } else {
+    if !static_gnu {
         println!("cargo:rustc-link-arg-bins=-no-pie");
     }
     startup_order(&target);

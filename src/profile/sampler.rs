@@ -605,10 +605,10 @@ fn is_marker(function: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::{CallProfile, ProfileKind};
 
     /// The sampler's buffer is the process's: one sampling test at a time.
     static ONE_SAMPLER: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    use crate::profile::{CallProfile, ProfileKind};
 
     #[test]
     fn marker_is_recognised() {
@@ -695,7 +695,8 @@ mod tests {
             let mut walks = 0u64;
             measured_run(|| {
                 while t0.elapsed() < std::time::Duration::from_millis(400) {
-                    std::hint::black_box(std::backtrace::Backtrace::force_capture());
+                    let trace = std::backtrace::Backtrace::force_capture();
+                    std::hint::black_box(&trace);
                     walks += 1;
                 }
             });
