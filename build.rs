@@ -35,6 +35,8 @@ fn main() {
     if static_gnu {
         // Every link of this package (the binary, its tests, examples), for any such target:
         // the sampler marks the unwinder's table lookups (src/profile/sampler.rs, `unwinder`).
+        // The wrapper is the library's, so every target links it (`use agentprof as _;` in
+        // those that call nothing of it: without, the link fails on `__wrap__Unwind_Find_FDE`).
         println!("cargo:rustc-link-arg=-Wl,--wrap=_Unwind_Find_FDE");
     }
     if target != host || !target.ends_with("-linux-gnu") {

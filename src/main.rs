@@ -13,6 +13,11 @@
 // Not under `cargo test`: there the test harness is the entry.
 #![cfg_attr(all(target_os = "linux", target_env = "gnu", not(test)), no_main)]
 
+// Under `cargo test` nothing here calls the library, but a static build wraps the unwinder's
+// `_Unwind_Find_FDE` in every link of the package and the wrapper is the library's (build.rs).
+#[cfg(test)]
+use agentprof as _;
+
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn main() -> std::process::ExitCode {
     std::process::ExitCode::from(agentprof::cmd::main())
