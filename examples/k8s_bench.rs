@@ -346,14 +346,6 @@ fn main() {
     println!("{}", serde_json::to_string_pretty(&report).unwrap());
 }
 
-/// The release agentprof beside this example's build: `<target dir>/release/agentprof`, found
-/// from where cargo put this example (`<target dir>/<profile>/examples/`), whichever target
-/// directory and profile that is.
-fn release_agentprof() -> String {
-    let exe = std::env::current_exe().expect("this example's path");
-    let dir = exe
-        .ancestors()
-        .nth(3)
-        .expect("<target dir>/<profile>/examples/<name>");
-    dir.join("release/agentprof").to_string_lossy().into_owned()
-}
+#[path = "support/release.rs"]
+mod release;
+use release::release_agentprof;
