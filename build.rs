@@ -1,11 +1,12 @@
-//! Link settings of the agentprof binary (not its tests, not the proc-macros it builds with).
+//! Link settings of the agentprof binary (the unwinder's wrap also of its tests and examples; never of the proc-macros it builds with).
 //!
 //! Static (Linux with glibc; `.cargo/config.toml` asks for `crt-static` with the static
 //! relocation model): glibc, libgcc's unwinder and agentprof in one executable, so a start maps
 //! no shared library: the loader's work (mapping and relocating libc.so.6 and libgcc_s.so.1)
 //! is gone, and only the parts of libc a command runs are paged in, not 1.5 MiB of
-//! libc.so.6. Measured on `check disk` against the dynamic link of the same tree: 100 page
-//! faults where it had 137, peak RSS 2,440 KiB where it had 3,316 (README, cold start).
+//! libc.so.6. Measured on `check disk` against the dynamic link of the same tree (with the
+//! startup order below): 97 page faults where it had 138, peak RSS 2,248 KiB where it had
+//! 3,484 (`perf stat`, GNU time's %M, medians); `--version` 1,352 KiB where it had 2,056.
 //!
 //! Position-dependent (`-no-pie` when the build is not static, `relocation-model=static`
 //! when it is): a position-independent agentprof has ~17,000 relative relocations, and the
