@@ -1,4 +1,5 @@
-//! Link settings of the agentprof binary (the unwinder's wrap also of its tests and examples; never of the proc-macros it builds with).
+//! Link settings of the agentprof binary (the unwinder's wrap also of its tests and examples;
+//! never of the proc-macros it builds with).
 //!
 //! Static (Linux with glibc; `.cargo/config.toml` asks for `crt-static` with the static
 //! relocation model): glibc, libgcc's unwinder and agentprof in one executable, so a start maps
