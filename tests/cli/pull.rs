@@ -135,18 +135,7 @@ fn every_type_from_a_go_service_is_read_by_go_tool_pprof_and_top_matches_it() {
         f["prof_go_num_goroutine"].as_i64().unwrap().to_string(),
         total
     );
-    let cpu = header("cpu");
-    let pct = cpu
-        .lines()
-        .find_map(|l| l.strip_prefix("Duration: "))
-        .and_then(|l| l.rsplit_once('('))
-        .map(|(_, p)| {
-            p.trim_end_matches(')')
-                .trim_end_matches('%')
-                .trim()
-                .to_string()
-        })
-        .unwrap();
+    let pct = crate::support::go_cpu_percent(&file_of("cpu"));
     let ours = f["prof_go_cpu_cores"].as_f64().unwrap() * 100.0;
     assert_eq!(
         format!("{ours:.2}"),

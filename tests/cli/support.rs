@@ -182,6 +182,24 @@ pub fn go(args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// What `go tool pprof -top` prints as a CPU profile's share of its duration: the percentage
+/// after "Total samples = …" in its header ("95.97" of "Duration: 1s, Total samples = 960ms
+/// (95.97%)").
+pub fn go_cpu_percent(file: &Path) -> String {
+    let top = go(&["tool", "pprof", "-top", file.to_str().expect("utf-8 path")])
+        .expect("go tool pprof -top reads the CPU profile");
+    top.lines()
+        .find_map(|l| l.strip_prefix("Duration: "))
+        .and_then(|l| l.rsplit_once('('))
+        .map(|(_, p)| {
+            p.trim_end_matches(')')
+                .trim_end_matches('%')
+                .trim()
+                .to_string()
+        })
+        .unwrap_or_else(|| panic!("no Duration line in go tool pprof's header:\n{top}"))
+}
+
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/dd-trace-go-upload")
