@@ -200,6 +200,19 @@ pub fn go_cpu_percent(file: &Path) -> String {
         .unwrap_or_else(|| panic!("no Duration line in go tool pprof's header:\n{top}"))
 }
 
+/// The total of `sample_index` in nanoseconds as `go tool pprof -unit=ns -top` prints it
+/// ("… 100% of 990000000ns total").
+pub fn go_total_ns(file: &Path, sample_index: &str) -> f64 {
+    let index = format!("-sample_index={sample_index}");
+    let path = file.to_str().expect("utf-8 path");
+    let top = go(&["tool", "pprof", &index, "-unit=ns", "-top", path])
+        .expect("go tool pprof -top reads the profile");
+    top.lines()
+        .find_map(|l| l.split(" of ").nth(1)?.strip_suffix("ns total"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no total in go tool pprof's header:\n{top}"))
+}
+
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/dd-trace-go-upload")
