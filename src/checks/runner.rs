@@ -48,7 +48,11 @@ impl Done {
 struct Worker {
     /// `None` once closed; the thread ends when it sees the channel closed.
     jobs: Option<mpsc::Sender<Job>>,
-    thread: ThreadId,
+    /// The thread's id, as it sends it when it starts; asked for only by the sampler, so an
+    /// unsampled run is handed over without waiting for the thread to start (each hand-over
+    /// between threads is a wake-up of the other core).
+    thread: Option<ThreadId>,
+    thread_rx: mpsc::Receiver<ThreadId>,
     /// Joined on drop, so no run thread outlives its runner; `None` when abandoned.
     handle: Option<std::thread::JoinHandle<()>>,
 }
@@ -72,7 +76,7 @@ impl Drop for Worker {
 impl Worker {
     fn spawn() -> std::io::Result<Worker> {
         let (tx, rx) = mpsc::channel::<Job>();
-        let (id_tx, id_rx) = mpsc::channel();
+        let (id_tx, thread_rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name(RUN_THREAD_NAME.into())
             .spawn(move || {
@@ -85,14 +89,25 @@ impl Worker {
                     }
                 }
             })?;
-        let thread = id_rx
-            .recv()
-            .map_err(|_| std::io::Error::other("the run thread exited at start"))?;
         Ok(Worker {
             jobs: Some(tx),
-            thread,
+            thread: None,
+            thread_rx,
             handle: Some(handle),
         })
+    }
+
+    /// The run thread's id, waiting for it to start the first time.
+    fn thread(&mut self) -> anyhow::Result<ThreadId> {
+        if let Some(id) = self.thread {
+            return Ok(id);
+        }
+        let id = self
+            .thread_rx
+            .recv()
+            .map_err(|_| anyhow::anyhow!("the run thread exited at start"))?;
+        self.thread = Some(id);
+        Ok(id)
     }
 }
 
@@ -333,8 +348,8 @@ impl Runner {
             }
         }
         let (reply_tx, reply_rx) = mpsc::channel();
-        if let (Some(p), Some(w)) = (self.profile.as_mut(), self.worker.as_ref())
-            && let Err(e) = p.sampler.start(w.thread)
+        if let (Some(p), Some(w)) = (self.profile.as_mut(), self.worker.as_mut())
+            && let Err(e) = w.thread().and_then(|t| p.sampler.start(t))
         {
             self.instances[pos].check = Some(check);
             return self.failed(pos, run, format!("{e:#}"));

@@ -184,14 +184,16 @@ impl Aggregator {
         }
     }
 
-    fn tags(&self, submitted: &[String], warnings: &mut Vec<String>, what: &str) -> Vec<String> {
-        let mut tags: Vec<String> = Vec::with_capacity(submitted.len() + self.extra_tags.len());
-        for t in submitted {
-            match validate_tag(t) {
-                Ok(()) => tags.push(t.clone()),
-                Err(why) => warnings.push(format!("{what}: tag {t:?} dropped: {why}")),
+    /// A submission's tags, its own vector reused: the invalid ones dropped (with a warning),
+    /// the instance's and global tags added, sorted and deduplicated.
+    fn tags(&self, mut tags: Vec<String>, warnings: &mut Vec<String>, what: &str) -> Vec<String> {
+        tags.retain(|t| match validate_tag(t) {
+            Ok(()) => true,
+            Err(why) => {
+                warnings.push(format!("{what}: tag {t:?} dropped: {why}"));
+                false
             }
-        }
+        });
         tags.extend(self.extra_tags.iter().cloned());
         tags.sort_unstable();
         tags.dedup();
@@ -332,7 +334,7 @@ impl Aggregator {
         out: &mut Flushed,
     ) {
         for sc in service_checks {
-            let tags = self.tags(&sc.tags, &mut out.warnings, &sc.name);
+            let tags = self.tags(sc.tags, &mut out.warnings, &sc.name);
             out.service_checks.push(ServiceCheck {
                 name: sc.name,
                 status: sc.status,
@@ -365,7 +367,7 @@ impl Aggregator {
             ));
             return;
         }
-        let tags = self.tags(&sub.tags, &mut out.warnings, &sub.name);
+        let tags = self.tags(sub.tags, &mut out.warnings, &sub.name);
         let host = sub.hostname.unwrap_or_else(|| self.hostname.clone());
         let at = if sub.timestamp > 0.0 {
             sub.timestamp

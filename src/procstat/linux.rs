@@ -122,16 +122,24 @@ impl Probe {
         }
     }
 
-    /// Open fds and, of their sockets, the TCP and UDP ones: one `readlink` per fd of
-    /// /proc/PID/fd (procfs's listing takes four syscalls per fd). The directory fd the
-    /// listing reads through is agentprof's, not the process's, and is not counted.
+    /// Open fds and, of their sockets, the TCP and UDP ones.
     fn fds_and_sockets(&self, snap: &mut ProcessSnapshot) {
         let Some(proc) = &self.proc else { return };
-        let Ok(entries) = std::fs::read_dir(&self.fd_dir) else {
+        let listed = match self.target {
+            Target::SelfProcess => self.own_fds(),
+            Target::Pid(_) => self.fds_by_link(),
+        };
+        let Some((count, sockets)) = listed else {
             return;
         };
-        let own_listing = (self.target == Target::SelfProcess)
-            .then(|| format!("/proc/{}/fd", std::process::id()));
+        snap.open_fds = Some(count);
+        snap.connections = inet_socket_count(proc, &sockets);
+    }
+
+    /// Another process's fds: one `readlink` per entry of /proc/PID/fd (procfs's listing
+    /// takes four syscalls per fd); a socket's link is `socket:[inode]`.
+    fn fds_by_link(&self) -> Option<(u64, HashSet<u64>)> {
+        let entries = std::fs::read_dir(&self.fd_dir).ok()?;
         let mut count = 0u64;
         let mut sockets = HashSet::new();
         let mut path = self.fd_dir.clone();
@@ -144,17 +152,47 @@ impl Probe {
             let Ok(link) = std::fs::read_link(&path) else {
                 continue;
             };
-            let link = link.as_os_str().as_encoded_bytes();
-            if own_listing.as_deref().map(str::as_bytes) == Some(link) {
-                continue;
-            }
             count += 1;
-            if let Some(inode) = socket_inode(link) {
+            if let Some(inode) = socket_inode(link.as_os_str().as_encoded_bytes()) {
                 sockets.insert(inode);
             }
         }
-        snap.open_fds = Some(count);
-        snap.connections = inet_socket_count(proc, &sockets);
+        Some((count, sockets))
+    }
+
+    /// agentprof's own fds: the listing is read through a directory fd whose number is known,
+    /// so it is not counted, and each fd is asked with `fstat` on the fd itself (a socket's
+    /// inode is its `st_ino`), where a `readlink` walks /proc/self/fd/N to print its target.
+    fn own_fds(&self) -> Option<(u64, HashSet<u64>)> {
+        use rustix::fs::{Dir, Mode, OFlags};
+        use std::os::fd::AsRawFd;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let listing = rustix::fs::open(self.fd_dir.as_str(), flags, Mode::empty()).ok()?;
+        let own = listing.as_raw_fd();
+        let mut dir = Dir::new(listing).ok()?;
+        let mut count = 0u64;
+        let mut sockets = HashSet::new();
+        while let Some(entry) = dir.read() {
+            let Ok(entry) = entry else { break };
+            let name = entry.file_name().to_bytes();
+            let Some(fd) = std::str::from_utf8(name).ok().and_then(|n| n.parse().ok()) else {
+                continue; // "." and ".."
+            };
+            if fd == own {
+                continue;
+            }
+            // SAFETY: fstat writes into the stat buffer we own; an fd closed since the listing
+            // was read fails (EBADF) and is not counted.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            if unsafe { libc::fstat(fd, &mut st) } != 0 {
+                continue;
+            }
+            count += 1;
+            if st.st_mode & libc::S_IFMT == libc::S_IFSOCK {
+                sockets.insert(st.st_ino);
+            }
+        }
+        Some((count, sockets))
     }
 }
 
@@ -319,6 +357,23 @@ mod tests {
         // Other tests in this binary may open sockets concurrently; ours add at least 4.
         assert!(during >= before + 4, "before {before}, during {during}");
         drop((listener, udp, client, server));
+    }
+
+    #[test]
+    fn own_fds_are_asked_on_the_fd_and_agree_with_their_links() {
+        use std::os::fd::AsRawFd;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let link = std::fs::read_link(format!("/proc/self/fd/{}", listener.as_raw_fd())).unwrap();
+        let inode = socket_inode(link.as_os_str().as_encoded_bytes()).unwrap();
+        let probe = Probe::new(Target::SelfProcess);
+        let (own, by_fstat) = probe.own_fds().unwrap();
+        let (linked, by_link) = probe.fds_by_link().unwrap();
+        assert!(by_fstat.contains(&inode), "{inode} not in {by_fstat:?}");
+        assert!(by_link.contains(&inode), "{inode} not in {by_link:?}");
+        // Other tests in this binary open and close fds meanwhile: both listings see this
+        // one's, the probe's three and the standard three.
+        assert!(own >= 7 && linked >= 7, "{own} {linked}");
+        drop(listener);
     }
 
     #[test]
