@@ -667,16 +667,13 @@ fn dd_trace_go_uploads_arrive_whole_and_right() {
     check_go_uploads(&sb, &lines, "main.busyWork");
     // metrics.json's figures are the file's own; the goroutines those the profile counts.
     let l = &lines[1];
-    let metrics_file = l["attachments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["type"] == "metrics")
-        .unwrap()["file"]
-        .as_str()
-        .unwrap();
+    let stored = |ty: &str| {
+        let a = l["attachments"].as_array().unwrap().iter();
+        let file = a.clone().find(|a| a["type"] == ty).unwrap()["file"].as_str();
+        sb.file(file.unwrap())
+    };
     let pairs: Vec<(String, f64)> =
-        serde_json::from_str(&std::fs::read_to_string(sb.file(metrics_file)).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(stored("metrics")).unwrap()).unwrap();
     let get = |n: &str| pairs.iter().find(|(k, _)| k == n).map(|(_, v)| *v).unwrap();
     let m = &l["profiling_metrics"];
     assert_eq!(
@@ -687,19 +684,11 @@ fn dd_trace_go_uploads_arrive_whole_and_right() {
     assert!(m["prof_go_num_goroutine"].as_f64().unwrap() >= 3.0, "{m}");
     // The share of a core is the stored CPU profile's, as go tool pprof reads it (how much
     // of a core the busy goroutine got depends on what else the machine runs).
-    let cpu_file = l["attachments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["type"] == "cpu")
-        .unwrap()["file"]
-        .as_str()
-        .unwrap();
     let cores = m["prof_go_cpu_cores"].as_f64().unwrap();
     assert!(cores > 0.0, "{m}");
     assert_eq!(
         format!("{:.2}", cores * 100.0),
-        crate::support::go_cpu_percent(&sb.file(cpu_file)),
+        crate::support::go_cpu_percent(&stored("cpu")),
         "prof_go_cpu_cores vs go's Total samples %"
     );
     assert!(stderr.contains("stored"), "{stderr}");
