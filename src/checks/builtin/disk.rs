@@ -12,7 +12,7 @@ use serde::Deserialize;
 use crate::checks::Check;
 use crate::metrics::Sink;
 
-use super::{Builtin, regex_list};
+use super::{Builtin, read_procfs, regex_list};
 
 pub const OPTIONS: &[&str] = &[
     "use_mount",
@@ -217,8 +217,8 @@ fn unescape_octal(field: &[u8]) -> String {
 
 /// Filesystem types backed by a device (those /proc/filesystems does not mark `nodev`).
 fn physical_fs_types() -> HashSet<String> {
-    std::fs::read_to_string("/proc/filesystems")
-        .unwrap_or_default()
+    let raw = read_procfs("/proc/filesystems", 4 << 10).unwrap_or_default();
+    String::from_utf8_lossy(&raw)
         .lines()
         .filter(|l| !l.starts_with("nodev"))
         .map(|l| l.trim().to_string())
@@ -333,14 +333,11 @@ impl DiskCheck {
 
     /// Per-disk time spent reading and writing, from /proc/diskstats (milliseconds).
     fn latency(&self, sink: &mut Sink) {
-        // /proc/diskstats reports a size of 0: read it into room for a few hundred devices
-        // (read_to_string would start small and grow, one read per doubling).
-        let mut raw = Vec::with_capacity(32 << 10);
-        let read = std::fs::File::open("/proc/diskstats").and_then(|mut f| {
-            use std::io::Read;
-            f.read_to_end(&mut raw)
-        });
-        let (Ok(_), Ok(text)) = (read, std::str::from_utf8(&raw)) else {
+        // Room for a few hundred devices.
+        let Ok(raw) = read_procfs("/proc/diskstats", 32 << 10) else {
+            return;
+        };
+        let Ok(text) = std::str::from_utf8(&raw) else {
             return;
         };
         for line in text.lines() {
@@ -368,7 +365,8 @@ impl DiskCheck {
 
 impl Check for DiskCheck {
     fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
-        let text = std::fs::read("/proc/mounts")
+        // Room for a node's few hundred mounts.
+        let text = read_procfs("/proc/mounts", 32 << 10)
             .map_err(|e| anyhow::anyhow!("cannot read /proc/mounts: {e}"))?;
         let mounts = mounts(&text);
         let physical = if self.opts.include_all_devices {
