@@ -213,7 +213,8 @@ pub static BUILTINS: &[BuiltinSpec] = &[
     },
 ];
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(test)]
+#[cfg(target_os = "linux")]
 mod tests {
     use std::os::unix::fs::FileExt;
 
