@@ -668,8 +668,8 @@ fn dd_trace_go_uploads_arrive_whole_and_right() {
     // metrics.json's figures are the file's own; the goroutines those the profile counts.
     let l = &lines[1];
     let stored = |ty: &str| {
-        let a = l["attachments"].as_array().unwrap().iter();
-        let file = a.clone().find(|a| a["type"] == ty).unwrap()["file"].as_str();
+        let mut all = l["attachments"].as_array().unwrap().iter();
+        let file = all.find(|a| a["type"] == ty).unwrap()["file"].as_str();
         sb.file(file.unwrap())
     };
     let pairs: Vec<(String, f64)> =
