@@ -15,10 +15,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-// Linked with agentprof's library although nothing here calls it: a static build wraps the
-// unwinder's `_Unwind_Find_FDE` in every link of the package, and the wrapper is the
-// library's (build.rs; src/profile/sampler.rs, `unwinder`).
-use agentprof as _;
 use std::io::BufRead;
 use std::process::{Command, Stdio};
 use std::sync::Arc;

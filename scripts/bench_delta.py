@@ -9,7 +9,7 @@ times after a warm-up and prints the medians of what it reports: `delta_s` (the 
 on the decoded bytes) and `inflate_s` (gunzipping both). With --baseline BIN, that binary
 is run alternately with the same files, for a before/after comparison in one run.
 
-    python3 scripts/bench_delta.py [--bigheap 18] [-n 15] [--agentprof target/<host tuple>/release/agentprof]
+    python3 scripts/bench_delta.py [--bigheap 18] [-n 15] [--agentprof target/release/agentprof]
                                    [--baseline OTHER_AGENTPROF] [--keep DIR]
 """
 

@@ -9,7 +9,6 @@
 # Needs go (the served profiles are a real Go service's) and openssl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. scripts/bin-dir.sh
 cargo build --locked --release --quiet
 # The harness (loopback API server, profile server) needs no optimising: a debug build.
-cargo run --locked --quiet --example k8s_bench -- --minutes "${1:-10}" --agentprof "$(bin_dir release)/agentprof"
+cargo run --locked --quiet --example k8s_bench -- --minutes "${1:-10}" --agentprof "target/release/agentprof"

@@ -9,8 +9,7 @@
 #   scripts/bench_receive.sh [SECONDS] [CONCURRENCY] [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. scripts/bin-dir.sh
-rel=$(bin_dir release)
+rel=target/release
 cargo build --locked --release --quiet
 cargo build --locked --release --quiet --example receive_bench
 out=$(mktemp -d)

@@ -9,8 +9,7 @@
 # Needs prometheus-node-exporter (Debian package) and curl.
 set -euo pipefail
 secs=${1:-25}
-. "$(dirname "$0")/bin-dir.sh"
-agentprof=${2:-$(bin_dir release)/agentprof}
+agentprof=${2:-target/release/agentprof}
 exporter=$(command -v prometheus-node-exporter || command -v node_exporter || true)
 if [[ -z "$exporter" ]]; then
   echo "prometheus-node-exporter is not installed (apt-get install prometheus-node-exporter)" >&2

@@ -7,7 +7,7 @@ inlined frames, values in samples/count and cpu/nanoseconds. Then runs both tool
 it (alternating, after a warm-up), checks that their outputs are identical, and prints the
 median wall times and the ratio.
 
-    python3 scripts/bench_top_vs_go.py [--mib 8] [-n 7] [--agentprof target/<host tuple>/release/agentprof]
+    python3 scripts/bench_top_vs_go.py [--mib 8] [-n 7] [--agentprof target/release/agentprof]
 """
 
 import argparse

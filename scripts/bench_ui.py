@@ -19,7 +19,7 @@ medians of -n runs:
   flamegraph drawn (scripts/bench_ui.mjs).
 
     python3 scripts/bench_ui.py [--profiles 10000] [--bigheap 18] [-n 5]
-                                [--agentprof target/<host tuple>/release/agentprof] [--browser]
+                                [--agentprof target/release/agentprof] [--browser]
 """
 
 import argparse

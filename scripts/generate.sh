@@ -3,8 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet
-. scripts/bin-dir.sh
-bin=$(bin_dir debug)/agentprof
+bin=target/debug/agentprof
 mkdir -p completions man
 rm -f man/*.1
 "$bin" man --out man >/dev/null

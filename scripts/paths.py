@@ -1,16 +1,10 @@
-"""Where cargo puts agentprof's binaries: target/<host tuple>/<profile>/ (.cargo/config.toml
-names the host's target so that the static-link flags reach agentprof and not its proc-macros)."""
+"""Where cargo puts agentprof's binaries: target/<profile>/ (or $CARGO_TARGET_DIR/<profile>/)."""
 
 import os
-import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def host_tuple():
-    out = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
-    return next(l.split(":", 1)[1].strip() for l in out.splitlines() if l.startswith("host:"))
-
-
 def binary(name="agentprof", profile="release"):
-    return os.path.join(ROOT, "target", host_tuple(), profile, name)
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+    return os.path.join(target, profile, name)

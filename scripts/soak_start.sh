@@ -8,8 +8,7 @@
 set -euo pipefail
 secs=${1:-600}
 mode=${2:-}
-. "$(dirname "$0")/bin-dir.sh"
-agentprof=${3:-$(bin_dir release)/agentprof}
+agentprof=${3:-target/release/agentprof}
 dir=$(mktemp -d)
 trap 'kill $A 2>/dev/null || true; rm -rf "$dir"' EXIT
 mkdir -p "$dir/conf.d"

@@ -4,11 +4,6 @@
 //! the same machine: an unchanged check was once called 44% slower there.)
 #![allow(clippy::unwrap_used)]
 
-// Linked with agentprof's library although nothing here calls it: a static build wraps the
-// unwinder's `_Unwind_Find_FDE` in every link of the package, and the wrapper is the
-// library's (build.rs; src/profile/sampler.rs, `unwinder`).
-use agentprof as _;
-
 #[path = "cli/support.rs"]
 #[allow(dead_code)]
 mod support;

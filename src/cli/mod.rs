@@ -1,15 +1,13 @@
 //! The command line, as clap derive types only. `completions/` and `man/` are generated from
-//! `full_command()`; the command layer converts these types into plain option structs.
+//! `Cli::command()`; the command layer converts these types into plain option structs.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-mod lazy;
 mod profiles;
 mod services;
 
-pub use lazy::{Lazy, defer_arguments, full_command};
 pub use profiles::{DeltaArgs, DiffArgs, FlamegraphArgs, ProfileLimitArgs, TopArgs};
 pub use services::{K8sAction, K8sArgs, K8sCommon, K8sTargetsArgs, PullArgs, ReceiveArgs, UiArgs};
 
@@ -29,38 +27,38 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one check once (or -t N times) and print its metrics and what each run cost
-    Check(Lazy<CheckArgs>),
+    Check(CheckArgs),
     /// Run every configured check on its interval: the agent, in developer mode with --profile
-    Start(Lazy<StartArgs>),
+    Start(StartArgs),
     /// List the checks agentprof can run, where their configuration comes from, and their instances
-    List(Lazy<ListArgs>),
+    List(ListArgs),
     /// Print a pprof profile's top functions, row for row as `go tool pprof -top`
-    Top(Lazy<TopArgs>),
+    Top(TopArgs),
     /// CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression
-    Gate(Lazy<Box<GateArgs>>),
+    Gate(Box<GateArgs>),
     /// Pull pprof profiles from Go services' net/http/pprof: files, top tables, deltas, uploads
     #[command(disable_version_flag = true)]
-    Pull(Lazy<Box<PullArgs>>),
+    Pull(Box<PullArgs>),
     /// Discover the Go pprof endpoints of this node's pods and capture their profiles on a
     /// schedule and when they cross CPU or memory thresholds (run as a DaemonSet)
     #[command(disable_version_flag = true)]
-    K8s(Lazy<Box<K8sArgs>>),
+    K8s(Box<K8sArgs>),
     /// Receive the uploads of dd-trace profilers (Go, Python, Java…) on DataKit's port and
     /// path: each stored under <out>/<service>/, listed in uploads.jsonl, printed
-    Receive(Lazy<Box<ReceiveArgs>>),
+    Receive(Box<ReceiveArgs>),
     /// A local web page over the profiles agentprof wrote or received: lists with the cause of
     /// each capture, top tables, flamegraphs and comparisons (read-only, offline)
-    Ui(Lazy<UiArgs>),
+    Ui(UiArgs),
     /// Compare two pprof profiles: per function the change of flat and cum, biggest first
-    Diff(Lazy<DiffArgs>),
+    Diff(DiffArgs),
     /// The delta of two snapshots of a cumulative profile (heap, allocs, mutex, block), as pull makes it
-    Delta(Lazy<DeltaArgs>),
+    Delta(DeltaArgs),
     /// Draw a pprof profile as a flamegraph (SVG)
-    Flamegraph(Lazy<FlamegraphArgs>),
+    Flamegraph(FlamegraphArgs),
     /// Print a shell completion script to stdout
-    Completions(Lazy<CompletionsArgs>),
+    Completions(CompletionsArgs),
     /// Write the man pages (agentprof.1 and one page per subcommand)
-    Man(Lazy<ManArgs>),
+    Man(ManArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -218,9 +218,7 @@ fn writable_parent(flag: &str, path: &Path) -> Result<(), UsageError> {
 
 /// `agentprof check NAME`: the check loaded, each instance run `--times` times, the report
 /// printed (before any file is written: what was collected is not lost), then the files.
-#[inline(never)]
 pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
-    one_arena();
     let config = AgentConfig::load(&opts.load)?;
     let registry = Registry::new(&config);
     let loaded = registry.load(&opts.name)?;
@@ -319,16 +317,6 @@ fn finished_profile(runner: &mut Runner) -> Option<CallProfile> {
         }
         profile
     })
-}
-
-/// The run thread allocates in the process's one heap: a second malloc arena would add its
-/// own pages to a process whose figures are the check's cost (a built-in check runs in it).
-fn one_arena() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator parameters; no other thread has started yet.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-    }
 }
 
 /// `--instance N` names one of the check's instances.

@@ -374,7 +374,6 @@ fn same_mode(
 /// Exit status 0 (no regression), 1 (regression) or 2: every error of the gate itself — a
 /// check that cannot run, a file that cannot be written — is a 2, so CI never reads it as a
 /// regression.
-#[inline(never)]
 pub fn run(args: GateArgs) -> anyhow::Result<Outcome> {
     gate(args).map_err(|e| {
         if crate::error::is_usage_error(&e) {

@@ -27,7 +27,7 @@ pub fn completion_script(shell: Shell) -> Vec<u8> {
     let mut out = Vec::new();
     clap_complete::generate(
         to_clap(shell),
-        &mut crate::cli::full_command(),
+        &mut <crate::cli::Cli as clap::CommandFactory>::command(),
         "agentprof",
         &mut out,
     );
@@ -47,7 +47,7 @@ pub fn completion_file_name(shell: Shell) -> &'static str {
 
 /// `agentprof.1` and `agentprof-SUB.1` for each subcommand, as (file name, roff bytes).
 pub fn man_pages() -> std::io::Result<Vec<(String, Vec<u8>)>> {
-    let root = crate::cli::full_command();
+    let root = <crate::cli::Cli as clap::CommandFactory>::command();
     let mut pages = Vec::new();
     let mut buf = Vec::new();
     clap_mangen::Man::new(root.clone()).render(&mut buf)?;
@@ -63,13 +63,11 @@ pub fn man_pages() -> std::io::Result<Vec<(String, Vec<u8>)>> {
     Ok(pages)
 }
 
-#[inline(never)]
 pub fn completions(shell: Shell) -> anyhow::Result<Outcome> {
     std::io::stdout().write_all(&completion_script(shell))?;
     Ok(Outcome::Success)
 }
 
-#[inline(never)]
 pub fn man(out: &Path) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(out)
         .map_err(|e| UsageError::flag("--out", format!("cannot create {}: {e}", out.display())))?;

@@ -81,7 +81,6 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(crate::serve::runtime(crate::serve::Runtime::Waiter)?)
 }
 
-#[inline(never)]
 pub fn run(args: K8sArgs) -> anyhow::Result<Outcome> {
     match args.action {
         Some(K8sAction::Targets(t)) => targets(t),
@@ -124,7 +123,6 @@ fn collect(args: K8sArgs) -> anyhow::Result<Outcome> {
         connect: s.connect,
     };
     crate::signal::install();
-    crate::k8s::run::tune_allocator();
     let rt = runtime()?;
     rt.block_on(crate::k8s::run::run(opts))
 }

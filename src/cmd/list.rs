@@ -11,7 +11,6 @@ use crate::config::{AgentConfig, LoadOptions};
 
 use super::Outcome;
 
-#[inline(never)]
 pub fn run(opts: LoadOptions, json: bool) -> anyhow::Result<Outcome> {
     let config = AgentConfig::load(&opts)?;
     for w in &config.warnings {

@@ -26,10 +26,6 @@ pub use crate::error::Outcome;
 
 /// The whole command line, run: its exit status.
 pub fn main() -> u8 {
-    // `agentprof help …` mirrors every subcommand's tree when the root is built: it needs them all.
-    if std::env::args_os().nth(1).is_none_or(|a| a != "help") {
-        crate::cli::defer_arguments();
-    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -58,22 +54,20 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Each command's entry is `#[inline(never)]`: this stays a small dispatch, so a short command
-/// pages in its own code and not the others' (see `build/startup-order.txt`).
 pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
-        Command::Check(args) => check::run(check::CheckOptions::from_args(args.0)?),
-        Command::Start(args) => start::run(args.0),
+        Command::Check(args) => check::run(check::CheckOptions::from_args(args)?),
+        Command::Start(args) => start::run(args),
         Command::List(args) => list::run(load_options(&args.config), args.json),
-        Command::Top(args) => pprof::top(args.0),
-        Command::Gate(args) => gate::run(*args.0),
-        Command::Pull(args) => pull::run(*args.0),
-        Command::K8s(args) => k8s::run(*args.0),
-        Command::Receive(args) => receive::run(*args.0),
-        Command::Ui(args) => ui::run(args.0),
-        Command::Diff(args) => pprof::diff(args.0),
-        Command::Delta(args) => pprof::delta(args.0),
-        Command::Flamegraph(args) => pprof::flamegraph(args.0),
+        Command::Top(args) => pprof::top(args),
+        Command::Gate(args) => gate::run(*args),
+        Command::Pull(args) => pull::run(*args),
+        Command::K8s(args) => k8s::run(*args),
+        Command::Receive(args) => receive::run(*args),
+        Command::Ui(args) => ui::run(args),
+        Command::Diff(args) => pprof::diff(args),
+        Command::Delta(args) => pprof::delta(args),
+        Command::Flamegraph(args) => pprof::flamegraph(args),
         Command::Completions(args) => generate::completions(args.shell),
         Command::Man(args) => generate::man(&args.out),
     }

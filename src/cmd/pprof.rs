@@ -21,7 +21,6 @@ pub(crate) fn limits(a: &ProfileLimitArgs) -> Limits {
 
 pub use crate::pprof::load;
 
-#[inline(never)]
 pub fn top(args: TopArgs) -> anyhow::Result<Outcome> {
     let p = load(&args.file, &limits(&args.limits))?;
     let opts = TopOptions {
@@ -48,7 +47,6 @@ pub fn top(args: TopArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-#[inline(never)]
 pub fn diff(args: DiffArgs) -> anyhow::Result<Outcome> {
     let lim = limits(&args.limits);
     let base = load(&args.base, &lim)?;
@@ -115,7 +113,6 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-#[inline(never)]
 pub fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<Outcome> {
     let p = load(&args.file, &limits(&args.limits))?;
     let index = p
@@ -134,7 +131,6 @@ pub fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<Outcome> {
 
 /// The delta of two snapshots, computed as `pull` computes it: on the protobuf bytes, the
 /// baseline read from its compressed form as the delta cache keeps it.
-#[inline(never)]
 pub fn delta(args: DeltaArgs) -> anyhow::Result<Outcome> {
     let lim = limits(&args.limits);
     let new = load(&args.new, &lim)?;

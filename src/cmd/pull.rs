@@ -292,7 +292,6 @@ fn url_target(args: &PullArgs, url: &str) -> anyhow::Result<crate::pull::Target>
     .map_err(|e| flag("pull", e).into())
 }
 
-#[inline(never)]
 pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
     let config = AgentConfig::load(&confd_options(&args.config))?;
     let flag = UsageError::flag;

@@ -63,7 +63,6 @@ fn forwarder(
     })
 }
 
-#[inline(never)]
 pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
     let agent = AgentConfig::load(&confd_options(&ConfdArgs {
         config: args.config.clone(),

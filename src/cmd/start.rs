@@ -9,7 +9,6 @@ use crate::error::UsageError;
 
 use super::{Outcome, load_options};
 
-#[inline(never)]
 pub fn run(args: StartArgs) -> anyhow::Result<Outcome> {
     let duration = args
         .duration

@@ -157,34 +157,6 @@ pub fn slope(ys: &[f64]) -> Option<f64> {
 mod tests {
     use super::*;
 
-    /// The binary takes `exp` and `pow` from the `libm` crate (src/main.rs), these tests take
-    /// the C library's: they agree within one ulp, and the unsampled counts of legacy heap
-    /// profiles (`exp`, then truncated to an integer) come out the same.
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    #[test]
-    fn the_binarys_exp_and_pow_agree_with_the_c_librarys() {
-        let ulps = |a: f64, b: f64| (a.to_bits() as i64).abs_diff(b.to_bits() as i64);
-        let mut worst = (0, 0);
-        for i in 0..20_000 {
-            let x = -700.0 + i as f64 * 0.0701;
-            worst.0 = worst.0.max(ulps(libm::exp(x), x.exp()));
-            let (b, e) = (1e-3 + i as f64 * 0.731, -40.0 + (i % 800) as f64 * 0.1);
-            worst.1 = worst.1.max(ulps(libm::pow(b, e), b.powf(e)));
-        }
-        assert!(
-            worst.0 <= 1 && worst.1 <= 1,
-            "ulps apart (exp, pow): {worst:?}"
-        );
-        for size in (1..2_000_000).step_by(977) {
-            let (count, rate) = (7i64, 524_288f64);
-            let c = |e: fn(f64) -> f64| {
-                let scale = 1.0 / (1.0 - e(-(size as f64 / count as f64) / rate));
-                ((count as f64 * scale) as i64, (size as f64 * scale) as i64)
-            };
-            assert_eq!(c(libm::exp), c(f64::exp), "size {size}");
-        }
-    }
-
     #[test]
     fn medians() {
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));

@@ -136,7 +136,6 @@ impl Capture {
             no_delta: c.profiles.iter().filter_map(|p| p.no_delta).collect(),
         };
         drop(c);
-        super::run::release_free_memory();
         let _ = self.done.send(done_msg);
     }
 }

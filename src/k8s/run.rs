@@ -277,33 +277,6 @@ fn start_statics(c: &mut Collector) -> Option<(Cancel, tokio::task::JoinHandle<(
     Some((cancel, handle))
 }
 
-/// glibc's allocator, set for a long-running collector whose collections run on short-lived
-/// blocking threads: one arena (each thread would otherwise get one of up to 8 × cores,
-/// each keeping what it freed; the collections take turns on its lock, which costs nothing
-/// beside their fetches), and buffers of 128 KiB and more (profiles, baselines) mapped and
-/// unmapped instead of fragmenting the heap. `release_free_memory` gives back what a
-/// collection freed. Measured with `scripts/bench_k8s.sh` (the closing note of the k8s
-/// issue).
-pub fn tune_allocator() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator parameters; it is called before any thread of
-    // the collector starts.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
-    }
-}
-
-/// After a collection: the heap pages it freed go back to the kernel, so the collector's
-/// footprint between collections is its cache and targets, not its busiest moment.
-pub(super) fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free heap pages to the kernel.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 /// Runs until SIGTERM/SIGINT or `--duration`.
 pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
     let cluster = super::client::connect(&opts.connect).await?;

@@ -89,7 +89,7 @@ mod imp {
         if !ACTIVE.load(Ordering::Acquire) {
             return;
         }
-        if UNSAMPLED.with(std::cell::Cell::get) || in_unwinder() {
+        if UNSAMPLED.with(std::cell::Cell::get) {
             // SAFETY: the timer handle is the sampler's own, valid while it samples.
             let overrun = unsafe { libc::timer_getoverrun(TIMER.load(Ordering::Acquire)) };
             NOT_SAMPLED.fetch_add(1 + overrun.max(0) as usize, Ordering::Relaxed);
@@ -120,19 +120,6 @@ mod imp {
             });
             *slot = n as u64;
         }
-    }
-
-    /// Whether the interrupted thread is inside the unwinder's frame-table lookup (a panic
-    /// unwinding, a backtrace being captured): the lookup holds a lock the handler's own
-    /// walk would wait for on the same thread, so that sample is counted, not taken.
-    #[cfg(all(target_env = "gnu", target_feature = "crt-static"))]
-    fn in_unwinder() -> bool {
-        super::unwinder::IN_LOOKUP.with(std::cell::Cell::get)
-    }
-
-    #[cfg(not(all(target_env = "gnu", target_feature = "crt-static")))]
-    fn in_unwinder() -> bool {
-        false
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -436,14 +423,6 @@ mod imp {
                 // Copies made here, so nothing kept points into the helper's allocations.
                 self.symbols.insert(key, frames.to_vec());
             }
-            drop(resolved);
-            if release {
-                #[cfg(target_env = "gnu")]
-                // SAFETY: malloc_trim only returns free heap pages to the kernel.
-                unsafe {
-                    libc::malloc_trim(0);
-                }
-            }
         }
 
         fn resolve(&self, ip: u64, leaf: bool, into: &mut CallProfile) -> Location {
@@ -678,9 +657,9 @@ mod tests {
     }
 
     /// A run that does little but walk its own stack (as a panic unwinding or anyhow's
-    /// backtrace capture under `RUST_BACKTRACE` do), sampled at 1000 Hz: in a static build a
-    /// sample landing inside the unwinder's table lookup waited forever for the lookup's own
-    /// lock (`unwinder`); such samples are now counted, not taken, and the run ends.
+    /// backtrace capture under `RUST_BACKTRACE` do), sampled at 1000 Hz: the handler's own walk
+    /// of the stack may land inside the unwinder's table lookup of the interrupted thread (a
+    /// lookup under a non-recursive lock would wait forever there), and the run must end.
     #[cfg(target_os = "linux")]
     #[test]
     fn sampling_a_thread_that_unwinds_does_not_hang() {
@@ -717,36 +696,5 @@ mod tests {
         let mut p = CallProfile::new(ProfileKind::Cpu, 1000, 0);
         sampler.finish(&mut p);
         assert!(p.total_samples() > 0, "no samples");
-    }
-}
-
-/// The frame-table lookup of the unwinder linked into a static agentprof, marked per thread.
-///
-/// Linked statically, libgcc's unwinder finds a frame's unwind table through the table
-/// registered at start, under a mutex that is not recursive (the shared libgcc_s searches the
-/// loaded objects' tables without it). A SIGPROF that lands on a thread in the middle of that
-/// lookup (a panic unwinding, anyhow capturing a backtrace under `RUST_BACKTRACE`) would wait
-/// forever in its own walk of the stack. build.rs links with `--wrap=_Unwind_Find_FDE`, so the
-/// unwinder's calls come here first and the handler can tell (`in_unwinder`).
-#[cfg(all(target_os = "linux", target_env = "gnu", target_feature = "crt-static"))]
-mod unwinder {
-    use std::cell::Cell;
-    use std::ffi::c_void;
-
-    thread_local! {
-        pub(super) static IN_LOOKUP: Cell<bool> = const { Cell::new(false) };
-    }
-
-    unsafe extern "C" {
-        fn __real__Unwind_Find_FDE(pc: *mut c_void, bases: *mut c_void) -> *const c_void;
-    }
-
-    #[unsafe(no_mangle)]
-    extern "C" fn __wrap__Unwind_Find_FDE(pc: *mut c_void, bases: *mut c_void) -> *const c_void {
-        let outer = IN_LOOKUP.with(|f| f.replace(true));
-        // SAFETY: the unwinder's own arguments, passed on unchanged.
-        let fde = unsafe { __real__Unwind_Find_FDE(pc, bases) };
-        IN_LOOKUP.with(|f| f.set(outer));
-        fde
     }
 }

@@ -38,107 +38,31 @@ pub(crate) fn table(style: Style, header: &[&str]) -> Table {
     t
 }
 
-/// A table of text cells (`true`: right-aligned). Plain, and with no control character (a
-/// line break, a tab) in a cell, it is drawn here exactly as comfy-table draws it without
-/// borders: each column as wide as its widest cell, one space either side, lines trimmed
-/// at the end (comfy-table took a third of a cold `check disk`'s instructions for its two
-/// tables). Otherwise comfy-table draws it.
+/// A table of text cells (`true`: right-aligned), drawn by comfy-table.
 struct Grid {
-    style: Style,
-    header: Vec<String>,
-    rows: Vec<Vec<(String, bool)>>,
+    table: Table,
 }
 
 impl Grid {
     fn new(style: Style, header: &[&str]) -> Grid {
         Grid {
-            style,
-            header: header.iter().map(|h| h.to_string()).collect(),
-            rows: Vec::new(),
+            table: table(style, header),
         }
     }
 
     fn row(&mut self, cells: Vec<(String, bool)>) {
-        self.rows.push(cells);
+        self.table.add_row(cells.into_iter().map(|(c, right)| {
+            let cell = Cell::new_owned(c);
+            if right {
+                cell.set_alignment(CellAlignment::Right)
+            } else {
+                cell
+            }
+        }));
     }
 
     fn push_to(self, out: &mut String) {
-        // No line breaks, tabs or other controls, and within comfy-table's u16 widths.
-        let printable = |c: &str| c.len() < 10_000 && !c.chars().any(char::is_control);
-        let plain = !self.style.color
-            && !self.style.bordered
-            && self.header.iter().all(|h| printable(h))
-            && self.rows.iter().flatten().all(|(c, _)| printable(c));
-        if !plain {
-            let header: Vec<&str> = self.header.iter().map(String::as_str).collect();
-            let mut t = table(self.style, &header);
-            for row in self.rows {
-                t.add_row(row.into_iter().map(|(c, right)| {
-                    let cell = Cell::new_owned(c);
-                    if right {
-                        cell.set_alignment(CellAlignment::Right)
-                    } else {
-                        cell
-                    }
-                }));
-            }
-            push_table(out, &t);
-            return;
-        }
-        let columns = self
-            .rows
-            .iter()
-            .map(Vec::len)
-            .chain([self.header.len()])
-            .max()
-            .unwrap_or(0);
-        let mut widths = vec![0; columns];
-        for (i, h) in self.header.iter().enumerate() {
-            widths[i] = text_width(h);
-        }
-        for row in &self.rows {
-            for (i, (c, _)) in row.iter().enumerate() {
-                widths[i] = widths[i].max(text_width(c));
-            }
-        }
-        let header = self.header.iter().map(|h| (h.as_str(), false));
-        let mut line = String::new();
-        let mut draw = |cells: &mut dyn Iterator<Item = (&str, bool)>| {
-            line.clear();
-            let mut drawn = 0;
-            for (i, (c, right)) in cells.enumerate() {
-                let pad = widths[i] - text_width(c);
-                line.push(' ');
-                if right {
-                    line.extend(std::iter::repeat_n(' ', pad));
-                }
-                line.push_str(c);
-                if !right {
-                    line.extend(std::iter::repeat_n(' ', pad));
-                }
-                line.push(' ');
-                drawn += 1;
-            }
-            // A short row's missing cells, as comfy-table draws them: empty.
-            for w in &widths[drawn..] {
-                line.extend(std::iter::repeat_n(' ', w + 2));
-            }
-            out.push_str(line.trim_end());
-            out.push('\n');
-        };
-        draw(&mut header.into_iter());
-        for row in &self.rows {
-            draw(&mut row.iter().map(|(c, r)| (c.as_str(), *r)));
-        }
-    }
-}
-
-/// Columns a cell takes in a terminal, as comfy-table measures them.
-fn text_width(s: &str) -> usize {
-    if s.is_ascii() {
-        s.len()
-    } else {
-        unicode_width::UnicodeWidthStr::width(s)
+        push_table(out, &self.table);
     }
 }
 
@@ -599,86 +523,6 @@ mod tests {
     use crate::metrics::{Flushed, Metric, MetricType, ServiceCheck, ServiceCheckStatus};
     use crate::procstat::IoCounters;
     use crate::profile::{PeakScope, TopRow, TopTable};
-
-    /// The plain tables drawn here are the ones comfy-table draws, byte for byte; a cell that
-    /// is not printable ASCII sends the whole table to comfy-table.
-    #[test]
-    fn plain_grids_are_drawn_as_comfy_table_draws_them() {
-        let plain = Style {
-            color: false,
-            bordered: false,
-        };
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        let words = [
-            "",
-            "a",
-            "disk",
-            "system.disk.free",
-            "12.5",
-            "device:/dev/vda x",
-            "-",
-        ];
-        for case in 0..300 {
-            let columns = 1 + (next() % 5) as usize;
-            let header: Vec<String> = (0..columns).map(|i| format!("H{i}")).collect();
-            let header: Vec<&str> = header.iter().map(String::as_str).collect();
-            let right: Vec<bool> = (0..columns).map(|_| next() % 2 == 0).collect();
-            let mut rows = Vec::new();
-            for _ in 0..(next() % 6) {
-                // Now and then a row shorter than the header.
-                let cells = columns - (next() % 4 == 0) as usize * (next() as usize % columns);
-                let row: Vec<(String, bool)> = (0..cells)
-                    .map(|c| (words[(next() % 7) as usize].to_string(), right[c]))
-                    .collect();
-                rows.push(row);
-            }
-            let mut grid = Grid::new(plain, &header);
-            let mut t = table(plain, &header);
-            for row in &rows {
-                grid.row(row.clone());
-                t.add_row(row.iter().map(|(c, r)| {
-                    let cell = Cell::new(c);
-                    if *r {
-                        cell.set_alignment(CellAlignment::Right)
-                    } else {
-                        cell
-                    }
-                }));
-            }
-            let (mut ours, mut theirs) = (String::new(), String::new());
-            grid.push_to(&mut ours);
-            push_table(&mut theirs, &t);
-            assert_eq!(ours, theirs, "case {case}: {header:?} {rows:?}");
-        }
-        // Wide and combining characters are measured as comfy-table measures them; a line
-        // break or a tab in a cell sends the table to comfy-table.
-        for odd in [
-            "148µs",
-            "日本語",
-            "e\u{301}",
-            "a\nb",
-            "tab\there",
-            "\u{1b}[1mx",
-        ] {
-            let mut grid = Grid::new(plain, &["A", "B"]);
-            grid.row(vec![(odd.to_string(), false), ("x".into(), true)]);
-            let mut t = table(plain, &["A", "B"]);
-            t.add_row(vec![
-                Cell::new(odd),
-                Cell::new("x").set_alignment(CellAlignment::Right),
-            ]);
-            let (mut ours, mut theirs) = (String::new(), String::new());
-            grid.push_to(&mut ours);
-            push_table(&mut theirs, &t);
-            assert_eq!(ours, theirs);
-        }
-    }
 
     fn report(runs: u32, profile_samples: u64) -> CheckReport {
         let records = (1..=runs)
