@@ -1,11 +1,18 @@
 //! The one HTTP stack of agentprof's servers — `start --metrics-listen`, `receive` (and its
 //! `--metrics-listen`), `k8s`'s health and metrics, `ui` — and the one place a tokio runtime
-//! is built: axum on hyper on tokio. The clients are reqwest (kube for the API server).
+//! is built: axum's router on hyper on tokio, behind one accept loop that bounds what a
+//! client can hold: a connection cap, a time to send each request's headers (which is also
+//! how long a kept-alive connection may idle), a lifetime per connection, and, where asked,
+//! the Host names accepted. The clients are reqwest (kube for the API server).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use axum::Router;
-use axum::http::{StatusCode, header};
+use axum::body::Body;
+use axum::http::{Request, Response, StatusCode, header};
 use axum::routing::get;
 
 /// What a runtime is for: how many threads run it.
@@ -34,6 +41,218 @@ pub fn runtime(what: Runtime) -> std::io::Result<tokio::runtime::Runtime> {
     }
 }
 
+/// What one server lets its clients hold.
+#[derive(Debug, Clone)]
+pub struct Bounds {
+    /// Time a client has to send a request's headers (and finish a TLS handshake); a
+    /// kept-alive connection that sends nothing for this long is closed too.
+    pub header_timeout: Duration,
+    /// Connections open at once; past it a new connection is closed as soon as it is
+    /// accepted, so the accept loop stays responsive and the file descriptors bounded.
+    pub max_connections: usize,
+    /// A connection is asked to close after this long, and closed 5 s later.
+    pub max_connection_age: Duration,
+    /// The Host header values answered (the rest get 421); None answers any.
+    pub hosts: Option<Vec<String>>,
+}
+
+impl Bounds {
+    /// A `/metrics` endpoint: a scraper or two, a few probes.
+    pub fn metrics() -> Bounds {
+        Bounds {
+            header_timeout: Duration::from_secs(10),
+            max_connections: 64,
+            max_connection_age: Duration::from_secs(300),
+            hosts: None,
+        }
+    }
+
+    /// The memory the connections can hold at most, for documentation and tests: hyper
+    /// reads a request's head into a buffer of at most ~400 KiB (its default maximum),
+    /// usually 8–16 KiB.
+    pub fn worst_case_header_bytes(&self) -> usize {
+        self.max_connections * 408 * 1024
+    }
+}
+
+/// Counts of one server, for its /metrics.
+#[derive(Debug, Default)]
+pub struct ServerStats {
+    pub accepted: AtomicU64,
+    /// Connections closed at once because `max_connections` were open.
+    pub refused_over_cap: AtomicU64,
+    /// Requests answered 421 for a Host not served.
+    pub wrong_host: AtomicU64,
+    pub open: AtomicU64,
+}
+
+/// Resolves when the server should stop: a watch that turns true.
+pub type Stop = tokio::sync::watch::Receiver<bool>;
+
+/// A stop that never comes, for servers that live as long as the process.
+pub fn never() -> Stop {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    // The sender lives as long as the process, so `changed` never resolves with an error.
+    std::mem::forget(tx);
+    rx
+}
+
+/// Serves `app` on `listener` until `stop` turns true, each connection on its own task
+/// within `bounds`; with `tls`, over TLS. Open connections are given 5 s to finish at stop.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    bounds: Bounds,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    mut stop: Stop,
+    stats: Arc<ServerStats>,
+) {
+    let permits = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections.max(1)));
+    let hosts: Option<Arc<[String]>> = bounds.hosts.clone().map(Into::into);
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            a = listener.accept() => {
+                let Ok((tcp, _)) = a else {
+                    // EMFILE and the like: wait a moment rather than spin.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                stats.accepted.fetch_add(1, Ordering::Relaxed);
+                let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+                    stats.refused_over_cap.fetch_add(1, Ordering::Relaxed);
+                    drop(tcp);
+                    continue;
+                };
+                let conn = Conn {
+                    app: app.clone(),
+                    bounds: bounds.clone(),
+                    hosts: hosts.clone(),
+                    stop: stop.clone(),
+                    stats: Arc::clone(&stats),
+                };
+                let tls = tls.clone();
+                conns.spawn(async move {
+                    let _permit = permit;
+                    let stats = Arc::clone(&conn.stats);
+                    stats.open.fetch_add(1, Ordering::Relaxed);
+                    match tls {
+                        None => conn.run(tcp).await,
+                        Some(acc) => {
+                            let t = conn.bounds.header_timeout;
+                            if let Ok(Ok(io)) = tokio::time::timeout(t, acc.accept(tcp)).await {
+                                conn.run(io).await;
+                            }
+                        }
+                    }
+                    stats.open.fetch_sub(1, Ordering::Relaxed);
+                });
+            }
+            _ = stop.changed() => break,
+        }
+        while conns.try_join_next().is_some() {}
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(Duration::from_secs(6), async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
+}
+
+/// One accepted connection and what it is served with.
+struct Conn {
+    app: Router,
+    bounds: Bounds,
+    hosts: Option<Arc<[String]>>,
+    stop: Stop,
+    stats: Arc<ServerStats>,
+}
+
+impl Conn {
+    /// HTTP/1 with the header timeout, closed gracefully (5 s) at stop or at its age limit.
+    async fn run<I>(mut self, io: I)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let (app, hosts, stats) = (
+            self.app.clone(),
+            self.hosts.clone(),
+            Arc::clone(&self.stats),
+        );
+        let svc = tower::service_fn(move |req: Request<hyper::body::Incoming>| {
+            let (app, hosts, stats) = (app.clone(), hosts.clone(), Arc::clone(&stats));
+            async move {
+                let req = req.map(Body::new);
+                if let Some(allowed) = hosts.as_deref()
+                    && !host_allowed(&req, allowed)
+                {
+                    stats.wrong_host.fetch_add(1, Ordering::Relaxed);
+                    return Ok::<_, std::convert::Infallible>(misdirected());
+                }
+                use tower::ServiceExt;
+                app.oneshot(req).await
+            }
+        });
+        let svc = hyper_util::service::TowerToHyperService::new(svc);
+        let conn = hyper::server::conn::http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(self.bounds.header_timeout)
+            .serve_connection(hyper_util::rt::TokioIo::new(io), svc);
+        tokio::pin!(conn);
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            _ = self.stop.changed() => {}
+            () = tokio::time::sleep(self.bounds.max_connection_age) => {}
+        }
+        conn.as_mut().graceful_shutdown();
+        let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
+    }
+}
+
+/// Whether the request's Host (or, in HTTP/1, its absolute URI's authority) is one served.
+fn host_allowed(req: &Request<Body>, allowed: &[String]) -> bool {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| req.uri().authority().map(|a| a.as_str()));
+    host.is_some_and(|h| allowed.iter().any(|a| a.eq_ignore_ascii_case(h)))
+}
+
+fn misdirected() -> Response<Body> {
+    Response::builder()
+        .status(StatusCode::MISDIRECTED_REQUEST)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(
+            r#"{"error":"this server answers only requests addressed to the address it listens on (Host header)"}"#,
+        ))
+        .unwrap_or_default()
+}
+
+/// The Host values a server bound to `bound` answers: the address itself, and for a
+/// loopback or unspecified address `localhost`, `127.0.0.1` and `[::1]` on its port; plus
+/// `extra` names (each `NAME` or `NAME:PORT`).
+pub fn local_hosts(bound: SocketAddr, extra: &[String]) -> Vec<String> {
+    let port = bound.port();
+    let mut v = vec![bound.to_string()];
+    if bound.ip().is_loopback() || bound.ip().is_unspecified() {
+        for h in ["localhost", "127.0.0.1", "[::1]"] {
+            v.push(format!("{h}:{port}"));
+        }
+    }
+    for e in extra {
+        let has_port = !e.ends_with(']')
+            && e.rsplit_once(':')
+                .is_some_and(|(_, p)| p.parse::<u16>().is_ok());
+        if has_port {
+            v.push(e.clone());
+        } else {
+            v.push(format!("{e}:{port}"));
+        }
+    }
+    v
+}
+
 /// The content type of OpenMetrics text.
 pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -60,7 +279,12 @@ pub fn metrics_router(render: impl Fn() -> String + Send + Sync + 'static) -> Ro
 
 /// Serves `app` on `listener` from a thread of its own (for the commands that are not async
 /// themselves: `start`), until the process ends.
-pub fn on_thread(listener: std::net::TcpListener, app: Router, name: &str) -> std::io::Result<()> {
+pub fn on_thread(
+    listener: std::net::TcpListener,
+    app: Router,
+    bounds: Bounds,
+    name: &str,
+) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
@@ -71,11 +295,7 @@ pub fn on_thread(listener: std::net::TcpListener, app: Router, name: &str) -> st
         .spawn(move || {
             rt.block_on(async move {
                 match tokio::net::TcpListener::from_std(listener) {
-                    Ok(l) => {
-                        if let Err(e) = axum::serve(l, app).await {
-                            eprintln!("agentprof: the server stopped: {e}");
-                        }
-                    }
+                    Ok(l) => serve(l, app, bounds, None, never(), Arc::default()).await,
                     Err(e) => eprintln!("agentprof: cannot serve: {e}"),
                 }
             })
@@ -83,13 +303,9 @@ pub fn on_thread(listener: std::net::TcpListener, app: Router, name: &str) -> st
     Ok(())
 }
 
-/// Serves `app` on `listener` as a task of the current runtime, until it ends.
-pub fn spawn(listener: tokio::net::TcpListener, app: Router) {
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            eprintln!("agentprof: the server stopped: {e}");
-        }
-    });
+/// Serves `app` on `listener` as a task of the current runtime, until the process ends.
+pub fn spawn(listener: tokio::net::TcpListener, app: Router, bounds: Bounds) {
+    tokio::spawn(serve(listener, app, bounds, None, never(), Arc::default()));
 }
 
 /// Resolves when SIGINT or SIGTERM arrives (the flag the handlers set is looked at every
@@ -97,5 +313,38 @@ pub fn spawn(listener: tokio::net::TcpListener, app: Router) {
 pub async fn stopped() {
     while !crate::signal::requested() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loopback_server_answers_its_own_names_only() {
+        let bound: SocketAddr = "127.0.0.1:7070".parse().expect("addr");
+        let hosts = local_hosts(bound, &["box.lan".into(), "proxy:8443".into()]);
+        for h in [
+            "127.0.0.1:7070",
+            "localhost:7070",
+            "[::1]:7070",
+            "box.lan:7070",
+            "proxy:8443",
+        ] {
+            assert!(hosts.iter().any(|x| x == h), "{h} in {hosts:?}");
+        }
+        let req = |h: &str| {
+            Request::get("/api/profiles")
+                .header(header::HOST, h)
+                .body(Body::empty())
+                .expect("request")
+        };
+        assert!(host_allowed(&req("LOCALHOST:7070"), &hosts));
+        assert!(!host_allowed(&req("attacker.example:7070"), &hosts));
+        assert!(!host_allowed(&req("localhost:7071"), &hosts));
+        assert!(!host_allowed(
+            &Request::get("/").body(Body::empty()).expect("request"),
+            &hosts
+        ));
     }
 }

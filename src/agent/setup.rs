@@ -139,6 +139,7 @@ fn serve_metrics(addr: &str) -> anyhow::Result<Arc<openmetrics::OpenMetrics>> {
     crate::serve::on_thread(
         listener,
         crate::serve::metrics_router(move || shown.render()),
+        crate::serve::Bounds::metrics(),
         "metrics-listen",
     )
     .map_err(|e| UsageError::flag("--metrics-listen", format!("cannot serve on {addr}: {e}")))?;

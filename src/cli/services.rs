@@ -189,6 +189,11 @@ pub struct UiArgs {
     /// the profiles to it, and agentprof says so)
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
+    /// A name the page is also reached by (NAME or NAME:PORT, repeatable): requests whose
+    /// Host header is neither the listen address, localhost nor one of these get 421, so
+    /// a web page on another site cannot read the profiles through DNS rebinding
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allow_hosts: Vec<String>,
     /// Open the page in the desktop's browser once it is served
     #[arg(long)]
     pub open: bool,

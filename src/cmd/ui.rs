@@ -10,7 +10,6 @@ use crate::ui::UiOptions;
 
 use super::{Outcome, confd_options};
 
-#[inline(never)]
 pub fn run(args: UiArgs) -> anyhow::Result<Outcome> {
     let agent = AgentConfig::load(&confd_options(&ConfdArgs {
         config: args.config.clone(),
@@ -53,6 +52,7 @@ pub fn run(args: UiArgs) -> anyhow::Result<Outcome> {
         roots,
         listen,
         open: args.open,
+        allow_hosts: args.allow_hosts,
         duration,
         limits: super::pprof::limits(&args.limits),
     };

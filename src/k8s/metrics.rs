@@ -172,6 +172,6 @@ pub async fn serve(addr: SocketAddr, m: Arc<Metrics>) -> std::io::Result<SocketA
             }
         }),
     );
-    crate::serve::spawn(listener, app);
+    crate::serve::spawn(listener, app, crate::serve::Bounds::metrics());
     Ok(bound)
 }

@@ -1,5 +1,5 @@
-//! The receiver's HTTP side: hyper with axum's router (TLS with rustls when asked), the
-//! upload endpoints that check an upload, make it durable in the queue and answer 202, and
+//! The receiver's HTTP side: axum's router served by `crate::serve` (TLS with rustls when
+//! asked), the upload endpoints that check an upload, make it durable in the queue and answer 202, and
 //! the queue's record of an upload.
 
 use std::path::Path;
@@ -218,69 +218,6 @@ pub(super) fn router(state: Arc<State>) -> axum::Router {
         );
     }
     app
-}
-
-/// One connection: HTTP/1 with a header timeout, closed gracefully (5 s) at stop.
-async fn serve_conn<I>(
-    io: I,
-    app: axum::Router,
-    header_timeout: Duration,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let svc = hyper_util::service::TowerToHyperService::new(app);
-    let conn = hyper::server::conn::http1::Builder::new()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(header_timeout)
-        .serve_connection(hyper_util::rt::TokioIo::new(io), svc);
-    tokio::pin!(conn);
-    tokio::select! {
-        _ = conn.as_mut() => {}
-        _ = stop.changed() => {
-            conn.as_mut().graceful_shutdown();
-            let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
-        }
-    }
-}
-
-/// Serves `app` on `listener` until `stop` resolves, each connection on its own task;
-/// with `tls`, over TLS (the handshake within the header timeout).
-pub(super) async fn serve(
-    listener: tokio::net::TcpListener,
-    app: axum::Router,
-    header_timeout: Duration,
-    tls: Option<tokio_rustls::TlsAcceptor>,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) {
-    let mut conns = tokio::task::JoinSet::new();
-    loop {
-        tokio::select! {
-            a = listener.accept() => {
-                let Ok((tcp, _)) = a else { continue };
-                let (app, stop, tls) = (app.clone(), stop.clone(), tls.clone());
-                conns.spawn(async move {
-                    match tls {
-                        None => serve_conn(tcp, app, header_timeout, stop).await,
-                        Some(acc) => {
-                            if let Ok(Ok(io)) =
-                                tokio::time::timeout(header_timeout, acc.accept(tcp)).await
-                            {
-                                serve_conn(io, app, header_timeout, stop).await;
-                            }
-                        }
-                    }
-                });
-            }
-            _ = stop.changed() => break,
-        }
-        while conns.try_join_next().is_some() {}
-    }
-    drop(listener);
-    let _ = tokio::time::timeout(Duration::from_secs(6), async {
-        while conns.join_next().await.is_some() {}
-    })
-    .await;
 }
 
 /// The TLS settings of `--tls-cert`/`--tls-key` (PEM), checked now.

@@ -10,11 +10,14 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::http::{HEADER_TIMEOUT, Job, State, router, serve, unrecord};
+use super::http::{HEADER_TIMEOUT, Job, State, router, unrecord};
 use super::metrics::Metrics;
 use super::queue::Queue;
 use super::store::{StoreOptions, Stored};
 use crate::error::Outcome;
+
+/// Connections open at once; past it a new one is closed as soon as it is accepted.
+const MAX_CONNECTIONS: usize = 256;
 
 /// Everything `agentprof receive` runs with.
 pub struct ReceiveOptions {
@@ -181,7 +184,7 @@ async fn serve_metrics(addr: std::net::SocketAddr, metrics: &Arc<Metrics>) -> an
         "agentprof receive: metrics on http://{}/metrics",
         l.local_addr()?
     );
-    crate::serve::spawn(l, app);
+    crate::serve::spawn(l, app, crate::serve::Bounds::metrics());
     Ok(())
 }
 
@@ -261,13 +264,23 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
     let acceptor = opts.tls.clone().map(tokio_rustls::TlsAcceptor::from);
-    let header_timeout = opts.read_timeout.min(HEADER_TIMEOUT);
-    let server = tokio::spawn(serve(
+    let bounds = crate::serve::Bounds {
+        header_timeout: opts.read_timeout.min(HEADER_TIMEOUT),
+        max_connections: MAX_CONNECTIONS,
+        // An upload's body has `read_timeout` to arrive; a connection lives a few of them.
+        max_connection_age: opts
+            .read_timeout
+            .saturating_mul(4)
+            .max(Duration::from_secs(60)),
+        hosts: None,
+    };
+    let server = tokio::spawn(crate::serve::serve(
         listener,
         router(state),
-        header_timeout,
+        bounds,
         acceptor,
         stop_rx,
+        Arc::default(),
     ));
     eprintln!(
         "agentprof receive: listening on {scheme}://{bound}{} (storing under {})",

@@ -18,6 +18,8 @@ pub struct UiOptions {
     pub roots: Vec<PathBuf>,
     pub listen: SocketAddr,
     pub open: bool,
+    /// `--allow-host`: names answered beside the listen address and localhost.
+    pub allow_hosts: Vec<String>,
     pub duration: Option<Duration>,
     pub limits: Limits,
 }
@@ -45,16 +47,28 @@ pub async fn run(opts: UiOptions) -> anyhow::Result<Outcome> {
         open_browser(&url);
     }
     let app = server::router(ui);
-    let until = async move {
-        let d = opts.duration;
-        tokio::select! {
-            () = async { match d { Some(d) => tokio::time::sleep(d).await, None => std::future::pending().await } } => {}
-            () = crate::serve::stopped() => {}
-        }
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let bounds = crate::serve::Bounds {
+        header_timeout: Duration::from_secs(10),
+        max_connections: 64,
+        max_connection_age: Duration::from_secs(600),
+        hosts: Some(crate::serve::local_hosts(bound, &opts.allow_hosts)),
     };
-    axum::serve(listener, app)
-        .with_graceful_shutdown(until)
-        .await?;
+    let server = tokio::spawn(crate::serve::serve(
+        listener,
+        app,
+        bounds,
+        None,
+        stop_rx,
+        Arc::default(),
+    ));
+    let d = opts.duration;
+    tokio::select! {
+        () = async { match d { Some(d) => tokio::time::sleep(d).await, None => std::future::pending().await } } => {}
+        () = crate::serve::stopped() => {}
+    }
+    let _ = stop_tx.send(true);
+    let _ = server.await;
     eprintln!("agentprof ui: stopped");
     Ok(Outcome::Success)
 }
