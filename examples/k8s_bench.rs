@@ -19,6 +19,7 @@
 #[allow(dead_code)]
 mod apiserver;
 #[path = "../tests/cli/k8s/tls.rs"]
+#[allow(dead_code)]
 mod tls;
 
 use std::collections::BTreeMap;

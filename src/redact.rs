@@ -1,6 +1,7 @@
 //! The one place a URL is made safe to show: user name and password taken out, so a
 //! credential in `dd_url`, a pull target or an upload URL never reaches a message, a log, the
-//! summary or `--json`.
+//! summary or `--json`; and the one place text that came from the network or a check (a
+//! service name, a server's error page, a metric name) is made safe to print on a terminal.
 
 use reqwest::Url;
 
@@ -23,6 +24,30 @@ pub fn url_text(text: &str) -> String {
     }
 }
 
+/// Whether `c` would act on a terminal instead of showing: C0 and C1 controls, DEL, and the
+/// bidirectional overrides and isolates that reorder what follows them.
+fn is_unsafe(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every control character (line breaks and tabs too) written as an escape
+/// (`\u{1b}`), so that what a client sent cannot move the cursor, clear the screen, set the
+/// window title or add a line of its own.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_unsafe) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if is_unsafe(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -35,5 +60,14 @@ mod tests {
         );
         assert_eq!(url_text("https://only-user@host/"), "https://host/");
         assert_eq!(url_text("not a url with s3cret"), "<not a URL>");
+    }
+
+    #[test]
+    fn control_characters_never_reach_a_terminal() {
+        assert_eq!(printable("web-1 µs 日本"), "web-1 µs 日本");
+        assert_eq!(
+            printable("a\u{1b}[2Jb\u{7}\nc\u{0}\u{9b}\u{202e}d"),
+            "a\\u{1b}[2Jb\\u{7}\\u{a}c\\u{0}\\u{9b}\\u{202e}d"
+        );
     }
 }

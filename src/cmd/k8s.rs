@@ -215,7 +215,7 @@ fn targets(args: K8sTargetsArgs) -> anyhow::Result<Outcome> {
             pods: &reports,
             targets: n_targets,
             static_targets: statics.clone(),
-            api_requests: cluster.counts.snapshot().into_iter().collect(),
+            api_requests: cluster.api.by_verb(),
         };
         serde_json::to_writer_pretty(&mut out, &doc)?;
         writeln!(out)?;

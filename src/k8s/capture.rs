@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::Serialize;
-use tokio::sync::mpsc;
 
 use super::collector::{Cause, Done, Shared};
 use super::targets::Found;
@@ -79,7 +78,6 @@ pub(super) struct Capture {
     pub(super) id: String,
     pub(super) cancel: Cancel,
     pub(super) shared: Arc<Shared>,
-    pub(super) done: mpsc::UnboundedSender<Done>,
     pub(super) body_limit: u64,
     pub(super) found: Found,
     pub(super) cause: Cause,
@@ -89,7 +87,7 @@ pub(super) struct Capture {
 }
 
 impl Capture {
-    pub(super) fn run(self) {
+    pub(super) fn run(self) -> Done {
         let shared = &self.shared;
         let t0 = std::time::Instant::now();
         let pull_opts = shared.pull_options(self.body_limit);
@@ -101,7 +99,11 @@ impl Capture {
             cache_key: self.id.clone(),
             cancel: &self.cancel,
         };
-        let c = crate::pull::collect(&job, &pull_opts, &shared.cache, shared.uploader.as_ref());
+        let uploader = shared
+            .uploader
+            .as_ref()
+            .map(|u| u as &dyn crate::pull::upload::Submit);
+        let c = crate::pull::collect(&job, &pull_opts, &shared.cache, uploader);
         // Cancelled: a fetch was cut short. A capture that had everything when its pod
         // went away (its upload still running) is a capture like any other.
         let cut = c.profiles.len() < self.target.types.len()
@@ -113,9 +115,9 @@ impl Capture {
         // Cut by the target's removal or by the stop (whichever came first): what was
         // fetched before is kept and recorded; a capture that got nothing is not one.
         let cancelled = cut && (self.cancel.cancelled() || crate::signal::requested());
-        let ok = !c.profiles.is_empty() && c.profiles.iter().all(|p| p.ok);
+        let mut ok = !c.profiles.is_empty() && c.profiles.iter().all(|p| p.ok);
         if !cancelled || c.profiles.iter().any(|p| p.ok) {
-            write_capture(
+            ok &= write_capture(
                 shared,
                 &c,
                 &self.found,
@@ -126,7 +128,7 @@ impl Capture {
                 self.latency_ms,
             );
         }
-        let done_msg = Done {
+        Done {
             id: self.id.clone(),
             endpoint: self.found.endpoint.clone(),
             cause: self.cause,
@@ -134,9 +136,7 @@ impl Capture {
             cancelled,
             seconds: t0.elapsed().as_secs_f64(),
             no_delta: c.profiles.iter().filter_map(|p| p.no_delta).collect(),
-        };
-        drop(c);
-        let _ = self.done.send(done_msg);
+        }
     }
 }
 
@@ -151,7 +151,7 @@ pub(super) fn write_capture(
     fired: Option<&Fired>,
     tags: &[String],
     latency_ms: Option<f64>,
-) {
+) -> bool {
     let line = CaptureLine {
         time: &c.start,
         target: id,
@@ -169,7 +169,7 @@ pub(super) fn write_capture(
         upload_error: c.upload_error.as_deref(),
         trigger_latency_ms: latency_ms,
     };
-    emit(shared, &line, c);
+    emit(shared, &line, c)
 }
 
 /// A static target's collection: its service is the target, no pod, no rule.
@@ -191,20 +191,35 @@ pub(super) fn write_static_capture(shared: &Shared, c: &Collection, t: &crate::p
         upload_error: c.upload_error.as_deref(),
         trigger_latency_ms: None,
     };
-    emit(shared, &line, c);
+    let _ = emit(shared, &line, c);
 }
 
-fn emit(shared: &Shared, line: &CaptureLine<'_>, c: &Collection) {
+/// The capture's line written to captures.jsonl, printed; false when the line could not
+/// be written (the capture is then a failure: its record is not on disk).
+fn emit(shared: &Shared, line: &CaptureLine<'_>, c: &Collection) -> bool {
     let Ok(text) = serde_json::to_string(line) else {
-        return;
+        return false;
     };
+    let mut recorded = true;
     if let Some(file) = &shared.captures {
         use std::io::Write;
         let mut file = lock(file);
-        let _ = writeln!(file, "{text}");
+        if let Err(e) = writeln!(file, "{text}").and_then(|()| file.flush()) {
+            recorded = false;
+            super::collector::log(
+                shared.json,
+                "record_error",
+                serde_json::json!({"target": line.target, "file": "captures.jsonl",
+                    "error": e.to_string()}),
+            );
+        }
     }
     if shared.json {
-        println!("{{\"event\":\"capture\",\"capture\":{text}}}");
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stdout().lock(),
+            "{{\"event\":\"capture\",\"capture\":{text}}}"
+        );
     } else {
         let kinds: Vec<String> = c
             .profiles
@@ -213,15 +228,19 @@ fn emit(shared: &Shared, line: &CaptureLine<'_>, c: &Collection) {
                 if p.ok {
                     format!("{}({}B)", p.kind, p.bytes)
                 } else {
-                    format!("{}(error: {})", p.kind, p.error.as_deref().unwrap_or("?"))
+                    let e = p.error.as_deref().unwrap_or("?");
+                    format!("{}(error: {})", p.kind, crate::redact::printable(e))
                 }
             })
             .collect();
-        eprintln!(
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
             "agentprof k8s: capture target={} cause={} {}",
-            line.target,
+            crate::redact::printable(line.target),
             line.cause.as_str(),
             kinds.join(" ")
         );
     }
+    recorded
 }

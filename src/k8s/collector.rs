@@ -2,7 +2,7 @@
 //! baselines), scheduled and triggered captures dispatched within the global and per-rule
 //! limits and one per endpoint, finished collections, monitoring rounds. `run` drives it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -59,6 +59,8 @@ pub(super) struct TargetState {
     pub(super) backoff_until: Option<Instant>,
     pub(super) inflight: Option<Cancel>,
     pub(super) seq: u64,
+    /// A scheduled capture that met a limit waits in `Collector::waiting` since then.
+    pub(super) waiting_since: Option<Instant>,
 }
 
 /// A finished collection, back from the blocking pool.
@@ -76,7 +78,9 @@ pub(super) struct Done {
 /// One line of `<out>/captures.jsonl` (docs/json.md).
 pub(super) struct Shared {
     pub(super) cache: Mutex<DeltaCache>,
-    pub(super) uploader: Option<Mutex<crate::pull::upload::Uploader>>,
+    /// Uploads go to its spool and are sent from there by a thread of its own: a capture
+    /// never waits on the intake, and none is lost at a stop.
+    pub(super) uploader: Option<crate::pull::upload::Background>,
     pub(super) captures: Option<Mutex<std::fs::File>>,
     pub(super) out: Option<PathBuf>,
     pub(super) hostname: String,
@@ -117,28 +121,61 @@ pub(super) struct Collector {
     pub(super) done_tx: mpsc::UnboundedSender<Done>,
     pub(super) captures: u64,
     pub(super) failed: u64,
+    /// Scheduled captures that met a limit, first due first: each starts as soon as a
+    /// collection ends and the limits allow it, so no target is starved by the others.
+    pub(super) waiting: VecDeque<String>,
+    /// Where every monitoring grid starts: targets of one interval are due together, so one
+    /// kubelet read serves them all.
+    pub(super) epoch: Instant,
 }
 
+/// What the limits say to a capture now.
+enum Admit {
+    Go(
+        (
+            tokio::sync::OwnedSemaphorePermit,
+            tokio::sync::OwnedSemaphorePermit,
+        ),
+    ),
+    /// A scheduled capture that waits for a slot.
+    Wait,
+    No,
+}
+
+/// The first deadline of `every`'s grid from `epoch` after `now`.
+pub(super) fn grid_after(epoch: Instant, now: Instant, every: Duration) -> Instant {
+    let every_ns = every.as_nanos().max(1);
+    let passed = now.saturating_duration_since(epoch).as_nanos();
+    let steps = passed / every_ns + 1;
+    epoch + Duration::from_nanos(u64::try_from(steps * every_ns).unwrap_or(u64::MAX))
+}
+
+/// One event: a JSON line on stdout with `--json`, else a line on stderr. A closed stdout or
+/// stderr (the reader went away) loses the line, never the collector.
 pub(super) fn log(json: bool, event: &str, fields: serde_json::Value) {
+    use std::io::Write;
     if json {
         let mut v = fields;
         v["event"] = event.into();
         v["time"] = crate::pull::upload::rfc3339_nano(jiff::Timestamp::now()).into();
-        println!("{v}");
+        let _ = writeln!(std::io::stdout().lock(), "{v}");
     } else {
         let text = fields
             .as_object()
             .map(|m| {
                 m.iter()
+                    // Pod names, endpoints and errors come from the cluster: escaped.
                     .map(|(k, v)| match v {
-                        serde_json::Value::String(s) => format!("{k}={s}"),
+                        serde_json::Value::String(s) => {
+                            format!("{k}={}", crate::redact::printable(s))
+                        }
                         other => format!("{k}={other}"),
                     })
                     .collect::<Vec<_>>()
                     .join(" ")
             })
             .unwrap_or_default();
-        eprintln!("agentprof k8s: {event} {text}");
+        let _ = writeln!(std::io::stderr().lock(), "agentprof k8s: {event} {text}");
     }
 }
 
@@ -206,10 +243,11 @@ impl Collector {
             .discoveries
             .get_or_create(&vec![("event", "added".into())])
             .inc();
+        let first_round = grid_after(self.epoch, now, rule.monitor_interval);
         self.targets.insert(
             found.id.clone(),
             TargetState {
-                next_monitor: monitor.as_ref().map(|_| now + rule.monitor_interval),
+                next_monitor: monitor.as_ref().map(|_| first_round),
                 monitor,
                 next_scheduled: first,
                 grid: first,
@@ -217,6 +255,7 @@ impl Collector {
                 backoff_until: None,
                 inflight: None,
                 seq: 0,
+                waiting_since: None,
                 found,
             },
         );
@@ -251,6 +290,20 @@ impl Collector {
         self.metrics.targets.set(self.targets.len() as i64);
     }
 
+    /// Every target dropped (the lease is no longer this instance's): their collections
+    /// cancelled, baselines released; they are found again when the lease comes back.
+    pub(super) fn forget_targets(&mut self) {
+        let ids: Vec<String> = self.targets.keys().cloned().collect();
+        for id in ids {
+            self.remove(&id, "lease_lost");
+        }
+        self.by_pod.clear();
+        self.waiting.clear();
+        self.metrics
+            .synced
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
     pub(super) fn remove_pod(&mut self, ns: &str, name: &str) {
         if let Some(ids) = self.by_pod.remove(&format!("{ns}/{name}")) {
             for id in ids {
@@ -267,31 +320,47 @@ impl Collector {
         fired: Option<Fired>,
         round_at: Option<Instant>,
     ) {
-        let Some(permits) = self.admit(id, cause) else {
-            return;
+        let permits = match self.admit(id, cause) {
+            Admit::Go(p) => p,
+            Admit::Wait => {
+                if let Some(t) = self.targets.get_mut(id)
+                    && t.waiting_since.is_none()
+                {
+                    t.waiting_since = Some(Instant::now());
+                    self.waiting.push_back(id.to_string());
+                }
+                return;
+            }
+            Admit::No => return,
         };
+        if let Some(t) = self.targets.get_mut(id)
+            && t.waiting_since.take().is_some()
+        {
+            self.metrics.scheduled_late.inc();
+        }
         let Some(capture) = self.prepare(id, cause, fired, round_at) else {
             return;
         };
+        let done = self.done_tx.clone();
         tokio::task::spawn_blocking(move || {
-            let _permits = permits;
-            capture.run();
+            let finished = capture.run();
+            // The slots are free before the collector hears of it, so a waiting capture
+            // can take one at once.
+            drop(permits);
+            let _ = done.send(finished);
         });
     }
 
-    /// The permits of a capture of `id` now (the global and the rule's), or None with the
-    /// reason counted: not ready, busy (the endpoint's previous target still collecting:
-    /// a scheduled capture waits for it), in backoff, at the concurrency limit.
-    fn admit(
-        &mut self,
-        id: &str,
-        cause: Cause,
-    ) -> Option<(
-        tokio::sync::OwnedSemaphorePermit,
-        tokio::sync::OwnedSemaphorePermit,
-    )> {
+    /// The permits of a capture of `id` now (the global and the rule's); else a scheduled
+    /// capture waits for its turn (its own previous capture still running, or the
+    /// concurrency limit), and any other is skipped with the reason counted: not ready,
+    /// busy (the endpoint's previous target still collecting: a scheduled capture looks
+    /// again shortly), in backoff, at the concurrency limit.
+    fn admit(&mut self, id: &str, cause: Cause) -> Admit {
         let now = Instant::now();
-        let t = self.targets.get(id)?;
+        let Some(t) = self.targets.get(id) else {
+            return Admit::No;
+        };
         let json = self.opts.json;
         let skip = |m: &Metrics, reason: &str| {
             m.skip(reason);
@@ -300,43 +369,70 @@ impl Collector {
                 "capture_skipped",
                 serde_json::json!({"target": id, "cause": cause.as_str(), "reason": reason}),
             );
+            Admit::No
         };
+        let scheduled = cause == Cause::Scheduled;
         if !t.found.ready {
-            skip(&self.metrics, "not_ready");
-            return None;
+            return skip(&self.metrics, "not_ready");
         }
         if t.inflight.is_some() {
-            skip(&self.metrics, "busy");
-            return None;
+            return if scheduled {
+                Admit::Wait
+            } else {
+                skip(&self.metrics, "busy")
+            };
         }
         if self.busy.contains_key(&t.found.endpoint) {
-            if cause == Cause::Scheduled
-                && let Some(t) = self.targets.get_mut(id)
-            {
+            if scheduled && let Some(t) = self.targets.get_mut(id) {
                 t.next_scheduled = now + WAIT_FOR_OLD;
                 log(
                     json,
                     "capture_waiting",
                     serde_json::json!({"target": id, "why": "the endpoint's previous task is still running"}),
                 );
-                return None;
+                return Admit::No;
             }
-            skip(&self.metrics, "busy");
-            return None;
+            return skip(&self.metrics, "busy");
         }
         if t.backoff_until.is_some_and(|b| now < b) {
-            skip(&self.metrics, "backoff");
-            return None;
+            return skip(&self.metrics, "backoff");
         }
-        let Ok(g) = Arc::clone(&self.global).try_acquire_owned() else {
-            skip(&self.metrics, "concurrency");
-            return None;
-        };
-        let Ok(r) = Arc::clone(&self.per_rule[t.found.rule]).try_acquire_owned() else {
-            skip(&self.metrics, "concurrency");
-            return None;
-        };
-        Some((g, r))
+        let rule = t.found.rule;
+        let g = Arc::clone(&self.global).try_acquire_owned();
+        let r = Arc::clone(&self.per_rule[rule]).try_acquire_owned();
+        match (g, r) {
+            (Ok(g), Ok(r)) => Admit::Go((g, r)),
+            _ if scheduled => Admit::Wait,
+            _ => skip(&self.metrics, "concurrency"),
+        }
+    }
+
+    /// The waiting scheduled captures that the limits let start now, first due first.
+    pub(super) fn start_waiting(&mut self) {
+        for _ in 0..self.waiting.len() {
+            let Some(id) = self.waiting.pop_front() else {
+                break;
+            };
+            let Some(t) = self.targets.get(&id) else {
+                continue;
+            };
+            if t.waiting_since.is_none() {
+                continue;
+            }
+            match self.admit(&id, Cause::Scheduled) {
+                // The permits are dropped here and taken again by dispatch, on this thread.
+                Admit::Go(permits) => {
+                    drop(permits);
+                    self.dispatch(&id, Cause::Scheduled, None, None);
+                }
+                Admit::Wait => self.waiting.push_back(id),
+                Admit::No => {
+                    if let Some(t) = self.targets.get_mut(&id) {
+                        t.waiting_since = None;
+                    }
+                }
+            }
+        }
     }
 
     /// The capture to run: its types and duration by its cause, its tags, its directory;
@@ -396,7 +492,6 @@ impl Collector {
             id: id.to_string(),
             cancel,
             shared: Arc::clone(&self.shared),
-            done: self.done_tx.clone(),
             body_limit: rule.body_size_limit_mb,
             found: f,
             cause,
@@ -468,6 +563,7 @@ impl Collector {
                 t.backoff_until = Some(Instant::now() + wait);
             }
         }
+        self.start_waiting();
     }
 
     /// Scheduled captures that are due.
@@ -491,6 +587,19 @@ impl Collector {
                 t.grid = next;
                 t.next_scheduled = next;
                 if rule.scheduled_types.is_empty() {
+                    continue;
+                }
+                // Still waiting for a slot since its last due time: that one is missed (the
+                // capture that waits stands for this slot now).
+                if t.waiting_since.is_some() {
+                    t.waiting_since = Some(now);
+                    self.metrics.scheduled_missed.inc();
+                    log(
+                        self.opts.json,
+                        "capture_missed",
+                        serde_json::json!({"target": id, "cause": "scheduled",
+                            "why": "no concurrency slot within one interval of its due time"}),
+                    );
                     continue;
                 }
             }

@@ -20,7 +20,10 @@ pub async fn list_node_pods(client: &kube::Client, node: &str) -> Result<Vec<Pod
         .limit(PAGE);
     let mut pods = Vec::new();
     loop {
-        let page = api.list(&lp).await.map_err(|e| describe(&e))?;
+        let page = api
+            .list(&lp)
+            .await
+            .map_err(|e| describe(&e, "list", "pods"))?;
         pods.extend(page.items);
         match page.metadata.continue_ {
             Some(c) if !c.is_empty() => lp = lp.continue_token(&c),
@@ -37,33 +40,39 @@ pub fn watcher_config(node: &str) -> kube::runtime::watcher::Config {
         .page_size(PAGE)
 }
 
-/// A kube error in words a user can act on (RBAC, credentials, reachability).
-pub fn describe(e: &kube::Error) -> String {
+/// A kube error in words a user can act on (RBAC, credentials, reachability), for the
+/// request that failed: `verb` on `resource` (as RBAC names them: `list` `pods`, `update`
+/// `leases`), every cause in the chain kept.
+pub fn describe(e: &kube::Error, verb: &str, resource: &str) -> String {
     match e {
         kube::Error::Api(s) if s.code == 401 => format!(
-            "the API server refused the credentials (401 {}): check the token or kubeconfig user",
+            "the API server refused the credentials to {verb} {resource} (401 {}): check the \
+             token or the kubeconfig user",
             s.message
         ),
         kube::Error::Api(s) if s.code == 403 => format!(
-            "forbidden (403): {} — the ClusterRole needs get/list/watch on pods \
-             (deploy/kubernetes/rbac.yaml)",
+            "forbidden to {verb} {resource} (403): {} — agentprof's ServiceAccount needs \
+             `{verb}` on `{resource}` (deploy/kubernetes/rbac.yaml grants it)",
             s.message
         ),
         kube::Error::Api(s) => format!(
-            "the API server answered {} {}: {}",
+            "{verb} {resource}: the API server answered {} {}: {}",
             s.code, s.reason, s.message
         ),
-        other => {
-            let mut text = other.to_string();
-            let mut cur: &dyn std::error::Error = other;
-            while let Some(next) = cur.source() {
-                let t = next.to_string();
-                if !text.contains(&t) {
-                    text = format!("{text}: {t}");
-                }
-                cur = next;
-            }
-            text
-        }
+        other => format!("{verb} {resource}: {}", chain(other)),
     }
+}
+
+/// An error and every cause under it, each said once.
+pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        let t = next.to_string();
+        if !text.contains(&t) {
+            text = format!("{text}: {t}");
+        }
+        cur = next;
+    }
+    text
 }

@@ -1,23 +1,44 @@
 //! The node's kubelet `/stats/summary`: directly at `kubelet_url` (default
-//! `https://$NODE_IP:10250`) with the bearer token, or through the API server's node proxy
-//! when no address is known. One query per monitoring round, bounded in time and size.
+//! `https://$NODE_IP:10250`), or through the API server's node proxy when no address is
+//! known. One query per monitoring round, bounded in time and size.
+//!
+//! The direct client is kube's, made from the same configuration as the API server's: the
+//! kubelet is sent the same credentials (a token file re-read every minute as the cluster
+//! rotates it, a kubeconfig's exec plugin or client certificate), or `kubelet_token_file`'s
+//! token, read at every query. On a 401 the credentials are read again at once and the query
+//! repeated. Over plain HTTP (the read-only port) no credential is sent at all.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
+use http_body_util::BodyExt;
+
+use super::api::ApiStats;
 use super::stats::Summary;
 
 /// The largest summary read: a 110-pod node's is a few hundred KiB.
 const MAX_SUMMARY: usize = 16 << 20;
 
 pub enum Kubelet {
-    Direct {
-        client: reqwest::Client,
-        url: reqwest::Url,
-        token: Option<String>,
-    },
+    Direct(Box<Direct>),
     /// `/api/v1/nodes/<node>/proxy/stats/summary` through the API server.
-    Proxy { client: kube::Client, node: String },
+    Proxy {
+        client: kube::Client,
+        node: String,
+    },
+}
+
+pub struct Direct {
+    config: kube::Config,
+    client: tokio::sync::Mutex<kube::Client>,
+    path: String,
+    shown: String,
+    /// What is sent to authenticate, in words.
+    pub credentials: String,
+    /// `kubelet_token_file`: its token, read at every query.
+    token_file: Option<std::path::PathBuf>,
+    stats: Arc<ApiStats>,
 }
 
 /// Where the kubelet is, and how agentprof authenticates to it.
@@ -27,67 +48,100 @@ pub struct KubeletSettings<'a> {
     pub tls_verify: bool,
     pub client_ca: Option<&'a Path>,
     pub token_file: Option<&'a Path>,
-    pub token: Option<String>,
+}
+
+/// The kubelet's address: `kubelet_url`, else `https://$NODE_IP:10250`, else none (the node
+/// proxy).
+fn address(s: &KubeletSettings<'_>) -> Result<Option<reqwest::Url>, String> {
+    if let Some(u) = &s.url {
+        return Ok(Some(u.clone()));
+    }
+    let Some(ip) = s.node_ip.as_deref().filter(|ip| !ip.is_empty()) else {
+        return Ok(None);
+    };
+    let host = if ip.contains(':') {
+        format!("[{ip}]")
+    } else {
+        ip.to_string()
+    };
+    reqwest::Url::parse(&format!("https://{host}:10250"))
+        .map(Some)
+        .map_err(|e| format!("$NODE_IP {host}: {e}"))
 }
 
 impl Kubelet {
-    pub fn new(s: KubeletSettings<'_>, api: &kube::Client, node: &str) -> Result<Kubelet, String> {
-        let url = match (s.url, s.node_ip.filter(|ip| !ip.is_empty())) {
-            (Some(u), _) => u,
-            (None, Some(ip)) => {
-                let host = if ip.contains(':') {
-                    format!("[{ip}]")
-                } else {
-                    ip
-                };
-                reqwest::Url::parse(&format!("https://{host}:10250"))
-                    .map_err(|e| format!("$NODE_IP {host}: {e}"))?
-            }
-            (None, None) => {
-                return Ok(Kubelet::Proxy {
-                    client: api.clone(),
-                    node: node.to_string(),
-                });
-            }
+    pub fn new(
+        s: KubeletSettings<'_>,
+        cluster: &super::client::Cluster,
+        node: &str,
+    ) -> Result<Kubelet, String> {
+        let Some(url) = address(&s)? else {
+            return Ok(Kubelet::Proxy {
+                client: cluster.client.clone(),
+                node: node.to_string(),
+            });
         };
-        let mut url = url;
-        url.set_path(&format!(
-            "{}/stats/summary",
-            url.path().trim_end_matches('/')
-        ));
-        let token = match s.token_file {
-            Some(f) => {
-                let b = crate::config::read_limited(f, 64 << 10, "")
-                    .map_err(|e| format!("kubelet_token_file: {e}"))?;
-                Some(String::from_utf8_lossy(&b).trim().to_string())
-            }
-            None => s.token,
-        };
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut b = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_secs(5))
-            .user_agent(concat!("agentprof/", env!("CARGO_PKG_VERSION")));
+        let mut config = cluster.config.clone();
+        let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
+        let base = format!("{}://{}{port}", url.scheme(), url.host_str().unwrap_or(""));
+        config.cluster_url = base
+            .parse()
+            .map_err(|e| format!("kubelet_url {}: {e}", crate::redact::url(&url)))?;
+        config.tls_server_name = None;
+        config.proxy_url = None;
+        let plain = url.scheme() == "http";
+        let token_file = s.token_file.filter(|_| !plain).map(Path::to_path_buf);
+        if plain || token_file.is_some() {
+            config.auth_info = Default::default();
+        }
+        if let Some(f) = &token_file {
+            read_token(f)?;
+        }
         if let Some(ca) = s.client_ca {
             let pem = crate::config::read_limited(ca, 1 << 20, "")
                 .map_err(|e| format!("kubelet_client_ca: {e}"))?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem)
-                .map_err(|e| format!("kubelet_client_ca {}: {e}", ca.display()))?;
-            b = b.tls_certs_merge(certs);
+            config.root_cert = Some(
+                pem_certificates(&pem)
+                    .map_err(|e| format!("kubelet_client_ca {}: {e}", ca.display()))?,
+            );
         }
-        if !s.tls_verify {
-            b = b.danger_accept_invalid_certs(true);
-        }
-        let client = b.build().map_err(|e| format!("kubelet client: {e}"))?;
-        Ok(Kubelet::Direct { client, url, token })
+        config.accept_invalid_certs = !s.tls_verify;
+        let credentials = match &token_file {
+            _ if plain => {
+                "no credentials (kubelet_url is plain HTTP: a token would travel in clear text)"
+                    .into()
+            }
+            Some(f) => format!("the bearer token in {} (kubelet_token_file)", f.display()),
+            None => super::client::credentials(&config),
+        };
+        let stats = Arc::new(ApiStats::default());
+        let client = super::client::client(config.clone(), &stats)
+            .map_err(|e| format!("kubelet client: {e}"))?;
+        let path = format!("{}/stats/summary", url.path().trim_end_matches('/'));
+        Ok(Kubelet::Direct(Box::new(Direct {
+            config,
+            client: tokio::sync::Mutex::new(client),
+            path,
+            shown: crate::redact::url(&url),
+            credentials,
+            token_file,
+            stats,
+        })))
     }
 
     /// Where the summary comes from, for messages.
     pub fn describe(&self) -> String {
         match self {
-            Kubelet::Direct { url, .. } => crate::redact::url(url),
+            Kubelet::Direct(d) => d.shown.clone(),
             Kubelet::Proxy { node, .. } => format!("the API server's proxy to node {node}"),
+        }
+    }
+
+    /// What the kubelet is sent to authenticate, for the start line.
+    pub fn credentials(&self) -> String {
+        match self {
+            Kubelet::Direct(d) => d.credentials.clone(),
+            Kubelet::Proxy { .. } => "the API server's (through its node proxy)".into(),
         }
     }
 
@@ -96,7 +150,7 @@ impl Kubelet {
         match tokio::time::timeout(timeout, self.fetch()).await {
             Ok(r) => r,
             Err(_) => Err(format!(
-                "{}: no answer within {}",
+                "{}: no answer within {} (the shortest monitor_interval, at most 10 s)",
                 self.describe(),
                 crate::duration::human(timeout)
             )),
@@ -105,46 +159,7 @@ impl Kubelet {
 
     async fn fetch(&self) -> Result<Summary, String> {
         let body = match self {
-            Kubelet::Direct { client, url, token } => {
-                let mut req = client.get(url.clone());
-                if let Some(t) = token {
-                    req = req.bearer_auth(t);
-                }
-                let mut resp = req
-                    .send()
-                    .await
-                    .map_err(|e| format!("{}: {}", self.describe(), root(&e)))?;
-                let status = resp.status();
-                let mut body = Vec::new();
-                while let Some(chunk) = resp
-                    .chunk()
-                    .await
-                    .map_err(|e| format!("{}: {}", self.describe(), root(&e)))?
-                {
-                    if body.len() + chunk.len() > MAX_SUMMARY {
-                        return Err(format!(
-                            "{}: the summary is larger than {} MiB",
-                            self.describe(),
-                            MAX_SUMMARY >> 20
-                        ));
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                if !status.is_success() {
-                    let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-                    let hint = if status.as_u16() == 401 || status.as_u16() == 403 {
-                        " (the ClusterRole needs get on nodes/stats)"
-                    } else {
-                        ""
-                    };
-                    return Err(format!(
-                        "{}: HTTP {status}{hint}: {}",
-                        self.describe(),
-                        text.trim()
-                    ));
-                }
-                body
-            }
+            Kubelet::Direct(d) => d.fetch().await?,
             Kubelet::Proxy { client, node } => {
                 let req = http::Request::get(format!("/api/v1/nodes/{node}/proxy/stats/summary"))
                     .body(Vec::new())
@@ -152,7 +167,13 @@ impl Kubelet {
                 client
                     .request_text(req)
                     .await
-                    .map_err(|e| format!("{}: {}", self.describe(), super::discover::describe(&e)))?
+                    .map_err(|e| {
+                        format!(
+                            "{}: {}",
+                            self.describe(),
+                            super::discover::describe(&e, "get", "nodes/proxy")
+                        )
+                    })?
                     .into_bytes()
             }
         };
@@ -160,10 +181,106 @@ impl Kubelet {
     }
 }
 
-fn root(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(n) = cur.source() {
-        cur = n;
+impl Direct {
+    /// The summary's bytes; a 401 reads the credentials again (a rotated token) and asks once
+    /// more.
+    async fn fetch(&self) -> Result<Vec<u8>, String> {
+        match self.once().await {
+            Err((Some(401), _)) => {
+                let fresh = super::client::client(self.config.clone(), &self.stats)
+                    .map_err(|e| format!("kubelet client: {e}"))?;
+                *self.client.lock().await = fresh;
+                self.once().await.map_err(|(_, e)| e)
+            }
+            other => other.map_err(|(_, e)| e),
+        }
     }
-    cur.to_string()
+
+    async fn once(&self) -> Result<Vec<u8>, (Option<u16>, String)> {
+        let client = self.client.lock().await.clone();
+        let mut req = http::Request::get(self.path.as_str());
+        if let Some(f) = &self.token_file {
+            let token = read_token(f).map_err(|e| (None, e))?;
+            req = req.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let req = req
+            .body(kube::client::Body::empty())
+            .map_err(|e| (None, e.to_string()))?;
+        let resp = client.send(req).await.map_err(|e| {
+            (
+                None,
+                format!("{}: {}", self.shown, super::discover::chain(&e)),
+            )
+        })?;
+        let status = resp.status();
+        let mut body = resp.into_body();
+        let mut bytes = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| (None, format!("{}: {e}", self.shown)))?;
+            if let Some(chunk) = frame.data_ref() {
+                if bytes.len() + chunk.len() > MAX_SUMMARY {
+                    return Err((
+                        None,
+                        format!(
+                            "{}: the summary is larger than {} MiB",
+                            self.shown,
+                            MAX_SUMMARY >> 20
+                        ),
+                    ));
+                }
+                bytes.extend_from_slice(chunk);
+            }
+        }
+        if status.is_success() {
+            return Ok(bytes);
+        }
+        let text = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
+        let hint = match status.as_u16() {
+            401 => format!(
+                " (sent: {}; the kubelet checks it with the API server)",
+                self.credentials
+            ),
+            403 => format!(
+                " (sent: {}; the ClusterRole needs get on nodes/stats)",
+                self.credentials
+            ),
+            _ => String::new(),
+        };
+        Err((
+            Some(status.as_u16()),
+            format!(
+                "{}: HTTP {status}{hint}: {}",
+                self.shown,
+                crate::redact::printable(text.trim())
+            ),
+        ))
+    }
+}
+
+/// A token file's token, trimmed (a file written by hand ends in a newline).
+fn read_token(f: &Path) -> Result<String, String> {
+    let b = crate::config::read_limited(f, 64 << 10, "")
+        .map_err(|e| format!("kubelet_token_file: {e}"))?;
+    let t = String::from_utf8_lossy(&b).trim().to_string();
+    if t.is_empty() || t.contains(|c: char| c.is_control()) {
+        return Err(format!(
+            "kubelet_token_file {}: not a bearer token (empty, or with control characters)",
+            f.display()
+        ));
+    }
+    Ok(t)
+}
+
+/// The DER certificates of a PEM bundle.
+fn pem_certificates(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(pem)
+        .map(|c| c.map(|c| c.to_vec()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    if certs.is_empty() {
+        return Err("no certificate in it".into());
+    }
+    Ok(certs)
 }

@@ -1,20 +1,30 @@
-//! One collector per node: a `coordination.k8s.io` Lease named `agentprof-<node>`. The holder
-//! renews it every `RENEW`; another instance waits as a standby and takes over once the
-//! record has not changed for the lease's duration (measured on its own clock from when it
-//! saw the record change, as client-go's leader election does, so clock skew between nodes
-//! does not matter).
+//! One collector per node: a `coordination.k8s.io` Lease named `agentprof-<node>`, kept by a
+//! task of its own beside the collector (an API server that is slow, throttles or hangs
+//! delays the lease, never the collector). The holder renews it every `RENEW`, each attempt
+//! within `CALL`; it counts itself the holder only until `DURATION` after the last renewal
+//! it sent (less a margin), so when the API server is gone it stops collecting before a
+//! standby can take over. A standby takes over once the record has not changed for the
+//! lease's duration (measured on its own clock from when it saw the record change, as
+//! client-go's leader election does, so clock skew between nodes does not matter).
 
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, ObjectMeta, PostParams};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// How long a lease holds without renewal.
 pub const DURATION: Duration = Duration::from_secs(15);
-/// How often the holder renews.
+/// How often the holder renews (and a standby looks).
 pub const RENEW: Duration = Duration::from_secs(5);
+/// The longest one attempt to take or renew the lease may take.
+pub const CALL: Duration = Duration::from_secs(5);
+/// The holder stops collecting this long before a standby could take over.
+const MARGIN: Duration = Duration::from_secs(2);
+/// The longest giving the lease back at stop may take.
+pub const RELEASE: Duration = Duration::from_millis(1500);
 
 pub struct NodeLease {
     api: Api<Lease>,
@@ -58,27 +68,9 @@ impl NodeLease {
             .api
             .get_opt(&self.name)
             .await
-            .map_err(|e| super::discover::describe(&e))?;
+            .map_err(|e| super::discover::describe(&e, "get", "leases"))?;
         let Some(mut lease) = current else {
-            let l = Lease {
-                metadata: ObjectMeta {
-                    name: Some(self.name.clone()),
-                    ..Default::default()
-                },
-                spec: Some(self.spec(0, None)),
-            };
-            return match self.api.create(&PostParams::default(), &l).await {
-                Ok(_) => {
-                    self.held = true;
-                    Ok(true)
-                }
-                // Another instance created it first.
-                Err(kube::Error::Api(s)) if s.code == 409 => {
-                    self.held = false;
-                    Ok(false)
-                }
-                Err(e) => Err(super::discover::describe(&e)),
-            };
+            return self.create().await;
         };
         let rv = lease.metadata.resource_version.clone().unwrap_or_default();
         let changed = self.seen.as_ref().is_none_or(|(v, _)| *v != rv);
@@ -87,22 +79,24 @@ impl NodeLease {
         }
         let spec = lease.spec.clone().unwrap_or_default();
         let ours = spec.holder_identity.as_deref() == Some(self.identity.as_str());
+        let duration = spec.lease_duration_seconds.unwrap_or(15).clamp(1, 3600) as u64;
         let expired = spec.holder_identity.as_deref().is_none_or(str::is_empty)
-            || self.seen.as_ref().is_some_and(|(_, at)| {
-                at.elapsed()
-                    > Duration::from_secs(spec.lease_duration_seconds.unwrap_or(15).max(1) as u64)
-            });
+            || self
+                .seen
+                .as_ref()
+                .is_some_and(|(_, at)| at.elapsed() > Duration::from_secs(duration));
         if !ours && !expired {
             self.held = false;
             return Ok(false);
         }
-        let transitions = spec.lease_transitions.unwrap_or(0) + i32::from(!ours);
-        let acquired = if ours {
-            spec.acquire_time.clone()
-        } else {
-            None
-        };
-        lease.spec = Some(self.spec(transitions, acquired));
+        lease.spec = Some(self.spec(
+            next_transitions(spec.lease_transitions, ours),
+            if ours {
+                spec.acquire_time.clone()
+            } else {
+                None
+            },
+        ));
         match self
             .api
             .replace(&self.name, &PostParams::default(), &lease)
@@ -117,7 +111,29 @@ impl NodeLease {
                 self.held = false;
                 Ok(false)
             }
-            Err(e) => Err(super::discover::describe(&e)),
+            Err(e) => Err(super::discover::describe(&e, "update", "leases")),
+        }
+    }
+
+    async fn create(&mut self) -> Result<bool, String> {
+        let l = Lease {
+            metadata: ObjectMeta {
+                name: Some(self.name.clone()),
+                ..Default::default()
+            },
+            spec: Some(self.spec(0, None)),
+        };
+        match self.api.create(&PostParams::default(), &l).await {
+            Ok(_) => {
+                self.held = true;
+                Ok(true)
+            }
+            // Another instance created it first.
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                self.held = false;
+                Ok(false)
+            }
+            Err(e) => Err(super::discover::describe(&e, "create", "leases")),
         }
     }
 
@@ -138,5 +154,137 @@ impl NodeLease {
                 .await;
         }
         self.held = false;
+    }
+}
+
+/// The record's transitions after this attempt: one more when the lease changes hands,
+/// never past i32::MAX (the API server refuses a negative count).
+fn next_transitions(current: Option<i32>, ours: bool) -> i32 {
+    current.unwrap_or(0).max(0).saturating_add(i32::from(!ours))
+}
+
+/// What the keeper knows of the lease.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Holding {
+    /// This instance may collect until then: the last renewal it sent, plus the lease's
+    /// duration less a margin. None: it does not hold the lease.
+    pub until: Option<Instant>,
+    /// Another instance holds it (the last answer said so).
+    pub other: bool,
+}
+
+impl Holding {
+    pub fn held(&self, now: Instant) -> bool {
+        self.until.is_some_and(|u| now < u)
+    }
+}
+
+/// The lease's task: its state, and the way to stop it (which gives the lease back).
+pub struct Keeper {
+    pub state: watch::Receiver<Holding>,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Keeper {
+    /// Starts taking and renewing `lease` on a task of its own; `log` says what happened.
+    pub fn start(
+        lease: NodeLease,
+        log: impl Fn(&str, serde_json::Value) + Send + 'static,
+    ) -> Keeper {
+        let (tx, state) = watch::channel(Holding::default());
+        let (stop, stop_rx) = watch::channel(false);
+        let task = tokio::spawn(keep(lease, tx, stop_rx, log));
+        Keeper { state, stop, task }
+    }
+
+    /// Stops the task; it gives the lease back within `RELEASE`.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = tokio::time::timeout(RELEASE + Duration::from_millis(200), self.task).await;
+    }
+}
+
+async fn keep(
+    mut lease: NodeLease,
+    tx: watch::Sender<Holding>,
+    mut stop: watch::Receiver<bool>,
+    log: impl Fn(&str, serde_json::Value),
+) {
+    let mut failures = 0u32;
+    loop {
+        let sent = Instant::now();
+        let outcome = match tokio::time::timeout(CALL, lease.try_hold()).await {
+            Ok(r) => r,
+            Err(_) => Err(format!(
+                "no answer within {} s from the API server",
+                CALL.as_secs()
+            )),
+        };
+        match outcome {
+            Ok(mine) => {
+                if failures > 0 {
+                    log(
+                        "lease_ok",
+                        serde_json::json!({"lease": lease.name, "after_failures": failures}),
+                    );
+                }
+                failures = 0;
+                tx.send_modify(|h| {
+                    h.until = mine.then(|| sent + DURATION - MARGIN);
+                    h.other = !mine;
+                });
+            }
+            Err(e) => {
+                failures += 1;
+                // The first failure of a run of them, then one a minute.
+                if failures == 1 || failures.is_multiple_of(12) {
+                    log(
+                        "lease_error",
+                        serde_json::json!({"lease": lease.name, "error": e, "failures": failures}),
+                    );
+                }
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(RENEW) => {}
+            _ = stop.changed() => break,
+        }
+    }
+    if tokio::time::timeout(RELEASE, lease.release())
+        .await
+        .is_err()
+    {
+        log(
+            "lease_release_timeout",
+            serde_json::json!({"lease": lease.name,
+                "why": "the API server did not answer within 1.5 s; a standby takes over when the lease expires"}),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transitions_saturate_instead_of_wrapping() {
+        assert_eq!(next_transitions(None, false), 1);
+        assert_eq!(next_transitions(Some(4), true), 4);
+        assert_eq!(next_transitions(Some(4), false), 5);
+        assert_eq!(next_transitions(Some(i32::MAX), false), i32::MAX);
+        assert_eq!(next_transitions(Some(-3), false), 1);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_holding_ends_before_a_standby_could_take_over() {
+        let sent = Instant::now();
+        let h = Holding {
+            until: Some(sent + DURATION - MARGIN),
+            other: false,
+        };
+        assert!(h.held(Instant::now()));
+        tokio::time::advance(DURATION - MARGIN).await;
+        assert!(!h.held(Instant::now()));
     }
 }

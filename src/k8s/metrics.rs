@@ -1,7 +1,8 @@
 //! What `agentprof k8s` tells Prometheus (`--metrics-listen`): targets, discoveries, skips by
 //! reason, collections by cause and status with their durations, the delta cache, kubelet
-//! rounds and API requests by verb; and `/healthz` and `/readyz` (ready once the pod cache
-//! has synced and this instance holds the node's lease) for the DaemonSet's probes.
+//! rounds, API requests by verb, resource and outcome, the server's Retry-After and its
+//! short watches, scheduled captures late or missed; and `/healthz` and `/readyz` for the
+//! DaemonSet's probes: ready while the pod cache has synced and the API server answers.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::client::ApiCounts;
+use super::api::ApiStats;
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -29,8 +30,15 @@ pub struct Metrics {
     pub kubelet_rounds: Family<Labels, Counter>,
     pub lease_held: Gauge,
     api_requests: Family<Labels, Counter>,
-    api: Arc<ApiCounts>,
-    api_seen: std::sync::Mutex<std::collections::HashMap<&'static str, u64>>,
+    api_held: Counter,
+    api_short_watches: Counter,
+    pub scheduled_late: Counter,
+    pub scheduled_missed: Counter,
+    api: Arc<ApiStats>,
+    api_seen:
+        std::sync::Mutex<std::collections::HashMap<(&'static str, &'static str, String), u64>>,
+    held_seen: std::sync::atomic::AtomicU64,
+    short_seen: std::sync::atomic::AtomicU64,
     pub synced: AtomicBool,
     pub started: AtomicI64,
     /// The skips by reason, for the summary at stop.
@@ -38,7 +46,7 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    pub fn new(api: Arc<ApiCounts>) -> Metrics {
+    pub fn new(api: Arc<ApiStats>) -> Metrics {
         let mut registry = Registry::with_prefix("agentprof_k8s");
         let targets = Gauge::default();
         registry.register("targets", "Endpoints being collected", targets.clone());
@@ -93,8 +101,35 @@ impl Metrics {
         let api_requests = Family::<Labels, Counter>::default();
         registry.register(
             "api_requests",
-            "Requests to the Kubernetes API server by verb",
+            "Requests to the Kubernetes API server by verb, resource and code (an HTTP status, \
+             error: no answer, timeout: none within the call's deadline)",
             api_requests.clone(),
+        );
+        let api_held = Counter::default();
+        registry.register(
+            "api_retry_after",
+            "Answers of the API server (429, 503) with a Retry-After, honoured by holding the \
+             next requests (at most 30 s)",
+            api_held.clone(),
+        );
+        let api_short_watches = Counter::default();
+        registry.register(
+            "api_short_watches",
+            "Watches the API server ended at once with no event (taken as errors: the watch \
+             backs off)",
+            api_short_watches.clone(),
+        );
+        let scheduled_late = Counter::default();
+        registry.register(
+            "scheduled_late",
+            "Scheduled captures that waited for a concurrency slot before they started",
+            scheduled_late.clone(),
+        );
+        let scheduled_missed = Counter::default();
+        registry.register(
+            "scheduled_missed",
+            "Scheduled captures that did not start within one interval of their due time",
+            scheduled_missed.clone(),
         );
         Metrics {
             registry,
@@ -108,8 +143,14 @@ impl Metrics {
             kubelet_rounds,
             lease_held,
             api_requests,
+            api_held,
+            api_short_watches,
+            scheduled_late,
+            scheduled_missed,
             api,
             api_seen: Default::default(),
+            held_seen: Default::default(),
+            short_seen: Default::default(),
             synced: AtomicBool::new(false),
             started: AtomicI64::new(0),
             skips: Default::default(),
@@ -133,20 +174,42 @@ impl Metrics {
     pub fn render(&self) -> String {
         // API counts live in the client's layer: bring the counters up to them.
         if let Ok(mut seen) = self.api_seen.lock() {
-            for (verb, n) in self.api.snapshot() {
-                let before = seen.insert(verb, n).unwrap_or(0);
+            for (verb, resource, code, n) in self.api.snapshot() {
+                let labels = vec![
+                    ("verb", verb.to_string()),
+                    ("resource", resource.to_string()),
+                    ("code", code.clone()),
+                ];
+                let before = seen.insert((verb, resource, code), n).unwrap_or(0);
                 self.api_requests
-                    .get_or_create(&vec![("verb", verb.to_string())])
+                    .get_or_create(&labels)
                     .inc_by(n.saturating_sub(before));
             }
         }
+        let catch_up = |c: &Counter, now: u64, seen: &std::sync::atomic::AtomicU64| {
+            c.inc_by(now.saturating_sub(seen.swap(now, Ordering::Relaxed)));
+        };
+        catch_up(
+            &self.api_held,
+            self.api.retry_afters.load(Ordering::Relaxed),
+            &self.held_seen,
+        );
+        catch_up(
+            &self.api_short_watches,
+            self.api.short_watches.load(Ordering::Relaxed),
+            &self.short_seen,
+        );
         let mut out = String::new();
         let _ = encode(&mut out, &self.registry);
         out
     }
 
-    pub fn ready(&self) -> bool {
-        self.synced.load(Ordering::Relaxed)
+    /// None when ready; else why not.
+    pub fn not_ready(&self) -> Option<String> {
+        if !self.synced.load(Ordering::Relaxed) {
+            return Some("the pod cache has not synced".into());
+        }
+        self.api.unhealthy()
     }
 }
 
@@ -161,13 +224,12 @@ pub async fn serve(addr: SocketAddr, m: Arc<Metrics>) -> std::io::Result<SocketA
         get(move || {
             let m = Arc::clone(&b);
             async move {
-                if m.ready() {
-                    (axum::http::StatusCode::OK, "ready\n")
-                } else {
-                    (
+                match m.not_ready() {
+                    None => (axum::http::StatusCode::OK, "ready\n".to_string()),
+                    Some(why) => (
                         axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                        "not ready: the pod cache has not synced\n",
-                    )
+                        format!("not ready: {why}\n"),
+                    ),
                 }
             }
         }),

@@ -4,6 +4,7 @@
 //! schedule), the kubelet's usage and the trigger window (kubelet, stats, trigger), one
 //! collector per node (lease), and the loop that ties them (run, metrics).
 
+pub mod api;
 pub mod capture;
 pub mod client;
 pub mod collector;

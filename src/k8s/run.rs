@@ -16,13 +16,14 @@ use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
 
 use super::client::Connect;
 use super::collector::{Collector, Done, Shared, log};
 use super::config::K8sConfig;
 use super::kubelet::{Kubelet, KubeletSettings};
+use super::lease::{Holding, Keeper};
 use super::metrics::Metrics;
 use super::stats::Summary;
 use crate::error::Outcome;
@@ -92,7 +93,11 @@ async fn prepare(
                 crate::pull::upload::Uploader::new(u, spool, 64 << 20, Duration::from_secs(30))
             })
             .await?;
-            Some(Mutex::new(made.map_err(|e| flag("--upload", e))?))
+            let uploader = made.map_err(|e| flag("--upload", e))?;
+            Some(
+                crate::pull::upload::Background::start(uploader)
+                    .map_err(|e| anyhow::anyhow!("cannot start the upload thread: {e}"))?,
+            )
         }
         None => None,
     };
@@ -125,36 +130,37 @@ async fn prepare(
         done_tx,
         captures: 0,
         failed: 0,
+        waiting: std::collections::VecDeque::new(),
+        epoch: Instant::now(),
     };
     Ok((c, done_rx))
 }
 
-/// Waits as a standby until this instance holds the node's lease: true then, false when
-/// stopped first.
+/// Waits as a standby until this instance holds the node's lease (taken by the lease's
+/// own task): true then, false when stopped first.
 async fn stand_by(
-    lease: &mut super::lease::NodeLease,
+    lease: &mut watch::Receiver<Holding>,
+    name: &str,
     json: bool,
     mut stop: Pin<&mut impl Future<Output = ()>>,
 ) -> bool {
     let mut announced = false;
     loop {
-        match lease.try_hold().await {
-            Ok(true) => return true,
-            Ok(false) if !announced => {
-                announced = true;
-                log(
-                    json,
-                    "standby",
-                    serde_json::json!({"lease": lease.name,
-                    "why": "another agentprof holds this node's lease; taking over when it expires"}),
-                );
-            }
-            Ok(false) => {}
-            Err(e) => log(json, "lease_error", serde_json::json!({"error": e})),
+        let h = lease.borrow_and_update().clone();
+        if h.held(Instant::now()) {
+            return true;
+        }
+        if h.other && !announced {
+            announced = true;
+            log(
+                json,
+                "standby",
+                serde_json::json!({"lease": name,
+                "why": "another agentprof holds this node's lease; taking over when it expires"}),
+            );
         }
         tokio::select! {
-            () = tokio::time::sleep(super::lease::RENEW) => {}
-            () = crate::serve::stopped() => return false,
+            r = lease.changed() => if r.is_err() { return false },
             () = stop.as_mut() => return false,
         }
     }
@@ -208,20 +214,24 @@ fn on_event(
         Err(e) => log(
             c.opts.json,
             "watch_error",
-            serde_json::json!({"error": e.to_string()}),
+            serde_json::json!({"error": super::discover::chain(&e)}),
         ),
     }
 }
 
+/// How long in-flight collections (and the static targets' loop) are waited for at a stop
+/// or when the lease is lost; what they fetched by then is kept.
+const DRAIN: Duration = Duration::from_secs(5);
+
 /// At stop: in-flight collections are told to stop (what they fetched is kept), and waited
-/// for at most 10 s.
+/// for at most `DRAIN`.
 async fn drain(c: &mut Collector, done_rx: &mut mpsc::UnboundedReceiver<Done>) {
     for t in c.targets.values() {
         if let Some(x) = &t.inflight {
             x.cancel();
         }
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + DRAIN;
     while !c.busy.is_empty() {
         match tokio::time::timeout_at(deadline, done_rx.recv()).await {
             Ok(Some(d)) => c.finished(d),
@@ -230,7 +240,7 @@ async fn drain(c: &mut Collector, done_rx: &mut mpsc::UnboundedReceiver<Done>) {
     }
 }
 
-type Round = (Vec<String>, Result<Summary, String>, Instant);
+type Round = (Result<Summary, String>, Instant);
 
 /// The static targets, collected as `pull` collects them (one at a time, each on its
 /// interval) on a thread of the blocking pool, with the collector's delta cache, uploader
@@ -240,7 +250,7 @@ fn start_statics(c: &mut Collector) -> Option<(Cancel, tokio::task::JoinHandle<(
     if c.opts.statics.is_empty() {
         return None;
     }
-    let targets = std::mem::take(&mut c.opts.statics);
+    let targets = c.opts.statics.clone();
     let shared = Arc::clone(&c.shared);
     let json = c.opts.json;
     let cancel = Cancel::new();
@@ -254,7 +264,10 @@ fn start_statics(c: &mut Collector) -> Option<(Cancel, tokio::task::JoinHandle<(
         let opts = shared.pull_options(32);
         let on = crate::pull::Shared {
             cache: &shared.cache,
-            uploader: shared.uploader.as_ref(),
+            uploader: shared
+                .uploader
+                .as_ref()
+                .map(|u| u as &dyn crate::pull::upload::Submit),
             cancel: &stop,
         };
         let by_url: HashMap<String, crate::pull::Target> = targets
@@ -277,10 +290,20 @@ fn start_statics(c: &mut Collector) -> Option<(Cancel, tokio::task::JoinHandle<(
     Some((cancel, handle))
 }
 
-/// Runs until SIGTERM/SIGINT or `--duration`.
+/// Why the lease holder's loop ended.
+enum End {
+    Stopped,
+    /// The lease is no longer this instance's: taken by another, or not renewed in time.
+    LeaseLost(&'static str),
+}
+
+/// Runs until SIGTERM/SIGINT or `--duration`. The lease is taken and renewed by a task of its
+/// own; while this instance holds it, it collects; when it loses it (another instance took
+/// it, or the API server could not be reached to renew it within its duration), it stops
+/// collecting at once and waits as a standby again.
 pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
     let cluster = super::client::connect(&opts.connect).await?;
-    let metrics = Arc::new(Metrics::new(Arc::clone(&cluster.counts)));
+    let metrics = Arc::new(Metrics::new(Arc::clone(&cluster.api)));
     if let Some(addr) = opts.metrics_listen {
         serve_metrics(addr, &metrics, opts.json).await?;
     }
@@ -289,61 +312,74 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
         .ok()
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| format!("{}-{}", opts.hostname, std::process::id()));
-    let mut lease =
+    let lease =
         super::lease::NodeLease::new(&cluster.client, &cluster.namespace, &opts.node, identity);
+    let lease_name = lease.name.clone();
     log(
         opts.json,
         "started",
         serde_json::json!({"node": opts.node, "api_server": cluster.server, "source": cluster.source,
+            "credentials": super::client::credentials(&cluster.config),
             "rules": opts.rules.rules.len(), "kubelet": kubelet.describe(),
-            "lease": format!("{}/{}", cluster.namespace, lease.name)}),
+            "kubelet_credentials": kubelet.credentials(),
+            "lease": format!("{}/{lease_name}", cluster.namespace)}),
     );
     let end = opts.duration.map(|d| Instant::now() + d);
     let (mut c, mut done_rx) = prepare(opts, &metrics).await?;
-    let until_end = async {
-        match end {
-            Some(e) => tokio::time::sleep_until(e).await,
-            None => std::future::pending().await,
+    let json = c.opts.json;
+    let mut keeper = Keeper::start(lease, move |event, fields| log(json, event, fields));
+    let stop = async {
+        tokio::select! {
+            () = async { match end { Some(e) => tokio::time::sleep_until(e).await, None => std::future::pending().await } } => {}
+            () = crate::serve::stopped() => {}
         }
     };
-    tokio::pin!(until_end);
-    if !stand_by(&mut lease, c.opts.json, until_end.as_mut()).await {
-        return Ok(finish(c, &cluster).await);
+    tokio::pin!(stop);
+    while stand_by(&mut keeper.state, &lease_name, json, stop.as_mut()).await {
+        metrics.lease_held.set(1);
+        log(json, "leader", serde_json::json!({"lease": lease_name}));
+        let statics = start_statics(&mut c);
+        let ended = lead(
+            &mut c,
+            &cluster,
+            Arc::clone(&kubelet),
+            &mut keeper.state,
+            &mut done_rx,
+            stop.as_mut(),
+        )
+        .await;
+        if let Some((cancel, handle)) = statics {
+            cancel.cancel();
+            let _ = tokio::time::timeout(DRAIN, handle).await;
+        }
+        drain(&mut c, &mut done_rx).await;
+        metrics.lease_held.set(0);
+        match ended {
+            End::Stopped => break,
+            End::LeaseLost(why) => {
+                log(
+                    json,
+                    "lease_lost",
+                    serde_json::json!({"lease": lease_name, "why": why,
+                        "then": "collecting nothing, standing by until the lease is this instance's again"}),
+                );
+                c.forget_targets();
+            }
+        }
     }
-    metrics.lease_held.set(1);
-    log(
-        c.opts.json,
-        "leader",
-        serde_json::json!({"lease": lease.name, "identity": lease.identity}),
-    );
-    let statics = start_statics(&mut c);
-    let kept = lead(
-        &mut c,
-        &cluster,
-        kubelet,
-        &mut lease,
-        &mut done_rx,
-        until_end.as_mut(),
-    )
-    .await;
-    if !kept {
-        log(
-            c.opts.json,
-            "lease_lost",
-            serde_json::json!({"lease": lease.name,
-            "why": "another agentprof took this node's lease; stopping so no target is collected twice"}),
+    keeper.stop().await;
+    let outcome = finish(c, &cluster).await;
+    if cluster.api.get_ok() == 0 {
+        anyhow::bail!(
+            "the API server at {} never answered: {}",
+            cluster.server,
+            cluster
+                .api
+                .unhealthy()
+                .unwrap_or_else(|| "no request completed".into())
         );
     }
-    if let Some((cancel, handle)) = statics {
-        cancel.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(10), handle).await;
-    }
-    drain(&mut c, &mut done_rx).await;
-    lease.release().await;
-    metrics.lease_held.set(0);
-    let outcome = finish(c, &cluster).await;
-    // A lost lease exits 1: the DaemonSet restarts this pod, which then waits as the standby.
-    Ok(if kept { outcome } else { Outcome::RunFailed })
+    Ok(outcome)
 }
 
 /// `--metrics-listen`: the collector's own metrics, served from now on.
@@ -368,25 +404,25 @@ fn kubelet(opts: &RunOptions, cluster: &super::client::Cluster) -> anyhow::Resul
             tls_verify: opts.rules.kubelet_tls_verify,
             client_ca: opts.rules.kubelet_client_ca.as_deref(),
             token_file: opts.rules.kubelet_token_file.as_deref(),
-            token: cluster.token.clone(),
         },
-        &cluster.client,
+        cluster,
         &opts.node,
     )
     .map_err(|e| crate::error::UsageError::flag("kubelet_url", e))?)
 }
 
 /// The lease holder's loop: pod events, finished collections, monitoring rounds on the
-/// kubelet's stats (one at a time), the lease renewed, until a stop or the end. False when
-/// another agentprof took the lease.
+/// kubelet's stats (one read serves every target due in the round), until a stop or until
+/// the lease is no longer this instance's. Nothing here waits on the API server: the watch
+/// is a stream polled beside the rest, the lease is renewed by its own task.
 async fn lead(
     c: &mut Collector,
     cluster: &super::client::Cluster,
     kubelet: Arc<Kubelet>,
-    lease: &mut super::lease::NodeLease,
+    lease: &mut watch::Receiver<Holding>,
     done_rx: &mut mpsc::UnboundedReceiver<Done>,
-    mut until_end: Pin<&mut impl Future<Output = ()>>,
-) -> bool {
+    mut stop: Pin<&mut impl Future<Output = ()>>,
+) -> End {
     // Each round waits for the kubelet at most the shortest monitoring interval, and 10 s.
     let stats_timeout = c
         .opts
@@ -401,43 +437,53 @@ async fn lead(
     let stream =
         watcher::watcher(api, super::discover::watcher_config(&c.opts.node)).default_backoff();
     tokio::pin!(stream);
-    let mut renew = tokio::time::interval(super::lease::RENEW);
-    renew.tick().await;
     let (stats_tx, mut stats_rx) = mpsc::channel::<Round>(1);
-    let mut round_inflight = false;
+    // The targets the round in flight serves (also those that came due while it ran).
+    let mut round: Option<Vec<String>> = None;
     let mut relist = None;
     loop {
-        let next = c.next_deadline(Instant::now());
+        let holding = lease.borrow_and_update().clone();
+        let now = Instant::now();
+        let Some(until) = holding.until.filter(|u| now < *u) else {
+            return End::LeaseLost(if holding.other {
+                "another agentprof took this node's lease"
+            } else {
+                "the lease could not be renewed within its duration (the API server did not answer)"
+            });
+        };
+        let next = c.next_deadline(now);
         tokio::select! {
             ev = stream.next() => match ev {
                 Some(ev) => on_event(c, ev, &mut relist),
-                None => return true,
+                None => return End::Stopped,
             },
             Some(d) = done_rx.recv() => c.finished(d),
-            Some((due, result, at)) = stats_rx.recv() => {
-                round_inflight = false;
+            Some((result, at)) = stats_rx.recv() => {
+                let due = round.take().unwrap_or_default();
                 c.round(&due, result, at);
             }
             () = tokio::time::sleep_until(next) => {
                 let now = Instant::now();
                 c.scheduled(now);
-                let due = if round_inflight { Vec::new() } else { c.due_monitors(now) };
-                if !due.is_empty() {
-                    round_inflight = true;
-                    let (k, tx) = (Arc::clone(&kubelet), stats_tx.clone());
-                    tokio::spawn(async move {
-                        let r = k.summary(stats_timeout).await;
-                        let _ = tx.send((due, r, Instant::now())).await;
-                    });
+                let due = c.due_monitors(now);
+                match round.as_mut() {
+                    Some(waiting) => waiting.extend(due),
+                    None if !due.is_empty() => {
+                        round = Some(due);
+                        let (k, tx) = (Arc::clone(&kubelet), stats_tx.clone());
+                        tokio::spawn(async move {
+                            let r = k.summary(stats_timeout).await;
+                            let _ = tx.send((r, Instant::now())).await;
+                        });
+                    }
+                    None => {}
                 }
             }
-            _ = renew.tick() => match lease.try_hold().await {
-                Ok(true) => {}
-                Ok(false) => return false,
-                Err(e) => log(c.opts.json, "lease_error", serde_json::json!({"error": e})),
+            r = lease.changed() => if r.is_err() {
+                return End::LeaseLost("the lease's task ended");
             },
-            () = crate::serve::stopped() => return true,
-            () = &mut until_end => return true,
+            () = tokio::time::sleep_until(until) => {}
+            () = stop.as_mut() => return End::Stopped,
         }
     }
 }
@@ -446,6 +492,23 @@ async fn lead(
 /// client may not be dropped inside the runtime).
 async fn finish(c: Collector, cluster: &super::client::Cluster) -> Outcome {
     let outcome = summary(&c, cluster);
+    let shared = Arc::clone(&c.shared);
+    let json = c.opts.json;
+    let _ = tokio::task::spawn_blocking(move || {
+        if let Some(u) = &shared.uploader {
+            // The upload being sent gets a moment; the rest is on disk already.
+            let pending = u.stop(Duration::from_secs(2));
+            if pending > 0 {
+                log(
+                    json,
+                    "uploads_pending",
+                    serde_json::json!({"spooled": pending, "spool": u.spool.dir().display().to_string(),
+                        "then": "sent by the next start"}),
+                );
+            }
+        }
+    })
+    .await;
     let _ = tokio::task::spawn_blocking(move || drop(c)).await;
     outcome
 }
@@ -459,7 +522,7 @@ fn pod_key(p: &Pod) -> String {
 }
 
 fn summary(c: &Collector, cluster: &super::client::Cluster) -> Outcome {
-    let api: BTreeMap<&str, u64> = cluster.counts.snapshot().into_iter().collect();
+    let api = cluster.api.by_verb();
     log(
         c.opts.json,
         "stopped",

@@ -1,15 +1,44 @@
 //! The kubelet's `/stats/summary`, read for what resource triggers need: each container's CPU
 //! (`usageNanoCores`, as millicores) and memory (`workingSetBytes`), found by the pod's UID,
-//! or by namespace and name when the summary carries no UID (older kubelets).
+//! or by namespace and name when the summary carries no UID (older kubelets). A pod entry or
+//! a figure that is not what the kubelet's API says (a negative, fractional or huge number, a
+//! missing name) leaves only that pod or that container without data, never the summary.
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 #[derive(Debug, Deserialize)]
 pub struct Summary {
     #[serde(default)]
     pub node: Node,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_list")]
     pub pods: Vec<PodStats>,
+}
+
+/// The entries of a list that read as `T`; the others are left out.
+fn lenient_list<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned>(
+    d: D,
+) -> Result<Vec<T>, D::Error> {
+    let items: Vec<serde_json::Value> = Vec::deserialize(d)?;
+    Ok(items
+        .into_iter()
+        .filter_map(|v| serde_json::from_value(v).ok())
+        .collect())
+}
+
+/// An object that reads as `T`, else none.
+fn lenient_struct<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    Ok(serde_json::from_value(serde_json::Value::deserialize(d)?).ok())
+}
+
+/// A count that is a whole number in u64's range; anything else (-5, 1.5, 1e308, a string)
+/// is no figure.
+fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Number(n) => n.as_u64(),
+        _ => None,
+    })
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -22,7 +51,7 @@ pub struct Node {
 pub struct PodStats {
     #[serde(rename = "podRef")]
     pub pod_ref: PodRef,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_list")]
     pub containers: Vec<ContainerStats>,
 }
 
@@ -37,21 +66,21 @@ pub struct PodRef {
 #[derive(Debug, Deserialize)]
 pub struct ContainerStats {
     pub name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_struct")]
     pub cpu: Option<Cpu>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_struct")]
     pub memory: Option<Memory>,
 }
 
 #[derive(Debug, Deserialize)]
 pub struct Cpu {
-    #[serde(rename = "usageNanoCores")]
+    #[serde(rename = "usageNanoCores", default, deserialize_with = "lenient_u64")]
     pub usage_nano_cores: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
 pub struct Memory {
-    #[serde(rename = "workingSetBytes")]
+    #[serde(rename = "workingSetBytes", default, deserialize_with = "lenient_u64")]
     pub working_set_bytes: Option<u64>,
 }
 
@@ -100,6 +129,43 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One container's figure that is not a u64 leaves only that container without data;
+    /// a pod entry without its name leaves only that pod out.
+    #[test]
+    fn a_bad_figure_costs_one_container_not_the_summary() {
+        for bad in ["-5", "1.5", "1e308", "\"12\"", "null", "{}"] {
+            let body = format!(
+                r#"{{"node": {{"nodeName": "n"}}, "pods": [
+                {{"podRef": {{"name": "a", "namespace": "ns", "uid": "ua"}}, "containers": [
+                  {{"name": "bad", "cpu": {{"usageNanoCores": {bad}}}, "memory": {{"workingSetBytes": {bad}}}}},
+                  {{"name": "good", "cpu": {{"usageNanoCores": 250000000}}, "memory": {{"workingSetBytes": 1048576}}}}]}},
+                {{"podRef": {{"namespace": "ns"}}, "containers": []}},
+                {{"podRef": {{"name": "b", "namespace": "ns", "uid": "ub"}}, "containers": [
+                  {{"name": "c", "memory": {{"workingSetBytes": 7}}}}]}}]}}"#
+            );
+            let s = Summary::parse(body.as_bytes()).unwrap_or_else(|e| panic!("{bad}: {e}"));
+            let c = |pod: &'static str, uid: &'static str, container: &'static str| ContainerRef {
+                namespace: "ns",
+                pod,
+                uid,
+                container,
+            };
+            assert_eq!(
+                s.usage(c("a", "ua", "bad")),
+                Some(Usage::default()),
+                "{bad}"
+            );
+            let good = s.usage(c("a", "ua", "good")).expect("good");
+            assert_eq!(good.cpu_millicores, Some(250.0));
+            assert_eq!(good.mem_bytes, Some(1 << 20));
+            assert_eq!(
+                s.usage(c("b", "ub", "c")).and_then(|u| u.mem_bytes),
+                Some(7)
+            );
+            assert_eq!(s.pods.len(), 2, "the pod without a name is left out");
+        }
+    }
 
     fn fixture() -> Summary {
         let body = std::fs::read(

@@ -25,6 +25,9 @@ pub struct PodFacts {
     pub annotations: BTreeMap<String, String>,
 }
 
+/// The standard labels service and version fall back to.
+pub const STANDARD_LABELS: &[&str] = &["app.kubernetes.io/name", "app.kubernetes.io/version"];
+
 /// The identity tags, which nothing else may set.
 pub const IDENTITY: &[&str] = &[
     "cluster_name_k8s",
@@ -106,8 +109,8 @@ pub fn capture_tags(rule: &Rule, pod: &PodFacts, fired: Option<&Fired>) -> Tagge
     // tags (all in `tags` by now, in that order of strength), then the standard labels, then
     // derived defaults.
     let standard = |key: &str| match key {
-        "service" => pod.labels.get("app.kubernetes.io/name"),
-        "version" => pod.labels.get("app.kubernetes.io/version"),
+        "service" => pod.labels.get(STANDARD_LABELS[0]),
+        "version" => pod.labels.get(STANDARD_LABELS[1]),
         _ => None,
     };
     let pick = |key: &str, explicit: &Option<String>| -> Option<String> {

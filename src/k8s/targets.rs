@@ -299,12 +299,26 @@ pub fn evaluate(rules: &[Rule], pod: &Pod, cluster: &str, node: &str) -> PodRepo
             container: container.clone(),
             workload_kind: workload_kind.clone(),
             workload_name: workload_name.clone(),
-            labels: labels.clone(),
-            annotations: annotations.clone(),
+            // Only what the tags read: a pod's annotations can be hundreds of KiB, and a
+            // target lives as long as its pod.
+            labels: used(&labels, |k| {
+                rule.pod_label_as_tags.contains_key(k) || super::tags::STANDARD_LABELS.contains(&k)
+            }),
+            annotations: used(&annotations, |k| {
+                rule.pod_annotation_as_tags.contains_key(k)
+            }),
         };
         add_target(&mut report, pod, rule, facts, endpoint, port);
     }
     report
+}
+
+/// The entries of `map` whose key `keep` accepts.
+fn used(map: &BTreeMap<String, String>, keep: impl Fn(&str) -> bool) -> BTreeMap<String, String> {
+    map.iter()
+        .filter(|(k, _)| keep(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// The host part of the pod's endpoints, when the pod can be collected at all: some rule

@@ -89,7 +89,7 @@ pub fn collect(
     job: &Job<'_>,
     opts: &PullOptions,
     cache: &std::sync::Mutex<DeltaCache>,
-    uploader: Option<&std::sync::Mutex<upload::Uploader>>,
+    uploader: Option<&dyn upload::Submit>,
 ) -> Collection {
     let t = job.target;
     let start = jiff::Timestamp::now();
@@ -123,6 +123,7 @@ pub fn collect(
         profiles: pulled,
         figures,
         uploaded: None,
+        upload_queued: false,
         upload_error: None,
     };
     if let Some(up) = uploader
@@ -134,11 +135,12 @@ pub fn collect(
             start,
             end,
         };
-        match lock(up).send(&u) {
-            Ok(()) => c.uploaded = Some(true),
+        match up.submit(&u) {
+            Ok(true) => c.uploaded = Some(true),
+            Ok(false) => c.upload_queued = true,
             Err(e) => {
                 c.uploaded = Some(false);
-                c.upload_error = Some(format!("{e} (spooled; sent before the next upload)"));
+                c.upload_error = Some(e);
             }
         }
     }
@@ -378,20 +380,26 @@ impl One<'_, '_> {
         let (kind, t) = (self.kind, self.job.target);
         let stamp = crate::duration::file_stamp();
         let dir = out.join(&self.job.dir);
+        // A profile whose file could not be written is a failed one: what the user asked
+        // for is not on disk.
+        let failed = |entry: &mut Pulled, e: String| {
+            entry.ok = false;
+            entry.error = Some(e);
+        };
         if let Err(e) = std::fs::create_dir_all(&dir) {
-            entry.error = Some(format!("cannot create {}: {e}", dir.display()));
+            failed(entry, format!("cannot create {}: {e}", dir.display()));
             return;
         }
         let f = dir.join(format!("{kind}-{stamp}.pb.gz"));
-        match std::fs::write(&f, &got.gz) {
+        match super::write_whole(&f, &got.gz) {
             Ok(()) => entry.files.push(f),
-            Err(e) => entry.error = Some(format!("cannot write {}: {e}", f.display())),
+            Err(e) => failed(entry, format!("cannot write {}: {e}", f.display())),
         }
         if let Some(bytes) = &got.delta_gz {
             let f = dir.join(format!("delta-{kind}-{stamp}.pb.gz"));
-            match std::fs::write(&f, bytes) {
+            match super::write_whole(&f, bytes) {
                 Ok(()) => entry.files.push(f),
-                Err(e) => entry.error = Some(format!("cannot write {}: {e}", f.display())),
+                Err(e) => failed(entry, format!("cannot write {}: {e}", f.display())),
             }
         }
         if self.opts.flamegraph

@@ -59,6 +59,19 @@ pub fn open_records(out: &Path, name: &str) -> Result<std::fs::File, crate::erro
         .map_err(cannot)
 }
 
+/// Writes `bytes` to `path` whole or not at all: to a temporary name beside it, then renamed,
+/// so a reader (ui, go tool pprof) never sees a cut file, even after a kill -9.
+pub fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = PathBuf::from(tmp);
+    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
 /// `name` with everything but letters, digits, `-`, `_` and `.` made `_`: safe as a path part.
 pub fn safe_name(name: &str) -> String {
     let s: String = name
@@ -184,6 +197,8 @@ pub struct Collection {
     pub profiles: Vec<Pulled>,
     pub figures: GoFigures,
     pub uploaded: Option<bool>,
+    /// The upload is in the spool, sent by a sender of its own (k8s): not known yet.
+    pub upload_queued: bool,
     pub upload_error: Option<String>,
 }
 
@@ -278,7 +293,7 @@ pub fn run(
     let cancel = fetch::Cancel::default();
     let shared = Shared {
         cache: &cache,
-        uploader: uploader.as_ref(),
+        uploader: uploader.as_ref().map(|u| u as &dyn upload::Submit),
         cancel: &cancel,
     };
     let (failed, kept) = run_with(targets, opts, &shared, sink)?;
@@ -309,7 +324,7 @@ pub fn run(
 /// and what stops them (a signal, or the owner's cancel).
 pub struct Shared<'a> {
     pub cache: &'a std::sync::Mutex<DeltaCache>,
-    pub uploader: Option<&'a std::sync::Mutex<upload::Uploader>>,
+    pub uploader: Option<&'a dyn upload::Submit>,
     pub cancel: &'a fetch::Cancel,
 }
 

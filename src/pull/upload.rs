@@ -2,10 +2,15 @@
 //! accept): one multipart/form-data POST per collection, a part per profile named as
 //! dd-trace-go names them (`cpu.pprof`, `delta-heap.pprof`, …) and a last part `event`
 //! (`event.json`, application/json) describing them. 5xx answers and network errors are
-//! retried with backoff; what still fails is spooled to disk (bounded, oldest dropped first)
-//! and sent before the next upload, so nothing is lost across restarts.
+//! retried with backoff (a 429's or 503's Retry-After honoured, within a bound); what still
+//! fails is spooled to disk (bounded, oldest dropped first) and sent before the next upload,
+//! so nothing is lost across restarts. An upload the intake refuses for good (a 4xx) is not
+//! sent again: a new one is dropped and counted, a spooled one set aside, so the spool never
+//! waits behind it. `Background` sends from the spool on a thread of its own.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use reqwest::Url;
@@ -85,17 +90,147 @@ pub fn rfc3339_nano(t: jiff::Timestamp) -> String {
     format!("{s}Z")
 }
 
-/// Sends uploads, spooling what cannot be delivered.
+/// The longest a 429 or 503's Retry-After is waited before the next attempt; a longer one
+/// sends the upload to the spool instead.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// What one upload's attempts came to.
+#[derive(Debug)]
+enum Posted {
+    Sent,
+    /// Worth sending again later (network error, 408, 429, 5xx).
+    Again(String),
+    /// Refused for good (any other 4xx): sending it again would be refused again.
+    Refused(String),
+}
+
+/// Counts of an uploader, shared with whoever reports them (the background sender's owner).
+#[derive(Debug, Default)]
+pub struct UploadStats {
+    pub sent: AtomicU64,
+    pub retried: AtomicU64,
+    /// Refused for good: dropped (a new upload) or set aside under `refused/` (a spooled one).
+    pub refused: AtomicU64,
+    pub spooled: AtomicU64,
+    /// Spooled uploads dropped to stay within the spool's size.
+    pub dropped: AtomicU64,
+    /// Retry-After waits honoured.
+    pub waited: AtomicU64,
+}
+
+/// Uploads on disk waiting to be sent, oldest first, within a size; each written whole
+/// (a temporary name, then renamed), so a crash never leaves a cut one.
+pub struct Spool {
+    dir: PathBuf,
+    limit: u64,
+    seq: AtomicU64,
+    stats: Arc<UploadStats>,
+}
+
+impl Spool {
+    pub fn new(dir: PathBuf, limit: u64, stats: Arc<UploadStats>) -> Spool {
+        Spool {
+            dir,
+            limit,
+            seq: AtomicU64::new(0),
+            stats,
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        let Ok(rd) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut files: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "upload"))
+            .collect();
+        files.sort();
+        files
+    }
+
+    /// Uploads waiting.
+    pub fn pending(&self) -> usize {
+        self.files().len()
+    }
+
+    /// Writes an upload (body, content type, headers) to the spool; the oldest go first
+    /// when the spool would be over its size.
+    pub fn put(
+        &self,
+        body: &[u8],
+        ctype: &str,
+        headers: &[(String, String)],
+    ) -> Result<(), String> {
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| format!("cannot spool to {}: {e}", self.dir.display()))?;
+        let stem = format!(
+            "{:020}-{:06}",
+            jiff::Timestamp::now().as_nanosecond(),
+            self.seq.fetch_add(1, Ordering::Relaxed) % 1_000_000
+        );
+        // The first line: the content type alone, or (with headers) a JSON object of both.
+        let head = if headers.is_empty() {
+            ctype.to_string()
+        } else {
+            serde_json::json!({"content_type": ctype, "headers": headers}).to_string()
+        };
+        let mut data = Vec::with_capacity(body.len() + head.len() + 1);
+        data.extend(head.as_bytes());
+        data.push(b'\n');
+        data.extend(body);
+        let tmp = self.dir.join(format!("{stem}.partial"));
+        let name = self.dir.join(format!("{stem}.upload"));
+        std::fs::write(&tmp, &data)
+            .and_then(|()| std::fs::rename(&tmp, &name))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                format!("cannot spool to {}: {e}", name.display())
+            })?;
+        self.stats.spooled.fetch_add(1, Ordering::Relaxed);
+        // Oldest first out until the spool fits.
+        let mut files = self.files();
+        let size = |f: &Path| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
+        let mut total: u64 = files.iter().map(|f| size(f)).sum();
+        while total > self.limit && files.len() > 1 {
+            let f = files.remove(0);
+            total -= size(&f);
+            let _ = std::fs::remove_file(&f);
+            self.stats.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// A spooled upload the intake refused for good, moved under `refused/` (kept for a
+    /// person to look at, never sent again; the oldest go first past 16 of them).
+    fn set_aside(&self, f: &Path) {
+        let dir = self.dir.join("refused");
+        let _ = std::fs::create_dir_all(&dir);
+        if let Some(name) = f.file_name() {
+            let _ = std::fs::rename(f, dir.join(name));
+        }
+        let _ = std::fs::remove_file(f);
+        if let Ok(rd) = std::fs::read_dir(&dir) {
+            let mut kept: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+            kept.sort();
+            while kept.len() > 16 {
+                let _ = std::fs::remove_file(kept.remove(0));
+            }
+        }
+    }
+}
+
+/// Sends uploads, spooling what cannot be delivered now.
 pub struct Uploader {
     client: reqwest::blocking::Client,
     url: Url,
-    spool: PathBuf,
-    spool_limit: u64,
-    pub sent: u64,
-    pub retried: u64,
-    pub spooled: u64,
-    /// Spooled uploads dropped to stay within the spool's size.
-    pub dropped: u64,
+    pub spool: Arc<Spool>,
+    pub stats: Arc<UploadStats>,
     /// Headers of every request, never spooled (the intake's API key).
     secret_headers: Vec<(String, String)>,
 }
@@ -115,15 +250,12 @@ impl Uploader {
             .user_agent(concat!("agentprof/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let stats = Arc::new(UploadStats::default());
         Ok(Uploader {
             client,
             url,
-            spool,
-            spool_limit,
-            sent: 0,
-            retried: 0,
-            spooled: 0,
-            dropped: 0,
+            spool: Arc::new(Spool::new(spool, spool_limit, Arc::clone(&stats))),
+            stats,
             secret_headers: Vec::new(),
         })
     }
@@ -134,13 +266,9 @@ impl Uploader {
         self
     }
 
-    /// POSTs with retries; Err says why the last attempt failed.
-    fn post(
-        &mut self,
-        body: &[u8],
-        content_type: &str,
-        headers: &[(String, String)],
-    ) -> Result<(), String> {
+    /// POSTs with retries: network errors, 408 and 5xx after a backoff, 429 and 503 after
+    /// their Retry-After (at most `MAX_RETRY_AFTER`; a longer one ends the attempts).
+    fn post(&self, body: &[u8], content_type: &str, headers: &[(String, String)]) -> Posted {
         let mut backoff = FIRST_BACKOFF;
         let mut last = String::new();
         for attempt in 1..=ATTEMPTS {
@@ -151,30 +279,34 @@ impl Uploader {
             for (k, v) in headers.iter().chain(&self.secret_headers) {
                 req = req.header(k.as_str(), v.as_str());
             }
-            let res = req.body(body.to_vec()).send();
-            let retry = match res {
-                Ok(r) if r.status().is_success() => return Ok(()),
-                Ok(r) if r.status().is_server_error() || r.status().as_u16() == 429 => {
-                    last = format!("HTTP {}", r.status());
-                    true
-                }
+            let mut wait = backoff;
+            match req.body(body.to_vec()).send() {
+                Ok(r) if r.status().is_success() => return Posted::Sent,
                 Ok(r) => {
-                    last = format!("HTTP {} (not retried)", r.status());
-                    false
+                    let code = r.status().as_u16();
+                    last = format!("HTTP {}", r.status());
+                    if (400..500).contains(&code) && code != 408 && code != 429 {
+                        return Posted::Refused(format!("{}: {last}", redact(&self.url)));
+                    }
+                    if let Some(ra) = retry_after(r.headers()) {
+                        if ra > MAX_RETRY_AFTER {
+                            last = format!("{last}, Retry-After {} s", ra.as_secs());
+                            break;
+                        }
+                        self.stats.waited.fetch_add(1, Ordering::Relaxed);
+                        wait = ra;
+                    }
                 }
-                Err(e) => {
-                    last = e.without_url().to_string();
-                    true
-                }
-            };
-            if !retry || attempt == ATTEMPTS {
+                Err(e) => last = e.without_url().to_string(),
+            }
+            if attempt == ATTEMPTS || crate::signal::requested() {
                 break;
             }
-            self.retried += 1;
-            std::thread::sleep(backoff);
+            self.stats.retried.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(wait);
             backoff *= 2;
         }
-        Err(format!("{}: {last}", redact(&self.url)))
+        Posted::Again(format!("{}: {last}", redact(&self.url)))
     }
 
     /// Sends what is spooled (oldest first), then `up`; spools `up` if it cannot be sent.
@@ -184,7 +316,7 @@ impl Uploader {
     }
 
     /// Sends what is spooled, then this body with its headers; spools it (headers too) if
-    /// it cannot be sent.
+    /// it cannot be sent now, drops it (counted) if it was refused for good.
     pub fn send_body(
         &mut self,
         body: &[u8],
@@ -193,88 +325,174 @@ impl Uploader {
     ) -> Result<(), String> {
         self.flush_spool();
         match self.post(body, ctype, headers) {
-            Ok(()) => {
-                self.sent += 1;
+            Posted::Sent => {
+                self.stats.sent.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }
-            Err(e) => {
-                self.spool_put(body, ctype, headers);
-                Err(e)
+            Posted::Again(e) => match self.spool.put(body, ctype, headers) {
+                Ok(()) => Err(format!("{e} (spooled; sent before the next upload)")),
+                Err(s) => Err(format!("{e}; {s}")),
+            },
+            Posted::Refused(e) => {
+                self.stats.refused.fetch_add(1, Ordering::Relaxed);
+                Err(format!("{e}: refused for good, not spooled"))
             }
         }
     }
 
-    fn spooled_files(&self) -> Vec<PathBuf> {
-        let Ok(rd) = std::fs::read_dir(&self.spool) else {
-            return Vec::new();
-        };
-        let mut files: Vec<PathBuf> = rd
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "upload"))
-            .collect();
-        files.sort();
-        files
+    /// Sends spooled uploads oldest first until one cannot be sent now; one refused for
+    /// good is set aside (`refused/`) and the next one tried. Returns how many were sent.
+    pub fn flush_spool(&mut self) -> usize {
+        self.flush_until(|| false)
     }
 
-    /// Sends spooled uploads until one fails.
-    pub fn flush_spool(&mut self) {
-        for f in self.spooled_files() {
+    /// As `flush_spool`, stopping between uploads when `stop` says so.
+    fn flush_until(&mut self, stop: impl Fn() -> bool) -> usize {
+        let mut sent = 0;
+        for f in self.spool.files() {
+            if stop() {
+                break;
+            }
             let Some((ctype, headers, body)) = read_spooled(&f) else {
                 let _ = std::fs::remove_file(&f);
                 continue;
             };
-            if self.post(&body, &ctype, &headers).is_err() {
-                return;
+            match self.post(&body, &ctype, &headers) {
+                Posted::Sent => {
+                    self.stats.sent.fetch_add(1, Ordering::Relaxed);
+                    sent += 1;
+                    let _ = std::fs::remove_file(&f);
+                }
+                Posted::Refused(e) => {
+                    self.stats.refused.fetch_add(1, Ordering::Relaxed);
+                    eprintln!(
+                        "agentprof: a spooled upload was refused for good ({e}); set aside in {}",
+                        self.spool.dir().join("refused").display()
+                    );
+                    self.spool.set_aside(&f);
+                }
+                Posted::Again(_) => break,
             }
-            self.sent += 1;
-            let _ = std::fs::remove_file(&f);
         }
+        sent
     }
 
     /// Writes a body to the spool without trying to send it (the target is known down).
     pub fn spool_body(&mut self, body: &[u8], ctype: &str, headers: &[(String, String)]) {
-        self.spool_put(body, ctype, headers);
-    }
-
-    fn spool_put(&mut self, body: &[u8], ctype: &str, headers: &[(String, String)]) {
-        if let Err(e) = std::fs::create_dir_all(&self.spool) {
-            eprintln!("agentprof: cannot spool to {}: {e}", self.spool.display());
-            return;
-        }
-        let name = self.spool.join(format!(
-            "{:020}.upload",
-            jiff::Timestamp::now().as_nanosecond()
-        ));
-        // The first line: the content type alone, or (with headers) a JSON object of both.
-        let head = if headers.is_empty() {
-            ctype.to_string()
-        } else {
-            serde_json::json!({"content_type": ctype, "headers": headers}).to_string()
-        };
-        let mut data = Vec::with_capacity(body.len() + head.len() + 1);
-        data.extend(head.as_bytes());
-        data.push(b'\n');
-        data.extend(body);
-        if let Err(e) = std::fs::write(&name, &data) {
-            eprintln!("agentprof: cannot spool to {}: {e}", name.display());
-            return;
-        }
-        self.spooled += 1;
-        // Oldest first out until the spool fits.
-        let mut files = self.spooled_files();
-        let size = |f: &Path| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
-        let mut total: u64 = files.iter().map(|f| size(f)).sum();
-        while total > self.spool_limit && files.len() > 1 {
-            let f = files.remove(0);
-            total -= size(&f);
-            let _ = std::fs::remove_file(&f);
-            self.dropped += 1;
+        if let Err(e) = self.spool.put(body, ctype, headers) {
+            eprintln!("agentprof: {e}");
         }
     }
 
     pub fn pending(&self) -> usize {
-        self.spooled_files().len()
+        self.spool.pending()
+    }
+}
+
+/// A Retry-After header's wait: seconds, or an HTTP date.
+pub fn retry_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let v = h.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(s) = v.parse::<u64>() {
+        return Some(Duration::from_secs(s));
+    }
+    let at = jiff::fmt::rfc2822::parse(v).ok()?.timestamp();
+    Some(Duration::try_from(at.duration_since(jiff::Timestamp::now())).unwrap_or(Duration::ZERO))
+}
+
+/// Where a collection's upload goes.
+pub trait Submit: Sync {
+    /// Ok(true): delivered; Ok(false): on disk, sent by a sender of its own; Err: why not.
+    fn submit(&self, up: &Upload) -> Result<bool, String>;
+}
+
+impl Submit for std::sync::Mutex<Uploader> {
+    fn submit(&self, up: &Upload) -> Result<bool, String> {
+        crate::sync::lock(self).send(up).map(|()| true)
+    }
+}
+
+/// An uploader on a thread of its own: uploads are written to the spool at once (so a
+/// collection never waits on the intake, and nothing acknowledged is lost at a stop), and
+/// the thread sends them oldest first, waking when one comes and every 5 s.
+pub struct Background {
+    pub spool: Arc<Spool>,
+    pub stats: Arc<UploadStats>,
+    wake: Arc<(std::sync::Mutex<Wake>, std::sync::Condvar)>,
+    done: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+#[derive(Default)]
+struct Wake {
+    more: bool,
+    stop: bool,
+}
+
+impl Background {
+    pub fn start(mut uploader: Uploader) -> std::io::Result<Background> {
+        let wake = Arc::new((
+            std::sync::Mutex::new(Wake::default()),
+            std::sync::Condvar::new(),
+        ));
+        let (spool, stats) = (Arc::clone(&uploader.spool), Arc::clone(&uploader.stats));
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let w = Arc::clone(&wake);
+        std::thread::Builder::new()
+            .name("agentprof-upload".into())
+            .spawn(move || {
+                loop {
+                    let stopping = || crate::sync::lock(&w.0).stop;
+                    uploader.flush_until(stopping);
+                    let (m, cv) = &*w;
+                    let g = crate::sync::lock(m);
+                    let (mut g, _) = cv
+                        .wait_timeout_while(g, Duration::from_secs(5), |s| !s.more && !s.stop)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if g.stop {
+                        break;
+                    }
+                    g.more = false;
+                }
+                // The HTTP client is a blocking one: dropped here, off any async runtime.
+                drop(uploader);
+                let _ = done_tx.send(());
+            })?;
+        Ok(Background {
+            spool,
+            stats,
+            wake,
+            done: std::sync::Mutex::new(done),
+        })
+    }
+
+    /// Spools a body for the sender and wakes it.
+    pub fn put(
+        &self,
+        body: &[u8],
+        ctype: &str,
+        headers: &[(String, String)],
+    ) -> Result<(), String> {
+        self.spool.put(body, ctype, headers)?;
+        let (m, cv) = &*self.wake;
+        crate::sync::lock(m).more = true;
+        cv.notify_one();
+        Ok(())
+    }
+
+    /// Stops the sender, waiting for the upload it is sending at most `grace`; whatever is
+    /// not sent stays in the spool for the next start. Returns how many wait there.
+    pub fn stop(&self, grace: Duration) -> usize {
+        let (m, cv) = &*self.wake;
+        crate::sync::lock(m).stop = true;
+        cv.notify_one();
+        let _ = crate::sync::lock(&self.done).recv_timeout(grace);
+        self.spool.pending()
+    }
+}
+
+impl Submit for Background {
+    fn submit(&self, up: &Upload) -> Result<bool, String> {
+        let (body, ctype) = up.body();
+        self.put(&body, &ctype, &[]).map(|()| false)
     }
 }
 

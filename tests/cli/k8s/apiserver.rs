@@ -4,9 +4,12 @@
 //! `spec.nodeName`, `metadata.name` and `metadata.namespace` (others are refused as the real
 //! server refuses them), equality label selectors, watch streams (ADDED, MODIFIED, DELETED,
 //! BOOKMARK) from a resourceVersion or as a streaming list (`sendInitialEvents`), `410 Gone` for a version older than the kept history,
-//! Leases with optimistic concurrency (409 on a stale resourceVersion), and a count of
-//! requests by verb and resource. Checked with kubectl and a client-go informer
-//! (tests/cli/k8s/peers.rs).
+//! Leases with optimistic concurrency (409 on a stale resourceVersion) and the real server's
+//! validation (leaseTransitions ≥ 0), a serving certificate signed by a cluster CA as kubeadm
+//! lays it out, and a count of requests by verb and resource. Checked with kubectl and a
+//! client-go informer (tests/cli/k8s/peers.rs). A test can make it misbehave as a control
+//! plane does (`Fault`): throttle with Retry-After, answer 503 while restarting, accept a
+//! request and never answer, refuse the credentials, end watches at once, be gone.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -21,6 +24,20 @@ use axum::http::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 
 type Key = (String, String);
+
+/// How the server misbehaves, for every request (or one token's).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fault {
+    /// This status (with a Retry-After of these seconds), as APF throttling (429) or a
+    /// restarting control plane (503).
+    Status(u16, Option<u64>),
+    /// The request is read and never answered.
+    Hang,
+    /// A watch is answered 200 and ended at once with no event.
+    WatchEndsAtOnce,
+    /// Only the Lease requests fail, with this status.
+    Leases(u16),
+}
 
 #[derive(Default)]
 struct State {
@@ -38,6 +55,13 @@ struct State {
     counts: BTreeMap<String, u64>,
     /// Every request line, for messages.
     log: Vec<String>,
+    /// The fault, and the token it is for (None: every request).
+    fault: Option<(Option<String>, Fault)>,
+    /// Bearer tokens accepted beside the first.
+    more_tokens: Vec<String>,
+    /// `Authorization` headers by the token they carried, for checks that a token never
+    /// reached the wrong server.
+    tokens_seen: BTreeMap<String, u64>,
 }
 
 pub struct ApiServer {
@@ -48,6 +72,7 @@ pub struct ApiServer {
     state: Arc<Mutex<State>>,
     changed: tokio::sync::watch::Sender<u64>,
     cut: tokio::sync::watch::Sender<u64>,
+    gate: Arc<super::tls::Gate>,
 }
 
 fn status(code: u16, reason: &str, message: &str) -> Response<Body> {
@@ -164,7 +189,9 @@ impl ApiServer {
     /// Starts the server over HTTPS on 127.0.0.1, its certificate made in `dir`; `token` is
     /// the bearer token every request must carry. None only where openssl is missing (not CI).
     pub fn start(dir: &Path, token: &str) -> Option<ApiServer> {
-        let (cert, key) = super::tls::certificate(dir)?;
+        // openssl is what makes the certificates (CI installs it).
+        super::tls::certificate(dir)?;
+        let (ca, cert, key) = super::tls::ca_signed(dir, "apiserver");
         let state = Arc::new(Mutex::new(State::default()));
         let (changed, _) = tokio::sync::watch::channel(0u64);
         let (cut, _) = tokio::sync::watch::channel(0u64);
@@ -178,15 +205,61 @@ impl ApiServer {
             let (s, ch, c, t) = (Arc::clone(&s), ch.clone(), c.clone(), t.clone());
             async move { handle(req, s, ch, c, &t).await }
         });
-        let addr = super::tls::serve(app, &cert, &key);
+        let gate = Arc::new(super::tls::Gate::default());
+        let addr = super::tls::serve_gated(app, &cert, &key, Arc::clone(&gate));
         Some(ApiServer {
             addr,
             token: token.to_string(),
-            ca: cert,
+            ca,
             state,
             changed,
             cut,
+            gate,
         })
+    }
+
+    /// Misbehaves as `fault` says, for every request (`token` None) or one token's.
+    pub fn set_fault(&self, token: Option<&str>, fault: Option<Fault>) {
+        self.state.lock().unwrap().fault = fault.map(|f| (token.map(str::to_string), f));
+    }
+
+    /// Accepts `token` too.
+    pub fn add_token(&self, token: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .more_tokens
+            .push(token.to_string());
+    }
+
+    /// Gone (connections closed, new ones closed at once) or back on the same address.
+    pub fn set_down(&self, down: bool) {
+        self.gate.set_down(down);
+    }
+
+    /// A kubeconfig for this server whose user is `token` (rather than the first token).
+    pub fn kubeconfig_with(&self, path: &Path, token: &str) {
+        self.kubeconfig(path);
+        let text = std::fs::read_to_string(path).unwrap();
+        std::fs::write(
+            path,
+            text.replace(
+                &format!("token: {}", self.token),
+                &format!("token: {token}"),
+            ),
+        )
+        .unwrap();
+    }
+
+    /// A Lease as another holder left it.
+    pub fn put_lease(&self, ns: &str, lease: Value) {
+        let mut st = self.state.lock().unwrap();
+        st.rv += 1;
+        let mut l = lease;
+        l["metadata"]["resourceVersion"] = st.rv.to_string().into();
+        l["metadata"]["namespace"] = ns.into();
+        let name = l["metadata"]["name"].as_str().unwrap().to_string();
+        st.leases.insert((ns.to_string(), name), l);
     }
 
     pub fn url(&self) -> String {
@@ -324,14 +397,62 @@ async fn handle(
     token: &str,
 ) -> Response<Body> {
     let line = format!("{} {}", req.method(), req.uri());
-    let authorized = req
+    let bearer = req
         .headers()
         .get("authorization")
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v == format!("Bearer {token}"));
-    if !authorized {
-        count(&state, "unauthorized", "-", line);
-        return status(401, "Unauthorized", "Unauthorized");
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_string);
+    let fault = {
+        let mut st = state.lock().unwrap();
+        if let Some(b) = &bearer {
+            *st.tokens_seen.entry(b.clone()).or_default() += 1;
+        }
+        let authorized = bearer
+            .as_deref()
+            .is_some_and(|b| b == token || st.more_tokens.iter().any(|t| t == b));
+        if !authorized {
+            drop(st);
+            count(&state, "unauthorized", "-", line);
+            return status(401, "Unauthorized", "Unauthorized");
+        }
+        match &st.fault {
+            Some((None, f)) => Some(f.clone()),
+            Some((Some(t), f)) if bearer.as_deref() == Some(t.as_str()) => Some(f.clone()),
+            _ => None,
+        }
+    };
+    let is_watch = req
+        .uri()
+        .query()
+        .is_some_and(|q| q.contains("watch=true") || q.contains("watch=1"));
+    let is_lease = req.uri().path().contains("/leases");
+    match fault {
+        Some(Fault::Status(code, retry_after)) => {
+            count(&state, "faulted", "-", line.clone());
+            let mut r = status(code, "Fault", "the test made this server refuse");
+            if let Some(s) = retry_after {
+                r.headers_mut()
+                    .insert("retry-after", s.to_string().parse().unwrap());
+            }
+            return r;
+        }
+        Some(Fault::Leases(code)) if is_lease => {
+            count(&state, "faulted", "leases", line.clone());
+            return status(code, "Fault", "the test made this server refuse leases");
+        }
+        Some(Fault::Hang) => {
+            count(&state, "faulted", "-", line.clone());
+            std::future::pending::<()>().await;
+        }
+        Some(Fault::WatchEndsAtOnce) if is_watch => {
+            count(&state, "watch", "pods", line.clone());
+            return Response::builder()
+                .header("content-type", "application/json")
+                .body(Body::empty())
+                .unwrap();
+        }
+        _ => {}
     }
     let q = Query::parse(req.uri().query());
     let path: Vec<String> = req
@@ -498,6 +619,9 @@ fn leases(
             let Some(name) = l["metadata"]["name"].as_str().map(str::to_string) else {
                 return status(422, "Invalid", "metadata.name: Required value");
             };
+            if let Some(bad) = invalid_lease(&l) {
+                return status(422, "Invalid", &bad);
+            }
             if st.leases.contains_key(&(ns.clone(), name.clone())) {
                 return status(
                     409,
@@ -521,6 +645,9 @@ fn leases(
             let Some(mut l) = parsed else {
                 return status(400, "BadRequest", "the body is not a Lease");
             };
+            if let Some(bad) = invalid_lease(&l) {
+                return status(422, "Invalid", &bad);
+            }
             let key = (ns, name.clone());
             let Some(cur) = st.leases.get(&key).cloned() else {
                 return status(
@@ -547,6 +674,25 @@ fn leases(
             ok(&l)
         }
     }
+}
+
+/// What the real API server's validation refuses in a Lease's spec.
+fn invalid_lease(l: &Value) -> Option<String> {
+    let spec = &l["spec"];
+    if spec["leaseTransitions"].as_i64().is_some_and(|n| n < 0) {
+        return Some(format!(
+            "Lease.coordination.k8s.io \"{}\" is invalid: spec.leaseTransitions: Invalid value: {}: must be greater than or equal to 0",
+            l["metadata"]["name"].as_str().unwrap_or(""),
+            spec["leaseTransitions"]
+        ));
+    }
+    if spec["leaseDurationSeconds"]
+        .as_i64()
+        .is_some_and(|n| n <= 0)
+    {
+        return Some("spec.leaseDurationSeconds: must be greater than 0".into());
+    }
+    None
 }
 
 async fn pods(

@@ -53,7 +53,7 @@ pub fn pod_process_with(listen: &str, extra: &[&str]) -> Option<PodProcess> {
 pub const NODE: &str = "node-a";
 
 /// The loopback API server and a kubeconfig for it in the sandbox.
-fn cluster(sb: &Sandbox) -> Option<(ApiServer, std::path::PathBuf)> {
+pub(super) fn cluster(sb: &Sandbox) -> Option<(ApiServer, std::path::PathBuf)> {
     let api = ApiServer::start(sb.path(), "t0ken")?;
     let kc = sb.file("kubeconfig");
     api.kubeconfig(&kc);
@@ -61,13 +61,13 @@ fn cluster(sb: &Sandbox) -> Option<(ApiServer, std::path::PathBuf)> {
 }
 
 /// The node's loopback kubelet, its token in the sandbox's `kt`.
-fn node_kubelet(sb: &Sandbox) -> Option<Kubelet> {
+pub(super) fn node_kubelet(sb: &Sandbox) -> Option<Kubelet> {
     sb.write("kt", "kt\n");
     Kubelet::start(sb.path(), "kt", NODE)
 }
 
 /// A Running, Ready pod of app=web in namespace shop on NODE, its pprof port declared.
-fn web_pod(name: &str, uid: &str, ip: &str, port: u16) -> Value {
+pub(super) fn web_pod(name: &str, uid: &str, ip: &str, port: u16) -> Value {
     pod(
         "shop",
         name,
@@ -437,14 +437,14 @@ fn captures_are_scheduled_and_triggered_and_say_why() {
 }
 
 /// `agentprof k8s --json` started in the background: its events as they come.
-struct Running {
-    child: Child,
+pub(super) struct Running {
+    pub(super) child: Child,
     events: std::sync::mpsc::Receiver<Value>,
-    seen: Vec<Value>,
+    pub(super) seen: Vec<Value>,
 }
 
 impl Running {
-    fn start(sb: &Sandbox, kc: &std::path::Path, args: &[&str]) -> Running {
+    pub(super) fn start(sb: &Sandbox, kc: &std::path::Path, args: &[&str]) -> Running {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agentprof"))
             .current_dir(sb.path())
             .arg("k8s")
@@ -481,11 +481,46 @@ impl Running {
     }
 
     /// Waits (at most 20 s) for an event that `want` accepts.
-    fn wait(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+    pub(super) fn wait(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        self.wait_for(what, 20, want)
+    }
+
+    /// Takes in what was printed so far without waiting.
+    pub(super) fn drain(&mut self) -> &[Value] {
+        while let Ok(v) = self.events.try_recv() {
+            self.seen.push(v);
+        }
+        &self.seen
+    }
+
+    /// SIGTERM, and the seconds until the process exited (it must exit 0 within 10 s).
+    pub(super) fn sigterm_timed(&mut self) -> f64 {
+        let t0 = std::time::Instant::now();
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                assert!(st.success(), "{st:?}");
+                return t0.elapsed().as_secs_f64();
+            }
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(10),
+                "no exit 10 s after SIGTERM"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// As `wait`, for at most `secs` seconds.
+    pub(super) fn wait_for(
+        &mut self,
+        what: &str,
+        secs: u64,
+        want: impl Fn(&Value) -> bool,
+    ) -> Value {
         if let Some(v) = self.seen.iter().find(|v| want(v)) {
             return v.clone();
         }
-        let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
         loop {
             let left = end.saturating_duration_since(std::time::Instant::now());
             match self.events.recv_timeout(left) {
@@ -500,7 +535,7 @@ impl Running {
         }
     }
 
-    fn stop(mut self) -> Vec<Value> {
+    pub(super) fn stop(mut self) -> Vec<Value> {
         // SIGTERM, as the kubelet stops a pod.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let st = self.child.wait().unwrap();
@@ -555,7 +590,9 @@ fn the_watch_recovers_with_one_relist_and_a_second_instance_stands_by() {
     assert_eq!(code, 200);
     assert!(text.contains("agentprof_k8s_targets 2"), "{text}");
     assert!(
-        text.contains("agentprof_k8s_api_requests_total{verb=\"list\"} 1"),
+        text.contains(
+            "agentprof_k8s_api_requests_total{verb=\"list\",resource=\"pods\",code=\"200\"} 1"
+        ),
         "{text}"
     );
     assert!(text.contains("agentprof_k8s_lease_held 1"), "{text}");
@@ -614,7 +651,7 @@ fn the_watch_recovers_with_one_relist_and_a_second_instance_stands_by() {
     let _ = second.stop();
 }
 
-fn metric(text: &str, name_and_labels: &str) -> f64 {
+pub(super) fn metric(text: &str, name_and_labels: &str) -> f64 {
     text.lines()
         .find_map(|l| l.strip_prefix(name_and_labels)?.trim().parse().ok())
         .unwrap_or(0.0)
@@ -703,11 +740,12 @@ fn not_ready_suspends_and_deletion_cancels_the_capture_in_flight() {
 }
 
 /// Two pods whose scheduled captures overlap under `kubernetes_max_concurrency: 1`: the
-/// second is skipped as `concurrency`. A pod burning a core crosses `cpu_usage_millicores`:
-/// the normal trigger fires at exactly trigger_window / monitor_interval = 3 violating
-/// rounds, and its capture says what crossed.
+/// second waits for the slot and runs when the first ends (never skipped: a skipped
+/// scheduled capture starved its target). A pod burning a core crosses
+/// `cpu_usage_millicores`: the normal trigger fires at exactly trigger_window /
+/// monitor_interval = 3 violating rounds, and its capture says what crossed.
 #[test]
-fn limits_skip_with_their_reason_and_a_normal_threshold_fires_at_the_required_round() {
+fn limits_queue_scheduled_captures_and_a_normal_threshold_fires_at_the_required_round() {
     let _cpu = crate::support::cpu_exclusive();
     let sb = Sandbox::new();
     let Some((api, kc)) = cluster(&sb) else {
@@ -724,7 +762,7 @@ fn limits_skip_with_their_reason_and_a_normal_threshold_fires_at_the_required_ro
         return;
     };
     reqwest::blocking::get("http://127.0.0.4:16065/ctl/burn?n=1").unwrap();
-    // Two UIDs whose jitters are within 300 ms of each other, so their 2 s captures overlap.
+    // Two UIDs whose jitters are within 300 ms of each other, so their 1 s captures overlap.
     let jitter = |uid: &str, port: u16, ip: &str| {
         agentprof::k8s::schedule::jitter(
             &format!("{uid}/app/http://{ip}:{port}/debug/pprof"),
@@ -761,7 +799,7 @@ fn limits_skip_with_their_reason_and_a_normal_threshold_fires_at_the_required_ro
             kubelet.settings(&sb.file("kt"))
         ),
         "  - selector: app=web\n    port: pprof\n    interval: 10s\n    \
-         scheduled_types: [cpu]\n    profile_duration: 2s\n  \
+         scheduled_types: [cpu]\n    profile_duration: 1s\n  \
          - selector: app=hot\n    port: pprof\n    scheduled_types: []\n    \
          trigger_types: [goroutine]\n    monitor_interval: 1s\n    trigger_window: 3s\n    \
          cpu_usage_millicores: 500\n",
@@ -769,10 +807,46 @@ fn limits_skip_with_their_reason_and_a_normal_threshold_fires_at_the_required_ro
     // Let the kubelet's sampler see a second of the burner.
     std::thread::sleep(std::time::Duration::from_millis(1200));
     let mut run = Running::start(&sb, &kc, &["--out", "out"]);
-    let skipped = run.wait("a concurrency skip", |v| {
-        v["event"] == "capture_skipped" && v["reason"] == "concurrency"
-    });
-    assert_eq!(skipped["cause"], "scheduled");
+    let scheduled_done = |pod: &'static str| {
+        move |v: &Value| {
+            v["event"] == "capture"
+                && v["capture"]["cause"] == "scheduled"
+                && v["capture"]["pod"] == pod
+        }
+    };
+    run.wait("a's scheduled capture", scheduled_done("a"));
+    run.wait("b's scheduled capture", scheduled_done("b"));
+    let starts: Vec<usize> = ["ua/", ub.as_str()]
+        .iter()
+        .map(|u| {
+            run.seen
+                .iter()
+                .position(|v| {
+                    v["event"] == "capture_started"
+                        && v["cause"] == "scheduled"
+                        && v["target"].as_str().unwrap().starts_with(u)
+                })
+                .unwrap()
+        })
+        .collect();
+    let (first, second) = (starts[0].min(starts[1]), starts[0].max(starts[1]));
+    let first_done = run.seen[first..]
+        .iter()
+        .position(|v| v["event"] == "capture_done" && v["target"] == run.seen[first]["target"])
+        .unwrap()
+        + first;
+    assert!(
+        first_done < second,
+        "the second waits for the slot: {:#?}",
+        run.seen
+    );
+    assert!(
+        !run.seen
+            .iter()
+            .any(|v| v["event"] == "capture_skipped" && v["cause"] == "scheduled"),
+        "{:#?}",
+        run.seen
+    );
     let fired = run.wait("the trigger", |v| v["event"] == "triggered");
     let rounds = kubelet.requests();
     eprintln!(
@@ -903,9 +977,9 @@ fn a_kubelet_outage_keeps_the_window_and_adds_no_sample() {
     assert_eq!(stopped["skipped"]["stats_error"], 1, "{stopped}");
 }
 
-/// A pod deleted while its capture uploads (which a cancel does not cut) and recreated at
-/// the same address: the new target's capture waits for the old task to end, then runs.
-/// The old capture, complete before the deletion, is reported as a capture, not cancelled.
+/// A pod deleted during its capture's CPU profile and recreated at the same address: the old
+/// capture is cut (cancelled, not reported as a capture), and the new target's capture
+/// starts only once the old task on the endpoint has ended.
 #[test]
 fn a_new_target_waits_for_the_old_task_on_its_endpoint() {
     let sb = Sandbox::new();
@@ -915,10 +989,6 @@ fn a_new_target_waits_for_the_old_task_on_its_endpoint() {
     let Some(_w) = pod_process("127.0.0.6:16067") else {
         return;
     };
-    let (intake, uploads) = crate::support::serve(|_, _| crate::support::Reply {
-        delay: std::time::Duration::from_secs(2),
-        ..crate::support::reply("202 Accepted", "{}")
-    });
     let w = |uid: &str| {
         pod(
             "shop",
@@ -935,23 +1005,14 @@ fn a_new_target_waits_for_the_old_task_on_its_endpoint() {
         &sb,
         "",
         "  - selector: app=web\n    port: pprof\n    interval: 10s\n    \
-         scheduled_types: [goroutine]\n",
+         scheduled_types: [cpu, goroutine]\n    profile_duration: 3s\n",
     );
-    let upload = format!("http://{intake}/profiling/v1/input");
-    let mut run = Running::start(
-        &sb,
-        &kc,
-        &["--out", "out", "--upload", &upload, "--spool", "spool"],
-    );
+    let mut run = Running::start(&sb, &kc, &["--out", "out"]);
     run.wait("the old capture", |v| {
         v["event"] == "capture_started" && v["target"].as_str().unwrap().starts_with("w-old/")
     });
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while uploads.lock().unwrap().is_empty() {
-        assert!(std::time::Instant::now() < end, "no upload");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    // The old capture is in its 2 s upload: the pod goes, and comes back with a new UID.
+    // The old capture is in its 3 s CPU profile: the pod goes, and comes back with a new UID.
+    std::thread::sleep(std::time::Duration::from_millis(500));
     api.delete_pod("shop", "w");
     api.put_pod(w("w-new"));
     let new = |v: &Value| {
@@ -959,7 +1020,6 @@ fn a_new_target_waits_for_the_old_task_on_its_endpoint() {
             .as_str()
             .is_some_and(|t| t.starts_with("w-new/"))
     };
-    run.wait("the wait", |v| v["event"] == "capture_waiting" && new(v));
     let started = run.wait("the new capture", |v| {
         v["event"] == "capture_started" && new(v)
     });
@@ -970,10 +1030,15 @@ fn a_new_target_waits_for_the_old_task_on_its_endpoint() {
     });
     let new_started = at(&|v: &Value| *v == started);
     assert!(old_done < new_started, "{events:#?}");
-    assert_eq!(events[old_done]["status"], "ok", "{}", events[old_done]);
+    // The old pod's CPU profile was cut by its deletion: no capture of it is reported.
+    assert_eq!(
+        events[old_done]["status"], "cancelled",
+        "{}",
+        events[old_done]
+    );
     let caps: Vec<&Value> = events.iter().filter(|v| v["event"] == "capture").collect();
     assert!(
-        caps.iter().any(|c| c["capture"]["target"]
+        !caps.iter().any(|c| c["capture"]["target"]
             .as_str()
             .unwrap()
             .starts_with("w-old/")),

@@ -31,6 +31,11 @@ struct Shared {
     requests: AtomicU64,
     /// Request numbers (1-based) answered 503, as a kubelet that is restarting.
     down: Mutex<Vec<u64>>,
+    /// The bearer token it accepts (the API server checks it for a real kubelet), and the
+    /// tokens it was sent.
+    token: Mutex<String>,
+    tokens_seen: Mutex<BTreeMap<String, u64>>,
+    refused: AtomicU64,
 }
 
 pub struct Kubelet {
@@ -79,10 +84,11 @@ impl Kubelet {
                 std::thread::sleep(Duration::from_millis(200));
             }
         });
-        let (s, token, node) = (Arc::clone(&shared), token.to_string(), node.to_string());
+        *shared.token.lock().unwrap() = token.to_string();
+        let (s, node) = (Arc::clone(&shared), node.to_string());
         let app = axum::Router::new().fallback(move |req: Request<Body>| {
-            let (s, token, node) = (Arc::clone(&s), token.clone(), node.clone());
-            async move { summary(&req, &s, &token, &node) }
+            let (s, node) = (Arc::clone(&s), node.clone());
+            async move { summary(&req, &s, &node) }
         });
         let addr = super::tls::serve(app, &cert, &key);
         Some(Kubelet {
@@ -123,12 +129,32 @@ impl Kubelet {
         self.shared.down.lock().unwrap().extend_from_slice(n);
     }
 
+    /// From now on only `token` is accepted (a rotated service-account token).
+    pub fn set_token(&self, token: &str) {
+        *self.shared.token.lock().unwrap() = token.to_string();
+    }
+
+    /// Requests that carried `token`, and those refused (401).
+    pub fn sent(&self, token: &str) -> u64 {
+        self.shared
+            .tokens_seen
+            .lock()
+            .unwrap()
+            .get(token)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn refused(&self) -> u64 {
+        self.shared.refused.load(Ordering::SeqCst)
+    }
+
     pub fn requests(&self) -> u64 {
         self.shared.requests.load(Ordering::SeqCst)
     }
 }
 
-fn summary(req: &Request<Body>, s: &Shared, token: &str, node: &str) -> Response<Body> {
+fn summary(req: &Request<Body>, s: &Shared, node: &str) -> Response<Body> {
     let n = s.requests.fetch_add(1, Ordering::SeqCst) + 1;
     let reply = |code: u16, body: String| {
         Response::builder()
@@ -137,12 +163,20 @@ fn summary(req: &Request<Body>, s: &Shared, token: &str, node: &str) -> Response
             .body(Body::from(body))
             .unwrap()
     };
-    let authorized = req
+    let bearer = req
         .headers()
         .get("authorization")
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v == format!("Bearer {token}"));
-    if !authorized {
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("")
+        .to_string();
+    *s.tokens_seen
+        .lock()
+        .unwrap()
+        .entry(bearer.clone())
+        .or_default() += 1;
+    if bearer != *s.token.lock().unwrap() {
+        s.refused.fetch_add(1, Ordering::SeqCst);
         return reply(401, "Unauthorized".into());
     }
     if req.uri().path() != "/stats/summary" {

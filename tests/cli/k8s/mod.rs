@@ -3,6 +3,7 @@
 
 pub mod apiserver;
 mod collect;
+mod faults;
 pub mod kubelet;
 mod manifests;
 mod peers;

@@ -45,9 +45,128 @@ pub fn certificate(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     Some((cert, key))
 }
 
+/// A certificate authority in `dir` (`ca.pem`, `ca-key.pem`) and a serving certificate for
+/// 127.0.0.1 it signed (`NAME.pem`, `NAME-key.pem`), as kubeadm lays out an API server's:
+/// `(ca, cert, key)`. Called again with another NAME, the same CA signs another certificate
+/// (a rotation); with another `dir`, another CA.
+pub fn ca_signed(dir: &Path, name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let (ca, ca_key) = (dir.join("ca.pem"), dir.join("ca-key.pem"));
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    if !ca.exists() {
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=agentprof-test-ca",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+            "-keyout",
+            "ca-key.pem",
+            "-out",
+            "ca.pem",
+        ]);
+    }
+    let (cert, key) = (
+        dir.join(format!("{name}.pem")),
+        dir.join(format!("{name}-key.pem")),
+    );
+    let csr = format!("{name}.csr");
+    let ext = format!("{name}.ext");
+    run(&[
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-subj",
+        "/CN=kube-apiserver",
+        "-keyout",
+        &format!("{name}-key.pem"),
+        "-out",
+        &csr,
+    ]);
+    std::fs::write(
+        dir.join(&ext),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=critical,CA:FALSE\n\
+         extendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        &csr,
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca-key.pem",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        &ext,
+        "-out",
+        &format!("{name}.pem"),
+    ]);
+    let _ = ca_key;
+    (ca, cert, key)
+}
+
 /// Serves `app` over HTTPS on 127.0.0.1 (a free port) until the test process ends.
 pub fn serve(app: axum::Router, cert: &Path, key: &Path) -> SocketAddr {
     serve_with(app, cert, key, None)
+}
+
+/// What a test does to a server's connections: `down` closes every new connection at once
+/// (a server that is gone), `cut` ends every open one.
+#[derive(Default)]
+pub struct Gate {
+    pub down: std::sync::atomic::AtomicBool,
+    cut: std::sync::Mutex<Option<tokio::sync::watch::Sender<u64>>>,
+}
+
+impl Gate {
+    /// Ends every open connection.
+    pub fn cut(&self) {
+        if let Some(tx) = self.cut.lock().unwrap().as_ref() {
+            tx.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Gone (every connection closed, new ones refused) or back.
+    pub fn set_down(&self, down: bool) {
+        self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+        if down {
+            self.cut();
+        }
+    }
+}
+
+/// As `serve`, its connections under `gate`; the certificate chain is `cert`'s file
+/// (the leaf first, then any intermediates).
+pub fn serve_gated(app: axum::Router, cert: &Path, key: &Path, gate: Arc<Gate>) -> SocketAddr {
+    serve_inner(app, cert, key, None, Some(gate))
 }
 
 /// As `serve`; with `client_ca`, a client must present a certificate it signed (mutual
@@ -57,6 +176,16 @@ pub fn serve_with(
     cert: &Path,
     key: &Path,
     client_ca: Option<&Path>,
+) -> SocketAddr {
+    serve_inner(app, cert, key, client_ca, None)
+}
+
+fn serve_inner(
+    app: axum::Router,
+    cert: &Path,
+    key: &Path,
+    client_ca: Option<&Path>,
+    gate: Option<Arc<Gate>>,
 ) -> SocketAddr {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let pem = |p: &Path| -> Vec<CertificateDer<'static>> {
@@ -93,19 +222,35 @@ pub fn serve_with(
             .unwrap();
         rt.block_on(async move {
             let l = tokio::net::TcpListener::from_std(listener).unwrap();
+            let (cut_tx, cut_rx) = tokio::sync::watch::channel(0u64);
+            if let Some(g) = &gate {
+                *g.cut.lock().unwrap() = Some(cut_tx);
+            }
             loop {
                 let Ok((tcp, _)) = l.accept().await else {
                     continue;
                 };
+                if gate
+                    .as_ref()
+                    .is_some_and(|g| g.down.load(std::sync::atomic::Ordering::SeqCst))
+                {
+                    drop(tcp);
+                    continue;
+                }
                 let (acceptor, app) = (acceptor.clone(), app.clone());
+                let mut cut = cut_rx.clone();
+                cut.mark_unchanged();
                 tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
                         return;
                     };
                     let svc = hyper_util::service::TowerToHyperService::new(app);
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(hyper_util::rt::TokioIo::new(tls), svc)
-                        .await;
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(tls), svc);
+                    tokio::select! {
+                        _ = conn => {}
+                        _ = cut.changed() => {}
+                    }
                 });
             }
         });

@@ -1,0 +1,529 @@
+//! `agentprof k8s` against a control plane that misbehaves as real ones do: an API server
+//! that throttles with Retry-After, restarts (503), accepts requests and never answers, is
+//! gone and comes back, refuses the credentials, ends watches at once; a holder cut off from
+//! it while a standby waits; a Lease at the largest transition count; rotated credentials;
+//! an upload intake that never answers; a disk that is full; many targets under a small
+//! concurrency limit. Each case prints what it measured (`measured: …`).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::apiserver::{ApiServer, Fault};
+use super::collect::{NODE, PodProcess, Running, cluster, metric, pod_process, profile_yaml};
+use super::kubelet::Kubelet;
+use crate::support::Sandbox;
+
+/// A node with `n` Running pods of app=web (real Go services on 127.0.1.`base`+i, port
+/// `port`), the loopback API server and kubelet reporting them.
+struct Node {
+    sb: Sandbox,
+    api: ApiServer,
+    kc: PathBuf,
+    kubelet: Kubelet,
+    _pods: Vec<PodProcess>,
+}
+
+fn node(n: usize, base: u8, port: u16) -> Option<Node> {
+    let sb = Sandbox::new();
+    let (api, kc) = cluster(&sb)?;
+    sb.write("kt", "kt\n");
+    let kubelet = Kubelet::start(sb.path(), "kt", NODE)?;
+    let mut pods = Vec::new();
+    for i in 0..n {
+        let ip = format!("127.0.1.{}", base as usize + i);
+        let p = pod_process(&format!("{ip}:{port}"))?;
+        let uid = format!("u{base}-{i}");
+        kubelet.add("shop", &format!("web-{i}"), &uid, "app", p.pid);
+        api.put_pod(web(&format!("web-{i}"), &uid, &ip, port));
+        pods.push(p);
+    }
+    Some(Node {
+        sb,
+        api,
+        kc,
+        kubelet,
+        _pods: pods,
+    })
+}
+
+fn web(name: &str, uid: &str, ip: &str, port: u16) -> Value {
+    super::apiserver::pod(
+        "shop",
+        name,
+        uid,
+        NODE,
+        ip,
+        json!({"app": "web"}),
+        &[("app", &[("pprof", port)])],
+    )
+}
+
+impl Node {
+    /// profile.yaml: the kubelet's settings plus `init`, and one rule for app=web with
+    /// `rule` lines (each `    key: value\n`).
+    fn rules(&self, init: &str, rule: &str) {
+        profile_yaml(
+            &self.sb,
+            &format!("{}\n{init}", self.kubelet.settings(&self.sb.file("kt"))),
+            &format!("  - selector: app=web\n    port: pprof\n{rule}"),
+        );
+    }
+}
+
+/// `http://ADDR/PATH`: status and body.
+fn get(addr: &str, path: &str) -> (u16, String) {
+    match reqwest::blocking::Client::new()
+        .get(format!("http://{addr}{path}"))
+        .timeout(Duration::from_secs(5))
+        .send()
+    {
+        Ok(r) => (r.status().as_u16(), r.text().unwrap_or_default()),
+        Err(e) => (0, e.to_string()),
+    }
+}
+
+/// An event's time stamp.
+fn at(v: &Value) -> jiff::Timestamp {
+    v["time"].as_str().unwrap().parse().unwrap()
+}
+
+/// Waits until `cond` holds (at most `secs`), looking every 100 ms; the seconds it took.
+fn until(what: &str, secs: u64, mut cond: impl FnMut() -> bool) -> f64 {
+    let t0 = Instant::now();
+    while !cond() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(secs),
+            "{what}: not within {secs} s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    t0.elapsed().as_secs_f64()
+}
+
+const WATCHED: &str = "    interval: 10s\n    scheduled_types: [goroutine]\n    \
+                       monitor_interval: 1s\n    mem_usage_bytes: 100Gi\n";
+
+/// Throttled with `Retry-After: 3600`, restarting (503) or accepting requests and never
+/// answering: the collector goes on (kubelet rounds every second, /metrics answers) and
+/// SIGTERM ends it within 2 s, the lease given back within its deadline.
+#[test]
+fn an_api_server_that_throttles_restarts_or_hangs_never_freezes_the_collector() {
+    let cases = [
+        (
+            "429 Retry-After: 3600",
+            Fault::Status(429, Some(3600)),
+            10u8,
+        ),
+        ("503 (restarting)", Fault::Status(503, None), 20),
+        ("no answer", Fault::Hang, 30),
+    ];
+    let runs: Vec<_> = cases
+        .into_iter()
+        .map(|(name, fault, base)| std::thread::spawn(move || one_fault(name, fault, base)))
+        .collect();
+    for r in runs {
+        r.join().unwrap();
+    }
+}
+
+fn one_fault(name: &str, fault: Fault, base: u8) {
+    let Some(n) = node(1, base, 16200) else {
+        return;
+    };
+    n.rules("", WATCHED);
+    let mut run = Running::start(&n.sb, &n.kc, &["--metrics-listen", "127.0.0.1:0"]);
+    let listening = run.wait("listening", |v| v["event"] == "listening");
+    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    run.wait("leader", |v| v["event"] == "leader");
+    run.wait("synced", |v| v["event"] == "synced");
+    run.wait("a capture", |v| v["event"] == "capture_done");
+    n.api.set_fault(None, Some(fault.clone()));
+    let rounds = n.kubelet.requests();
+    std::thread::sleep(Duration::from_secs(4));
+    let after = n.kubelet.requests();
+    assert!(
+        after >= rounds + 3,
+        "{name}: kubelet rounds went on: {rounds} → {after}"
+    );
+    let (code, text) = get(&metrics, "/metrics");
+    assert_eq!(code, 200, "{name}: {text}");
+    if fault == Fault::Status(429, Some(3600)) {
+        until("a Retry-After counted", 10, || {
+            metric(
+                &get(&metrics, "/metrics").1,
+                "agentprof_k8s_api_retry_after_total",
+            ) >= 1.0
+        });
+        let (_, text) = get(&metrics, "/metrics");
+        assert!(
+            text.contains("code=\"429\""),
+            "{name}: the 429s are counted by outcome: {text}"
+        );
+    }
+    let exit = run.sigterm_timed();
+    eprintln!(
+        "measured: k8s with the API server answering {name}: exit {exit:.2} s after SIGTERM, kubelet rounds {rounds} → {after} in 4 s"
+    );
+    assert!(exit <= 2.0, "{name}: {exit:.2} s from SIGTERM to exit");
+}
+
+/// A leader cut off from the API server (its requests hang) stops collecting before its
+/// lease could have expired; the standby takes over only after that, so no target is
+/// collected by both; the old leader stands by when the API server answers it again.
+#[test]
+fn a_holder_cut_off_stops_collecting_before_the_standby_takes_over() {
+    let Some(n) = node(3, 40, 16201) else {
+        return;
+    };
+    n.rules("", "    interval: 10s\n    scheduled_types: [goroutine]\n");
+    n.api.add_token("ta");
+    n.api.add_token("tb");
+    let (kc_a, kc_b) = (n.sb.file("kc-a"), n.sb.file("kc-b"));
+    n.api.kubeconfig_with(&kc_a, "ta");
+    n.api.kubeconfig_with(&kc_b, "tb");
+    let mut a = Running::start(&n.sb, &kc_a, &[]);
+    a.wait("a leads", |v| v["event"] == "leader");
+    a.wait("a captures", |v| v["event"] == "capture_done");
+    let mut b = Running::start(&n.sb, &kc_b, &[]);
+    b.wait("b stands by", |v| v["event"] == "standby");
+    let cut = Instant::now();
+    n.api.set_fault(Some("ta"), Some(Fault::Hang));
+    let lost = a.wait_for("a loses the lease", 30, |v| v["event"] == "lease_lost");
+    let lost_after = cut.elapsed().as_secs_f64();
+    let took = b.wait_for("b takes over", 40, |v| v["event"] == "leader");
+    let took_after = cut.elapsed().as_secs_f64();
+    assert!(at(&lost) < at(&took), "a stopped first: {lost} {took}");
+    b.wait_for("b captures", 20, |v| v["event"] == "capture_done");
+    std::thread::sleep(Duration::from_secs(2));
+    let late: Vec<Value> = a
+        .drain()
+        .iter()
+        .filter(|v| v["event"] == "capture_started" && at(v) > at(&lost))
+        .cloned()
+        .collect();
+    assert!(
+        late.is_empty(),
+        "a collected after losing the lease: {late:?}"
+    );
+    n.api.set_fault(None, None);
+    a.wait_for("a stands by again", 20, |v| v["event"] == "standby");
+    eprintln!(
+        "measured: leader cut off from the API server: stopped collecting {lost_after:.1} s after the cut, the standby took over {took_after:.1} s after it"
+    );
+    let _ = b.stop();
+    let _ = a.stop();
+}
+
+/// A Lease left at `leaseTransitions: 2147483647` (which the API server validates ≥ 0) is
+/// taken over without wrapping; while the API server refuses the Lease (403), the error
+/// names the verb and resource refused.
+#[test]
+fn a_lease_at_the_largest_transition_count_is_taken_over_and_a_403_says_what_was_refused() {
+    let Some(n) = node(1, 50, 16202) else {
+        return;
+    };
+    n.rules("", "    interval: 10s\n    scheduled_types: [goroutine]\n");
+    n.api.put_lease(
+        "agentprof",
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": format!("agentprof-{NODE}")},
+            "spec": {"holderIdentity": "", "leaseDurationSeconds": 15,
+                "leaseTransitions": i32::MAX}}),
+    );
+    n.api.set_fault(None, Some(Fault::Leases(403)));
+    let mut run = Running::start(&n.sb, &n.kc, &[]);
+    let err = run.wait("a lease error", |v| v["event"] == "lease_error");
+    let text = err["error"].as_str().unwrap();
+    assert!(
+        text.contains("get leases") && text.contains("`get` on `leases`"),
+        "{text}"
+    );
+    assert!(!text.contains("pods"), "not the pods' RBAC: {text}");
+    n.api.set_fault(None, None);
+    run.wait("leader", |v| v["event"] == "leader");
+    let lease = n
+        .api
+        .lease("agentprof", &format!("agentprof-{NODE}"))
+        .unwrap();
+    assert_eq!(lease["spec"]["leaseTransitions"], i32::MAX, "{lease}");
+    let _ = run.stop();
+}
+
+/// The API server gone (connections refused) for a while and back on the same address:
+/// /readyz says not ready while it is gone, the lease is taken again, discovery resumes (a
+/// pod created after the return is captured within 40 s), /readyz ready again.
+#[test]
+fn the_api_server_gone_and_back_resumes_discovery_the_lease_and_readiness() {
+    let outage: u64 = std::env::var("AGENTPROF_OUTAGE_S")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let Some(n) = node(1, 60, 16203) else {
+        return;
+    };
+    let late = pod_process("127.0.1.69:16203");
+    let Some(late) = late else { return };
+    n.kubelet.add("shop", "web-late", "u-late", "app", late.pid);
+    n.rules("", WATCHED);
+    let mut run = Running::start(&n.sb, &n.kc, &["--metrics-listen", "127.0.0.1:0"]);
+    let listening = run.wait("listening", |v| v["event"] == "listening");
+    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    run.wait("synced", |v| v["event"] == "synced");
+    until("ready", 10, || get(&metrics, "/readyz").0 == 200);
+    let gone = Instant::now();
+    n.api.set_down(true);
+    let unready = until("not ready while gone", 30, || {
+        get(&metrics, "/readyz").0 == 503
+    });
+    let (_, why) = get(&metrics, "/readyz");
+    std::thread::sleep(Duration::from_secs(outage).saturating_sub(gone.elapsed()));
+    n.api.set_down(false);
+    let back = Instant::now();
+    n.api
+        .put_pod(web("web-late", "u-late", "127.0.1.69", 16203));
+    let leads = |v: &Value| v["event"] == "leader";
+    let leaders = run.drain().iter().filter(|v| leads(v)).count();
+    let captured = run.wait_for("the new pod captured", 40, |v| {
+        v["event"] == "capture" && v["capture"]["pod"] == "web-late"
+    });
+    let captured_after = back.elapsed().as_secs_f64();
+    let ready = until("ready again", 30, || get(&metrics, "/readyz").0 == 200);
+    let ready_after = back.elapsed().as_secs_f64().max(ready);
+    let now_leaders = run.drain().iter().filter(|v| leads(v)).count();
+    let renewed = run
+        .seen
+        .iter()
+        .any(|v| v["event"] == "lease_ok" || v["event"] == "leader");
+    assert!(renewed && now_leaders >= leaders, "{:#?}", run.seen);
+    eprintln!(
+        "measured: API server gone {outage} s: /readyz 503 after {unready:.1} s ({}), a pod created after the return captured {captured_after:.1} s after it, ready {ready_after:.1} s after it",
+        why.trim()
+    );
+    assert_eq!(captured["capture"]["profiles"][0]["ok"], true, "{captured}");
+    let _ = run.stop();
+}
+
+/// Watches the API server ends at once with no event are errors that back off (at most
+/// about one a second, counted); 401 on every request makes /readyz say not ready and is
+/// counted by outcome; both recover when the server does.
+#[test]
+fn short_watches_back_off_and_refused_credentials_make_it_unready() {
+    let Some(n) = node(1, 70, 16204) else {
+        return;
+    };
+    n.rules("", WATCHED);
+    let mut run = Running::start(&n.sb, &n.kc, &["--metrics-listen", "127.0.0.1:0"]);
+    let listening = run.wait("listening", |v| v["event"] == "listening");
+    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    run.wait("synced", |v| v["event"] == "synced");
+    n.api.wait_for_watches(1);
+    n.api.set_fault(None, Some(Fault::WatchEndsAtOnce));
+    n.api.cut_watches();
+    let w0 = n.api.count("watch");
+    std::thread::sleep(Duration::from_secs(10));
+    let watches = n.api.count("watch") - w0;
+    assert!(watches <= 12, "{watches} watches in 10 s");
+    let (_, text) = get(&metrics, "/metrics");
+    assert!(
+        metric(&text, "agentprof_k8s_api_short_watches_total") >= 1.0,
+        "{text}"
+    );
+    n.api.set_fault(None, Some(Fault::Status(401, None)));
+    let unready = until("not ready on 401", 20, || get(&metrics, "/readyz").0 == 503);
+    let (_, text) = get(&metrics, "/metrics");
+    assert!(text.contains("code=\"401\""), "{text}");
+    n.api.set_fault(None, None);
+    let ready = until("ready again", 20, || get(&metrics, "/readyz").0 == 200);
+    eprintln!(
+        "measured: a watch ended at once: {watches} watches in 10 s; 401 on every request: /readyz 503 after {unready:.1} s, ready {ready:.1} s after it stopped"
+    );
+    let _ = run.stop();
+}
+
+/// The kubelet is sent the credentials the API server is sent (here a kubeconfig user's
+/// `tokenFile`, which agentprof never saw as a token), read again at once when the kubelet
+/// refuses a rotated one; one kubelet read serves every target due in a round.
+#[test]
+fn the_kubelet_gets_the_clusters_rotated_credentials_and_one_read_per_round() {
+    let Some(n) = node(4, 80, 16205) else {
+        return;
+    };
+    let token_file = n.sb.write("sa-token", "kt");
+    n.api.add_token("kt");
+    let kc = n.sb.file("kc-file");
+    n.api.kubeconfig(&kc);
+    let text = std::fs::read_to_string(&kc).unwrap().replace(
+        &format!("token: {}", n.api.token),
+        &format!("tokenFile: {}", token_file.display()),
+    );
+    std::fs::write(&kc, text).unwrap();
+    // The kubelet's address and CA, but no kubelet_token_file: the cluster's credentials.
+    profile_yaml(
+        &n.sb,
+        &format!(
+            "  kubelet_url: {}\n  kubelet_client_ca: {}\n",
+            n.kubelet.url(),
+            n.kubelet.ca.display()
+        ),
+        &format!("  - selector: app=web\n    port: pprof\n{WATCHED}"),
+    );
+    let mut run = Running::start(&n.sb, &kc, &[]);
+    let started = run.wait("started", |v| v["event"] == "started");
+    assert!(
+        started["kubelet_credentials"]
+            .as_str()
+            .unwrap()
+            .contains("sa-token"),
+        "{started}"
+    );
+    run.wait("synced", |v| v["event"] == "synced");
+    std::thread::sleep(Duration::from_secs(2));
+    let r0 = n.kubelet.requests();
+    std::thread::sleep(Duration::from_secs(6));
+    let reads = n.kubelet.requests() - r0;
+    assert!(
+        (5..=8).contains(&reads),
+        "{reads} kubelet reads in 6 s for 4 targets at monitor_interval 1s"
+    );
+    assert!(
+        n.kubelet.sent("kt") > 0,
+        "the kubelet got the cluster's token"
+    );
+    // The token is rotated: the file gets the new one, the kubelet takes only the new one.
+    n.api.add_token("kt2");
+    std::fs::write(&token_file, "kt2").unwrap();
+    n.kubelet.set_token("kt2");
+    let refused = n.kubelet.refused();
+    let rotated = until("the rotated token reaches the kubelet", 10, || {
+        n.kubelet.sent("kt2") > 0
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let errors = run
+        .drain()
+        .iter()
+        .filter(|v| v["event"] == "stats_error")
+        .count();
+    assert!(errors <= 1, "{:#?}", run.seen);
+    eprintln!(
+        "measured: kubelet reads: {reads} in 6 s (4 targets, 1 s rounds); a rotated token reached the kubelet {rotated:.1} s after the rotation ({} refused, {errors} round(s) lost)",
+        n.kubelet.refused() - refused
+    );
+    let _ = run.stop();
+}
+
+/// Eight targets whose 1 s CPU captures all fall due in the first second of a 10 s interval,
+/// under `kubernetes_max_concurrency: 1`: each gets its scheduled captures (none skipped,
+/// none missed), and an upload intake that accepts and never answers holds none of them;
+/// SIGTERM exits at once with the uploads left in the spool.
+#[test]
+fn scheduled_captures_all_run_under_a_small_limit_whatever_the_intake_does() {
+    let Some(n) = node(8, 100, 16206) else {
+        return;
+    };
+    n.rules(
+        "  kubernetes_max_concurrency: 1\n",
+        "    interval: 10s\n    scheduled_types: [cpu]\n    profile_duration: 1s\n",
+    );
+    let intake = format!(
+        "http://{}/profiling/v1/input",
+        crate::support::hung_server()
+    );
+    let mut run = Running::start(
+        &n.sb,
+        &n.kc,
+        &[
+            "--upload",
+            &intake,
+            "--spool",
+            "spool",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let listening = run.wait("listening", |v| v["event"] == "listening");
+    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    run.wait("synced", |v| v["event"] == "synced" && v["targets"] == 8);
+    let t0 = Instant::now();
+    let done = |r: &mut Running| {
+        let mut by: std::collections::BTreeMap<String, usize> = Default::default();
+        for v in r.drain() {
+            if v["event"] == "capture_done" && v["status"] == "ok" {
+                *by.entry(v["target"].as_str().unwrap().to_string())
+                    .or_default() += 1;
+            }
+        }
+        by
+    };
+    until("two captures of every target", 40, || {
+        let by = done(&mut run);
+        by.len() == 8 && by.values().all(|&n| n >= 2)
+    });
+    let took = t0.elapsed().as_secs_f64();
+    let (_, text) = get(&metrics, "/metrics");
+    let late = metric(&text, "agentprof_k8s_scheduled_late_total");
+    let missed = metric(&text, "agentprof_k8s_scheduled_missed_total");
+    assert_eq!(missed, 0.0, "{text}");
+    assert!(late >= 1.0, "the captures waited for the slot: {text}");
+    assert!(
+        !run.seen
+            .iter()
+            .any(|v| v["event"] == "capture_skipped" && v["cause"] == "scheduled"),
+        "{:#?}",
+        run.seen
+    );
+    let exit = run.sigterm_timed();
+    let spooled = std::fs::read_dir(n.sb.file("spool"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "upload"))
+                .count()
+        })
+        .unwrap_or(0);
+    eprintln!(
+        "measured: 8 targets, 1 slot, an intake that never answers: every target captured twice in {took:.1} s ({late} waited, {missed} missed); exit {exit:.2} s after SIGTERM, {spooled} uploads left in the spool"
+    );
+    assert!(exit <= 3.0, "{exit:.2} s");
+    assert!(spooled >= 8, "the uploads wait in the spool: {spooled}");
+}
+
+/// `--out` whose captures.jsonl cannot be written (the disk full: /dev/full) and whose
+/// profile directory cannot be made: the capture is a failure in its events and in
+/// /metrics, never `ok`.
+#[test]
+fn a_capture_whose_files_were_not_written_is_a_failure() {
+    let Some(n) = node(1, 110, 16207) else {
+        return;
+    };
+    n.rules("", "    interval: 10s\n    scheduled_types: [goroutine]\n");
+    std::fs::create_dir_all(n.sb.file("out")).unwrap();
+    std::os::unix::fs::symlink("/dev/full", n.sb.file("out/captures.jsonl")).unwrap();
+    // Where the pod's profiles would go is a file.
+    n.sb.write("out/shop", "not a directory");
+    let mut run = Running::start(
+        &n.sb,
+        &n.kc,
+        &["--out", "out", "--metrics-listen", "127.0.0.1:0"],
+    );
+    let listening = run.wait("listening", |v| v["event"] == "listening");
+    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    let done = run.wait("the capture", |v| v["event"] == "capture_done");
+    assert_eq!(done["status"], "error", "{done}");
+    let rec = run.wait("the record error", |v| v["event"] == "record_error");
+    assert!(
+        rec["error"].as_str().unwrap().contains("No space left"),
+        "{rec}"
+    );
+    let cap = run.wait("the capture", |v| v["event"] == "capture");
+    assert_eq!(cap["capture"]["profiles"][0]["ok"], false, "{cap}");
+    let (_, text) = get(&metrics, "/metrics");
+    assert!(
+        metric(
+            &text,
+            "agentprof_k8s_collections_total{cause=\"scheduled\",status=\"error\"}"
+        ) >= 1.0,
+        "{text}"
+    );
+    let _ = run.stop();
+}
