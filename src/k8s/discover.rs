@@ -52,7 +52,7 @@ pub fn describe(e: &kube::Error, verb: &str, resource: &str) -> String {
         ),
         kube::Error::Api(s) if s.code == 403 => format!(
             "forbidden to {verb} {resource} (403): {} — agentprof's ServiceAccount needs \
-             `{verb}` on `{resource}` (deploy/kubernetes/rbac.yaml grants it)",
+             `{verb}` on `{resource}` (deploy/kubernetes/10-rbac.yaml grants it)",
             s.message
         ),
         kube::Error::Api(s) => format!(

@@ -527,3 +527,203 @@ fn a_capture_whose_files_were_not_written_is_a_failure() {
     );
     let _ = run.stop();
 }
+
+/// `/proc/PID/fd` entries and VmRSS (KiB) of a process.
+fn fds_and_rss(pid: u32) -> (usize, u64) {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count());
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let rss = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    (fds, rss)
+}
+
+/// 1,500 clients on `--metrics-listen` that send half a request header and hold on: the
+/// server keeps at most its cap of connections (the collector's fds stay free, its memory
+/// small), the collector goes on, and /metrics answers again once the header timeout has
+/// closed them.
+#[test]
+fn hostile_clients_of_the_metrics_listener_cannot_starve_the_collector() {
+    let Some(n) = node(1, 120, 16208) else {
+        return;
+    };
+    n.rules("", WATCHED);
+    let mut run = Running::start(&n.sb, &n.kc, &["--metrics-listen", "127.0.0.1:0"]);
+    let listening = run.wait("listening", |v| v["event"] == "listening");
+    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    run.wait("synced", |v| v["event"] == "synced");
+    let pid = run.child.id();
+    let (fds0, rss0) = fds_and_rss(pid);
+    let mut held = Vec::new();
+    for _ in 0..1500 {
+        use std::io::Write;
+        if let Ok(mut s) = std::net::TcpStream::connect(&metrics) {
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+            held.push(s);
+        }
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let (fds, rss) = fds_and_rss(pid);
+    let rounds = n.kubelet.requests();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(n.kubelet.requests() >= rounds + 2, "the collector goes on");
+    assert!(
+        fds <= fds0 + 70,
+        "{fds} fds with 1,500 hostile clients ({fds0} before): the cap is 64"
+    );
+    assert!(rss <= rss0 + 8 * 1024, "{rss} KiB ({rss0} before)");
+    let answered = until("/metrics answers again", 20, || {
+        get(&metrics, "/metrics").0 == 200
+    });
+    eprintln!(
+        "measured: 1,500 clients holding half a header on --metrics-listen: {fds} fds ({fds0} before), VmRSS {rss} KiB ({rss0} before); /metrics answered again after {answered:.1} s more"
+    );
+    drop(held);
+    let _ = run.stop();
+}
+
+/// What a hostile pod's pprof endpoint does.
+#[derive(Clone, Copy, Debug)]
+enum Hostile {
+    /// Reads the request and never answers.
+    Hang,
+    /// Answers 200 and sends one byte a second.
+    Trickle,
+    /// Answers 200 with a 2 GiB body, as fast as the socket takes it.
+    Huge,
+    /// Redirects to the API server.
+    Redirect,
+    /// Answers a login page.
+    Html,
+}
+
+/// A hostile pprof endpoint on `addr`; counts the requests that carried an Authorization
+/// header.
+fn hostile(addr: &str, how: Hostile, api: String) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+    use std::io::{BufRead, Write};
+    let authorized = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let seen = std::sync::Arc::clone(&authorized);
+    let listener = std::net::TcpListener::bind(addr).unwrap();
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            let (seen, api) = (std::sync::Arc::clone(&seen), api.clone());
+            std::thread::spawn(move || {
+                let mut r = std::io::BufReader::new(s.try_clone().unwrap());
+                let mut line = String::new();
+                while r.read_line(&mut line).is_ok_and(|n| n > 0) {
+                    if line.to_ascii_lowercase().starts_with("authorization:") {
+                        seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                    line.clear();
+                }
+                let mut s = s;
+                let _ = match how {
+                    Hostile::Hang => {
+                        std::thread::sleep(Duration::from_secs(120));
+                        Ok(())
+                    }
+                    Hostile::Trickle => s
+                        .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n")
+                        .and_then(|()| {
+                            for _ in 0..120 {
+                                s.write_all(b"\x0a")?;
+                                std::thread::sleep(Duration::from_secs(1));
+                            }
+                            Ok(())
+                        }),
+                    Hostile::Huge => s
+                        .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2147483648\r\n\r\n")
+                        .and_then(|()| {
+                            let chunk = vec![0u8; 1 << 16];
+                            for _ in 0..(1 << 15) {
+                                s.write_all(&chunk)?;
+                            }
+                            Ok(())
+                        }),
+                    Hostile::Redirect => s.write_all(
+                        format!(
+                            "HTTP/1.1 302 Found\r\nLocation: {api}/api/v1/pods\r\nContent-Length: 0\r\n\r\n"
+                        )
+                        .as_bytes(),
+                    ),
+                    Hostile::Html => s.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 38\r\n\r\n<html><form>login</form></html>\x0a\x0a\x0a\x0a\x0a\x0a\x0a",
+                    ),
+                };
+            });
+        }
+    });
+    authorized
+}
+
+/// Pods whose endpoints hang, trickle, stream 2 GiB, redirect to the API server or answer
+/// a login page: each capture ends within the rule's request_timeout with an error, no
+/// redirect is followed, no credential is sent to a pod, and the good pod beside them is
+/// collected.
+#[test]
+fn hostile_pod_endpoints_cost_their_own_capture_only() {
+    let Some(n) = node(1, 130, 16209) else {
+        return;
+    };
+    let kinds = [
+        Hostile::Hang,
+        Hostile::Trickle,
+        Hostile::Huge,
+        Hostile::Redirect,
+        Hostile::Html,
+    ];
+    let mut auth = Vec::new();
+    for (i, how) in kinds.iter().enumerate() {
+        let ip = format!("127.0.2.{}", 10 + i);
+        auth.push(hostile(&format!("{ip}:16209"), *how, n.api.url()));
+        n.api
+            .put_pod(web(&format!("bad-{i}"), &format!("ub{i}"), &ip, 16209));
+    }
+    n.rules(
+        "  kubernetes_max_concurrency: 8\n",
+        "    interval: 10s\n    scheduled_types: [goroutine]\n    request_timeout: 3s\n    \
+         max_concurrency: 8\n",
+    );
+    let mut run = Running::start(&n.sb, &n.kc, &[]);
+    run.wait("synced", |v| v["event"] == "synced" && v["targets"] == 6);
+    let good = run.wait("the good pod's capture", |v| {
+        v["event"] == "capture_done" && v["target"].as_str().unwrap().starts_with("u130-0/")
+    });
+    assert_eq!(good["status"], "ok", "{good}");
+    for i in 0..kinds.len() {
+        let id = format!("ub{i}/");
+        let done = run.wait_for("a hostile pod's capture", 15, |v| {
+            v["event"] == "capture_done" && v["target"].as_str().unwrap().starts_with(&id)
+        });
+        assert_eq!(done["status"], "error", "{:?}: {done}", kinds[i]);
+        let secs = done["seconds"].as_f64().unwrap();
+        assert!(
+            secs <= 4.0,
+            "{:?}: {secs} s with a 3 s request_timeout",
+            kinds[i]
+        );
+        eprintln!(
+            "measured: a pod endpoint that does {:?}: its capture ended in {secs:.2} s (error)",
+            kinds[i]
+        );
+    }
+    let _ = run.stop();
+    for (a, how) in auth.iter().zip(kinds) {
+        assert_eq!(
+            a.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "{how:?}: a credential was sent to a pod"
+        );
+    }
+    assert_eq!(
+        n.api.count("unauthorized"),
+        0,
+        "a redirect was followed: {:?}",
+        n.api.log()
+    );
+}

@@ -34,9 +34,9 @@ fn strict<T: serde::de::DeserializeOwned + serde::Serialize>(v: &Value) -> T {
 
 #[test]
 fn the_manifests_are_valid_kubernetes_objects() {
-    let ns = docs("namespace.yaml");
+    let ns = docs("00-namespace.yaml");
     let _: Namespace = strict(&ns[0]);
-    let rbac = docs("rbac.yaml");
+    let rbac = docs("10-rbac.yaml");
     assert_eq!(rbac.len(), 3);
     let _: ServiceAccount = strict(&rbac[0]);
     let role: ClusterRole = strict(&rbac[1]);
@@ -61,13 +61,13 @@ fn the_manifests_are_valid_kubernetes_objects() {
         "exactly what agentprof k8s uses"
     );
     let _: ClusterRoleBinding = strict(&rbac[2]);
-    let cm: ConfigMap = strict(&docs("configmap.yaml")[0]);
+    let cm: ConfigMap = strict(&docs("20-configmap.yaml")[0]);
     let profile = &cm.data.unwrap()["profile.yaml"];
     let rules = agentprof::k8s::config::K8sConfig::parse(Path::new("profile.yaml"), profile)
         .unwrap()
         .unwrap();
     assert_eq!(rules.rules.len(), 1);
-    let ds: DaemonSet = strict(&docs("daemonset.yaml")[0]);
+    let ds: DaemonSet = strict(&docs("30-daemonset.yaml")[0]);
     let pod = ds.spec.template.spec.unwrap();
     let c = &pod.containers[0];
     let env: Vec<(String, String)> = c
@@ -111,5 +111,5 @@ fn the_manifests_are_valid_kubernetes_objects() {
     argv.extend(c.args.clone().unwrap());
     use clap::Parser;
     agentprof::cli::Cli::try_parse_from(&argv).unwrap();
-    let _: NetworkPolicy = strict(&docs("networkpolicy.yaml")[0]);
+    let _: NetworkPolicy = strict(&docs("examples/networkpolicy.yaml")[0]);
 }
