@@ -695,21 +695,16 @@ fn hostile_pod_endpoints_cost_their_own_capture_only() {
         v["event"] == "capture_done" && v["target"].as_str().unwrap().starts_with("u130-0/")
     });
     assert_eq!(good["status"], "ok", "{good}");
-    for i in 0..kinds.len() {
+    for (i, how) in kinds.iter().enumerate() {
         let id = format!("ub{i}/");
         let done = run.wait_for("a hostile pod's capture", 15, |v| {
             v["event"] == "capture_done" && v["target"].as_str().unwrap().starts_with(&id)
         });
-        assert_eq!(done["status"], "error", "{:?}: {done}", kinds[i]);
+        assert_eq!(done["status"], "error", "{how:?}: {done}");
         let secs = done["seconds"].as_f64().unwrap();
-        assert!(
-            secs <= 4.0,
-            "{:?}: {secs} s with a 3 s request_timeout",
-            kinds[i]
-        );
+        assert!(secs <= 4.0, "{how:?}: {secs} s with a 3 s request_timeout");
         eprintln!(
-            "measured: a pod endpoint that does {:?}: its capture ended in {secs:.2} s (error)",
-            kinds[i]
+            "measured: a pod endpoint that does {how:?}: its capture ended in {secs:.2} s (error)"
         );
     }
     let _ = run.stop();
