@@ -37,6 +37,22 @@ pub fn parse(text: &str, bare_unit_secs: f64) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// Now, in seconds since the Unix epoch (0 if the clock is before it).
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// Now, in nanoseconds since the Unix epoch.
+pub fn unix_now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
 /// Now, in RFC 3339 to the second (UTC), as profile files are named: `cpu-2026-12-01T09:38:00Z`.
 pub fn file_stamp() -> String {
     jiff::Timestamp::now()

@@ -38,17 +38,6 @@ impl UsageError {
         }
     }
 
-    /// Starts a Python check's worker and loads the check, so one that cannot be loaded is a
-    /// configuration error before any run (and no cost table of runs that never happened).
-    pub fn load_python(
-        host: &std::sync::Mutex<crate::checks::python::PythonHost>,
-    ) -> Result<(), Self> {
-        let mut h = host
-            .lock()
-            .map_err(|_| UsageError::CheckLoad("the Python host is unusable".into()))?;
-        h.start().map_err(UsageError::CheckLoad)
-    }
-
     /// A YAML error, with its location when the parser knows it.
     pub fn yaml(path: impl Into<PathBuf>, err: &serde_yaml_ng::Error) -> Self {
         let path = path.into();

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::logfile::LogSink;
-use super::unix_now;
+use crate::duration::unix_now;
 use crate::render::collector_log;
 
 /// Developer mode samples the whole agent process (every thread) at 99 Hz.

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use crate::checks::CheckKind;
 use crate::config::{AgentConfig, CheckConf};
@@ -89,13 +89,6 @@ pub fn configured_checks(confd: &Path) -> Vec<String> {
     names.sort();
     names.dedup();
     names
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 /// Runs every configured check on its interval until SIGINT, SIGTERM or `--duration`: the
@@ -266,9 +259,9 @@ impl<'a> Collector<'a> {
     fn on_loop(&mut self) {
         let (opts, level, config) = (self.opts, self.out.level, self.config);
         self.report.loops += 1;
-        let flushed: Flushed = self
-            .agent
-            .collect(self.collection_s, self.emit_s, unix_now());
+        let flushed: Flushed =
+            self.agent
+                .collect(self.collection_s, self.emit_s, crate::duration::unix_now());
         if let Some(m) = &self.out.exported {
             m.update(&flushed.metrics);
         }
@@ -294,7 +287,7 @@ impl<'a> Collector<'a> {
         }
         if opts.developer_mode && level <= Level::Info {
             self.out.log.write(&collector_log::agent_stats(
-                unix_now(),
+                crate::duration::unix_now(),
                 &format!("checks.collector({}:{})", file!(), line!()),
                 &flushed.metrics,
             ));

@@ -13,8 +13,9 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::checks::{Check, LoadedCheck, Runnable, execute, unix_now};
+use crate::checks::{Check, LoadedCheck, Runnable, execute};
 use crate::config::AgentConfig;
+use crate::duration::unix_now;
 use crate::metrics::{Aggregator, Flushed};
 use crate::procstat::{Probe, Target};
 use crate::profile::{RunCost, RunRecord};

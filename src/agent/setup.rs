@@ -209,7 +209,7 @@ pub(super) fn start_checks(
         if let Some(host) = &loaded.python {
             // A check that cannot be loaded is reported once and not scheduled, as the
             // Agent's collector does; the other checks run.
-            if let Err(e) = crate::error::UsageError::load_python(host) {
+            if let Err(e) = crate::checks::python::load(host) {
                 report.config_errors.push(e.to_string());
                 continue;
             }

@@ -18,7 +18,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
@@ -67,13 +67,6 @@ impl ExecCheck {
             stdin: serde_json::to_vec(&doc).unwrap_or_default(),
         }
     }
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 /// What a reader thread has read so far, readable while it is still blocked: a plugin that
@@ -303,7 +296,7 @@ impl ExecCheck {
 
 impl ExternalCheck for ExecCheck {
     fn run(&mut self, sink: &mut Sink, timeout: Duration, _opts: RunOptions) -> ExternalRun {
-        let started_at = unix_now();
+        let started_at = crate::duration::unix_now();
         let t0 = Instant::now();
         let Started {
             mut child,

@@ -25,7 +25,7 @@ mod runner;
 pub use listing::CheckListing;
 pub use registry::{ConfigSource, LoadedCheck, Registry};
 pub use runner::Runner;
-pub(crate) use runner::{execute, hostname_of, instance_tags, timeout_of, unix_now};
+pub(crate) use runner::{execute, hostname_of, instance_tags, timeout_of};
 
 use std::time::Duration;
 

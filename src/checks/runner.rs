@@ -6,7 +6,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use crate::config::{AgentConfig, InstanceCommon};
 use crate::metrics::{Aggregator, Flushed, Sink};
@@ -120,7 +120,7 @@ pub(crate) fn execute(probe: &mut Probe, mut check: Box<dyn Check>, measure: boo
     } else {
         ProcessSnapshot::default()
     };
-    let started_at = unix_now();
+    let started_at = crate::duration::unix_now();
     let t0 = Instant::now();
     let outcome =
         std::panic::catch_unwind(AssertUnwindSafe(|| measured_run(|| check.run(&mut sink))));
@@ -152,20 +152,6 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into())
-}
-
-fn unix_now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
-}
-
-pub(crate) fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 struct Instance {
@@ -242,7 +228,7 @@ impl Runner {
             },
             profile: profile_hz.map(|hz| Profiling {
                 sampler: Sampler::new(hz),
-                profile: CallProfile::new(ProfileKind::Cpu, hz, unix_now_ns()),
+                profile: CallProfile::new(ProfileKind::Cpu, hz, crate::duration::unix_now_ns()),
             }),
         }
     }
@@ -433,7 +419,7 @@ impl Runner {
             &self.name,
             index,
             run,
-            unix_now(),
+            crate::duration::unix_now(),
             Err(why),
             RunCost::default(),
             Flushed::default(),

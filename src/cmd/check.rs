@@ -232,7 +232,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     }
     let python_host = loaded.python.clone();
     if let Some(host) = &python_host {
-        UsageError::load_python(host)?;
+        crate::checks::python::load(host)?;
     }
     let (name, kind, mut version, source) = (
         loaded.name.clone(),

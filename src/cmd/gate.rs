@@ -220,7 +220,7 @@ fn measure(config: &AgentConfig, plan: &Plan, first: LoadedCheck) -> anyhow::Res
         };
         let host = loaded.python.clone();
         if let Some(h) = &host {
-            crate::error::UsageError::load_python(h)?;
+            crate::checks::python::load(h)?;
         }
         // Python checks run under cProfile, for call counts that do not drift with the machine.
         let profile = (kind == CheckKind::Python).then_some(1000);
@@ -393,7 +393,7 @@ fn compare_files(args: &GateArgs, files: &[std::path::PathBuf]) -> anyhow::Resul
         )
         .into());
     }
-    let (cfg, _) = resolve(args, None)?;
+    let (cfg, _) = resolve(flags(args), args.gate_config.as_deref(), None)?;
     let base = read_stats(&files[0])?;
     let current = read_stats(&files[1])?;
     same_mode(
@@ -460,7 +460,7 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         ConfigSource::File(p) => GateSection::from_check_conf(p)?,
         ConfigSource::Default => None,
     };
-    let (cfg, times) = resolve(&args, section)?;
+    let (cfg, times) = resolve(flags(&args), args.gate_config.as_deref(), section)?;
     plan.times = times;
     fits_kind(&args, name, first.kind)?;
     if first.kind == CheckKind::Exec {
@@ -560,6 +560,22 @@ fn report(
     } else {
         Outcome::Success
     })
+}
+
+/// The thresholds the flags set, as a gate section (the last to override).
+fn flags(a: &GateArgs) -> GateSection {
+    GateSection {
+        times: a.times,
+        threshold: a.threshold,
+        alpha: a.alpha,
+        min_slowdown_us: a.min_slowdown_us,
+        rss_slope_kib: a.rss_slope_kib,
+        peak_rss_pct: a.peak_rss_pct,
+        calls_pct: a.calls_pct,
+        alloc_pct: a.alloc_pct,
+        series_pct: a.series_pct,
+        strict: a.strict.then_some(true),
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,6 @@ use serde::Deserialize;
 use serde_yaml_ng::Value;
 
 use super::GateConfig;
-use crate::cli::GateArgs;
 use crate::config::find_key_line;
 use crate::error::UsageError;
 
@@ -88,21 +87,6 @@ impl GateSection {
         Ok(section)
     }
 
-    fn from_flags(a: &GateArgs) -> GateSection {
-        GateSection {
-            times: a.times,
-            threshold: a.threshold,
-            alpha: a.alpha,
-            min_slowdown_us: a.min_slowdown_us,
-            rss_slope_kib: a.rss_slope_kib,
-            peak_rss_pct: a.peak_rss_pct,
-            calls_pct: a.calls_pct,
-            alloc_pct: a.alloc_pct,
-            series_pct: a.series_pct,
-            strict: a.strict.then_some(true),
-        }
-    }
-
     /// The first problem of this section, as `what is wrong` for the key named.
     fn problem(&self) -> Option<(&'static str, String)> {
         if let Some(t) = self.times
@@ -163,19 +147,19 @@ impl GateSection {
 }
 
 /// The thresholds and the number of timed runs: defaults, then the check conf's `gate:`
-/// section, then `--gate-config`, then flags.
+/// section, then `--gate-config` (`gate_config`), then the flags' (`flags`).
 pub fn resolve(
-    args: &GateArgs,
+    flags: GateSection,
+    gate_config: Option<&Path>,
     check_conf: Option<GateSection>,
 ) -> Result<(GateConfig, u32), UsageError> {
-    let flags = GateSection::from_flags(args);
     if let Some((key, why)) = flags.problem() {
         return Err(UsageError::flag(
             format!("--{}", key.replace('_', "-")),
             why,
         ));
     }
-    let file = match &args.gate_config {
+    let file = match gate_config {
         Some(p) => GateSection::from_file(p)?,
         None => GateSection::default(),
     };

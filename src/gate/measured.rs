@@ -72,7 +72,7 @@ impl GateStats {
         check: &str,
         kind: &str,
         records: &[RunRecord],
-        pstats: Option<&crate::checks::python::PstatsReport>,
+        pstats: Option<&crate::profile::PstatsReport>,
         profiled_runs: usize,
     ) -> GateStats {
         let ok: Vec<&RunRecord> = records.iter().filter(|r| r.error.is_none()).collect();

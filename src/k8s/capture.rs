@@ -2,16 +2,77 @@
 //! a line of `<out>/captures.jsonl` (docs/json.md), the `capture` event, a line on stderr.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use super::collector::{Cause, Done, Shared};
 use super::targets::Found;
 use super::trigger::Fired;
+use crate::pull::delta::DeltaCache;
 use crate::pull::fetch::Cancel;
-use crate::pull::{Collection, Job};
+use crate::pull::{Collection, Job, PullOptions};
 use crate::sync::lock;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    Scheduled,
+    ResourceThreshold,
+    /// A static target of `instances:`, on its own interval.
+    Static,
+}
+
+impl Cause {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Cause::Scheduled => "scheduled",
+            Cause::ResourceThreshold => "resource_threshold",
+            Cause::Static => "static",
+        }
+    }
+}
+
+/// A finished collection, back from the blocking pool.
+pub(super) struct Done {
+    pub(super) id: String,
+    pub(super) endpoint: String,
+    pub(super) cause: Cause,
+    pub(super) ok: bool,
+    pub(super) cancelled: bool,
+    pub(super) seconds: f64,
+    /// Why a cumulative profile had no delta, for the skip counts (`delta_cache_evicted`…).
+    pub(super) no_delta: Vec<crate::pull::delta::NoDelta>,
+}
+
+/// One line of `<out>/captures.jsonl` (docs/json.md).
+pub(super) struct Shared {
+    pub(super) cache: Mutex<DeltaCache>,
+    /// Uploads go to its spool and are sent from there by a thread of its own: a capture
+    /// never waits on the intake, and none is lost at a stop.
+    pub(super) uploader: Option<crate::pull::upload::Background>,
+    pub(super) captures: Option<Mutex<std::fs::File>>,
+    pub(super) out: Option<PathBuf>,
+    pub(super) hostname: String,
+    pub(super) json: bool,
+}
+
+impl Shared {
+    /// How pull's collection runs for a capture: files under `out`, a one-row top (its
+    /// figures), the upload when there is an uploader (its URL is the uploader's own).
+    pub(super) fn pull_options(&self, body_size_limit_mb: u64) -> PullOptions {
+        PullOptions {
+            out: self.out.clone(),
+            top: 1,
+            upload: self
+                .uploader
+                .as_ref()
+                .map(|_| reqwest::Url::parse("http://upload.invalid/").expect("a constant URL")),
+            body_size_limit_mb,
+            hostname: self.hostname.clone(),
+            ..Default::default()
+        }
+    }
+}
 
 #[derive(Serialize)]
 pub(super) struct CaptureLine<'a> {
@@ -206,7 +267,7 @@ fn emit(shared: &Shared, line: &CaptureLine<'_>, c: &Collection) -> bool {
         let mut file = lock(file);
         if let Err(e) = writeln!(file, "{text}").and_then(|()| file.flush()) {
             recorded = false;
-            super::collector::log(
+            super::events::log(
                 shared.json,
                 "record_error",
                 serde_json::json!({"target": line.target, "file": "captures.jsonl",

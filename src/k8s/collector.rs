@@ -3,49 +3,29 @@
 //! limits and one per endpoint, finished collections, monitoring rounds. `run` drives it.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use serde::Serialize;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
-use super::capture::Capture;
-use super::config::Rule;
+use super::capture::{Capture, Cause, Done, Shared};
+use super::client::Connect;
+use super::config::{K8sConfig, Rule};
+use super::events::log;
 use super::metrics::Metrics;
-use super::run::RunOptions;
 use super::schedule::{backoff, jitter};
 use super::stats::{ContainerRef, Summary};
 use super::targets::{Found, evaluate};
 use super::trigger::{Fired, Level, Monitor};
-use crate::pull::PullOptions;
-use crate::pull::delta::DeltaCache;
 use crate::pull::fetch::Cancel;
 use crate::sync::lock;
 
 /// How soon a scheduled capture looks again when its endpoint's previous task still runs.
 pub(super) const WAIT_FOR_OLD: Duration = Duration::from_millis(200);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Cause {
-    Scheduled,
-    ResourceThreshold,
-    /// A static target of `instances:`, on its own interval.
-    Static,
-}
-
-impl Cause {
-    pub(super) fn as_str(self) -> &'static str {
-        match self {
-            Cause::Scheduled => "scheduled",
-            Cause::ResourceThreshold => "resource_threshold",
-            Cause::Static => "static",
-        }
-    }
-}
 
 pub(super) struct TargetState {
     pub(super) found: Found,
@@ -63,46 +43,22 @@ pub(super) struct TargetState {
     pub(super) waiting_since: Option<Instant>,
 }
 
-/// A finished collection, back from the blocking pool.
-pub(super) struct Done {
-    pub(super) id: String,
-    pub(super) endpoint: String,
-    pub(super) cause: Cause,
-    pub(super) ok: bool,
-    pub(super) cancelled: bool,
-    pub(super) seconds: f64,
-    /// Why a cumulative profile had no delta, for the skip counts (`delta_cache_evicted`…).
-    pub(super) no_delta: Vec<crate::pull::delta::NoDelta>,
-}
-
-/// One line of `<out>/captures.jsonl` (docs/json.md).
-pub(super) struct Shared {
-    pub(super) cache: Mutex<DeltaCache>,
-    /// Uploads go to its spool and are sent from there by a thread of its own: a capture
-    /// never waits on the intake, and none is lost at a stop.
-    pub(super) uploader: Option<crate::pull::upload::Background>,
-    pub(super) captures: Option<Mutex<std::fs::File>>,
-    pub(super) out: Option<PathBuf>,
-    pub(super) hostname: String,
-    pub(super) json: bool,
-}
-
-impl Shared {
-    /// How pull's collection runs for a capture: files under `out`, a one-row top (its
-    /// figures), the upload when there is an uploader (its URL is the uploader's own).
-    pub(super) fn pull_options(&self, body_size_limit_mb: u64) -> PullOptions {
-        PullOptions {
-            out: self.out.clone(),
-            top: 1,
-            upload: self
-                .uploader
-                .as_ref()
-                .map(|_| reqwest::Url::parse("http://upload.invalid/").expect("a constant URL")),
-            body_size_limit_mb,
-            hostname: self.hostname.clone(),
-            ..Default::default()
-        }
-    }
+/// Everything `agentprof k8s` runs with.
+pub struct RunOptions {
+    pub rules: K8sConfig,
+    /// profile.yaml's `instances:`: collected by the lease holder as `pull` collects them,
+    /// with the same cache, uploader and output, outside the Kubernetes concurrency budget.
+    pub statics: Vec<crate::pull::Target>,
+    pub node: String,
+    pub cluster_name: String,
+    pub connect: Connect,
+    pub hostname: String,
+    pub out: Option<PathBuf>,
+    pub upload: Option<reqwest::Url>,
+    pub spool: PathBuf,
+    pub metrics_listen: Option<SocketAddr>,
+    pub duration: Option<Duration>,
+    pub json: bool,
 }
 
 pub(super) struct Collector {
@@ -148,35 +104,6 @@ pub(super) fn grid_after(epoch: Instant, now: Instant, every: Duration) -> Insta
     let passed = now.saturating_duration_since(epoch).as_nanos();
     let steps = passed / every_ns + 1;
     epoch + Duration::from_nanos(u64::try_from(steps * every_ns).unwrap_or(u64::MAX))
-}
-
-/// One event: a JSON line on stdout with `--json`, else a line on stderr. A closed stdout or
-/// stderr (the reader went away) loses the line, never the collector.
-pub(super) fn log(json: bool, event: &str, fields: serde_json::Value) {
-    use std::io::Write;
-    if json {
-        let mut v = fields;
-        v["event"] = event.into();
-        v["time"] = crate::pull::upload::rfc3339_nano(jiff::Timestamp::now()).into();
-        let _ = writeln!(std::io::stdout().lock(), "{v}");
-    } else {
-        let text = fields
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    // Pod names, endpoints and errors come from the cluster: escaped.
-                    .map(|(k, v)| match v {
-                        serde_json::Value::String(s) => {
-                            format!("{k}={}", crate::redact::printable(s))
-                        }
-                        other => format!("{k}={other}"),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .unwrap_or_default();
-        let _ = writeln!(std::io::stderr().lock(), "agentprof k8s: {event} {text}");
-    }
 }
 
 impl Collector {

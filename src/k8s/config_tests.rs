@@ -1,3 +1,5 @@
+use std::time::Duration;
+
 use super::*;
 use crate::k8s::rule::quantity;
 

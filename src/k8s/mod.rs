@@ -10,6 +10,7 @@ pub mod client;
 pub mod collector;
 pub mod config;
 pub mod discover;
+mod events;
 pub mod kubelet;
 pub mod lease;
 pub mod metrics;

@@ -3,11 +3,215 @@
 //! above its normal threshold).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::config::{At, Port, RawPort, RawQuantity, RawRule, Rule, TYPES, Thresholds};
+use serde::Deserialize;
+
 use super::selector::{Selector, is_dns_label};
 use crate::error::UsageError;
+use crate::pull::fetch::TYPES;
+
+/// Where a rule's pprof endpoint is in each pod: a port number or a container port's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Port {
+    Number(u16),
+    Name(String),
+}
+
+/// Thresholds in the units the kubelet reports: percentages of the container's limit, or
+/// absolute millicores and bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Thresholds {
+    pub cpu_pct: Option<f64>,
+    pub mem_pct: Option<f64>,
+    pub cpu_millicores: Option<f64>,
+    pub mem_bytes: Option<u64>,
+}
+
+impl Thresholds {
+    pub fn any(&self) -> bool {
+        self.cpu_pct.is_some()
+            || self.mem_pct.is_some()
+            || self.cpu_millicores.is_some()
+            || self.mem_bytes.is_some()
+    }
+}
+
+/// One checked rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub index: usize,
+    pub namespaces: Vec<String>,
+    pub selector: Selector,
+    pub container: Option<String>,
+    pub scheme: &'static str,
+    pub port: Port,
+    pub path: String,
+    pub service: Option<String>,
+    pub env: Option<String>,
+    pub version: Option<String>,
+    pub tags: BTreeMap<String, String>,
+    pub pod_label_as_tags: BTreeMap<String, String>,
+    pub pod_annotation_as_tags: BTreeMap<String, String>,
+    pub interval: Duration,
+    pub scheduled_types: Vec<String>,
+    pub trigger_types: Vec<String>,
+    pub profile_duration: Duration,
+    pub emergency_duration: Duration,
+    pub request_timeout: Duration,
+    pub monitor_interval: Duration,
+    pub trigger_window: Duration,
+    pub cooldown: Duration,
+    pub max_concurrency: usize,
+    pub normal: Thresholds,
+    pub emergency: Thresholds,
+    pub tls: crate::pull::fetch::Tls,
+    pub body_size_limit_mb: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawPort {
+    Number(i64),
+    Name(String),
+}
+
+/// A quantity: a number, or a Kubernetes quantity string (`512Mi`, `1.5G`, `250m`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawQuantity {
+    Number(f64),
+    Text(String),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRule {
+    pub(super) node_local: Option<bool>,
+    pub(super) namespaces: Option<Vec<String>>,
+    pub(super) selector: Option<String>,
+    pub(super) container: Option<String>,
+    pub(super) scheme: Option<String>,
+    pub(super) port: Option<RawPort>,
+    pub(super) path: Option<String>,
+    pub(super) service: Option<String>,
+    pub(super) env: Option<String>,
+    pub(super) version: Option<String>,
+    pub(super) tags: Option<BTreeMap<String, String>>,
+    pub(super) pod_label_as_tags: Option<BTreeMap<String, String>>,
+    pub(super) pod_annotation_as_tags: Option<BTreeMap<String, String>>,
+    pub(super) interval: Option<String>,
+    pub(super) scheduled_types: Option<Vec<String>>,
+    pub(super) trigger_types: Option<Vec<String>>,
+    pub(super) profile_duration: Option<String>,
+    pub(super) emergency_duration: Option<String>,
+    pub(super) request_timeout: Option<String>,
+    pub(super) monitor_interval: Option<String>,
+    pub(super) trigger_window: Option<String>,
+    pub(super) cooldown: Option<String>,
+    pub(super) max_concurrency: Option<i64>,
+    pub(super) cpu_usage_base_limit: Option<f64>,
+    pub(super) mem_usage_base_limit: Option<f64>,
+    pub(super) cpu_usage_millicores: Option<RawQuantity>,
+    pub(super) mem_usage_bytes: Option<RawQuantity>,
+    pub(super) cpu_emergency_base_limit: Option<f64>,
+    pub(super) cpu_emergency_millicores: Option<RawQuantity>,
+    pub(super) mem_emergency_base_limit: Option<f64>,
+    pub(super) mem_emergency_bytes: Option<RawQuantity>,
+    pub(super) tls_open: Option<bool>,
+    pub(super) tls_ca: Option<PathBuf>,
+    pub(super) tls_cert: Option<PathBuf>,
+    pub(super) tls_key: Option<PathBuf>,
+    pub(super) insecure_skip_verify: Option<bool>,
+    pub(super) body_size_limit_mb: Option<i64>,
+}
+
+/// Where `key` of rule `index` (0-based) is in the file, 1-based line and column: the rule's
+/// block under the top-level `kubernetes:` list, in block style.
+pub fn locate(text: &str, index: usize, key: Option<&str>) -> Option<(usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.iter().position(|l| l.trim_end() == "kubernetes:")?;
+    let mut item = None;
+    let mut seen = 0usize;
+    let mut item_indent = None;
+    for (n, l) in lines.iter().enumerate().skip(start + 1) {
+        let trimmed = l.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let indent = l.len() - trimmed.len();
+        if indent == 0 && !trimmed.starts_with('-') {
+            break;
+        }
+        if trimmed.starts_with("- ") || trimmed == "-" {
+            if item_indent.is_none() {
+                item_indent = Some(indent);
+            }
+            if Some(indent) == item_indent {
+                if seen == index {
+                    item = Some(n);
+                } else if item.is_some() {
+                    break;
+                }
+                seen += 1;
+                if item.is_some() && key.is_none() {
+                    return Some((n + 1, indent + 1));
+                }
+            }
+        }
+        if let (Some(_), Some(key)) = (item, key) {
+            let body = trimmed.strip_prefix("- ").unwrap_or(trimmed);
+            if body.starts_with(&format!("{key}:")) {
+                let col = l.len() - body.len();
+                return Some((n + 1, col + 1));
+            }
+        }
+    }
+    item.map(|n| (n + 1, item_indent.unwrap_or(0) + 1))
+}
+
+pub(super) struct At<'a> {
+    pub(super) path: &'a Path,
+    pub(super) text: &'a str,
+    pub(super) index: usize,
+}
+
+impl At<'_> {
+    pub(super) fn err(&self, key: &str, msg: impl std::fmt::Display) -> UsageError {
+        let message = format!("kubernetes[{}]: {key}: {msg}", self.index);
+        match locate(self.text, self.index, Some(key)) {
+            Some((line, column)) => UsageError::ConfigAt {
+                path: self.path.to_path_buf(),
+                line,
+                column,
+                message,
+            },
+            None => UsageError::config(self.path, message),
+        }
+    }
+
+    pub(super) fn duration(
+        &self,
+        key: &str,
+        v: &Option<String>,
+        default: Duration,
+        min: Duration,
+    ) -> Result<Duration, UsageError> {
+        let d = match v {
+            Some(t) => crate::duration::parse(t, 1.0).map_err(|e| self.err(key, e))?,
+            None => default,
+        };
+        if d < min {
+            let shown = v.clone().unwrap_or_else(|| short(d));
+            return Err(self.err(
+                key,
+                format!("{shown} is shorter than the least allowed, {}", short(min)),
+            ));
+        }
+        Ok(d)
+    }
+}
 
 /// A duration as a user writes it in profile.yaml: `10s`, `1m`, `500ms`.
 pub fn short(d: Duration) -> String {

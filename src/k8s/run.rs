@@ -6,7 +6,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -19,9 +18,11 @@ use kube::runtime::watcher::{self, Event};
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
 
-use super::client::Connect;
-use super::collector::{Collector, Done, Shared, log};
+use super::capture::{Done, Shared};
+use super::collector::Collector;
+pub use super::collector::RunOptions;
 use super::config::K8sConfig;
+use super::events::log;
 use super::kubelet::{Kubelet, KubeletSettings};
 use super::lease::{Holding, Keeper};
 use super::metrics::Metrics;
@@ -29,24 +30,6 @@ use super::stats::Summary;
 use crate::error::Outcome;
 use crate::pull::delta::DeltaCache;
 use crate::pull::fetch::Cancel;
-
-/// Everything `agentprof k8s` runs with.
-pub struct RunOptions {
-    pub rules: K8sConfig,
-    /// profile.yaml's `instances:`: collected by the lease holder as `pull` collects them,
-    /// with the same cache, uploader and output, outside the Kubernetes concurrency budget.
-    pub statics: Vec<crate::pull::Target>,
-    pub node: String,
-    pub cluster_name: String,
-    pub connect: Connect,
-    pub hostname: String,
-    pub out: Option<PathBuf>,
-    pub upload: Option<reqwest::Url>,
-    pub spool: PathBuf,
-    pub metrics_listen: Option<SocketAddr>,
-    pub duration: Option<Duration>,
-    pub json: bool,
-}
 
 /// One HTTP client per rule (its timeout and TLS), made on the blocking pool: a file of the
 /// rule's TLS settings that cannot be read stops the start, not each capture.

@@ -66,7 +66,7 @@ impl Sink {
             tags: tags.to_vec(),
             hostname: None,
             flush_first_value: false,
-            timestamp: crate::checks::unix_now(),
+            timestamp: crate::duration::unix_now(),
         });
     }
 

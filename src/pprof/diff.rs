@@ -334,9 +334,7 @@ impl DiffReport {
     }
 }
 
-/// Stacks deeper than this are cut in flamegraphs (the frames nearest the root kept, the cut
-/// named in the stack and the SVG): a million-frame stack would draw a 200 MB picture.
-pub const MAX_FLAME_DEPTH: usize = 1000;
+pub use super::fold::MAX_FLAME_DEPTH;
 
 /// Folded stacks of one sign of a profile's values, and what was left out of them.
 #[derive(Debug, Default)]

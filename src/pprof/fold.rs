@@ -3,10 +3,13 @@
 //! `root;…;leaf value` lines inferno draws, optionally without the frames too narrow for it
 //! to draw (their values stay in their parent's width, so the picture is the same).
 
-use super::diff::MAX_FLAME_DEPTH;
 use super::fasthash::FastMap;
 use super::graph::Nodes;
 use super::model::Pprof;
+
+/// Stacks deeper than this are cut in flamegraphs (the frames nearest the root kept, the cut
+/// named in the stack and the SVG): a million-frame stack would draw a 200 MB picture.
+pub const MAX_FLAME_DEPTH: usize = 1000;
 
 /// One sign of one sample type's values, merged by path.
 pub struct Tree {

@@ -4,12 +4,14 @@
 mod callprofile;
 mod flamegraph;
 pub mod leak;
+mod pstats;
 mod record;
 mod sampler;
 mod top;
 
 pub use callprofile::{CallProfile, Frame, ProfileKind, Sample};
 pub use flamegraph::{folded, write_flamegraph};
+pub use pstats::PstatsReport;
 pub use record::{AllocLine, MemoryProfile, PeakScope, RunCost, RunRecord, RunStatus};
 pub use sampler::{RUN_THREAD_NAME, Sampler, ThreadId, measured_run};
 pub use top::{TopRow, TopTable, top};

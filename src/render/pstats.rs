@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use crate::checks::python::PstatsReport;
+use crate::profile::PstatsReport;
 
 /// cProfile statistics of a check's runs, ready to print.
 #[derive(Debug, Clone)]

@@ -7,7 +7,7 @@
 
 use std::rc::Rc;
 
-use crate::checks::python::PstatsReport;
+use crate::profile::PstatsReport;
 
 #[derive(Debug, Clone)]
 enum V {

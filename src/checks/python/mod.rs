@@ -66,17 +66,11 @@ pub struct Loaded {
     pub starts: u32,
 }
 
-/// cProfile statistics, in pstats' order and numbers.
-#[derive(Debug, Clone, Default)]
-pub struct PstatsReport {
-    pub functions: usize,
-    pub total_calls: u64,
-    pub prim_calls: u64,
-    pub total_tt: f64,
-    /// file, line, function, primitive calls, calls, tottime, cumtime
-    pub rows: Vec<(String, u32, String, u64, u64, f64, f64)>,
-    /// `root;…;leaf microseconds` lines for a flamegraph.
-    pub folded: Vec<String>,
+/// Starts a Python check's worker and loads the check, so one that cannot be loaded is a
+/// configuration error before any run (and no cost table of runs that never happened).
+pub fn load(host: &std::sync::Mutex<PythonHost>) -> Result<(), crate::error::UsageError> {
+    let mut h = crate::sync::lock(host);
+    h.start().map_err(crate::error::UsageError::CheckLoad)
 }
 
 /// One worker shared by every instance of a Python check, started on first use and again
@@ -153,7 +147,7 @@ impl PythonHost {
         timeout: Duration,
         opts: RunOptions,
     ) -> ExternalRun {
-        let started_at = unix_now();
+        let started_at = crate::duration::unix_now();
         let failed = |e: String| ExternalRun {
             result: Err(e),
             started_at,
@@ -201,7 +195,11 @@ impl PythonHost {
 
     /// The cumulative cProfile statistics of every profiled run; with `folded`, also the
     /// stacks a flamegraph is drawn from (their walk costs more than the statistics).
-    pub fn pstats(&mut self, top: usize, folded: bool) -> Result<PstatsReport, String> {
+    pub fn pstats(
+        &mut self,
+        top: usize,
+        folded: bool,
+    ) -> Result<crate::profile::PstatsReport, String> {
         let r = self.ask(&json!({"op": "stats", "top": top, "folded": folded}))?;
         let rows = r["rows"]
             .as_array()
@@ -221,7 +219,7 @@ impl PythonHost {
                     .collect()
             })
             .unwrap_or_default();
-        Ok(PstatsReport {
+        Ok(crate::profile::PstatsReport {
             functions: r["functions"].as_u64().unwrap_or(0) as usize,
             total_calls: r["total_calls"].as_u64().unwrap_or(0),
             prim_calls: r["prim_calls"].as_u64().unwrap_or(0),
@@ -361,13 +359,6 @@ fn strings(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
 /// One instance of a Python check: its index in the shared worker.
 pub struct PythonCheck {
     pub host: Arc<Mutex<PythonHost>>,
@@ -380,7 +371,7 @@ impl ExternalCheck for PythonCheck {
             Ok(mut h) => h.run(self.index, sink, timeout, opts),
             Err(_) => ExternalRun {
                 result: Err("the Python host is unusable after an earlier failure".into()),
-                started_at: unix_now(),
+                started_at: crate::duration::unix_now(),
                 cost: RunCost::default(),
                 memory: None,
             },

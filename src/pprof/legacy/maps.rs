@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::LMapping;
-use super::text::re;
+use super::re;
 
 pub(super) static PROC_MAPS: LazyLock<Regex> = LazyLock::new(|| {
     re(

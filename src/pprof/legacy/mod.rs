@@ -20,7 +20,7 @@ mod maps;
 mod text;
 
 use cpu::parse_cpu;
-use text::{parse_contention, parse_go_count, parse_heap, re};
+use text::{parse_contention, parse_go_count, parse_heap};
 
 /// A legacy profile's parts before they become a [`Profile`].
 #[derive(Default)]
@@ -105,6 +105,11 @@ pub(super) fn is_space_or_comment(line: &str) -> bool {
 }
 
 /// `.so` libraries, which are never the main binary.
+pub(super) fn re(s: &str) -> Regex {
+    // The patterns are constants of these files; a test compiles each.
+    Regex::new(s).unwrap_or_else(|_| Regex::new("$^").unwrap_or_else(|_| unreachable!()))
+}
+
 static LIB: LazyLock<Regex> = LazyLock::new(|| re(r"([.]so$|[.]so[._][0-9]+)"));
 
 impl Legacy {

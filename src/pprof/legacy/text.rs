@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::maps::parse_maps;
-use super::{Addrs, LMapping, LSample, Legacy, is_space_or_comment};
+use super::{Addrs, LMapping, LSample, Legacy, is_space_or_comment, re};
 
 pub(super) static HEAP_HEADER: LazyLock<Regex> = LazyLock::new(|| {
     re(r"heap profile: *(\d+): *(\d+) *\[ *(\d+): *(\d+) *\] *@ *(heap[_a-z0-9]*)/?(\d*)")
@@ -23,11 +23,6 @@ pub(super) static COUNT_START: LazyLock<Regex> =
     LazyLock::new(|| re(r"\A(\S+) profile: total \d+\z"));
 pub(super) static COUNT_SAMPLE: LazyLock<Regex> =
     LazyLock::new(|| re(r"\A(\d+) @(( 0x[0-9a-f]+)+)\z"));
-
-pub(super) fn re(s: &str) -> Regex {
-    // The patterns are constants of this file; a test compiles each.
-    Regex::new(s).unwrap_or_else(|_| Regex::new("$^").unwrap_or_else(|_| unreachable!()))
-}
 
 pub(super) fn is_map_sentinel(line: &str) -> bool {
     line.contains("--- Memory map: ---") || line.contains("MAPPED_LIBRARIES:")
