@@ -12,12 +12,20 @@
 //! doing nothing. Both run side by side for M minutes (default 10). Halfway, every watch is
 //! cut. Printed: API requests at start and over the run by verb and resource, the requests to
 //! recover the cut watch, peak RSS (VmHWM) and CPU seconds of each instance.
+//!
+//! With `--real`, the cluster is a real kube-apiserver and etcd (tests/cli/k8s/realcluster.rs)
+//! with deploy/kubernetes/ applied, agentprof runs as the DaemonSet's ServiceAccount, the API
+//! requests are read from the API server's audit log, and halfway the API server is restarted
+//! instead of the watches cut.
 
 #![allow(clippy::unwrap_used)]
 
 #[path = "../tests/cli/k8s/apiserver.rs"]
 #[allow(dead_code)]
 mod apiserver;
+#[path = "../tests/cli/k8s/realcluster.rs"]
+#[allow(dead_code)]
+mod realcluster;
 #[path = "../tests/cli/k8s/tls.rs"]
 #[allow(dead_code)]
 mod tls;
@@ -154,7 +162,112 @@ struct Instance {
     dir: PathBuf,
 }
 
-fn start(agentprof: &str, api: &ApiServer, dir: &Path, node: &str, rules: &str) -> Instance {
+/// Where the instances' API server is: the loopback one, or a real one (with the
+/// ServiceAccount's kubeconfig).
+enum Cluster {
+    Loopback(ApiServer),
+    Real(realcluster::RealCluster, PathBuf),
+}
+
+impl Cluster {
+    fn kubeconfig(&self, path: &Path) {
+        match self {
+            Cluster::Loopback(api) => api.kubeconfig(path),
+            Cluster::Real(_, sa) => {
+                std::fs::copy(sa, path).unwrap();
+            }
+        }
+    }
+
+    fn put_pod(&self, node: &str, name: &str, uid: &str, ip: &str, app: &str) {
+        match self {
+            Cluster::Loopback(api) => api.put_pod(pod(
+                "bench",
+                name,
+                uid,
+                node,
+                ip,
+                json!({"app": app}),
+                &[("app", &[("pprof", PORT)])],
+            )),
+            Cluster::Real(c, _) => {
+                let m = realcluster::pod_manifest("bench", name, app, node, PORT);
+                c.kubectl(&["apply", "-f", "-"], Some(&m.to_string()));
+                c.set_running("bench", name, ip, true);
+            }
+        }
+    }
+
+    /// Requests by verb and resource of the instance on `node`.
+    fn counts(&self, node: &str) -> BTreeMap<String, u64> {
+        match self {
+            Cluster::Loopback(api) => counts_of(api, node),
+            Cluster::Real(c, _) => {
+                let mut m = BTreeMap::new();
+                let audit = c.audit();
+                let sa = "system:serviceaccount:agentprof:agentprof";
+                for e in realcluster::requests_of(&audit, sa) {
+                    let uri = e["requestURI"].as_str().unwrap_or("");
+                    let mine = uri.contains(&format!("nodeName%3D{node}"))
+                        || uri.contains(&format!("agentprof-{node}"));
+                    let counted = e["stage"] == "ResponseComplete" && e["verb"] != "watch"
+                        || e["stage"] == "ResponseStarted" && e["verb"] == "watch";
+                    if mine && counted {
+                        let k = format!(
+                            "{} {} {}",
+                            e["verb"].as_str().unwrap_or("?"),
+                            e["objectRef"]["resource"].as_str().unwrap_or("-"),
+                            e["responseStatus"]["code"]
+                        );
+                        *m.entry(k).or_default() += 1;
+                    }
+                }
+                m
+            }
+        }
+    }
+
+    /// Halfway: the watches cut (loopback) or the API server restarted (real).
+    fn disturb(&mut self) {
+        match self {
+            Cluster::Loopback(api) => api.cut_watches(),
+            Cluster::Real(c, _) => {
+                c.stop_apiserver();
+                c.start_apiserver();
+            }
+        }
+    }
+}
+
+/// A real cluster with deploy/kubernetes/ applied and the bench namespace; the
+/// ServiceAccount's kubeconfig at `dir/sa.kubeconfig`.
+fn real_cluster(dir: &Path) -> Cluster {
+    let bin = realcluster::kube_apiserver().unwrap();
+    let c = realcluster::RealCluster::start(bin, dir);
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes/");
+    c.kubectl(&["apply", "-f", deploy.to_str().unwrap()], None);
+    c.kubectl(&["create", "namespace", "bench"], None);
+    c.kubectl(
+        &["-n", "bench", "create", "serviceaccount", "default"],
+        None,
+    );
+    let (token, _) = c.kubectl(
+        &[
+            "-n",
+            "agentprof",
+            "create",
+            "token",
+            "agentprof",
+            "--duration=2h",
+        ],
+        None,
+    );
+    let sa = dir.join("sa.kubeconfig");
+    c.kubeconfig(&sa, token.trim(), "agentprof");
+    Cluster::Real(c, sa)
+}
+
+fn start(agentprof: &str, api: &Cluster, dir: &Path, node: &str, rules: &str) -> Instance {
     let d = dir.join(node);
     std::fs::create_dir_all(d.join("conf.d")).unwrap();
     std::fs::write(
@@ -173,6 +286,7 @@ fn start(agentprof: &str, api: &ApiServer, dir: &Path, node: &str, rules: &str) 
         .arg(&kc)
         .env("AGENTPROF_STATE_DIR", d.join("state"))
         .env("POD_NAME", format!("agentprof-{node}"))
+        .env("POD_NAMESPACE", "agentprof")
         .stdout(Stdio::from(
             std::fs::File::create(d.join("events.jsonl")).unwrap(),
         ))
@@ -254,20 +368,23 @@ fn main() {
         goroutine.len() >> 10
     );
     serve_profiles(heap, goroutine);
-    let api = ApiServer::start(dir.path(), "bench-token").unwrap();
+    let real = std::env::args().any(|a| a == "--real");
+    let mut api = if real {
+        real_cluster(dir.path())
+    } else {
+        Cluster::Loopback(ApiServer::start(dir.path(), "bench-token").unwrap())
+    };
     for node in ["busy", "idle"] {
         for i in 0..110u32 {
             let app = if i % 2 == 0 { "a" } else { "b" };
             let ip = format!("127.0.{}.{}", if node == "busy" { 1 } else { 2 }, i + 2);
-            api.put_pod(pod(
-                "bench",
+            api.put_pod(
+                node,
                 &format!("{node}-{i}"),
                 &format!("{node}-uid-{i}"),
-                node,
                 &ip,
-                json!({"app": app}),
-                &[("app", &[("pprof", PORT)])],
-            ));
+                app,
+            );
         }
     }
     let busy_rules = "  - selector: app=a\n    port: pprof\n    interval: 1m\n    scheduled_types: [heap, allocs, goroutine]\n  \
@@ -278,19 +395,19 @@ fn main() {
     let mut busy = start(&agentprof, &api, dir.path(), "busy", busy_rules);
     let mut idle = start(&agentprof, &api, dir.path(), "idle", idle_rules);
     std::thread::sleep(Duration::from_secs(5));
-    let at_start = (counts_of(&api, "busy"), counts_of(&api, "idle"));
+    let at_start = (api.counts("busy"), api.counts("idle"));
     let (_, idle_cpu_start) = usage(idle.child.id());
     let half = Duration::from_secs(minutes * 30);
     std::thread::sleep(half.saturating_sub(t0.elapsed()));
-    let before_cut = counts_of(&api, "busy");
-    api.cut_watches();
+    let before_cut = api.counts("busy");
+    api.disturb();
     std::thread::sleep(Duration::from_secs(5));
-    let after_cut = counts_of(&api, "busy");
+    let after_cut = api.counts("busy");
     std::thread::sleep((half * 2).saturating_sub(t0.elapsed()));
     let (busy_hwm, busy_cpu) = usage(busy.child.id());
     let (busy_anon, busy_file) = rss_kinds(busy.child.id());
     let (idle_hwm, idle_cpu) = usage(idle.child.id());
-    let end = (counts_of(&api, "busy"), counts_of(&api, "idle"));
+    let end = (api.counts("busy"), api.counts("idle"));
     for i in [&mut busy, &mut idle] {
         unsafe { libc::kill(i.child.id() as i32, libc::SIGTERM) };
         let _ = i.child.wait();
@@ -319,10 +436,11 @@ fn main() {
         .collect();
     let report = json!({
         "minutes": minutes,
+        "api_server": if real { "real kube-apiserver (audit log)" } else { "loopback" },
         "busy": {
             "api_requests_at_start": at_start.0,
             "api_requests_over_run": end.0,
-            "requests_to_recover_a_cut_watch (5 s window, lease renewals included)": recover,
+            "requests_to_recover (5 s after the watches were cut or the API server restarted, lease renewals included)": recover,
             "peak_rss_mib": busy_hwm as f64 / 1048576.0,
             "rss_at_end_mib": {"anonymous": busy_anon, "file (the binary's pages)": busy_file},
             "cpu_seconds": busy_cpu,

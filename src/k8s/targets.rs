@@ -453,6 +453,26 @@ mod tests {
         assert!(t.ready);
     }
 
+    /// A target keeps only the labels and annotations its tags read: a pod's annotations can
+    /// be hundreds of KiB, and the target lives as long as the pod.
+    #[test]
+    fn a_target_keeps_only_the_labels_and_annotations_its_tags_read() {
+        let r = rule(
+            "    pod_label_as_tags:\n      team: team\n    pod_annotation_as_tags:\n      \
+             owner: owner\n",
+        );
+        let mut j = base(serde_json::json!([{"name": "app"}]));
+        j["metadata"]["labels"]["team"] = "db".into();
+        j["metadata"]["labels"]["app.kubernetes.io/version"] = "1.2".into();
+        j["metadata"]["annotations"] = serde_json::json!({"owner": "ana",
+            "kubectl.kubernetes.io/last-applied-configuration": "x".repeat(200_000)});
+        let rep = evaluate(&[r], &pod(j), "c", "n1");
+        let f = &rep.targets[0].facts;
+        let keys = |m: &BTreeMap<String, String>| m.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(&f.labels), ["app.kubernetes.io/version", "team"]);
+        assert_eq!(keys(&f.annotations), ["owner"]);
+    }
+
     #[test]
     fn a_numeric_port_in_several_containers_needs_exactly_one_owner() {
         let two = serde_json::json!([

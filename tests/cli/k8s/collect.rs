@@ -445,7 +445,18 @@ pub(super) struct Running {
 
 impl Running {
     pub(super) fn start(sb: &Sandbox, kc: &std::path::Path, args: &[&str]) -> Running {
+        Running::start_env(sb, kc, args, &[])
+    }
+
+    /// As `start`, with these environment variables.
+    pub(super) fn start_env(
+        sb: &Sandbox,
+        kc: &std::path::Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Running {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agentprof"))
+            .envs(env.iter().copied())
             .current_dir(sb.path())
             .arg("k8s")
             .args(args)

@@ -302,6 +302,23 @@ fn the_api_server_gone_and_back_resumes_discovery_the_lease_and_readiness() {
         why.trim()
     );
     assert_eq!(captured["capture"]["profiles"][0]["ok"], true, "{captured}");
+    // The watch's errors keep their cause (the connection refused or cut), not only kube's
+    // "failed to start watching object".
+    let watch_errors: Vec<&Value> = run
+        .seen
+        .iter()
+        .filter(|v| v["event"] == "watch_error")
+        .collect();
+    assert!(
+        watch_errors.iter().any(|v| {
+            let e = v["error"].as_str().unwrap().to_lowercase();
+            e.contains("connect")
+                || e.contains("closed")
+                || e.contains("reset")
+                || e.contains("eof")
+        }),
+        "{watch_errors:#?}"
+    );
     let _ = run.stop();
 }
 

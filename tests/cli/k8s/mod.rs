@@ -7,4 +7,6 @@ mod faults;
 pub mod kubelet;
 mod manifests;
 mod peers;
+mod real;
+pub mod realcluster;
 pub mod tls;
