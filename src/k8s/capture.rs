@@ -91,6 +91,8 @@ pub(super) struct CaptureLine<'a> {
     profiles: Vec<CaptureProfile<'a>>,
     figures: &'a crate::pull::GoFigures,
     uploaded: Option<bool>,
+    /// The upload is in the spool, sent by the background sender.
+    upload_queued: bool,
     upload_error: Option<&'a str>,
     /// Milliseconds from the kubelet round that fired to the capture's start.
     trigger_latency_ms: Option<f64>,
@@ -227,6 +229,7 @@ pub(super) fn write_capture(
         profiles: profiles_of(c),
         figures: &c.figures,
         uploaded: c.uploaded,
+        upload_queued: c.upload_queued,
         upload_error: c.upload_error.as_deref(),
         trigger_latency_ms: latency_ms,
     };
@@ -249,6 +252,7 @@ pub(super) fn write_static_capture(shared: &Shared, c: &Collection, t: &crate::p
         profiles: profiles_of(c),
         figures: &c.figures,
         uploaded: c.uploaded,
+        upload_queued: c.upload_queued,
         upload_error: c.upload_error.as_deref(),
         trigger_latency_ms: None,
     };

@@ -25,9 +25,11 @@ pub struct Connect {
 /// Where the service account's files are in a pod.
 const SA_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
-/// A socket that delivers nothing for this long is given up (a watch sees a bookmark or an
-/// event well within it from a working API server).
-const READ_TIMEOUT: Duration = Duration::from_secs(90);
+/// A socket that delivers nothing for this long is given up: longer than a watch's own
+/// timeout (kube's watcher asks for 290 s), so a quiet watch ends by the server's hand and
+/// is resumed, not cut. The API server's health does not wait on it: the lease's calls
+/// have deadlines of their own (5 s) and every other call `api::CALL_DEADLINE`.
+const READ_TIMEOUT: Duration = Duration::from_secs(295);
 
 /// A connected client and what came with its configuration.
 pub struct Cluster {
