@@ -21,6 +21,7 @@ pub mod progress;
 pub mod pull;
 pub mod receive;
 pub mod redact;
+pub mod retention;
 pub mod render;
 pub mod serve;
 pub mod signal;

@@ -103,7 +103,10 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
                 .or(file.out_dir.clone())
                 .unwrap_or_else(|| "profiles".into()),
             top: args.top.or(file.top).unwrap_or(0),
-            limits: crate::pprof::decode::Limits::network(body_mb),
+            limits: crate::pprof::decode::Limits {
+                fields: file.max_profile_fields.unwrap_or(4_000_000),
+                ..crate::pprof::decode::Limits::network(body_mb)
+            },
         },
         queue_dir: args
             .queue
@@ -112,6 +115,16 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
             .unwrap_or_else(|| crate::checks::python::state_dir().join("receive-queue")),
         capacity: file.cache_capacity_mb.unwrap_or(256) * MIB,
         body_limit: body_mb * MIB,
+        memory_limit: file.memory_limit_mb.unwrap_or(192) * MIB,
+        upload_decompressed: file.upload_decompressed_mb.unwrap_or(64) * MIB,
+        max_connections: file.max_connections.unwrap_or(256) as usize,
+        min_free: file.min_free_mb.unwrap_or(64) * MIB,
+        retention: crate::retention::Retention {
+            max_bytes: file.retention_mb.map(|m| m * MIB),
+            max_age: file
+                .retention_days
+                .map(|d| std::time::Duration::from_secs(d * 86_400)),
+        },
         read_timeout: std::time::Duration::from_secs(file.read_timeout_s.unwrap_or(60)),
         metrics_listen,
         duration,

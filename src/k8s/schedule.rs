@@ -10,15 +10,7 @@ pub fn target_id(pod_uid: &str, container: &str, endpoint: &str) -> String {
     format!("{pod_uid}/{container}/{endpoint}")
 }
 
-/// 64-bit FNV-1a.
-pub fn fnv64a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
+pub use crate::pull::fnv64a;
 
 /// How long after its interval starts a target's scheduled collection runs.
 pub fn jitter(id: &str, interval: Duration) -> Duration {

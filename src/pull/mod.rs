@@ -41,7 +41,7 @@ pub struct Target {
 impl Target {
     /// `<service>`, safe as a directory name: where `pull` stores its files under `--out`.
     pub fn dir_name(&self) -> PathBuf {
-        PathBuf::from(safe_name(&self.service))
+        PathBuf::from(dir_name(&self.service))
     }
 }
 
@@ -70,6 +70,41 @@ pub fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// 64-bit FNV-1a: a hash that is the same on every machine and release (names, jitter).
+pub fn fnv64a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The longest name part agentprof makes (filesystems take 255 bytes; a time stamp and an
+/// extension are added to it).
+const MAX_PART: usize = 120;
+
+/// Files agentprof writes itself beside the directories it names after services.
+const OWN_FILES: &[&str] = &["uploads.jsonl", "captures.jsonl"];
+
+/// `name` as one path part, the same every time: `safe_name`, and when that changed the
+/// name, its hash added (`a b` is `a_b-<hash>`, never the directory of `a_b`); cut to
+/// `MAX_PART` bytes with its hash when longer; set apart with a `_` when it would be one of
+/// agentprof's own files or hidden.
+pub fn dir_name(name: &str) -> String {
+    let safe = safe_name(name);
+    let hash = || format!("{:08x}", fnv64a(name.as_bytes()) as u32);
+    let mut out = if safe != name { format!("{safe}-{}", hash()) } else { safe };
+    if out.len() > MAX_PART {
+        let keep = MAX_PART - 9;
+        out = format!("{}-{}", &out[..keep], hash());
+    }
+    if out.starts_with('.') || OWN_FILES.contains(&out.as_str()) {
+        out.insert(0, '_');
+    }
+    out
 }
 
 /// `name` with everything but letters, digits, `-`, `_` and `.` made `_`: safe as a path part.
@@ -427,4 +462,23 @@ fn send_figures(
     crate::emit::send_all(forwarders, &batch, |name, e| {
         eprintln!("agentprof: {name}: {e}");
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Names that map to one safe name stay apart; a name no filesystem holds is cut; a
+    /// service named as agentprof's own files is set apart.
+    #[test]
+    fn directory_names_never_collide_and_always_fit() {
+        assert_eq!(dir_name("web-api"), "web-api");
+        assert_ne!(dir_name("a b"), dir_name("a_b"));
+        assert!(dir_name("a b").starts_with("a_b-"));
+        let long = "x".repeat(300);
+        assert!(dir_name(&long).len() <= MAX_PART);
+        assert_ne!(dir_name(&long), dir_name(&"x".repeat(301)));
+        assert_eq!(dir_name("uploads.jsonl"), "_uploads.jsonl");
+        assert_eq!(dir_name(&long), dir_name(&long), "the same every time");
+    }
 }

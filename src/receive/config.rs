@@ -30,6 +30,55 @@ pub struct ReceiveFile {
     /// Seconds a sender has to send an upload's body (default 60; its headers: at most 10):
     /// a slower or stalled one gets 408 and its connection is closed.
     pub read_timeout_s: Option<u64>,
+    /// MiB every upload in flight may hold together, from its first byte read until it is
+    /// stored: bodies, attachments decompressed, profiles decoded (default 192); past it
+    /// uploads get 503 with Retry-After.
+    pub memory_limit_mb: Option<u64>,
+    /// MiB one upload's attachments may take decompressed, all together (default 64).
+    pub upload_decompressed_mb: Option<u64>,
+    /// Connections open at once (default 256); past it a new one is closed at once.
+    pub max_connections: Option<u64>,
+    /// Below this many MiB free where uploads are stored or queued, uploads get 507
+    /// (default 64).
+    pub min_free_mb: Option<u64>,
+    /// Protobuf fields and elements one profile may hold (default 4,000,000).
+    pub max_profile_fields: Option<u64>,
+    /// Stored uploads kept under out_dir: the oldest are deleted past this many MiB, or
+    /// this many days (default: kept).
+    pub retention_mb: Option<u64>,
+    pub retention_days: Option<u64>,
+}
+
+/// Each numeric key's range, as documented in agentprof.yaml.example.
+pub const RANGES: &[(&str, u64, u64)] = &[
+    ("body_size_limit_mb", 1, 1024),
+    ("cache_capacity_mb", 1, 1 << 20),
+    ("read_timeout_s", 1, 3600),
+    ("memory_limit_mb", 16, 1 << 20),
+    ("upload_decompressed_mb", 1, 4096),
+    ("max_connections", 1, 65_536),
+    ("min_free_mb", 0, 1 << 20),
+    ("max_profile_fields", 1000, 1_000_000_000),
+    ("retention_mb", 1, 1 << 30),
+    ("retention_days", 1, 36_500),
+];
+
+impl ReceiveFile {
+    fn value(&self, key: &str) -> Option<u64> {
+        match key {
+            "body_size_limit_mb" => self.body_size_limit_mb,
+            "cache_capacity_mb" => self.cache_capacity_mb,
+            "read_timeout_s" => self.read_timeout_s,
+            "memory_limit_mb" => self.memory_limit_mb,
+            "upload_decompressed_mb" => self.upload_decompressed_mb,
+            "max_connections" => self.max_connections,
+            "min_free_mb" => self.min_free_mb,
+            "max_profile_fields" => self.max_profile_fields,
+            "retention_mb" => self.retention_mb,
+            "retention_days" => self.retention_days,
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -52,27 +101,42 @@ pub fn load(source: Option<&Path>) -> Result<ReceiveFile, UsageError> {
     }
     let w: Wrapper = serde_yaml_ng::from_str(&text).map_err(|e| UsageError::yaml(path, &e))?;
     let r = w.receive.unwrap_or_default();
-    for e in r.endpoints.iter().flatten() {
-        if !e.starts_with('/') || e.contains(char::is_whitespace) {
-            return Err(UsageError::config(
-                path,
-                format!("receive.endpoints: {e:?} is not a path (write /profiling/v1/input)"),
-            ));
-        }
+    let at = |key: &str, message: String| UsageError::ConfigAt {
+        path: path.to_path_buf(),
+        line: crate::config::find_key_line(&text, key).unwrap_or(1),
+        column: 1,
+        message,
+    };
+    if let Some(list) = &r.endpoints {
+        endpoints(list).map_err(|m| at("endpoints", format!("receive.endpoints: {m}")))?;
     }
-    for (k, v, max) in [
-        ("body_size_limit_mb", r.body_size_limit_mb, 1024),
-        ("cache_capacity_mb", r.cache_capacity_mb, 1 << 20),
-        ("read_timeout_s", r.read_timeout_s, 3600),
-    ] {
-        if let Some(v) = v
-            && !(1..=max).contains(&v)
+    for (k, min, max) in RANGES {
+        if let Some(v) = r.value(k)
+            && !(*min..=*max).contains(&v)
         {
-            return Err(UsageError::config(
-                path,
-                format!("receive.{k}: {v} is outside 1 to {max}"),
-            ));
+            return Err(at(k, format!("receive.{k}: {v} is outside {min} to {max}")));
         }
     }
     Ok(r)
+}
+
+/// Upload paths the router can serve: each absolute, of URL path characters only (no route
+/// parameters, no wildcards), none twice, none that is the health check's.
+fn endpoints(list: &[String]) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for e in list {
+        let ok_char = |c: char| c.is_ascii_alphanumeric() || "-._~/".contains(c);
+        if !e.starts_with('/') || e.len() < 2 || !e.chars().all(ok_char) || e.contains("//") {
+            return Err(format!(
+                "{e:?} is not a plain path (letters, digits and -._~/ only; write /profiling/v1/input)"
+            ));
+        }
+        if e == "/healthz" {
+            return Err("\"/healthz\" is the receiver's health check".into());
+        }
+        if !seen.insert(e.trim_end_matches('/')) {
+            return Err(format!("{e:?} is listed twice"));
+        }
+    }
+    Ok(())
 }

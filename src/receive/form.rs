@@ -8,11 +8,22 @@
 //! `recording-end`, `types[i]`, with files `data[i]`. Every pprof attachment is decompressed
 //! (zstd, gzip, lz4 frame or raw, sniffed) within the network limits and its protobuf
 //! fields counted against the budget before anything is decoded; other files (JFR, traces,
-//! metrics) are kept as sent.
+//! metrics) are kept as sent. What an attachment will take decompressed is reserved from the
+//! memory budget before it is decompressed (its stated size where the format says it), and
+//! all of an upload's attachments together stay within `upload_decompressed_mb`.
 
 use bytes::Bytes;
 
+use super::budget::{Reservation, stated_size};
 use crate::pprof::decode::{Compression, Limits};
+
+/// What an upload may take in memory: the network limits of each part, and the bytes all of
+/// its parts may take decompressed.
+#[derive(Debug, Clone, Copy)]
+pub struct UploadLimits {
+    pub part: Limits,
+    pub decompressed: u64,
+}
 
 /// Why an upload is refused, and the status that says so.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -27,6 +38,9 @@ pub enum Reject {
     TooLarge(String),
     #[error("attachment {name}: {why}")]
     Attachment { name: String, why: String },
+    /// The memory budget of uploads in flight is spent: retry later (503, Retry-After).
+    #[error("{0}")]
+    Busy(String),
 }
 
 impl Reject {
@@ -34,6 +48,7 @@ impl Reject {
         match self {
             Reject::NotMultipart(_) => 415,
             Reject::TooLarge(_) => 413,
+            Reject::Busy(_) => 503,
             _ => 400,
         }
     }
@@ -46,6 +61,7 @@ impl Reject {
             Reject::Event(_) => "bad_event",
             Reject::TooLarge(_) => "too_large",
             Reject::Attachment { .. } => "bad_attachment",
+            Reject::Busy(_) => "memory_budget",
         }
     }
 }
@@ -205,11 +221,13 @@ fn stem_of(name: &str) -> String {
     }
 }
 
-/// Parses and checks an upload: Err says why it is refused.
+/// Parses and checks an upload, growing `held` (which holds its body already) by what its
+/// attachments take decompressed: Err says why it is refused.
 pub async fn parse(
     content_type: Option<&str>,
     body: Bytes,
-    limits: &Limits,
+    limits: &UploadLimits,
+    held: &mut Reservation,
 ) -> Result<Upload, Reject> {
     let b = boundary(content_type)?;
     let parts = fields(body, b).await?;
@@ -239,9 +257,22 @@ pub async fn parse(
     if up.event.is_none() {
         up.form = Form::Legacy;
     }
+    let body_held = held.bytes();
+    let mut room = Room {
+        held,
+        left: limits.decompressed,
+    };
     for f in files {
-        up.attachments.push(attachment(f, &legacy, limits)?);
+        up.attachments.push(attachment(f, &legacy, &limits.part, &mut room)?);
     }
+    // What the upload holds from now on: its body and what was decompressed.
+    let raw: u64 = up
+        .attachments
+        .iter()
+        .filter_map(|a| a.raw.as_ref())
+        .map(|r| r.len() as u64)
+        .sum();
+    room.held.shrink_to(body_held + raw);
     if !up.attachments.iter().any(|a| a.kind != Kind::Metrics) {
         return Err(Reject::Malformed("no profile attached".into()));
     }
@@ -351,19 +382,91 @@ fn named(f: &Field, legacy: &Legacy) -> (String, String, Kind) {
     }
 }
 
-fn attachment(f: Field, legacy: &Legacy, limits: &Limits) -> Result<Attachment, Reject> {
+/// What is left of an upload's decompressed bytes, and its reservation of the memory budget.
+struct Room<'a> {
+    held: &'a mut Reservation,
+    left: u64,
+}
+
+impl Room<'_> {
+    /// Decompresses `data` (attachment `name`) within the part's limits and what is left of
+    /// the upload's, reserving from the budget first what it states it holds (or, when it
+    /// does not say, what it may take); a part that states less than it holds gets the rest
+    /// reserved when it passes its stated size.
+    fn decompress(&mut self, name: &str, data: &[u8], part: &Limits) -> Result<Vec<u8>, Reject> {
+        let cap = part.decompressed.min(self.left);
+        let over = |limit: u64| {
+            Reject::TooLarge(format!(
+                "attachment {name}: more than {limit} bytes decompressed (the upload may take \
+                 {} bytes decompressed in all: upload_decompressed_mb)",
+                self.left
+            ))
+        };
+        // A stated size within the part's limit is taken (a part whose size puts the upload
+        // over its budget is refused before it is decompressed); one past it may be a
+        // corrupt stream's, so that part is decompressed up to the limit and tells.
+        let first = match stated_size(data) {
+            Some(n) if n <= part.decompressed && n > self.left => return Err(over(n)),
+            Some(n) if n <= part.decompressed => n.max(1),
+            _ => cap.max(1),
+        };
+        if !self.held.grow(first) {
+            return Err(busy());
+        }
+        let at = |limit: u64| Limits {
+            decompressed: limit,
+            ..*part
+        };
+        let raw = match crate::pprof::decode::decompress(data, &at(first)) {
+            Err(crate::pprof::decode::DecodeError::TooLargeDecompressed { .. }) if first < cap => {
+                if !self.held.grow(cap - first) {
+                    return Err(busy());
+                }
+                crate::pprof::decode::decompress(data, &at(cap))
+            }
+            other => other,
+        }
+        .map_err(|e| match e {
+            crate::pprof::decode::DecodeError::TooLarge { .. }
+            | crate::pprof::decode::DecodeError::TooLargeDecompressed { .. } => over(cap),
+            e => Reject::Attachment {
+                name: name.to_string(),
+                why: e.to_string(),
+            },
+        })?;
+        self.left = self.left.saturating_sub(raw.len() as u64);
+        Ok(raw)
+    }
+}
+
+pub(super) fn busy() -> Reject {
+    Reject::Busy(
+        "the uploads in flight hold the receiver's memory budget (receive.memory_limit_mb); \
+         retry later"
+            .into(),
+    )
+}
+
+fn attachment(
+    f: Field,
+    legacy: &Legacy,
+    limits: &Limits,
+    room: &mut Room<'_>,
+) -> Result<Attachment, Reject> {
     let (name, stem, kind) = named(&f, legacy);
     let compression = crate::pprof::decode::sniff(&f.data);
     let raw = match kind {
         // Uncompressed: checked where it is, not copied.
         Kind::Pprof if compression == Compression::None => {
-            if f.data.len() as u64 > limits.decompressed {
+            let len = f.data.len() as u64;
+            if len > limits.decompressed.min(room.left) {
                 return Err(Reject::TooLarge(format!(
-                    "attachment {name}: {} bytes is over the {}-byte decompressed limit",
-                    f.data.len(),
+                    "attachment {name}: {len} bytes is over the {}-byte decompressed limit \
+                     (or what is left of the upload's: upload_decompressed_mb)",
                     limits.decompressed
                 )));
             }
+            room.left -= len;
             crate::pprof::decode::prescan(&f.data, limits.fields).map_err(|e| {
                 Reject::Attachment {
                     name: name.clone(),
@@ -373,30 +476,18 @@ fn attachment(f: Field, legacy: &Legacy, limits: &Limits) -> Result<Attachment, 
             None
         }
         Kind::Pprof => {
-            let raw = crate::pprof::decode::decompress(&f.data, limits).map_err(|e| {
-                let why = e.to_string();
-                match e {
-                    crate::pprof::decode::DecodeError::TooLarge { .. }
-                    | crate::pprof::decode::DecodeError::TooLargeDecompressed { .. } => {
-                        Reject::TooLarge(format!("attachment {name}: {why}"))
-                    }
-                    _ => Reject::Attachment {
-                        name: name.clone(),
-                        why,
-                    },
-                }
-            })?;
+            let raw = room.decompress(&name, &f.data, limits)?;
             crate::pprof::decode::prescan(&raw, limits.fields).map_err(|e| Reject::Attachment {
                 name: name.clone(),
                 why: e.to_string(),
             })?;
             Some(raw)
         }
-        Kind::Metrics => crate::pprof::decode::decompress(&f.data, limits).ok(),
+        Kind::Metrics => room.decompress(&name, &f.data, limits).ok(),
         // A compressed file (code provenance, traces) is stored readable when it
         // decompresses within the limits, else as sent.
         Kind::Other if compression != Compression::None => {
-            crate::pprof::decode::decompress(&f.data, limits).ok()
+            room.decompress(&name, &f.data, limits).ok()
         }
         Kind::Other => None,
     };

@@ -1,23 +1,34 @@
 //! `--forward URL`: each stored upload posted on to DataKit, a Datadog Agent or Datadog's
 //! intake, in the current form whatever form it came in: its attachments as sent, event.json
 //! regenerated with agentprof.yaml's tags merged into `tags_profiler`, the client's headers
-//! kept (and `DD-API-KEY` from agentprof.yaml when one is set, never spooled). 5xx answers
-//! and network errors are retried; what still fails waits in the spool (bounded) and is sent
-//! first next time, also after a restart.
+//! kept (and `DD-API-KEY` from agentprof.yaml when one is set, never spooled). Forwarding
+//! runs beside storing: each upload is written to the forward spool (bounded) and sent from
+//! it by a thread of its own, oldest first, retried while the target fails; so a slow or
+//! stalled target delays nothing but its own deliveries, and what is not sent at a stop is
+//! sent after the next start.
 
 use super::form::{Form, Kind, Upload};
 
 pub struct Forwarder {
-    uploader: crate::pull::upload::Uploader,
+    sender: crate::pull::upload::Background,
     tags: Vec<String>,
-    /// After a failure the target is left alone for a while (5 s, doubling to 60 s): uploads
-    /// go straight to the spool instead of each waiting out the retries.
-    down_until: Option<std::time::Instant>,
-    pause: std::time::Duration,
 }
 
-const FIRST_PAUSE: std::time::Duration = std::time::Duration::from_secs(5);
-const MAX_PAUSE: std::time::Duration = std::time::Duration::from_secs(60);
+/// A form-data name or file name as it goes in a part's header: `"`, CR and LF percent-
+/// encoded (as browsers send them), so a name cannot end its quotes and add a field.
+fn quoted(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            '"' => out.push_str("%22"),
+            '\r' => out.push_str("%0D"),
+            '\n' => out.push_str("%0A"),
+            c if c.is_control() => out.push_str(&format!("%{:02X}", c as u32 & 0xff)),
+            c => out.push(c),
+        }
+    }
+    out
+}
 
 impl Forwarder {
     pub fn new(
@@ -35,12 +46,9 @@ impl Forwarder {
         let secret = api_key
             .map(|k| vec![("DD-API-KEY".to_string(), k)])
             .unwrap_or_default();
-        Ok(Forwarder {
-            uploader: up.with_secret_headers(secret),
-            tags,
-            down_until: None,
-            pause: FIRST_PAUSE,
-        })
+        let sender = crate::pull::upload::Background::start(up.with_secret_headers(secret))
+            .map_err(|e| format!("cannot start the forward thread: {e}"))?;
+        Ok(Forwarder { sender, tags })
     }
 
     /// The upload as forwarded: the multipart body and its content type.
@@ -80,6 +88,7 @@ impl Forwarder {
         );
         let mut body = Vec::new();
         let mut part = |name: &str, file: &str, ctype: &str, bytes: &[u8]| {
+            let (name, file) = (quoted(name), quoted(file));
             body.extend(
                 format!(
                     "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{file}\"\r\nContent-Type: {ctype}\r\n\r\n"
@@ -98,40 +107,41 @@ impl Forwarder {
         (body, format!("multipart/form-data; boundary={boundary}"))
     }
 
-    /// Forwards (after what waits in the spool); Err says why it was spooled instead.
-    pub fn forward(&mut self, up: &Upload, headers: &[(String, String)]) -> Result<(), String> {
+    /// Puts the upload in the forward spool for the sending thread; Err when it could not
+    /// be written there.
+    pub fn forward(&self, up: &Upload, headers: &[(String, String)]) -> Result<(), String> {
         let (body, ctype) = self.body(up);
-        let now = std::time::Instant::now();
-        if self.down_until.is_some_and(|t| now < t) {
-            self.uploader.spool_body(&body, &ctype, headers);
-            return Err("the forward target failed just before; spooled".into());
-        }
-        let r = self.uploader.send_body(&body, &ctype, headers);
-        match &r {
-            Ok(()) => {
-                self.down_until = None;
-                self.pause = FIRST_PAUSE;
-            }
-            Err(_) => {
-                self.down_until = Some(std::time::Instant::now() + self.pause);
-                self.pause = (self.pause * 2).min(MAX_PAUSE);
-            }
-        }
-        r
-    }
-
-    /// Sends what the spool holds (at stop, and when the target may be back).
-    pub fn flush(&mut self) {
-        if self
-            .down_until
-            .is_none_or(|t| std::time::Instant::now() >= t)
-        {
-            self.uploader.flush_spool();
-        }
+        self.sender.put(&body, &ctype, headers)
     }
 
     /// Uploads waiting in the spool.
     pub fn pending(&self) -> usize {
-        self.uploader.pending()
+        self.sender.spool.pending()
+    }
+
+    /// Sent, retried, refused for good, dropped from a full spool.
+    pub fn stats(&self) -> &crate::pull::upload::UploadStats {
+        &self.sender.stats
+    }
+
+    /// Stops the sending thread (the upload being sent gets `grace`); what is left waits in
+    /// the spool. Returns how many.
+    pub fn stop(&self, grace: std::time::Duration) -> usize {
+        self.sender.stop(grace)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_cannot_end_its_quotes() {
+        assert_eq!(quoted("cpu.pprof"), "cpu.pprof");
+        assert_eq!(
+            quoted("cpu\"; name=\"event.pprof"),
+            "cpu%22; name=%22event.pprof"
+        );
+        assert_eq!(quoted("a\r\nb"), "a%0D%0Ab");
     }
 }

@@ -1,28 +1,36 @@
 //! The receiver's HTTP side: axum's router served by `crate::serve` (TLS with rustls when
-//! asked), the upload endpoints that check an upload, make it durable in the queue and answer 202, and
-//! the queue's record of an upload.
+//! asked), the upload endpoints that check an upload within the memory budget, make it
+//! durable in the queue and answer 202, and the queue's record of an upload.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, Response, StatusCode};
 use bytes::Bytes;
+use http_body_util::BodyExt;
 use tokio::sync::mpsc;
 
-use super::form::{Reject, Upload};
+use super::budget::{Budget, Reservation};
+use super::form::{Reject, Upload, UploadLimits};
 use super::metrics::Metrics;
 use super::queue::{Queue, QueueError, RecordId};
 
 /// How long a sender may take to send its headers (or less, with a shorter read timeout).
 pub(super) const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// What a 503 or 507 tells the client to wait, seconds.
+const RETRY_AFTER: &str = "5";
 
 pub(super) struct Job {
     pub(super) id: RecordId,
     pub(super) upload: Upload,
     pub(super) headers: Vec<(String, String)>,
     pub(super) received: jiff::Timestamp,
+    /// What the upload holds of the memory budget until it is stored.
+    pub(super) held: Reservation,
+    /// Put in the forward spool already (a store tried again does not forward it twice).
+    pub(super) forwarded: bool,
 }
 
 pub(super) struct State {
@@ -30,9 +38,14 @@ pub(super) struct State {
     pub(super) jobs: mpsc::Sender<Job>,
     pub(super) metrics: Arc<Metrics>,
     pub(super) endpoints: Vec<String>,
-    pub(super) limits: crate::pprof::decode::Limits,
+    pub(super) limits: UploadLimits,
+    pub(super) budget: Budget,
     pub(super) body_limit: u64,
     pub(super) body_timeout: Duration,
+    /// Where uploads are stored and queued: below `min_free` bytes free on either, new
+    /// uploads get 507.
+    pub(super) disks: Vec<PathBuf>,
+    pub(super) min_free: u64,
 }
 
 /// The headers kept with an upload: the client's own (`DD-EVP-ORIGIN`,
@@ -82,10 +95,17 @@ pub(super) fn unrecord(payload: Vec<u8>) -> Option<Parsed> {
     Some((ct, headers, at, body))
 }
 
-/// A refused upload: counted by its reason, answered with its status and words.
+/// A refused upload: counted by its reason, answered with its status and words (a 503 with
+/// Retry-After).
 fn refuse(m: &Metrics, r: Reject) -> Response<Body> {
     m.reject(r.reason());
-    answer(r.status(), r.to_string())
+    let busy = r.status() == 503;
+    let mut a = answer(r.status(), r.to_string());
+    if busy {
+        a.headers_mut()
+            .insert("retry-after", http::HeaderValue::from_static(RETRY_AFTER));
+    }
+    a
 }
 
 fn answer(code: u16, text: String) -> Response<Body> {
@@ -97,41 +117,100 @@ fn answer(code: u16, text: String) -> Response<Body> {
         .unwrap_or_default()
 }
 
+/// 507 when a disk uploads go to has less than `min_free` bytes free: an upload that could
+/// not be stored is not acknowledged.
+fn disk_full(state: &State) -> Option<Response<Body>> {
+    for d in &state.disks {
+        if let Some(free) = free_bytes(d)
+            && free < state.min_free
+        {
+            state.metrics.reject("disk_full");
+            let mut a = answer(
+                507,
+                format!(
+                    "{} has {free} bytes free, under the {} the receiver keeps: uploads are \
+                     refused until room is made",
+                    d.display(),
+                    state.min_free
+                ),
+            );
+            a.headers_mut()
+                .insert("retry-after", http::HeaderValue::from_static(RETRY_AFTER));
+            return Some(a);
+        }
+    }
+    None
+}
+
+/// Bytes free for an unprivileged writer on the filesystem of `dir`.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    let st = rustix::fs::statvfs(dir).ok()?;
+    Some(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
 async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Body> {
     let m = &state.metrics;
-    let (ct, headers, body) = match read(&state, req).await {
+    if let Some(full) = disk_full(&state) {
+        return full;
+    }
+    let (ct, headers, body, mut held) = match read(&state, req).await {
         Ok(x) => x,
         Err(answered) => return answered,
     };
-    let parsed = match super::form::parse(Some(&ct), body.clone(), &state.limits).await {
+    let parsed = match super::form::parse(Some(&ct), body.clone(), &state.limits, &mut held).await
+    {
         Ok(u) => u,
         Err(r) => return refuse(m, r),
     };
+    // Made durable and handed to a worker by a task of its own: a client that goes away
+    // meanwhile neither strands the upload nor has it stored twice.
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let st = Arc::clone(&state);
+    tokio::spawn(async move {
+        let r = enqueue(&st, &ct, headers, &body, parsed, held).await;
+        let _ = tx.send(r);
+    });
+    rx.await
+        .unwrap_or_else(|_| answer(503, "the receiver is stopping; retry".into()))
+}
+
+/// The upload appended to the queue (synced) and given to the workers: 202, or why not.
+async fn enqueue(
+    state: &State,
+    ct: &str,
+    headers: Vec<(String, String)>,
+    body: &Bytes,
+    upload: Upload,
+    held: Reservation,
+) -> Response<Body> {
+    let m = &state.metrics;
     let at = jiff::Timestamp::now();
-    let rec = record(&ct, &headers, at, &body);
+    let rec = record(ct, &headers, at, body);
     let id = match state.queue.append(rec).await {
         Ok(id) => id,
         Err(e @ QueueError::Full { .. }) => {
             m.reject("queue_full");
-            return answer(503, format!("{e}; retry later"));
+            return refuse_busy(format!("{e}; retry later"));
         }
         Err(e) => {
             m.reject("queue_error");
-            return answer(503, e.to_string());
+            return refuse_busy(e.to_string());
         }
     };
     m.bytes.inc_by(body.len() as u64);
     m.queue_depth.inc();
     m.queue_bytes.set(state.queue.used() as i64);
-    // Durable now; the worker's copy waits in memory (bounded: a full backlog slows the
-    // answers, so the clients wait rather than agentprof's memory growing).
+    // Durable now; the worker's copy waits in memory within the budget (a full backlog slows
+    // the answers, so the clients wait rather than agentprof's memory growing).
     let _ = state
         .jobs
         .send(Job {
             id,
-            upload: parsed,
+            upload,
             headers,
             received: at,
+            held,
+            forwarded: false,
         })
         .await;
     Response::builder()
@@ -141,12 +220,20 @@ async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Body> {
         .unwrap_or_default()
 }
 
-/// An upload's content type, the headers kept and its body, read within the size limit and
-/// the body timeout; else the answer that refuses it.
+fn refuse_busy(text: String) -> Response<Body> {
+    let mut a = answer(503, text);
+    a.headers_mut()
+        .insert("retry-after", http::HeaderValue::from_static(RETRY_AFTER));
+    a
+}
+
+/// An upload's content type, the headers kept and its body, read within the size limit, the
+/// body timeout and the memory budget (the body is reserved as it arrives, twice: as read,
+/// and as the parts it is cut into); else the answer that refuses it.
 async fn read(
     state: &State,
     req: Request<Body>,
-) -> Result<(String, Vec<(String, String)>, bytes::Bytes), Response<Body>> {
+) -> Result<(String, Vec<(String, String)>, Bytes, Reservation), Response<Body>> {
     let m = &state.metrics;
     let ct = req
         .headers()
@@ -180,10 +267,13 @@ async fn read(
             )),
         ));
     }
+    let Some(mut held) = state.budget.try_reserve(2 * declared.unwrap_or(64 << 10)) else {
+        return Err(refuse(m, super::form::busy()));
+    };
     let headers = kept_headers(req.headers());
     let read = tokio::time::timeout(
         state.body_timeout,
-        axum::body::to_bytes(req.into_body(), state.body_limit as usize),
+        collect_body(req.into_body(), state.body_limit, &mut held),
     )
     .await;
     match read {
@@ -197,15 +287,32 @@ async fn read(
                 ),
             ))
         }
-        Ok(Err(e)) => Err(refuse(
-            m,
-            Reject::TooLarge(format!(
-                "the body is over the {}-byte limit (body_size_limit_mb) or was cut: {e}",
-                state.body_limit
-            )),
-        )),
-        Ok(Ok(b)) => Ok((ct.unwrap_or_default(), headers, b)),
+        Ok(Err(r)) => Err(refuse(m, r)),
+        Ok(Ok(b)) => Ok((ct.unwrap_or_default(), headers, b, held)),
     }
+}
+
+
+/// The body, at most `limit` bytes, the reservation grown as it comes beyond what it holds.
+async fn collect_body(mut body: Body, limit: u64, held: &mut Reservation) -> Result<Bytes, Reject> {
+    let mut out = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| Reject::Malformed(format!("the body was cut: {e}")))?;
+        let Ok(chunk) = frame.into_data() else {
+            continue;
+        };
+        let len = (out.len() + chunk.len()) as u64;
+        if len > limit {
+            return Err(Reject::TooLarge(format!(
+                "the body is over the {limit}-byte limit (body_size_limit_mb)"
+            )));
+        }
+        if 2 * len > held.bytes() && !held.grow(2 * len - held.bytes()) {
+            return Err(super::form::busy());
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out.freeze())
 }
 
 pub(super) fn router(state: Arc<State>) -> axum::Router {

@@ -1,5 +1,7 @@
-//! What `agentprof receive` tells Prometheus (`--metrics-listen`): uploads by language and
-//! status, bytes received, rejections by reason, the durable queue's depth and bytes.
+//! What `agentprof receive` tells Prometheus (`--metrics-listen`): uploads by language (a
+//! fixed set: a client's tag never makes a new series) and status, bytes received,
+//! rejections by reason, stores that failed and were tried again, the durable queue's depth
+//! and bytes, the memory the uploads in flight hold, the forward spool.
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -17,6 +19,10 @@ pub struct Metrics {
     pub queue_depth: Gauge,
     pub queue_bytes: Gauge,
     pub forwards: Family<Labels, Counter>,
+    pub store_failures: Counter,
+    pub retention_deleted: Counter,
+    budget_bytes: Gauge,
+    budget: std::sync::OnceLock<super::budget::Budget>,
     /// Totals for the summary at stop.
     pub stored: std::sync::atomic::AtomicU64,
     pub refused: std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>>,
@@ -60,11 +66,34 @@ impl Metrics {
         let forwards = Family::<Labels, Counter>::default();
         registry.register(
             "forwards",
-            "Uploads forwarded, by result (sent, spooled)",
+            "Uploads handed to the forwarder, by result (queued: in its spool; error)",
             forwards.clone(),
+        );
+        let store_failures = Counter::default();
+        registry.register(
+            "store_failures",
+            "Stores of acknowledged uploads that failed (the upload stays in the queue and is \
+             stored again later)",
+            store_failures.clone(),
+        );
+        let retention_deleted = Counter::default();
+        registry.register(
+            "retention_deleted_files",
+            "Stored files deleted to keep out_dir within receive.retention_mb / retention_days",
+            retention_deleted.clone(),
+        );
+        let budget_bytes = Gauge::default();
+        registry.register(
+            "memory_in_flight_bytes",
+            "Bytes the uploads in flight hold of the memory budget (receive.memory_limit_mb)",
+            budget_bytes.clone(),
         );
         Metrics {
             forwards,
+            store_failures,
+            retention_deleted,
+            budget_bytes,
+            budget: std::sync::OnceLock::new(),
             registry,
             uploads,
             bytes,
@@ -83,9 +112,29 @@ impl Metrics {
         *crate::sync::lock(&self.refused).entry(reason).or_default() += 1;
     }
 
+    /// The budget whose use /metrics shows.
+    pub fn set_budget(&self, b: super::budget::Budget) {
+        let _ = self.budget.set(b);
+    }
+
     pub fn render(&self) -> String {
+        if let Some(b) = self.budget.get() {
+            self.budget_bytes.set(b.used() as i64);
+        }
         let mut out = String::new();
         let _ = encode(&mut out, &self.registry);
         out
     }
+}
+
+/// The runtimes dd-trace profilers exist for; any other language is `other` in /metrics.
+const LANGUAGES: &[&str] = &["go", "python", "java", "nodejs", "dotnet", "ruby", "php"];
+
+/// The language label of an upload in /metrics.
+pub fn language_label(language: &str) -> &'static str {
+    LANGUAGES
+        .iter()
+        .find(|l| **l == language)
+        .copied()
+        .unwrap_or("other")
 }

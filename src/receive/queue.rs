@@ -1,9 +1,11 @@
 //! The durable queue between acknowledging an upload and processing it: records appended to
 //! segment files by one writer thread that syncs once per batch (group commit), so an upload
-//! is on disk before its 2xx whatever the rate; a record is done once processed, a segment
-//! whose records are all done is deleted, and what was not done is replayed at the next
-//! start (also after kill -9). The bytes not yet done are bounded (`cache_capacity_mb`):
-//! past it an upload is refused with 503 and counted, so the client keeps it and retries.
+//! is on disk before its 2xx whatever the rate; a record is done once processed (each done
+//! record's index appended to `<segment>.done`, so records done out of order are not
+//! processed again), a segment whose records are all done is deleted, and what was not done
+//! is replayed at the next start (also after kill -9), read one record at a time. The bytes
+//! not yet done are bounded (`cache_capacity_mb`): past it an upload is refused with 503 and
+//! counted, so the client keeps it and retries.
 //!
 //! Record: `APQ2`, payload length (u32 LE), CRC-32 of the payload (u64 LE), payload. A
 //! torn record at a segment's end (a crash mid-write, before its sync) fails its length or
@@ -54,14 +56,20 @@ struct Segment {
     /// Records written to it.
     written: u32,
     done: Vec<bool>,
-    /// The leading records done (persisted in `<segment>.done`).
-    prefix: u32,
+    /// Records done so far.
+    done_count: u32,
     /// Payload bytes of each record, released when done.
     sizes: Vec<u64>,
     /// The writer moved on: once all is done, the files go.
     closed: bool,
-    /// `<segment>.done`, held open: the prefix is rewritten in place, one write per advance.
+    /// `<segment>.done`, held open for appending: one u32 (LE) per record done.
     done_file: Option<std::fs::File>,
+}
+
+impl Segment {
+    fn all_done(&self) -> bool {
+        self.closed && self.done_count == self.written
+    }
 }
 
 struct Shared {
@@ -78,10 +86,11 @@ pub struct Queue {
     shared: Arc<Shared>,
 }
 
-/// A record found at start that was not done.
+/// A record found at start that was not done: where it is, read with `Queue::read`.
 pub struct Replayed {
     pub id: RecordId,
-    pub payload: Vec<u8>,
+    offset: u64,
+    len: u32,
 }
 
 fn seg_path(dir: &Path, n: u64) -> PathBuf {
@@ -92,25 +101,37 @@ fn done_path(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("{n:012}.done"))
 }
 
-/// Reads one segment's valid records (stopping at a torn one).
-fn read_segment(path: &Path) -> std::io::Result<Vec<Vec<u8>>> {
-    let mut data = Vec::new();
-    std::fs::File::open(path)?.read_to_end(&mut data)?;
+/// One segment's valid records (stopping at a torn one), as (payload offset, length): each
+/// payload is read and checked in turn into one buffer, so a segment is never held whole.
+fn scan_segment(path: &Path) -> std::io::Result<Vec<(u64, u32)>> {
+    let mut f = std::io::BufReader::new(std::fs::File::open(path)?);
     let mut out = Vec::new();
-    let mut at = 0;
-    while data.len() - at >= HEADER && &data[at..at + 4] == MAGIC {
-        let len = u32::from_le_bytes(data[at + 4..at + 8].try_into().unwrap_or_default()) as usize;
-        let sum = u64::from_le_bytes(data[at + 8..at + 16].try_into().unwrap_or_default());
-        let Some(payload) = data.get(at + HEADER..at + HEADER + len) else {
-            break;
-        };
-        if checksum(payload) != sum {
+    let mut at = 0u64;
+    let mut payload = Vec::new();
+    loop {
+        let mut head = [0u8; HEADER];
+        if f.read_exact(&mut head).is_err() || &head[..4] != MAGIC {
             break;
         }
-        out.push(payload.to_vec());
-        at += HEADER + len;
+        let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+        let sum = u64::from_le_bytes(head[8..16].try_into().unwrap_or_default());
+        payload.resize(len as usize, 0);
+        if f.read_exact(&mut payload).is_err() || checksum(&payload) != sum {
+            break;
+        }
+        out.push((at + HEADER as u64, len));
+        at += HEADER as u64 + u64::from(len);
     }
     Ok(out)
+}
+
+/// The indices `<segment>.done` lists.
+fn read_done(path: &Path) -> std::collections::HashSet<u32> {
+    std::fs::read(path)
+        .unwrap_or_default()
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 impl Queue {
@@ -131,34 +152,32 @@ impl Queue {
         let mut replay = Vec::new();
         let mut used = 0;
         for &n in &numbers {
-            let records = read_segment(&seg_path(dir, n))
+            let records = scan_segment(&seg_path(dir, n))
                 .map_err(|e| format!("{}: {e}", seg_path(dir, n).display()))?;
-            let prefix: u32 = std::fs::read_to_string(done_path(dir, n))
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-                .unwrap_or(0);
+            let finished = read_done(&done_path(dir, n));
             let mut seg = Segment {
                 written: records.len() as u32,
                 closed: true,
-                prefix: prefix.min(records.len() as u32),
                 ..Default::default()
             };
-            for (i, payload) in records.into_iter().enumerate() {
-                let done = (i as u32) < seg.prefix;
+            for (i, (offset, len)) in records.into_iter().enumerate() {
+                let done = finished.contains(&(i as u32));
                 seg.done.push(done);
-                seg.sizes.push(if done { 0 } else { payload.len() as u64 });
+                seg.done_count += u32::from(done);
+                seg.sizes.push(if done { 0 } else { u64::from(len) });
                 if !done {
-                    used += payload.len() as u64;
+                    used += u64::from(len);
                     replay.push(Replayed {
                         id: RecordId {
                             segment: n,
                             index: i as u32,
                         },
-                        payload,
+                        offset,
+                        len,
                     });
                 }
             }
-            if seg.done.iter().all(|d| *d) {
+            if seg.all_done() {
                 let _ = std::fs::remove_file(seg_path(dir, n));
                 let _ = std::fs::remove_file(done_path(dir, n));
             } else {
@@ -180,6 +199,21 @@ impl Queue {
             .spawn(move || writer(&s, next, &mut rx))
             .map_err(|e| format!("cannot start the queue's writer: {e}"))?;
         Ok((Queue { tx, shared }, replay))
+    }
+
+    /// The payload of a record found at start, read now and checked again.
+    pub fn read(&self, r: &Replayed) -> std::io::Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::File::open(seg_path(&self.shared.dir, r.id.segment))?;
+        let mut head = [0u8; HEADER];
+        f.read_exact_at(&mut head, r.offset - HEADER as u64)?;
+        let mut payload = vec![0u8; r.len as usize];
+        f.read_exact_at(&mut payload, r.offset)?;
+        let sum = u64::from_le_bytes(head[8..16].try_into().unwrap_or_default());
+        if checksum(&payload) != sum {
+            return Err(std::io::Error::other("the record changed on disk"));
+        }
+        Ok(payload)
     }
 
     /// Bytes waiting to be processed.
@@ -228,32 +262,25 @@ impl Queue {
             return;
         }
         seg.done[i] = true;
+        seg.done_count += 1;
         s.used.fetch_sub(seg.sizes[i], Ordering::AcqRel);
         seg.sizes[i] = 0;
-        let before = seg.prefix;
-        while (seg.prefix as usize) < seg.done.len() && seg.done[seg.prefix as usize] {
-            seg.prefix += 1;
-        }
-        let all = seg.closed && seg.prefix == seg.written;
-        if all {
+        if seg.all_done() {
             segs.remove(&id.segment);
             let _ = std::fs::remove_file(seg_path(&s.dir, id.segment));
             let _ = std::fs::remove_file(done_path(&s.dir, id.segment));
-        } else if seg.prefix != before {
+        } else {
             // Not synced: after a crash of the machine a few done records may be processed
-            // again; after a crash of agentprof (kill -9) the page cache keeps it. Ten
-            // digits at offset 0, so each write replaces the last whole.
-            use std::os::unix::fs::FileExt;
+            // again; after a crash of agentprof (kill -9) the page cache keeps it.
             if seg.done_file.is_none() {
                 seg.done_file = std::fs::OpenOptions::new()
                     .create(true)
-                    .truncate(false)
-                    .write(true)
+                    .append(true)
                     .open(done_path(&s.dir, id.segment))
                     .ok();
             }
-            if let Some(f) = &seg.done_file {
-                let _ = f.write_all_at(format!("{:010}", seg.prefix).as_bytes(), 0);
+            if let Some(f) = seg.done_file.as_mut() {
+                let _ = f.write_all(&id.index.to_le_bytes());
             }
         }
     }
@@ -270,7 +297,7 @@ fn roll(
         let mut segs = crate::sync::lock(&s.segments);
         if let Some(seg) = segs.get_mut(number) {
             seg.closed = true;
-            if seg.prefix == seg.written {
+            if seg.all_done() {
                 segs.remove(number);
                 let _ = std::fs::remove_file(seg_path(&s.dir, *number));
                 let _ = std::fs::remove_file(done_path(&s.dir, *number));
@@ -348,6 +375,7 @@ fn writer(s: &Shared, mut number: u64, rx: &mut tokio::sync::mpsc::Receiver<Appe
                 for id in &ids {
                     if let Some(seg) = segs.get_mut(&id.segment) {
                         seg.done[id.index as usize] = true;
+                        seg.done_count += 1;
                         seg.sizes[id.index as usize] = 0;
                     }
                 }
@@ -392,14 +420,14 @@ mod tests {
             assert_eq!(q.used(), 300);
             ids
         };
-        // Reopened (as after kill -9): records 1, 3, 4 come back; 0 was in the done prefix,
-        // 2 was done out of order and is processed again (at least once).
+        // Reopened (as after kill -9): records 1, 3, 4 come back; 0 and 2 (done out of
+        // order) are not processed again.
         let (q, replay) = Queue::open(dir.path(), 1 << 20).expect("reopen");
-        let got: Vec<(RecordId, u8)> = replay.iter().map(|r| (r.id, r.payload[0])).collect();
-        assert_eq!(
-            got,
-            vec![(ids[1], 1), (ids[2], 2), (ids[3], 3), (ids[4], 4)]
-        );
+        let got: Vec<(RecordId, u8)> = replay
+            .iter()
+            .map(|r| (r.id, q.read(r).expect("read")[0]))
+            .collect();
+        assert_eq!(got, vec![(ids[1], 1), (ids[3], 3), (ids[4], 4)]);
         for r in &replay {
             q.done(r.id);
         }

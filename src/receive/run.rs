@@ -16,9 +16,6 @@ use super::queue::Queue;
 use super::store::{StoreOptions, Stored};
 use crate::error::Outcome;
 
-/// Connections open at once; past it a new one is closed as soon as it is accepted.
-const MAX_CONNECTIONS: usize = 256;
-
 /// Everything `agentprof receive` runs with.
 pub struct ReceiveOptions {
     pub listen: SocketAddr,
@@ -29,6 +26,16 @@ pub struct ReceiveOptions {
     pub capacity: u64,
     /// Largest upload accepted (`body_size_limit_mb`).
     pub body_limit: u64,
+    /// Bytes every upload in flight may hold together (`memory_limit_mb`).
+    pub memory_limit: u64,
+    /// Bytes one upload's attachments may take decompressed (`upload_decompressed_mb`).
+    pub upload_decompressed: u64,
+    /// Connections open at once (`max_connections`).
+    pub max_connections: usize,
+    /// Below this many bytes free where uploads are stored or queued, uploads get 507.
+    pub min_free: u64,
+    /// How much of `<out>` is kept (`retention_mb`, `retention_days`).
+    pub retention: crate::retention::Retention,
     /// The time a sender has for an upload's body (`read_timeout_s`); for its headers, at
     /// most [`HEADER_TIMEOUT`].
     pub read_timeout: Duration,
@@ -76,23 +83,31 @@ fn figure_metrics(s: &Stored, hostname: &str) -> Vec<crate::metrics::Metric> {
 const IN_MEMORY: usize = 64;
 const WORKERS: usize = 2;
 
-fn emit(stored: &Stored, json: bool, uploads: &std::sync::Mutex<std::fs::File>) {
+/// The upload's line, appended to uploads.jsonl and synced: the upload is done only once
+/// this is on disk.
+fn write_line(line: &str, uploads: &std::sync::Mutex<std::fs::File>) -> std::io::Result<()> {
     use std::io::Write;
-    let Ok(line) = serde_json::to_string(stored) else {
-        return;
-    };
-    {
-        let mut f = crate::sync::lock(uploads);
-        let _ = writeln!(f, "{line}");
-    }
-    if json {
-        println!("{line}");
+    let mut f = crate::sync::lock(uploads);
+    f.write_all(format!("{line}\n").as_bytes())?;
+    f.sync_data()
+}
+
+/// The line printed for a stored upload (escaped where it holds what the client sent).
+fn say(stored: &Stored, line: &str, json: bool) {
+    use std::io::Write;
+    let text = if json {
+        format!("{line}\n")
     } else {
-        print!("{}", super::store::render(stored));
-    }
+        super::store::render(stored)
+    };
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 type Shared<T> = Arc<std::sync::Mutex<T>>;
+
+/// How long a store that failed (the disk full, a directory that cannot be made) waits
+/// before it is tried again; the upload stays in the queue meanwhile.
+const RETRY: Duration = Duration::from_secs(10);
 
 /// What stores one upload after its 202: shared by the workers.
 struct Worker {
@@ -100,7 +115,7 @@ struct Worker {
     metrics: Arc<Metrics>,
     queue: Queue,
     uploads: Shared<std::fs::File>,
-    forward: Option<Shared<super::forward::Forwarder>>,
+    forward: Option<Arc<super::forward::Forwarder>>,
     figures: Shared<Vec<Box<dyn crate::emit::Forwarder>>>,
     hostname: String,
     json: bool,
@@ -108,66 +123,121 @@ struct Worker {
 
 impl Worker {
     /// Stores one upload, forwards it, sends its figures, says it, and marks it done in the
-    /// queue (on the blocking pool).
-    fn handle(&self, job: &Job) {
+    /// queue (on the blocking pool). Some(job) when it could not be stored: it is to be tried
+    /// again, and stays in the queue until it is.
+    fn handle(&self, mut job: Job) -> Option<Job> {
         let m = &self.metrics;
-        let mut stored =
-            super::store::store(&job.upload, job.headers.clone(), job.received, &self.store);
-        if let Some(f) = &self.forward {
-            let r = crate::sync::lock(f).forward(&job.upload, &job.headers);
+        let stored = super::store::store(
+            &job.upload,
+            job.headers.clone(),
+            job.received,
+            &self.store,
+            &mut job.held,
+        );
+        let mut stored = match stored {
+            Ok(s) => s,
+            Err(e) => return self.failed(job, &e.0),
+        };
+        if let Some(f) = &self.forward
+            && !job.forwarded
+        {
+            let r = f.forward(&job.upload, &job.headers);
             m.forwards
                 .get_or_create(&vec![(
                     "result",
-                    if r.is_ok() { "sent" } else { "spooled" }.to_string(),
+                    if r.is_ok() { "queued" } else { "error" }.to_string(),
                 )])
                 .inc();
+            job.forwarded = r.is_ok();
             stored.forwarded = Some(r.is_ok());
             stored.forward_error = r.err();
         }
-        {
-            let mut fig = crate::sync::lock(&self.figures);
-            if !fig.is_empty() && !stored.profiling_metrics.is_empty() {
-                let metrics = figure_metrics(&stored, &self.hostname);
-                let batch = crate::emit::Batch {
-                    metrics: &metrics,
-                    service_checks: &[],
-                    events: &[],
-                };
-                crate::emit::send_all(&mut fig, &batch, |name, e| {
-                    eprintln!("agentprof receive: {name}: {e}");
-                });
-            }
+        let line = serde_json::to_string(&stored).unwrap_or_default();
+        if let Err(e) = write_line(&line, &self.uploads) {
+            super::store::remove_written(&stored.attachments);
+            return self.failed(job, &format!("cannot write uploads.jsonl: {e}"));
         }
+        self.send_figures(&stored);
         let failed = stored.attachments.iter().any(|a| a.error.is_some());
         m.uploads
             .get_or_create(&vec![
-                ("language", stored.language.clone()),
+                ("language", super::metrics::language_label(&stored.language).into()),
                 ("status", if failed { "error" } else { "stored" }.into()),
             ])
             .inc();
         m.stored.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        emit(&stored, self.json, &self.uploads);
+        say(&stored, &line, self.json);
         self.queue.done(job.id);
         m.queue_depth.dec();
         m.queue_bytes.set(self.queue.used() as i64);
+        None
     }
 
-    /// Each job on the blocking pool, at most WORKERS at once, until the channel closes.
+    /// A store that failed: counted, said, and the job kept to be tried again.
+    fn failed(&self, job: Job, why: &str) -> Option<Job> {
+        self.metrics.store_failures.inc();
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "agentprof receive: cannot store an upload ({}); it stays in the queue and is \
+             tried again in {} s",
+            crate::redact::printable(why),
+            RETRY.as_secs()
+        );
+        Some(job)
+    }
+
+    fn send_figures(&self, stored: &Stored) {
+        let mut fig = crate::sync::lock(&self.figures);
+        if !fig.is_empty() && !stored.profiling_metrics.is_empty() {
+            let metrics = figure_metrics(stored, &self.hostname);
+            let batch = crate::emit::Batch {
+                metrics: &metrics,
+                service_checks: &[],
+                events: &[],
+            };
+            crate::emit::send_all(&mut fig, &batch, |name, e| {
+                eprintln!("agentprof receive: {name}: {e}");
+            });
+        }
+    }
+
+    /// Each job on the blocking pool, at most WORKERS at once, until the channel closes; a
+    /// job whose store failed is tried again after `RETRY`.
     fn start(self: Arc<Self>, mut jobs: mpsc::Receiver<Job>) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             let permits = Arc::new(tokio::sync::Semaphore::new(WORKERS));
             let mut running = tokio::task::JoinSet::new();
-            while let Some(job) = jobs.recv().await {
+            let mut again: std::collections::VecDeque<(tokio::time::Instant, Job)> =
+                Default::default();
+            loop {
+                let due = again.front().map(|(t, _)| *t);
+                let job = tokio::select! {
+                    j = jobs.recv() => match j {
+                        Some(j) => j,
+                        None => break,
+                    },
+                    () = async { match due { Some(t) => tokio::time::sleep_until(t).await, None => std::future::pending().await } } => {
+                        match again.pop_front() { Some((_, j)) => j, None => continue }
+                    }
+                    Some(r) = running.join_next(), if !running.is_empty() => {
+                        if let Ok(Some(j)) = r {
+                            again.push_back((tokio::time::Instant::now() + RETRY, j));
+                        }
+                        continue;
+                    }
+                };
                 let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
                     break;
                 };
                 let w = Arc::clone(&self);
                 running.spawn_blocking(move || {
                     let _permit = permit;
-                    w.handle(&job);
+                    w.handle(job)
                 });
-                while running.try_join_next().is_some() {}
             }
+            // At the stop: what is running ends; what waits to be tried again stays in the
+            // queue for the next start.
             while running.join_next().await.is_some() {}
         })
     }
@@ -186,17 +256,6 @@ async fn serve_metrics(addr: std::net::SocketAddr, metrics: &Arc<Metrics>) -> an
     );
     crate::serve::spawn(l, app, crate::serve::Bounds::metrics());
     Ok(())
-}
-
-/// The forwarders' spool retried every 5 s when no upload comes to carry it.
-fn retry_spool(f: Shared<super::forward::Forwarder>) {
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(Duration::from_secs(5)).await;
-            let f = Arc::clone(&f);
-            let _ = tokio::task::spawn_blocking(move || crate::sync::lock(&f).flush()).await;
-        }
-    });
 }
 
 /// The last line: what was stored and refused, and what waits in the queue for the next start.
@@ -235,16 +294,25 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         serve_metrics(addr, &metrics).await?;
     }
     let (jobs_tx, jobs_rx) = mpsc::channel::<Job>(IN_MEMORY);
+    let budget = super::budget::Budget::new(opts.memory_limit);
+    metrics.set_budget(budget.clone());
+    let limits = super::form::UploadLimits {
+        part: opts.store.limits,
+        decompressed: opts.upload_decompressed,
+    };
     let state = Arc::new(State {
         queue: queue.clone(),
         jobs: jobs_tx.clone(),
         metrics: Arc::clone(&metrics),
         endpoints: opts.endpoints.clone(),
-        limits: opts.store.limits,
+        limits,
+        budget: budget.clone(),
         body_limit: opts.body_limit,
         body_timeout: opts.read_timeout,
+        disks: vec![opts.store.out.clone(), opts.queue_dir.clone()],
+        min_free: opts.min_free,
     });
-    let forward = opts.forward.map(|f| Arc::new(std::sync::Mutex::new(f)));
+    let forward = opts.forward.map(Arc::new);
     let figures = Arc::new(std::sync::Mutex::new(opts.figures));
     let worker = Arc::new(Worker {
         store: opts.store.clone(),
@@ -257,16 +325,21 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         json: opts.json,
     });
     let workers = worker.start(jobs_rx);
-    replay_queue(replay, &queue, &metrics, &jobs_tx, &opts.store.limits).await;
-    if let Some(f) = forward.clone() {
-        retry_spool(f);
-    }
+    keep_within(opts.retention, opts.store.out.clone(), Arc::clone(&metrics));
+    tokio::spawn(replay_queue(
+        replay,
+        queue.clone(),
+        Arc::clone(&metrics),
+        jobs_tx.clone(),
+        limits,
+        budget,
+    ));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
     let acceptor = opts.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     let bounds = crate::serve::Bounds {
         header_timeout: opts.read_timeout.min(HEADER_TIMEOUT),
-        max_connections: MAX_CONNECTIONS,
+        max_connections: opts.max_connections,
         // An upload's body has `read_timeout` to arrive; a connection lives a few of them.
         max_connection_age: opts
             .read_timeout
@@ -313,48 +386,87 @@ async fn until_stopped(duration: Option<Duration>) {
     }
 }
 
-/// What a previous run acknowledged and did not store, read back and given to the workers
-/// first; a record that no longer parses is dropped.
+/// What a previous run acknowledged and did not store, read back one record at a time (each
+/// within the memory budget, waiting for room) and given to the workers beside new uploads;
+/// a record that no longer parses is dropped.
 async fn replay_queue(
     replay: Vec<super::queue::Replayed>,
-    queue: &Queue,
-    metrics: &Metrics,
-    jobs: &mpsc::Sender<Job>,
-    limits: &crate::pprof::decode::Limits,
+    queue: Queue,
+    metrics: Arc<Metrics>,
+    jobs: mpsc::Sender<Job>,
+    limits: super::form::UploadLimits,
+    budget: super::budget::Budget,
 ) {
     let replayed = replay.len();
-    for r in replay {
-        let Some((ct, headers, received, body)) = unrecord(r.payload) else {
-            queue.done(r.id);
-            continue;
-        };
-        match super::form::parse(Some(&ct), body, limits).await {
-            Ok(upload) => {
-                metrics.queue_depth.inc();
-                let _ = jobs
-                    .send(Job {
-                        id: r.id,
-                        upload,
-                        headers,
-                        received,
-                    })
-                    .await;
-            }
-            Err(_) => queue.done(r.id),
-        }
-    }
     if replayed > 0 {
         eprintln!(
             "agentprof receive: {replayed} upload(s) acknowledged by the previous run are being stored"
         );
     }
+    for r in replay {
+        let q = queue.clone();
+        let Ok(Ok(payload)) = tokio::task::spawn_blocking(move || q.read(&r).map(|p| (r, p))).await
+        else {
+            continue;
+        };
+        let (r, payload) = payload;
+        let Some((ct, headers, received, body)) = unrecord(payload) else {
+            queue.done(r.id);
+            continue;
+        };
+        let mut held = budget.reserve(2 * body.len() as u64).await;
+        match super::form::parse(Some(&ct), body, &limits, &mut held).await {
+            Ok(upload) => {
+                metrics.queue_depth.inc();
+                let job = Job {
+                    id: r.id,
+                    upload,
+                    headers,
+                    received,
+                    held,
+                    forwarded: false,
+                };
+                if jobs.send(job).await.is_err() {
+                    return;
+                }
+            }
+            Err(super::form::Reject::Busy(_)) => {}
+            Err(_) => queue.done(r.id),
+        }
+    }
 }
 
-/// At the stop: the figures' forwarders flush, and the spool gets one more try (both
-/// dropped off the runtime: their HTTP clients are blocking ones).
+/// `<out>` kept within its retention: checked at start and every minute, the oldest uploads'
+/// files deleted first, counted and said.
+fn keep_within(r: crate::retention::Retention, out: PathBuf, metrics: Arc<Metrics>) {
+    if !r.is_set() {
+        return;
+    }
+    tokio::spawn(async move {
+        loop {
+            let dir = out.clone();
+            let d = tokio::task::spawn_blocking(move || r.enforce(&dir))
+                .await
+                .unwrap_or_default();
+            if d.files > 0 {
+                metrics.retention_deleted.inc_by(d.files);
+                eprintln!(
+                    "agentprof receive: retention: deleted the {} oldest file(s) ({} bytes) under {}",
+                    d.files,
+                    d.bytes,
+                    out.display()
+                );
+            }
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        }
+    });
+}
+
+/// At the stop: the figures' forwarders flush (their HTTP clients are blocking ones, dropped
+/// off the runtime), and the forward thread gets 2 s for the upload it is sending.
 async fn flush_at_stop(
     figures: Shared<Vec<Box<dyn crate::emit::Forwarder>>>,
-    forward: Option<Shared<super::forward::Forwarder>>,
+    forward: Option<Arc<super::forward::Forwarder>>,
 ) {
     let _ = tokio::task::spawn_blocking(move || {
         let mut fig = crate::sync::lock(&figures);
@@ -365,13 +477,9 @@ async fn flush_at_stop(
     })
     .await;
     if let Some(f) = forward {
-        let pending = tokio::task::spawn_blocking(move || {
-            let mut f = crate::sync::lock(&f);
-            f.flush();
-            f.pending()
-        })
-        .await
-        .unwrap_or(0);
+        let pending = tokio::task::spawn_blocking(move || f.stop(Duration::from_secs(2)))
+            .await
+            .unwrap_or(0);
         if pending > 0 {
             eprintln!(
                 "agentprof receive: {pending} forward(s) wait in the spool for the next start"

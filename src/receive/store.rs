@@ -2,8 +2,12 @@
 //! `<type>-<time>.pb.gz`, the layout `pull` writes, so `agentprof top` and `go tool pprof`
 //! read them; other attachments as `<stem>-<time>.<ext>`), one line of
 //! `<out>/uploads.jsonl`, the `profiling_metrics` DataKit derives, and the line printed.
+//! An upload is stored whole or not at all: each file is written under a temporary name and
+//! renamed, and when a file or the uploads.jsonl line cannot be written, the files already
+//! written are removed and the store fails (the upload stays in the queue and is stored
+//! again later). Names a filesystem cannot hold (a 300-byte service or attachment name, a
+//! service called `uploads.jsonl`) are shortened or set apart deterministically.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -225,11 +229,19 @@ fn python_metrics(
     m
 }
 
-/// `<stem>.<ext>`, or when that is taken (two uploads of one service with one end, to the
-/// millisecond) `<stem>-<n>.<ext>` with `n` from a counter of the run: found at the first
-/// try however many share the name.
-fn create_new(dir: &Path, stem: &str, ext: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
+/// `<stem>.<ext>` in `dir` written whole (a temporary name, then a hard link to the final
+/// name, which fails when it is taken), or when that is taken (two uploads of one service
+/// with one end, to the millisecond) `<stem>-<n>.<ext>` with `n` from a counter of the run.
+fn write_new(dir: &Path, stem: &str, ext: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(2);
+    let tmp = dir.join(format!(
+        ".{stem}.{}.partial",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::write(&tmp, bytes).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })?;
+    let mut result = Err(std::io::Error::other("1000 files of the same name"));
     for attempt in 0..1000 {
         let name = if attempt == 0 {
             format!("{stem}.{ext}")
@@ -238,32 +250,57 @@ fn create_new(dir: &Path, stem: &str, ext: &str) -> std::io::Result<(PathBuf, st
             format!("{stem}-{n}.{ext}")
         };
         let p = dir.join(name);
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&p)
-        {
-            Ok(f) => return Ok((p, f)),
+        match std::fs::hard_link(&tmp, &p) {
+            Ok(()) => {
+                result = Ok(p);
+                break;
+            }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
         }
     }
-    Err(std::io::Error::other("1000 files of the same name"))
+    let _ = std::fs::remove_file(&tmp);
+    result
 }
 
+/// Why an upload could not be stored (it stays in the queue).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct StoreError(pub String);
+
 /// The top rows of a profile; of its `cpu-time` when it has one (Python's, whose default
-/// type is its last, a GPU count), else of its default type as `go tool pprof` shows it.
+/// type is its last, a GPU count), else of the first sample type that has samples, as
+/// `go tool pprof -sample_index` would show it.
 fn top_rows(
     p: crate::pprof::proto::Profile,
     n: usize,
 ) -> Option<(String, Vec<crate::pprof::report::TopRow>)> {
     let mut pp = crate::pprof::model::Pprof::new(p).ok()?;
     pp.prepare_for_report();
-    let cpu = pp
-        .sample_types()
+    let types: Vec<String> = pp.sample_types().iter().map(|(t, _)| t.to_string()).collect();
+    let nonzero = |i: usize| {
+        pp.proto
+            .sample
+            .iter()
+            .any(|s| s.value.get(i).is_some_and(|v| *v != 0))
+    };
+    let cpu = types
         .iter()
-        .any(|(t, _)| *t == "cpu-time")
-        .then(|| "cpu-time".to_string());
+        .position(|t| t == "cpu-time")
+        .filter(|&i| nonzero(i))
+        .or_else(|| {
+            // The default type (the last) when it has samples, else the first that has.
+            let last = types.len().checked_sub(1)?;
+            if nonzero(last) {
+                None
+            } else {
+                (0..types.len()).find(|&i| nonzero(i))
+            }
+        })
+        .map(|i| types[i].clone());
     let o = crate::pprof::report::TopOptions {
         nodes: n,
         sample_index: cpu,
@@ -274,12 +311,14 @@ fn top_rows(
 }
 
 /// What an attachment is stored as: its file's extension and bytes (profiles gzip-compressed,
-/// their totals and top table noted in `s`, their totals kept in `decoded`).
+/// their totals and top table noted in `s`, their totals kept in `decoded`). The top table's
+/// decoding takes its memory from the upload's reservation; without room it is left out.
 fn contents<'a>(
     a: &'a super::form::Attachment,
     opts: &StoreOptions,
     s: &mut StoredAttachment,
     decoded: &mut Vec<(String, Totals)>,
+    held: &mut super::budget::Reservation,
 ) -> (&'a str, std::borrow::Cow<'a, [u8]>) {
     let content = a.raw.as_deref().unwrap_or(&a.data[..]);
     match (&a.kind, &a.raw) {
@@ -294,15 +333,7 @@ fn contents<'a>(
                 None => s.error = Some("not a well-formed pprof profile".into()),
             }
             if opts.top > 0 {
-                match crate::pprof::decode::decode_raw(raw, &opts.limits) {
-                    Ok(p) => {
-                        if let Some((ty, rows)) = top_rows(p, opts.top) {
-                            s.top_sample_type = Some(ty);
-                            s.top = Some(rows);
-                        }
-                    }
-                    Err(e) => s.error = Some(e.to_string()),
-                }
+                top_table(raw, opts, s, held);
             }
             let gz = if a.compression == Compression::Gzip {
                 std::borrow::Cow::Borrowed(&a.data[..])
@@ -323,16 +354,54 @@ fn contents<'a>(
     }
 }
 
-/// Stores an upload and says what became of it.
+/// The profile decoded for its top table, within what the upload's reservation can grow by:
+/// the decoded model's estimate is reserved first (and given back after).
+fn top_table(
+    raw: &[u8],
+    opts: &StoreOptions,
+    s: &mut StoredAttachment,
+    held: &mut super::budget::Reservation,
+) {
+    let estimate = match crate::pprof::decode::memory_estimate(raw, &opts.limits) {
+        Ok(scan) => scan.memory,
+        Err(e) => {
+            s.error = Some(e.to_string());
+            return;
+        }
+    };
+    let before = held.bytes();
+    if !held.grow(estimate) {
+        s.error = Some(format!(
+            "no top table: decoding it would take {estimate} bytes and the memory budget of \
+             uploads in flight is spent (receive.memory_limit_mb)"
+        ));
+        return;
+    }
+    match crate::pprof::decode::decode_raw(raw, &opts.limits) {
+        Ok(p) => {
+            if let Some((ty, rows)) = top_rows(p, opts.top) {
+                s.top_sample_type = Some(ty);
+                s.top = Some(rows);
+            }
+        }
+        Err(e) => s.error = Some(e.to_string()),
+    }
+    held.shrink_to(before);
+}
+
+/// Stores an upload's files and says what became of it; Err (nothing left on disk) when a
+/// file could not be written.
 pub fn store(
     up: &Upload,
     headers: Vec<(String, String)>,
     received: jiff::Timestamp,
     opts: &StoreOptions,
-) -> Stored {
+    held: &mut super::budget::Reservation,
+) -> Result<Stored, StoreError> {
     let service = up.tag("service").unwrap_or("unnamed-service").to_string();
-    let dir = opts.out.join(crate::pull::safe_name(&service));
-    let made = std::fs::create_dir_all(&dir);
+    let dir = opts.out.join(crate::pull::dir_name(&service));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| StoreError(format!("cannot create {}: {e}", dir.display())))?;
     let at = up.end.unwrap_or(received);
     let stamp = at.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
     let mut decoded = Vec::new();
@@ -350,8 +419,8 @@ pub fn store(
             top: None,
             top_sample_type: None,
         };
-        let stem = crate::pull::safe_name(&a.stem);
-        let (ext, bytes) = contents(a, opts, &mut s, &mut decoded);
+        let stem = crate::pull::dir_name(&a.stem);
+        let (ext, bytes) = contents(a, opts, &mut s, &mut decoded, held);
         let base = match &a.kind {
             Kind::Other => Path::new(&stem)
                 .file_stem()
@@ -360,14 +429,16 @@ pub fn store(
                 .to_string(),
             _ => stem,
         };
-        match &made {
-            Err(e) => s.error = Some(format!("cannot create {}: {e}", dir.display())),
-            Ok(()) => match create_new(&dir, &format!("{base}-{stamp}"), ext)
-                .and_then(|(p, mut f)| f.write_all(&bytes).map(|()| p))
-            {
-                Ok(p) => s.file = Some(p),
-                Err(e) => s.error = Some(format!("cannot write under {}: {e}", dir.display())),
-            },
+        match write_new(&dir, &format!("{base}-{stamp}"), ext, &bytes) {
+            Ok(p) => s.file = Some(p),
+            Err(e) => {
+                remove_written(&attachments);
+                return Err(StoreError(format!(
+                    "cannot write {} under {}: {e}",
+                    a.name,
+                    dir.display()
+                )));
+            }
         }
         attachments.push(s);
     }
@@ -378,7 +449,7 @@ pub fn store(
         _ => Default::default(),
     };
     let ts = |t: Option<jiff::Timestamp>| t.map(crate::pull::upload::rfc3339_nano);
-    Stored {
+    Ok(Stored {
         received: crate::pull::upload::rfc3339_nano(received),
         env: up.tag("env").map(String::from),
         version: up.tag("version").map(String::from),
@@ -395,24 +466,36 @@ pub fn store(
         profiling_metrics,
         forwarded: None,
         forward_error: None,
+    })
+}
+
+/// The files of a store that failed, removed: an upload is on disk whole or not at all.
+pub fn remove_written(attachments: &[StoredAttachment]) {
+    for a in attachments {
+        if let Some(f) = &a.file {
+            let _ = std::fs::remove_file(f);
+        }
     }
 }
 
 /// The line printed per upload.
+/// The line printed for an upload (and its top tables): what the client sent is escaped, so
+/// no control character reaches the operator's terminal.
 pub fn render(s: &Stored) -> String {
+    use crate::redact::printable as p;
     let mut out = format!(
         "{} {} env={} version={} {} {:.1}s:",
         s.received,
-        s.service,
-        s.env.as_deref().unwrap_or("-"),
-        s.version.as_deref().unwrap_or("-"),
-        s.language,
+        p(&s.service),
+        p(s.env.as_deref().unwrap_or("-")),
+        p(s.version.as_deref().unwrap_or("-")),
+        p(&s.language),
         s.duration_s
     );
     for a in &s.attachments {
-        out.push_str(&format!(" {}({})", a.stem, human_bytes(a.bytes)));
+        out.push_str(&format!(" {}({})", p(&a.stem), human_bytes(a.bytes)));
         if let Some(e) = &a.error {
-            out.push_str(&format!("[error: {e}]"));
+            out.push_str(&format!("[error: {}]", p(e)));
         }
     }
     out.push('\n');
@@ -420,13 +503,15 @@ pub fn render(s: &Stored) -> String {
         if let Some(rows) = &a.top {
             out.push_str(&format!(
                 "  {} ({}):\n",
-                a.stem,
-                a.top_sample_type.as_deref().unwrap_or("")
+                p(&a.stem),
+                p(a.top_sample_type.as_deref().unwrap_or(""))
             ));
             for r in rows {
                 out.push_str(&format!(
                     "    {:>10} {:>7}  {}\n",
-                    r.flat_fmt, r.flat_pct, r.function
+                    r.flat_fmt,
+                    r.flat_pct,
+                    p(&r.function)
                 ));
             }
         }
