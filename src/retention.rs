@@ -82,7 +82,11 @@ fn walk(dir: &Path, out: &mut Vec<(SystemTime, u64, PathBuf)>, depth: usize) {
             && !name.ends_with(".partial")
             && let Ok(m) = e.metadata()
         {
-            out.push((m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len(), path));
+            out.push((
+                m.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                m.len(),
+                path,
+            ));
         }
     }
 }
@@ -118,7 +122,10 @@ mod tests {
                 bytes: 2000
             }
         );
-        assert!(!d.join("a").exists() && !d.join("b").exists(), "oldest gone, with their dirs");
+        assert!(
+            !d.join("a").exists() && !d.join("b").exists(),
+            "oldest gone, with their dirs"
+        );
         assert!(d.join("c/cpu.pb.gz").exists() && d.join("d/cpu.pb.gz").exists());
         assert!(d.join("uploads.jsonl").exists());
         // By age: everything here is years old.

@@ -109,6 +109,55 @@ pub fn sniff(bytes: &[u8]) -> Compression {
     }
 }
 
+/// What compressed bytes say it holds decompressed, before it is decompressed:
+/// gzip's ISIZE (the last member's size mod 2^32), a zstd frame's content size, an lz4
+/// frame's content size, or the bytes themselves when uncompressed. None when it does not
+/// say; the decompression is bounded by what was reserved either way.
+pub fn stated_size(data: &[u8]) -> Option<u64> {
+    match sniff(data) {
+        Compression::None => Some(data.len() as u64),
+        Compression::Gzip => {
+            let tail: [u8; 4] = data.get(data.len().checked_sub(4)?..)?.try_into().ok()?;
+            Some(u64::from(u32::from_le_bytes(tail)))
+        }
+        Compression::Zstd => zstd_content_size(data),
+        Compression::Lz4 => lz4_content_size(data),
+    }
+}
+
+/// A zstd frame header's Frame_Content_Size (RFC 8878 3.1.1.1), when present.
+fn zstd_content_size(d: &[u8]) -> Option<u64> {
+    let fhd = *d.get(4)?;
+    let fcs_flag = fhd >> 6;
+    let single_segment = fhd & 0x20 != 0;
+    let did_flag = fhd & 0x03;
+    let mut at = 5 + usize::from(!single_segment);
+    at += [0, 1, 2, 4][usize::from(did_flag)];
+    let size = match (fcs_flag, single_segment) {
+        (0, false) => return None,
+        (0, true) => 1,
+        (1, _) => 2,
+        (2, _) => 4,
+        _ => 8,
+    };
+    let b = d.get(at..at + size)?;
+    let mut v = 0u64;
+    for (i, x) in b.iter().enumerate() {
+        v |= u64::from(*x) << (8 * i);
+    }
+    Some(if size == 2 { v + 256 } else { v })
+}
+
+/// An lz4 frame descriptor's Content Size, when its flag says it is there.
+fn lz4_content_size(d: &[u8]) -> Option<u64> {
+    let flg = *d.get(4)?;
+    if flg & 0x08 == 0 {
+        return None;
+    }
+    let b: [u8; 8] = d.get(6..14)?.try_into().ok()?;
+    Some(u64::from_le_bytes(b))
+}
+
 /// The uncompressed protobuf bytes of `bytes`, within `limits`.
 pub fn decompress(bytes: &[u8], limits: &Limits) -> Result<Vec<u8>, DecodeError> {
     let size = bytes.len() as u64;
@@ -126,18 +175,20 @@ pub fn decompress(bytes: &[u8], limits: &Limits) -> Result<Vec<u8>, DecodeError>
             flate2::read::MultiGzDecoder::new(bytes),
             limits.decompressed,
             "gzip",
+            stated_size(bytes),
         ),
         Compression::Zstd => {
             // The window is capped too: a frame may ask for a window of gigabytes.
             let window = limits.decompressed.max(1 << 10);
             let dec = ruzstd::decoding::StreamingDecoder::new_with_max_window_size(bytes, window)
                 .map_err(|e| DecodeError::Corrupt("zstd", e.to_string()))?;
-            bounded(dec, limits.decompressed, "zstd")
+            bounded(dec, limits.decompressed, "zstd", stated_size(bytes))
         }
         Compression::Lz4 => bounded(
             lz4_flex::frame::FrameDecoder::new(bytes),
             limits.decompressed,
             "lz4",
+            stated_size(bytes),
         ),
         Compression::None => {
             if size > limits.decompressed {
@@ -151,8 +202,15 @@ pub fn decompress(bytes: &[u8], limits: &Limits) -> Result<Vec<u8>, DecodeError>
 }
 
 /// Reads at most `limit` bytes, in chunks, refusing input that has more.
-fn bounded(r: impl Read, limit: u64, what: &'static str) -> Result<Vec<u8>, DecodeError> {
-    let mut out = Vec::new();
+fn bounded(
+    r: impl Read,
+    limit: u64,
+    what: &'static str,
+    stated: Option<u64>,
+) -> Result<Vec<u8>, DecodeError> {
+    // Room for what the stream states it holds (within the limit): no doubling on the way.
+    let room = stated.filter(|n| *n <= limit).unwrap_or(0);
+    let mut out = Vec::with_capacity(usize::try_from(room).unwrap_or(0));
     let mut r = r.take(limit + 1);
     let mut chunk = [0u8; 64 * 1024];
     loop {
@@ -568,6 +626,25 @@ pub fn decode_raw(raw: &[u8], limits: &Limits) -> Result<Profile, DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compressed_parts_say_their_size_before_they_are_decompressed() {
+        let raw = vec![7u8; 300_000];
+        let gz = crate::pprof::gzip_fast(&raw);
+        assert_eq!(stated_size(&gz), Some(300_000));
+        let mut lz = lz4_flex::frame::FrameEncoder::with_frame_info(
+            lz4_flex::frame::FrameInfo::new().content_size(Some(300_000)),
+            Vec::new(),
+        );
+        std::io::Write::write_all(&mut lz, &raw).expect("lz4");
+        let lz = lz.finish().expect("lz4");
+        assert_eq!(stated_size(&lz), Some(300_000));
+        // A zstd frame with a single segment and a 4-byte content size: 300,000.
+        let mut zs = vec![0x28, 0xb5, 0x2f, 0xfd, 0b1010_0000];
+        zs.extend_from_slice(&300_000u32.to_le_bytes());
+        assert_eq!(stated_size(&zs), Some(300_000));
+        assert_eq!(stated_size(b"plain"), Some(5));
+    }
     use std::io::Write;
 
     fn fixture(name: &str) -> Vec<u8> {

@@ -96,7 +96,11 @@ const OWN_FILES: &[&str] = &["uploads.jsonl", "captures.jsonl"];
 pub fn dir_name(name: &str) -> String {
     let safe = safe_name(name);
     let hash = || format!("{:08x}", fnv64a(name.as_bytes()) as u32);
-    let mut out = if safe != name { format!("{safe}-{}", hash()) } else { safe };
+    let mut out = if safe != name {
+        format!("{safe}-{}", hash())
+    } else {
+        safe
+    };
     if out.len() > MAX_PART {
         let keep = MAX_PART - 9;
         out = format!("{}-{}", &out[..keep], hash());

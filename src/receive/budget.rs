@@ -103,55 +103,7 @@ impl Reservation {
     }
 }
 
-/// What a compressed attachment says it holds decompressed, before it is decompressed:
-/// gzip's ISIZE (the last member's size mod 2^32), a zstd frame's content size, an lz4
-/// frame's content size, or the bytes themselves when uncompressed. None when it does not
-/// say; the decompression is bounded by what was reserved either way.
-pub fn stated_size(data: &[u8]) -> Option<u64> {
-    use crate::pprof::decode::{Compression, sniff};
-    match sniff(data) {
-        Compression::None => Some(data.len() as u64),
-        Compression::Gzip => {
-            let tail: [u8; 4] = data.get(data.len().checked_sub(4)?..)?.try_into().ok()?;
-            Some(u64::from(u32::from_le_bytes(tail)))
-        }
-        Compression::Zstd => zstd_content_size(data),
-        Compression::Lz4 => lz4_content_size(data),
-    }
-}
-
-/// A zstd frame header's Frame_Content_Size (RFC 8878 3.1.1.1), when present.
-fn zstd_content_size(d: &[u8]) -> Option<u64> {
-    let fhd = *d.get(4)?;
-    let fcs_flag = fhd >> 6;
-    let single_segment = fhd & 0x20 != 0;
-    let did_flag = fhd & 0x03;
-    let mut at = 5 + usize::from(!single_segment);
-    at += [0, 1, 2, 4][usize::from(did_flag)];
-    let size = match (fcs_flag, single_segment) {
-        (0, false) => return None,
-        (0, true) => 1,
-        (1, _) => 2,
-        (2, _) => 4,
-        _ => 8,
-    };
-    let b = d.get(at..at + size)?;
-    let mut v = 0u64;
-    for (i, x) in b.iter().enumerate() {
-        v |= u64::from(*x) << (8 * i);
-    }
-    Some(if size == 2 { v + 256 } else { v })
-}
-
-/// An lz4 frame descriptor's Content Size, when its flag says it is there.
-fn lz4_content_size(d: &[u8]) -> Option<u64> {
-    let flg = *d.get(4)?;
-    if flg & 0x08 == 0 {
-        return None;
-    }
-    let b: [u8; 8] = d.get(6..14)?.try_into().ok()?;
-    Some(u64::from_le_bytes(b))
-}
+pub use crate::pprof::decode::stated_size;
 
 #[cfg(test)]
 mod tests {
@@ -169,24 +121,5 @@ mod tests {
         assert_eq!(b.used(), 100 << 10);
         drop(a);
         assert_eq!(b.used(), 0);
-    }
-
-    #[test]
-    fn compressed_parts_say_their_size_before_they_are_decompressed() {
-        let raw = vec![7u8; 300_000];
-        let gz = crate::pprof::gzip_fast(&raw);
-        assert_eq!(stated_size(&gz), Some(300_000));
-        let mut lz = lz4_flex::frame::FrameEncoder::with_frame_info(
-            lz4_flex::frame::FrameInfo::new().content_size(Some(300_000)),
-            Vec::new(),
-        );
-        std::io::Write::write_all(&mut lz, &raw).expect("lz4");
-        let lz = lz.finish().expect("lz4");
-        assert_eq!(stated_size(&lz), Some(300_000));
-        // A zstd frame with a single segment and a 4-byte content size: 300,000.
-        let mut zs = vec![0x28, 0xb5, 0x2f, 0xfd, 0b1010_0000];
-        zs.extend_from_slice(&300_000u32.to_le_bytes());
-        assert_eq!(stated_size(&zs), Some(300_000));
-        assert_eq!(stated_size(b"plain"), Some(5));
     }
 }

@@ -227,10 +227,28 @@ pub async fn parse(
     content_type: Option<&str>,
     body: Bytes,
     limits: &UploadLimits,
-    held: &mut Reservation,
-) -> Result<Upload, Reject> {
+    held: Reservation,
+) -> Result<(Upload, Reservation), Reject> {
     let b = boundary(content_type)?;
     let parts = fields(body, b).await?;
+    // Decompressing and checking is CPU work: on the blocking pool, so the accept loop and
+    // the other requests go on meanwhile.
+    let limits = *limits;
+    tokio::task::spawn_blocking(move || {
+        let mut held = held;
+        check(parts, &limits, &mut held).map(|up| (up, held))
+    })
+    .await
+    .map_err(|e| Reject::Malformed(format!("the check of the upload failed: {e}")))?
+}
+
+/// The parts of an upload read into it: event.json or the older form's fields, each
+/// attachment decompressed and checked within the limits and `held`.
+fn check(
+    parts: Vec<Field>,
+    limits: &UploadLimits,
+    held: &mut Reservation,
+) -> Result<Upload, Reject> {
     let mut up = Upload {
         form: Form::Event,
         tags: Vec::new(),
@@ -257,13 +275,29 @@ pub async fn parse(
     if up.event.is_none() {
         up.form = Form::Legacy;
     }
+    // What the parts state they hold decompressed, all together, before any is decompressed:
+    // an upload over its budget is refused at once.
+    let stated: u64 = files
+        .iter()
+        .filter(|f| crate::pprof::decode::sniff(&f.data) != Compression::None)
+        .filter_map(|f| stated_size(&f.data))
+        .map(|n| n.min(limits.part.decompressed))
+        .sum();
+    if stated > limits.decompressed {
+        return Err(Reject::TooLarge(format!(
+            "the attachments state {stated} bytes decompressed, over the upload's {} \
+             (upload_decompressed_mb)",
+            limits.decompressed
+        )));
+    }
     let body_held = held.bytes();
     let mut room = Room {
         held,
         left: limits.decompressed,
     };
     for f in files {
-        up.attachments.push(attachment(f, &legacy, &limits.part, &mut room)?);
+        up.attachments
+            .push(attachment(f, &legacy, &limits.part, &mut room)?);
     }
     // What the upload holds from now on: its body and what was decompressed.
     let raw: u64 = up
@@ -296,6 +330,14 @@ fn read_event(data: &[u8], up: &mut Upload) -> Result<(), Reject> {
         );
     } else if obj.contains_key("tags_profiler") {
         return Err(Reject::Event("tags_profiler is not a string".into()));
+    }
+    for key in ["start", "end"] {
+        if obj.get(key).is_some_and(|v| !v.is_string()) {
+            return Err(Reject::Event(format!(
+                "{key} is {}, not an RFC 3339 time string",
+                obj[key]
+            )));
+        }
     }
     up.start = s("start").map(|t| timestamp("start", t)).transpose()?;
     up.end = s("end").map(|t| timestamp("end", t)).transpose()?;

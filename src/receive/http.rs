@@ -153,15 +153,15 @@ async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Body> {
     if let Some(full) = disk_full(&state) {
         return full;
     }
-    let (ct, headers, body, mut held) = match read(&state, req).await {
+    let (ct, headers, body, held) = match read(&state, req).await {
         Ok(x) => x,
         Err(answered) => return answered,
     };
-    let parsed = match super::form::parse(Some(&ct), body.clone(), &state.limits, &mut held).await
-    {
-        Ok(u) => u,
-        Err(r) => return refuse(m, r),
-    };
+    let (parsed, held) =
+        match super::form::parse(Some(&ct), body.clone(), &state.limits, held).await {
+            Ok(x) => x,
+            Err(r) => return refuse(m, r),
+        };
     // Made durable and handed to a worker by a task of its own: a client that goes away
     // meanwhile neither strands the upload nor has it stored twice.
     let (tx, rx) = tokio::sync::oneshot::channel();
@@ -291,7 +291,6 @@ async fn read(
         Ok(Ok(b)) => Ok((ct.unwrap_or_default(), headers, b, held)),
     }
 }
-
 
 /// The body, at most `limit` bytes, the reservation grown as it comes beyond what it holds.
 async fn collect_body(mut body: Body, limit: u64, held: &mut Reservation) -> Result<Bytes, Reject> {

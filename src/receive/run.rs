@@ -161,7 +161,10 @@ impl Worker {
         let failed = stored.attachments.iter().any(|a| a.error.is_some());
         m.uploads
             .get_or_create(&vec![
-                ("language", super::metrics::language_label(&stored.language).into()),
+                (
+                    "language",
+                    super::metrics::language_label(&stored.language).into(),
+                ),
                 ("status", if failed { "error" } else { "stored" }.into()),
             ])
             .inc();
@@ -414,9 +417,9 @@ async fn replay_queue(
             queue.done(r.id);
             continue;
         };
-        let mut held = budget.reserve(2 * body.len() as u64).await;
-        match super::form::parse(Some(&ct), body, &limits, &mut held).await {
-            Ok(upload) => {
+        let held = budget.reserve(2 * body.len() as u64).await;
+        match super::form::parse(Some(&ct), body, &limits, held).await {
+            Ok((upload, held)) => {
                 metrics.queue_depth.inc();
                 let job = Job {
                     id: r.id,

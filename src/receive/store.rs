@@ -280,7 +280,11 @@ fn top_rows(
 ) -> Option<(String, Vec<crate::pprof::report::TopRow>)> {
     let mut pp = crate::pprof::model::Pprof::new(p).ok()?;
     pp.prepare_for_report();
-    let types: Vec<String> = pp.sample_types().iter().map(|(t, _)| t.to_string()).collect();
+    let types: Vec<String> = pp
+        .sample_types()
+        .iter()
+        .map(|(t, _)| t.to_string())
+        .collect();
     let nonzero = |i: usize| {
         pp.proto
             .sample

@@ -14,6 +14,7 @@ mod profile;
 mod pull;
 mod python;
 mod receive;
+mod receive_bounds;
 mod shipped;
 mod start;
 mod support;

@@ -83,6 +83,10 @@ impl Receiver {
         format!("http://{}/profiling/v1/input", self.addr)
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The next uploads.jsonl line it prints (at most 20 s).
     pub fn next(&self) -> Value {
         self.lines
@@ -166,7 +170,7 @@ pub fn recorded_upload(tags: &str) -> (Vec<u8>, String) {
     multipart(&parts)
 }
 
-fn post(url: &str, body: Vec<u8>, ctype: &str) -> (u16, String) {
+pub fn post(url: &str, body: Vec<u8>, ctype: &str) -> (u16, String) {
     let r = reqwest::blocking::Client::new()
         .post(url)
         .header("content-type", ctype)
@@ -943,10 +947,7 @@ fn forwards_reach_a_target_that_recovers_exactly_once() {
     }
     // Each is in the forward spool at once; the sending thread delivers them as the target
     // recovers, storing waits for none of it.
-    assert!(
-        lines.iter().all(|l| l["forwarded"] == true),
-        "{lines:?}"
-    );
+    assert!(lines.iter().all(|l| l["forwarded"] == true), "{lines:?}");
     // The spool is retried every 5 s: wait for all five to be accepted.
     let accepted = || -> Vec<String> {
         let seen = seen.lock().unwrap();
