@@ -104,7 +104,7 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
                 .unwrap_or_else(|| "profiles".into()),
             top: args.top.or(file.top).unwrap_or(0),
             limits: crate::pprof::decode::Limits {
-                fields: file.max_profile_fields.unwrap_or(4_000_000),
+                fields: file.max_profile_fields.unwrap_or(8 << 20),
                 ..crate::pprof::decode::Limits::network(body_mb)
             },
         },

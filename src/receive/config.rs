@@ -41,7 +41,9 @@ pub struct ReceiveFile {
     /// Below this many MiB free where uploads are stored or queued, uploads get 507
     /// (default 64).
     pub min_free_mb: Option<u64>,
-    /// Protobuf fields and elements one profile may hold (default 4,000,000).
+    /// Protobuf fields and elements one profile may hold (default 8,388,608: as many as
+    /// bytes in the largest profile accepted decompressed, so no profile within the size
+    /// limits is refused for it; the memory budget is what protects the receiver).
     pub max_profile_fields: Option<u64>,
     /// Stored uploads kept under out_dir: the oldest are deleted past this many MiB, or
     /// this many days (default: kept).

@@ -300,3 +300,74 @@ fn a_restart_after_a_clean_stop_repeats_nothing() {
     assert_eq!(lines(), 5, "nothing stored twice");
     assert_eq!(spooled(), 5, "nothing forwarded twice");
 }
+
+/// A real Go heap profile of 32,768 distinct stacks (far more than the 100,000 fields the
+/// receiver once refused) is acknowledged and stored, and go tool pprof reads the stored file
+/// with the totals of what the service served.
+#[test]
+fn large_real_go_profiles_are_accepted() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // Killed when dropped, whatever the test does.
+    let Some(svc) = crate::k8s::collect::pod_process_with("127.0.0.1:0", &["-bigheap", "15"])
+    else {
+        return;
+    };
+    let addr = svc.addrs[0].clone();
+    let heap = reqwest::blocking::get(format!("http://{addr}/debug/pprof/heap"))
+        .unwrap()
+        .bytes()
+        .unwrap()
+        .to_vec();
+    drop(svc);
+    let sb = Sandbox::new();
+    let served = sb.write_bytes("served.pb.gz", &heap);
+    let refused = sb.run(&["top", "served.pb.gz", "--max-fields", "100000"]);
+    assert_ne!(
+        refused.code, 0,
+        "the profile holds more than 100,000 fields"
+    );
+    let rx = Receiver::start(&sb, &[]);
+    let event = json!({"start": "2026-12-01T10:00:00Z", "end": "2026-12-01T10:01:00Z",
+        "attachments": ["heap.pprof"], "tags_profiler": "service:big", "family": "go", "version": "4"});
+    let (body, ct) = multipart(&[
+        ("heap.pprof", Some("heap.pprof"), heap.clone()),
+        ("event", Some("event.json"), event.to_string().into_bytes()),
+    ]);
+    let (code, text) = post(&rx.url(), body, &ct);
+    assert_eq!(code, 202, "{text}");
+    let stored = rx.next();
+    let file = stored["attachments"][0]["file"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let total = |f: &str| {
+        crate::support::go(&[
+            "tool",
+            "pprof",
+            "-top",
+            "-nodecount=1",
+            "-sample_index=inuse_space",
+            f,
+        ])
+        .map(|t| {
+            t.lines()
+                .find(|l| l.contains("% of "))
+                .unwrap_or_default()
+                .to_string()
+        })
+    };
+    let stored_path = sb.path().join(&file);
+    let stored_path = if stored_path.exists() {
+        stored_path
+    } else {
+        file.into()
+    };
+    assert_eq!(
+        total(stored_path.to_str().unwrap()),
+        total(served.to_str().unwrap())
+    );
+    eprintln!(
+        "measured: a real Go heap profile of {} bytes (gzip) with more than 100,000 fields: acknowledged and stored",
+        heap.len()
+    );
+}

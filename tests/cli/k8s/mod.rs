@@ -2,7 +2,7 @@
 //! pprof services on their own loopback addresses.
 
 pub mod apiserver;
-mod collect;
+pub mod collect;
 mod faults;
 pub mod kubelet;
 mod manifests;
