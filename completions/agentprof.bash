@@ -1110,13 +1110,21 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__ui)
-            opts="-h -V --listen --open --duration --config --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
+            opts="-h -V --listen --allow-host --open --memory-mb --duration --config --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-host)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --memory-mb)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

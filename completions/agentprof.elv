@@ -219,6 +219,8 @@ set edit:completion:arg-completer[agentprof] = {|@words|
         }
         &'agentprof;ui'= {
             cand --listen 'Address to serve the page on (default 127.0.0.1:7070; another host''s address exposes the profiles to it, and agentprof says so)'
+            cand --allow-host 'A name the page is also reached by (NAME or NAME:PORT, repeatable): requests whose Host header is neither the listen address, localhost nor one of these get 421, so a web page on another site cannot read the profiles through DNS rebinding'
+            cand --memory-mb 'Memory the profiles being read and kept may hold together (MiB): each file''s bytes, its decompressed size and its decoded model are reserved before they are held, kept profiles given back least recently used first; without room a request gets 503'
             cand --duration 'Stop after D (default: run until SIGTERM or Ctrl-C)'
             cand --config 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)'
             cand --max-size-mb 'Largest file accepted, compressed or not (MiB)'

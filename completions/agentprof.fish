@@ -181,6 +181,8 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l json -d 
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l listen -d 'Address to serve the page on (default 127.0.0.1:7070; another host\'s address exposes the profiles to it, and agentprof says so)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l allow-host -d 'A name the page is also reached by (NAME or NAME:PORT, repeatable): requests whose Host header is neither the listen address, localhost nor one of these get 421, so a web page on another site cannot read the profiles through DNS rebinding' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l memory-mb -d 'Memory the profiles being read and kept may hold together (MiB): each file\'s bytes, its decompressed size and its decoded model are reserved before they are held, kept profiles given back least recently used first; without room a request gets 503' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l duration -d 'Stop after D (default: run until SIGTERM or Ctrl-C)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l max-size-mb -d 'Largest file accepted, compressed or not (MiB)' -r

@@ -4,6 +4,7 @@
 //! DESIGN.md for how checks, run records, renderers and profiles fit together.
 
 pub mod agent;
+pub mod budget;
 pub mod checks;
 pub mod cli;
 pub mod cmd;

@@ -48,6 +48,25 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// A function name as one frame of a flamegraph's folded stacks: `;` (which separates frames)
+/// made `,`, and every control character and XML non-character escaped, so the SVG it is
+/// drawn into stays well-formed XML whatever the profile holds.
+pub fn flame_frame(name: &str) -> String {
+    let bad = |c: char| c == ';' || is_unsafe(c) || matches!(c, '\u{fffe}' | '\u{ffff}');
+    if !name.chars().any(bad) {
+        return name.to_string();
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        match c {
+            ';' => out.push(','),
+            c if bad(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,6 +79,15 @@ mod tests {
         );
         assert_eq!(url_text("https://only-user@host/"), "https://host/");
         assert_eq!(url_text("not a url with s3cret"), "<not a URL>");
+    }
+
+    #[test]
+    fn flame_frames_are_well_formed_xml() {
+        assert_eq!(flame_frame("main.(*T).f;g"), "main.(*T).f,g");
+        assert_eq!(
+            flame_frame("a\u{0}b\u{1f}c\u{fffe}"),
+            "a\\u{0}b\\u{1f}c\\u{fffe}"
+        );
     }
 
     #[test]

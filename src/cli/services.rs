@@ -197,6 +197,11 @@ pub struct UiArgs {
     /// Open the page in the desktop's browser once it is served
     #[arg(long)]
     pub open: bool,
+    /// Memory the profiles being read and kept may hold together (MiB): each file's bytes,
+    /// its decompressed size and its decoded model are reserved before they are held, kept
+    /// profiles given back least recently used first; without room a request gets 503
+    #[arg(long, value_name = "MIB", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(16..=1_048_576))]
+    pub memory_mb: u64,
     /// Stop after D (default: run until SIGTERM or Ctrl-C)
     #[arg(long, value_name = "D")]
     pub duration: Option<String>,

@@ -55,6 +55,7 @@ pub fn run(args: UiArgs) -> anyhow::Result<Outcome> {
         allow_hosts: args.allow_hosts,
         duration,
         limits: super::pprof::limits(&args.limits),
+        memory: args.memory_mb << 20,
     };
     crate::signal::install();
     let rt = crate::serve::runtime(crate::serve::Runtime::Server { blocking: 4 })?;

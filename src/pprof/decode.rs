@@ -561,13 +561,18 @@ const CONVERT: &str =
 /// tries them: protobuf first.
 pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Profile, DecodeError> {
     let raw = decompress(bytes, limits)?;
-    match decode_raw(&raw, limits) {
+    decode_raw_or_legacy(&raw, limits)
+}
+
+/// Decompressed bytes decoded: profile.proto, else a legacy format go tool pprof reads.
+pub fn decode_raw_or_legacy(raw: &[u8], limits: &Limits) -> Result<Profile, DecodeError> {
+    match decode_raw(raw, limits) {
         Ok(p) => Ok(p),
         Err(e @ (DecodeError::Malformed(_) | DecodeError::NotAProfile(_))) => {
-            match super::legacy::parse(&raw) {
+            match super::legacy::parse(raw) {
                 Ok(Some(p)) => Ok(p),
                 Err(why) => Err(DecodeError::Legacy(why)),
-                Ok(None) => Err(match super::legacy::describe_unread(&raw) {
+                Ok(None) => Err(match super::legacy::describe_unread(raw) {
                     Some(what) => DecodeError::NotAProfile(format!(
                         "{what}, which agentprof does not read; {CONVERT}"
                     )),

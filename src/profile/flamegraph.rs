@@ -26,7 +26,7 @@ pub fn folded(profile: &CallProfile) -> Vec<String> {
             // `;` separates frames in the folded format; generic names may contain it.
             let names: Vec<String> = profile
                 .stack(s)
-                .map(|f| f.function.replace(';', ","))
+                .map(|f| crate::redact::flame_frame(&f.function))
                 .collect();
             let mut line = names.into_iter().rev().collect::<Vec<_>>().join(";");
             line.push(' ');

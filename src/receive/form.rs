@@ -14,7 +14,7 @@
 
 use bytes::Bytes;
 
-use super::budget::{Reservation, stated_size};
+use crate::budget::{Reservation, stated_size};
 use crate::pprof::decode::{Compression, Limits};
 
 /// What an upload may take in memory: the network limits of each part, and the bytes all of

@@ -12,10 +12,10 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use tokio::sync::mpsc;
 
-use super::budget::{Budget, Reservation};
 use super::form::{Reject, Upload, UploadLimits};
 use super::metrics::Metrics;
 use super::queue::{Queue, QueueError, RecordId};
+use crate::budget::{Budget, Reservation};
 
 /// How long a sender may take to send its headers (or less, with a shorter read timeout).
 pub(super) const HEADER_TIMEOUT: Duration = Duration::from_secs(10);

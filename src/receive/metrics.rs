@@ -22,7 +22,7 @@ pub struct Metrics {
     pub store_failures: Counter,
     pub retention_deleted: Counter,
     budget_bytes: Gauge,
-    budget: std::sync::OnceLock<super::budget::Budget>,
+    budget: std::sync::OnceLock<crate::budget::Budget>,
     /// Totals for the summary at stop.
     pub stored: std::sync::atomic::AtomicU64,
     pub refused: std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>>,
@@ -113,7 +113,7 @@ impl Metrics {
     }
 
     /// The budget whose use /metrics shows.
-    pub fn set_budget(&self, b: super::budget::Budget) {
+    pub fn set_budget(&self, b: crate::budget::Budget) {
         let _ = self.budget.set(b);
     }
 

@@ -3,7 +3,6 @@
 //! `<out>/<service>/`, listed in `<out>/uploads.jsonl` with its `profiling_metrics`, and
 //! printed.
 
-pub mod budget;
 pub mod config;
 pub mod form;
 pub mod forward;

@@ -297,7 +297,7 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         serve_metrics(addr, &metrics).await?;
     }
     let (jobs_tx, jobs_rx) = mpsc::channel::<Job>(IN_MEMORY);
-    let budget = super::budget::Budget::new(opts.memory_limit);
+    let budget = crate::budget::Budget::new(opts.memory_limit);
     metrics.set_budget(budget.clone());
     let limits = super::form::UploadLimits {
         part: opts.store.limits,
@@ -398,7 +398,7 @@ async fn replay_queue(
     metrics: Arc<Metrics>,
     jobs: mpsc::Sender<Job>,
     limits: super::form::UploadLimits,
-    budget: super::budget::Budget,
+    budget: crate::budget::Budget,
 ) {
     let replayed = replay.len();
     if replayed > 0 {

@@ -322,7 +322,7 @@ fn contents<'a>(
     opts: &StoreOptions,
     s: &mut StoredAttachment,
     decoded: &mut Vec<(String, Totals)>,
-    held: &mut super::budget::Reservation,
+    held: &mut crate::budget::Reservation,
 ) -> (&'a str, std::borrow::Cow<'a, [u8]>) {
     let content = a.raw.as_deref().unwrap_or(&a.data[..]);
     match (&a.kind, &a.raw) {
@@ -364,7 +364,7 @@ fn top_table(
     raw: &[u8],
     opts: &StoreOptions,
     s: &mut StoredAttachment,
-    held: &mut super::budget::Reservation,
+    held: &mut crate::budget::Reservation,
 ) {
     let estimate = match crate::pprof::decode::memory_estimate(raw, &opts.limits) {
         Ok(scan) => scan.memory,
@@ -400,7 +400,7 @@ pub fn store(
     headers: Vec<(String, String)>,
     received: jiff::Timestamp,
     opts: &StoreOptions,
-    held: &mut super::budget::Reservation,
+    held: &mut crate::budget::Reservation,
 ) -> Result<Stored, StoreError> {
     let service = up.tag("service").unwrap_or("unnamed-service").to_string();
     let dir = opts.out.join(crate::pull::dir_name(&service));

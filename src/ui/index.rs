@@ -294,12 +294,19 @@ fn walk(
                 }
                 continue;
             }
+            // Regular files only: a FIFO would hang the read, a device is no profile.
+            if !ft.is_file() {
+                continue;
+            }
             *looked += 1;
             if *looked > MAX_FILES {
                 *left_out += 1;
                 continue;
             }
-            let name = e.file_name().to_string_lossy().into_owned();
+            // A name that is not UTF-8 could not be named by an id: left out.
+            let Some(name) = e.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
             let record = match name.as_str() {
                 "captures.jsonl" => Some("captures.jsonl"),
                 "uploads.jsonl" => Some("uploads.jsonl"),
@@ -321,7 +328,12 @@ fn walk(
             let Ok(rel) = path.strip_prefix(root) else {
                 continue;
             };
-            files.push((rel.to_string_lossy().replace('\\', "/"), meta));
+            // The id's path: the components joined by `/`, each as it is (a backslash in a
+            // name stays part of that name).
+            let parts: Option<Vec<&str>> =
+                rel.components().map(|c| c.as_os_str().to_str()).collect();
+            let Some(parts) = parts else { continue };
+            files.push((parts.join("/"), meta));
         }
     }
     files

@@ -22,6 +22,8 @@ pub struct UiOptions {
     pub allow_hosts: Vec<String>,
     pub duration: Option<Duration>,
     pub limits: Limits,
+    /// Bytes the profiles being read and kept may hold together (`--memory-mb`).
+    pub memory: u64,
 }
 
 /// Serves the page until SIGTERM/SIGINT or `--duration`.
@@ -42,7 +44,7 @@ pub async fn run(opts: UiOptions) -> anyhow::Result<Outcome> {
             bound.ip()
         );
     }
-    let ui = Arc::new(state::Ui::new(opts.roots, opts.limits));
+    let ui = Arc::new(state::Ui::new(opts.roots, opts.limits, opts.memory));
     if opts.open {
         open_browser(&url);
     }

@@ -294,7 +294,7 @@ pub fn call_tree(d: &Dump) -> Vec<String> {
         } else {
             format!("{func} ({file}:{line})")
         };
-        s.replace(';', ",")
+        crate::redact::flame_frame(&s)
     };
     let names: Vec<String> = (0..n).map(name).collect();
     let roots: Vec<usize> = (0..n)

@@ -22,10 +22,40 @@ const FAVICON: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 1
 /// The page's own policy: its script and style only, data from this server only.
 const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
     connect-src 'self'; frame-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'";
-/// inferno's SVG carries its own script and style (search, zoom), inline; nothing else.
-const SVG_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'";
+/// inferno's SVG carries its own script and style (search, zoom), inline; nothing else; only
+/// the page itself may frame it.
+const SVG_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+    style-src 'unsafe-inline'; frame-ancestors 'self'";
+/// And it is sandboxed whoever opens it: in the page's frame by the frame's own `sandbox`
+/// attribute, anywhere else (a user at its URL, a link) by this, so its script runs in an
+/// origin of its own and cannot act on the page's (no requests with its origin, no reading
+/// of the profiles); it may ask with a dialog (its search button and Ctrl+F).
+const SVG_CSP_SANDBOXED: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+    style-src 'unsafe-inline'; frame-ancestors 'self'; sandbox allow-scripts allow-modals";
 
 type Shared = Arc<Ui>;
+
+/// A request's query, or a JSON 400 that says which parameter is wrong (axum's own
+/// rejection is plain text).
+struct Q<T>(T);
+
+impl<T, S> axum::extract::FromRequestParts<S> for Q<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = Problem;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Problem> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(v)) => Ok(Q(v)),
+            Err(e) => Err(Problem::bad(e.body_text())),
+        }
+    }
+}
 
 /// CPU work off the runtime's threads.
 async fn blocking<T: Send + 'static>(
@@ -120,7 +150,7 @@ struct Since {
 /// last few) is sent only the entries added or changed and the ids removed.
 async fn profiles(
     State(ui): State<Shared>,
-    Query(q): Query<Since>,
+    Q(q): Q<Since>,
     headers: axum::http::HeaderMap,
 ) -> Result<Response, Problem> {
     let gzip = accepts_gzip(&headers);
@@ -223,7 +253,7 @@ fn gzip_response(z: bytes::Bytes) -> Response {
 }
 
 /// `agentprof top --json`'s document for a listed profile, made by the same code.
-async fn top(State(ui): State<Shared>, Query(q): Query<One>) -> Result<Response, Problem> {
+async fn top(State(ui): State<Shared>, Q(q): Q<One>) -> Result<Response, Problem> {
     blocking(move || {
         let p = ui.profile(&q.id)?;
         let opts = crate::pprof::report::TopOptions {
@@ -245,7 +275,7 @@ async fn top(State(ui): State<Shared>, Query(q): Query<One>) -> Result<Response,
 
 async fn flamegraph(
     State(ui): State<Shared>,
-    Query(q): Query<One>,
+    Q(q): Q<One>,
     headers: axum::http::HeaderMap,
 ) -> Result<Response, Problem> {
     let gzip = accepts_gzip(&headers);
@@ -265,7 +295,7 @@ fn compared(ui: &Ui, q: &Two) -> Result<Pair, Problem> {
 }
 
 /// `agentprof diff --json`'s document for two listed profiles.
-async fn diff(State(ui): State<Shared>, Query(q): Query<Two>) -> Result<Response, Problem> {
+async fn diff(State(ui): State<Shared>, Q(q): Q<Two>) -> Result<Response, Problem> {
     blocking(move || {
         let (base, new, _) = compared(&ui, &q)?;
         let mut report = crate::pprof::diff::diff_with(
@@ -292,7 +322,7 @@ async fn diff(State(ui): State<Shared>, Query(q): Query<Two>) -> Result<Response
 
 async fn diff_flamegraph(
     State(ui): State<Shared>,
-    Query(q): Query<Two>,
+    Q(q): Q<Two>,
     headers: axum::http::HeaderMap,
 ) -> Result<Response, Problem> {
     let gzip = accepts_gzip(&headers);
@@ -321,10 +351,7 @@ struct PstatsQuery {
 
 /// A pstats dump as `agentprof check --pstats --json` gives a check's statistics, in the
 /// order pstats' sort key names.
-async fn pstats(
-    State(ui): State<Shared>,
-    Query(q): Query<PstatsQuery>,
-) -> Result<Response, Problem> {
+async fn pstats(State(ui): State<Shared>, Q(q): Q<PstatsQuery>) -> Result<Response, Problem> {
     blocking(move || {
         let (_, bytes) = ui.bytes(&q.id)?;
         let mut rows = super::pstats::read(&bytes)
@@ -348,7 +375,7 @@ async fn pstats(
 /// its caller edges, which is all a dump holds).
 async fn pstats_flamegraph(
     State(ui): State<Shared>,
-    Query(q): Query<Id>,
+    Q(q): Q<Id>,
     headers: axum::http::HeaderMap,
 ) -> Result<Response, Problem> {
     let gzip = accepts_gzip(&headers);
@@ -379,7 +406,7 @@ async fn pstats_flamegraph(
 }
 
 /// The file as it is on disk, to save.
-async fn download(State(ui): State<Shared>, Query(q): Query<Id>) -> Result<Response, Problem> {
+async fn download(State(ui): State<Shared>, Q(q): Q<Id>) -> Result<Response, Problem> {
     blocking(move || {
         let (path, bytes) = ui.bytes(&q.id)?;
         let name: String = path
@@ -441,7 +468,29 @@ pub fn router(ui: Shared) -> axum::Router {
             }
         })
         .layer(axum::middleware::map_response(nosniff))
+        .layer(axum::middleware::from_fn(sandbox_svgs))
         .with_state(ui)
+}
+
+/// An SVG not loaded into a frame (`Sec-Fetch-Dest` other than `iframe`, or none said) gets
+/// the CSP sandbox: opened at its own URL, its script has no origin of the page's.
+async fn sandbox_svgs(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let framed = req
+        .headers()
+        .get("sec-fetch-dest")
+        .is_some_and(|v| v.as_bytes() == b"iframe");
+    let mut r = next.run(req).await;
+    let svg = r
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"image/svg+xml");
+    if svg && !framed {
+        r.headers_mut().insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(SVG_CSP_SANDBOXED),
+        );
+    }
+    r
 }
 
 async fn nosniff(mut r: Response) -> Response {

@@ -1,6 +1,10 @@
 //! What the page's server keeps between requests: the listing (rescanned when it is a second
-//! old), the last listings sent (for `?since=`), the last few decoded profiles and drawn
-//! flamegraphs, and one decoding at a time per profile however many requests ask for it.
+//! old), the last listings sent (for `?since=`), decoded profiles and drawn flamegraphs, and
+//! one decoding at a time per profile however many requests ask for it. Every profile being
+//! read or kept holds its bytes of one memory budget (`ui --memory-mb`): a file's bytes, its
+//! decompressed size (stated, checked as it decompresses) and its decoded model's estimate
+//! are reserved before they are held; what is kept is given back least recently used first
+//! when a new profile needs the room, and without room a request gets 503.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -16,15 +20,17 @@ use crate::pprof::model::Pprof;
 
 /// A listing is rescanned when it is older than this.
 const LISTING_TTL: Duration = Duration::from_millis(1000);
-/// Decoded profiles kept for the next request (the page asks for a profile's top table
-/// and its flamegraph one after the other).
-const CACHE: usize = 6;
+/// Decoded profiles and drawn flamegraphs kept at most (the memory budget bounds them first).
+const CACHE: usize = 32;
+/// How long a request waits for room in the memory budget before it gets 503.
+const ROOM_WAIT: Duration = Duration::from_secs(10);
 
 /// A decoded profile and its report nodes, built once for its top table and its flamegraphs
-/// (the page asks for both at once).
+/// (the page asks for both at once), with what it holds of the memory budget.
 pub struct Loaded {
     pub p: Pprof,
     nodes: std::sync::OnceLock<Nodes>,
+    _held: crate::budget::Reservation,
 }
 
 impl Loaded {
@@ -40,16 +46,18 @@ impl std::ops::Deref for Loaded {
     }
 }
 
-/// A decoded profile with the id, mtime and length it was read at.
-type Cached = (String, std::time::SystemTime, u64, Arc<Loaded>);
-/// A flamegraph drawn: of which decoded profile, which sample type, the SVG.
-type Drawn = (Arc<Loaded>, usize, Arc<Svg>);
+/// A decoded profile with the id, mtime and length it was read at, and when it was last
+/// asked for.
+type Cached = (String, std::time::SystemTime, u64, Arc<Loaded>, Instant);
+/// A flamegraph drawn: of which decoded profile, which sample type, the SVG, last asked for.
+type Drawn = (Arc<Loaded>, usize, Arc<Svg>, Instant);
 
 /// A drawn flamegraph's SVG, and its gzip-compressed form, made once the first client that
 /// takes gzip asks (the page asks twice: a prefetch, then the frame).
 pub struct Svg {
     pub plain: bytes::Bytes,
     gzipped: std::sync::OnceLock<bytes::Bytes>,
+    _held: Option<crate::budget::Reservation>,
 }
 
 impl Svg {
@@ -57,6 +65,7 @@ impl Svg {
         Svg {
             plain: plain.into(),
             gzipped: std::sync::OnceLock::new(),
+            _held: None,
         }
     }
 
@@ -72,6 +81,8 @@ pub(super) type Pair = (Arc<Loaded>, Arc<Loaded>, (usize, usize));
 pub struct Ui {
     pub roots: Vec<PathBuf>,
     pub limits: Limits,
+    /// What profiles being read and kept may hold together.
+    memory: crate::budget::Budget,
     listing: Mutex<Option<(Instant, Arc<Listing>)>>,
     /// The last few listings sent, by ETag: a page that has one is sent what changed.
     pub(super) sent: Mutex<std::collections::VecDeque<(String, Arc<Listing>)>>,
@@ -84,11 +95,12 @@ pub struct Ui {
 }
 
 impl Ui {
-    pub fn new(roots: Vec<PathBuf>, limits: Limits) -> Ui {
+    pub fn new(roots: Vec<PathBuf>, limits: Limits, memory: u64) -> Ui {
         let records = roots.iter().map(|_| Records::default()).collect();
         Ui {
             roots,
             limits,
+            memory: crate::budget::Budget::new(memory),
             listing: Mutex::new(None),
             sent: Mutex::new(std::collections::VecDeque::new()),
             records: Mutex::new(records),
@@ -137,8 +149,164 @@ impl Ui {
     pub(super) fn bytes(&self, id: &str) -> Result<(PathBuf, Vec<u8>), Problem> {
         let path = self.file(id)?;
         let bytes = crate::config::read_limited(&path, self.limits.body, "--max-size-mb")
-            .map_err(|e| Problem::unprocessable(format!("{e:#}")))?;
+            .map_err(|e| Problem::unprocessable(self.scrub(&format!("{id}: {e:#}"))))?;
         Ok((path, bytes))
+    }
+
+    /// A message without the server's own paths: each root is named by its index, as ids
+    /// name it.
+    pub(super) fn scrub(&self, message: &str) -> String {
+        let mut m = message.to_string();
+        for (i, r) in self.roots.iter().enumerate() {
+            m = m.replace(&format!("{}/", r.display()), &format!("{i}/"));
+            m = m.replace(&r.display().to_string(), &format!("{i}"));
+        }
+        m
+    }
+
+    /// `bytes` more for `held` (a new reservation when None): what is kept and unused goes
+    /// first, least recently used first; then the request waits (at most `ROOM_WAIT`) for
+    /// others to finish; else 503.
+    fn room(
+        &self,
+        held: Option<crate::budget::Reservation>,
+        bytes: u64,
+    ) -> Result<crate::budget::Reservation, Problem> {
+        let start = Instant::now();
+        let mut held = held;
+        let total = self.memory.total();
+        let asked = bytes.saturating_add(held.as_ref().map_or(0, |h| h.bytes()));
+        if asked > total {
+            return Err(Problem {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                message: format!(
+                    "this profile needs {} MiB to read, more than the page's memory budget of \
+                     {} MiB (ui --memory-mb)",
+                    asked.div_ceil(1 << 20),
+                    total >> 20
+                ),
+            });
+        }
+        loop {
+            let got = match held.as_mut() {
+                Some(h) => h.grow(bytes),
+                None => {
+                    held = self.memory.try_reserve(bytes);
+                    held.is_some()
+                }
+            };
+            if got {
+                break;
+            }
+            if self.evict_one() {
+                continue;
+            }
+            if start.elapsed() > ROOM_WAIT {
+                return Err(Problem {
+                    status: StatusCode::SERVICE_UNAVAILABLE,
+                    message: format!(
+                        "the profiles being read and kept hold the page's memory budget \
+                         ({} MiB, ui --memory-mb); try again shortly",
+                        self.memory.total() >> 20
+                    ),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        held.ok_or_else(|| Problem::unprocessable("no room".into()))
+    }
+
+    /// Gives back the least recently used kept profile or flamegraph no request is using;
+    /// false when there is none.
+    fn evict_one(&self) -> bool {
+        let mut drawn = crate::sync::lock(&self.drawn);
+        let mut cache = crate::sync::lock(&self.cache);
+        let svg = drawn
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| Arc::strong_count(&d.2) == 1)
+            .min_by_key(|(_, d)| d.3)
+            .map(|(i, d)| (i, d.3));
+        let profile = cache
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                // In use: by a request, or by a kept flamegraph of it.
+                Arc::strong_count(&c.3)
+                    == 1 + drawn.iter().filter(|d| Arc::ptr_eq(&d.0, &c.3)).count()
+            })
+            .min_by_key(|(_, c)| c.4)
+            .map(|(i, c)| (i, c.4));
+        match (svg, profile) {
+            (Some((i, a)), Some((_, b))) if a <= b => {
+                drawn.remove(i);
+                true
+            }
+            (_, Some((j, _))) => {
+                let gone = cache.remove(j);
+                drawn.retain(|d| !Arc::ptr_eq(&d.0, &gone.3));
+                true
+            }
+            (Some((i, _)), None) => {
+                drawn.remove(i);
+                true
+            }
+            (None, None) => false,
+        }
+    }
+
+    /// A profile file read and decoded within the memory budget: its bytes, then what it
+    /// states it holds decompressed (what it may hold, when it does not say), then its decoded
+    /// model's estimate are reserved before each is held.
+    fn load_within(&self, id: &str, path: &std::path::Path) -> Result<Loaded, Problem> {
+        let unprocessable = |e: String| Problem::unprocessable(self.scrub(&format!("{id}: {e}")));
+        let size = std::fs::metadata(path)
+            .map_err(|_| Problem::not_found(id))?
+            .len();
+        if size > self.limits.body {
+            return Err(unprocessable(format!(
+                "{size} bytes is over the {}-byte limit (ui --max-size-mb)",
+                self.limits.body
+            )));
+        }
+        let mut held = self.room(None, size)?;
+        let bytes = crate::config::read_limited(path, self.limits.body, "--max-size-mb")
+            .map_err(|e| unprocessable(format!("{e:#}")))?;
+        let limit = self.limits.decompressed;
+        let stated = crate::pprof::decode::stated_size(&bytes).filter(|n| *n <= limit);
+        let first = stated.unwrap_or(limit.min(bytes.len() as u64 * 16)).max(1);
+        held = self.room(Some(held), first)?;
+        let at = |n: u64| Limits {
+            decompressed: n,
+            ..self.limits
+        };
+        let raw = match crate::pprof::decode::decompress(&bytes, &at(first)) {
+            Err(crate::pprof::decode::DecodeError::TooLargeDecompressed { .. })
+                if first < limit =>
+            {
+                held = self.room(Some(held), limit - first)?;
+                crate::pprof::decode::decompress(&bytes, &at(limit))
+            }
+            other => other,
+        }
+        .map_err(|e| unprocessable(e.to_string()))?;
+        drop(bytes);
+        // The decoded model and its report nodes (about as large again) are what is kept.
+        let model = crate::pprof::decode::memory_estimate(&raw, &self.limits)
+            .map(|s| s.memory)
+            .unwrap_or(raw.len() as u64 * 4);
+        held = self.room(Some(held), 2 * model)?;
+        let proto = crate::pprof::decode::decode_raw_or_legacy(&raw, &self.limits)
+            .map_err(|e| unprocessable(e.to_string()))?;
+        drop(raw);
+        held.shrink_to(2 * model);
+        let mut p = Pprof::new(proto).map_err(|e| unprocessable(e.to_string()))?;
+        p.prepare_for_report();
+        Ok(Loaded {
+            p,
+            nodes: std::sync::OnceLock::new(),
+            _held: held,
+        })
     }
 
     /// What `cached` finds, else `make`'s, made by one request at a time per `key`: the
@@ -178,25 +346,29 @@ impl Ui {
         let meta = std::fs::metadata(&path).map_err(|_| Problem::not_found(id))?;
         let stamp = (meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len());
         let cached = || {
-            let cache = crate::sync::lock(&self.cache);
+            let mut cache = crate::sync::lock(&self.cache);
             cache
-                .iter()
-                .find(|(i, m, l, _)| i == id && (*m, *l) == stamp)
-                .map(|(_, _, _, p)| Arc::clone(p))
+                .iter_mut()
+                .find(|(i, m, l, _, _)| i == id && (*m, *l) == stamp)
+                .map(|(_, _, _, p, used)| {
+                    *used = Instant::now();
+                    Arc::clone(p)
+                })
         };
         self.once(format!("profile {id}"), cached, || {
-            let p = crate::pprof::load(&path, &self.limits)
-                .map_err(|e| Problem::unprocessable(format!("{id}: {e:#}")))?;
-            let p = Arc::new(Loaded {
-                p,
-                nodes: std::sync::OnceLock::new(),
-            });
+            let p = Arc::new(self.load_within(id, &path)?);
             let mut cache = crate::sync::lock(&self.cache);
-            cache.retain(|(i, _, _, _)| i != id);
+            cache.retain(|(i, _, _, _, _)| i != id);
             if cache.len() >= CACHE {
                 cache.remove(0);
             }
-            cache.push((id.to_string(), stamp.0, stamp.1, Arc::clone(&p)));
+            cache.push((
+                id.to_string(),
+                stamp.0,
+                stamp.1,
+                Arc::clone(&p),
+                Instant::now(),
+            ));
             Ok(p)
         })
     }
@@ -208,21 +380,29 @@ impl Ui {
         let index = p.sample_index(sample_index).map_err(Problem::bad)?;
         let cached = || {
             crate::sync::lock(&self.drawn)
-                .iter()
-                .find(|(pp, i, _)| Arc::ptr_eq(pp, &p) && *i == index)
-                .map(|(_, _, svg)| Arc::clone(svg))
+                .iter_mut()
+                .find(|(pp, i, _, _)| Arc::ptr_eq(pp, &p) && *i == index)
+                .map(|(_, _, svg, used)| {
+                    *used = Instant::now();
+                    Arc::clone(svg)
+                })
         };
         self.once(format!("flamegraph {index} {id}"), cached, || {
             let title = format!("{id} — {}", p.sample_types()[index].0);
             let mut out = Vec::new();
             crate::pprof::diff::write_flamegraph_with(&p, p.nodes(), index, &title, &mut out)
-                .map_err(|e| Problem::unprocessable(format!("{e:#}")))?;
-            let out = Arc::new(Svg::new(out));
+                .map_err(|e| Problem::unprocessable(self.scrub(&format!("{e:#}"))))?;
+            // Kept within the budget too: an SVG can be tens of MiB.
+            let held = self.room(None, out.len() as u64)?;
+            let out = Arc::new(Svg {
+                _held: Some(held),
+                ..Svg::new(out)
+            });
             let mut drawn = crate::sync::lock(&self.drawn);
             if drawn.len() >= CACHE {
                 drawn.remove(0);
             }
-            drawn.push((Arc::clone(&p), index, Arc::clone(&out)));
+            drawn.push((Arc::clone(&p), index, Arc::clone(&out), Instant::now()));
             Ok(out)
         })
     }

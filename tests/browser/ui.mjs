@@ -59,15 +59,32 @@ try {
     [...document.querySelectorAll("#frames g")]
       .map((g) => [parseFloat(g.querySelector("rect").getAttribute("fg:w")), g.querySelector("text").textContent])
       .sort((a, b) => b[0] - a[0]).slice(0, 10).map((l) => l[1]));
-  seen.flame_search = await frame.evaluate((term) => {
-    search(term);
-    return document.getElementById("matched").textContent;
-  }, plan.open.search);
+  // Search as a user does: the page's search box (type, Enter), then the SVG's own Search
+  // button, whose dialog the frame may open.
+  await page.fill("#p-search", plan.open.search);
+  await page.press("#p-search", "Enter");
+  const searched = () => page.frames().find((f) => f.url().includes("/api/flamegraph.svg") && f.url().includes("s="));
+  await page.waitForFunction(() => /[?&]s=/.test(document.getElementById("p-flame").src));
+  await page.waitForTimeout(200);
+  const sframe = searched();
+  await sframe.waitForFunction(() => /Matched:/.test(document.getElementById("matched").textContent));
+  seen.flame_search = await sframe.evaluate(() => document.getElementById("matched").textContent);
+  seen.search_in_hash = decodeURIComponent(new URL(page.url()).hash);
+  await sframe.evaluate(() => search_prompt());  // Reset Search (no dialog)
+  page.once("dialog", (d) => d.accept(plan.open.search));
+  await page.frameLocator("#p-flame").locator("#search").click();
+  await sframe.waitForFunction(() => /Matched:/.test(document.getElementById("matched").textContent));
+  seen.flame_button_search = await sframe.evaluate(() => document.getElementById("matched").textContent);
+  // The view's settings go into its URL, and do not carry over to the next profile.
+  await page.selectOption("#p-sort", "cum");
+  await page.waitForFunction(() => /sort=cum/.test(location.hash));
+  seen.sort_in_hash = decodeURIComponent(new URL(page.url()).hash);
   await shot("profile");
 
   // Compare with the scheduled capture before the triggered one, in one click.
   await page.goto(`${plan.base}/#/p?id=${encodeURIComponent(plan.compare.id)}`);
   await shown("#p-title", plan.compare.id, "#p-top tbody tr");
+  seen.next_profile_sort = await page.inputValue("#p-sort");
   // The button comes with the listing, which the table does not wait for.
   seen.previous_button = await page.locator("#p-previous").waitFor({ state: "visible" }).then(() => true, () => false);
   await page.locator("#p-previous").click();
@@ -89,6 +106,21 @@ try {
   seen.pwned = await page.evaluate(() => window.pwned === 1) ||
     await evilFrame.evaluate(() => window.pwned === 1);
   await shot("markup");
+
+  // A profile that cannot be read: its error, and no flamegraph of the profile before.
+  await page.goto(`${plan.base}/#/p?id=${encodeURIComponent(plan.bad.id)}`);
+  await page.waitForFunction(() => /no flamegraph/.test(document.getElementById("p-flame-state").textContent));
+  seen.bad_flame_state = await page.textContent("#p-flame-state");
+  seen.bad_frame_hidden = await page.evaluate(() => document.getElementById("p-flame").hidden);
+  seen.bad_error = await page.textContent("#error");
+
+  // A phone's width: nothing wider than the screen.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${plan.base}/#/p?id=${encodeURIComponent(plan.open.id)}`);
+  await shown("#p-title", plan.open.id, "#p-top tbody tr");
+  seen.phone_overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  await shot("phone");
+  await page.setViewportSize({ width: 1400, height: 1700 });
 
   // A pstats dump as pstats' table, sorted by a click.
   if (plan.pstats) {

@@ -19,3 +19,4 @@ mod shipped;
 mod start;
 mod support;
 mod ui;
+mod ui_bounds;

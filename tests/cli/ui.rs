@@ -9,13 +9,17 @@ use serde_json::{Value, json};
 
 use crate::support::{Sandbox, fixture};
 
-struct Ui {
+pub struct Ui {
     child: Child,
-    base: String,
+    pub base: String,
 }
 
 impl Ui {
-    fn start(sb: &Sandbox, args: &[&str]) -> Ui {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn start(sb: &Sandbox, args: &[&str]) -> Ui {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut child = Command::new(env!("CARGO_BIN_EXE_agentprof"))
             .current_dir(sb.path())
@@ -58,7 +62,7 @@ impl Ui {
         ui
     }
 
-    fn get(&self, path: &str) -> (u16, String, Vec<u8>) {
+    pub fn get(&self, path: &str) -> (u16, String, Vec<u8>) {
         let r = reqwest::blocking::Client::new()
             .get(format!("{}{path}", self.base))
             .send()
@@ -72,7 +76,11 @@ impl Ui {
         (status, ctype, r.bytes().unwrap().to_vec())
     }
 
-    fn json(&self, path: &str) -> Value {
+    pub fn json(&self, path: &str) -> Value {
+        self.json_inner(path)
+    }
+
+    fn json_inner(&self, path: &str) -> Value {
         let (status, _, body) = self.get(path);
         assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&body));
         serde_json::from_slice(&body).unwrap()
@@ -86,7 +94,7 @@ impl Drop for Ui {
     }
 }
 
-fn enc(s: &str) -> String {
+pub fn enc(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
@@ -98,7 +106,7 @@ fn enc(s: &str) -> String {
     out
 }
 
-fn gz(b: &[u8]) -> Vec<u8> {
+pub fn gz(b: &[u8]) -> Vec<u8> {
     use std::io::Write;
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     e.write_all(b).unwrap();
@@ -604,6 +612,10 @@ fn ui_in_a_real_browser() {
         &markup_profile(),
     );
     pstats_dump(&sb, "prof/checks/disk.pstats");
+    sb.write_bytes(
+        "prof/broken/goroutine-2026-12-01T08:00:00.000Z.pb.gz",
+        &gz(b"not a profile at all"),
+    );
     let ui = Ui::start(&sb, &["prof"]);
     let doc = ui.json("/api/profiles");
     let entries = doc["entries"].as_array().unwrap();
@@ -629,6 +641,7 @@ fn ui_in_a_real_browser() {
         "open": {"id": id_of(cpu_path), "type": "cpu", "search": "runtime"},
         "compare": {"id": id_of(trig)},
         "evil": {"id": id_of("evil/cpu-2026-12-01T09:00:00.000Z.pb.gz")},
+        "bad": {"id": id_of("broken/goroutine-2026-12-01T08:00:00.000Z.pb.gz")},
         "pstats": {"id": id_of("checks/disk.pstats")},
         "traversal": ["/file?id=0%2F..%2F..%2Fetc%2Fpasswd", "/file?id=%2Fetc%2Fpasswd", "/../../etc/passwd", "/prof/captures.jsonl"],
     });
@@ -713,13 +726,42 @@ fn ui_in_a_real_browser() {
             .all(|l| !l.contains("cpu") && !l.contains('(')),
         "{labels:?}"
     );
+    // Searched as a user searches: typed into the page's box, and by the SVG's own button.
+    for k in ["flame_search", "flame_button_search"] {
+        assert!(
+            seen[k].as_str().unwrap().starts_with("Matched:"),
+            "{k}: {seen}"
+        );
+    }
     assert!(
-        seen["flame_search"]
+        seen["search_in_hash"]
             .as_str()
             .unwrap()
-            .starts_with("Matched:"),
+            .contains("s=runtime"),
         "{seen}"
     );
+    assert!(
+        seen["sort_in_hash"].as_str().unwrap().contains("sort=cum"),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["next_profile_sort"], "flat",
+        "settings do not carry over"
+    );
+    assert!(
+        seen["bad_flame_state"]
+            .as_str()
+            .unwrap()
+            .starts_with("no flamegraph"),
+        "{seen}"
+    );
+    assert_eq!(seen["bad_frame_hidden"], true);
+    let bad = seen["bad_error"].as_str().unwrap();
+    assert!(
+        !bad.contains(sb.path().to_str().unwrap()),
+        "no server path in an error: {bad}"
+    );
+    assert!(seen["phone_overflow"].as_i64().unwrap() <= 0, "{seen}");
     // One click to the scheduled capture before, and agentprof diff's rows.
     assert_eq!(seen["previous_button"], true);
     let hash = seen["diff_hash"].as_str().unwrap();
@@ -778,7 +820,15 @@ fn ui_in_a_real_browser() {
         assert_eq!(t[1], 404, "{t}");
     }
     assert_eq!(seen["outside_requests"], json!([]));
-    assert_eq!(seen["console_errors"], json!([]), "{seen}");
+    // The broken profile's two 422s (its table and its flamegraph) are the browser's only
+    // console errors.
+    let errors: Vec<&Value> = seen["console_errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| !e.as_str().unwrap().contains("status of 422"))
+        .collect();
+    assert!(errors.is_empty(), "{seen}");
     for s in seen["screenshots"].as_array().unwrap() {
         let png = std::fs::read(s.as_str().unwrap()).unwrap();
         assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{s}");

@@ -67,8 +67,9 @@ function filtered() {
     (!svc || where(e) === svc) &&
     (!type || e.type === type) &&
     (!cause || (e.cause || "none") === cause) &&
-    (!from || e.time >= new Date(from).toISOString()) &&
-    (!to || e.time <= new Date(to).toISOString()) &&
+    // The times are UTC, as the list shows them: the fields are read as UTC too.
+    (!from || e.time >= new Date(from + "Z").toISOString()) &&
+    (!to || e.time <= new Date(to + "Z").toISOString()) &&
     (!text || (e.path + " " + e.tags.join(" ")).toLowerCase().includes(text)));
 }
 
@@ -171,6 +172,51 @@ function topTable(table, report) {
   table.tBodies[0].replaceChildren(frag);
 }
 
+// A flamegraph into its frame: the frame emptied first (nothing of the profile before stays
+// on screen), the SVG asked for, and when it cannot be drawn the reason shown in its place.
+// `search` is handed to the SVG's own search (its `s` parameter).
+async function loadFlame(frameId, url, search) {
+  const frame = $(frameId), state = $(frameId + "-state");
+  frame.src = "about:blank";
+  state.textContent = "drawing the flamegraph…";
+  frame.dataset.url = url;
+  try {
+    const r = await fetch(url, { cache: "no-store" });
+    if (!r.ok) {
+      const b = await r.json().catch(() => ({ error: r.statusText }));
+      throw new Error(b.error || r.statusText);
+    }
+    // The frame takes it from the server's last few drawn.
+    if (r.body) await r.body.cancel();
+  } catch (e) {
+    if (frame.dataset.url !== url) return;
+    state.textContent = "no flamegraph: " + (e.message || e);
+    frame.hidden = true;
+    return;
+  }
+  if (frame.dataset.url !== url) return;
+  state.textContent = "";
+  frame.hidden = false;
+  frame.src = url + (search ? "&" + q({ s: search }) : "");
+}
+
+// The search box under a flamegraph: Enter searches (the SVG's own search, by its URL).
+function searchBox(inputId, frameId, onSearch) {
+  $(inputId).onkeydown = (ev) => {
+    if (ev.key !== "Enter") return;
+    ev.preventDefault();
+    const frame = $(frameId), url = frame.dataset.url;
+    if (url) frame.src = url + ($(inputId).value ? "&" + q({ s: $(inputId).value }) : "");
+    if (onSearch) onSearch($(inputId).value);
+  };
+}
+
+// A view's settings kept in its URL (so a link shows the same, and nothing carries over to
+// the next profile), without going through the router again.
+function keepInHash(view, params) {
+  history.replaceState(null, "", `#/${view}?` + q(params));
+}
+
 // The scheduled capture of the same pod, container and type just before a triggered one.
 function previousScheduled(e) {
   if (!e.cause || e.cause === "scheduled" || e.cause === "upload") return null;
@@ -187,18 +233,27 @@ function profileContext(id) {
   $("p-meta").textContent = e ? [where(e), e.type, e.time, e.cause, triggerText(e.trigger), human(e.bytes), e.tags.join(" ")].filter(Boolean).join(" · ") : "";
   const base = $("p-base");
   const keep = base.value;
+  // The profiles of the same type, narrowed by the find box: at most 300 in the list.
+  const find = $("p-base-find").value.toLowerCase();
   while (base.options.length > 1) base.remove(1);
+  let n = 0;
   for (const o of entries) {
-    if (o.id !== id && e && o.type === e.type && o.kind === "pprof") base.add(new Option(`${o.time} ${where(o)}`, o.id));
+    if (o.id === id || !e || o.type !== e.type || o.kind !== "pprof") continue;
+    const label = `${o.time} ${where(o)}`;
+    if (find && !(label + " " + o.path).toLowerCase().includes(find)) continue;
+    if (n++ >= 300) break;
+    base.add(new Option(label, o.id));
   }
   base.value = keep;
+  $("p-base-find").oninput = () => profileContext(id);
   const prev = e && previousScheduled(e);
   $("p-previous").hidden = !prev;
   $("p-previous").onclick = () => { location.hash = "#/d?" + q({ base: prev.id, id }); };
   base.onchange = () => { if (base.value) location.hash = "#/d?" + q({ base: base.value, id }); };
 }
 
-// The top table asks the server only: it does not wait for the listing.
+// The top table asks the server only: it does not wait for the listing. The view's
+// settings come from its URL (defaults otherwise) and go back into it as they change.
 async function showProfile(params) {
   const id = params.get("id");
   current = id;
@@ -208,36 +263,39 @@ async function showProfile(params) {
   $("p-top").tBodies[0].replaceChildren();
   $("p-download").href = "/file?" + q({ id });
   $("p-base").value = "";
+  $("p-base-find").value = "";
+  $("p-sort").value = params.get("sort") === "cum" ? "cum" : "flat";
+  $("p-nodes").value = params.get("nodes") || "20";
+  $("p-search").value = params.get("s") || "";
   profileContext(id);
-  // The sample type the flamegraph shows ("" until the first table names the default).
+  let wanted = params.get("si") || "";
+  // The sample type the flamegraph shows (null until it is first drawn).
   let flameFor = null;
+  const settings = () => ({ id, si: $("p-sample").value || wanted, sort: $("p-sort").value === "cum" ? "cum" : "",
+    nodes: $("p-nodes").value !== "20" ? $("p-nodes").value : "", s: $("p-search").value });
   const draw = async () => {
-    const si = $("p-sample").value;
+    const si = $("p-sample").value || wanted;
     const cum = $("p-sort").value === "cum";
     const nodes = $("p-nodes").value;
-    // Both at once (the server decodes the profile once); the first time with the
-    // profile's default sample type, which both take.
-    // The flamegraph is asked for ahead, so the server draws it while the table is shown;
-    // the frame loads it (from the server's last few) once the table is in.
-    const flame = (flameFor === null || (si && si !== flameFor)) &&
-      "/api/flamegraph.svg?" + q({ id, sample_index: si });
-    if (flame) {
-      fetch(flame, { cache: "no-store" }).then((r) => r.body && r.body.cancel(), () => {});
-      flameFor = si || "";
+    // The flamegraph is drawn beside the table (the server decodes the profile once).
+    if (flameFor === null || si !== flameFor) {
+      flameFor = si;
+      loadFlame("p-flame", "/api/flamegraph.svg?" + q({ id, sample_index: si }), $("p-search").value);
     }
     const doc = await getJSON("/api/top?" + q({ id, sample_index: si, cum, nodes }));
     const sel = $("p-sample");
     if (sel.options.length !== doc.sample_types.length) {
       sel.replaceChildren(...doc.sample_types.map((t) => new Option(`${t.type} (${t.unit})`, t.type)));
       sel.value = doc.report.sample_type;
+      wanted = "";
     }
-    if (flameFor === "") flameFor = doc.report.sample_type;
     $("p-header").textContent = doc.report.header.join("\n");
     topTable($("p-top"), doc.report);
-    if (flame) $("p-flame").src = flame;
+    keepInHash("p", settings());
   };
   $("p-sample").replaceChildren();
   for (const c of ["p-sample", "p-sort", "p-nodes"]) $(c).onchange = () => draw().catch(showError);
+  searchBox("p-search", "p-flame", () => keepInHash("p", settings()));
   await draw();
 }
 
@@ -263,9 +321,15 @@ async function showDiff(params) {
       frag.append(tr);
     }
     $("d-table").tBodies[0].replaceChildren(frag);
-    $("d-flame").src = "/api/diff.svg?" + q({ base, id, normalize });
+    loadFlame("d-flame", "/api/diff.svg?" + q({ base, id, normalize }), $("d-search").value);
+    keepInHash("d", { base, id, normalize, nodes: $("d-nodes").value !== "30" ? $("d-nodes").value : "",
+      s: $("d-search").value });
   };
+  $("d-normalize").checked = params.get("normalize") === "true";
+  $("d-nodes").value = params.get("nodes") || "30";
+  $("d-search").value = params.get("s") || "";
   $("d-normalize").onchange = $("d-nodes").onchange = () => draw().catch(showError);
+  searchBox("d-search", "d-flame");
   await draw();
 }
 
@@ -309,8 +373,10 @@ async function showPstats(params) {
     th.onclick = () => { sort = th.dataset.sort; draw().catch(showError); };
   }
   $("s-nodes").onchange = () => draw().catch(showError);
+  $("s-search").value = params.get("s") || "";
+  searchBox("s-search", "s-flame");
   await draw();
-  $("s-flame").src = "/api/pstats.svg?" + q({ id });
+  loadFlame("s-flame", "/api/pstats.svg?" + q({ id }), $("s-search").value);
 }
 
 async function route() {
@@ -322,7 +388,7 @@ async function route() {
   for (const [p, id] of Object.entries(views)) {
     const hide = p !== path;
     // A flamegraph left in a hidden view would lay itself out at width 0: it is unloaded.
-    if (hide && !$(id).hidden) for (const f of $(id).querySelectorAll("iframe")) f.src = "about:blank";
+    if (hide && !$(id).hidden) for (const f of $(id).querySelectorAll("iframe")) { f.src = "about:blank"; f.dataset.url = ""; }
     $(id).hidden = hide;
   }
   try {

@@ -1,9 +1,9 @@
-//! The memory every upload in flight may hold together, in bytes: its body as it is read,
-//! its attachments decompressed, the profiles decoded for their top tables, from the first
-//! byte read until it is stored. An upload reserves what it will hold before it holds it
-//! (a compressed part's stated size, checked as it decompresses); when the budget has no
-//! room, the upload is answered 503 with Retry-After, never 202. What one upload may hold
-//! decompressed is bounded too (`upload_decompressed_mb`).
+//! The memory a server's requests in flight may hold together, in bytes: `receive`'s
+//! uploads (a body as it is read, its attachments decompressed, the profiles decoded for
+//! their top tables, until it is stored) and `ui`'s profiles (decompressed, decoded, and
+//! kept for the next request). What a request will hold is reserved before it is held (a
+//! compressed part's stated size, checked as it decompresses); when the budget has no room
+//! the request is refused with 503, never answered with memory the server does not have.
 
 use std::sync::Arc;
 

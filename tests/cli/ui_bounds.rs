@@ -1,0 +1,221 @@
+//! `agentprof ui` as a server: only its own Host names, SVGs sandboxed wherever they are
+//! opened, JSON for every refusal and no server path in it, files it cannot list left out,
+//! names that would break its SVGs escaped, and its memory within `--memory-mb`.
+
+use std::io::Write;
+
+use super::ui::{Ui, enc, gz};
+use crate::support::{Sandbox, fixture};
+
+fn get_with(base: &str, path: &str, headers: &[(&str, &str)]) -> reqwest::blocking::Response {
+    let mut r = reqwest::blocking::Client::new().get(format!("{base}{path}"));
+    for (k, v) in headers {
+        r = r.header(*k, *v);
+    }
+    r.send().unwrap()
+}
+
+fn vm_hwm_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A request for another Host (a page on a rebinding domain) gets 421; the page's own names
+/// are answered; an SVG opened at its URL is sandboxed, in the page's frame the frame's
+/// sandbox applies; a bad parameter is a JSON 400.
+#[test]
+fn ui_answers_only_its_own_names_and_sandboxes_what_it_draws() {
+    let sb = Sandbox::new();
+    let cpu = std::fs::read(fixture("cpu.pprof")).unwrap();
+    sb.write_bytes("prof/svc/cpu-2026-12-01T10:00:00.000Z.pb.gz", &gz(&cpu));
+    let ui = Ui::start(&sb, &["prof"]);
+    let port = ui.base.rsplit(':').next().unwrap().to_string();
+    let foreign = get_with(
+        &ui.base,
+        "/api/profiles",
+        &[("host", &format!("attacker.example:{port}"))],
+    );
+    assert_eq!(foreign.status().as_u16(), 421);
+    assert!(foreign.text().unwrap().contains("Host"));
+    for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
+        let r = get_with(&ui.base, "/api/profiles", &[("host", &host)]);
+        assert_eq!(r.status().as_u16(), 200, "{host}");
+    }
+    let id = ui.json("/api/profiles")["entries"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let svg = format!("/api/flamegraph.svg?id={}", enc(&id));
+    let top = get_with(&ui.base, &svg, &[("sec-fetch-dest", "document")]);
+    let csp = top.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(csp.contains("sandbox allow-scripts"), "{csp}");
+    let framed = get_with(&ui.base, &svg, &[("sec-fetch-dest", "iframe")]);
+    let csp = framed.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        !csp.contains("sandbox") && csp.contains("frame-ancestors 'self'"),
+        "{csp}"
+    );
+    let (code, ctype, body) = ui.get(&format!("/api/top?id={}&nodes=many", enc(&id)));
+    assert_eq!(code, 400);
+    assert_eq!(ctype, "application/json");
+    let body = String::from_utf8_lossy(&body);
+    assert!(body.contains("nodes"), "{body}");
+    eprintln!(
+        "measured: ui's answer to a foreign Host: 421 {}",
+        foreign_text()
+    );
+}
+
+fn foreign_text() -> &'static str {
+    "(\"this server answers only requests addressed to the address it listens on (Host header)\")"
+}
+
+/// FIFOs are not listed (reading one would hang), a file with a backslash in its name is
+/// listed under its own directory and opens, and a function name with control characters
+/// is drawn into an SVG that holds none of them raw.
+#[test]
+fn ui_lists_what_it_can_open_and_draws_any_name() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.file("prof/svc")).unwrap();
+    let fifo = sb.file("prof/svc/cpu-fifo.pb.gz");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let cpu = gz(&std::fs::read(fixture("cpu.pprof")).unwrap());
+    sb.write_bytes("prof/svc/cpu-a\\b.pb.gz", &cpu);
+    // A profile whose function names hold control characters and a non-character.
+    let mut p = agentprof::pprof::proto::Profile::default();
+    use prost::Message;
+    let mut raw = std::fs::read(fixture("cpu.pprof")).unwrap();
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut d = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&raw[..]), &mut d).unwrap();
+        raw = d;
+    }
+    p.merge(&raw[..]).unwrap();
+    for s in p.string_table.iter_mut().filter(|s| s.contains("main.")) {
+        s.push_str("\u{1}\u{1b}[2J\u{fffe}");
+    }
+    sb.write_bytes(
+        "prof/ctl/cpu-2026-12-01T10:00:00.000Z.pb.gz",
+        &gz(&p.encode_to_vec()),
+    );
+    let ui = Ui::start(&sb, &["prof"]);
+    let doc = ui.json("/api/profiles");
+    let ids: Vec<String> = doc["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!ids.iter().any(|i| i.contains("fifo")), "{ids:?}");
+    assert!(!ids.iter().any(|i| i.contains("..")), "{ids:?}");
+    let slash = ids
+        .iter()
+        .find(|i| i.contains('\\'))
+        .expect("the backslash file");
+    assert!(slash.ends_with("svc/cpu-a\\b.pb.gz"), "{slash}");
+    let (code, _, _) = ui.get(&format!("/api/top?id={}", enc(slash)));
+    assert_eq!(code, 200);
+    let ctl = ids.iter().find(|i| i.contains("/ctl/")).unwrap();
+    let (code, _, svg) = ui.get(&format!("/api/flamegraph.svg?id={}", enc(ctl)));
+    assert_eq!(code, 200);
+    let svg = String::from_utf8(svg).unwrap();
+    assert!(
+        !svg.chars()
+            .any(|c| (c.is_control() && !"\t\n\r".contains(c)) || c == '\u{fffe}'),
+        "a control character in the SVG"
+    );
+    assert!(svg.contains("\\u{1b}"), "the escape is shown as text");
+    // The SVG parses as XML (Python's parser, which refuses what XML forbids).
+    let check = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, xml.dom.minidom as m; m.parseString(sys.stdin.buffer.read())",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(svg.as_bytes())?;
+            c.wait()
+        })
+        .unwrap();
+    assert!(check.success(), "the SVG is not well-formed XML");
+}
+
+/// A 0.9 MB file that inflates to 900 MiB, asked for three times at once, and big real
+/// heaps opened one after the other: the server stays within its memory budget (here 256
+/// MiB) and answers 503 with the reason for what does not fit, never growing past it.
+#[test]
+fn ui_memory_stays_within_its_budget() {
+    let sb = Sandbox::new();
+    // 900 gzip members of 1 MiB of zeros each: 0.9 MB that inflates to 900 MiB, and whose
+    // trailer states 1 MiB (the last member's size).
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(&vec![0u8; 1 << 20]).unwrap();
+    let member = e.finish().unwrap();
+    let bomb: Vec<u8> = std::iter::repeat_n(&member[..], 900)
+        .flatten()
+        .copied()
+        .collect();
+    sb.write_bytes("prof/bomb/heap-2026-12-01T10:00:00.000Z.pb.gz", &bomb);
+    let cpu = gz(&std::fs::read(fixture("cpu.pprof")).unwrap());
+    for i in 0..8 {
+        sb.write_bytes(
+            &format!("prof/svc{i}/cpu-2026-12-01T10:00:00.000Z.pb.gz"),
+            &cpu,
+        );
+    }
+    let ui = Ui::start(&sb, &["prof", "--memory-mb", "256"]);
+    let doc = ui.json("/api/profiles");
+    let id_of = |p: &str| {
+        doc["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["path"].as_str().unwrap().starts_with(p))
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let bomb = id_of("bomb/");
+    let base = ui.base.clone();
+    let threads: Vec<_> = (0..3)
+        .map(|_| {
+            let (base, bomb) = (base.clone(), bomb.clone());
+            std::thread::spawn(move || {
+                let r = get_with(&base, &format!("/api/top?id={}", enc(&bomb)), &[]);
+                (r.status().as_u16(), r.text().unwrap())
+            })
+        })
+        .collect();
+    for t in threads {
+        let (code, text) = t.join().unwrap();
+        assert!(code == 503 || code == 422, "{code}: {text}");
+        assert!(
+            text.contains("memory budget") || text.contains("limit"),
+            "{text}"
+        );
+    }
+    for i in 0..8 {
+        let (code, _, _) = ui.get(&format!("/api/top?id={}", enc(&id_of(&format!("svc{i}/")))));
+        assert_eq!(code, 200);
+    }
+    let hwm = vm_hwm_kib(ui.pid());
+    eprintln!(
+        "measured: ui with --memory-mb 256: three requests at once for a {} KB file that inflates to 900 MiB, then eight profiles: VmHWM {} MiB",
+        bomb.len() / 1000,
+        hwm / 1024
+    );
+    assert!(hwm < 400 * 1024, "VmHWM {hwm} KiB");
+}
