@@ -310,7 +310,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__flamegraph)
-            opts="-o -h -V --output --sample-index --title --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
+            opts="-o -h -V --output --sample-index --title --focus --ignore --hide --show --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -329,6 +329,22 @@ _agentprof() {
                     return 0
                     ;;
                 --title)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --focus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ignore)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hide)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --show)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1064,7 +1080,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__top)
-            opts="-n -h -V --cum --sample-index --nodes --node-fraction --json --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
+            opts="-n -h -V --cum --sample-index --nodes --node-fraction --focus --ignore --hide --show --peek --list --source-path --trim-path --json --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1083,6 +1099,38 @@ _agentprof() {
                     return 0
                     ;;
                 --node-fraction)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --focus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ignore)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hide)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --show)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --peek)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --list)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --source-path)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --trim-path)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1110,7 +1158,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__ui)
-            opts="-h -V --listen --allow-host --open --memory-mb --duration --config --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
+            opts="-h -V --listen --allow-host --open --memory-mb --source-path --duration --config --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1125,6 +1173,10 @@ _agentprof() {
                     return 0
                     ;;
                 --memory-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --source-path)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

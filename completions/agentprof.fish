@@ -82,6 +82,14 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand list" -s V -l versio
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l sample-index -d 'Which sample type to report: a name (alloc_space, inuse_space, contentions, delay, …) or an index; default: the profile\'s default sample type, else the last' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s n -l nodes -d 'Show at most N rows (default: every node above 0.5% of the total)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l node-fraction -d 'Leave out nodes whose cum is under this fraction of the total, as go tool pprof\'s -nodefraction (0 keeps every node)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l focus -d 'Keep only samples with a frame matching RE, as go tool pprof -focus' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l ignore -d 'Drop samples with a frame matching RE, as go tool pprof -ignore' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l hide -d 'Take frames matching RE out of every stack, as go tool pprof -hide' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l show -d 'Keep only frames matching RE in every stack, as go tool pprof -show' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l peek -d 'Instead of the top table: each function matching RE with its callers above and its callees below, as go tool pprof -peek' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l list -d 'Instead of the top table: the source lines of each function matching RE with their flat and cum, as go tool pprof -list' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l source-path -d 'With --list: where to look for source files (\':\'-separated; default: the working directory and its parents), as go tool pprof -source_path' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l trim-path -d 'With --list: path prefixes to take off the profile\'s file names before looking for them (\':\'-separated), as go tool pprof -trim_path' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l max-size-mb -d 'Largest file accepted, compressed or not (MiB)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l max-decompressed-mb -d 'Largest decompressed profile accepted (MiB); checked while inflating' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l max-fields -d 'Most protobuf fields and packed elements accepted, counted before decoding' -r
@@ -183,6 +191,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -s V -l ver
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l listen -d 'Address to serve the page on (default 127.0.0.1:7070; another host\'s address exposes the profiles to it, and agentprof says so)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l allow-host -d 'A name the page is also reached by (NAME or NAME:PORT, repeatable): requests whose Host header is neither the listen address, localhost nor one of these get 421, so a web page on another site cannot read the profiles through DNS rebinding' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l memory-mb -d 'Memory the profiles being read and kept may hold together (MiB): each file\'s bytes, its decompressed size and its decoded model are reserved before they are held, kept profiles given back least recently used first; without room a request gets 503' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l source-path -d 'A directory of source files the source view may read (repeatable): a profile\'s file names are looked for under it as go tool pprof -source_path does, and nothing outside these directories is read (without one, the view lists the lines with samples and no text)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l duration -d 'Stop after D (default: run until SIGTERM or Ctrl-C)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l max-size-mb -d 'Largest file accepted, compressed or not (MiB)' -r
@@ -215,6 +224,10 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand delta" -s V -l versi
 complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -s o -l output -d 'Where to write the SVG' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l sample-index -d 'Sample type to draw (name or index); default: the profile\'s default, else the last' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l title -d 'Title of the flamegraph (default: the file name and sample type)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l focus -d 'Keep only samples with a frame matching RE, as go tool pprof -focus' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l ignore -d 'Drop samples with a frame matching RE, as go tool pprof -ignore' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l hide -d 'Take frames matching RE out of every stack, as go tool pprof -hide' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l show -d 'Keep only frames matching RE in every stack, as go tool pprof -show' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l max-size-mb -d 'Largest file accepted, compressed or not (MiB)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l max-decompressed-mb -d 'Largest decompressed profile accepted (MiB); checked while inflating' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand flamegraph" -l max-fields -d 'Most protobuf fields and packed elements accepted, counted before decoding' -r

@@ -8,7 +8,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod profiles;
 mod services;
 
-pub use profiles::{DeltaArgs, DiffArgs, FlamegraphArgs, ProfileLimitArgs, TopArgs};
+pub use profiles::{
+    DeltaArgs, DiffArgs, FlamegraphArgs, NameFilterArgs, ProfileLimitArgs, TopArgs,
+};
 pub use services::{K8sAction, K8sArgs, K8sCommon, K8sTargetsArgs, PullArgs, ReceiveArgs, UiArgs};
 
 #[derive(Debug, Parser)]

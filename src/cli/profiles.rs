@@ -45,11 +45,47 @@ pub struct TopArgs {
     /// -nodefraction (0 keeps every node)
     #[arg(long, value_name = "F", default_value_t = 0.005, value_parser = fraction)]
     pub node_fraction: f64,
+    #[command(flatten)]
+    pub filter: NameFilterArgs,
+    /// Instead of the top table: each function matching RE with its callers above and its
+    /// callees below, as go tool pprof -peek
+    #[arg(long, value_name = "RE", conflicts_with_all = ["list", "nodes"])]
+    pub peek: Option<String>,
+    /// Instead of the top table: the source lines of each function matching RE with their
+    /// flat and cum, as go tool pprof -list
+    #[arg(long, value_name = "RE", conflicts_with_all = ["nodes", "cum"])]
+    pub list: Option<String>,
+    /// With --list: where to look for source files (':'-separated; default: the working
+    /// directory and its parents), as go tool pprof -source_path
+    #[arg(long, value_name = "DIRS", requires = "list")]
+    pub source_path: Option<String>,
+    /// With --list: path prefixes to take off the profile's file names before looking for
+    /// them (':'-separated), as go tool pprof -trim_path
+    #[arg(long, value_name = "PATHS", requires = "list")]
+    pub trim_path: Option<String>,
     /// Print one JSON document (see docs/json.md)
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub limits: ProfileLimitArgs,
+}
+
+/// go tool pprof's name filters (regular expressions on function names, file names and
+/// binaries); percentages stay of the whole profile.
+#[derive(Debug, Args, Default, Clone)]
+pub struct NameFilterArgs {
+    /// Keep only samples with a frame matching RE, as go tool pprof -focus
+    #[arg(long, value_name = "RE")]
+    pub focus: Option<String>,
+    /// Drop samples with a frame matching RE, as go tool pprof -ignore
+    #[arg(long, value_name = "RE")]
+    pub ignore: Option<String>,
+    /// Take frames matching RE out of every stack, as go tool pprof -hide
+    #[arg(long, value_name = "RE")]
+    pub hide: Option<String>,
+    /// Keep only frames matching RE in every stack, as go tool pprof -show
+    #[arg(long, value_name = "RE")]
+    pub show: Option<String>,
 }
 
 /// A fraction from 0 to 1.
@@ -125,6 +161,8 @@ pub struct FlamegraphArgs {
     /// Title of the flamegraph (default: the file name and sample type)
     #[arg(long)]
     pub title: Option<String>,
+    #[command(flatten)]
+    pub filter: NameFilterArgs,
     #[command(flatten)]
     pub limits: ProfileLimitArgs,
 }

@@ -202,6 +202,12 @@ pub struct UiArgs {
     /// profiles given back least recently used first; without room a request gets 503
     #[arg(long, value_name = "MIB", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(16..=1_048_576))]
     pub memory_mb: u64,
+    /// A directory of source files the source view may read (repeatable): a profile's file
+    /// names are looked for under it as go tool pprof -source_path does, and nothing
+    /// outside these directories is read (without one, the view lists the lines with
+    /// samples and no text)
+    #[arg(long = "source-path", value_name = "DIR")]
+    pub source_paths: Vec<PathBuf>,
     /// Stop after D (default: run until SIGTERM or Ctrl-C)
     #[arg(long, value_name = "D")]
     pub duration: Option<String>,

@@ -3,10 +3,12 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::cli::{DeltaArgs, DiffArgs, FlamegraphArgs, ProfileLimitArgs, TopArgs};
+use crate::cli::{DeltaArgs, DiffArgs, FlamegraphArgs, NameFilterArgs, ProfileLimitArgs, TopArgs};
 use crate::error::UsageError;
 use crate::pprof::decode::Limits;
-use crate::pprof::report::{TopOptions, top as top_report};
+use crate::pprof::filter::NameFilter;
+use crate::pprof::report::{TopOptions, top_filtered};
+use crate::pprof::source::SourceAccess;
 
 use super::Outcome;
 
@@ -21,7 +23,44 @@ pub(crate) fn limits(a: &ProfileLimitArgs) -> Limits {
 
 pub use crate::pprof::load;
 
+/// The name filters of the flags, compiled; a bad expression is a usage error naming its flag.
+pub(crate) fn name_filter(a: &NameFilterArgs) -> anyhow::Result<NameFilter> {
+    NameFilter::new(
+        a.focus.as_deref(),
+        a.ignore.as_deref(),
+        a.hide.as_deref(),
+        a.show.as_deref(),
+    )
+    .map_err(|e| UsageError::flag(format!("--{}", e.name), e.to_string()).into())
+}
+
+fn symbol(flag: &str, re: &str) -> anyhow::Result<regex::Regex> {
+    crate::pprof::filter::compile("argument", Some(re))
+        .map_err(|e| UsageError::flag(flag, e.to_string()))?
+        .ok_or_else(|| {
+            UsageError::flag(flag, "an empty expression matches every function; give one").into()
+        })
+}
+
+/// go tool pprof prints its filter warnings on stderr; so does agentprof.
+fn warn(warnings: &[&str]) {
+    for w in warnings {
+        eprintln!("agentprof: {w}");
+    }
+}
+
 pub fn top(args: TopArgs) -> anyhow::Result<Outcome> {
+    let filter = name_filter(&args.filter)?;
+    let peek = args
+        .peek
+        .as_deref()
+        .map(|r| symbol("--peek", r))
+        .transpose()?;
+    let list = args
+        .list
+        .as_deref()
+        .map(|r| symbol("--list", r))
+        .transpose()?;
     let p = load(&args.file, &limits(&args.limits))?;
     let opts = TopOptions {
         sample_index: args.sample_index.clone(),
@@ -30,21 +69,58 @@ pub fn top(args: TopArgs) -> anyhow::Result<Outcome> {
         node_fraction: args.node_fraction,
         ..TopOptions::default()
     };
-    let report = top_report(&p, &opts).map_err(|e| UsageError::flag("--sample-index", e))?;
+    let sample_types = p
+        .sample_types()
+        .iter()
+        .map(|(t, u)| serde_json::json!({"type": t, "unit": u}))
+        .collect::<Vec<_>>();
+    let (report, text) = if let Some(rx) = &peek {
+        let (r, w) =
+            crate::pprof::peek::peek(&p, &filter, rx, &opts).map_err(|e| refused("--peek", e))?;
+        warn(&w);
+        let text = r.text();
+        (serde_json::to_value(r)?, text)
+    } else if let Some(rx) = &list {
+        let access = SourceAccess::Go {
+            search_path: args.source_path.clone().unwrap_or_default(),
+            trim_path: args.trim_path.clone().unwrap_or_default(),
+        };
+        let (r, w) =
+            crate::pprof::source::list(&p, &filter, rx, args.sample_index.as_deref(), &access)
+                .map_err(|e| refused("--list", e))?;
+        warn(&w);
+        let text = r.text();
+        (serde_json::to_value(r)?, text)
+    } else {
+        let (r, w) =
+            top_filtered(&p, &filter, &opts).map_err(|e| UsageError::flag("--sample-index", e))?;
+        warn(&w);
+        let text = r.text();
+        (serde_json::to_value(r)?, text)
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
         let doc = serde_json::json!({
             "schema": 1,
             "file": args.file,
-            "sample_types": p.sample_types().iter().map(|(t, u)| serde_json::json!({"type": t, "unit": u})).collect::<Vec<_>>(),
+            "sample_types": sample_types,
             "report": report,
         });
         serde_json::to_writer_pretty(&mut out, &doc)?;
         writeln!(out)?;
     } else {
-        out.write_all(report.text().as_bytes())?;
+        out.write_all(text.as_bytes())?;
     }
     Ok(Outcome::Success)
+}
+
+/// A report refused: a bad sample index, or an expression that matches no function.
+fn refused(flag: &str, e: String) -> anyhow::Error {
+    if e.starts_with("no matches found") {
+        UsageError::flag(flag, e).into()
+    } else {
+        UsageError::flag("--sample-index", e).into()
+    }
 }
 
 pub fn diff(args: DiffArgs) -> anyhow::Result<Outcome> {
@@ -114,7 +190,15 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<Outcome> {
 }
 
 pub fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<Outcome> {
+    let filter = name_filter(&args.filter)?;
     let p = load(&args.file, &limits(&args.limits))?;
+    let p = if filter.is_empty() {
+        p
+    } else {
+        let (kept, matched) = filter.apply(&p);
+        warn(&matched.warnings(&filter));
+        kept
+    };
     let index = p
         .sample_index(args.sample_index.as_deref())
         .map_err(|e| UsageError::flag("--sample-index", e))?;

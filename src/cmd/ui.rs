@@ -38,6 +38,19 @@ pub fn run(args: UiArgs) -> anyhow::Result<Outcome> {
             roots.push(real);
         }
     }
+    let mut sources = Vec::new();
+    for d in &args.source_paths {
+        let real = std::fs::canonicalize(d)
+            .map_err(|e| UsageError::flag("--source-path", format!("{}: {e}", d.display())))?;
+        if !real.is_dir() {
+            return Err(UsageError::flag(
+                "--source-path",
+                format!("{}: not a directory", d.display()),
+            )
+            .into());
+        }
+        sources.push(real);
+    }
     let listen = super::socket_addr(
         "--listen",
         args.listen.as_deref().unwrap_or("127.0.0.1:7070"),
@@ -56,6 +69,7 @@ pub fn run(args: UiArgs) -> anyhow::Result<Outcome> {
         duration,
         limits: super::pprof::limits(&args.limits),
         memory: args.memory_mb << 20,
+        sources,
     };
     crate::signal::install();
     let rt = crate::serve::runtime(crate::serve::Runtime::Server { blocking: 4 })?;

@@ -153,6 +153,23 @@ pub fn build(
     kept: Option<&[bool]>,
     with_edges: bool,
 ) -> Graph {
+    build_inner(p, nodes, index, kept, with_edges, false)
+}
+
+/// [`build`] of every node with every call edge (what a peek at callers and callees needs;
+/// `build` keeps only the edges that can make an inline mark).
+pub fn build_all_edges(p: &Pprof, nodes: &Nodes, index: usize) -> Graph {
+    build_inner(p, nodes, index, None, true, true)
+}
+
+fn build_inner(
+    p: &Pprof,
+    nodes: &Nodes,
+    index: usize,
+    kept: Option<&[bool]>,
+    with_edges: bool,
+    all_edges: bool,
+) -> Graph {
     let n = nodes.len();
     let mut flat = vec![0i64; n];
     let mut cum = vec![0i64; n];
@@ -180,7 +197,7 @@ pub fn build(
                 }
                 // Only edges into frames that are inlined somewhere can make a mark.
                 if with_edges
-                    && nodes.inlined[node as usize]
+                    && (all_edges || nodes.inlined[node as usize])
                     && let Some(par) = parent
                     && par != node
                 {

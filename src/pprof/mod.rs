@@ -6,14 +6,17 @@ pub mod diff;
 mod encode;
 pub mod fasthash;
 mod file;
+pub mod filter;
 mod fold;
 pub mod graph;
 pub mod legacy;
 pub mod measure;
 pub mod model;
 pub mod names;
+pub mod peek;
 pub mod proto;
 pub mod report;
+pub mod source;
 
 pub use encode::{encode_gzip, gzip_fast, to_proto};
 pub use file::load;

@@ -111,6 +111,53 @@ impl Pprof {
         &self.sample_loc[a..b]
     }
 
+    /// This profile with other lines per location and only the samples given (each with its
+    /// location positions, leaf first): what a filter leaves.
+    pub(super) fn filtered(
+        &self,
+        loc_lines: Vec<Vec<(Option<usize>, i64)>>,
+        samples: impl Iterator<Item = (usize, Vec<u32>)>,
+    ) -> Pprof {
+        let mut sample = Vec::new();
+        let mut sample_loc = Vec::new();
+        let mut sample_span = Vec::new();
+        for (si, locs) in samples {
+            let s = &self.proto.sample[si];
+            sample.push(super::proto::Sample {
+                location_id: Vec::new(),
+                value: s.value.clone(),
+                label: s.label.clone(),
+            });
+            let start = sample_loc.len();
+            sample_loc.extend_from_slice(&locs);
+            sample_span.push((start, sample_loc.len()));
+        }
+        let proto = Profile {
+            sample_type: self.proto.sample_type.clone(),
+            sample,
+            mapping: self.proto.mapping.clone(),
+            location: self.proto.location.clone(),
+            function: self.proto.function.clone(),
+            string_table: self.proto.string_table.clone(),
+            drop_frames: self.proto.drop_frames,
+            keep_frames: self.proto.keep_frames,
+            time_nanos: self.proto.time_nanos,
+            duration_nanos: self.proto.duration_nanos,
+            period_type: self.proto.period_type,
+            period: self.proto.period,
+            comment: self.proto.comment.clone(),
+            default_sample_type: self.proto.default_sample_type,
+            doc_url: self.proto.doc_url,
+        };
+        Pprof {
+            proto,
+            loc_mapping: self.loc_mapping.clone(),
+            loc_lines,
+            sample_loc,
+            sample_span,
+        }
+    }
+
     /// Drops the first `n` locations of sample `i` (the leaf side), as pruning frames does.
     pub(super) fn drop_leaf_locs(&mut self, i: usize, n: usize) {
         let (a, b) = &mut self.sample_span[i];

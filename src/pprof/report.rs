@@ -8,6 +8,7 @@
 
 use super::fasthash::FastMap;
 
+use super::filter::NameFilter;
 use super::graph::{Graph, Nodes, build, total};
 use super::measure::{percentage, scale, scaled_label};
 use super::model::Pprof;
@@ -91,7 +92,7 @@ impl TopReport {
     }
 }
 
-fn sort_nodes(list: &mut [u32], p: &Pprof, g: &Graph, nodes: &Nodes, cum: bool) {
+pub(super) fn sort_nodes(list: &mut [u32], p: &Pprof, g: &Graph, nodes: &Nodes, cum: bool) {
     list.sort_by(|&l, &r| {
         let (l, r) = (l as usize, r as usize);
         let (lf, rf) = (g.flat[l].wrapping_abs(), g.flat[r].wrapping_abs());
@@ -125,10 +126,50 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
 /// [`top`] with the nodes of `p` already built.
 pub fn top_with(p: &Pprof, nodes: &Nodes, opts: &TopOptions) -> Result<TopReport, String> {
     let index = p.sample_index(opts.sample_index.as_deref())?;
+    top_of(p, nodes, index, total(p, index), &[], opts)
+}
+
+/// [`top`] of what `filter` keeps of `p` (`-focus`, `-ignore`, `-hide`, `-show`), with the
+/// percentages of all of `p`'s samples and the filters named in the header, as go tool
+/// pprof prints it; and which filters matched nothing.
+pub fn top_filtered(
+    p: &Pprof,
+    filter: &NameFilter,
+    opts: &TopOptions,
+) -> Result<(TopReport, Vec<&'static str>), String> {
+    let index = p.sample_index(opts.sample_index.as_deref())?;
+    if filter.is_empty() {
+        return Ok((
+            top_of(p, &Nodes::new(p), index, total(p, index), &[], opts)?,
+            Vec::new(),
+        ));
+    }
+    let whole = total(p, index);
+    let (kept, matched) = filter.apply(p);
+    let report = top_of(
+        &kept,
+        &Nodes::new(&kept),
+        index,
+        whole,
+        &filter.header(),
+        opts,
+    )?;
+    Ok((report, matched.warnings(filter)))
+}
+
+/// The report over `p`'s samples, with percentages of `total`; `filters` are the header's
+/// `Active filters:` lines.
+fn top_of(
+    p: &Pprof,
+    nodes: &Nodes,
+    index: usize,
+    total: i64,
+    filters: &[String],
+    opts: &TopOptions,
+) -> Result<TopReport, String> {
     let (stype, sunit) = p.sample_types()[index];
-    let total = total(p, index);
-    let sel = select(p, nodes, index, total, opts);
-    let edge_cutoff = ((total as f64 * opts.edge_fraction) as i64).wrapping_abs();
+    let sel = select(p, nodes, index, opts);
+    let edge_cutoff = ((sel.graph_sum as f64 * opts.edge_fraction) as i64).wrapping_abs();
     let inline_in = inline_marks(&sel.edges, edge_cutoff, nodes.len());
     let (g, list) = (&sel.graph, &sel.list);
     let out_unit = output_unit(list, g, total, sunit);
@@ -137,7 +178,13 @@ pub fn top_with(p: &Pprof, nodes: &Nodes, opts: &TopOptions) -> Result<TopReport
     let flat_sum: i64 = list
         .iter()
         .fold(0i64, |a, &i| a.wrapping_add(g.flat[i as usize]));
-    let header = header(p, (stype, sunit), total, flat_sum, &sel, opts, &fmt);
+    let counts = Counts {
+        dropped: sel.dropped,
+        shown: sel.list.len(),
+        present: sel.orig_count,
+    };
+    let mut header = header(p, (stype, sunit), total, flat_sum, counts, opts, &fmt);
+    add_filters(&mut header, filters);
     let mut rows = Vec::with_capacity(list.len());
     let mut sum = 0i64;
     for &i in list {
@@ -182,18 +229,22 @@ struct Selection {
     dropped: usize,
     /// Nodes present before `nodes` cut the list.
     orig_count: usize,
+    /// The flat sum of the first graph, which the cutoffs are fractions of (pprof's
+    /// `g.Nodes.Sum()`: the total when nothing is filtered out).
+    graph_sum: i64,
     edges: FastMap<(u32, u32), (i64, bool)>,
 }
 
-fn select(p: &Pprof, nodes: &Nodes, index: usize, total: i64, opts: &TopOptions) -> Selection {
+fn select(p: &Pprof, nodes: &Nodes, index: usize, opts: &TopOptions) -> Selection {
     let mut g = build(p, nodes, index, None, false);
+    let graph_sum = g.flat.iter().fold(0i64, |a, &v| a.wrapping_add(v));
     let present = |g: &Graph| -> Vec<u32> {
         (0..nodes.len() as u32)
             .filter(|&i| g.flat[i as usize] != 0 || g.cum[i as usize] != 0)
             .collect()
     };
     let mut list = present(&g);
-    let node_cutoff = ((total as f64 * opts.node_fraction) as i64).wrapping_abs();
+    let node_cutoff = ((graph_sum as f64 * opts.node_fraction) as i64).wrapping_abs();
     let mut dropped = 0;
     let mut kept: Option<Vec<bool>> = None;
     // The pass that builds the final graph also collects its edges, which say which nodes
@@ -243,6 +294,7 @@ fn select(p: &Pprof, nodes: &Nodes, index: usize, total: i64, opts: &TopOptions)
         list,
         dropped,
         orig_count,
+        graph_sum,
         edges,
     }
 }
@@ -270,7 +322,7 @@ fn inline_marks(
 }
 
 /// The output unit: from the smallest value shown, as pprof's selectOutputUnit.
-fn output_unit(list: &[u32], g: &Graph, total: i64, sunit: &str) -> String {
+pub(super) fn output_unit(list: &[u32], g: &Graph, total: i64, sunit: &str) -> String {
     let mut min_value = 0i64;
     for &i in list {
         let mut v = g.flat[i as usize].wrapping_abs();
@@ -303,12 +355,32 @@ fn output_unit(list: &[u32], g: &Graph, total: i64, sunit: &str) -> String {
 
 /// go tool pprof's header lines: file, build id, comments, type, time, duration, what is
 /// shown and dropped.
-fn header(
+/// The `Active filters:` lines go before `Showing nodes accounting for`, as in go tool pprof.
+pub(super) fn add_filters(header: &mut Vec<String>, filters: &[String]) {
+    if filters.is_empty() {
+        return;
+    }
+    let at = header
+        .iter()
+        .position(|h| h.starts_with("Showing nodes accounting for"))
+        .unwrap_or(header.len());
+    header.splice(at..at, filters.iter().cloned());
+}
+
+/// How many nodes were dropped, are shown, were there before `nodes` cut the list.
+#[derive(Clone, Copy)]
+pub(super) struct Counts {
+    pub dropped: usize,
+    pub shown: usize,
+    pub present: usize,
+}
+
+pub(super) fn header(
     p: &Pprof,
     (stype, sunit): (&str, &str),
     total: i64,
     flat_sum: i64,
-    sel: &Selection,
+    sel: Counts,
     opts: &TopOptions,
     fmt: &dyn Fn(i64) -> String,
 ) -> Vec<String> {
@@ -361,11 +433,10 @@ fn header(
                 fmt(((total as f64 * opts.node_fraction) as i64).wrapping_abs())
             ));
         }
-        if !sel.list.is_empty() && sel.list.len() < sel.orig_count {
+        if sel.shown > 0 && sel.shown < sel.present {
             header.push(format!(
                 "Showing top {} nodes out of {}",
-                sel.list.len(),
-                sel.orig_count
+                sel.shown, sel.present
             ));
         }
     }

@@ -24,6 +24,8 @@ pub struct UiOptions {
     pub limits: Limits,
     /// Bytes the profiles being read and kept may hold together (`--memory-mb`).
     pub memory: u64,
+    /// `--source-path`: canonical directories the source view may read.
+    pub sources: Vec<PathBuf>,
 }
 
 /// Serves the page until SIGTERM/SIGINT or `--duration`.
@@ -44,7 +46,9 @@ pub async fn run(opts: UiOptions) -> anyhow::Result<Outcome> {
             bound.ip()
         );
     }
-    let ui = Arc::new(state::Ui::new(opts.roots, opts.limits, opts.memory));
+    let mut ui = state::Ui::new(opts.roots, opts.limits, opts.memory);
+    ui.sources = opts.sources;
+    let ui = Arc::new(ui);
     if opts.open {
         open_browser(&url);
     }

@@ -123,6 +123,53 @@ struct One {
     #[serde(default)]
     cum: bool,
     nodes: Option<usize>,
+    /// go tool pprof's name filters, as `agentprof top --focus` etc.
+    focus: Option<String>,
+    ignore: Option<String>,
+    hide: Option<String>,
+    show: Option<String>,
+    /// The functions a peek or a source view is of (a regular expression).
+    re: Option<String>,
+}
+
+impl One {
+    fn filter(&self) -> Result<crate::pprof::filter::NameFilter, Problem> {
+        crate::pprof::filter::NameFilter::new(
+            self.focus.as_deref(),
+            self.ignore.as_deref(),
+            self.hide.as_deref(),
+            self.show.as_deref(),
+        )
+        .map_err(|e| Problem::bad(e.to_string()))
+    }
+
+    fn symbol(&self) -> Result<regex::Regex, Problem> {
+        crate::pprof::filter::compile("re", self.re.as_deref())
+            .map_err(|e| Problem::bad(e.to_string()))?
+            .ok_or_else(|| Problem::bad("re: name the functions (a regular expression)".into()))
+    }
+
+    fn options(&self) -> crate::pprof::report::TopOptions {
+        crate::pprof::report::TopOptions {
+            sample_index: self.sample_index.clone(),
+            cum: self.cum,
+            nodes: self.nodes.unwrap_or(0),
+            ..Default::default()
+        }
+    }
+}
+
+/// A report that found no function: 404 with go tool pprof's words; anything else is the
+/// request's fault.
+fn report_refused(e: String) -> Problem {
+    if e.starts_with("no matches found") {
+        Problem {
+            status: StatusCode::NOT_FOUND,
+            message: e,
+        }
+    } else {
+        Problem::bad(e)
+    }
 }
 
 #[derive(Deserialize)]
@@ -255,18 +302,74 @@ fn gzip_response(z: bytes::Bytes) -> Response {
 /// `agentprof top --json`'s document for a listed profile, made by the same code.
 async fn top(State(ui): State<Shared>, Q(q): Q<One>) -> Result<Response, Problem> {
     blocking(move || {
+        let filter = q.filter()?;
         let p = ui.profile(&q.id)?;
-        let opts = crate::pprof::report::TopOptions {
-            sample_index: q.sample_index.clone(),
-            cum: q.cum,
-            nodes: q.nodes.unwrap_or(0),
-            ..Default::default()
+        let opts = q.options();
+        let (report, warnings) = if filter.is_empty() {
+            let r = crate::pprof::report::top_with(&p, p.nodes(), &opts).map_err(Problem::bad)?;
+            (r, Vec::new())
+        } else {
+            let _room = ui.room_like(&p)?;
+            crate::pprof::report::top_filtered(&p, &filter, &opts).map_err(Problem::bad)?
         };
-        let report = crate::pprof::report::top_with(&p, p.nodes(), &opts).map_err(Problem::bad)?;
         Ok(json(serde_json::json!({
             "schema": 1,
             "id": q.id,
-            "sample_types": p.sample_types().iter().map(|(t, u)| serde_json::json!({"type": t, "unit": u})).collect::<Vec<_>>(),
+            "sample_types": sample_types(&p),
+            "warnings": warnings,
+            "report": report,
+        })))
+    })
+    .await
+}
+
+fn sample_types(p: &crate::pprof::model::Pprof) -> Vec<serde_json::Value> {
+    p.sample_types()
+        .iter()
+        .map(|(t, u)| serde_json::json!({"type": t, "unit": u}))
+        .collect()
+}
+
+/// `agentprof top --peek RE --json`'s report: the callers and callees of the functions
+/// matching `re`.
+async fn peek(State(ui): State<Shared>, Q(q): Q<One>) -> Result<Response, Problem> {
+    blocking(move || {
+        let (filter, symbol) = (q.filter()?, q.symbol()?);
+        let p = ui.profile(&q.id)?;
+        let _room = ui.room_like(&p)?;
+        let (report, warnings) =
+            crate::pprof::peek::peek(&p, &filter, &symbol, &q.options()).map_err(report_refused)?;
+        Ok(json(serde_json::json!({
+            "schema": 1,
+            "id": q.id,
+            "warnings": warnings,
+            "report": report,
+        })))
+    })
+    .await
+}
+
+/// `agentprof top --list RE --json`'s report: the source lines of the functions matching
+/// `re`, their text read only under `ui --source-path`.
+async fn source(State(ui): State<Shared>, Q(q): Q<One>) -> Result<Response, Problem> {
+    blocking(move || {
+        let (filter, symbol) = (q.filter()?, q.symbol()?);
+        let p = ui.profile(&q.id)?;
+        let _room = ui.room_like(&p)?;
+        let access = crate::pprof::source::SourceAccess::Within(ui.sources.clone());
+        let (mut report, warnings) =
+            crate::pprof::source::list(&p, &filter, &symbol, q.sample_index.as_deref(), &access)
+                .map_err(report_refused)?;
+        for r in &mut report.routines {
+            if let Some(e) = r.error.take() {
+                r.error = Some(ui.scrub(&e));
+            }
+        }
+        Ok(json(serde_json::json!({
+            "schema": 1,
+            "id": q.id,
+            "warnings": warnings,
+            "sources": !ui.sources.is_empty(),
             "report": report,
         })))
     })
@@ -280,7 +383,12 @@ async fn flamegraph(
 ) -> Result<Response, Problem> {
     let gzip = accepts_gzip(&headers);
     blocking(move || {
-        let out = ui.flamegraph(&q.id, q.sample_index.as_deref())?;
+        let filter = q.filter()?;
+        let out = if filter.is_empty() {
+            ui.flamegraph(&q.id, q.sample_index.as_deref())?
+        } else {
+            Arc::new(ui.flamegraph_filtered(&q.id, q.sample_index.as_deref(), &filter)?)
+        };
         Ok(drawn_svg(&out, gzip))
     })
     .await
@@ -455,6 +563,8 @@ pub fn router(ui: Shared) -> axum::Router {
         .route("/api/profiles", get(profiles))
         .route("/api/top", get(top))
         .route("/api/flamegraph.svg", get(flamegraph))
+        .route("/api/peek", get(peek))
+        .route("/api/source", get(source))
         .route("/api/diff", get(diff))
         .route("/api/diff.svg", get(diff_flamegraph))
         .route("/api/pstats", get(pstats))

@@ -37,6 +37,11 @@ impl Loaded {
     pub fn nodes(&self) -> &Nodes {
         self.nodes.get_or_init(|| Nodes::new(&self.p))
     }
+
+    /// What it holds of the memory budget.
+    pub fn held(&self) -> u64 {
+        self._held.bytes()
+    }
 }
 
 impl std::ops::Deref for Loaded {
@@ -80,6 +85,8 @@ pub(super) type Pair = (Arc<Loaded>, Arc<Loaded>, (usize, usize));
 
 pub struct Ui {
     pub roots: Vec<PathBuf>,
+    /// Directories the source view may read (none: it shows no source text).
+    pub sources: Vec<PathBuf>,
     pub limits: Limits,
     /// What profiles being read and kept may hold together.
     memory: crate::budget::Budget,
@@ -99,6 +106,7 @@ impl Ui {
         let records = roots.iter().map(|_| Records::default()).collect();
         Ui {
             roots,
+            sources: Vec::new(),
             limits,
             memory: crate::budget::Budget::new(memory),
             listing: Mutex::new(None),
@@ -392,6 +400,7 @@ impl Ui {
             let mut out = Vec::new();
             crate::pprof::diff::write_flamegraph_with(&p, p.nodes(), index, &title, &mut out)
                 .map_err(|e| Problem::unprocessable(self.scrub(&format!("{e:#}"))))?;
+            let out = with_frame_picker(out);
             // Kept within the budget too: an SVG can be tens of MiB.
             let held = self.room(None, out.len() as u64)?;
             let out = Arc::new(Svg {
@@ -406,6 +415,49 @@ impl Ui {
             Ok(out)
         })
     }
+}
+
+impl Ui {
+    /// Room for a filtered copy of `p` while a report is made of it (a filter's profile is
+    /// as large as the one it filters, at most).
+    pub fn room_like(&self, p: &Loaded) -> Result<crate::budget::Reservation, Problem> {
+        self.room(None, p.held())
+    }
+
+    /// The flamegraph of what `filter` keeps of a listed profile (drawn for this request;
+    /// the unfiltered one is kept, these are not). Its frames tell the page which function
+    /// a right-click chose.
+    pub fn flamegraph_filtered(
+        &self,
+        id: &str,
+        sample_index: Option<&str>,
+        filter: &crate::pprof::filter::NameFilter,
+    ) -> Result<Svg, Problem> {
+        let p = self.profile(id)?;
+        let index = p.sample_index(sample_index).map_err(Problem::bad)?;
+        let _room = self.room_like(&p)?;
+        let (kept, _) = filter.apply(&p);
+        let title = format!("{id} — {} (filtered)", p.sample_types()[index].0);
+        let mut out = Vec::new();
+        crate::pprof::diff::write_flamegraph(&kept, index, &title, &mut out)
+            .map_err(|e| Problem::unprocessable(self.scrub(&format!("{e:#}"))))?;
+        Ok(Svg::new(with_frame_picker(out)))
+    }
+}
+
+/// A script in the SVG (it runs in the frame's sandbox, an origin of its own) that tells the
+/// page which frame was right-clicked: the function's name only, by postMessage.
+pub const FRAME_PICKER: &str = "<script><![CDATA[\n(function(){document.addEventListener('contextmenu',function(e){\
+var g=e.target&&e.target.closest?e.target.closest('g'):null;if(!g)return;var t=g.querySelector('title');if(!t)return;\
+var n=t.textContent.replace(/ \\([^()]*\\)$/,'');e.preventDefault();\
+window.parent.postMessage({agentprof:'frame',name:n},'*');});})();\n]]></script>";
+
+/// `svg` with [`FRAME_PICKER`] before its end.
+pub fn with_frame_picker(mut svg: Vec<u8>) -> Vec<u8> {
+    if let Some(at) = svg.windows(6).rposition(|w| w == b"</svg>") {
+        svg.splice(at..at, FRAME_PICKER.bytes());
+    }
+    svg
 }
 
 /// A request that cannot be answered, as JSON with the reason.

@@ -75,6 +75,55 @@ try {
   await page.frameLocator("#p-flame").locator("#search").click();
   await sframe.waitForFunction(() => /Matched:/.test(document.getElementById("matched").textContent));
   seen.flame_button_search = await sframe.evaluate(() => document.getElementById("matched").textContent);
+  // go tool pprof's -focus, -peek and -list from the table, as a user reaches them: a click
+  // on a row, then the action.
+  const cells = (sel) => page.$$eval(sel, (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  await page.locator("#p-top tbody tr", { hasText: plan.views.pick }).first().click();
+  await page.locator("#p-act").waitFor({ state: "visible" });
+  seen.picked = await page.textContent("#p-act-name");
+  await page.click('#p-act button[data-act="focus"]');
+  await page.waitForFunction(() => /focus=/.test(location.hash) &&
+    /Active filters:/.test(document.getElementById("p-header").textContent));
+  seen.focus_hash = decodeURIComponent(new URL(page.url()).hash);
+  seen.focus_header = await page.textContent("#p-header");
+  seen.focus_rows = await cells("#p-top tbody tr");
+  await page.waitForFunction(() => /focus=/.test(document.getElementById("p-flame").src));
+  seen.focus_flame_src = decodeURIComponent(await page.getAttribute("#p-flame", "src"));
+  await page.click('#p-act button[data-act="peek"]');
+  await page.waitForFunction(() => document.querySelectorAll("#p-detail-body tr.self").length > 0);
+  seen.peek_rows = await cells("#p-detail-body tbody tr");
+  seen.peek_hash = decodeURIComponent(new URL(page.url()).hash);
+  await page.click('#p-act button[data-act="list"]');
+  await page.waitForFunction(() => document.querySelectorAll("#p-detail-body h4").length > 0);
+  seen.source_heads = await page.$$eval("#p-detail-body h4", (h) => h.map((x) => x.textContent));
+  seen.source_rows = await cells("#p-detail-body tbody tr");
+  seen.source_note = await page.textContent("#p-detail-header");
+  await shot("views");
+  // A right-click on a frame of the (focused) flamegraph picks its function.
+  const fframe = () => page.frames().find((f) => f.url().includes("/api/flamegraph.svg") && f.url().includes("focus="));
+  await page.waitForFunction(() => true);
+  await page.frameLocator("#p-flame").locator("svg #frames g").first().waitFor();
+  const ff = fframe();
+  const target = await ff.evaluate(() => {
+    const gs = [...document.querySelectorAll("#frames g")];
+    let best = -1, w = -1;
+    gs.forEach((g, i) => {
+      const t = g.querySelector("title").textContent;
+      const fw = parseFloat(g.querySelector("rect").getAttribute("fg:w"));
+      if (!t.startsWith("all ") && fw > w) { w = fw; best = i; }
+    });
+    return { index: best, title: gs[best].querySelector("title").textContent };
+  });
+  seen.flame_target = target.title;
+  await page.evaluate(() => { document.getElementById("p-act-name").textContent = ""; });
+  await page.frameLocator("#p-flame").locator("#frames g").nth(target.index).locator("rect").click({ button: "right", force: true });
+  await page.waitForFunction(() => document.getElementById("p-act-name").textContent !== "");
+  seen.flame_picked = await page.textContent("#p-act-name");
+  await page.click("#p-clear");
+  await page.waitForFunction(() => !/Active filters:/.test(document.getElementById("p-header").textContent) &&
+    !/focus=/.test(location.hash));
+  seen.cleared_rows = (await cells("#p-top tbody tr")).length;
+
   // The view's settings go into its URL, and do not carry over to the next profile.
   await page.selectOption("#p-sort", "cum");
   await page.waitForFunction(() => /sort=cum/.test(location.hash));

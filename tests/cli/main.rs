@@ -10,6 +10,7 @@ mod generated;
 mod k8s;
 mod pprof;
 mod pprof_fidelity;
+mod pprof_views;
 mod profile;
 mod pull;
 mod python;

@@ -639,6 +639,7 @@ fn ui_in_a_real_browser() {
         "artefacts": artefacts,
         "listed": entries.len(),
         "open": {"id": id_of(cpu_path), "type": "cpu", "search": "runtime"},
+        "views": {"pick": "main.fibonacci"},
         "compare": {"id": id_of(trig)},
         "evil": {"id": id_of("evil/cpu-2026-12-01T09:00:00.000Z.pb.gz")},
         "bad": {"id": id_of("broken/goroutine-2026-12-01T08:00:00.000Z.pb.gz")},
@@ -707,6 +708,8 @@ fn ui_in_a_real_browser() {
         .collect();
     assert_eq!(seen["top_rows"], Value::Array(want));
     assert!(seen["flame_frames"].as_u64().unwrap() > 3, "{seen}");
+    views_as_the_cli_shows_them(&sb, &format!("prof/{cpu_path}"), &seen);
+
     // A frame is labelled with its name, not with half its value ("main.main (1,910 cpu").
     let labels: Vec<&str> = seen["flame_labels"]
         .as_array()
@@ -922,4 +925,150 @@ fn ui_open_starts_the_browser_on_the_page() {
             && err.contains("; open http://127.0.0.1:"),
         "{err}"
     );
+}
+
+/// What the browser saw of focus, peek and source from a click on main.fibonacci's row: the
+/// rows `agentprof top --focus`, `--peek` and `--list` print (go tool pprof's, as
+/// tests/cli/pprof_views.rs checks), and the flamegraph's right-click picking its frame.
+fn views_as_the_cli_shows_them(sb: &Sandbox, file: &str, seen: &Value) {
+    assert_eq!(seen["picked"], "main.fibonacci", "{seen}");
+    let re = "^main\\.fibonacci$";
+    assert!(
+        seen["focus_hash"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("focus={re}")),
+        "{seen}"
+    );
+    assert!(
+        seen["focus_flame_src"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("focus={re}")),
+        "the flamegraph is of what the focus keeps: {seen}"
+    );
+    let f = sb.file(file);
+    let cli = |extra: &[&str]| -> Value {
+        let mut a = vec!["top", "--json", "--focus", re];
+        a.extend_from_slice(extra);
+        a.push(f.to_str().unwrap());
+        let r = sb.run(&a);
+        assert_eq!(r.code, 0, "{a:?}: {}", r.stderr);
+        r.json()
+    };
+    let top = cli(&["-n", "20"]);
+    assert_eq!(
+        seen["focus_header"].as_str().unwrap(),
+        top["report"]["header"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let want: Vec<Value> = top["report"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let f = match r["inline"].as_str().unwrap() {
+                "" => r["function"].as_str().unwrap().to_string(),
+                i => format!("{} {i}", r["function"].as_str().unwrap()),
+            };
+            json!([
+                r["flat_fmt"],
+                r["flat_pct"],
+                r["sum_pct"],
+                r["cum_fmt"],
+                r["cum_pct"],
+                f
+            ])
+        })
+        .collect();
+    assert_eq!(seen["focus_rows"], Value::Array(want));
+    // The peek: a separator, callers (↑), the function, callees (↓).
+    let peek = cli(&["--peek", re]);
+    let mut want = Vec::new();
+    for e in peek["report"]["entries"].as_array().unwrap() {
+        want.push(json!([""]));
+        let edge = |c: &Value, arrow: &str| {
+            let inline = if c["inline"] == true { " (inline)" } else { "" };
+            json!([
+                "",
+                "",
+                "",
+                "",
+                "",
+                c["weight_fmt"],
+                c["pct"],
+                format!("{arrow} {}{inline}", c["function"].as_str().unwrap())
+            ])
+        };
+        for c in e["callers"].as_array().unwrap() {
+            want.push(edge(c, "↑"));
+        }
+        want.push(json!([
+            e["flat_fmt"],
+            e["flat_pct"],
+            e["sum_pct"],
+            e["cum_fmt"],
+            e["cum_pct"],
+            "",
+            "",
+            e["function"]
+        ]));
+        for c in e["callees"].as_array().unwrap() {
+            want.push(edge(c, "↓"));
+        }
+    }
+    assert!(want.len() > 2, "{peek}");
+    assert_eq!(seen["peek_rows"], Value::Array(want));
+    assert!(
+        seen["peek_hash"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("peek={re}"))
+    );
+    // The source view: the page reads no source without --source-path; it shows the lines
+    // with samples, the CLI's lines (whose file is not on this machine either).
+    let list = cli(&["--list", re]);
+    let routines = list["report"]["routines"].as_array().unwrap();
+    let heads: Vec<String> = routines
+        .iter()
+        .map(|r| {
+            format!(
+                "{} in {}",
+                r["function"].as_str().unwrap(),
+                r["file"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(seen["source_heads"], json!(heads));
+    let mut want = Vec::new();
+    for r in routines {
+        for l in r["lines"].as_array().unwrap() {
+            assert!(l["text"].is_null(), "the file is not here: {l}");
+            want.push(json!([
+                l["flat_fmt"],
+                l["cum_fmt"],
+                l["line"].to_string(),
+                ""
+            ]));
+        }
+    }
+    assert!(!want.is_empty());
+    assert_eq!(seen["source_rows"], Value::Array(want));
+    assert!(
+        seen["source_note"]
+            .as_str()
+            .unwrap()
+            .contains("--source-path"),
+        "{seen}"
+    );
+    // Right-click on the widest frame: its function, picked.
+    let title = seen["flame_target"].as_str().unwrap();
+    let name = title.rsplit_once(" (").map_or(title, |(n, _)| n);
+    assert_eq!(seen["flame_picked"], name, "{seen}");
+    assert!(seen["cleared_rows"].as_u64().unwrap() > 0);
 }

@@ -219,3 +219,137 @@ fn ui_memory_stays_within_its_budget() {
     );
     assert!(hwm < 400 * 1024, "VmHWM {hwm} KiB");
 }
+
+/// A CPU profile of three functions whose files are `files` (one sample each, in main).
+fn profile_with_files(files: &[&str]) -> Vec<u8> {
+    use agentprof::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};
+    use prost::Message;
+    let mut strings: Vec<String> = ["", "cpu", "nanoseconds", "main.main"]
+        .map(String::from)
+        .to_vec();
+    let mut function = vec![Function {
+        id: 1,
+        name: 3,
+        ..Default::default()
+    }];
+    let mut location = vec![Location {
+        id: 1,
+        line: vec![Line {
+            function_id: 1,
+            line: 1,
+            column: 0,
+        }],
+        ..Default::default()
+    }];
+    let mut sample = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let id = i as u64 + 2;
+        strings.push(format!("main.f{i}"));
+        strings.push(f.to_string());
+        function.push(Function {
+            id,
+            name: strings.len() as i64 - 2,
+            filename: strings.len() as i64 - 1,
+            ..Default::default()
+        });
+        location.push(Location {
+            id,
+            line: vec![Line {
+                function_id: id,
+                line: 3,
+                column: 0,
+            }],
+            ..Default::default()
+        });
+        sample.push(Sample {
+            location_id: vec![id, 1],
+            value: vec![10_000_000],
+            label: vec![],
+        });
+    }
+    Profile {
+        sample_type: vec![ValueType { r#type: 1, unit: 2 }],
+        sample,
+        location,
+        function,
+        string_table: strings,
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+/// The source view reads files only under `ui --source-path`: a profile that names
+/// /etc/passwd, a path out of the directory or a link out of it gets no text of them; a file
+/// under it is shown with its lines; without the flag nothing is read.
+#[test]
+fn ui_reads_sources_only_under_its_source_path() {
+    let sb = Sandbox::new();
+    sb.write(
+        "src/app/ok.go",
+        "package main\n\nfunc f0() {\n\tspin()\n}\n",
+    );
+    sb.write(
+        "secret/key.go",
+        "top secret line 1\nline 2\nline 3 secret\n",
+    );
+    std::os::unix::fs::symlink(sb.file("secret/key.go"), sb.file("src/app/link.go")).unwrap();
+    let files = [
+        sb.file("src/app/ok.go").display().to_string(),
+        "/etc/passwd".to_string(),
+        "app/../../secret/key.go".to_string(),
+        sb.file("src/app/link.go").display().to_string(),
+    ];
+    let names: Vec<&str> = files.iter().map(String::as_str).collect();
+    sb.write_bytes(
+        "prof/svc/cpu-2026-12-01T10:00:00.000Z.pb.gz",
+        &gz(&profile_with_files(&names)),
+    );
+    for (args, text_for_ok) in [
+        (vec!["prof", "--source-path", "src"], true),
+        (vec!["prof"], false),
+    ] {
+        let ui = Ui::start(&sb, &args);
+        let doc = ui.json("/api/profiles");
+        let id = doc["entries"][0]["id"].as_str().unwrap().to_string();
+        let doc = ui.json(&format!(
+            "/api/source?id={}&re={}",
+            enc(&id),
+            enc("^main\\.f")
+        ));
+        let routines = doc["report"]["routines"].as_array().unwrap();
+        assert_eq!(routines.len(), 4, "{doc}");
+        let text: String = routines
+            .iter()
+            .flat_map(|r| r["lines"].as_array().unwrap().iter())
+            .filter_map(|l| l["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(!text.contains("secret") && !text.contains("root:"), "{doc}");
+        let ok = &routines[0];
+        assert_eq!(ok["function"], "main.f0");
+        if text_for_ok {
+            assert!(ok["error"].is_null(), "{ok}");
+            assert_eq!(ok["lines"][2]["text"], "func f0() {", "{ok}");
+            assert_eq!(ok["lines"][2]["flat_fmt"], "10ms", "{ok}");
+            for r in &routines[1..] {
+                assert!(r["error"].is_string(), "{r}");
+            }
+        } else {
+            assert!(
+                ok["error"].as_str().unwrap().contains("--source-path"),
+                "{ok}"
+            );
+            assert_eq!(
+                ok["lines"].as_array().unwrap().len(),
+                1,
+                "the line with samples: {ok}"
+            );
+        }
+        // A function that is not there, and an expression that is not one.
+        let (status, _, body) = ui.get(&format!("/api/source?id={}&re=nope", enc(&id)));
+        assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
+        let (status, _, body) = ui.get(&format!("/api/peek?id={}&re=%28", enc(&id)));
+        assert_eq!(status, 400, "{}", String::from_utf8_lossy(&body));
+        assert!(String::from_utf8_lossy(&body).contains("unclosed group"));
+    }
+}

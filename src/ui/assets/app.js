@@ -157,7 +157,7 @@ async function refresh() {
   }
 }
 
-function topTable(table, report) {
+function topTable(table, report, onPick) {
   const head = document.createElement("tr");
   for (const h of ["flat", "flat%", "sum%", "cum", "cum%", "function"]) head.append(el("th", h));
   table.tHead.replaceChildren(head);
@@ -167,9 +167,80 @@ function topTable(table, report) {
     tr.append(el("td", r.flat_fmt, "num"), el("td", r.flat_pct, "num"), el("td", r.sum_pct, "num"),
       el("td", r.cum_fmt, "num"), el("td", r.cum_pct, "num"),
       el("td", r.function + (r.inline ? " " + r.inline : ""), "fn"));
+    if (onPick) {
+      tr.tabIndex = 0;
+      tr.onclick = () => onPick(r.function, tr);
+      tr.onkeydown = (ev) => { if (ev.key === "Enter") onPick(r.function, tr); };
+    }
     frag.append(tr);
   }
   table.tBodies[0].replaceChildren(frag);
+}
+
+// A function's name as a regular expression that matches it alone (Go's syntax).
+function exactly(name) {
+  return "^" + name.replace(/[\\.+*?()|[\]{}^$]/g, "\\$&") + "$";
+}
+
+// go tool pprof -peek's report: each function with its callers above and callees below.
+function peekTable(report) {
+  const table = el("table");
+  const head = document.createElement("tr");
+  for (const h of ["flat", "flat%", "sum%", "cum", "cum%", "calls", "calls%", "function"]) head.append(el("th", h));
+  table.createTHead().append(head);
+  const body = table.createTBody();
+  const edge = (e, arrow) => {
+    const tr = document.createElement("tr");
+    for (let i = 0; i < 5; i++) tr.append(el("td", "", "num"));
+    tr.append(el("td", e.weight_fmt, "num"), el("td", e.pct, "num"),
+      el("td", arrow + " " + e.function + (e.inline ? " (inline)" : ""), "fn"));
+    body.append(tr);
+  };
+  for (const e of report.entries) {
+    const sep = document.createElement("tr");
+    sep.className = "group";
+    const td = el("td");
+    td.colSpan = 8;
+    sep.append(td);
+    body.append(sep);
+    for (const c of e.callers) edge(c, "↑");
+    const tr = document.createElement("tr");
+    tr.className = "self";
+    tr.append(el("td", e.flat_fmt, "num"), el("td", e.flat_pct, "num"), el("td", e.sum_pct, "num"),
+      el("td", e.cum_fmt, "num"), el("td", e.cum_pct, "num"), el("td", "", "num"), el("td", "", "num"),
+      el("td", e.function, "fn"));
+    body.append(tr);
+    for (const c of e.callees) edge(c, "↓");
+  }
+  return table;
+}
+
+// go tool pprof -list's report: per function and file, its lines with their flat and cum.
+function sourceTables(doc) {
+  const frag = document.createDocumentFragment();
+  const rep = doc.report;
+  for (const r of rep.routines) {
+    frag.append(el("h4", `${r.function} in ${r.file}`));
+    frag.append(el("p", `${r.flat_fmt} flat, ${r.cum_fmt} cum (${r.cum_pct.trim()} of the total)`, "muted"));
+    if (r.error) frag.append(el("p", r.error + (r.lines.length ? " — the lines with samples:" : ""), "muted"));
+    const table = el("table");
+    const head = document.createElement("tr");
+    for (const h of ["flat", "cum", "line", "source"]) head.append(el("th", h));
+    table.createTHead().append(head);
+    const body = table.createTBody();
+    for (const l of r.lines) {
+      const tr = document.createElement("tr");
+      if (l.flat || l.cum) tr.className = "hot";
+      tr.append(el("td", l.flat_fmt, "num"), el("td", l.cum_fmt, "num"), el("td", l.line, "num"),
+        el("td", l.text === null || l.text === undefined ? "" : l.text, "src"));
+      body.append(tr);
+    }
+    const wrap = el("div", null, "scroll");
+    wrap.append(table);
+    frag.append(wrap);
+  }
+  for (const n of rep.no_source) frag.append(el("p", `No source information for ${n}`, "muted"));
+  return frag;
 }
 
 // A flamegraph into its frame: the frame emptied first (nothing of the profile before stays
@@ -252,6 +323,20 @@ function profileContext(id) {
   base.onchange = () => { if (base.value) location.hash = "#/d?" + q({ base: base.value, id }); };
 }
 
+// The names filters of the profile view, as go tool pprof's -focus, -ignore, -hide, -show.
+const NAME_FILTERS = ["focus", "ignore", "hide", "show"];
+
+// The flamegraph frame on show in the profile view picks a function by right-click; the
+// message comes from the sandboxed SVG (an origin of its own) and carries the name only.
+let pickFromFlame = null;
+window.addEventListener("message", (ev) => {
+  const frame = $("p-flame");
+  if (!frame || ev.source !== frame.contentWindow) return;
+  const d = ev.data;
+  if (!d || d.agentprof !== "frame" || typeof d.name !== "string" || d.name.length > 4096) return;
+  if (pickFromFlame) pickFromFlame(d.name);
+});
+
 // The top table asks the server only: it does not wait for the listing. The view's
 // settings come from its URL (defaults otherwise) and go back into it as they change.
 async function showProfile(params) {
@@ -260,41 +345,98 @@ async function showProfile(params) {
   $("p-title").textContent = id;
   // Nothing of the profile shown before stays while this one loads.
   $("p-header").textContent = "";
+  $("p-warn").textContent = "";
   $("p-top").tBodies[0].replaceChildren();
+  $("p-act").hidden = true;
+  $("p-detail").hidden = true;
+  $("p-detail-body").replaceChildren();
   $("p-download").href = "/file?" + q({ id });
   $("p-base").value = "";
   $("p-base-find").value = "";
   $("p-sort").value = params.get("sort") === "cum" ? "cum" : "flat";
   $("p-nodes").value = params.get("nodes") || "20";
   $("p-search").value = params.get("s") || "";
+  for (const f of NAME_FILTERS) $("p-" + f).value = params.get(f) || "";
+  // A peek or source view open ("peek" or "list", and the expression).
+  let detail = params.get("peek") ? { kind: "peek", re: params.get("peek") } :
+    params.get("list") ? { kind: "list", re: params.get("list") } : null;
   profileContext(id);
   let wanted = params.get("si") || "";
-  // The sample type the flamegraph shows (null until it is first drawn).
+  // What the flamegraph shows (null until it is first drawn).
   let flameFor = null;
+  const names = () => Object.fromEntries(NAME_FILTERS.map((f) => [f, $("p-" + f).value]));
   const settings = () => ({ id, si: $("p-sample").value || wanted, sort: $("p-sort").value === "cum" ? "cum" : "",
-    nodes: $("p-nodes").value !== "20" ? $("p-nodes").value : "", s: $("p-search").value });
+    nodes: $("p-nodes").value !== "20" ? $("p-nodes").value : "", ...names(),
+    peek: detail && detail.kind === "peek" ? detail.re : "", list: detail && detail.kind === "list" ? detail.re : "",
+    s: $("p-search").value });
+  const showDetail = async () => {
+    if (!detail) { $("p-detail").hidden = true; return; }
+    const si = $("p-sample").value || wanted;
+    const url = detail.kind === "peek" ? "/api/peek?" : "/api/source?";
+    $("p-detail").hidden = false;
+    $("p-detail-title").textContent = (detail.kind === "peek" ? "callers and callees of " : "source lines of ") + detail.re;
+    $("p-detail-header").textContent = "";
+    $("p-detail-body").replaceChildren(el("p", "…", "muted"));
+    try {
+      const doc = await getJSON(url + q({ id, sample_index: si, re: detail.re, cum: $("p-sort").value === "cum", ...names() }));
+      if (detail.kind === "peek") {
+        $("p-detail-header").textContent = doc.report.header.join("\n");
+        $("p-detail-body").replaceChildren(peekTable(doc.report));
+      } else {
+        $("p-detail-header").textContent = `Total: ${doc.report.total_fmt}` +
+          (doc.sources ? "" : " · no source text: start agentprof ui with --source-path DIR to read it");
+        $("p-detail-body").replaceChildren(sourceTables(doc));
+      }
+    } catch (e) {
+      $("p-detail-body").replaceChildren(el("p", String(e.message || e), "muted"));
+    }
+  };
+  const pick = (name, row) => {
+    for (const r of $("p-top").tBodies[0].rows) r.classList.toggle("picked", r === row);
+    $("p-act-name").textContent = name;
+    $("p-act").hidden = false;
+    for (const b of $("p-act").querySelectorAll("button")) {
+      b.onclick = () => {
+        const re = exactly(name), act = b.dataset.act;
+        if (act === "focus") $("p-focus").value = re;
+        else if (act === "ignore" || act === "hide") {
+          const box = $("p-" + act);
+          box.value = box.value ? box.value + "|" + re : re;
+        } else detail = { kind: act, re };
+        draw().catch(showError);
+      };
+    }
+    $("p-act").scrollIntoView({ block: "nearest" });
+  };
+  pickFromFlame = pick;
   const draw = async () => {
     const si = $("p-sample").value || wanted;
     const cum = $("p-sort").value === "cum";
     const nodes = $("p-nodes").value;
-    // The flamegraph is drawn beside the table (the server decodes the profile once).
-    if (flameFor === null || si !== flameFor) {
-      flameFor = si;
-      loadFlame("p-flame", "/api/flamegraph.svg?" + q({ id, sample_index: si }), $("p-search").value);
+    // The flamegraph is drawn beside the table (the server decodes the profile once), of
+    // what the filters keep.
+    const flameKey = JSON.stringify([si, names()]);
+    if (flameFor === null || flameKey !== flameFor) {
+      flameFor = flameKey;
+      loadFlame("p-flame", "/api/flamegraph.svg?" + q({ id, sample_index: si, ...names() }), $("p-search").value);
     }
-    const doc = await getJSON("/api/top?" + q({ id, sample_index: si, cum, nodes }));
+    const doc = await getJSON("/api/top?" + q({ id, sample_index: si, cum, nodes, ...names() }));
     const sel = $("p-sample");
     if (sel.options.length !== doc.sample_types.length) {
       sel.replaceChildren(...doc.sample_types.map((t) => new Option(`${t.type} (${t.unit})`, t.type)));
       sel.value = doc.report.sample_type;
       wanted = "";
     }
+    $("p-warn").textContent = (doc.warnings || []).join(" · ");
     $("p-header").textContent = doc.report.header.join("\n");
-    topTable($("p-top"), doc.report);
+    topTable($("p-top"), doc.report, pick);
     keepInHash("p", settings());
+    await showDetail();
   };
   $("p-sample").replaceChildren();
-  for (const c of ["p-sample", "p-sort", "p-nodes"]) $(c).onchange = () => draw().catch(showError);
+  for (const c of ["p-sample", "p-sort", "p-nodes", ...NAME_FILTERS.map((f) => "p-" + f)]) $(c).onchange = () => draw().catch(showError);
+  $("p-clear").onclick = () => { for (const f of NAME_FILTERS) $("p-" + f).value = ""; draw().catch(showError); };
+  $("p-detail-close").onclick = () => { detail = null; $("p-detail").hidden = true; keepInHash("p", settings()); };
   searchBox("p-search", "p-flame", () => keepInHash("p", settings()));
   await draw();
 }
@@ -402,6 +544,8 @@ async function route() {
 }
 
 window.addEventListener("hashchange", route);
+// No form of the page is ever sent: Enter acts in place.
+document.addEventListener("submit", (ev) => ev.preventDefault());
 for (const id of ["f-service", "f-type", "f-cause", "f-from", "f-to", "f-text"]) {
   document.addEventListener("DOMContentLoaded", () => { $(id).oninput = renderList; });
 }
