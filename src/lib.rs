@@ -13,6 +13,7 @@ pub mod duration;
 pub mod emit;
 pub mod error;
 pub mod gate;
+pub mod http;
 pub mod k8s;
 pub mod metrics;
 pub mod pprof;

@@ -61,11 +61,11 @@ pub struct Pool {
 }
 
 fn lock(shared: &Shared) -> MutexGuard<'_, State> {
-    shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    crate::sync::lock(&shared.state)
 }
 
 fn send(shared: &Shared, msg: Msg) {
-    let tx = shared.tx.lock().unwrap_or_else(|e| e.into_inner());
+    let tx = crate::sync::lock(&shared.tx);
     let _ = tx.send(msg);
 }
 

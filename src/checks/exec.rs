@@ -104,7 +104,7 @@ fn spawn_reader(
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => return,
             };
-            let Ok(mut c) = out.lock() else { return };
+            let mut c = crate::sync::lock(&out);
             c.total += n as u64;
             match keep {
                 Keep::Head(max) => {
@@ -177,9 +177,8 @@ fn end_of_output(
 }
 
 fn taken(c: &std::sync::Arc<std::sync::Mutex<Collected>>) -> (Vec<u8>, u64) {
-    c.lock()
-        .map(|mut c| (std::mem::take(&mut c.bytes), c.total))
-        .unwrap_or_default()
+    let mut c = crate::sync::lock(c);
+    (std::mem::take(&mut c.bytes), c.total)
 }
 
 /// Waits for `pid` to exit without reaping it, so /proc still has its final I/O counters.

@@ -94,7 +94,9 @@ fn calibration_loop(kind: CheckKind) -> &'static str {
 
 fn calibrate(kind: CheckKind, host: &Host) -> Option<f64> {
     match host {
-        Some(h) if kind == CheckKind::Python => h.lock().ok().and_then(|mut h| h.calibrate().ok()),
+        Some(h) if kind == CheckKind::Python => {
+            crate::sync::lock_unless_poisoned(h).and_then(|mut h| h.calibrate().ok())
+        }
         _ => Some(calibrate_native()),
     }
 }
@@ -242,10 +244,9 @@ fn measure(config: &AgentConfig, plan: &Plan, first: LoadedCheck) -> anyhow::Res
         medians.0.extend(wall);
         medians.1.extend(cpu);
         let folded = last && plan.stacks;
-        if let Some(p) = host
-            .as_ref()
-            .and_then(|h| h.lock().ok().and_then(|mut h| h.pstats(20, folded).ok()))
-        {
+        if let Some(p) = host.as_ref().and_then(|h| {
+            crate::sync::lock_unless_poisoned(h).and_then(|mut h| h.pstats(20, folded).ok())
+        }) {
             let c = calls.get_or_insert((0, 0));
             c.0 += p.total_calls;
             c.1 += per as usize;
@@ -307,9 +308,8 @@ fn warm_up(
         return Err(anyhow::anyhow!("{name}: the warm-up run failed: {e}"));
     }
     if let Some(h) = host
-        && let Err(e) = h
-            .lock()
-            .map_err(|e| e.to_string())
+        && let Err(e) = crate::sync::lock_unless_poisoned(h)
+            .ok_or_else(|| "the Python host is unusable after an earlier failure".to_string())
             .and_then(|mut h| h.reset_stats())
     {
         return Err(anyhow::anyhow!("{name}: {e}"));

@@ -138,12 +138,7 @@ fn check_runs(batch: &Batch<'_>) -> Value {
 
 impl DatadogApi {
     pub fn start(api_key: String, base: String) -> Result<DatadogApi, String> {
-        // rustls with ring, not aws-lc: the build stays light.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::blocking::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(10))
+        let client = crate::http::blocking(Duration::from_secs(10))
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         let shared = Arc::new(Shared {
@@ -165,9 +160,7 @@ impl DatadogApi {
     }
 
     fn push(&self, p: Payload) {
-        let Ok(mut q) = self.shared.queue.lock() else {
-            return;
-        };
+        let mut q = crate::sync::lock(&self.shared.queue);
         if q.0.len() >= QUEUE {
             q.0.pop_front();
             self.shared.stats.dropped.fetch_add(1, Ordering::Relaxed);
@@ -184,9 +177,7 @@ fn sender_shown(base: &str) -> String {
 fn sender(client: reqwest::blocking::Client, key: String, base: String, shared: Arc<Shared>) {
     loop {
         let next = {
-            let Ok(mut q) = shared.queue.lock() else {
-                return;
-            };
+            let mut q = crate::sync::lock(&shared.queue);
             loop {
                 if let Some(p) = q.0.pop_front() {
                     break Some(p);
@@ -264,7 +255,7 @@ fn sender(client: reqwest::blocking::Client, key: String, base: String, shared: 
 
 impl Shared {
     fn closing(&self) -> bool {
-        self.queue.lock().map(|q| q.1).unwrap_or(true)
+        crate::sync::lock(&self.queue).1
     }
 }
 
@@ -316,18 +307,14 @@ impl Forwarder for DatadogApi {
     fn flush(&mut self) -> std::io::Result<()> {
         let deadline = Instant::now() + Duration::from_millis(1500);
         while Instant::now() < deadline {
-            let empty = self
-                .shared
-                .queue
-                .lock()
-                .map(|q| q.0.is_empty())
-                .unwrap_or(true);
+            let empty = crate::sync::lock(&self.shared.queue).0.is_empty();
             if empty {
                 break;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        if let Ok(mut q) = self.shared.queue.lock() {
+        {
+            let mut q = crate::sync::lock(&self.shared.queue);
             let left = q.0.len() as u64;
             q.0.clear();
             q.1 = true;

@@ -114,7 +114,7 @@ async fn config(c: &Connect) -> Result<(kube::Config, String), UsageError> {
 
 /// A kube client from `config`, under agentprof's API layer.
 pub fn client(config: kube::Config, api: &Arc<ApiStats>) -> Result<kube::Client, String> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::http::tls();
     Ok(kube::client::ClientBuilder::try_from(config)
         .map_err(|e| e.to_string())?
         .with_layer(&super::api::ApiLayer::new(Arc::clone(api)))

@@ -161,19 +161,20 @@ impl Metrics {
         self.skipped
             .get_or_create(&vec![("reason", reason.to_string())])
             .inc();
-        if let Ok(mut m) = self.skips.lock() {
-            *m.entry(reason.to_string()).or_default() += 1;
-        }
+        *crate::sync::lock(&self.skips)
+            .entry(reason.to_string())
+            .or_default() += 1;
     }
 
     /// Skips so far by reason.
     pub fn skips(&self) -> std::collections::BTreeMap<String, u64> {
-        self.skips.lock().map(|m| m.clone()).unwrap_or_default()
+        crate::sync::lock(&self.skips).clone()
     }
 
     pub fn render(&self) -> String {
         // API counts live in the client's layer: bring the counters up to them.
-        if let Ok(mut seen) = self.api_seen.lock() {
+        {
+            let mut seen = crate::sync::lock(&self.api_seen);
             for (verb, resource, code, n) in self.api.snapshot() {
                 let labels = vec![
                     ("verb", verb.to_string()),

@@ -120,13 +120,7 @@ fn builder(
     tls: &Tls,
     [ca_name, cert_name, key_name]: [&str; 3],
 ) -> Result<reqwest::blocking::ClientBuilder, String> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut b = reqwest::blocking::Client::builder()
-        .no_proxy()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(timeout)
-        .connect_timeout(timeout.min(Duration::from_secs(10)))
-        .user_agent(concat!("agentprof/", env!("CARGO_PKG_VERSION")));
+    let mut b = crate::http::blocking(timeout);
     if let Some(ca) = &tls.ca {
         let pem = read_pem(ca, ca_name)?;
         let certs = reqwest::Certificate::from_pem_bundle(&pem)

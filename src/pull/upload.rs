@@ -242,12 +242,7 @@ impl Uploader {
         spool_limit: u64,
         timeout: Duration,
     ) -> Result<Uploader, String> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::blocking::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(timeout)
-            .user_agent(concat!("agentprof/", env!("CARGO_PKG_VERSION")))
+        let client = crate::http::blocking(timeout)
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         let stats = Arc::new(UploadStats::default());

@@ -330,7 +330,7 @@ pub(super) fn router(state: Arc<State>) -> axum::Router {
 pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::http::tls();
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
         .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?
         .collect::<Result<_, _>>()

@@ -20,7 +20,7 @@ pub struct Receiver {
 impl Receiver {
     pub fn start(sb: &Sandbox, extra: &[&str]) -> Receiver {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentprof"))
+        let mut child = Command::new(crate::support::server_bin())
             .current_dir(sb.path())
             .args([
                 "receive",

@@ -371,3 +371,51 @@ fn large_real_go_profiles_are_accepted() {
         heap.len()
     );
 }
+
+/// The uploads series takes its language label from a fixed set: a client's own `language:`
+/// tag (escape sequences, markup, a new name per upload) is `other`, so no client can grow
+/// /metrics or write into it.
+#[test]
+fn the_language_label_is_one_of_a_fixed_set() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let sb = Sandbox::new();
+    let metrics = format!("127.0.0.1:{port}");
+    let rx = Receiver::start(&sb, &["--metrics-listen", &metrics]);
+    let url = rx.url();
+    let tags = [
+        "service:a,language:go".to_string(),
+        "service:b,language:\u{1b}[31mevil".to_string(),
+        "service:c,language:cobol<i>".to_string(),
+    ]
+    .into_iter()
+    .chain((0..20).map(|i| format!("service:d,language:lang{i}")));
+    let mut sent = 0;
+    for t in tags {
+        let (body, ct) = recorded_upload(&t);
+        assert_eq!(post(&url, body, &ct).0, 202, "{t}");
+        rx.next();
+        sent += 1;
+    }
+    let text = reqwest::blocking::get(format!("http://{metrics}/metrics"))
+        .unwrap()
+        .text()
+        .unwrap();
+    let series: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("agentprof_receive_uploads") && l.contains("language="))
+        .collect();
+    let languages: std::collections::BTreeSet<&str> = series
+        .iter()
+        .filter_map(|l| l.split("language=\"").nth(1)?.split('"').next())
+        .collect();
+    assert_eq!(
+        languages,
+        ["go", "other"].into_iter().collect(),
+        "{sent} uploads: {series:?}"
+    );
+    assert!(!text.contains("evil") && !text.contains("cobol") && !text.contains("lang1"));
+}

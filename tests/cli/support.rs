@@ -23,6 +23,15 @@ impl Run {
     }
 }
 
+/// The agentprof the servers' tests start: this build's, or `$AGENTPROF_BIN` (so a release
+/// binary's memory can be measured by the same test:
+/// `AGENTPROF_BIN=target/release/agentprof cargo test … -- --nocapture`).
+pub fn server_bin() -> PathBuf {
+    std::env::var_os("AGENTPROF_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_agentprof")))
+}
+
 /// A scratch directory the command runs in, with its own conf.d.
 pub struct Sandbox {
     pub dir: tempfile::TempDir,

@@ -21,7 +21,7 @@ impl Ui {
 
     pub fn start(sb: &Sandbox, args: &[&str]) -> Ui {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentprof"))
+        let mut child = Command::new(crate::support::server_bin())
             .current_dir(sb.path())
             .arg("ui")
             .args(args)

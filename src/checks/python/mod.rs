@@ -367,9 +367,9 @@ pub struct PythonCheck {
 
 impl ExternalCheck for PythonCheck {
     fn run(&mut self, sink: &mut Sink, timeout: Duration, opts: RunOptions) -> ExternalRun {
-        match self.host.lock() {
-            Ok(mut h) => h.run(self.index, sink, timeout, opts),
-            Err(_) => ExternalRun {
+        match crate::sync::lock_unless_poisoned(&self.host) {
+            Some(mut h) => h.run(self.index, sink, timeout, opts),
+            None => ExternalRun {
                 result: Err("the Python host is unusable after an earlier failure".into()),
                 started_at: crate::duration::unix_now(),
                 cost: RunCost::default(),

@@ -254,7 +254,7 @@ pub(super) fn parse_both(previous: Vec<u8>, current: &[u8]) -> R<(Prev, Tables, 
     let queue = std::sync::Mutex::new(jobs.into_iter());
     let work = || -> R<Vec<(usize, PrevBlock)>> {
         let mut done = Vec::new();
-        while let Some(job) = queue.lock().ok().and_then(|mut q| q.next()) {
+        while let Some(job) = crate::sync::lock(&queue).next() {
             match job {
                 Job::Prev(k, block) => done.push((k, prev_block(block, k * BLOCK, &pt, &cum)?)),
                 Job::Cur(block, keys) => cur_block(block, &ct, keys)?,

@@ -1,0 +1,26 @@
+//! The one way agentprof talks HTTP(S) to other servers: rustls with ring (no OpenSSL, no
+//! aws-lc), chosen once for the process; no proxy taken from the environment, no redirect
+//! followed, a deadline on every request and on every connection, agentprof's user agent.
+
+use std::time::Duration;
+
+/// Chooses rustls' ring provider for the process (the first call does; the rest find it
+/// chosen). Every TLS client and server of agentprof calls it before it builds its config.
+pub fn tls() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// A blocking client builder with agentprof's rules; `timeout` bounds each request whole,
+/// and connecting takes at most 10 s of it.
+pub fn blocking(timeout: Duration) -> reqwest::blocking::ClientBuilder {
+    tls();
+    reqwest::blocking::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(10)))
+        .user_agent(concat!("agentprof/", env!("CARGO_PKG_VERSION")))
+}
