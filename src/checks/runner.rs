@@ -244,6 +244,11 @@ impl Runner {
         self.instances.len()
     }
 
+    /// The `pos`-th instance's index in its configuration (`instances[N]`).
+    pub fn instance_index(&self, pos: usize) -> usize {
+        self.instances[pos].index
+    }
+
     /// Measures only the wall time of in-process runs: the process snapshots (fd list, socket
     /// tables) cost more than a small built-in check, and the agent outside developer mode
     /// does not report them.
@@ -532,5 +537,59 @@ mod tests {
         assert!(rec.cost.cpu_user_s.is_some() && rec.cost.cpu_system_s.is_some());
         assert!(rec.cost.threads.unwrap() >= 2);
         assert_eq!(rec.cost.peak_scope, Some(crate::profile::PeakScope::Run));
+    }
+
+    struct Spins(u64);
+    impl Check for Spins {
+        fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
+            std::hint::black_box(crate::profile::sampler_tests::spin(self.0));
+            sink.gauge("spun", 1.0, &[]);
+            Ok(())
+        }
+    }
+
+    /// A run that times out between two that compute: the run after it, on the runner's
+    /// fresh thread, is sampled as fully as the one before (the sampler's timer follows the
+    /// thread that runs).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_profile_samples_the_runs_after_a_timed_out_one() {
+        let _one = crate::sync::lock(&crate::profile::sampler_tests::ONE_SAMPLER);
+        let config = AgentConfig::load(&LoadOptions {
+            config: None,
+            confd: Some(std::env::temp_dir()),
+            checks: None,
+            python: None,
+        })
+        .unwrap();
+        let timeout = |t| InstanceCommon {
+            timeout: t,
+            ..Default::default()
+        };
+        let loaded = LoadedCheck::in_process(
+            "test",
+            vec![
+                (timeout(None), Box::new(Spins(150)) as Box<dyn Check>),
+                (
+                    timeout(Some(0.05)),
+                    Box::new(Sleepy(Duration::from_secs(1))),
+                ),
+                (timeout(None), Box::new(Spins(150))),
+            ],
+        );
+        let mut r = Runner::new(loaded, &config, None, Some(1000), false);
+        let mut counts = Vec::new();
+        for pos in 0..3 {
+            let before = r.profile.as_ref().unwrap().sampler.samples_so_far();
+            let rec = r.run(pos, 1);
+            assert_eq!(rec.error.is_some(), pos == 1, "{:?}", rec.error);
+            counts.push(r.profile.as_ref().unwrap().sampler.samples_so_far() - before);
+        }
+        // 150 ms of CPU at 1000 Hz: about 150 samples each (the sleeping run takes none).
+        assert!(
+            counts[0] >= 100 && counts[2] >= 100,
+            "samples per run: {counts:?}"
+        );
+        assert!(counts[1] <= 5, "samples per run: {counts:?}");
     }
 }

@@ -423,18 +423,23 @@ fn print(report: &CheckReport, opts: &CheckOptions) -> anyhow::Result<()> {
 }
 
 /// With `--profile` on a built-in whose measured runs gave too few samples, repeats its
-/// first instance until the profile is worth a table; how many repetitions ran.
+/// first instance whose runs all succeeded (one that failed or timed out is not run again)
+/// until the profile is worth a table; how many repetitions ran.
 fn repeat_for_profile(
     runner: &mut Runner,
     records: &[crate::profile::RunRecord],
     sampled: bool,
 ) -> u32 {
-    if !sampled || records.iter().any(|r| r.error.is_some()) {
+    let failed = |i: usize| records.iter().any(|r| r.instance == i && r.error.is_some());
+    let Some(pos) = (0..runner.instance_count())
+        .find(|&pos| !failed(runner.instance_index(pos)))
+        .filter(|_| sampled)
+    else {
         return 0;
-    }
+    };
     let mut progress = Progress::new(REPEAT_FOR_SAMPLES, "sampling more runs:");
     let goal = (MIN_PROFILE_SAMPLES, REPEAT_FOR_SAMPLES);
-    let n = runner.repeat_for_profile(0, goal, REPEAT_BUDGET, |have| {
+    let n = runner.repeat_for_profile(pos, goal, REPEAT_BUDGET, |have| {
         progress.set(have.min(REPEAT_FOR_SAMPLES))
     });
     progress.finish();

@@ -13,5 +13,7 @@ pub use callprofile::{CallProfile, Frame, ProfileKind, Sample};
 pub use flamegraph::{folded, write_flamegraph};
 pub use pstats::PstatsReport;
 pub use record::{AllocLine, MemoryProfile, PeakScope, RunCost, RunRecord, RunStatus};
+#[cfg(test)]
+pub(crate) use sampler::tests as sampler_tests;
 pub use sampler::{RUN_THREAD_NAME, Sampler, ThreadId, measured_run};
 pub use top::{TopRow, TopTable, top};

@@ -48,22 +48,31 @@ mod imp {
     use std::collections::{HashMap, HashSet};
     use std::ffi::c_void;
     use std::sync::Once;
-    use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, compiler_fence};
+    use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
     use anyhow::bail;
 
     use super::super::{CallProfile, Frame};
     use super::ThreadId;
 
-    /// Words per sample: [frame count, interrupted pc, weight, return addresses…].
+    /// Words per sample: [state, frame count, interrupted pc, weight, check, return addresses…].
     const SLOT: usize = 128;
-    const HEADER: usize = 3;
+    const HEADER: usize = 5;
+    /// A slot's state word: free to claim, being written by a handler, or whole.
+    const FREE: u64 = 0;
+    const WRITING: u64 = 1;
+    const WHOLE: u64 = 2;
     /// Samples one run can hold; later ones are counted as dropped. The buffer is zero pages
     /// until written, so only samples actually taken cost memory.
     const CAPACITY: usize = 16_384;
 
     static BUFFER: AtomicPtr<u64> = AtomicPtr::new(std::ptr::null_mut());
     static NEXT: AtomicUsize = AtomicUsize::new(0);
+    /// Whether handlers record. `stop` clears it and then waits for INFLIGHT to reach 0; a
+    /// handler raises INFLIGHT and then reads it. Both pairs are sequentially consistent, so
+    /// either the handler sees it cleared or `stop` sees the handler in flight (the two
+    /// cannot both miss each other, as they could with weaker orderings on x86's store
+    /// buffer).
     static ACTIVE: AtomicBool = AtomicBool::new(false);
     /// Handlers running right now: with process-wide sampling, several threads may be in one.
     static INFLIGHT: AtomicUsize = AtomicUsize::new(0);
@@ -72,6 +81,9 @@ mod imp {
     static INSTALL: Once = Once::new();
     /// Samples of threads that asked not to be profiled (naming sampled functions).
     static NOT_SAMPLED: AtomicUsize = AtomicUsize::new(0);
+    /// Samples whose slot was not free when claimed (a handler of an earlier run still
+    /// writing it after `stop` gave up waiting): not recorded.
+    static BUSY_SLOT: AtomicUsize = AtomicUsize::new(0);
 
     thread_local! {
         /// Set on agentprof's own symbolising thread: its samples are counted, not recorded,
@@ -79,14 +91,36 @@ mod imp {
         static UNSAMPLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     }
 
+    /// The state word of slot `i` of `buf`.
+    ///
+    /// # Safety
+    /// `buf` is the sample buffer and `i < CAPACITY`.
+    unsafe fn state<'a>(buf: *mut u64, i: usize) -> &'a AtomicU64 {
+        // SAFETY: the word is inside the buffer, aligned, and only ever accessed atomically.
+        unsafe { AtomicU64::from_ptr(buf.add(i * SLOT)) }
+    }
+
+    /// The check word of a sample: its frame count, pc, weight and frames folded together,
+    /// so the reader can tell a whole sample from a mixture of two.
+    fn check_word(words: &[u64]) -> u64 {
+        words
+            .iter()
+            .fold(0x9e37_79b9_7f4a_7c15u64, |h, &w| (h ^ w).rotate_left(17))
+    }
+
     extern "C" fn on_sigprof(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
-        INFLIGHT.fetch_add(1, Ordering::AcqRel);
+        // The interrupted code may be between a failing call and its read of errno.
+        // SAFETY: the calling thread's errno, read and written on that thread.
+        let errno = unsafe { *libc::__errno_location() };
+        INFLIGHT.fetch_add(1, Ordering::SeqCst);
         record(sig, info, ctx);
-        INFLIGHT.fetch_sub(1, Ordering::AcqRel);
+        INFLIGHT.fetch_sub(1, Ordering::Release);
+        // SAFETY: as above.
+        unsafe { *libc::__errno_location() = errno };
     }
 
     fn record(_sig: libc::c_int, _info: *mut libc::siginfo_t, ctx: *mut c_void) {
-        if !ACTIVE.load(Ordering::Acquire) {
+        if !ACTIVE.load(Ordering::SeqCst) {
             return;
         }
         if UNSAMPLED.with(std::cell::Cell::get) {
@@ -100,15 +134,24 @@ mod imp {
         if buf.is_null() || i >= CAPACITY {
             return;
         }
-        // SAFETY: slot i is inside the buffer (i < CAPACITY) and only this handler writes it
-        // (slots are claimed atomically); the reader waits until no handler is in flight.
+        // SAFETY: slot i is inside the buffer (i < CAPACITY); its state word decides who may
+        // write it: only the handler that moves it from FREE to WRITING, and the reader only
+        // reads (and frees) a slot in state WHOLE.
         unsafe {
+            let state = state(buf, i);
+            if state
+                .compare_exchange(FREE, WRITING, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                BUSY_SLOT.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
             let slot = buf.add(i * SLOT);
-            *slot.add(1) = interrupted_pc(ctx);
+            let pc = interrupted_pc(ctx);
             // CPU-clock timers fire on scheduler ticks (often 4 ms): periods that elapsed
             // since the last signal are overruns, and this sample stands for all of them.
             let overrun = libc::timer_getoverrun(TIMER.load(Ordering::Acquire));
-            *slot.add(2) = 1 + overrun.max(0) as u64;
+            let weight = 1 + overrun.max(0) as u64;
             let mut n = 0usize;
             backtrace::trace_unsynchronized(|frame| {
                 if n >= SLOT - HEADER {
@@ -118,7 +161,12 @@ mod imp {
                 n += 1;
                 true
             });
-            *slot = n as u64;
+            *slot.add(1) = n as u64;
+            *slot.add(2) = pc;
+            *slot.add(3) = weight;
+            let frames = std::slice::from_raw_parts(slot.add(HEADER), n);
+            *slot.add(4) = check_word(&[n as u64, pc, weight]) ^ check_word(frames);
+            state.store(WHOLE, Ordering::Release);
         }
     }
 
@@ -179,6 +227,8 @@ mod imp {
         scope: Scope,
         frequency_hz: u32,
         timer: Option<libc::timer_t>,
+        /// The thread whose CPU clock `timer` runs on (thread scope).
+        timer_thread: Option<libc::pid_t>,
         /// address -> interned frames, kept across runs so each address is resolved once.
         symbols: HashMap<(u64, bool), Vec<Frame>>,
         /// Stacks (addresses, leaf first) sampled since the last `finish`, with their weight.
@@ -187,6 +237,8 @@ mod imp {
         pub dropped: u64,
         /// Samples of the run thread outside `measured_run` (the runner's own snapshots).
         pub outside_run: u64,
+        /// Samples not whole when read (their check word did not match): not recorded.
+        pub torn: u64,
     }
 
     impl Sampler {
@@ -195,10 +247,12 @@ mod imp {
                 scope: Scope::Thread,
                 frequency_hz: frequency_hz.max(1),
                 timer: None,
+                timer_thread: None,
                 symbols: HashMap::new(),
                 raw: HashMap::new(),
                 dropped: 0,
                 outside_run: 0,
+                torn: 0,
             }
         }
 
@@ -235,7 +289,7 @@ mod imp {
                 self.arm(timer)?;
                 self.timer = Some(timer);
             }
-            ACTIVE.store(true, Ordering::Release);
+            ACTIVE.store(true, Ordering::SeqCst);
             Ok(())
         }
 
@@ -262,21 +316,30 @@ mod imp {
         /// Moves what was sampled so far out of the buffer and goes on sampling.
         pub fn drain(&mut self) {
             self.stop();
-            ACTIVE.store(true, Ordering::Release);
+            ACTIVE.store(true, Ordering::SeqCst);
         }
 
-        /// Starts sampling `thread` on its CPU clock. The timer is created once and keeps
-        /// running across runs: a run shorter than one period is still sampled in proportion
-        /// to its CPU, because the clock counts the thread's CPU, not the run's.
+        /// Starts sampling `thread` on its CPU clock. The timer is created once per thread
+        /// and keeps running across that thread's runs: a run shorter than one period is
+        /// still sampled in proportion to its CPU, because the clock counts the thread's CPU,
+        /// not the run's. A run on another thread (the runner replaces a thread whose run
+        /// timed out) gets a timer of its own, the old one deleted.
         pub fn start(&mut self, thread: ThreadId) -> anyhow::Result<()> {
             if !install() {
                 bail!("cannot allocate the sample buffer");
             }
             NEXT.store(0, Ordering::Relaxed);
+            if self.timer_thread != Some(thread.tid)
+                && let Some(old) = self.timer.take()
+            {
+                // SAFETY: the timer was created by this sampler and is deleted once.
+                unsafe { libc::timer_delete(old) };
+            }
             if self.timer.is_none() {
                 self.timer = Some(self.create_timer(thread)?);
+                self.timer_thread = Some(thread.tid);
             }
-            ACTIVE.store(true, Ordering::Release);
+            ACTIVE.store(true, Ordering::SeqCst);
             Ok(())
         }
 
@@ -314,38 +377,52 @@ mod imp {
 
         /// Stops sampling; the run's stacks are kept as addresses until `finish`.
         pub fn stop(&mut self) {
-            ACTIVE.store(false, Ordering::Release);
-            compiler_fence(Ordering::SeqCst);
-            // A handler on another thread may still be writing its slot.
+            ACTIVE.store(false, Ordering::SeqCst);
+            // A handler on another thread may still be writing its slot. One stuck there
+            // (its thread stopped by a debugger) is not waited for past 100 ms: its slot
+            // stays WRITING, is not read, and is not claimed again until it is whole.
             let t = std::time::Instant::now();
-            while INFLIGHT.load(Ordering::Acquire) > 0
+            while INFLIGHT.load(Ordering::SeqCst) > 0
                 && t.elapsed() < std::time::Duration::from_millis(100)
             {
                 std::hint::spin_loop();
             }
             let taken = NEXT.swap(0, Ordering::AcqRel);
             let n = taken.min(CAPACITY);
-            self.dropped += (taken - n) as u64;
+            self.dropped += (taken - n + BUSY_SLOT.swap(0, Ordering::Relaxed)) as u64;
             let buf = BUFFER.load(Ordering::Acquire);
             for i in 0..n {
-                // SAFETY: slots below `n` were written by the handler, which no longer runs.
+                // SAFETY: i < CAPACITY; a slot is read only in state WHOLE, when no handler
+                // writes it (a handler writes only a slot it moved from FREE).
+                let state = unsafe { state(buf, i) };
+                if state.load(Ordering::Acquire) != WHOLE {
+                    continue;
+                }
+                // SAFETY: as above; the slot is the buffer's i-th.
                 let slot = unsafe { std::slice::from_raw_parts(buf.add(i * SLOT), SLOT) };
-                let depth = (slot[0] as usize).min(SLOT - HEADER);
-                let (pc, weight) = (slot[1], slot[2].max(1));
+                let depth = (slot[1] as usize).min(SLOT - HEADER);
+                let (pc, weight) = (slot[2], slot[3]);
                 let ips = &slot[HEADER..HEADER + depth];
+                let whole = check_word(&[slot[1], pc, weight]) ^ check_word(ips) == slot[4];
                 // Frames above the interrupted one belong to the handler and the signal
                 // trampoline: start where the unwinder reached the interrupted pc.
                 let stack = match ips.iter().position(|&ip| ip == pc) {
-                    Some(at) => &ips[at..],
-                    None if pc != 0 => std::slice::from_ref(&slot[1]),
-                    None => continue,
+                    _ if !whole => None,
+                    Some(at) => Some(&ips[at..]),
+                    None if pc != 0 => Some(&slot[2..3]),
+                    None => None,
                 };
-                match self.raw.get_mut(stack) {
-                    Some(c) => *c += weight,
-                    None => {
-                        self.raw.insert(stack.to_vec(), weight);
+                if let Some(stack) = stack {
+                    match self.raw.get_mut(stack) {
+                        Some(c) => *c += weight.max(1),
+                        None => {
+                            self.raw.insert(stack.to_vec(), weight.max(1));
+                        }
                     }
                 }
+                self.torn += u64::from(!whole);
+                self.dropped += u64::from(!whole);
+                state.store(FREE, Ordering::Release);
             }
         }
 
@@ -505,7 +582,7 @@ mod imp {
 
     impl Drop for Sampler {
         fn drop(&mut self) {
-            ACTIVE.store(false, Ordering::Release);
+            ACTIVE.store(false, Ordering::SeqCst);
             if let Some(timer) = self.timer.take() {
                 // SAFETY: the timer was created by `start` and is deleted once.
                 unsafe { libc::timer_delete(timer) };
@@ -582,12 +659,35 @@ fn is_marker(function: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::profile::{CallProfile, ProfileKind};
 
-    /// The sampler's buffer is the process's: one sampling test at a time.
-    static ONE_SAMPLER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    /// The sampler's buffer is the process's: one sampling test at a time (the runner's
+    /// tests take it too).
+    pub(crate) static ONE_SAMPLER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// Burns `ms` of the calling thread's CPU (not wall time: the machine may be busy).
+    #[inline(never)]
+    pub(crate) fn spin(ms: u64) -> u64 {
+        let cpu_ms = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: writes into the timespec we own.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+        };
+        let start = cpu_ms();
+        let mut x = 0u64;
+        while cpu_ms() - start < ms {
+            for _ in 0..1000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+        }
+        x
+    }
 
     #[test]
     fn marker_is_recognised() {
@@ -601,27 +701,6 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn samples_a_busy_thread_and_cuts_at_the_marker() {
-        /// Burns `ms` of this thread's CPU (not wall time: the machine may be busy).
-        #[inline(never)]
-        fn spin(ms: u64) -> u64 {
-            let cpu_ms = || {
-                let mut ts = libc::timespec {
-                    tv_sec: 0,
-                    tv_nsec: 0,
-                };
-                // SAFETY: writes into the timespec we own.
-                unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-                ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
-            };
-            let start = cpu_ms();
-            let mut x = 0u64;
-            while cpu_ms() - start < ms {
-                for _ in 0..1000 {
-                    x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
-                }
-            }
-            x
-        }
         let _one = crate::sync::lock(&ONE_SAMPLER);
         let (tx, rx) = std::sync::mpsc::channel();
         let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
@@ -696,5 +775,61 @@ mod tests {
         let mut p = CallProfile::new(ProfileKind::Cpu, 1000, 0);
         sampler.finish(&mut p);
         assert!(p.total_samples() > 0, "no samples");
+    }
+
+    /// Many short runs whose stop races the timer (10 kHz on a thread that never stops
+    /// computing, stopped and started again every few hundred microseconds): every sample
+    /// read is whole — its check word matches — and none is lost to a slot still being
+    /// written, and the handler leaves the interrupted code's errno as it was.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_stop_racing_the_timer_reads_only_whole_samples() {
+        let _one = crate::sync::lock(&ONE_SAMPLER);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let errno_changed = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (d, e) = (done.clone(), errno_changed.clone());
+        let worker = std::thread::spawn(move || {
+            tx.send(ThreadId::current()).unwrap();
+            measured_run(|| {
+                while !d.load(std::sync::atomic::Ordering::Relaxed) {
+                    // SAFETY: this thread's errno.
+                    unsafe { *libc::__errno_location() = 4242 };
+                    std::hint::black_box(spin(0));
+                    // SAFETY: as above.
+                    if unsafe { *libc::__errno_location() } != 4242 {
+                        e.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            })
+        });
+        let id = rx.recv().unwrap();
+        let mut sampler = Sampler::new(10_000);
+        let t0 = std::time::Instant::now();
+        let mut cycles = 0u32;
+        while cycles < 3000 && t0.elapsed() < std::time::Duration::from_secs(10) {
+            sampler.start(id).unwrap();
+            std::thread::sleep(std::time::Duration::from_micros(
+                200 + u64::from(cycles % 7) * 50,
+            ));
+            sampler.stop();
+            cycles += 1;
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        worker.join().unwrap();
+        let samples = sampler.samples_so_far();
+        assert!(cycles > 100, "{cycles} cycles");
+        assert!(samples > 100, "{samples} samples in {cycles} cycles");
+        assert_eq!(
+            sampler.torn, 0,
+            "{} of {samples} samples were not whole",
+            sampler.torn
+        );
+        assert_eq!(sampler.dropped, 0, "samples lost in {cycles} cycles");
+        assert_eq!(
+            errno_changed.load(std::sync::atomic::Ordering::Relaxed),
+            0,
+            "the handler changed the sampled thread's errno"
+        );
     }
 }

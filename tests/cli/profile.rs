@@ -51,6 +51,24 @@ fn the_first_command_prints_a_real_top_table_from_repeated_runs() {
     }
 }
 
+/// An instance that times out between two that run: the runs after it (on the runner's
+/// fresh thread) are sampled, the timed-out one is not repeated, and the profile is of the
+/// instances that ran.
+#[test]
+fn a_timed_out_instance_leaves_the_others_sampled() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/process.yaml",
+        "instances:\n  - name: a\n    search_string: [init]\n  - name: b\n    search_string: [All]\n    exact_match: false\n    timeout: 0.001\n  - name: c\n    search_string: [init]\n",
+    );
+    let r = sb.run(&["check", "process", "--profile", "-t", "3", "--json"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let doc = r.json();
+    let p = &doc["profile"];
+    assert_eq!(p["meaningful"], true, "{p}");
+    assert!(p["samples"].as_u64().unwrap() >= 100, "{p}");
+}
+
 #[test]
 fn profile_pprof_and_flamegraph_agree() {
     let sb = Sandbox::new();
