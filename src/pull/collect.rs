@@ -300,9 +300,14 @@ impl One<'_, '_> {
                         Some(cpu as f64 / profile.proto.duration_nanos as f64);
                 }
             }
-            "heap" | "allocs" => {
-                figures.prof_go_lifetime_heap_objects = sum_of(&profile, "alloc_objects");
-                figures.prof_go_lifetime_heap_bytes = sum_of(&profile, "alloc_space");
+            // The allocs profile holds the same live-heap types; it stands in only where the
+            // heap profile was not pulled (the two are taken at different instants).
+            "heap" | "allocs"
+                if kind == "heap" || figures.prof_go_lifetime_heap_bytes.is_none() =>
+            {
+                let [(_, objects), (_, bytes)] = super::GO_LIVE_HEAP;
+                figures.prof_go_lifetime_heap_objects = sum_of(&profile, objects);
+                figures.prof_go_lifetime_heap_bytes = sum_of(&profile, bytes);
             }
             "goroutine" => figures.prof_go_num_goroutine = sum_of(&profile, "goroutine"),
             _ => {}

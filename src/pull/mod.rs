@@ -175,12 +175,22 @@ pub struct Pulled {
     pub top: Option<crate::pprof::report::TopReport>,
 }
 
+/// The heap profile's sample types behind `prof_go_lifetime_heap_objects` and
+/// `prof_go_lifetime_heap_bytes`: the live heap as of the last garbage collection
+/// (`inuse_objects`, `inuse_space`), which is what DataKit documents the figures to be ("total
+/// size of live objects in the heap"), not the allocations since start. The one definition
+/// `pull`, `k8s` and `receive` use.
+pub const GO_LIVE_HEAP: [(&str, &str); 2] = [
+    ("prof_go_lifetime_heap_objects", "inuse_objects"),
+    ("prof_go_lifetime_heap_bytes", "inuse_space"),
+];
+
 /// The Go runtime figures DataKit calls `profiling_metrics`.
 #[derive(Debug, Default, Serialize, Clone)]
 pub struct GoFigures {
     /// CPU time over wall time of the CPU profile (cores busy).
     pub prof_go_cpu_cores: Option<f64>,
-    /// Objects and bytes allocated since the process started (heap or allocs profile).
+    /// The live heap's objects and bytes ([`GO_LIVE_HEAP`]).
     pub prof_go_lifetime_heap_objects: Option<i64>,
     pub prof_go_lifetime_heap_bytes: Option<i64>,
     /// Nanoseconds goroutines spent blocked (block profile): within the collection when a

@@ -111,11 +111,10 @@ fn go_metrics(
             m.insert("prof_go_cpu_cores", cpu / ns);
         }
     }
-    if let Some(v) = total("heap", "inuse_objects") {
-        m.insert("prof_go_lifetime_heap_objects", v);
-    }
-    if let Some(v) = total("heap", "inuse_space") {
-        m.insert("prof_go_lifetime_heap_bytes", v);
+    for (figure, sample_type) in crate::pull::GO_LIVE_HEAP {
+        if let Some(v) = total("heap", sample_type) {
+            m.insert(figure, v);
+        }
     }
     if let Some(v) = total("block", "delay") {
         m.insert("prof_go_blocked_time", v);

@@ -488,11 +488,9 @@ fn legacy_profiles_read_as_go_tool_pprof_reads_them() {
         return;
     }
     let Some(dir) = google_pprof_testdata() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "github.com/google/pprof's test data could not be downloaded, and CI must compare with it"
+        crate::support::skip(
+            "github.com/google/pprof's test data could not be downloaded (.ci/run downloads it)",
         );
-        eprintln!("skipped: github.com/google/pprof could not be downloaded");
         return;
     };
     let sb = Sandbox::new();

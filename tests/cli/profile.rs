@@ -1,7 +1,7 @@
 //! `--profile`, `--flamegraph`, `--pprof`: sampled stacks of the check, read back with the
 //! reference tool (`go tool pprof`) when Go is installed.
 
-use crate::support::{Sandbox, has_go};
+use crate::support::Sandbox;
 
 /// A check that burns measurable CPU per run: every process on the machine.
 fn busy(sb: &Sandbox) {
@@ -112,8 +112,7 @@ fn profile_pprof_and_flamegraph_agree() {
     let bytes = std::fs::read(&pb).unwrap();
     assert_eq!(&bytes[..2], &[0x1f, 0x8b]);
 
-    if !has_go() {
-        eprintln!("go is not installed: skipping the go tool pprof comparison");
+    if !crate::support::require_go() {
         return;
     }
     // go tool pprof -raw: the sample counts must add up to ours.

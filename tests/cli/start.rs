@@ -475,7 +475,7 @@ fn developer_mode_profiles_the_whole_agent() {
         "the checks' work shows in the agent's profile:\n{}",
         top.stdout
     );
-    if crate::support::has_go() {
+    if crate::support::require_go() {
         let raw = std::process::Command::new("go")
             .args(["tool", "pprof", "-raw"])
             .arg(sb.path().join(pb))

@@ -118,21 +118,19 @@ pub fn metric_values(doc: &serde_json::Value, metric: &str) -> Vec<f64> {
 }
 
 /// True when Go can be used; in CI (where `.ci/run` installs it) its absence is a failure.
+#[track_caller]
 pub fn require_go() -> bool {
     if has_go() {
         return true;
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "go is not installed, and CI must run the comparisons with go tool pprof"
-    );
-    eprintln!("skipped: go is not installed, so there is no go tool pprof to compare with");
+    skip("go is not installed, so there is no go tool pprof to compare with");
     false
 }
 
 /// dd-trace-java's agent jar, as `.ci/run` fetches it into the local Maven repository
 /// (`$AGENTPROF_DD_JAVA_AGENT` names another), with a `java` to run it; in CI its absence
 /// is a failure.
+#[track_caller]
 pub fn dd_java_agent() -> Option<PathBuf> {
     let jar =
         std::env::var_os("AGENTPROF_DD_JAVA_AGENT")
@@ -151,16 +149,13 @@ pub fn dd_java_agent() -> Option<PathBuf> {
     if let (Some(jar), true) = (&jar, java) {
         return Some(jar.clone());
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "java or dd-java-agent 1.68.1 is missing (.ci/run installs them)"
-    );
-    eprintln!("skipped: java or dd-java-agent 1.68.1 is missing");
+    skip("java or dd-java-agent 1.68.1 is missing (.ci/run installs them)");
     None
 }
 
 /// The system's Chromium and Node with tests/browser's playwright-core (`.ci/run` installs
 /// them; `$AGENTPROF_CHROMIUM` names another Chromium); in CI their absence is a failure.
+#[track_caller]
 pub fn browser() -> Option<PathBuf> {
     let chromium = std::env::var_os("AGENTPROF_CHROMIUM")
         .map(PathBuf::from)
@@ -174,12 +169,10 @@ pub fn browser() -> Option<PathBuf> {
     if chromium.is_file() && playwright.is_file() && node {
         return Some(chromium);
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
+    skip(&format!(
         "chromium ({}), node or tests/browser's playwright-core is missing (.ci/run installs them)",
         chromium.display()
-    );
-    eprintln!("skipped: chromium, node or playwright-core is missing");
+    ));
     None
 }
 
@@ -212,13 +205,21 @@ pub fn go_cpu_percent(file: &Path) -> String {
 /// The total of `sample_index` in nanoseconds as `go tool pprof -unit=ns -top` prints it
 /// ("… 100% of 990000000ns total").
 pub fn go_total_ns(file: &Path, sample_index: &str) -> f64 {
+    go_total(file, sample_index, "ns")
+}
+
+/// `go tool pprof`'s total of `sample_index` in `unit` (`ns`, `B`, or `` for a count): the
+/// "of N total" of its `-top` header.
+pub fn go_total(file: &Path, sample_index: &str, unit: &str) -> f64 {
     let index = format!("-sample_index={sample_index}");
+    let unit_flag = format!("-unit={}", if unit.is_empty() { "minimum" } else { unit });
     let path = file.to_str().expect("utf-8 path");
-    let top = go(&["tool", "pprof", &index, "-unit=ns", "-top", path])
+    let top = go(&["tool", "pprof", &index, &unit_flag, "-top", path])
         .expect("go tool pprof -top reads the profile");
+    let suffix = format!("{unit} total");
     top.lines()
-        .find_map(|l| l.split(" of ").nth(1)?.strip_suffix("ns total"))
-        .and_then(|n| n.parse().ok())
+        .find_map(|l| l.split(" of ").nth(1)?.strip_suffix(suffix.as_str()))
+        .and_then(|n| n.trim().parse().ok())
         .unwrap_or_else(|| panic!("no total in go tool pprof's header:\n{top}"))
 }
 
@@ -342,6 +343,7 @@ pub fn cpu_exclusive() -> std::sync::MutexGuard<'static, ()> {
 /// The venv interpreter with datadog-checks-base: $AGENTPROF_TEST_PYTHON, else the one
 /// `scripts/test-venv.sh` finds or creates (so `cargo test` needs nothing set). When it cannot
 /// be had, a test fails under CI and says "skipped: why" otherwise.
+#[track_caller]
 pub fn venv_python() -> Option<String> {
     static VENV: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
     let found = VENV.get_or_init(|| {
@@ -366,11 +368,7 @@ pub fn venv_python() -> Option<String> {
     match found {
         Ok(p) => Some(p.clone()),
         Err(why) => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI needs the test venv with datadog-checks-base: {why}"
-            );
-            eprintln!("skipped: no venv with datadog-checks-base: {why}");
+            skip(&format!("no venv with datadog-checks-base: {why}"));
             None
         }
     }
@@ -382,8 +380,9 @@ pub fn in_ci() -> bool {
 }
 
 /// A test that cannot run here because `why` (a peer is missing): a failure under CI;
-/// otherwise the reason is added to `target/skipped-tests.txt`, which the test command's
-/// last test prints with the count, so a green run says how many tests did nothing.
+/// otherwise the reason is added to `target/skipped-tests.txt` under this `cargo test`'s
+/// process id, and the last test target (`tests/skipped.rs`) prints the count and the
+/// reasons, so a green run says how many tests did nothing.
 #[track_caller]
 pub fn skip(why: &str) {
     let at = std::panic::Location::caller();
@@ -403,6 +402,13 @@ pub fn skip(why: &str) {
         .open(file)
     {
         use std::io::Write;
-        let _ = writeln!(f, "{test} ({}:{}): {why}", at.file(), at.line());
+        let why = why.replace('\n', " ");
+        let _ = writeln!(
+            f,
+            "{}\t{test} ({}:{}): {why}",
+            std::os::unix::process::parent_id(),
+            at.file(),
+            at.line()
+        );
     }
 }

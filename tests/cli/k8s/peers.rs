@@ -20,11 +20,7 @@ pub fn kubectl() -> Option<String> {
     if ok {
         return Some("kubectl".into());
     }
-    assert!(
-        std::env::var("CI").is_err(),
-        "kubectl is missing (.ci/run installs Debian's kubernetes-client)"
-    );
-    eprintln!("skipped: kubectl is not installed");
+    crate::support::skip("kubectl is missing (.ci/run installs Debian's kubernetes-client)");
     None
 }
 
