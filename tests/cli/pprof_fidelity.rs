@@ -119,7 +119,7 @@ fn cpu_from_main(sb: &Sandbox, name: &str, rows: &[(&str, i64)]) -> std::path::P
 }
 
 /// `agentprof top ARGS FILE` and `go tool pprof -top GOARGS FILE` print the same text.
-fn same_as_go(sb: &Sandbox, file: &std::path::Path, ours: &[&str], theirs: &[&str]) -> String {
+pub fn same_as_go(sb: &Sandbox, file: &std::path::Path, ours: &[&str], theirs: &[&str]) -> String {
     let f = file.to_str().unwrap();
     let mut a = vec!["top"];
     a.extend_from_slice(ours);

@@ -815,3 +815,49 @@ fn records_and_samples_are_counted_as_go_tool_pprof_counts_them() {
         human.stdout
     );
 }
+
+/// Two real block profiles of the Go service, a few seconds apart, diffed by
+/// `go tool pprof -proto -diff_base` in both directions (so nodes go negative, positive and
+/// cancel): `agentprof top` prints what `go tool pprof -top` prints, with its default node
+/// fraction, sorted by cum, and cut to a node count.
+#[test]
+fn top_of_a_diff_base_block_profile_is_go_tool_pprofs() {
+    let Some(svc) = service() else { return };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let sb = Sandbox::new();
+    let fetch = |name: &str| {
+        let body = reqwest::blocking::get(format!("http://{}/debug/pprof/block", svc.addr))
+            .unwrap()
+            .bytes()
+            .unwrap();
+        sb.write_bytes(name, &body)
+    };
+    let first = fetch("block1.pb.gz");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let second = fetch("block2.pb.gz");
+    for (base, new, name) in [
+        (&first, &second, "up.pb.gz"),
+        (&second, &first, "down.pb.gz"),
+    ] {
+        let out = Command::new("go")
+            .args(["tool", "pprof", "-proto", "-diff_base"])
+            .arg(base)
+            .arg(new)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let diffed = sb.write_bytes(name, &out.stdout);
+        for (ours, theirs) in [
+            (&[][..], &[][..]),
+            (&["--cum"][..], &["-cum"][..]),
+            (&["--nodes", "3"][..], &["-nodecount=3"][..]),
+            (&["--node-fraction", "0.2"][..], &["-nodefraction=0.2"][..]),
+        ] {
+            crate::pprof_fidelity::same_as_go(&sb, &diffed, ours, theirs);
+        }
+    }
+}
