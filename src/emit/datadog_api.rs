@@ -70,6 +70,7 @@ pub fn series(batch: &Batch<'_>) -> Value {
     let series: Vec<Value> = batch
         .metrics
         .iter()
+        .filter(|m| m.sketch.is_none())
         .map(|m| {
             let kind = match m.mtype {
                 MetricType::Count | MetricType::MonotonicCount => 1,
@@ -89,6 +90,39 @@ pub fn series(batch: &Batch<'_>) -> Value {
         })
         .collect();
     json!({ "series": series })
+}
+
+/// Values one distribution sends at most: past it, each bin's count is scaled down (every bin
+/// keeps at least one value), so a distribution of millions of values stays one small body.
+const DISTRIBUTION_VALUES: f64 = 50_000.0;
+
+/// The v1 distribution points body: each distribution's sketch as values (a bin's value as
+/// many times as the bin holds), which the intake makes into its own sketch; None when the
+/// batch has no distribution.
+pub fn distribution_points(batch: &Batch<'_>) -> Option<Value> {
+    let series: Vec<Value> = batch
+        .metrics
+        .iter()
+        .filter_map(|m| {
+            let sketch = m.sketch.as_ref()?;
+            let scale = (DISTRIBUTION_VALUES / sketch.count()).min(1.0);
+            let values: Vec<f64> = sketch
+                .bins()
+                .flat_map(|(v, n)| std::iter::repeat_n(v, ((n * scale).round() as usize).max(1)))
+                .collect();
+            let mut s = json!({
+                "metric": m.metric,
+                "type": "distribution",
+                "points": [[m.timestamp as i64, values]],
+                "tags": m.tags,
+            });
+            if !m.host.is_empty() {
+                s["host"] = json!(m.host);
+            }
+            Some(s)
+        })
+        .collect();
+    (!series.is_empty()).then(|| json!({ "series": series }))
 }
 
 /// One v1 event: title and text cut to the API's limits (100 and 4000 characters).
@@ -277,10 +311,17 @@ impl Forwarder for DatadogApi {
     }
 
     fn send(&mut self, batch: &Batch<'_>) -> std::io::Result<()> {
-        if !batch.metrics.is_empty() {
+        if batch.metrics.iter().any(|m| m.sketch.is_none()) {
             self.push(Payload {
                 path: "/api/v2/series",
                 body: gzip(&series(batch)),
+                gzip: true,
+            });
+        }
+        if let Some(points) = distribution_points(batch) {
+            self.push(Payload {
+                path: "/api/v1/distribution_points",
+                body: gzip(&points),
                 gzip: true,
             });
         }

@@ -75,14 +75,37 @@ impl DogStatsd {
     }
 }
 
-/// One metric as a DogStatsD line: gauges `|g`, counts `|c`; a rate is already per second,
-/// so it goes as a gauge.
+/// One metric as DogStatsD lines: gauges `|g`, counts `|c`; a rate is already per second,
+/// so it goes as a gauge. A distribution goes as its sketch's bins, each value once with the
+/// sample rate that makes it count as many values as the bin holds (`v|d|@1/n`), so the
+/// Agent's sketch receives what agentprof's holds.
+pub fn lines(m: &Metric) -> Vec<String> {
+    match &m.sketch {
+        Some(sketch) if m.mtype == MetricType::Distribution => sketch
+            .bins()
+            .map(|(v, n)| {
+                let rate = if n > 1.0 {
+                    format!("|@{}", 1.0 / n)
+                } else {
+                    String::new()
+                };
+                with_tags(format!("{}:{v}|d{rate}", m.metric), m)
+            })
+            .collect(),
+        _ => vec![line(m)],
+    }
+}
+
+/// One metric as one DogStatsD line (a distribution's count as a gauge: see [`lines`]).
 pub fn line(m: &Metric) -> String {
     let kind = match m.mtype {
         MetricType::Count | MetricType::MonotonicCount => "c",
         _ => "g",
     };
-    let mut s = format!("{}:{}|{kind}", m.metric, m.value);
+    with_tags(format!("{}:{}|{kind}", m.metric, m.value), m)
+}
+
+fn with_tags(mut s: String, m: &Metric) -> String {
     let mut tags: Vec<&str> = m.tags.iter().map(String::as_str).collect();
     let host = (!m.host.is_empty()).then(|| format!("host:{}", m.host));
     if let Some(h) = &host {
@@ -121,7 +144,7 @@ impl Forwarder for DogStatsd {
     }
 
     fn send(&mut self, batch: &Batch<'_>) -> std::io::Result<()> {
-        let mut lines: Vec<String> = batch.metrics.iter().map(line).collect();
+        let mut lines: Vec<String> = batch.metrics.iter().flat_map(lines).collect();
         for sc in batch.service_checks {
             let mut l = format!("_sc|{}|{}", sc.name, sc.status as u8);
             if !sc.tags.is_empty() {
@@ -178,6 +201,53 @@ impl Forwarder for DogStatsd {
 mod tests {
     use super::*;
 
+    /// A distribution goes out as its sketch's bins with the sample rate that makes each
+    /// count as many values as it holds; the API body carries the same values.
+    #[test]
+    fn a_distribution_is_resent_as_its_bins() {
+        let mut sketch = crate::metrics::sketch::Sketch::default();
+        for _ in 0..4 {
+            sketch.add(10.0, 1.0);
+        }
+        sketch.add(1000.0, 1.0);
+        let m = Metric {
+            metric: "req.latency".into(),
+            mtype: MetricType::Distribution,
+            value: 5.0,
+            tags: vec!["route:/a".into()],
+            host: String::new(),
+            timestamp: 7.0,
+            run: 1,
+            sketch: Some(Box::new(sketch)),
+        };
+        let l = lines(&m);
+        assert_eq!(l.len(), 2, "{l:?}");
+        assert!(
+            l[0].starts_with("req.latency:10.") && l[0].ends_with("|d|@0.25|#route:/a"),
+            "{l:?}"
+        );
+        assert!(
+            l[1].starts_with("req.latency:100") && l[1].ends_with("|d|#route:/a"),
+            "{l:?}"
+        );
+        let metrics = [m];
+        let batch = super::super::Batch {
+            metrics: &metrics,
+            service_checks: &[],
+            events: &[],
+        };
+        let body = super::super::datadog_api::distribution_points(&batch).unwrap();
+        let values = body["series"][0]["points"][0][1].as_array().unwrap();
+        assert_eq!(values.len(), 5);
+        assert_eq!(body["series"][0]["type"], "distribution");
+        assert!(
+            super::super::datadog_api::series(&batch)["series"]
+                .as_array()
+                .unwrap()
+                .is_empty()
+        );
+    }
+
     #[test]
     fn packs_datagrams_under_the_limit() {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -191,6 +261,7 @@ mod tests {
                 host: "h".into(),
                 timestamp: 0.0,
                 run: 1,
+                sketch: None,
             })
             .collect();
         d.send(&Batch {
@@ -231,6 +302,7 @@ mod tests {
             host: String::new(),
             timestamp: 0.0,
             run: 1,
+            sketch: None,
         };
         d.send(&Batch {
             metrics: &[m],

@@ -82,6 +82,7 @@ pub fn profiling_gauges<'a>(
             host: host.to_string(),
             timestamp,
             run,
+            sketch: None,
         })
         .collect()
 }

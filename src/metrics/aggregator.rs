@@ -158,6 +158,7 @@ struct RunState {
     counts: HashMap<Context, (f64, MetricType)>,
     rates: HashMap<Context, f64>,
     histograms: HashMap<Context, Vec<f64>>,
+    distributions: HashMap<Context, super::sketch::Sketch>,
     sets: HashMap<Context, HashSet<u64>>,
     /// Stateful contexts this run submitted to, flushed once at the end of the run.
     touched_rates: HashSet<Context>,
@@ -223,9 +224,10 @@ impl Aggregator {
             self.take(sub, timestamp, &mut state, &mut out);
         }
         self.finish_stateful(&mut state);
+        let mut metrics = Vec::with_capacity(state.gauges.len());
         let mut emit = |ctx: Context, mtype, value: f64| {
             let (metric, tags, host) = ctx;
-            out.metrics.push(Metric {
+            metrics.push(Metric {
                 metric,
                 mtype,
                 value,
@@ -233,6 +235,7 @@ impl Aggregator {
                 host,
                 timestamp,
                 run,
+                sketch: None,
             });
         };
         for (ctx, v) in state.gauges {
@@ -251,6 +254,21 @@ impl Aggregator {
         for (ctx, values) in state.histograms {
             self.histogram_metrics(ctx, values, &mut emit);
         }
+        // A distribution is emitted as its sketch (the Agent sends sketches, and the backend
+        // computes the aggregates and percentiles from them); its value is the count.
+        for ((metric, tags, host), sketch) in state.distributions {
+            metrics.push(Metric {
+                metric,
+                mtype: MetricType::Distribution,
+                value: sketch.count(),
+                tags,
+                host,
+                timestamp,
+                run,
+                sketch: Some(Box::new(sketch)),
+            });
+        }
+        out.metrics = metrics;
         out.metrics.sort_by(|a, b| {
             a.metric
                 .cmp(&b.metric)
@@ -399,6 +417,14 @@ impl Aggregator {
             MetricType::Histogram => {
                 state.histograms.entry(ctx).or_default().push(sub.value);
             }
+            MetricType::Distribution => {
+                let weight = if sub.weight > 0.0 { sub.weight } else { 1.0 };
+                state
+                    .distributions
+                    .entry(ctx)
+                    .or_default()
+                    .add(sub.value, weight);
+            }
             MetricType::Historate => {
                 let st = self.historates.entry(ctx.clone()).or_default();
                 if st.previous.is_none() {
@@ -458,6 +484,7 @@ mod tests {
                 hostname: None,
                 flush_first_value: ffv,
                 timestamp,
+                weight: 1.0,
             });
         }
         s

@@ -74,7 +74,8 @@ fn metric(line: &str, sink: &mut Sink) -> Result<(), String> {
     let mtype = match kind {
         "g" => MetricType::Gauge,
         "c" => MetricType::Count,
-        "h" | "d" | "ms" => MetricType::Histogram,
+        "h" | "ms" => MetricType::Histogram,
+        "d" => MetricType::Distribution,
         "s" => MetricType::Set,
         other => return Err(format!("unknown metric type `{other}`")),
     };
@@ -117,6 +118,13 @@ fn metric(line: &str, sink: &mut Sink) -> Result<(), String> {
             flush_first_value: false,
             // Read after the plugin ended: when it printed the line is not known.
             timestamp: 0.0,
+            // A distribution's value sent at rate r stands for 1/r values (the Agent's sketch
+            // counts it so); other types use the rate as above or not at all.
+            weight: if mtype == MetricType::Distribution {
+                1.0 / rate
+            } else {
+                1.0
+            },
         });
     }
     Ok(())
@@ -216,7 +224,7 @@ mod tests {
     fn metrics_of_every_type() {
         let mut s = Sink::default();
         let bad = parse_into(
-            "a.g:1.5|g|#env:dev,role:db\na.c:2|c|@0.5\na.h:1:2:3|h\na.d:4|d\na.t:10|ms\na.s:bob|s\na.s:bob|s\n",
+            "a.g:1.5|g|#env:dev,role:db\na.c:2|c|@0.5\na.h:1:2:3|h\na.d:4|d|@0.25\na.t:10|ms\na.s:bob|s\na.s:bob|s\n",
             &mut s,
         );
         assert_eq!(bad, 0, "{:?}", s.warnings);
@@ -232,8 +240,14 @@ mod tests {
             m.iter()
                 .filter(|x| x.mtype == MetricType::Histogram)
                 .count(),
-            5
+            4
         );
+        // A distribution's value at rate 0.25 stands for four values.
+        let d: Vec<_> = m
+            .iter()
+            .filter(|x| x.mtype == MetricType::Distribution)
+            .collect();
+        assert_eq!((d.len(), d[0].value, d[0].weight), (1, 4.0, 4.0));
         assert_eq!(m.iter().filter(|x| x.mtype == MetricType::Set).count(), 2);
         assert_eq!(m[7].value, m[8].value);
     }

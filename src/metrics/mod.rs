@@ -4,6 +4,7 @@
 mod aggregator;
 pub mod dogstatsd;
 mod sink;
+pub mod sketch;
 
 pub use aggregator::{Aggregator, Flushed};
 pub use sink::{Sink, Submission};
@@ -22,6 +23,8 @@ pub enum MetricType {
     Historate,
     /// DogStatsD sets: the number of distinct values seen in a run, emitted as a gauge.
     Set,
+    /// DogStatsD distributions (`|d`): kept as a sketch (see `sketch`), emitted as one.
+    Distribution,
 }
 
 impl MetricType {
@@ -34,6 +37,7 @@ impl MetricType {
             MetricType::Histogram => "histogram",
             MetricType::Historate => "historate",
             MetricType::Set => "set",
+            MetricType::Distribution => "distribution",
         }
     }
 }
@@ -52,6 +56,9 @@ pub struct Metric {
     pub timestamp: f64,
     /// 1-based run number.
     pub run: u32,
+    /// A distribution's sketch (its `value` is the sketch's count); none for other types.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sketch: Option<Box<sketch::Sketch>>,
 }
 
 /// OK, WARNING, CRITICAL, UNKNOWN = 0..3, as Datadog numbers them.

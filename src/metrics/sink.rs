@@ -18,6 +18,9 @@ pub struct Submission {
     /// is the change between two submissions over the time between them, as the Agent's
     /// check sampler computes it from each sample's own timestamp.
     pub timestamp: f64,
+    /// How many values this one stands for: `1/r` for a DogStatsD distribution sent with a
+    /// sample rate `@r`, else 1.
+    pub weight: f64,
 }
 
 /// A service check as submitted, before hostname and global tags are applied.
@@ -67,6 +70,7 @@ impl Sink {
             hostname: None,
             flush_first_value: false,
             timestamp: crate::duration::unix_now(),
+            weight: 1.0,
         });
     }
 

@@ -264,6 +264,7 @@ fn metrics(out: &mut String, style: Style, last: &RunRecord, runs: u32, label: &
             ]);
         }
         t.push_to(out);
+        distributions(out, style, last);
     }
     if last.awaiting_previous > 0 {
         let _ = writeln!(
@@ -274,6 +275,42 @@ fn metrics(out: &mut String, style: Style, last: &RunRecord, runs: u32, label: &
             if last.awaiting_previous == 1 { "s" } else { "" },
         );
     }
+}
+
+/// Each distribution's sketch: its count, sum, min, max, average and the percentiles the
+/// backend computes from it (each within the sketch's 1/128 relative accuracy).
+fn distributions(out: &mut String, style: Style, last: &RunRecord) {
+    let sketches: Vec<_> = last
+        .metrics
+        .iter()
+        .filter_map(|m| Some((m, m.sketch.as_ref()?.summary())))
+        .collect();
+    if sketches.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  distributions (sketches; percentiles within {:.2} % of the values):",
+        crate::metrics::sketch::RELATIVE_ACCURACY * 100.0
+    );
+    let mut t = Grid::new(
+        style,
+        &[
+            "METRIC", "COUNT", "SUM", "MIN", "AVG", "P50", "P75", "P90", "P95", "P99", "MAX",
+            "TAGS",
+        ],
+    );
+    for (m, s) in sketches {
+        let mut row = vec![(m.metric.clone(), false)];
+        for v in [
+            s.count, s.sum, s.min, s.avg, s.p50, s.p75, s.p90, s.p95, s.p99, s.max,
+        ] {
+            row.push((units::value(v), true));
+        }
+        row.push((m.tags.join(" "), false));
+        t.row(row);
+    }
+    t.push_to(out);
 }
 
 fn service_checks(out: &mut String, style: Style, last: &RunRecord, label: &str) {
@@ -557,6 +594,7 @@ mod tests {
                         host: "box".into(),
                         timestamp: 1.0,
                         run,
+                        sketch: None,
                     }],
                     service_checks: vec![ServiceCheck {
                         name: "process.up".into(),

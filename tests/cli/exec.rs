@@ -313,3 +313,73 @@ fn running(marker: &str) -> bool {
         })
     })
 }
+
+/// DogStatsD distributions are kept as the Agent keeps them, one sketch per series: the row
+/// says `distribution`, `--json` carries the sketch's count, sum, min, max, average and
+/// percentiles, and the percentiles of 1..=1000 (known exactly) are within the sketch's 1/128.
+#[test]
+fn distributions_are_sketches_with_their_percentiles() {
+    let sb = Sandbox::new();
+    sb.plugin(
+        "lat.sh",
+        "i=1\nwhile [ $i -le 1000 ]; do echo \"req.latency:$i|d|#route:/a\"; i=$((i+1)); done\n\
+         echo 'req.size:100|d|@0.5'\n",
+    );
+    sb.write("conf.d/lat.yaml", "instances:\n  - {}\n");
+    let r = sb.run(&["check", "lat", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let m: Vec<&serde_json::Value> = doc["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["metric"] == "req.latency")
+        .collect();
+    assert_eq!(m.len(), 1, "one series, not histogram aggregates: {m:?}");
+    assert_eq!(m[0]["type"], "distribution");
+    assert_eq!(m[0]["value"], 1000.0);
+    let s = &m[0]["sketch"];
+    assert_eq!(
+        (&s["count"], &s["sum"], &s["min"], &s["max"], &s["avg"]),
+        (
+            &1000.0.into(),
+            &500500.0.into(),
+            &1.0.into(),
+            &1000.0.into(),
+            &500.5.into()
+        ),
+        "{s}"
+    );
+    for (p, exact) in [
+        ("p50", 500.0),
+        ("p75", 750.0),
+        ("p90", 900.0),
+        ("p95", 950.0),
+        ("p99", 990.0),
+    ] {
+        let got = s[p].as_f64().unwrap();
+        assert!(
+            (got - exact).abs() <= exact / 128.0,
+            "{p}: {got} for {exact}"
+        );
+    }
+    // A value sent at @0.5 stands for two.
+    let size = doc["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "req.size")
+        .unwrap();
+    assert_eq!(
+        (&size["value"], &size["sketch"]["sum"]),
+        (&2.0.into(), &200.0.into())
+    );
+    let table = sb.run(&["check", "lat"]);
+    assert!(table.stdout.contains("distribution"), "{}", table.stdout);
+    let row = table
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("req.latency") && l.contains("500500"))
+        .unwrap_or_else(|| panic!("no sketch row:\n{}", table.stdout));
+    assert!(row.contains("route:/a"), "{row}");
+}

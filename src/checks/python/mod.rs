@@ -283,6 +283,7 @@ fn absorb(reply: &Value, sink: &mut Sink) -> Result<(), String> {
             hostname: m[4].as_str().map(str::to_string),
             flush_first_value: m[5].as_bool().unwrap_or(false),
             timestamp: m[6].as_f64().unwrap_or(0.0),
+            weight: 1.0,
         });
     }
     sink.dropped += reply["dropped"].as_u64().unwrap_or(0);
