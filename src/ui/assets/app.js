@@ -243,12 +243,23 @@ function sourceTables(doc) {
   return frag;
 }
 
+// Empties a flamegraph frame at once by putting a fresh one in its place: the SVG is gone
+// before anything else happens. (A frame told to load about:blank keeps its SVG until that
+// load commits; hidden meanwhile, the SVG lays itself out at width 0 and draws negative
+// widths.)
+function emptyFrame(frame) {
+  const fresh = frame.cloneNode(false);
+  fresh.removeAttribute("src");
+  fresh.dataset.url = "";
+  frame.replaceWith(fresh);
+  return fresh;
+}
+
 // A flamegraph into its frame: the frame emptied first (nothing of the profile before stays
 // on screen), the SVG asked for, and when it cannot be drawn the reason shown in its place.
 // `search` is handed to the SVG's own search (its `s` parameter).
 async function loadFlame(frameId, url, search) {
-  const frame = $(frameId), state = $(frameId + "-state");
-  frame.src = "about:blank";
+  const frame = emptyFrame($(frameId)), state = $(frameId + "-state");
   state.textContent = "drawing the flamegraph…";
   frame.dataset.url = url;
   try {
@@ -260,12 +271,12 @@ async function loadFlame(frameId, url, search) {
     // The frame takes it from the server's last few drawn.
     if (r.body) await r.body.cancel();
   } catch (e) {
-    if (frame.dataset.url !== url) return;
+    if ($(frameId) !== frame || frame.dataset.url !== url) return;
     state.textContent = "no flamegraph: " + (e.message || e);
     frame.hidden = true;
     return;
   }
-  if (frame.dataset.url !== url) return;
+  if ($(frameId) !== frame || frame.dataset.url !== url) return;
   state.textContent = "";
   frame.hidden = false;
   frame.src = url + (search ? "&" + q({ s: search }) : "");
@@ -530,7 +541,7 @@ async function route() {
   for (const [p, id] of Object.entries(views)) {
     const hide = p !== path;
     // A flamegraph left in a hidden view would lay itself out at width 0: it is unloaded.
-    if (hide && !$(id).hidden) for (const f of $(id).querySelectorAll("iframe")) { f.src = "about:blank"; f.dataset.url = ""; }
+    if (hide && !$(id).hidden) for (const f of $(id).querySelectorAll("iframe")) emptyFrame(f);
     $(id).hidden = hide;
   }
   try {
