@@ -1,6 +1,7 @@
 //! The command layer: clap arguments become plain options here, each command runs, and one
-//! exit-code policy applies — 0 ok, 1 a check run failed, 2 usage or configuration error;
-//! a closed pipe (`agentprof … | head`) is not an error.
+//! exit-code policy applies — 0 ok, 1 a check run (or the gate, or a collection) failed,
+//! 2 usage or configuration error, 3 agentprof could not do its job (an I/O or network failure,
+//! a server that never answered); a closed pipe (`agentprof … | head`) is not an error.
 
 mod check;
 mod gate;
@@ -24,6 +25,10 @@ use crate::error::is_usage_error;
 
 pub use crate::error::Outcome;
 
+/// The exit status of a command that could not do its job (not a usage error, not a check or
+/// gate that failed).
+pub const RUNTIME_ERROR: u8 = 3;
+
 /// The whole command line, run: its exit status.
 pub fn main() -> u8 {
     let cli = match Cli::try_parse() {
@@ -39,7 +44,7 @@ pub fn main() -> u8 {
         Err(e) if is_broken_pipe(&e) => 0,
         Err(e) => {
             eprintln!("agentprof: {e:#}");
-            if is_usage_error(&e) { 2 } else { 1 }
+            if is_usage_error(&e) { 2 } else { RUNTIME_ERROR }
         }
     }
 }

@@ -217,8 +217,14 @@ pub fn go_total(file: &Path, sample_index: &str, unit: &str) -> f64 {
     let top = go(&["tool", "pprof", &index, &unit_flag, "-top", path])
         .expect("go tool pprof -top reads the profile");
     let suffix = format!("{unit} total");
+    // An empty profile's total is a bare "0 total", without the unit.
     top.lines()
-        .find_map(|l| l.split(" of ").nth(1)?.strip_suffix(suffix.as_str()))
+        .find_map(|l| {
+            let total = l.split(" of ").nth(1)?;
+            total
+                .strip_suffix(suffix.as_str())
+                .or_else(|| total.strip_suffix(" total").filter(|n| *n == "0"))
+        })
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or_else(|| panic!("no total in go tool pprof's header:\n{top}"))
 }

@@ -1131,3 +1131,19 @@ fn https_endpoints_use_their_rules_tls() {
     let refused = &of("nocert")["profiles"][0];
     assert_eq!(refused["ok"], false, "{refused}");
 }
+
+/// An API server that never answers (its address refuses every connection): `k8s` says so
+/// and exits 3 — agentprof could not do its job — not 0, and not 1 (no check failed).
+#[test]
+fn an_api_server_that_never_answered_is_exit_3() {
+    let sb = Sandbox::new();
+    let Some((api, kc)) = cluster(&sb) else {
+        return;
+    };
+    let text = std::fs::read_to_string(&kc).unwrap();
+    std::fs::write(&kc, text.replace(&api.url(), "https://127.0.0.1:1")).unwrap();
+    profile_yaml(&sb, "", "  - port: 6060\n");
+    let r = k8s(&sb, &kc, &["--duration", "3s"]);
+    assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("never answered"), "{}", r.stderr);
+}
