@@ -239,11 +239,13 @@ fn exceptions_hangs_and_crashes_fail_the_run_not_agentprof() {
          class Flaky(AgentCheck):\n    def check(self, instance):\n        mode = instance['mode']\n\
          \x20       if mode == 'raise':\n            raise ValueError('no data from the device')\n\
          \x20       if mode == 'hang':\n            time.sleep(60)\n\
-         \x20       if mode == 'crash':\n            os._exit(7)\n        self.gauge('flaky.ok', 1)\n",
+         \x20       if mode == 'crash':\n            os._exit(7)\n\
+         \x20       if mode == 'segv':\n            import ctypes; ctypes.string_at(0)\n\
+         \x20       if mode == 'killed':\n            os.kill(os.getpid(), 9)\n        self.gauge('flaky.ok', 1)\n",
     );
     sb.write(
         "conf.d/flaky.yaml",
-        "instances:\n  - mode: raise\n  - mode: hang\n    timeout: 1\n  - mode: crash\n  - mode: fine\n",
+        "instances:\n  - mode: raise\n  - mode: hang\n    timeout: 1\n  - mode: crash\n  - mode: segv\n  - mode: killed\n  - mode: fine\n",
     );
     let t = std::time::Instant::now();
     let r = sb.run(&["check", "flaky", "--json"]);
@@ -267,8 +269,11 @@ fn exceptions_hangs_and_crashes_fail_the_run_not_agentprof() {
         "{}",
         err(2)
     );
+    // A crashed interpreter and a kill (as the OOM killer's) are named, not "exited".
+    assert!(err(3).contains("signal 11 (SIGSEGV"), "{}", err(3));
+    assert!(err(4).contains("signal 9 (SIGKILL"), "{}", err(4));
     // The worker is started again: the last instance still runs.
-    assert_eq!(doc["runs"][3]["status"], "ok");
+    assert_eq!(doc["runs"][5]["status"], "ok");
     assert_eq!(metric_values(&doc, "flaky.ok"), vec![1.0]);
 }
 

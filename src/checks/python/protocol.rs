@@ -20,6 +20,26 @@ const MAX_REPLY: u32 = 256 * 1024 * 1024;
 /// How long the worker may take to answer anything but the run itself.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// What can go wrong talking to the worker.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// No answer before the deadline.
+    #[error("the Python worker did not answer in time")]
+    Timeout,
+    /// The worker's end of the channel closed: it exited, with how.
+    #[error("the Python worker exited{0}")]
+    Exited(String),
+    /// Anything else: a failed write or read, a reply out of step or too large.
+    #[error("{0}")]
+    Channel(String),
+}
+
+impl From<WorkerError> for String {
+    fn from(e: WorkerError) -> String {
+        e.to_string()
+    }
+}
+
 pub struct Worker {
     child: Child,
     to: File,
@@ -92,20 +112,20 @@ impl Worker {
         })
     }
 
-    fn send(&mut self, msg: &Value) -> Result<(), String> {
-        let body = serde_json::to_vec(msg).map_err(|e| e.to_string())?;
+    fn send(&mut self, msg: &Value) -> Result<(), WorkerError> {
+        let body = serde_json::to_vec(msg).map_err(|e| WorkerError::Channel(e.to_string()))?;
         let mut frame = (body.len() as u32).to_be_bytes().to_vec();
         frame.extend_from_slice(&body);
         self.to
             .write_all(&frame)
-            .map_err(|e| format!("the Python worker stopped listening: {e}"))
+            .map_err(|e| WorkerError::Channel(format!("the Python worker stopped listening: {e}")))
     }
 
-    fn wait_readable(&self, deadline: Instant) -> Result<(), String> {
+    fn wait_readable(&self, deadline: Instant) -> Result<(), WorkerError> {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err("timeout".into());
+                return Err(WorkerError::Timeout);
             }
             let mut pfd = libc::pollfd {
                 fd: self.from.as_raw_fd(),
@@ -119,61 +139,83 @@ impl Worker {
                 return Ok(());
             }
             if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                return Err(format!("poll: {}", std::io::Error::last_os_error()));
+                return Err(WorkerError::Channel(format!(
+                    "poll: {}",
+                    std::io::Error::last_os_error()
+                )));
             }
         }
     }
 
-    fn read_exact(&mut self, buf: &mut [u8], deadline: Instant) -> Result<(), String> {
+    fn read_exact(&mut self, buf: &mut [u8], deadline: Instant) -> Result<(), WorkerError> {
         let mut got = 0;
         while got < buf.len() {
             self.wait_readable(deadline)?;
             match self.from.read(&mut buf[got..]) {
-                Ok(0) => return Err("the Python worker exited".into()),
+                Ok(0) => return Err(WorkerError::Exited(self.how_it_ended())),
                 Ok(n) => got += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(format!("reading from the Python worker: {e}")),
+                Err(e) => {
+                    return Err(WorkerError::Channel(format!(
+                        "reading from the Python worker: {e}"
+                    )));
+                }
             }
         }
         Ok(())
     }
 
-    fn recv(&mut self, timeout: Duration) -> Result<Value, String> {
+    /// How the worker ended, once its channel closed: its status or signal (SIGSEGV from a
+    /// crashed interpreter, SIGKILL from the OOM killer), waited for at most 1 s.
+    fn how_it_ended(&mut self) -> String {
+        let until = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < until {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return ended(status),
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Err(_) => break,
+            }
+        }
+        String::new()
+    }
+
+    fn recv(&mut self, timeout: Duration) -> Result<Value, WorkerError> {
         let deadline = Instant::now() + timeout;
         let mut len = [0u8; 4];
         self.read_exact(&mut len, deadline)?;
         let n = u32::from_be_bytes(len);
         if n > MAX_REPLY {
-            return Err(format!(
+            return Err(WorkerError::Channel(format!(
                 "the Python worker sent a {n}-byte reply; the limit is {MAX_REPLY}"
-            ));
+            )));
         }
         let mut body = vec![0u8; n as usize];
         self.read_exact(&mut body, deadline)?;
-        serde_json::from_slice(&body).map_err(|e| format!("the Python worker sent bad JSON: {e}"))
+        serde_json::from_slice(&body)
+            .map_err(|e| WorkerError::Channel(format!("the Python worker sent bad JSON: {e}")))
     }
 
-    pub fn request(&mut self, msg: &Value, timeout: Duration) -> Result<Value, String> {
+    pub fn request(&mut self, msg: &Value, timeout: Duration) -> Result<Value, WorkerError> {
         self.send(msg)?;
         self.recv(timeout)
     }
 
-    fn expect_mark(&mut self, mark: u8, deadline: Instant) -> Result<(), String> {
+    fn expect_mark(&mut self, mark: u8, deadline: Instant) -> Result<(), WorkerError> {
         let mut b = [0u8; 1];
         self.read_exact(&mut b, deadline)?;
         if b[0] != mark {
-            return Err(format!(
+            return Err(WorkerError::Channel(format!(
                 "the Python worker is out of step (got {:?})",
                 b[0] as char
-            ));
+            )));
         }
         Ok(())
     }
 
-    fn send_mark(&mut self, mark: u8) -> Result<(), String> {
+    fn send_mark(&mut self, mark: u8) -> Result<(), WorkerError> {
         self.to
             .write_all(&[mark])
-            .map_err(|e| format!("the Python worker stopped listening: {e}"))
+            .map_err(|e| WorkerError::Channel(format!("the Python worker stopped listening: {e}")))
     }
 
     /// Runs instance `index`: snapshots at the exact start and end, then the submissions.
@@ -192,13 +234,13 @@ impl Worker {
         let started = Instant::now();
         match self.expect_mark(b'd', started + timeout) {
             Ok(()) => {}
-            Err(e) if e == "timeout" => {
+            Err(WorkerError::Timeout) => {
                 return Err(format!(
                     "timed out after {} (instance timeout); the Python worker was stopped and starts again for the next run",
                     crate::duration::human(timeout)
                 ));
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
         settled(self.child.id());
         let after = self.probe.after();
@@ -247,6 +289,26 @@ fn settled(pid: u32) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = pid;
+}
+
+/// " with status N" or " on signal N (NAME)": how the worker ended, after "exited".
+fn ended(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!(" with status {c}"),
+        (None, Some(s)) => {
+            let name = match s {
+                libc::SIGSEGV => "SIGSEGV: the interpreter crashed",
+                libc::SIGABRT => "SIGABRT: the interpreter aborted",
+                libc::SIGBUS => "SIGBUS",
+                libc::SIGKILL => "SIGKILL: killed, often by the kernel's out-of-memory killer",
+                libc::SIGTERM => "SIGTERM",
+                _ => "a signal",
+            };
+            format!(" on signal {s} ({name})")
+        }
+        _ => String::new(),
+    }
 }
 
 fn describe(status: std::process::ExitStatus) -> String {
