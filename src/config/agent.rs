@@ -191,7 +191,15 @@ impl AgentConfig {
             .clone()
             .unwrap_or_else(|| PathBuf::from("agentprof.yaml"));
 
-        let hostname = hostname(file.hostname);
+        let hostname = hostname(file.hostname, &cfg_path)?;
+        if let Some(n) = file.log_file_max_rolls
+            && n > MAX_ROLLS
+        {
+            return Err(UsageError::config(
+                &cfg_path,
+                format!("log_file_max_rolls: {n} is outside 0 to {MAX_ROLLS}"),
+            ));
+        }
 
         let tags = resolve_tags(file.tags, &cfg_path)?;
 
@@ -274,13 +282,38 @@ fn resolve_log_level(level: Option<String>, cfg_path: &Path) -> Result<Option<St
         .transpose()
 }
 
-/// `DD_HOSTNAME`, else agentprof.yaml's `hostname`, else the system's.
-fn hostname(configured: Option<String>) -> String {
-    std::env::var("DD_HOSTNAME")
+/// Rotated log files kept at most (each is stat'ed at a rotation).
+const MAX_ROLLS: u32 = 1000;
+
+/// `DD_HOSTNAME`, else agentprof.yaml's `hostname`, else the system's. A configured one must
+/// be a host name as the Agent accepts it (letters, digits, `-`, `_`, `.`; at most 255): it
+/// goes into every DogStatsD datagram and API series, where a newline, `|` or `#` would
+/// forge metrics of its own.
+fn hostname(configured: Option<String>, cfg_path: &Path) -> Result<String, UsageError> {
+    let from_env = std::env::var("DD_HOSTNAME")
         .ok()
-        .filter(|h| !h.trim().is_empty())
-        .or(configured.filter(|h| !h.trim().is_empty()))
-        .unwrap_or_else(system_hostname)
+        .filter(|h| !h.trim().is_empty());
+    let (name, source) = match (from_env, configured.filter(|h| !h.trim().is_empty())) {
+        (Some(h), _) => (h, None),
+        (None, Some(h)) => (h, Some(cfg_path)),
+        (None, None) => return Ok(system_hostname()),
+    };
+    let valid = name.len() <= 255
+        && !name.starts_with(['-', '.'])
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if valid {
+        return Ok(name);
+    }
+    let why = format!(
+        "{:?} is not a host name (letters, digits, '-', '_' and '.', at most 255 characters)",
+        crate::redact::printable(&name)
+    );
+    Err(match source {
+        Some(path) => UsageError::config(path, format!("hostname: {why}")),
+        None => UsageError::flag("DD_HOSTNAME", why),
+    })
 }
 
 /// The Python named by `--python`, else `AGENTPROF_PYTHON`, else agentprof.yaml's `python`.

@@ -78,10 +78,15 @@ impl K8sConfig {
             }
         };
         let positive = |key: &str, v: Option<i64>, def: i64| -> Result<i64, UsageError> {
+            let max = if key == "kubernetes_delta_cache_mb" {
+                65_536
+            } else {
+                super::rule::MAX_CONCURRENCY
+            };
             match v {
                 None => Ok(def),
-                Some(n) if n >= 1 => Ok(n),
-                Some(n) => Err(init_err(key, format!("{n} must be at least 1"))),
+                Some(n) if (1..=max).contains(&n) => Ok(n),
+                Some(n) => Err(init_err(key, format!("{n} is outside 1 to {max}"))),
             }
         };
         let url = |key: &str, v: Option<String>| -> Result<Option<reqwest::Url>, UsageError> {

@@ -627,12 +627,20 @@ fn timings(at: &At<'_>, r: &RawRule, cpu: bool) -> Result<Timings, UsageError> {
     })
 }
 
+/// Captures at once, per rule or per node (`kubernetes_max_concurrency`), at most.
+pub const MAX_CONCURRENCY: i64 = 1024;
+
 /// Captures at once, and the largest profile read.
 fn bounds(at: &At<'_>, r: &RawRule) -> Result<(usize, u64), UsageError> {
     let max_concurrency = match r.max_concurrency {
         None => 2,
-        Some(n) if n >= 1 => n as usize,
-        Some(n) => return Err(at.err("max_concurrency", format!("{n} must be at least 1"))),
+        Some(n) if (1..=MAX_CONCURRENCY).contains(&n) => n as usize,
+        Some(n) => {
+            return Err(at.err(
+                "max_concurrency",
+                format!("{n} is outside 1 to {}", MAX_CONCURRENCY),
+            ));
+        }
     };
     let body_size_limit_mb = match r.body_size_limit_mb {
         None => 32,

@@ -550,3 +550,74 @@ fn refusals_say_what_is_wrong_in_words() {
         r.stderr
     );
 }
+
+/// Values that pass a type check and would then crash, spin or forge output are refused at
+/// load, exit 2, saying where: a host name holding a newline (it goes into every DogStatsD
+/// datagram), a rotation count that would stat four billion files, a concurrency no
+/// semaphore can hold.
+#[test]
+fn values_that_would_crash_spin_or_inject_are_refused_at_load() {
+    let sb = Sandbox::new();
+    let r = sb.run_env(
+        &["check", "uptime"],
+        &[("DD_HOSTNAME", "evil\nfake.metric:666|g")],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("DD_HOSTNAME") && r.stderr.contains("not a host name"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stdout.contains("fake.metric"), "{}", r.stdout);
+    sb.write("agentprof.yaml", "hostname: \"a|b\"\n");
+    let r = sb.run(&["check", "uptime"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("agentprof.yaml") && r.stderr.contains("hostname"),
+        "{}",
+        r.stderr
+    );
+    sb.write(
+        "agentprof.yaml",
+        "log_file: a.log\nlog_file_max_size: 1000\nlog_file_max_rolls: 4294967295\n",
+    );
+    let t = std::time::Instant::now();
+    let r = sb.run(&["start", "--duration", "3s"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("log_file_max_rolls") && r.stderr.contains("outside 0 to 1000"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(3),
+        "{:?}",
+        t.elapsed()
+    );
+    std::fs::remove_file(sb.file("agentprof.yaml")).unwrap();
+    for (init, rule) in [
+        ("  kubernetes_max_concurrency: 2305843009213693952\n", ""),
+        ("", "    max_concurrency: 2305843009213693952\n"),
+    ] {
+        sb.write(
+            "conf.d/profile.yaml",
+            &format!("init_config:\n{init}kubernetes:\n  - port: 6060\n{rule}"),
+        );
+        let r = sb.run(&[
+            "k8s",
+            "targets",
+            "--confd",
+            "conf.d",
+            "--node",
+            "n",
+            "--kubeconfig",
+            "none",
+        ]);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(
+            r.stderr.contains("outside 1 to 1024") && r.stderr.contains("profile.yaml"),
+            "{}",
+            r.stderr
+        );
+    }
+}
