@@ -37,8 +37,10 @@ fn read_stats(path: &Path) -> anyhow::Result<GateStats> {
     }
     // A `--format json` report carries its run under "current".
     let stats = doc.get("current").cloned().unwrap_or(doc);
-    serde_json::from_value(stats)
-        .map_err(|e| UsageError::config(path, format!("not a gate report: {e}")).into())
+    let stats: GateStats = serde_json::from_value(stats)
+        .map_err(|e| UsageError::config(path, format!("not a gate report: {e}")))?;
+    stats.validate().map_err(|e| UsageError::config(path, e))?;
+    Ok(stats)
 }
 
 /// Worker processes the timed runs are spread over: a process's memory layout shifts a
@@ -471,6 +473,17 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         None
     } else {
         let base = read_stats(baseline)?;
+        if base.check != *name {
+            return Err(UsageError::flag(
+                "--baseline",
+                format!(
+                    "{} is the baseline of check `{}`, not of `{name}` (make one with --update-baseline)",
+                    baseline.display(),
+                    crate::redact::printable(&base.check)
+                ),
+            )
+            .into());
+        }
         same_mode(baseline, base.tracemalloc, "this run", args.memory)?;
         if args.flamegraph_diff.is_some() && base.stacks_ns_per_run.is_empty() {
             return Err(UsageError::flag(
@@ -487,6 +500,11 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
     let current = measure(&config, &plan, first)?;
     let Some(base) = base else {
         let text = serde_json::to_string_pretty(&current)?;
+        // docs/ci.md's `--baseline perf/x.json`: the folder is made when it is not there.
+        if let Some(dir) = baseline.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| UsageError::flag("--baseline", format!("{}: {e}", dir.display())))?;
+        }
         std::fs::write(baseline, text + "\n")
             .map_err(|e| UsageError::flag("--baseline", format!("{}: {e}", baseline.display())))?;
         eprintln!(

@@ -7,6 +7,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::profile::RunRecord;
 
+/// The baseline schema this agentprof writes and reads.
+pub const SCHEMA: u32 = 1;
+/// Seconds a timing in a baseline may hold at most (a run of over a day is not one).
+const MAX_SECONDS: f64 = 86_400.0;
+
 /// What one gate run measured: the baseline file, and `--compare`'s inputs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct GateStats {
@@ -66,6 +71,40 @@ pub struct FunctionCalls {
 }
 
 impl GateStats {
+    /// Refuses a document the gate cannot compare with: another schema, or timings that are
+    /// not durations (negative, not finite, over a day; a calibration of 0 would divide by
+    /// zero).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.schema != SCHEMA {
+            return Err(format!(
+                "schema {}: this agentprof reads baselines of schema {SCHEMA} (make it again with --update-baseline)",
+                self.schema
+            ));
+        }
+        let lists: [(&str, &[f64]); 5] = [
+            ("wall_s", &self.wall_s),
+            ("cpu_s", &self.cpu_s),
+            ("wall_process_medians", &self.wall_process_medians),
+            ("cpu_process_medians", &self.cpu_process_medians),
+            ("calibration_s", &self.calibration_s),
+        ];
+        for (key, values) in lists {
+            let calibration = key == "calibration_s";
+            let ok =
+                |v: f64| v.is_finite() && v <= MAX_SECONDS && (v > 0.0 || !calibration && v == 0.0);
+            if let Some(v) = values.iter().find(|v| !ok(**v)) {
+                let low = if calibration { "above 0" } else { "0 or more" };
+                return Err(format!(
+                    "{key}: {v:?} is not a duration in seconds ({low}, at most {MAX_SECONDS})"
+                ));
+            }
+        }
+        if self.rss_slope_per_process.iter().any(|v| !v.is_finite()) {
+            return Err("rss_slope_per_process: a value is not a finite number".into());
+        }
+        Ok(())
+    }
+
     /// From the timed runs' records and, for Python checks, the cProfile statistics of every
     /// run including the warm-up (`profiled_runs` of them).
     pub fn from_records(

@@ -383,3 +383,50 @@ fn gate_section_and_gate_config_set_the_thresholds() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("--alpha"), "{}", r.stderr);
 }
+
+/// docs/ci.md's own command makes its `perf/` folder; a baseline of another check, of
+/// another schema, or with timings that are not durations (a calibration of 0, a wall time
+/// of 1e308 s) is refused before any run, exit 2, instead of passing or panicking.
+#[test]
+fn the_gate_refuses_a_baseline_it_cannot_compare_with() {
+    let sb = Sandbox::new();
+    let r = sb.run(&[
+        "gate",
+        "uptime",
+        "--baseline",
+        "perf/uptime.json",
+        "--update-baseline",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let good: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("perf/uptime.json")).unwrap())
+            .unwrap();
+    let edits: [(&str, fn(&mut serde_json::Value), &str); 4] = [
+        (
+            "other",
+            |d| d["check"] = "disk".into(),
+            "baseline of check `disk`, not of `uptime`",
+        ),
+        ("schema", |d| d["schema"] = 99.into(), "schema 99"),
+        (
+            "calibration",
+            |d| d["calibration_s"] = serde_json::json!([0.0]),
+            "calibration_s: 0.0",
+        ),
+        ("wall", |d| d["wall_s"][0] = 1e308.into(), "wall_s: 1e308"),
+    ];
+    for (name, edit, says) in edits {
+        let mut d = good.clone();
+        edit(&mut d);
+        let file = format!("perf/{name}.json");
+        sb.write(&file, &d.to_string());
+        let t = std::time::Instant::now();
+        let r = sb.run(&["gate", "uptime", "--baseline", &file]);
+        assert_eq!(r.code, 2, "{name}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{name}: {}", r.stderr);
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "{name}: the runs ran first"
+        );
+    }
+}
