@@ -401,7 +401,8 @@ fn the_gate_refuses_a_baseline_it_cannot_compare_with() {
     let good: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(sb.file("perf/uptime.json")).unwrap())
             .unwrap();
-    let edits: [(&str, fn(&mut serde_json::Value), &str); 4] = [
+    type Edit = fn(&mut serde_json::Value);
+    let edits: [(&str, Edit, &str); 4] = [
         (
             "other",
             |d| d["check"] = "disk".into(),
