@@ -48,6 +48,24 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// `text` as [`printable`] makes it, but keeping line breaks and tabs: for multi-line text a
+/// check sent that is printed as lines (a Python traceback).
+pub fn printable_lines(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_here = |c: char| is_unsafe(c) && !matches!(c, '\n' | '\t');
+    if !text.chars().any(unsafe_here) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_here(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// A function name as one frame of a flamegraph's folded stacks: `;` (which separates frames)
 /// made `,`, and every control character and XML non-character escaped, so the SVG it is
 /// drawn into stays well-formed XML whatever the profile holds.

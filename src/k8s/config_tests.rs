@@ -160,7 +160,7 @@ fn bad_values_are_refused_at_their_line_and_column_with_the_rule_index() {
         ),
         (two("    tags:\n      \"a,b\": x\n"), "4:5", "tags"),
         (two("    namespaces: [Bad_NS]\n"), "4:5", "namespace"),
-        (two("    max_concurrency: 0\n"), "4:5", "at least 1"),
+        (two("    max_concurrency: 0\n"), "4:5", "outside 1 to 1024"),
         (two("    tls_cert: c.pem\n"), "4:5", "go together"),
         // The TLS files are read and parsed at load, not at the first capture.
         (

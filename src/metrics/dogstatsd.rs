@@ -63,7 +63,9 @@ fn metric(line: &str, sink: &mut Sink) -> Result<(), String> {
     let (name, rest) = line
         .split_once(':')
         .ok_or("not a DogStatsD metric (name:value|type)")?;
-    if name.is_empty() || name.contains(['|', ' ']) {
+    // A name with a control character (an escape sequence, NUL, a line break) would act on
+    // the terminal that shows it or on the intake that reads it: refused like `|` and space.
+    if name.is_empty() || name.contains(['|', ' ']) || name.chars().any(char::is_control) {
         return Err("bad metric name".into());
     }
     let mut fields = rest.split('|');

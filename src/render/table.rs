@@ -51,7 +51,12 @@ impl Grid {
     }
 
     fn row(&mut self, cells: Vec<(String, bool)>) {
+        // What a check sent (names, tags, messages) never acts on the terminal.
         self.table.add_row(cells.into_iter().map(|(c, right)| {
+            let c = match crate::redact::printable(&c) {
+                std::borrow::Cow::Borrowed(_) => c,
+                std::borrow::Cow::Owned(escaped) => escaped,
+            };
             let cell = Cell::new_owned(c);
             if right {
                 cell.set_alignment(CellAlignment::Right)
@@ -165,7 +170,7 @@ fn warnings(out: &mut String, style: Style, recs: &[&RunRecord], label: &str) {
     if !warnings.is_empty() {
         title(out, style, &format!("Warnings{label}"));
         for w in warnings {
-            let _ = writeln!(out, "  {w}");
+            let _ = writeln!(out, "  {}", crate::redact::printable(&w));
         }
     }
 }
@@ -206,7 +211,7 @@ fn memory_and_errors(out: &mut String, style: Style, recs: &[&RunRecord], label:
         );
     }
     for r in recs.iter().filter(|r| r.error.is_some()) {
-        let msg = r.error.as_deref().unwrap_or_default();
+        let msg = crate::redact::printable_lines(r.error.as_deref().unwrap_or_default());
         let line = format!("instances[{}] run {}: error: {msg}", r.instance, r.run);
         if style.color {
             let _ = writeln!(out, "\x1b[31m{line}\x1b[0m");
@@ -329,10 +334,10 @@ fn service_checks(out: &mut String, style: Style, last: &RunRecord, label: &str)
             });
         }
         t.add_row(vec![
-            Cell::new(&sc.name),
+            Cell::new(crate::redact::printable(&sc.name)),
             status,
-            Cell::new(sc.tags.join(" ")),
-            Cell::new(&sc.message),
+            Cell::new(crate::redact::printable(&sc.tags.join(" "))),
+            Cell::new(crate::redact::printable_lines(&sc.message)),
         ]);
     }
     push_table(out, &t);
@@ -345,7 +350,13 @@ fn events(out: &mut String, style: Style, last: &RunRecord, label: &str) {
     title(out, style, &format!("Events{label}"));
     let mut t = table(style, &["TITLE", "ALERT", "TAGS", "TEXT"]);
     for e in &last.events {
-        t.add_row(vec![&e.title, &e.alert_type, &e.tags.join(" "), &e.text]);
+        let p = |s: &str| crate::redact::printable(s).into_owned();
+        t.add_row(vec![
+            p(&e.title),
+            p(&e.alert_type),
+            p(&e.tags.join(" ")),
+            crate::redact::printable_lines(&e.text).into_owned(),
+        ]);
     }
     push_table(out, &t);
 }
@@ -459,7 +470,11 @@ fn alloc_table(out: &mut String, style: Style, lines: &[crate::profile::AllocLin
         t.add_row(vec![
             Cell::new(units::signed_bytes(Some(l.size))).set_alignment(CellAlignment::Right),
             Cell::new(format!("{:+}", l.count)).set_alignment(CellAlignment::Right),
-            Cell::new(format!("{}:{}", short_path(&l.file), l.line)),
+            Cell::new(format!(
+                "{}:{}",
+                crate::redact::printable(short_path(&l.file)),
+                l.line
+            )),
         ]);
     }
     push_table(out, &t);
@@ -547,7 +562,7 @@ fn profile(out: &mut String, style: Style, p: &ProfileSummary, runs: u32) {
             right(format!("{:.2}%", sum as f64 / total * 100.0)),
             right(format!("{:.2}ms", ms(r.cum))),
             right(format!("{:.2}%", r.cum as f64 / total * 100.0)),
-            Cell::new(format!("{}{loc}", r.function)),
+            Cell::new(format!("{}{loc}", crate::redact::printable(&r.function))),
         ]);
     }
     push_table(out, &t);

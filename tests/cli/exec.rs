@@ -383,3 +383,48 @@ fn distributions_are_sketches_with_their_percentiles() {
         .unwrap_or_else(|| panic!("no sketch row:\n{}", table.stdout));
     assert!(row.contains("route:/a"), "{row}");
 }
+
+/// Escape sequences, a terminal title and NUL in what a plugin prints: a metric name holding
+/// them is refused (as `|` and space are), and whatever else of it is printed — a service
+/// check's message, an event, a warning — is shown escaped, never acted on.
+#[test]
+fn what_a_plugin_sends_never_acts_on_the_terminal() {
+    let sb = Sandbox::new();
+    sb.plugin(
+        "evil.sh",
+        "printf 'clear\\033[2Jscreen:1|g\\n'\n\
+         printf 'nul\\000name:1|g\\n'\n\
+         printf 'ok.metric:1|g\\n'\n\
+         printf '_sc|evil.up|0|m:\\033]0;owned\\007 fine\\n'\n\
+         printf '_e{4,9}:boom|\\033[31mred\\033[0m\\n'\n",
+    );
+    sb.write("conf.d/evil.yaml", "instances:\n  - {}\n");
+    let r = sb.run(&["check", "evil"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for bad in ['\u{1b}', '\u{7}', '\0'] {
+        assert!(
+            !r.stdout.contains(bad),
+            "{bad:?} reached the terminal:\n{}",
+            r.stdout
+        );
+        assert!(
+            !r.stderr.contains(bad),
+            "{bad:?} reached the terminal:\n{}",
+            r.stderr
+        );
+    }
+    assert!(r.stdout.contains("ok.metric"), "{}", r.stdout);
+    assert!(
+        !r.stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("clear")),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("\\u{1b}]0;owned\\u{7} fine"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("bad metric name"), "{}", r.stdout);
+}
