@@ -703,3 +703,28 @@ fn a_tag_that_is_not_valid_unicode_loses_nothing_else() {
         doc["warnings"]
     );
 }
+
+/// `ps` shows the Python worker as a short line that says what it is, not the 27 KB host
+/// program as a `-c` argument: the check reads its own /proc/self/cmdline.
+#[test]
+fn the_worker_shows_a_short_command_line() {
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/argv.py",
+        "from checks import AgentCheck\n\n\
+         class Argv(AgentCheck):\n    def check(self, instance):\n\
+         \x20       line = open('/proc/self/cmdline', 'rb').read().split(b'\\0')\n\
+         \x20       self.gauge('argv.bytes', sum(len(a) + 1 for a in line))\n\
+         \x20       self.gauge('argv.named', 1 if b'agentprof-python-host' in line else 0)\n",
+    );
+    sb.write("conf.d/argv.yaml", "instances:\n  - {}\n");
+    let r = sb.run(&["check", "argv", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let bytes = metric_values(&doc, "argv.bytes");
+    assert!(
+        bytes[0] < 200.0,
+        "the worker's command line is {bytes:?} bytes"
+    );
+    assert_eq!(metric_values(&doc, "argv.named"), vec![1.0]);
+}

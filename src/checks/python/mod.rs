@@ -24,7 +24,8 @@ use crate::profile::{AllocLine, MemoryProfile, PeakScope, RunCost};
 use super::{ExternalCheck, ExternalRun, RunOptions};
 use protocol::Worker;
 
-/// The host program, run as `python -u -c HOST IN_FD OUT_FD`.
+/// The host program, run as `python -u - IN_FD OUT_FD agentprof-python-host` with the
+/// program on its standard input (so `ps` shows that short line, not 27 KB of Python).
 pub const HOST: &str = include_str!("host.py");
 
 /// Longest a worker may take to start and import a check.

@@ -76,8 +76,8 @@ impl Worker {
             .map_err(|e| format!("cannot duplicate stderr: {e}"))?;
         let (ci, co) = (child_in.as_raw_fd(), child_out.as_raw_fd());
         let mut cmd = Command::new(python);
-        cmd.args(["-u", "-c", super::HOST, "3", "4"])
-            .stdin(Stdio::null())
+        cmd.args(["-u", "-", "3", "4", "agentprof-python-host"])
+            .stdin(Stdio::piped())
             .stdout(Stdio::from(stdout_to_stderr))
             .stderr(Stdio::inherit())
             .process_group(0);
@@ -103,6 +103,15 @@ impl Worker {
             _ => format!("cannot start `{python}`: {e}"),
         })?;
         drop((child_in, child_out));
+        let mut child = child;
+        // Python reads the program to the end of its stdin, then runs it.
+        if let Some(mut stdin) = child.stdin.take()
+            && let Err(e) = stdin.write_all(super::HOST.as_bytes())
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("cannot hand the host program to `{python}`: {e}"));
+        }
         let probe = Probe::new(Target::Pid(child.id()));
         Ok(Worker {
             child,
