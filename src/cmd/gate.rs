@@ -47,6 +47,36 @@ fn read_stats(path: &Path) -> anyhow::Result<GateStats> {
 /// check's run time by tens of percent from one process to the next, so timings from one
 /// process alone would call that a regression.
 const PROCESSES: u32 = 5;
+/// The most processes the gate runs to reach a small alpha.
+const MAX_PROCESSES: u32 = 40;
+
+/// Processes this run needs so that the timing test can reach `alpha` against a baseline of
+/// `base` process medians (None: a new baseline, the same count on both sides): at least
+/// `PROCESSES`; None when even `MAX_PROCESSES` cannot.
+fn processes_for(alpha: f64, base: Option<usize>) -> Option<u32> {
+    (PROCESSES..=MAX_PROCESSES)
+        .find(|&n| crate::gate::stats::smallest_p(base.unwrap_or(n as usize), n as usize) < alpha)
+}
+
+/// The refusal of an alpha the timing test can never meet.
+fn unreachable_alpha(alpha: f64, base: Option<(&Path, usize)>) -> UsageError {
+    let (n1, made) = match base {
+        Some((path, n)) => (n, format!(", against the {n} of {}", path.display())),
+        None => (MAX_PROCESSES as usize, String::new()),
+    };
+    let p = crate::gate::stats::smallest_p(n1, MAX_PROCESSES as usize);
+    UsageError::flag(
+        "--alpha",
+        format!(
+            "{alpha} cannot be met: with up to {MAX_PROCESSES} worker processes{made}, the timing test's smallest p-value is {p:.2e}, so no slowdown could ever be a regression; use a larger alpha{}",
+            if base.is_some() {
+                ", or make the baseline again with this one (it then runs enough processes)"
+            } else {
+                ""
+            }
+        ),
+    )
+}
 
 /// Sampling frequency of a built-in check's stacks for `--flamegraph-diff`; those runs are
 /// extra runs after the timed ones, so the sampling costs the timings nothing.
@@ -175,6 +205,8 @@ fn prune(stacks: &mut HashMap<String, f64>) {
 struct Plan<'a> {
     name: &'a str,
     times: u32,
+    /// Worker processes the timed runs are spread over (see [`processes_for`]).
+    processes: u32,
     instance: usize,
     memory: bool,
     stacks: bool,
@@ -201,7 +233,7 @@ fn load(config: &AgentConfig, plan: &Plan) -> anyhow::Result<LoadedCheck> {
 /// measured before and after each load's runs; with `stacks`, the stacks of the last load.
 fn measure(config: &AgentConfig, plan: &Plan, first: LoadedCheck) -> anyhow::Result<GateStats> {
     let name = plan.name;
-    let processes = PROCESSES.min(plan.times);
+    let processes = plan.processes.min(plan.times).max(1);
     let per = plan.times.div_ceil(processes);
     let kind = first.kind;
     let kind_label = kind.label();
@@ -398,6 +430,21 @@ fn compare_files(args: &GateArgs, files: &[std::path::PathBuf]) -> anyhow::Resul
     let (cfg, _) = resolve(flags(args), args.gate_config.as_deref(), None)?;
     let base = read_stats(&files[0])?;
     let current = read_stats(&files[1])?;
+    let (n1, n2) = (
+        base.wall_process_medians.len(),
+        current.wall_process_medians.len(),
+    );
+    let p = crate::gate::stats::smallest_p(n1, n2);
+    if n1 >= 3 && n2 >= 3 && p >= cfg.alpha {
+        return Err(UsageError::flag(
+            "--alpha",
+            format!(
+                "{} cannot be met by these reports: with {n1} and {n2} worker processes the timing test's smallest p-value is {p:.2e}; use a larger alpha, or make the reports with this one",
+                cfg.alpha
+            ),
+        )
+        .into());
+    }
     same_mode(
         &files[0],
         base.tracemalloc,
@@ -453,6 +500,7 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
     let mut plan = Plan {
         name,
         times: 0,
+        processes: PROCESSES,
         instance: args.instance,
         memory: args.memory,
         stacks: args.update_baseline || args.flamegraph_diff.is_some(),
@@ -497,6 +545,19 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         }
         Some(base)
     };
+    // The timing test must be able to fail: enough processes for the alpha asked for.
+    let base_processes = base
+        .as_ref()
+        .map(|b| {
+            b.wall_process_medians
+                .len()
+                .max(b.cpu_process_medians.len())
+        })
+        .filter(|&n| n >= 3);
+    plan.processes = processes_for(cfg.alpha, base_processes).ok_or_else(|| {
+        unreachable_alpha(cfg.alpha, base_processes.map(|n| (baseline.as_path(), n)))
+    })?;
+    plan.times = plan.times.max(plan.processes);
     let current = measure(&config, &plan, first)?;
     let Some(base) = base else {
         let text = serde_json::to_string_pretty(&current)?;

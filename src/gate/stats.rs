@@ -81,6 +81,18 @@ pub fn mann_whitney_greater(base: &[f64], new: &[f64]) -> Option<(f64, f64)> {
     Some((u, normal_sf(z)))
 }
 
+/// The smallest p-value [`mann_whitney_greater`] can give for samples of `n1` and `n2`
+/// values: every new value above every base value, no ties. An alpha at or below it can never
+/// be met, whatever the timings.
+pub fn smallest_p(n1: usize, n2: usize) -> f64 {
+    let (a, b) = (n1 as f64, n2 as f64);
+    let var = a * b / 12.0 * (a + b + 1.0);
+    if var <= 0.0 {
+        return 1.0;
+    }
+    normal_sf((a * b / 2.0 - 0.5) / var.sqrt())
+}
+
 /// A small fixed-seed generator (xorshift64*), for reproducible bootstraps.
 struct Rng(u64);
 
@@ -175,6 +187,18 @@ mod tests {
         ] {
             assert!((normal_sf(z) - p).abs() < 1e-6, "{z}: {}", normal_sf(z));
         }
+    }
+
+    #[test]
+    fn the_smallest_p_value_is_the_tests_own_at_its_extreme() {
+        // Five against five: 0.0061, so an alpha of 0.005 could never be met with five.
+        let p = smallest_p(5, 5);
+        assert!((p - 0.0061).abs() < 0.0001, "{p}");
+        let base = [1.0, 2.0, 3.0, 4.0, 5.0];
+        let new = [6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0];
+        let (_, extreme) = mann_whitney_greater(&base, &new).unwrap();
+        assert!((extreme - smallest_p(5, 8)).abs() < 1e-12);
+        assert!(smallest_p(8, 8) < 0.001 && smallest_p(7, 7) > 0.001);
     }
 
     #[test]

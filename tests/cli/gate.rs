@@ -431,3 +431,30 @@ fn the_gate_refuses_a_baseline_it_cannot_compare_with() {
         );
     }
 }
+
+/// The timing test can always fail: against a baseline of five worker processes, a check
+/// made 3.4 times slower is a regression at the default alpha and at the smaller ones CI
+/// users set (0.005, 0.001: the gate runs as many processes as they need), and an alpha no
+/// number of processes could meet is refused, exit 2, instead of passing everything.
+#[test]
+fn every_alpha_can_fail_and_an_unreachable_one_is_refused() {
+    let Some(py) = venv_python() else { return };
+    let _cpu = crate::support::cpu_exclusive();
+    let sb = Sandbox::new();
+    setup(&sb, &[]);
+    assert_eq!(gate(&sb, &py, &["--update-baseline"]).code, 0);
+    setup(&sb, &[("work", "68000")]);
+    for alpha in ["0.01", "0.005", "0.001"] {
+        let r = gate(&sb, &py, &["--alpha", alpha, "--format", "json"]);
+        assert_eq!(r.code, 1, "alpha {alpha}: {}\n{}", r.stdout, r.stderr);
+        let doc = r.json();
+        let slower =
+            doc["findings"].as_array().unwrap().iter().any(|f| {
+                f["figure"].as_str().unwrap().contains("time") && f["status"] == "regression"
+            });
+        assert!(slower, "alpha {alpha}: {doc}");
+    }
+    let r = gate(&sb, &py, &["--alpha", "0.000000001"]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("cannot be met"), "{}", r.stderr);
+}
