@@ -284,6 +284,8 @@ fn start(agentprof: &str, api: &Cluster, dir: &Path, node: &str, rules: &str) ->
         ])
         .arg("--kubeconfig")
         .arg(&kc)
+        // As the DaemonSet runs it: its allocator settings, read from the manifest.
+        .env("GLIBC_TUNABLES", daemonset_env("GLIBC_TUNABLES"))
         .env("AGENTPROF_STATE_DIR", d.join("state"))
         .env("POD_NAME", format!("agentprof-{node}"))
         .env("POD_NAMESPACE", "agentprof")
@@ -294,6 +296,24 @@ fn start(agentprof: &str, api: &Cluster, dir: &Path, node: &str, rules: &str) ->
         .spawn()
         .unwrap();
     Instance { child, dir: d }
+}
+
+/// The value of environment variable `name` in deploy/kubernetes/30-daemonset.yaml.
+fn daemonset_env(name: &str) -> String {
+    let manifest = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes/30-daemonset.yaml"),
+    )
+    .unwrap();
+    let mut lines = manifest.lines();
+    lines
+        .by_ref()
+        .find(|l| l.trim() == format!("- name: {name}"))
+        .unwrap_or_else(|| panic!("the DaemonSet sets no {name}"));
+    lines
+        .next()
+        .and_then(|l| l.trim().strip_prefix("value: "))
+        .unwrap_or_else(|| panic!("{name} has no value on the next line"))
+        .to_string()
 }
 
 /// A process's current resident memory by kind (RssAnon, RssFile), MiB.
