@@ -162,6 +162,7 @@ fn target(s: Spec<'_>) -> Result<Target, String> {
         profile_duration: s.profile_duration,
         interval: s.interval,
         http_timeout,
+        timeout_setting: "--http-timeout",
         service,
         env: s.env,
         version: s.version,

@@ -395,6 +395,7 @@ impl Collector {
             profile_duration: duration,
             interval: rule.interval,
             http_timeout: rule.request_timeout,
+            timeout_setting: "request_timeout",
             service: tagged.service.clone(),
             env: tagged.env.clone(),
             version: tagged.version.clone(),

@@ -263,7 +263,13 @@ impl One<'_, '_> {
             )
         });
         let t0 = Instant::now();
-        let res = fetch::fetch(job.client, url, &self.limits, t.http_timeout, job.cancel);
+        let res = fetch::fetch(
+            job.client,
+            url,
+            &self.limits,
+            (t.http_timeout, t.timeout_setting),
+            job.cancel,
+        );
         if let Some(Some((bar, h, done))) = bar {
             done.store(true, std::sync::atomic::Ordering::Relaxed);
             let _ = h.join();

@@ -208,7 +208,7 @@ pub fn fetch(
     client: &reqwest::blocking::Client,
     url: &Url,
     limits: &Limits,
-    timeout: Duration,
+    (timeout, setting): (Duration, &str),
     cancel: &Cancel,
 ) -> Result<Fetched, FetchError> {
     let deadline = std::time::Instant::now() + timeout;
@@ -220,10 +220,10 @@ pub fn fetch(
     let resp = send_interruptible(client, url, deadline, cancel).map_err(|e| match e {
         Sent::Signal => http(cancel.message().into()),
         Sent::Deadline => http(format!(
-            "no answer within --http-timeout {} (it must exceed the profile duration)",
+            "no answer within {setting} {} (it must exceed the profile duration)",
             crate::duration::human(timeout)
         )),
-        Sent::Failed(e) => http(describe_send_error(&e.without_url(), timeout)),
+        Sent::Failed(e) => http(describe_send_error(&e.without_url(), timeout, setting)),
     })?;
     let status = resp.status();
     if status.is_redirection() {
@@ -246,7 +246,7 @@ pub fn fetch(
         let of = expected.map_or_else(String::new, |n| format!(" of {n}"));
         http(match why {
             BodyEnd::Deadline => format!(
-                "the body did not arrive within --http-timeout {}: {got} bytes{of} arrived",
+                "the body did not arrive within {setting} {}: {got} bytes{of} arrived",
                 crate::duration::human(timeout)
             ),
             BodyEnd::Cut(e) => format!("the body was cut after {got} bytes{of}: {e}"),
@@ -367,7 +367,7 @@ fn send_interruptible(
     }
 }
 
-fn describe_send_error(e: &reqwest::Error, timeout: Duration) -> String {
+fn describe_send_error(e: &reqwest::Error, timeout: Duration, setting: &str) -> String {
     let cause = root_cause(e);
     // rustls reading a plain-HTTP answer as a TLS record.
     if cause.contains("InvalidContentType") || cause.contains("corrupt message") {
@@ -376,7 +376,7 @@ fn describe_send_error(e: &reqwest::Error, timeout: Duration) -> String {
     }
     if e.is_timeout() {
         format!(
-            "no answer within --http-timeout {} (it must exceed the profile duration)",
+            "no answer within {setting} {} (it must exceed the profile duration)",
             crate::duration::human(timeout)
         )
     } else if e.is_connect() {

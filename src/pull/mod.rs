@@ -31,6 +31,9 @@ pub struct Target {
     pub profile_duration: Duration,
     pub interval: Duration,
     pub http_timeout: Duration,
+    /// What the user calls `http_timeout` where they set it, for messages: `--http-timeout`
+    /// for pull, `request_timeout` for a k8s rule.
+    pub timeout_setting: &'static str,
     pub service: String,
     pub env: Option<String>,
     pub version: Option<String>,

@@ -720,6 +720,20 @@ fn hostile_pod_endpoints_cost_their_own_capture_only() {
         assert_eq!(done["status"], "error", "{how:?}: {done}");
         let secs = done["seconds"].as_f64().unwrap();
         assert!(secs <= 4.0, "{how:?}: {secs} s with a 3 s request_timeout");
+        // The deadline is named as the k8s user set it, not as pull's flag.
+        let said = run
+            .wait_for("the hostile capture's line", 5, |v| {
+                v["event"] == "capture"
+                    && v["capture"]["target"]
+                        .as_str()
+                        .unwrap_or("")
+                        .starts_with(&id)
+            })
+            .to_string();
+        assert!(!said.contains("--http-timeout"), "{how:?}: {said}");
+        if matches!(how, Hostile::Hang | Hostile::Trickle) {
+            assert!(said.contains("request_timeout 3.00s"), "{how:?}: {said}");
+        }
         eprintln!(
             "measured: a pod endpoint that does {how:?}: its capture ended in {secs:.2} s (error)"
         );
