@@ -339,6 +339,11 @@ pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
         hostname: config.hostname.clone(),
         forward: Some(config),
     };
+    if opts.out.is_none() && opts.upload.is_none() {
+        eprintln!(
+            "agentprof: pull: without --out the profiles are read and summarised, and nothing is kept (--out DIR keeps them)"
+        );
+    }
     let json = args.json;
     let failed = crate::pull::run(targets, &opts, |c| {
         let mut out = std::io::stdout().lock();

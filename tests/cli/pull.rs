@@ -861,3 +861,21 @@ fn top_of_a_diff_base_block_profile_is_go_tool_pprofs() {
         }
     }
 }
+
+/// `pull URL` without `--out` says that it keeps nothing.
+#[test]
+fn a_pull_without_out_says_it_keeps_nothing() {
+    let sb = Sandbox::new();
+    let r = sb.run(&["pull", "http://127.0.0.1:1", "--types", "goroutine"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("nothing is kept"), "{}", r.stderr);
+    let r = sb.run(&[
+        "pull",
+        "http://127.0.0.1:1",
+        "--types",
+        "goroutine",
+        "--out",
+        "o",
+    ]);
+    assert!(!r.stderr.contains("nothing is kept"), "{}", r.stderr);
+}
