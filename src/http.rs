@@ -24,3 +24,14 @@ pub fn blocking(timeout: Duration) -> reqwest::blocking::ClientBuilder {
         .connect_timeout(timeout.min(Duration::from_secs(10)))
         .user_agent(concat!("agentprof/", env!("CARGO_PKG_VERSION")))
 }
+
+/// A Retry-After header's wait (429, 503): seconds, or an HTTP date. Every client of
+/// agentprof reads it here.
+pub fn retry_after(h: &http::HeaderMap) -> Option<Duration> {
+    let v = h.get(http::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(s) = v.parse::<u64>() {
+        return Some(Duration::from_secs(s));
+    }
+    let at = jiff::fmt::rfc2822::parse(v).ok()?.timestamp();
+    Some(Duration::try_from(at.duration_since(jiff::Timestamp::now())).unwrap_or(Duration::ZERO))
+}

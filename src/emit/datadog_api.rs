@@ -23,6 +23,11 @@ const QUEUE: usize = 256;
 /// Attempts per payload.
 const ATTEMPTS: u32 = 5;
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+/// The longest a 429's or 503's Retry-After is waited; a longer one ends the attempts.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+/// The series intake's documented limits on one payload: compressed and decompressed bytes.
+const MAX_COMPRESSED: usize = 512_000;
+const MAX_DECOMPRESSED: usize = 5_242_880;
 
 /// What the sender thread reports.
 #[derive(Debug, Default)]
@@ -90,6 +95,51 @@ pub fn series(batch: &Batch<'_>) -> Value {
         })
         .collect();
     json!({ "series": series })
+}
+
+/// The batch's series as gzipped bodies each within the intake's limits (512,000 bytes
+/// compressed, 5,242,880 decompressed): a run of 60,000 series goes as several payloads
+/// instead of one the intake refuses with 413.
+fn series_payloads(batch: &Batch<'_>) -> Vec<Vec<u8>> {
+    let all = series(batch);
+    let items: Vec<String> = all["series"]
+        .as_array()
+        .map(|a| a.iter().map(Value::to_string).collect())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    let mut chunk: Vec<&str> = Vec::new();
+    let mut size = 0;
+    // `{"series":[` … `]}` and the commas.
+    const WRAPPER: usize = 16;
+    for item in &items {
+        if !chunk.is_empty() && size + item.len() + 1 + WRAPPER > MAX_DECOMPRESSED {
+            split_compressed(&chunk, &mut out);
+            chunk.clear();
+            size = 0;
+        }
+        size += item.len() + 1;
+        chunk.push(item);
+    }
+    if !chunk.is_empty() {
+        split_compressed(&chunk, &mut out);
+    }
+    out
+}
+
+/// `items` as one gzipped series body, or halves of it until each compresses within
+/// `MAX_COMPRESSED` (a single series larger than that goes alone, and the intake says why).
+fn split_compressed(items: &[&str], out: &mut Vec<Vec<u8>>) {
+    let text = format!("{{\"series\":[{}]}}", items.join(","));
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    let _ = std::io::Write::write_all(&mut gz, text.as_bytes());
+    let body = gz.finish().unwrap_or_default();
+    if body.len() <= MAX_COMPRESSED || items.len() == 1 {
+        out.push(body);
+        return;
+    }
+    let (a, b) = items.split_at(items.len() / 2);
+    split_compressed(a, out);
+    split_compressed(b, out);
 }
 
 /// Values one distribution sends at most: past it, each bin's count is scaled down (every bin
@@ -228,6 +278,7 @@ fn sender(client: reqwest::blocking::Client, key: String, base: String, shared: 
         let Some(p) = next else { return };
         let mut backoff = FIRST_BACKOFF;
         for attempt in 1..=ATTEMPTS {
+            let mut wait = None;
             let mut req = client
                 .post(format!("{base}{}", p.path))
                 .header("DD-API-KEY", &key)
@@ -245,7 +296,22 @@ fn sender(client: reqwest::blocking::Client, key: String, base: String, shared: 
                     shared.stats.sent.fetch_add(1, Ordering::Relaxed);
                     false
                 }
-                Ok(r) if r.status().is_server_error() || r.status().as_u16() == 429 => true,
+                Ok(r) if r.status().is_server_error() || r.status().as_u16() == 429 => {
+                    wait = crate::http::retry_after(r.headers());
+                    if let Some(w) = wait.filter(|w| *w > MAX_RETRY_AFTER) {
+                        shared.stats.failed.fetch_add(1, Ordering::Relaxed);
+                        eprintln!(
+                            "agentprof: datadog api {}{}: {} asks to wait {} s, over the {} s agentprof waits (not retried)",
+                            sender_shown(&base).trim_end_matches('/'),
+                            p.path,
+                            r.status(),
+                            w.as_secs(),
+                            MAX_RETRY_AFTER.as_secs()
+                        );
+                        break;
+                    }
+                    true
+                }
                 Ok(r) => {
                     shared.stats.failed.fetch_add(1, Ordering::Relaxed);
                     eprintln!(
@@ -281,7 +347,11 @@ fn sender(client: reqwest::blocking::Client, key: String, base: String, shared: 
                 break;
             }
             shared.stats.retried.fetch_add(1, Ordering::Relaxed);
-            std::thread::sleep(backoff);
+            // The server's Retry-After when it gave one, else the backoff; a stop ends the wait.
+            let q = crate::sync::lock(&shared.queue);
+            let _ = shared
+                .ready
+                .wait_timeout_while(q, wait.unwrap_or(backoff), |q| !q.1);
             backoff *= 2;
         }
     }
@@ -311,10 +381,10 @@ impl Forwarder for DatadogApi {
     }
 
     fn send(&mut self, batch: &Batch<'_>) -> std::io::Result<()> {
-        if batch.metrics.iter().any(|m| m.sketch.is_none()) {
+        for body in series_payloads(batch) {
             self.push(Payload {
                 path: "/api/v2/series",
-                body: gzip(&series(batch)),
+                body,
                 gzip: true,
             });
         }

@@ -320,7 +320,7 @@ where
             };
             let code = resp.status().as_u16();
             if (code == 429 || code == 503)
-                && let Some(wait) = retry_after(resp.headers())
+                && let Some(wait) = crate::http::retry_after(resp.headers())
             {
                 stats.hold_off(wait);
             }
@@ -339,17 +339,6 @@ where
             }))
         })
     }
-}
-
-/// A Retry-After header's wait: seconds, or an HTTP date.
-fn retry_after(h: &http::HeaderMap) -> Option<Duration> {
-    let v = h.get(http::header::RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(s) = v.parse::<u64>() {
-        return Some(Duration::from_secs(s));
-    }
-    let at = jiff::fmt::rfc2822::parse(v).ok()?.timestamp();
-    let d = at.duration_since(jiff::Timestamp::now());
-    Some(Duration::try_from(d).unwrap_or(Duration::ZERO))
 }
 
 struct WatchSeen {
@@ -462,12 +451,15 @@ mod tests {
     fn retry_after_is_seconds_or_a_date() {
         let mut h = http::HeaderMap::new();
         h.insert(http::header::RETRY_AFTER, "3600".parse().expect("value"));
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(3600)));
+        assert_eq!(
+            crate::http::retry_after(&h),
+            Some(Duration::from_secs(3600))
+        );
         h.insert(
             http::header::RETRY_AFTER,
             "Wed, 21 Oct 2015 07:28:00 GMT".parse().expect("value"),
         );
-        assert_eq!(retry_after(&h), Some(Duration::ZERO));
+        assert_eq!(crate::http::retry_after(&h), Some(Duration::ZERO));
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]

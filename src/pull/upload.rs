@@ -283,7 +283,7 @@ impl Uploader {
                     if (400..500).contains(&code) && code != 408 && code != 429 {
                         return Posted::Refused(format!("{}: {last}", redact(&self.url)));
                     }
-                    if let Some(ra) = retry_after(r.headers()) {
+                    if let Some(ra) = crate::http::retry_after(r.headers()) {
                         if ra > MAX_RETRY_AFTER {
                             last = format!("{last}, Retry-After {} s", ra.as_secs());
                             break;
@@ -382,16 +382,6 @@ impl Uploader {
     pub fn pending(&self) -> usize {
         self.spool.pending()
     }
-}
-
-/// A Retry-After header's wait: seconds, or an HTTP date.
-pub fn retry_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let v = h.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(s) = v.parse::<u64>() {
-        return Some(Duration::from_secs(s));
-    }
-    let at = jiff::fmt::rfc2822::parse(v).ok()?.timestamp();
-    Some(Duration::try_from(at.duration_since(jiff::Timestamp::now())).unwrap_or(Duration::ZERO))
 }
 
 /// Where a collection's upload goes.

@@ -641,3 +641,75 @@ fn sigterm_after(sb: &Sandbox, args: &[&str], delay: Duration) -> std::process::
     );
     out
 }
+
+/// A run of 60,000 series goes to the series intake as payloads each within its documented
+/// limits (512,000 bytes compressed, 5,242,880 decompressed), every series once; a 429 with
+/// `Retry-After: 2` is waited out before the next attempt, not retried within a second.
+#[test]
+fn big_runs_are_split_under_the_intakes_limits_and_retry_after_is_honoured() {
+    let sb = Sandbox::new();
+    let times = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let t = std::sync::Arc::clone(&times);
+    let (addr, seen) = crate::support::serve(move |path, n| {
+        if path == "/api/v2/series" {
+            t.lock().unwrap().push(Instant::now());
+        }
+        if n == 0 {
+            let mut r = crate::support::reply("429 Too Many Requests", "{}");
+            r.headers.push(("Retry-After".into(), "2".into()));
+            r
+        } else {
+            crate::support::reply("202 Accepted", "{}")
+        }
+    });
+    sb.plugin(
+        "many",
+        "i=0\nwhile [ $i -lt 60000 ]; do echo \"many.series.with.a.long.name:1|g|#shard:$i,team:observability,env:production\"; i=$((i+1)); done\n",
+    );
+    sb.write(
+        "conf.d/many.yaml",
+        "instances:\n  - min_collection_interval: 30\n",
+    );
+    sb.write(
+        "agentprof.yaml",
+        &format!("api_key: k\ndd_url: http://{addr}\nhostname: box\n"),
+    );
+    let r = sb.run(&["start", "--duration", "8s"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let seen = seen.lock().unwrap().clone();
+    let series: Vec<(usize, Request)> = seen
+        .iter()
+        .filter(|(p, _, _)| p == "/api/v2/series")
+        .map(|s| (s.2.len(), decoded(s)))
+        .collect();
+    assert!(
+        series.len() >= 3,
+        "{} series payloads of {} requests",
+        series.len(),
+        seen.len()
+    );
+    let mut shards = std::collections::BTreeSet::new();
+    for (compressed, (_, _, text)) in &series {
+        assert!(*compressed <= 512_000, "{compressed} bytes compressed");
+        assert!(text.len() <= 5_242_880, "{} bytes decompressed", text.len());
+        let doc: serde_json::Value = serde_json::from_str(text).unwrap();
+        for s in doc["series"].as_array().unwrap() {
+            if s["metric"] == "many.series.with.a.long.name" {
+                let shard = s["tags"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find_map(|t| t.as_str()?.strip_prefix("shard:").map(String::from))
+                    .unwrap();
+                shards.insert(shard);
+            }
+        }
+    }
+    assert_eq!(shards.len(), 60_000, "every series arrived");
+    let times = times.lock().unwrap().clone();
+    let gap = times[1].duration_since(times[0]);
+    assert!(
+        gap >= Duration::from_millis(1900),
+        "retried {gap:?} after a Retry-After of 2 s"
+    );
+}
