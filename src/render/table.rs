@@ -222,7 +222,27 @@ fn memory_and_errors(out: &mut String, style: Style, recs: &[&RunRecord], label:
 }
 
 /// What is over every run: the memory growth table and the CPU or cProfile profile.
+/// "5 runs", or "5 runs of each of 2 instances (10 calls)": what a profile merged.
+fn runs_merged(runs: u32, instances: usize) -> String {
+    let s = if runs == 1 { "" } else { "s" };
+    if instances > 1 {
+        format!(
+            "{runs} run{s} of each of {instances} instances ({} calls)",
+            runs as usize * instances
+        )
+    } else {
+        format!("{runs} run{s}")
+    }
+}
+
 fn profiles(out: &mut String, style: Style, report: &CheckReport, runs: u32) {
+    let instances = report
+        .records
+        .iter()
+        .map(|r| r.instance)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let merged = runs_merged(runs, instances);
     if let Some(growth) = &report.memory_growth {
         let last = report.records.iter().map(|r| r.run).max().unwrap_or(1);
         title(
@@ -233,16 +253,9 @@ fn profiles(out: &mut String, style: Style, report: &CheckReport, runs: u32) {
         alloc_table(out, style, growth);
     }
     match &report.profile {
-        Some(ProfileView::Cpu(p)) => profile(out, style, p, runs),
+        Some(ProfileView::Cpu(p)) => profile(out, style, p, &merged),
         Some(ProfileView::Pstats(v)) => {
-            title(
-                out,
-                style,
-                &format!(
-                    "Profile: cProfile over {runs} run{}",
-                    if runs == 1 { "" } else { "s" }
-                ),
-            );
+            title(out, style, &format!("Profile: cProfile over {merged}"));
             out.push_str(&super::pstats::render(v));
         }
         None => {}
@@ -506,19 +519,18 @@ fn short_path(path: &str) -> &str {
     path
 }
 
-fn profile(out: &mut String, style: Style, p: &ProfileSummary, runs: u32) {
+fn profile(out: &mut String, style: Style, p: &ProfileSummary, merged: &str) {
     let ms = |samples: u64| samples as f64 * p.period_ns as f64 / 1e6;
     if !p.meaningful() {
         title(out, style, "Profile");
         let _ = writeln!(
             out,
-            "  {} sample{} at {} Hz ({:.1}ms of CPU) over {runs} run{}: too few for a meaningful profile \
+            "  {} sample{} at {} Hz ({:.1}ms of CPU) over {merged}: too few for a meaningful profile \
              (want at least {}); sample more runs, e.g. --times {}",
             p.samples,
             if p.samples == 1 { "" } else { "s" },
             p.frequency_hz,
             ms(p.samples),
-            if runs == 1 { "" } else { "s" },
             p.min_samples,
             p.suggested_times,
         );
@@ -526,12 +538,12 @@ fn profile(out: &mut String, style: Style, p: &ProfileSummary, runs: u32) {
     }
     let over = if p.repeated > 0 {
         format!(
-            "over {runs} measured run{} and {} sampled repetitions (one run is too short to sample; the cost table is of the measured runs)",
-            if runs == 1 { "" } else { "s" },
+            "over {} and {} sampled repetitions (one run is too short to sample; the cost table is of the measured runs)",
+            merged.replacen("run", "measured run", 1),
             p.repeated
         )
     } else {
-        format!("over {runs} run{}", if runs == 1 { "" } else { "s" })
+        format!("over {merged}")
     };
     title(
         out,
