@@ -34,30 +34,23 @@ fn is_unsafe(c: char) -> bool {
 /// (`\u{1b}`), so that what a client sent cannot move the cursor, clear the screen, set the
 /// window title or add a line of its own.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(is_unsafe) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if is_unsafe(c) {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
+    escaped(text, is_unsafe)
 }
 
 /// `text` as [`printable`] makes it, but keeping line breaks and tabs: for multi-line text a
 /// check sent that is printed as lines (a Python traceback).
 pub fn printable_lines(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_here = |c: char| is_unsafe(c) && !matches!(c, '\n' | '\t');
-    if !text.chars().any(unsafe_here) {
+    escaped(text, |c| is_unsafe(c) && !matches!(c, '\n' | '\t'))
+}
+
+/// `text` with each character `bad` picks written as its escape; borrowed when none is.
+fn escaped(text: &str, bad: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(&bad) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if unsafe_here(c) {
+        if bad(c) {
             out.extend(c.escape_unicode());
         } else {
             out.push(c);

@@ -477,6 +477,10 @@ mod tests {
     }
 
     fn runner(checks: Vec<(Option<f64>, Box<dyn Check>)>) -> Runner {
+        runner_with(checks, None)
+    }
+
+    fn runner_with(checks: Vec<(Option<f64>, Box<dyn Check>)>, profile_hz: Option<u32>) -> Runner {
         let config = AgentConfig::load(&LoadOptions {
             config: None,
             confd: Some(std::env::temp_dir()),
@@ -495,7 +499,7 @@ mod tests {
             })
             .collect();
         let loaded = LoadedCheck::in_process("test", instances);
-        Runner::new(loaded, &config, None, None, false)
+        Runner::new(loaded, &config, None, profile_hz, false)
     }
 
     #[test]
@@ -555,29 +559,14 @@ mod tests {
     #[test]
     fn a_profile_samples_the_runs_after_a_timed_out_one() {
         let _one = crate::sync::lock(&crate::profile::sampler_tests::ONE_SAMPLER);
-        let config = AgentConfig::load(&LoadOptions {
-            config: None,
-            confd: Some(std::env::temp_dir()),
-            checks: None,
-            python: None,
-        })
-        .unwrap();
-        let timeout = |t| InstanceCommon {
-            timeout: t,
-            ..Default::default()
-        };
-        let loaded = LoadedCheck::in_process(
-            "test",
+        let mut r = runner_with(
             vec![
-                (timeout(None), Box::new(Spins(150)) as Box<dyn Check>),
-                (
-                    timeout(Some(0.05)),
-                    Box::new(Sleepy(Duration::from_secs(1))),
-                ),
-                (timeout(None), Box::new(Spins(150))),
+                (None, Box::new(Spins(150))),
+                (Some(0.05), Box::new(Sleepy(Duration::from_secs(1)))),
+                (None, Box::new(Spins(150))),
             ],
+            Some(1000),
         );
-        let mut r = Runner::new(loaded, &config, None, Some(1000), false);
         let mut counts = Vec::new();
         for pos in 0..3 {
             let before = r.profile.as_ref().unwrap().sampler.samples_so_far();

@@ -119,6 +119,23 @@ fn cpu_from_main(sb: &Sandbox, name: &str, rows: &[(&str, i64)]) -> std::path::P
 }
 
 /// `agentprof top ARGS FILE` and `go tool pprof -top GOARGS FILE` print the same text.
+/// What `go tool pprof -proto -diff_base BASE NEW` writes: NEW with BASE's samples negated
+/// and labelled pprof::base=true.
+pub fn go_diff_base(base: &std::path::Path, new: &std::path::Path) -> Vec<u8> {
+    let out = std::process::Command::new("go")
+        .args(["tool", "pprof", "-proto", "-diff_base"])
+        .arg(base)
+        .arg(new)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 pub fn same_as_go(sb: &Sandbox, file: &std::path::Path, ours: &[&str], theirs: &[&str]) -> String {
     let f = file.to_str().unwrap();
     let mut a = vec!["top"];
@@ -248,18 +265,7 @@ fn diff_base_output_totals_as_go_tool_pprof() {
         "new.pb",
         &[("main.a", 300_000_000), ("main.c", 1_180_000_000)],
     );
-    let out = std::process::Command::new("go")
-        .args(["tool", "pprof", "-proto", "-diff_base"])
-        .arg(&base)
-        .arg(&new)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let diffed = sb.write_bytes("diffed.pb.gz", &out.stdout);
+    let diffed = sb.write_bytes("diffed.pb.gz", &go_diff_base(&base, &new));
     let text = same_as_go(&sb, &diffed, &[], &[]);
     assert!(text.contains("of 1400ms total"), "{text}");
     same_as_go(&sb, &diffed, &["--cum"], &["-cum"]);
