@@ -105,6 +105,17 @@ fn collect(args: K8sArgs) -> anyhow::Result<Outcome> {
         .as_deref()
         .map(|d| crate::duration::parse(d, 1.0).map_err(|e| flag("--duration", e)))
         .transpose()?;
+    // An out_dir from profile.yaml that cannot be made is that file's error, not --out's.
+    if args.out.is_none()
+        && let Some(dir) = &s.rules.out_dir
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        return Err(UsageError::config(
+            &s.profile_yaml,
+            format!("init_config.out_dir: {}: {e}", dir.display()),
+        )
+        .into());
+    }
     let opts = crate::k8s::run::RunOptions {
         out: args.out.clone().or_else(|| s.rules.out_dir.clone()),
         upload,

@@ -1147,3 +1147,24 @@ fn an_api_server_that_never_answered_is_exit_3() {
     assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("never answered"), "{}", r.stderr);
 }
+
+/// profile.yaml's `out_dir` under a regular file is that file's error (exit 2, its path),
+/// not "--out", which was never given.
+#[test]
+fn an_out_dir_that_cannot_be_made_is_profile_yamls_error() {
+    let sb = Sandbox::new();
+    let Some((_api, kc)) = cluster(&sb) else {
+        return;
+    };
+    sb.write("plain-file", "x");
+    profile_yaml(&sb, "  out_dir: plain-file/captures\n", "  - port: 6060\n");
+    let r = k8s(&sb, &kc, &["--duration", "1s"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("profile.yaml")
+            && r.stderr.contains("out_dir")
+            && !r.stderr.contains("--out"),
+        "{}",
+        r.stderr
+    );
+}
