@@ -270,7 +270,10 @@ pub fn fetch(
     }
     if go_error {
         let text = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]);
-        return Err(http(format!("the service says: {}", text.trim())));
+        return Err(http(format!(
+            "the service says: {}",
+            crate::redact::printable(text.trim())
+        )));
     }
     let bad = |source| FetchError::Profile {
         url: shown.clone(),
@@ -304,7 +307,9 @@ fn redirected(resp: &reqwest::blocking::Response, url: &Url) -> String {
 /// nothing, what kind of document it is, or binary.
 fn what_came(bytes: &[u8], go_error: bool) -> String {
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]);
-    let text = text.trim();
+    // The server's words reach a terminal: its control characters are shown escaped.
+    let text = crate::redact::printable(text.trim());
+    let text = text.as_ref();
     if go_error {
         format!("the service says: {text}")
     } else if text.is_empty() {

@@ -868,3 +868,26 @@ fn a_pull_without_out_says_it_keeps_nothing() {
     ]);
     assert!(!r.stderr.contains("nothing is kept"), "{}", r.stderr);
 }
+
+/// A service's own error words (net/http/pprof marks them with X-Go-Pprof) reach the terminal
+/// escaped: an escape sequence in them clears nothing.
+#[test]
+fn the_services_words_are_printed_escaped() {
+    let (addr, _) = crate::support::serve(|_, _| {
+        let mut r = crate::support::reply(
+            "404 Not Found",
+            "Unknown profile: \u{1b}[2J\u{1b}]0;owned\u{7}",
+        );
+        r.headers.push(("X-Go-Pprof".into(), "1".into()));
+        r
+    });
+    let sb = Sandbox::new();
+    let r = sb.run(&["pull", &format!("http://{addr}"), "--types", "goroutine"]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert!(
+        all.contains("the service says: Unknown profile: \\u{1b}[2J"),
+        "{all}"
+    );
+    assert!(!all.contains('\u{1b}') && !all.contains('\u{7}'), "{all:?}");
+}
