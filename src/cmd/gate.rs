@@ -58,6 +58,13 @@ fn processes_for(alpha: f64, base: Option<usize>) -> Option<u32> {
         .find(|&n| crate::gate::stats::smallest_p(base.unwrap_or(n as usize), n as usize) < alpha)
 }
 
+/// How many worker processes' medians a report holds for the timing test.
+fn process_count(s: &GateStats) -> usize {
+    s.wall_process_medians
+        .len()
+        .max(s.cpu_process_medians.len())
+}
+
 /// The refusal of an alpha the timing test can never meet.
 fn unreachable_alpha(alpha: f64, base: Option<(&Path, usize)>) -> UsageError {
     let (n1, made) = match base {
@@ -430,10 +437,7 @@ fn compare_files(args: &GateArgs, files: &[std::path::PathBuf]) -> anyhow::Resul
     let (cfg, _) = resolve(flags(args), args.gate_config.as_deref(), None)?;
     let base = read_stats(&files[0])?;
     let current = read_stats(&files[1])?;
-    let (n1, n2) = (
-        base.wall_process_medians.len(),
-        current.wall_process_medians.len(),
-    );
+    let (n1, n2) = (process_count(&base), process_count(&current));
     let p = crate::gate::stats::smallest_p(n1, n2);
     if n1 >= 3 && n2 >= 3 && p >= cfg.alpha {
         return Err(UsageError::flag(
@@ -546,14 +550,7 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         Some(base)
     };
     // The timing test must be able to fail: enough processes for the alpha asked for.
-    let base_processes = base
-        .as_ref()
-        .map(|b| {
-            b.wall_process_medians
-                .len()
-                .max(b.cpu_process_medians.len())
-        })
-        .filter(|&n| n >= 3);
+    let base_processes = base.as_ref().map(process_count).filter(|&n| n >= 3);
     plan.processes = processes_for(cfg.alpha, base_processes).ok_or_else(|| {
         unreachable_alpha(cfg.alpha, base_processes.map(|n| (baseline.as_path(), n)))
     })?;

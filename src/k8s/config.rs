@@ -51,6 +51,9 @@ struct RawFile {
     kubernetes: Option<Vec<RawRule>>,
 }
 
+/// The delta baseline cache at most, MiB.
+const MAX_DELTA_CACHE_MB: i64 = 65_536;
+
 impl K8sConfig {
     /// Reads `profile.yaml`'s Kubernetes part; `Ok(None)` when it has no `kubernetes:` rules.
     pub fn read(path: &Path) -> Result<Option<K8sConfig>, UsageError> {
@@ -77,12 +80,7 @@ impl K8sConfig {
                 None => UsageError::config(path, message),
             }
         };
-        let positive = |key: &str, v: Option<i64>, def: i64| -> Result<i64, UsageError> {
-            let max = if key == "kubernetes_delta_cache_mb" {
-                65_536
-            } else {
-                super::rule::MAX_CONCURRENCY
-            };
+        let within = |key: &str, v: Option<i64>, def: i64, max: i64| -> Result<i64, UsageError> {
             match v {
                 None => Ok(def),
                 Some(n) if (1..=max).contains(&n) => Ok(n),
@@ -119,15 +117,17 @@ impl K8sConfig {
             ));
         }
         Ok(Some(K8sConfig {
-            max_concurrency: positive(
+            max_concurrency: within(
                 "kubernetes_max_concurrency",
                 init.kubernetes_max_concurrency,
                 2,
+                super::rule::MAX_CONCURRENCY,
             )? as usize,
-            delta_cache_mb: positive(
+            delta_cache_mb: within(
                 "kubernetes_delta_cache_mb",
                 init.kubernetes_delta_cache_mb,
                 32,
+                MAX_DELTA_CACHE_MB,
             )? as u64,
             upload_url: url("upload_url", init.upload_url)?,
             out_dir: init.out_dir,

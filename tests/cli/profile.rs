@@ -67,6 +67,15 @@ fn a_timed_out_instance_leaves_the_others_sampled() {
     let p = &doc["profile"];
     assert_eq!(p["meaningful"], true, "{p}");
     assert!(p["samples"].as_u64().unwrap() >= 100, "{p}");
+    // The title says what was merged: 3 runs of each of the 3 instances.
+    let table = sb.run(&["check", "process", "--profile", "-t", "3"]);
+    assert!(
+        table
+            .stdout
+            .contains("over 3 measured runs of each of 3 instances (9 calls)"),
+        "{}",
+        table.stdout
+    );
 }
 
 #[test]

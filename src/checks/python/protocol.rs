@@ -320,12 +320,11 @@ fn ended(status: std::process::ExitStatus) -> String {
     }
 }
 
+/// " (the worker exited …)" as [`ended`] says it, for a message about a stopped worker.
 fn describe(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => format!(" (the worker exited with status {c})"),
-        (None, Some(s)) => format!(" (the worker was killed by signal {s})"),
-        _ => String::new(),
+    match ended(status) {
+        how if how.is_empty() => how,
+        how => format!(" (the worker exited{how})"),
     }
 }
 
