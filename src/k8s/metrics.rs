@@ -40,6 +40,9 @@ pub struct Metrics {
     held_seen: std::sync::atomic::AtomicU64,
     short_seen: std::sync::atomic::AtomicU64,
     pub synced: AtomicBool,
+    /// Why the pod watcher's last (re)list failed, until one succeeds: an answer the HTTP
+    /// layer counted as 200 may still not be a pod list (a proxy's page, a cut body).
+    list_failing: std::sync::Mutex<Option<String>>,
     pub started: AtomicI64,
     /// The skips by reason, for the summary at stop.
     skips: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
@@ -152,6 +155,7 @@ impl Metrics {
             held_seen: Default::default(),
             short_seen: Default::default(),
             synced: AtomicBool::new(false),
+            list_failing: Default::default(),
             started: AtomicI64::new(0),
             skips: Default::default(),
         }
@@ -210,7 +214,18 @@ impl Metrics {
         if !self.synced.load(Ordering::Relaxed) {
             return Some("the pod cache has not synced".into());
         }
+        if let Some(why) = crate::sync::lock(&self.list_failing).as_ref() {
+            return Some(format!("the pod list fails: {why}"));
+        }
         self.api.unhealthy()
+    }
+
+    /// The pod watcher's list failed (`Some`), or a list succeeded (`None`).
+    pub fn set_list_failing(&self, why: Option<String>) {
+        let mut w = crate::sync::lock(&self.list_failing);
+        if w.is_some() || why.is_some() {
+            *w = why;
+        }
     }
 }
 

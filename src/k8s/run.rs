@@ -165,6 +165,7 @@ fn on_event(
             c.apply(&p, Instant::now());
         }
         Ok(Event::InitDone) => {
+            c.metrics.set_list_failing(None);
             if let Some(seen) = relist.take() {
                 let gone: Vec<String> = c
                     .by_pod
@@ -194,11 +195,19 @@ fn on_event(
                 m.name.as_deref().unwrap_or(""),
             );
         }
-        Err(e) => log(
-            c.opts.json,
-            "watch_error",
-            serde_json::json!({"error": super::discover::chain(&e)}),
-        ),
+        Err(e) => {
+            let why = super::discover::chain(&e);
+            // A list that failed leaves the pod cache stale until one succeeds, even when
+            // the server's answer was a 200 (a proxy's page, a cut body).
+            if matches!(e, watcher::Error::InitialListFailed(_)) {
+                c.metrics.set_list_failing(Some(why.clone()));
+            }
+            log(
+                c.opts.json,
+                "watch_error",
+                serde_json::json!({"error": why}),
+            );
+        }
     }
 }
 

@@ -9,7 +9,8 @@
 //! lays it out, and a count of requests by verb and resource. Checked with kubectl and a
 //! client-go informer (tests/cli/k8s/peers.rs). A test can make it misbehave as a control
 //! plane does (`Fault`): throttle with Retry-After, answer 503 while restarting, accept a
-//! request and never answer, refuse the credentials, end watches at once, be gone.
+//! request and never answer, refuse the credentials, end watches at once, be gone, answer
+//! a pod list with what is not one; and change its serving certificate or flood its watches.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -37,6 +38,10 @@ pub enum Fault {
     WatchEndsAtOnce,
     /// Only the Lease requests fail, with this status.
     Leases(u16),
+    /// A pod LIST is answered 200 with a body that is not a PodList: an HTML error page
+    /// from a proxy in front of the server (`false`), or the real list cut off halfway
+    /// (`true`), as by a connection reset mid-body.
+    BadList(bool),
 }
 
 #[derive(Default)]
@@ -62,6 +67,10 @@ struct State {
     /// `Authorization` headers by the token they carried, for checks that a token never
     /// reached the wrong server.
     tokens_seen: BTreeMap<String, u64>,
+    /// A flood of MODIFIED events on every open watch: (events a second, until).
+    flood: Option<(u64, std::time::Instant)>,
+    /// Flood events handed to the watch streams so far.
+    flooded: u64,
 }
 
 pub struct ApiServer {
@@ -69,6 +78,8 @@ pub struct ApiServer {
     pub token: String,
     /// The server's certificate, which a kubeconfig names as its authority.
     pub ca: std::path::PathBuf,
+    /// Where its certificates are made.
+    dir: std::path::PathBuf,
     state: Arc<Mutex<State>>,
     changed: tokio::sync::watch::Sender<u64>,
     cut: tokio::sync::watch::Sender<u64>,
@@ -211,6 +222,7 @@ impl ApiServer {
             addr,
             token: token.to_string(),
             ca,
+            dir: dir.to_path_buf(),
             state,
             changed,
             cut,
@@ -230,6 +242,33 @@ impl ApiServer {
             .unwrap()
             .more_tokens
             .push(token.to_string());
+    }
+
+    /// From now on new connections get the certificate `NAME.pem` signed by the CA in
+    /// `ca_dir` (made there, as `tls::ca_signed` makes it; the server's own directory is
+    /// its cluster CA), and every open connection is ended, as a restart to rotate it does.
+    pub fn serve_certificate(&self, ca_dir: Option<&Path>, name: &str) {
+        let dir = ca_dir.unwrap_or(&self.dir);
+        std::fs::create_dir_all(dir).unwrap();
+        let (_, cert, key) = super::tls::ca_signed(dir, name);
+        self.gate.set_certificate(&cert, &key);
+        self.gate.cut();
+        self.cut_watches();
+    }
+
+    /// Every open watch streams `per_second` MODIFIED events of its first pod (only its
+    /// resourceVersion and an annotation change) for `secs` seconds, as fast as the client
+    /// reads them up to that rate.
+    pub fn flood(&self, per_second: u64, secs: u64) {
+        self.state.lock().unwrap().flood = Some((
+            per_second,
+            std::time::Instant::now() + Duration::from_secs(secs),
+        ));
+    }
+
+    /// Flood events handed to the watch streams so far.
+    pub fn flooded(&self) -> u64 {
+        self.state.lock().unwrap().flooded
     }
 
     /// Gone (connections closed, new ones closed at once) or back on the same address.
@@ -327,6 +366,17 @@ impl ApiServer {
     pub fn compact(&self) {
         let mut st = self.state.lock().unwrap();
         st.compacted = st.rv;
+    }
+
+    /// Ends every open watch with the history compacted past its version, as a restarted
+    /// API server with a compacted etcd does: watching on gets 410 Gone, a client relists.
+    pub fn expire_watches(&self) {
+        {
+            let mut st = self.state.lock().unwrap();
+            st.rv += 1;
+            st.compacted = st.rv;
+        }
+        self.cut_watches();
     }
 
     /// While paused, new watch requests are refused with 503, as by an API server that is
@@ -427,7 +477,26 @@ async fn handle(
         .query()
         .is_some_and(|q| q.contains("watch=true") || q.contains("watch=1"));
     let is_lease = req.uri().path().contains("/leases");
+    let is_pod_list =
+        req.method() == Method::GET && !is_watch && req.uri().path().ends_with("/pods");
     match fault {
+        Some(Fault::BadList(truncated)) if is_pod_list => {
+            let body = if truncated {
+                let q = Query::parse(req.uri().query());
+                let whole = pods(&state, &changed, &cut, None, &q, line).await;
+                let bytes = axum::body::to_bytes(whole.into_body(), usize::MAX)
+                    .await
+                    .unwrap();
+                bytes.slice(..bytes.len() / 2)
+            } else {
+                count(&state, "list", "pods", line);
+                Bytes::from_static(b"<html><head><title>502 Bad Gateway</title></head></html>")
+            };
+            return Response::builder()
+                .header("content-type", "application/json")
+                .body(Body::from(body))
+                .unwrap();
+        }
         Some(Fault::Status(code, retry_after)) => {
             count(&state, "faulted", "-", line.clone());
             let mut r = status(code, "Fault", "the test made this server refuse");
@@ -835,6 +904,9 @@ fn watch_pods(
         let end = tokio::time::Instant::now() + timeout;
         let mut bookmark = tokio::time::interval(Duration::from_secs(10));
         bookmark.tick().await;
+        let mut flood_tick = tokio::time::interval(FLOOD_TICK);
+        flood_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut template: Vec<String> = Vec::new();
         loop {
             let out: Vec<Value> = {
                 let st = state.lock().unwrap();
@@ -857,6 +929,16 @@ fn watch_pods(
                 _ = changed.changed() => {}
                 _ = cut.changed() => return,
                 _ = tokio::time::sleep_until(end) => return,
+                _ = flood_tick.tick() => {
+                    let Some(batch) = flood_batch(&state, &filter, &mut template) else {
+                        continue;
+                    };
+                    let n = batch.1;
+                    if tx.send(batch.0).await.is_err() {
+                        return;
+                    }
+                    state.lock().unwrap().flooded += n;
+                }
                 _ = bookmark.tick(), if bookmarks => {
                     let b = json!({"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1",
                         "metadata": {"resourceVersion": sent.to_string(),
@@ -873,6 +955,42 @@ fn watch_pods(
         .header("transfer-encoding", "chunked")
         .body(Body::new(Lines(rx)))
         .unwrap()
+}
+
+/// How often a flooding watch sends a batch.
+const FLOOD_TICK: Duration = Duration::from_millis(10);
+
+/// The next batch of flood events for a watch (its lines, how many), while a flood lasts:
+/// MODIFIED events of the first pod the watch sees, each with a new resourceVersion. The
+/// pod is serialised once (`template`: its text split where the version goes).
+fn flood_batch(
+    state: &Mutex<State>,
+    filter: &Filter,
+    template: &mut Vec<String>,
+) -> Option<(Bytes, u64)> {
+    let mut st = state.lock().unwrap();
+    let (per_second, until) = st.flood?;
+    if std::time::Instant::now() >= until {
+        st.flood = None;
+        return None;
+    }
+    if template.is_empty() {
+        let mut pod = st.pods.values().find(|p| filter.matches(p))?.clone();
+        pod["metadata"]["resourceVersion"] = "@RV@".into();
+        pod["metadata"]["annotations"]["flood"] = "@RV@".into();
+        let ev = json!({"type": "MODIFIED", "object": pod}).to_string();
+        *template = ev.split("@RV@").map(str::to_string).collect();
+    }
+    let n = (per_second * FLOOD_TICK.as_millis() as u64 / 1000).max(1);
+    let size: usize = template.iter().map(String::len).sum::<usize>() + 40;
+    let mut out = String::with_capacity(size * n as usize);
+    for _ in 0..n {
+        st.rv += 1;
+        let rv = st.rv.to_string();
+        out.push_str(&template.join(&rv));
+        out.push('\n');
+    }
+    Some((Bytes::from(out), n))
 }
 
 /// A pod as the API server holds it once scheduled on `node` and running: one container per

@@ -3,7 +3,9 @@
 //! gone and comes back, refuses the credentials, ends watches at once; a holder cut off from
 //! it while a standby waits; a Lease at the largest transition count; rotated credentials;
 //! an upload intake that never answers; a disk that is full; many targets under a small
-//! concurrency limit. Each case prints what it measured (`measured: …`).
+//! concurrency limit; pod lists that are not lists (a proxy's page, a cut body); a serving
+//! certificate rotated within its CA and one from an unknown CA; a flood of watch events.
+//! Each case prints what it measured (`measured: …`).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -752,4 +754,304 @@ fn hostile_pod_endpoints_cost_their_own_capture_only() {
         "a redirect was followed: {:?}",
         n.api.log()
     );
+}
+
+/// CPU seconds (user + system) `pid` has used so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command's closing parenthesis; utime and stime are the 12th
+    // and 13th of them.
+    let after = stat.rsplit_once(')').map_or("", |(_, a)| a);
+    let f: Vec<u64> = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    f.iter().sum::<u64>() as f64 / tick
+}
+
+/// A pod LIST answered 200 with a proxy's HTML page, or with the list cut off halfway, for
+/// 20 s: no crash, the lists retried at a modest rate, /readyz 503 while they fail (from the
+/// start: not synced; after a sync: the relist fails though every answer was a 200), and
+/// ready again soon after the lists are whole.
+#[test]
+fn garbage_or_truncated_pod_lists_make_it_unready_and_it_recovers() {
+    let runs: Vec<_> = [
+        ("an HTML page", false, 90u8),
+        ("a truncated list", true, 100),
+    ]
+    .into_iter()
+    .map(|(name, truncated, base)| std::thread::spawn(move || bad_lists(name, truncated, base)))
+    .collect();
+    for r in runs {
+        r.join().unwrap();
+    }
+}
+
+fn bad_lists(name: &str, truncated: bool, base: u8) {
+    const BAD_S: u64 = 20;
+    let Some(n) = node(1, base, 16206) else {
+        return;
+    };
+    n.rules("", WATCHED);
+    // From the start for the HTML page; after a sync, when a cut watch relists, for the
+    // truncated list.
+    if !truncated {
+        n.api.set_fault(None, Some(Fault::BadList(false)));
+    }
+    let mut run = Running::start(&n.sb, &n.kc, &["--metrics-listen", "127.0.0.1:0"]);
+    let listening = run.wait("listening", |v| v["event"] == "listening");
+    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    let pid = run.child.id();
+    if truncated {
+        run.wait("synced", |v| v["event"] == "synced");
+        until("ready", 10, || get(&metrics, "/readyz").0 == 200);
+        n.api.set_fault(None, Some(Fault::BadList(true)));
+        // The watch ends and its version is gone: kube's watcher relists.
+        n.api.expire_watches();
+    }
+    let t0 = Instant::now();
+    let lists0 = n.api.count("list");
+    let unready = until("not ready while the lists are bad", 15, || {
+        get(&metrics, "/readyz").0 == 503
+    });
+    let (_, why) = get(&metrics, "/readyz");
+    let mut ready_during = 0;
+    while t0.elapsed() < Duration::from_secs(BAD_S) {
+        if get(&metrics, "/readyz").0 == 200 {
+            ready_during += 1;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let lists = n.api.count("list") - lists0;
+    let alive = std::fs::metadata(format!("/proc/{pid}")).is_ok();
+    n.api.set_fault(None, None);
+    let back = Instant::now();
+    let ready = until("ready again", 40, || get(&metrics, "/readyz").0 == 200);
+    let errors: Vec<String> = run
+        .drain()
+        .iter()
+        .filter(|v| v["event"] == "watch_error")
+        .map(|v| v["error"].as_str().unwrap_or("").to_string())
+        .collect();
+    eprintln!(
+        "measured: the pod LIST answered with {name} for {BAD_S} s: {lists} lists ({:.2}/s), /readyz 503 after {unready:.1} s ({}), ready {:.1} s after the lists were whole",
+        lists as f64 / BAD_S as f64,
+        why.trim(),
+        back.elapsed().as_secs_f64().max(ready)
+    );
+    assert!(alive, "{name}: agentprof ended");
+    assert_eq!(
+        ready_during, 0,
+        "{name}: /readyz said ready while lists failed"
+    );
+    assert!(why.contains("pod"), "{name}: {why}");
+    assert!(
+        (1..=BAD_S).contains(&lists),
+        "{name}: {lists} lists in {BAD_S} s"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("expected") || e.contains("EOF") || e.contains("json")),
+        "{name}: the decoding error is said: {errors:#?}"
+    );
+    // The collector still works: a scheduled capture after the recovery.
+    let done = |run: &mut Running| {
+        run.drain()
+            .iter()
+            .filter(|v| v["event"] == "capture_done")
+            .count()
+    };
+    let done0 = done(&mut run);
+    until("a capture after the recovery", 30, || {
+        done(&mut run) > done0
+    });
+    let _ = run.stop();
+}
+
+/// The API server's serving certificate rotated to another from the same CA is
+/// transparent (no watch error, ready throughout); one from an unknown CA for 15 s fails
+/// with certificate errors and /readyz 503, and agentprof recovers without a restart once
+/// the server has a good certificate again.
+#[test]
+fn a_rotated_api_server_certificate_is_transparent_and_an_unknown_ca_recovers() {
+    let Some(n) = node(1, 110, 16207) else {
+        return;
+    };
+    n.rules("", WATCHED);
+    let mut run = Running::start(&n.sb, &n.kc, &["--metrics-listen", "127.0.0.1:0"]);
+    let listening = run.wait("listening", |v| v["event"] == "listening");
+    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    let pid = run.child.id();
+    run.wait("synced", |v| v["event"] == "synced");
+    until("ready", 10, || get(&metrics, "/readyz").0 == 200);
+    let errors = |run: &mut Running| -> Vec<String> {
+        run.drain()
+            .iter()
+            .filter(|v| v["event"] == "watch_error")
+            .map(|v| v["error"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    let before = errors(&mut run).len();
+
+    // Rotated within the cluster's CA.
+    let watches = n.api.count("watch");
+    n.api.serve_certificate(None, "rotated");
+    until("a new watch", 20, || n.api.count("watch") > watches);
+    let mut unready = 0;
+    for _ in 0..10 {
+        if get(&metrics, "/readyz").0 != 200 {
+            unready += 1;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let after_rotation = errors(&mut run);
+    assert_eq!(
+        after_rotation.len(),
+        before,
+        "a rotation within the CA is transparent: {after_rotation:#?}"
+    );
+    assert_eq!(unready, 0, "ready throughout the rotation");
+
+    // A certificate from a CA the kubeconfig does not name, for 15 s.
+    let bad = Instant::now();
+    n.api
+        .serve_certificate(Some(&n.sb.path().join("other-ca")), "stranger");
+    let not_ready = until("not ready with an unknown CA", 20, || {
+        get(&metrics, "/readyz").0 == 503
+    });
+    std::thread::sleep(Duration::from_secs(15).saturating_sub(bad.elapsed()));
+    let refused = errors(&mut run);
+    n.api.serve_certificate(None, "good-again");
+    let back = Instant::now();
+    let ready = until("ready again", 40, || get(&metrics, "/readyz").0 == 200);
+    let ready_after = back.elapsed().as_secs_f64().max(ready);
+    let done = |run: &mut Running| {
+        run.drain()
+            .iter()
+            .filter(|v| v["event"] == "capture_done")
+            .count()
+    };
+    let done0 = done(&mut run);
+    until("a capture after the recovery", 30, || {
+        done(&mut run) > done0
+    });
+    eprintln!(
+        "measured: API server certificate rotated within its CA: 0 watch errors, ready throughout; from an unknown CA for 15 s: /readyz 503 after {not_ready:.1} s, {} watch errors, ready {ready_after:.1} s after a good certificate, same process",
+        refused.len() - before
+    );
+    assert!(
+        refused[before..].iter().any(|e| {
+            let e = e.to_lowercase();
+            e.contains("certificate") || e.contains("issuer")
+        }),
+        "the watch errors name the certificate: {refused:#?}"
+    );
+    assert_eq!(run.child.id(), pid);
+    assert!(
+        run.child.try_wait().unwrap().is_none(),
+        "no restart: the same process"
+    );
+    let _ = run.stop();
+}
+
+/// A watch that streams MODIFIED events of a pod at up to 20,000 a second for 30 s
+/// (`AGENTPROF_FLOOD_RATE` sets another rate): memory stays flat, the Lease is still
+/// renewed, scheduled captures go on, /readyz stays 200, and the collector is calm (little
+/// CPU) soon after it ends. A release build reads the whole 20,000 a second; the tests'
+/// debug build reads what it can, the server holding the rest back as TCP does.
+#[test]
+fn a_watch_flood_keeps_memory_flat_the_lease_renewed_and_captures_going() {
+    let rate: u64 = std::env::var("AGENTPROF_FLOOD_RATE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_000);
+    const FLOOD_S: u64 = 30;
+    // Two pods, each captured every 10 s; the flood is of the first.
+    let Some(n) = node(2, 120, 16208) else {
+        return;
+    };
+    n.rules("", WATCHED);
+    let mut run = Running::start(&n.sb, &n.kc, &["--metrics-listen", "127.0.0.1:0"]);
+    let listening = run.wait("listening", |v| v["event"] == "listening");
+    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    let pid = run.child.id();
+    run.wait("synced", |v| v["event"] == "synced");
+    run.wait("a capture", |v| v["event"] == "capture_done");
+    n.api.wait_for_watches(1);
+    std::thread::sleep(Duration::from_secs(2));
+    let rss0 = fds_and_rss(pid).1;
+    let lease = |n: &Node| -> String {
+        n.api
+            .lease("agentprof", &format!("agentprof-{NODE}"))
+            .map(|l| l["spec"]["renewTime"].as_str().unwrap_or("").to_string())
+            .unwrap_or_default()
+    };
+    let renew0 = lease(&n);
+    let captures = |run: &mut Running| {
+        run.drain()
+            .iter()
+            .filter(|v| v["event"] == "capture_done")
+            .count()
+    };
+    let captures0 = captures(&mut run);
+    let (cpu0, t0) = (cpu_seconds(pid), Instant::now());
+    n.api.flood(rate, FLOOD_S);
+    let mut rss_max = rss0;
+    let mut renewals = std::collections::BTreeSet::new();
+    let mut unready = 0;
+    while t0.elapsed() < Duration::from_secs(FLOOD_S) {
+        rss_max = rss_max.max(fds_and_rss(pid).1);
+        renewals.insert(lease(&n));
+        if get(&metrics, "/readyz").0 != 200 {
+            unready += 1;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let flooded = n.api.flooded();
+    let cpu_flood = cpu_seconds(pid) - cpu0;
+    let captured = captures(&mut run) - captures0;
+    // Calm again: what was already sent is read, then the CPU it uses over 2 s is small.
+    let end = Instant::now();
+    let mut calm;
+    loop {
+        let c1 = cpu_seconds(pid);
+        std::thread::sleep(Duration::from_secs(2));
+        calm = (cpu_seconds(pid) - c1) / 2.0;
+        if calm < 0.10 || end.elapsed() > Duration::from_secs(20) {
+            break;
+        }
+    }
+    let calm_after = end.elapsed().as_secs_f64();
+    let rss_after = fds_and_rss(pid).1;
+    renewals.remove(&renew0);
+    eprintln!(
+        "measured: a watch flood offered at {rate}/s for {FLOOD_S} s: {flooded} events read ({:.0}/s), agentprof's CPU {:.0} % of a core during it, {:.1} % over 2 s within {calm_after:.0} s after; RSS {} → max {} → {} KiB; {} lease renewals, {captured} scheduled captures, /readyz not 200 {unready} times",
+        flooded as f64 / FLOOD_S as f64,
+        cpu_flood / FLOOD_S as f64 * 100.0,
+        calm * 100.0,
+        rss0,
+        rss_max,
+        rss_after,
+        renewals.len()
+    );
+    assert!(
+        flooded >= 60_000,
+        "the flood reached agentprof: {flooded} events"
+    );
+    assert!(
+        rss_max <= rss0 + 16 * 1024,
+        "RSS flat: {rss0} → {rss_max} KiB"
+    );
+    assert!(renewals.len() >= 2, "lease renewed during the flood");
+    assert!(
+        captured >= 4,
+        "{captured} scheduled captures in {FLOOD_S} s"
+    );
+    assert_eq!(unready, 0);
+    assert!(calm < 0.10, "calm after: {:.1} % CPU", calm * 100.0);
+    let _ = run.stop();
 }

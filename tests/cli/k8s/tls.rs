@@ -143,6 +143,8 @@ pub fn serve(app: axum::Router, cert: &Path, key: &Path) -> SocketAddr {
 pub struct Gate {
     pub down: std::sync::atomic::AtomicBool,
     cut: std::sync::Mutex<Option<tokio::sync::watch::Sender<u64>>>,
+    /// The TLS side new connections get, when it was changed from the one served first.
+    acceptor: std::sync::Mutex<Option<tokio_rustls::TlsAcceptor>>,
 }
 
 impl Gate {
@@ -151,6 +153,12 @@ impl Gate {
         if let Some(tx) = self.cut.lock().unwrap().as_ref() {
             tx.send_modify(|n| *n += 1);
         }
+    }
+
+    /// New connections get this certificate chain and key (open ones keep theirs).
+    pub fn set_certificate(&self, cert: &Path, key: &Path) {
+        let config = server_config(cert, key, None);
+        *self.acceptor.lock().unwrap() = Some(tokio_rustls::TlsAcceptor::from(Arc::new(config)));
     }
 
     /// Gone (every connection closed, new ones refused) or back.
@@ -186,30 +194,7 @@ fn serve_inner(
     client_ca: Option<&Path>,
     gate: Option<Arc<Gate>>,
 ) -> SocketAddr {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let pem = |p: &Path| -> Vec<CertificateDer<'static>> {
-        CertificateDer::pem_file_iter(p)
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    };
-    let certs = pem(cert);
-    let key = PrivateKeyDer::from_pem_file(key).unwrap();
-    let builder = rustls::ServerConfig::builder();
-    let builder = match client_ca {
-        Some(ca) => {
-            let mut roots = rustls::RootCertStore::empty();
-            for c in pem(ca) {
-                roots.add(c).unwrap();
-            }
-            let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
-                .build()
-                .unwrap();
-            builder.with_client_cert_verifier(verifier)
-        }
-        None => builder.with_no_client_auth(),
-    };
-    let config = builder.with_single_cert(certs, key).unwrap();
+    let config = server_config(cert, key, client_ca);
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
@@ -236,7 +221,10 @@ fn serve_inner(
                     drop(tcp);
                     continue;
                 }
-                let (acceptor, app) = (acceptor.clone(), app.clone());
+                let current = gate
+                    .as_ref()
+                    .and_then(|g| g.acceptor.lock().unwrap().clone());
+                let (acceptor, app) = (current.unwrap_or_else(|| acceptor.clone()), app.clone());
                 let mut cut = cut_rx.clone();
                 cut.mark_unchanged();
                 tokio::spawn(async move {
@@ -255,4 +243,33 @@ fn serve_inner(
         });
     });
     addr
+}
+
+/// A server's TLS configuration: `cert`'s chain and `key`; with `client_ca`, clients must
+/// present a certificate it signed.
+fn server_config(cert: &Path, key: &Path, client_ca: Option<&Path>) -> rustls::ServerConfig {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let pem = |p: &Path| -> Vec<CertificateDer<'static>> {
+        CertificateDer::pem_file_iter(p)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let certs = pem(cert);
+    let key = PrivateKeyDer::from_pem_file(key).unwrap();
+    let builder = rustls::ServerConfig::builder();
+    let builder = match client_ca {
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in pem(ca) {
+                roots.add(c).unwrap();
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
+                .build()
+                .unwrap();
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    builder.with_single_cert(certs, key).unwrap()
 }
