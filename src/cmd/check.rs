@@ -13,7 +13,8 @@ use crate::checks::{CheckKind, LoadedCheck, Registry, Runner};
 use crate::cli::CheckArgs;
 use crate::config::{AgentConfig, LoadOptions};
 use crate::error::UsageError;
-use crate::profile::{CallProfile, top, write_flamegraph};
+use crate::pprof::report::call_top;
+use crate::profile::{CallProfile, write_flamegraph};
 use crate::progress::Progress;
 use crate::render::pstats::PstatsView;
 use crate::render::{self, CheckReport, ProfileSummary, ProfileView, Style};
@@ -404,7 +405,7 @@ fn profile_view(
                 p.total_samples(),
             ),
             repeated,
-            top: top(p, opts.top),
+            top: call_top(p, opts.top),
         })
     })
 }

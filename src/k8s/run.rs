@@ -211,6 +211,12 @@ fn on_event(
     }
 }
 
+/// The wait after the `n`-th pod list in a row that failed, beside kube's own 0.8 s:
+/// 1, 2, 4, 8 s, then 15 s.
+fn list_backoff(n: u32) -> Duration {
+    super::schedule::backoff(n).min(Duration::from_secs(15))
+}
+
 /// How long in-flight collections (and the static targets' loop) are waited for at a stop
 /// or when the lease is lost; what they fetched by then is kept.
 const DRAIN: Duration = Duration::from_secs(5);
@@ -433,6 +439,11 @@ async fn lead(
     // The targets the round in flight serves (also those that came due while it ran).
     let mut round: Option<Vec<String>> = None;
     let mut relist = None;
+    // Lists that failed in a row, and until when the watcher is left alone after one: kube's
+    // watcher retries a failed list after 0.8 s every time, as its Init event resets its
+    // backoff; a list is the heaviest request of all.
+    let mut list_failures = 0u32;
+    let mut hold: Option<Instant> = None;
     loop {
         let holding = lease.borrow_and_update().clone();
         let now = Instant::now();
@@ -445,10 +456,21 @@ async fn lead(
         };
         let next = c.next_deadline(now);
         tokio::select! {
-            ev = stream.next() => match ev {
-                Some(ev) => on_event(c, ev, &mut relist),
+            ev = stream.next(), if hold.is_none() => match ev {
+                Some(ev) => {
+                    match &ev {
+                        Err(watcher::Error::InitialListFailed(_)) => {
+                            list_failures += 1;
+                            hold = Some(Instant::now() + list_backoff(list_failures));
+                        }
+                        Ok(Event::InitDone) => list_failures = 0,
+                        _ => {}
+                    }
+                    on_event(c, ev, &mut relist);
+                }
                 None => return End::Stopped,
             },
+            () = tokio::time::sleep_until(hold.unwrap_or(now)), if hold.is_some() => hold = None,
             Some(d) = done_rx.recv() => c.finished(d),
             Some((result, at)) = stats_rx.recv() => {
                 let due = round.take().unwrap_or_default();

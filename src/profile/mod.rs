@@ -16,4 +16,4 @@ pub use record::{AllocLine, MemoryProfile, PeakScope, RunCost, RunRecord, RunSta
 #[cfg(test)]
 pub(crate) use sampler::tests as sampler_tests;
 pub use sampler::{RUN_THREAD_NAME, Sampler, ThreadId, measured_run};
-pub use top::{TopRow, TopTable, top};
+pub use top::{TopRow, TopTable};
