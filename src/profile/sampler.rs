@@ -731,9 +731,11 @@ pub(crate) mod tests {
             .collect();
         assert!(names.iter().any(|f| f.contains("spin")), "{names:?}");
         // Nothing above the check: thread start-up and the runner are not in the profile.
-        assert!(!names.iter().any(|f| f.contains("thread_start")
-            || f.contains("start_thread")
-            || is_marker(f)));
+        assert!(
+            !names
+                .iter()
+                .any(|f| f.contains("thread_start") || f.contains("start_thread") || is_marker(f))
+        );
     }
 
     /// A run that does little but walk its own stack (as a panic unwinding or anyhow's

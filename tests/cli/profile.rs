@@ -172,6 +172,47 @@ fn profile_pprof_and_flamegraph_agree() {
     assert!(run_line.ends_with("::run"), "{run_line}");
     let go_cum: u64 = run_line.split_whitespace().nth(3).unwrap().parse().unwrap();
     assert_eq!(go_cum, samples, "{run_line}");
+    // The top table is go tool pprof's `-top -cum` of the same profile, row for row:
+    // function, flat and cum, in its order.
+    let out = std::process::Command::new("go")
+        .args(["tool", "pprof", "-top", "-cum", "-sample_index=samples"])
+        .args(["-nodefraction=0", "-nodecount=10"])
+        .arg(&pb)
+        .output()
+        .unwrap();
+    let go_rows: Vec<(String, u64, u64)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat"))
+        .skip(1)
+        .map(|l| {
+            let mut rest = l.trim_start();
+            let mut fields = Vec::new();
+            for _ in 0..5 {
+                let (f, r) = rest.split_once(char::is_whitespace).unwrap();
+                fields.push(f);
+                rest = r.trim_start();
+            }
+            let name = rest
+                .trim_end_matches(" (inline)")
+                .trim_end_matches(" (partial-inline)");
+            (
+                name.to_string(),
+                fields[0].parse().unwrap(),
+                fields[3].parse().unwrap(),
+            )
+        })
+        .collect();
+    let ours: Vec<(String, u64, u64)> = top
+        .iter()
+        .map(|t| {
+            (
+                t["function"].as_str().unwrap().to_string(),
+                t["flat"].as_u64().unwrap(),
+                t["cum"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ours, go_rows);
 }
 
 #[test]
