@@ -380,6 +380,74 @@ fn uploads_to_a_receiver_that_is_down_are_spooled_and_sent_later() {
     assert_eq!(std::fs::read_dir(sb.file("spool")).unwrap().count(), 0);
 }
 
+/// A spooled upload the intake refuses for good (413) is set aside under `refused/` and the
+/// ones behind it are delivered; it is never sent again. (It used to be resent before every
+/// later upload, and everything spooled behind it waited forever.)
+#[test]
+fn a_spooled_upload_refused_for_good_is_set_aside_and_never_blocks_the_spool() {
+    let target = goroutine_target();
+    let down = port_nothing_listens_on();
+    let sb = Sandbox::new();
+    let pull = |upload: &str| {
+        sb.run(&[
+            "pull",
+            &format!("http://{target}"),
+            "--types",
+            "goroutine",
+            "--upload",
+            upload,
+            "--spool",
+            "spool",
+        ])
+    };
+    let spooled = || {
+        std::fs::read_dir(sb.file("spool"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_file())
+            .count()
+    };
+    for _ in 0..2 {
+        let r = pull(&format!("http://{down}/profiling/v1/input"));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    assert_eq!(spooled(), 2);
+    // The oldest spooled upload is refused for good; everything after it is taken.
+    let (intake, seen) = serve(|_, n| {
+        if n == 0 {
+            reply("413 Payload Too Large", "request entity too large")
+        } else {
+            reply("200 OK", "{}")
+        }
+    });
+    let r = pull(&format!("http://{intake}/profiling/v1/input"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("refused for good") && r.stderr.contains("refused"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        3,
+        "the refused one, the one behind it, this run's"
+    );
+    assert_eq!(spooled(), 0);
+    assert_eq!(
+        std::fs::read_dir(sb.file("spool/refused")).unwrap().count(),
+        1
+    );
+    // The next run sends only its own upload.
+    let (intake, seen) = serve(|_, _| reply("200 OK", "{}"));
+    let r = pull(&format!("http://{intake}/profiling/v1/input"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "the refused upload is not resent"
+    );
+}
+
 /// Endpoints that are not what they should be: each refused with its reason, the other types
 /// still written, exit 1; credentials never printed.
 #[test]

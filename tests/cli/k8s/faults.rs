@@ -1057,3 +1057,55 @@ fn a_watch_flood_keeps_memory_flat_the_lease_renewed_and_captures_going() {
     assert!(calm < 0.10, "calm after: {:.1} % CPU", calm * 100.0);
     let _ = run.stop();
 }
+
+/// `kubelet_url: http://…` (the read-only port) with a token file configured: the token is
+/// never sent in clear text — every kubelet request carries no credentials, and the start
+/// says so — while the rounds go on.
+#[test]
+fn a_plain_http_kubelet_is_never_sent_the_token() {
+    let sb = Sandbox::new();
+    let Some((api, kc)) = cluster(&sb) else {
+        return;
+    };
+    sb.write("kt", "kt-secret\n");
+    let Some(kubelet) = Kubelet::start_plain(sb.path(), NODE) else {
+        return;
+    };
+    let Some(p) = pod_process("127.0.1.130:16209") else {
+        return;
+    };
+    kubelet.add("shop", "web-0", "u130", "app", p.pid);
+    api.put_pod(web("web-0", "u130", "127.0.1.130", 16209));
+    profile_yaml(
+        &sb,
+        &format!(
+            "  kubelet_url: {}\n  kubelet_token_file: {}\n",
+            kubelet.url(),
+            sb.file("kt").display()
+        ),
+        &format!("  - selector: app=web\n    port: pprof\n{WATCHED}"),
+    );
+    let mut run = Running::start(&sb, &kc, &[]);
+    let started = run.wait("the kubelet's credentials said", |v| {
+        v.get("kubelet_credentials").is_some()
+    });
+    until("kubelet rounds", 20, || kubelet.requests() >= 3);
+    let _ = run.stop();
+    let said = started["kubelet_credentials"].as_str().unwrap_or("");
+    eprintln!(
+        "measured: kubelet_url http:// with kubelet_token_file: {} requests, {} with the token, {} refused; said: {said}",
+        kubelet.requests(),
+        kubelet.sent("kt-secret"),
+        kubelet.refused()
+    );
+    assert!(
+        said.contains("no credentials") && said.contains("plain HTTP"),
+        "{said}"
+    );
+    assert_eq!(kubelet.sent("kt-secret"), 0, "the token went in clear text");
+    assert_eq!(
+        kubelet.refused(),
+        0,
+        "every request came without credentials"
+    );
+}

@@ -42,6 +42,25 @@ pub struct Kubelet {
     pub addr: SocketAddr,
     pub ca: PathBuf,
     shared: Arc<Shared>,
+    tls: bool,
+}
+
+/// Serves `app` over plain HTTP on 127.0.0.1 (a free port) until the test process ends.
+fn serve_plain(app: axum::Router) -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let l = tokio::net::TcpListener::from_std(listener).unwrap();
+            let _ = axum::serve(l, app).await;
+        });
+    });
+    addr
 }
 
 fn cpu_seconds(pid: u32) -> Option<f64> {
@@ -61,6 +80,16 @@ fn rss_bytes(pid: u32) -> Option<u64> {
 
 impl Kubelet {
     pub fn start(dir: &Path, token: &str, node: &str) -> Option<Kubelet> {
+        Kubelet::start_with(dir, token, node, true)
+    }
+
+    /// As the kubelet's read-only port (10255): plain HTTP, answering only requests that
+    /// carry no credentials (one that carries a token is refused and counted).
+    pub fn start_plain(dir: &Path, node: &str) -> Option<Kubelet> {
+        Kubelet::start_with(dir, "", node, false)
+    }
+
+    fn start_with(dir: &Path, token: &str, node: &str, tls: bool) -> Option<Kubelet> {
         let kdir = dir.join("kubelet");
         std::fs::create_dir_all(&kdir).unwrap();
         let (cert, key) = super::tls::certificate(&kdir)?;
@@ -90,16 +119,22 @@ impl Kubelet {
             let (s, node) = (Arc::clone(&s), node.clone());
             async move { summary(&req, &s, &node) }
         });
-        let addr = super::tls::serve(app, &cert, &key);
+        let addr = if tls {
+            super::tls::serve(app, &cert, &key)
+        } else {
+            serve_plain(app)
+        };
         Some(Kubelet {
             addr,
             ca: cert,
             shared,
+            tls,
         })
     }
 
     pub fn url(&self) -> String {
-        format!("https://{}", self.addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// The init_config lines of profile.yaml that point agentprof at this kubelet, its
