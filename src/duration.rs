@@ -3,11 +3,24 @@
 
 use std::time::Duration;
 
+/// What is wrong with a duration a user typed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParseError {
+    #[error("empty duration")]
+    Empty,
+    #[error("`{0}` is not a duration (try 500ms, 2s, 1m)")]
+    NotANumber(String),
+    #[error("`{text}`: unknown unit `{unit}` (use ns, us, ms, s, m or h)")]
+    UnknownUnit { text: String, unit: String },
+    #[error("`{0}` is too large")]
+    TooLarge(String),
+}
+
 /// Parses `text`; a number without a unit is taken in `bare_unit_secs` seconds per unit.
-pub fn parse(text: &str, bare_unit_secs: f64) -> Result<Duration, String> {
+pub fn parse(text: &str, bare_unit_secs: f64) -> Result<Duration, ParseError> {
     let t = text.trim();
     if t.is_empty() {
-        return Err("empty duration".into());
+        return Err(ParseError::Empty);
     }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -15,7 +28,7 @@ pub fn parse(text: &str, bare_unit_secs: f64) -> Result<Duration, String> {
     let (num, unit) = t.split_at(split);
     let value: f64 = num
         .parse()
-        .map_err(|_| format!("`{text}` is not a duration (try 500ms, 2s, 1m)"))?;
+        .map_err(|_| ParseError::NotANumber(text.to_string()))?;
     let scale = match unit.trim() {
         "" => bare_unit_secs,
         "ns" => 1e-9,
@@ -25,14 +38,15 @@ pub fn parse(text: &str, bare_unit_secs: f64) -> Result<Duration, String> {
         "m" => 60.0,
         "h" => 3600.0,
         other => {
-            return Err(format!(
-                "`{text}`: unknown unit `{other}` (use ns, us, ms, s, m or h)"
-            ));
+            return Err(ParseError::UnknownUnit {
+                text: text.to_string(),
+                unit: other.to_string(),
+            });
         }
     };
     let secs = value * scale;
     if !secs.is_finite() || secs > 1e9 {
-        return Err(format!("`{text}` is too large"));
+        return Err(ParseError::TooLarge(text.to_string()));
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -84,11 +98,15 @@ mod tests {
         assert_eq!(parse("1.5s", 1e-3).unwrap(), Duration::from_millis(1500));
         assert_eq!(parse("2m", 1.0).unwrap(), Duration::from_secs(120));
         assert_eq!(parse("15", 1.0).unwrap(), Duration::from_secs(15));
-        assert!(parse("fast", 1.0).unwrap_err().contains("not a duration"));
+        assert_eq!(
+            parse("fast", 1.0),
+            Err(ParseError::NotANumber("fast".into()))
+        );
         assert!(
             parse("5 parsecs", 1.0)
                 .unwrap_err()
-                .contains("unknown unit")
+                .to_string()
+                .contains("unknown unit `parsecs`")
         );
         assert!(parse("-1s", 1.0).is_err());
     }

@@ -24,17 +24,17 @@ pub enum UsageError {
 }
 
 impl UsageError {
-    pub fn flag(flag: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn flag(flag: impl Into<String>, message: impl std::fmt::Display) -> Self {
         UsageError::Flag {
             flag: flag.into(),
-            message: message.into(),
+            message: message.to_string(),
         }
     }
 
-    pub fn config(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+    pub fn config(path: impl Into<PathBuf>, message: impl std::fmt::Display) -> Self {
         UsageError::Config {
             path: path.into(),
-            message: message.into(),
+            message: message.to_string(),
         }
     }
 

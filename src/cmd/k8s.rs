@@ -103,7 +103,7 @@ fn collect(args: K8sArgs) -> anyhow::Result<Outcome> {
     let duration = args
         .duration
         .as_deref()
-        .map(|d| crate::duration::parse(d, 1.0).map_err(|e| flag("--duration", e)))
+        .map(|d| crate::duration::parse(d, 1.0).map_err(|e| UsageError::flag("--duration", e)))
         .transpose()?;
     // An out_dir from profile.yaml that cannot be made is that file's error, not --out's.
     if args.out.is_none()

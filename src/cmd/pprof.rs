@@ -1,5 +1,6 @@
 //! `agentprof top`, `diff` and `flamegraph`: pprof files read with the limits the user allows.
 
+use crate::pprof::report::ReportError;
 use std::io::Write;
 use std::path::Path;
 
@@ -115,11 +116,10 @@ pub fn top(args: TopArgs) -> anyhow::Result<Outcome> {
 }
 
 /// A report refused: a bad sample index, or an expression that matches no function.
-fn refused(flag: &str, e: String) -> anyhow::Error {
-    if e.starts_with("no matches found") {
-        UsageError::flag(flag, e).into()
-    } else {
-        UsageError::flag("--sample-index", e).into()
+fn refused(flag: &str, e: ReportError) -> anyhow::Error {
+    match e {
+        ReportError::NoMatches(_) => UsageError::flag(flag, e).into(),
+        ReportError::SampleIndex(_) => UsageError::flag("--sample-index", e).into(),
     }
 }
 

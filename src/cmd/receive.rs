@@ -69,7 +69,6 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
         confd: None,
     }))?;
     let file = crate::receive::config::load(agent.source.as_deref())?;
-    let flag = UsageError::flag;
     let listen_text = args
         .listen
         .clone()
@@ -84,7 +83,7 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
     let duration: Option<Duration> = args
         .duration
         .as_deref()
-        .map(|d| crate::duration::parse(d, 1.0).map_err(|e| flag("--duration", e)))
+        .map(|d| crate::duration::parse(d, 1.0).map_err(|e| UsageError::flag("--duration", e)))
         .transpose()?;
     let body_mb = file.body_size_limit_mb.unwrap_or(32);
     let tls = tls(&args, &file)?;

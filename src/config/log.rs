@@ -9,38 +9,52 @@ pub enum Level {
     Error,
 }
 
+/// What is wrong with a `log_level` or a size.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ValueError {
+    #[error("`{0}` is not debug, info, warning or error")]
+    Level(String),
+    #[error("`{0}` is not a size (e.g. 10MB)")]
+    NotASize(String),
+    #[error("`{text}`: unknown unit `{unit}` (use KB, MB or GB)")]
+    UnknownUnit { text: String, unit: String },
+    #[error("`{0}` is not a usable size")]
+    Unusable(String),
+}
+
 impl Level {
-    pub fn parse(text: &str) -> Result<Level, String> {
+    pub fn parse(text: &str) -> Result<Level, ValueError> {
         Ok(match text.to_ascii_lowercase().as_str() {
             "debug" | "trace" => Level::Debug,
             "info" => Level::Info,
             "warn" | "warning" => Level::Warning,
             "error" | "critical" => Level::Error,
-            other => return Err(format!("`{other}` is not debug, info, warning or error")),
+            other => return Err(ValueError::Level(other.to_string())),
         })
     }
 }
 
 /// `10MB`, `512KiB`, `1048576` (bytes).
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, ValueError> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let n: u64 = num
         .parse()
-        .map_err(|_| format!("`{text}` is not a size (e.g. 10MB)"))?;
+        .map_err(|_| ValueError::NotASize(text.to_string()))?;
     let scale = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "kb" | "kib" | "k" => 1 << 10,
         "mb" | "mib" | "m" => 1 << 20,
         "gb" | "gib" | "g" => 1 << 30,
         other => {
-            return Err(format!(
-                "`{text}`: unknown unit `{other}` (use KB, MB or GB)"
-            ));
+            return Err(ValueError::UnknownUnit {
+                text: text.to_string(),
+                unit: other.to_string(),
+            });
         }
     };
     n.checked_mul(scale)
         .filter(|&v| v > 0)
-        .ok_or_else(|| format!("`{text}` is not a usable size"))
+        .ok_or_else(|| ValueError::Unusable(text.to_string()))
 }

@@ -235,8 +235,17 @@ pub(super) fn tag_value_ok(v: &str) -> bool {
     !v.contains([',', '\n'])
 }
 
+/// What is wrong with a Kubernetes quantity.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum QuantityError {
+    #[error("{0:?} is not a quantity (e.g. 512Mi, 2G, 1500)")]
+    NotANumber(String),
+    #[error("{text:?}: unknown quantity suffix {suffix:?}")]
+    UnknownSuffix { text: String, suffix: String },
+}
+
 /// A Kubernetes quantity in base units: `512Mi` → 536870912, `250m` → 0.25, `1.5G`.
-pub fn quantity(text: &str) -> Result<f64, String> {
+pub fn quantity(text: &str) -> Result<f64, QuantityError> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
@@ -244,7 +253,7 @@ pub fn quantity(text: &str) -> Result<f64, String> {
     let (num, suffix) = t.split_at(split);
     let n: f64 = num
         .parse()
-        .map_err(|_| format!("{text:?} is not a quantity (e.g. 512Mi, 2G, 1500)"))?;
+        .map_err(|_| QuantityError::NotANumber(text.to_string()))?;
     let k = match suffix {
         "" => 1.0,
         "m" => 1e-3,
@@ -256,7 +265,12 @@ pub fn quantity(text: &str) -> Result<f64, String> {
         "Mi" => 1024.0 * 1024.0,
         "Gi" => 1024.0 * 1024.0 * 1024.0,
         "Ti" => 1024.0f64.powi(4),
-        other => return Err(format!("{text:?}: unknown quantity suffix {other:?}")),
+        other => {
+            return Err(QuantityError::UnknownSuffix {
+                text: text.to_string(),
+                suffix: other.to_string(),
+            });
+        }
     };
     Ok(n * k)
 }

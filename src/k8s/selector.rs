@@ -23,12 +23,47 @@ pub struct Requirement {
     pub values: Vec<String>,
 }
 
+/// What is wrong with a label selector, a label key or a value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SelectorError {
+    #[error("an empty requirement (two commas, or a comma at an end)")]
+    EmptyRequirement,
+    #[error("a `)` without its `(` at character {0}")]
+    UnopenedParenthesis(usize),
+    #[error("a `(` is not closed")]
+    UnclosedParenthesis,
+    #[error("{part:?}: `{op}` takes a list in parentheses: {key} {op} (a,b)")]
+    ListWithoutParentheses {
+        part: String,
+        op: &'static str,
+        key: String,
+    },
+    #[error("{0:?}: the list is empty")]
+    EmptyList(String),
+    #[error(
+        "{0:?}: expected `key=value`, `key!=value`, `key in (…)`, `key notin (…)`, `key` or `!key`"
+    )]
+    Unrecognised(String),
+    #[error(
+        "label key {0:?}: the prefix must be a DNS subdomain (lowercase, at most 253 characters)"
+    )]
+    KeyPrefix(String),
+    #[error(
+        "label key {0:?}: the name must be 1 to 63 characters, alphanumeric at both ends, with `-`, `_`, `.` inside"
+    )]
+    KeyName(String),
+    #[error(
+        "label value {0:?}: at most 63 characters, alphanumeric at both ends, with `-`, `_`, `.` inside"
+    )]
+    Value(String),
+}
+
 /// A parsed selector: every requirement must hold. Empty selects everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Selector(pub Vec<Requirement>);
 
 impl Selector {
-    pub fn parse(text: &str) -> Result<Selector, String> {
+    pub fn parse(text: &str) -> Result<Selector, SelectorError> {
         let mut out = Vec::new();
         for part in split_top_level(text)? {
             let part = part.trim();
@@ -36,7 +71,7 @@ impl Selector {
                 if text.trim().is_empty() {
                     continue;
                 }
-                return Err("an empty requirement (two commas, or a comma at an end)".into());
+                return Err(SelectorError::EmptyRequirement);
             }
             out.push(requirement(part)?);
         }
@@ -57,7 +92,7 @@ impl Selector {
 }
 
 /// Splits at commas outside parentheses.
-fn split_top_level(text: &str) -> Result<Vec<&str>, String> {
+fn split_top_level(text: &str) -> Result<Vec<&str>, SelectorError> {
     let mut parts = Vec::new();
     let (mut depth, mut start) = (0i32, 0usize);
     for (i, c) in text.char_indices() {
@@ -66,7 +101,7 @@ fn split_top_level(text: &str) -> Result<Vec<&str>, String> {
             ')' => {
                 depth -= 1;
                 if depth < 0 {
-                    return Err(format!("a `)` without its `(` at character {}", i + 1));
+                    return Err(SelectorError::UnopenedParenthesis(i + 1));
                 }
             }
             ',' if depth == 0 => {
@@ -77,13 +112,13 @@ fn split_top_level(text: &str) -> Result<Vec<&str>, String> {
         }
     }
     if depth != 0 {
-        return Err("a `(` is not closed".into());
+        return Err(SelectorError::UnclosedParenthesis);
     }
     parts.push(&text[start..]);
     Ok(parts)
 }
 
-fn requirement(part: &str) -> Result<Requirement, String> {
+fn requirement(part: &str) -> Result<Requirement, SelectorError> {
     if let Some(key) = part.strip_prefix('!') {
         let key = key.trim();
         check_key(key)?;
@@ -115,13 +150,15 @@ fn requirement(part: &str) -> Result<Requirement, String> {
                 let inner = list
                     .strip_prefix('(')
                     .and_then(|l| l.strip_suffix(')'))
-                    .ok_or_else(|| {
-                        format!("{part:?}: `{kw}` takes a list in parentheses: {key} {kw} (a,b)")
+                    .ok_or_else(|| SelectorError::ListWithoutParentheses {
+                        part: part.to_string(),
+                        op: kw,
+                        key: key.to_string(),
                     })?;
                 check_key(key)?;
                 let values: Vec<String> = inner.split(',').map(|v| v.trim().to_string()).collect();
                 if values.iter().all(String::is_empty) {
-                    return Err(format!("{part:?}: the list is empty"));
+                    return Err(SelectorError::EmptyList(part.to_string()));
                 }
                 for v in &values {
                     check_value(v)?;
@@ -133,9 +170,7 @@ fn requirement(part: &str) -> Result<Requirement, String> {
                 });
             }
         }
-        return Err(format!(
-            "{part:?}: expected `key=value`, `key!=value`, `key in (…)`, `key notin (…)`, `key` or `!key`"
-        ));
+        return Err(SelectorError::Unrecognised(part.to_string()));
     }
     check_key(part)?;
     Ok(Requirement {
@@ -147,7 +182,7 @@ fn requirement(part: &str) -> Result<Requirement, String> {
 
 /// A label key: an optional DNS-subdomain prefix and `/`, then a name of at most 63
 /// characters, alphanumerics with `-`, `_`, `.` inside.
-pub fn check_key(key: &str) -> Result<(), String> {
+pub fn check_key(key: &str) -> Result<(), SelectorError> {
     let (prefix, name) = match key.rsplit_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
@@ -155,26 +190,20 @@ pub fn check_key(key: &str) -> Result<(), String> {
     if let Some(p) = prefix
         && !is_dns_subdomain(p)
     {
-        return Err(format!(
-            "label key {key:?}: the prefix must be a DNS subdomain (lowercase, at most 253 characters)"
-        ));
+        return Err(SelectorError::KeyPrefix(key.to_string()));
     }
     if !is_name(name) {
-        return Err(format!(
-            "label key {key:?}: the name must be 1 to 63 characters, alphanumeric at both ends, with `-`, `_`, `.` inside"
-        ));
+        return Err(SelectorError::KeyName(key.to_string()));
     }
     Ok(())
 }
 
 /// A label value: empty, or a name as in [`check_key`].
-pub fn check_value(v: &str) -> Result<(), String> {
+pub fn check_value(v: &str) -> Result<(), SelectorError> {
     if v.is_empty() || is_name(v) {
         Ok(())
     } else {
-        Err(format!(
-            "label value {v:?}: at most 63 characters, alphanumeric at both ends, with `-`, `_`, `.` inside"
-        ))
+        Err(SelectorError::Value(v.to_string()))
     }
 }
 
@@ -248,7 +277,7 @@ mod tests {
         ] {
             match Selector::parse(bad) {
                 Ok(s) => assert!(says.is_empty(), "{bad} parsed as {s:?}"),
-                Err(e) => assert!(e.contains(says), "{bad}: {e}"),
+                Err(e) => assert!(e.to_string().contains(says), "{bad}: {e}"),
             }
         }
     }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::graph::{Nodes, build, total};
 use super::measure::{scale, scaled_label};
-use super::model::Pprof;
+use super::model::{Pprof, SampleIndexError};
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct DiffRow {
@@ -75,7 +75,7 @@ fn per_function(p: &Pprof, nodes: &Nodes, index: usize) -> HashMap<String, (i64,
 #[derive(Debug)]
 pub enum DiffError {
     /// `--sample-index` names nothing in one of them.
-    SampleIndex(String),
+    SampleIndex(SampleIndexError),
     /// They do not report the same thing; the message names both sides' types.
     Mismatch(String),
 }
@@ -83,7 +83,8 @@ pub enum DiffError {
 impl std::fmt::Display for DiffError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            DiffError::SampleIndex(m) | DiffError::Mismatch(m) => f.write_str(m),
+            DiffError::SampleIndex(e) => e.fmt(f),
+            DiffError::Mismatch(m) => f.write_str(m),
         }
     }
 }

@@ -86,6 +86,17 @@ type SampleTables = (Vec<u32>, Vec<(usize, usize)>);
 /// Per location: its mapping's position and its lines' (function position, line).
 type LocationTables = (Vec<Option<usize>>, Vec<Vec<(Option<usize>, i64)>>);
 
+/// A `-sample_index` the profile does not have.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SampleIndexError {
+    #[error("the profile has no sample types")]
+    NoSampleTypes,
+    #[error("sample index {asked} is outside the range [0..{last}]")]
+    OutOfRange { asked: String, last: usize },
+    #[error("sample index {asked:?} must be one of: {}", .types.join(", "))]
+    Unknown { asked: String, types: Vec<String> },
+}
+
 impl Pprof {
     pub fn new(proto: Profile) -> Result<Pprof, DecodeError> {
         let strings = Strings(proto.string_table.len() as i64);
@@ -182,10 +193,10 @@ impl Pprof {
 
     /// The sample type to report, as `go tool pprof -sample_index`: a name, an index, or
     /// (None) the profile's default sample type, else the last.
-    pub fn sample_index(&self, name: Option<&str>) -> Result<usize, String> {
+    pub fn sample_index(&self, name: Option<&str>) -> Result<usize, SampleIndexError> {
         let types = self.sample_types();
         if types.is_empty() {
-            return Err("the profile has no sample types".into());
+            return Err(SampleIndexError::NoSampleTypes);
         }
         let Some(name) = name.filter(|n| !n.is_empty()) else {
             let dst = self.str(self.proto.default_sample_type);
@@ -198,10 +209,10 @@ impl Pprof {
         };
         if let Ok(i) = name.parse::<i64>() {
             if i < 0 || i as usize >= types.len() {
-                return Err(format!(
-                    "sample index {name} is outside the range [0..{}]",
-                    types.len() - 1
-                ));
+                return Err(SampleIndexError::OutOfRange {
+                    asked: name.to_string(),
+                    last: types.len() - 1,
+                });
             }
             return Ok(i as usize);
         }
@@ -209,11 +220,9 @@ impl Pprof {
         types
             .iter()
             .position(|(t, _)| *t == name || *t == no_inuse)
-            .ok_or_else(|| {
-                format!(
-                    "sample index {name:?} must be one of: {}",
-                    types.iter().map(|(t, _)| *t).collect::<Vec<_>>().join(", ")
-                )
+            .ok_or_else(|| SampleIndexError::Unknown {
+                asked: name.to_string(),
+                types: types.iter().map(|(t, _)| t.to_string()).collect(),
             })
     }
 

@@ -9,7 +9,9 @@ use super::filter::NameFilter;
 use super::graph::{Nodes, build_all_edges, total};
 use super::measure::{percentage, scaled_label};
 use super::model::Pprof;
-use super::report::{Counts, TopOptions, add_filters, header, output_unit, sort_nodes};
+use super::report::{
+    Counts, ReportError, TopOptions, add_filters, header, output_unit, sort_nodes,
+};
 
 /// One call into or out of a function.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -104,7 +106,7 @@ pub fn peek(
     filter: &NameFilter,
     symbol: &Regex,
     opts: &TopOptions,
-) -> Result<(PeekReport, Vec<&'static str>), String> {
+) -> Result<(PeekReport, Vec<&'static str>), ReportError> {
     let index = p.sample_index(opts.sample_index.as_deref())?;
     let whole = total(p, index);
     let (kept, warnings);
@@ -184,7 +186,7 @@ pub fn peek(
         });
     }
     if entries.is_empty() {
-        return Err(format!("no matches found for regexp: {}", symbol.as_str()));
+        return Err(ReportError::NoMatches(symbol.as_str().to_string()));
     }
     Ok((
         PeekReport {

@@ -11,7 +11,17 @@ use super::fasthash::FastMap;
 use super::filter::NameFilter;
 use super::graph::{Graph, Nodes, build, total};
 use super::measure::{percentage, scale, scaled_label};
-use super::model::Pprof;
+use super::model::{Pprof, SampleIndexError};
+
+/// Why a report (top, peek, list) cannot be made of a profile.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    SampleIndex(#[from] SampleIndexError),
+    /// `-peek` or `-list` matched no function (go tool pprof's words).
+    #[error("no matches found for regexp: {0}")]
+    NoMatches(String),
+}
 
 #[derive(Debug, Clone)]
 pub struct TopOptions {
@@ -171,12 +181,12 @@ pub fn call_top(profile: &crate::profile::CallProfile, n: usize) -> crate::profi
 
 /// The `go tool pprof -top` report of `p`: the nodes kept and shown, their inline marks,
 /// the output unit, the header, the rows.
-pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, String> {
+pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, SampleIndexError> {
     top_with(p, &Nodes::new(p), opts)
 }
 
 /// [`top`] with the nodes of `p` already built.
-pub fn top_with(p: &Pprof, nodes: &Nodes, opts: &TopOptions) -> Result<TopReport, String> {
+pub fn top_with(p: &Pprof, nodes: &Nodes, opts: &TopOptions) -> Result<TopReport, SampleIndexError> {
     let index = p.sample_index(opts.sample_index.as_deref())?;
     top_of(p, nodes, index, total(p, index), &[], opts)
 }
@@ -188,7 +198,7 @@ pub fn top_filtered(
     p: &Pprof,
     filter: &NameFilter,
     opts: &TopOptions,
-) -> Result<(TopReport, Vec<&'static str>), String> {
+) -> Result<(TopReport, Vec<&'static str>), SampleIndexError> {
     let index = p.sample_index(opts.sample_index.as_deref())?;
     if filter.is_empty() {
         return Ok((
@@ -218,7 +228,7 @@ fn top_of(
     total: i64,
     filters: &[String],
     opts: &TopOptions,
-) -> Result<TopReport, String> {
+) -> Result<TopReport, SampleIndexError> {
     let (stype, sunit) = p.sample_types()[index];
     let sel = select(p, nodes, index, opts);
     let edge_cutoff = ((sel.graph_sum as f64 * opts.edge_fraction) as i64).wrapping_abs();

@@ -16,6 +16,7 @@ use super::filter::NameFilter;
 use super::graph::total;
 use super::measure::{percentage, scaled_label};
 use super::model::Pprof;
+use super::report::ReportError;
 
 /// Lines of context before the first and after the last line with samples.
 const MARGIN: i64 = 5;
@@ -146,7 +147,7 @@ pub fn list(
     symbol: &Regex,
     sample_index: Option<&str>,
     access: &SourceAccess,
-) -> Result<(ListReport, Vec<&'static str>), String> {
+) -> Result<(ListReport, Vec<&'static str>), ReportError> {
     let index = p.sample_index(sample_index)?;
     let whole = total(p, index);
     let (kept, warnings);
@@ -264,7 +265,7 @@ pub fn list(
         }
     }
     if by_name.is_empty() {
-        return Err(format!("no matches found for regexp: {}", symbol.as_str()));
+        return Err(ReportError::NoMatches(symbol.as_str().to_string()));
     }
     let mut reader = Reader::new(search_path, trim, access);
     let mut report = ListReport {

@@ -3,6 +3,7 @@
 //! ever reaches the file system), and what a profile holds reaches the page as JSON the
 //! page puts in as text, or as inferno's SVG (its names XML-escaped) in a sandboxed frame.
 
+use crate::pprof::report::ReportError;
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
@@ -146,7 +147,7 @@ impl One {
     fn symbol(&self) -> Result<regex::Regex, Problem> {
         crate::pprof::filter::compile("re", self.re.as_deref())
             .map_err(|e| Problem::bad(e.to_string()))?
-            .ok_or_else(|| Problem::bad("re: name the functions (a regular expression)".into()))
+            .ok_or_else(|| Problem::bad("re: name the functions (a regular expression)"))
     }
 
     fn options(&self) -> crate::pprof::report::TopOptions {
@@ -161,14 +162,13 @@ impl One {
 
 /// A report that found no function: 404 with go tool pprof's words; anything else is the
 /// request's fault.
-fn report_refused(e: String) -> Problem {
-    if e.starts_with("no matches found") {
-        Problem {
+fn report_refused(e: ReportError) -> Problem {
+    match e {
+        ReportError::NoMatches(_) => Problem {
             status: StatusCode::NOT_FOUND,
-            message: e,
-        }
-    } else {
-        Problem::bad(e)
+            message: e.to_string(),
+        },
+        ReportError::SampleIndex(_) => Problem::bad(e),
     }
 }
 

@@ -480,10 +480,10 @@ impl Problem {
             message,
         }
     }
-    pub(super) fn bad(message: String) -> Problem {
+    pub(super) fn bad(message: impl std::fmt::Display) -> Problem {
         Problem {
             status: StatusCode::BAD_REQUEST,
-            message,
+            message: message.to_string(),
         }
     }
 }
