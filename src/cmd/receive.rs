@@ -56,7 +56,7 @@ fn forwarder(
             let key = agent.api_key.as_ref().map(|k| k.0.clone());
             Some(
                 crate::receive::forward::Forwarder::new(url, spool, agent.tags.clone(), key)
-                    .map_err(|e| flag("--forward", e))?,
+                    .map_err(|e| UsageError::flag("--forward", e))?,
             )
         }
         None => None,

@@ -683,6 +683,6 @@ fn tls(at: &At<'_>, r: &mut RawRule) -> Result<crate::pull::fetch::Tls, UsageErr
             "tls_cert and tls_key go together (a client certificate and its key)",
         ));
     }
-    crate::pull::fetch::check_tls(&tls).map_err(|(key, why)| at.err(key, why))?;
+    crate::pull::fetch::check_tls(&tls).map_err(|e| at.err(e.key(), e))?;
     Ok(tls)
 }

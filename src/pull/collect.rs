@@ -140,7 +140,7 @@ pub fn collect(
             Ok(false) => c.upload_queued = true,
             Err(e) => {
                 c.uploaded = Some(false);
-                c.upload_error = Some(e);
+                c.upload_error = Some(e.to_string());
             }
         }
     }

@@ -35,23 +35,31 @@ pub struct Tls {
 
 pub use crate::redact::url as redact;
 
+/// What is wrong with a target URL (never echoing it: it may hold credentials).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TargetError {
+    #[error("not a URL ({0})")]
+    NotAUrl(String),
+    #[error("scheme {0}: use http or https")]
+    Scheme(String),
+    #[error("the URL has no host")]
+    NoHost,
+}
+
 /// Parses a target URL; `http://host:6060` alone means `/debug/pprof`.
-pub fn parse_target(text: &str) -> Result<Url, String> {
+pub fn parse_target(text: &str) -> Result<Url, TargetError> {
     let with_scheme = if text.contains("://") {
         text.to_string()
     } else {
         format!("http://{text}")
     };
-    let mut url = Url::parse(&with_scheme).map_err(|e| {
-        // The text may hold credentials: say what is wrong without echoing it.
-        format!("not a URL ({e})")
-    })?;
+    let mut url = Url::parse(&with_scheme).map_err(|e| TargetError::NotAUrl(e.to_string()))?;
     match url.scheme() {
         "http" | "https" => {}
-        s => return Err(format!("scheme {s}: use http or https")),
+        s => return Err(TargetError::Scheme(s.to_string())),
     }
     if url.host_str().is_none_or(str::is_empty) {
-        return Err("the URL has no host".into());
+        return Err(TargetError::NoHost);
     }
     if url.path() == "/" || url.path().is_empty() {
         url.set_path("/debug/pprof");
@@ -73,60 +81,103 @@ pub fn endpoint(base: &Url, kind: &str, seconds: u64) -> Url {
     u
 }
 
-/// A PEM file of certificates or a key: a few KiB; 1 MiB is more than any bundle.
-fn read_pem(path: &std::path::Path, flag: &str) -> Result<Vec<u8>, String> {
-    crate::config::read_limited(path, 1 << 20, "").map_err(|e| format!("{flag} {e}"))
+/// What is wrong with the TLS files of a target or a rule. `key()` names the flag or config
+/// key at fault; the message is what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("{message}")]
+    Read { key: &'static str, message: String },
+    #[error("{}: {message}", .path.display())]
+    Certificates {
+        key: &'static str,
+        path: PathBuf,
+        message: String,
+    },
+    #[error("{}: no certificate in it", .path.display())]
+    NoCertificate { key: &'static str, path: PathBuf },
+    #[error("with {key_file}: {message}")]
+    Identity {
+        key: &'static str,
+        key_file: &'static str,
+        message: String,
+    },
+    #[error("goes together with {key_file}")]
+    Unpaired {
+        key: &'static str,
+        key_file: &'static str,
+    },
+    #[error("cannot build the HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
 }
 
-pub fn client(timeout: Duration, tls: &Tls) -> Result<reqwest::blocking::Client, String> {
+impl TlsError {
+    /// The flag or configuration key at fault.
+    pub fn key(&self) -> &'static str {
+        match self {
+            TlsError::Read { key, .. }
+            | TlsError::Certificates { key, .. }
+            | TlsError::NoCertificate { key, .. }
+            | TlsError::Identity { key, .. }
+            | TlsError::Unpaired { key, .. } => key,
+            TlsError::Client(_) => "tls",
+        }
+    }
+}
+
+/// A PEM file of certificates or a key: a few KiB; 1 MiB is more than any bundle.
+fn read_pem(path: &std::path::Path, key: &'static str) -> Result<Vec<u8>, TlsError> {
+    crate::config::read_limited(path, 1 << 20, "").map_err(|e| TlsError::Read {
+        key,
+        message: e.to_string(),
+    })
+}
+
+pub fn client(timeout: Duration, tls: &Tls) -> Result<reqwest::blocking::Client, TlsError> {
     builder(timeout, tls, ["--tls-ca", "--tls-cert", "--tls-key"])?
         .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+        .map_err(TlsError::Client)
 }
 
 /// A client shared by the captures of many endpoints (a Kubernetes rule's pods): the
 /// connection of a capture serves its profile types, then closes within a few seconds
 /// instead of idling until the endpoint's next capture.
-pub fn shared_client(timeout: Duration, tls: &Tls) -> Result<reqwest::blocking::Client, String> {
+pub fn shared_client(timeout: Duration, tls: &Tls) -> Result<reqwest::blocking::Client, TlsError> {
     builder(timeout, tls, RULE_TLS_KEYS)?
         .pool_idle_timeout(Duration::from_secs(5))
         .pool_max_idle_per_host(1)
         .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+        .map_err(TlsError::Client)
 }
 
 const RULE_TLS_KEYS: [&str; 3] = ["tls_ca", "tls_cert", "tls_key"];
 
 /// A rule's TLS files read and parsed as `shared_client` will, at load: the key that is
 /// wrong and why.
-pub fn check_tls(tls: &Tls) -> Result<(), (&'static str, String)> {
-    builder(Duration::from_secs(1), tls, RULE_TLS_KEYS)
-        .map(|_| ())
-        .map_err(|e| {
-            let key = RULE_TLS_KEYS
-                .into_iter()
-                .find(|k| e.starts_with(k))
-                .unwrap_or("tls_ca");
-            (
-                key,
-                e[key.len()..].trim_start_matches('/').trim().to_string(),
-            )
-        })
+pub fn check_tls(tls: &Tls) -> Result<(), TlsError> {
+    builder(Duration::from_secs(1), tls, RULE_TLS_KEYS).map(|_| ())
 }
 
 /// `names` are the CA's, certificate's and key's names in errors (flags or config keys).
 fn builder(
     timeout: Duration,
     tls: &Tls,
-    [ca_name, cert_name, key_name]: [&str; 3],
-) -> Result<reqwest::blocking::ClientBuilder, String> {
+    [ca_name, cert_name, key_name]: [&'static str; 3],
+) -> Result<reqwest::blocking::ClientBuilder, TlsError> {
     let mut b = crate::http::blocking(timeout);
     if let Some(ca) = &tls.ca {
         let pem = read_pem(ca, ca_name)?;
-        let certs = reqwest::Certificate::from_pem_bundle(&pem)
-            .map_err(|e| format!("{ca_name} {}: {e}", ca.display()))?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+            TlsError::Certificates {
+                key: ca_name,
+                path: ca.clone(),
+                message: e.to_string(),
+            }
+        })?;
         if certs.is_empty() {
-            return Err(format!("{ca_name} {}: no certificate in it", ca.display()));
+            return Err(TlsError::NoCertificate {
+                key: ca_name,
+                path: ca.clone(),
+            });
         }
         b = b.tls_certs_merge(certs);
     }
@@ -135,12 +186,20 @@ fn builder(
             let mut pem = read_pem(cert, cert_name)?;
             pem.push(b'\n');
             pem.extend(read_pem(key, key_name)?);
-            let id = reqwest::Identity::from_pem(&pem)
-                .map_err(|e| format!("{cert_name}/{key_name}: {e}"))?;
+            let id = reqwest::Identity::from_pem(&pem).map_err(|e| TlsError::Identity {
+                key: cert_name,
+                key_file: key_name,
+                message: e.to_string(),
+            })?;
             b = b.identity(id);
         }
         (None, None) => {}
-        _ => return Err(format!("{cert_name} and {key_name} go together")),
+        _ => {
+            return Err(TlsError::Unpaired {
+                key: cert_name,
+                key_file: key_name,
+            });
+        }
     }
     if tls.insecure_skip_verify {
         b = b.danger_accept_invalid_certs(true);
@@ -484,6 +543,6 @@ mod tests {
             "{shown}"
         );
         let e = parse_target("ftp://bob:hunter2@h").unwrap_err();
-        assert!(!e.contains("hunter2"), "{e}");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
     }
 }

@@ -392,7 +392,7 @@ pub fn run_with(
     let mut runners = Vec::new();
     for t in targets {
         let client = fetch::client(t.http_timeout, &t.tls)
-            .map_err(|e| crate::error::UsageError::flag("--tls-*", e))?;
+            .map_err(|e| crate::error::UsageError::flag(e.key(), e))?;
         runners.push(Runner {
             target: t,
             client,

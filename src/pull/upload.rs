@@ -104,6 +104,35 @@ enum Posted {
     Refused(String),
 }
 
+/// Why an upload was not delivered now.
+#[derive(Debug, thiserror::Error)]
+pub enum UploadError {
+    /// The intake could not take it now (network, 408, 429, 5xx): it waits in the spool.
+    #[error("{0} (spooled; sent before the next upload)")]
+    Spooled(String),
+    /// The intake refused it for good (another 4xx): dropped and counted.
+    #[error("{0}: refused for good, not spooled")]
+    Refused(String),
+    /// It could not be written to the spool.
+    #[error("cannot spool to {}: {source}", .path.display())]
+    Spool {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The intake could not take it now, and the spool could not keep it.
+    #[error("{sent}; {spool}")]
+    Lost {
+        sent: String,
+        #[source]
+        spool: Box<UploadError>,
+    },
+    #[error("cannot build the HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+    #[error("cannot start the upload thread: {0}")]
+    Thread(#[source] std::io::Error),
+}
+
 /// Counts of an uploader, shared with whoever reports them (the background sender's owner).
 #[derive(Debug, Default)]
 pub struct UploadStats {
@@ -166,9 +195,11 @@ impl Spool {
         body: &[u8],
         ctype: &str,
         headers: &[(String, String)],
-    ) -> Result<(), String> {
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| format!("cannot spool to {}: {e}", self.dir.display()))?;
+    ) -> Result<(), UploadError> {
+        std::fs::create_dir_all(&self.dir).map_err(|source| UploadError::Spool {
+            path: self.dir.clone(),
+            source,
+        })?;
         let stem = format!(
             "{:020}-{:06}",
             jiff::Timestamp::now().as_nanosecond(),
@@ -188,9 +219,12 @@ impl Spool {
         let name = self.dir.join(format!("{stem}.upload"));
         std::fs::write(&tmp, &data)
             .and_then(|()| std::fs::rename(&tmp, &name))
-            .map_err(|e| {
+            .map_err(|source| {
                 let _ = std::fs::remove_file(&tmp);
-                format!("cannot spool to {}: {e}", name.display())
+                UploadError::Spool {
+                    path: name.clone(),
+                    source,
+                }
             })?;
         self.stats.spooled.fetch_add(1, Ordering::Relaxed);
         // Oldest first out until the spool fits.
@@ -241,10 +275,10 @@ impl Uploader {
         spool: PathBuf,
         spool_limit: u64,
         timeout: Duration,
-    ) -> Result<Uploader, String> {
+    ) -> Result<Uploader, UploadError> {
         let client = crate::http::blocking(timeout)
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .map_err(UploadError::Client)?;
         let stats = Arc::new(UploadStats::default());
         Ok(Uploader {
             client,
@@ -305,7 +339,7 @@ impl Uploader {
     }
 
     /// Sends what is spooled (oldest first), then `up`; spools `up` if it cannot be sent.
-    pub fn send(&mut self, up: &Upload) -> Result<(), String> {
+    pub fn send(&mut self, up: &Upload) -> Result<(), UploadError> {
         let (body, ctype) = up.body();
         self.send_body(&body, &ctype, &[])
     }
@@ -317,7 +351,7 @@ impl Uploader {
         body: &[u8],
         ctype: &str,
         headers: &[(String, String)],
-    ) -> Result<(), String> {
+    ) -> Result<(), UploadError> {
         self.flush_spool();
         match self.post(body, ctype, headers) {
             Posted::Sent => {
@@ -325,12 +359,15 @@ impl Uploader {
                 Ok(())
             }
             Posted::Again(e) => match self.spool.put(body, ctype, headers) {
-                Ok(()) => Err(format!("{e} (spooled; sent before the next upload)")),
-                Err(s) => Err(format!("{e}; {s}")),
+                Ok(()) => Err(UploadError::Spooled(e)),
+                Err(s) => Err(UploadError::Lost {
+                    sent: e,
+                    spool: Box::new(s),
+                }),
             },
             Posted::Refused(e) => {
                 self.stats.refused.fetch_add(1, Ordering::Relaxed);
-                Err(format!("{e}: refused for good, not spooled"))
+                Err(UploadError::Refused(e))
             }
         }
     }
@@ -387,11 +424,11 @@ impl Uploader {
 /// Where a collection's upload goes.
 pub trait Submit: Sync {
     /// Ok(true): delivered; Ok(false): on disk, sent by a sender of its own; Err: why not.
-    fn submit(&self, up: &Upload) -> Result<bool, String>;
+    fn submit(&self, up: &Upload) -> Result<bool, UploadError>;
 }
 
 impl Submit for std::sync::Mutex<Uploader> {
-    fn submit(&self, up: &Upload) -> Result<bool, String> {
+    fn submit(&self, up: &Upload) -> Result<bool, UploadError> {
         crate::sync::lock(self).send(up).map(|()| true)
     }
 }
@@ -455,7 +492,7 @@ impl Background {
         body: &[u8],
         ctype: &str,
         headers: &[(String, String)],
-    ) -> Result<(), String> {
+    ) -> Result<(), UploadError> {
         self.spool.put(body, ctype, headers)?;
         let (m, cv) = &*self.wake;
         crate::sync::lock(m).more = true;
@@ -475,7 +512,7 @@ impl Background {
 }
 
 impl Submit for Background {
-    fn submit(&self, up: &Upload) -> Result<bool, String> {
+    fn submit(&self, up: &Upload) -> Result<bool, UploadError> {
         let (body, ctype) = up.body();
         self.put(&body, &ctype, &[]).map(|()| false)
     }

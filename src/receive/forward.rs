@@ -7,6 +7,7 @@
 //! stalled target delays nothing but its own deliveries, and what is not sent at a stop is
 //! sent after the next start.
 
+use crate::pull::upload::UploadError;
 use super::form::{Form, Kind, Upload};
 
 pub struct Forwarder {
@@ -36,7 +37,7 @@ impl Forwarder {
         spool: std::path::PathBuf,
         tags: Vec<String>,
         api_key: Option<String>,
-    ) -> Result<Forwarder, String> {
+    ) -> Result<Forwarder, UploadError> {
         let up = crate::pull::upload::Uploader::new(
             url,
             spool,
@@ -47,7 +48,7 @@ impl Forwarder {
             .map(|k| vec![("DD-API-KEY".to_string(), k)])
             .unwrap_or_default();
         let sender = crate::pull::upload::Background::start(up.with_secret_headers(secret))
-            .map_err(|e| format!("cannot start the forward thread: {e}"))?;
+            .map_err(UploadError::Thread)?;
         Ok(Forwarder { sender, tags })
     }
 
@@ -109,7 +110,7 @@ impl Forwarder {
 
     /// Puts the upload in the forward spool for the sending thread; Err when it could not
     /// be written there.
-    pub fn forward(&self, up: &Upload, headers: &[(String, String)]) -> Result<(), String> {
+    pub fn forward(&self, up: &Upload, headers: &[(String, String)]) -> Result<(), UploadError> {
         let (body, ctype) = self.body(up);
         self.sender.put(&body, &ctype, headers)
     }

@@ -150,7 +150,7 @@ impl Worker {
                 .inc();
             job.forwarded = r.is_ok();
             stored.forwarded = Some(r.is_ok());
-            stored.forward_error = r.err();
+            stored.forward_error = r.err().map(|e| e.to_string());
         }
         let line = serde_json::to_string(&stored).unwrap_or_default();
         if let Err(e) = write_line(&line, &self.uploads) {
