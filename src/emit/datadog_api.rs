@@ -220,11 +220,20 @@ fn check_runs(batch: &Batch<'_>) -> Value {
     )
 }
 
+/// Why the API forwarder cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot build the HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+    #[error("cannot start the sender: {0}")]
+    Thread(#[source] std::io::Error),
+}
+
 impl DatadogApi {
-    pub fn start(api_key: String, base: String) -> Result<DatadogApi, String> {
+    pub fn start(api_key: String, base: String) -> Result<DatadogApi, StartError> {
         let client = crate::http::blocking(Duration::from_secs(10))
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .map_err(StartError::Client)?;
         let shared = Arc::new(Shared {
             queue: Mutex::new((VecDeque::new(), false)),
             ready: Condvar::new(),
@@ -235,7 +244,7 @@ impl DatadogApi {
         let thread = std::thread::Builder::new()
             .name("datadog-api".into())
             .spawn(move || sender(client, api_key, url, s))
-            .map_err(|e| format!("cannot start the sender: {e}"))?;
+            .map_err(StartError::Thread)?;
         Ok(DatadogApi {
             base,
             shared,

@@ -29,13 +29,30 @@ pub struct DogStatsd {
     pub too_long: u64,
 }
 
+/// Why a DogStatsD address cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("{url}: use udp://HOST:PORT or an absolute unix socket path")]
+    Address { url: String },
+    #[error("{url}: {source}")]
+    Socket {
+        url: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 impl DogStatsd {
     /// Parses `udp://HOST:PORT` or a unix socket path.
-    pub fn connect(url: &str) -> Result<DogStatsd, String> {
+    pub fn connect(url: &str) -> Result<DogStatsd, ConnectError> {
+        let socket_error = |source| ConnectError::Socket {
+            url: url.to_string(),
+            source,
+        };
         if let Some(addr) = url.strip_prefix("udp://") {
             let socket = UdpSocket::bind("0.0.0.0:0")
                 .and_then(|s| s.connect(addr).map(|()| s))
-                .map_err(|e| format!("dogstatsd_url {url}: {e}"))?;
+                .map_err(socket_error)?;
             return Ok(DogStatsd {
                 url: url.into(),
                 socket: Socket::Udp(socket),
@@ -47,11 +64,9 @@ impl DogStatsd {
         }
         let path = url.strip_prefix("unix://").unwrap_or(url);
         if !path.starts_with('/') {
-            return Err(format!(
-                "dogstatsd_url {url}: use udp://HOST:PORT or an absolute unix socket path"
-            ));
+            return Err(ConnectError::Address { url: url.into() });
         }
-        let socket = UnixDatagram::unbound().map_err(|e| format!("dogstatsd_url {url}: {e}"))?;
+        let socket = UnixDatagram::unbound().map_err(socket_error)?;
         Ok(DogStatsd {
             url: url.into(),
             socket: Socket::Unix(socket, PathBuf::from(path)),

@@ -70,18 +70,36 @@ pub struct FunctionCalls {
     pub calls_per_run: f64,
 }
 
+/// Why a baseline or a report cannot be compared with.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BaselineError {
+    #[error(
+        "schema {0}: this agentprof reads baselines of schema {SCHEMA} (make it again with --update-baseline)"
+    )]
+    Schema(u32),
+    #[error("{key}: {value:?} is not a duration in seconds ({low}, at most {MAX_SECONDS})")]
+    NotADuration {
+        key: &'static str,
+        value: f64,
+        low: &'static str,
+    },
+    #[error("rss_slope_per_process: a value is not a finite number")]
+    NotFinite,
+    #[error("no runs[] (not an agentprof check --json report)")]
+    NoRuns,
+    #[error("runs[] is empty")]
+    EmptyRuns,
+}
+
 impl GateStats {
     /// Refuses a document the gate cannot compare with: another schema, or timings that are
     /// not durations (negative, not finite, over a day; a calibration of 0 would divide by
     /// zero).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), BaselineError> {
         if self.schema != SCHEMA {
-            return Err(format!(
-                "schema {}: this agentprof reads baselines of schema {SCHEMA} (make it again with --update-baseline)",
-                self.schema
-            ));
+            return Err(BaselineError::Schema(self.schema));
         }
-        let lists: [(&str, &[f64]); 5] = [
+        let lists: [(&'static str, &[f64]); 5] = [
             ("wall_s", &self.wall_s),
             ("cpu_s", &self.cpu_s),
             ("wall_process_medians", &self.wall_process_medians),
@@ -94,13 +112,15 @@ impl GateStats {
                 |v: f64| v.is_finite() && v <= MAX_SECONDS && (v > 0.0 || !calibration && v == 0.0);
             if let Some(v) = values.iter().find(|v| !ok(**v)) {
                 let low = if calibration { "above 0" } else { "0 or more" };
-                return Err(format!(
-                    "{key}: {v:?} is not a duration in seconds ({low}, at most {MAX_SECONDS})"
-                ));
+                return Err(BaselineError::NotADuration {
+                    key,
+                    value: *v,
+                    low,
+                });
             }
         }
         if self.rss_slope_per_process.iter().any(|v| !v.is_finite()) {
-            return Err("rss_slope_per_process: a value is not a finite number".into());
+            return Err(BaselineError::NotFinite);
         }
         Ok(())
     }
@@ -176,12 +196,10 @@ impl GateStats {
     /// From an `agentprof check --json` document (its runs, metrics and, with `--profile`, its
     /// cProfile statistics): what `gate --compare` reads from reports made by `check`. Such a
     /// report has one process's runs, so its timings are compared run by run.
-    pub fn from_check_json(doc: &serde_json::Value) -> Result<GateStats, String> {
-        let runs = doc["runs"]
-            .as_array()
-            .ok_or("no runs[] (not an agentprof check --json report)")?;
+    pub fn from_check_json(doc: &serde_json::Value) -> Result<GateStats, BaselineError> {
+        let runs = doc["runs"].as_array().ok_or(BaselineError::NoRuns)?;
         if runs.is_empty() {
-            return Err("runs[] is empty".into());
+            return Err(BaselineError::EmptyRuns);
         }
         let ok: Vec<&serde_json::Value> = runs.iter().filter(|r| r["status"] == "ok").collect();
         let f = |v: &serde_json::Value| v.as_f64();
