@@ -100,10 +100,7 @@ fn write_python_outputs(
     host: &Arc<Mutex<PythonHost>>,
 ) -> anyhow::Result<()> {
     if let Some(path) = &opts.pstats {
-        let written = host
-            .lock()
-            .map_err(|_| "the Python host failed".to_string())
-            .and_then(|mut h| h.dump_pstats(path));
+        let written = crate::sync::lock(host).dump_pstats(path);
         match written {
             Ok(()) => eprintln!("agentprof: wrote {} (python -m pstats {0})", path.display()),
             Err(e) => {
@@ -250,8 +247,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     );
     let mut python = None;
     if let Some(host) = &python_host
-        && let Ok(h) = host.lock()
-        && let Some(l) = &h.loaded
+        && let Some(l) = &crate::sync::lock(host).loaded
     {
         version = l.version.clone();
         python = Some(l.clone());
@@ -266,7 +262,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         python_host.as_ref(),
     );
     let memory_growth = match (&python_host, opts.memory && opts.times > 1) {
-        (Some(host), true) => host.lock().ok().and_then(|mut h| h.memory_growth(10).ok()),
+        (Some(host), true) => crate::sync::lock(host).memory_growth(10).ok(),
         _ => None,
     };
     let report = CheckReport {
@@ -370,11 +366,7 @@ fn profile_view(
     python_host: Option<&Arc<Mutex<crate::checks::python::PythonHost>>>,
 ) -> Option<ProfileView> {
     if let (Some(host), true) = (python_host, opts.profile) {
-        return match host
-            .lock()
-            .map_err(|_| "the Python host failed".to_string())
-            .and_then(|mut h| h.pstats(opts.top, opts.flamegraph.is_some()))
-        {
+        return match crate::sync::lock(host).pstats(opts.top, opts.flamegraph.is_some()) {
             Ok(report) => Some(ProfileView::Pstats(PstatsView {
                 report,
                 top: opts.top,

@@ -350,7 +350,7 @@ fn warm_up(
     }
     if let Some(h) = host
         && let Err(e) = crate::sync::lock_unless_poisoned(h)
-            .ok_or_else(|| "the Python host is unusable after an earlier failure".to_string())
+            .ok_or(crate::checks::python::WorkerError::Unusable)
             .and_then(|mut h| h.reset_stats())
     {
         return Err(anyhow::anyhow!("{name}: {e}"));

@@ -186,7 +186,11 @@ pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, SampleIndexError> 
 }
 
 /// [`top`] with the nodes of `p` already built.
-pub fn top_with(p: &Pprof, nodes: &Nodes, opts: &TopOptions) -> Result<TopReport, SampleIndexError> {
+pub fn top_with(
+    p: &Pprof,
+    nodes: &Nodes,
+    opts: &TopOptions,
+) -> Result<TopReport, SampleIndexError> {
     let index = p.sample_index(opts.sample_index.as_deref())?;
     top_of(p, nodes, index, total(p, index), &[], opts)
 }

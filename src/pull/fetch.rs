@@ -166,13 +166,12 @@ fn builder(
     let mut b = crate::http::blocking(timeout);
     if let Some(ca) = &tls.ca {
         let pem = read_pem(ca, ca_name)?;
-        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-            TlsError::Certificates {
+        let certs =
+            reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| TlsError::Certificates {
                 key: ca_name,
                 path: ca.clone(),
                 message: e.to_string(),
-            }
-        })?;
+            })?;
         if certs.is_empty() {
             return Err(TlsError::NoCertificate {
                 key: ca_name,

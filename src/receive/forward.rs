@@ -7,8 +7,8 @@
 //! stalled target delays nothing but its own deliveries, and what is not sent at a stop is
 //! sent after the next start.
 
-use crate::pull::upload::UploadError;
 use super::form::{Form, Kind, Upload};
+use crate::pull::upload::UploadError;
 
 pub struct Forwarder {
     sender: crate::pull::upload::Background,

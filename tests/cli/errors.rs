@@ -327,7 +327,7 @@ fn endless_files_are_refused_at_the_limit_while_reading() {
         ),
         (
             &["pull", "http://127.0.0.1:1", "--tls-ca", "/dev/zero"],
-            "--tls-ca /dev/zero: more than the 1048576-byte limit",
+            "--tls-ca: /dev/zero: more than the 1048576-byte limit",
         ),
         (
             &["gate", "uptime", "--baseline", "/dev/zero", "--times", "3"],

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use crate::checks::Check;
 use crate::metrics::Sink;
 
-use super::Builtin;
+use super::{Builtin, OptionError};
 
 pub const OPTIONS: &[&str] = &["report_total_percpu"];
 
@@ -55,7 +55,7 @@ pub struct CpuCheck {
 
 impl Builtin for CpuCheck {
     type Instance = CpuInstance;
-    fn new(opts: CpuInstance) -> Result<Self, String> {
+    fn new(opts: CpuInstance) -> Result<Self, OptionError> {
         Ok(CpuCheck { opts, last: None })
     }
 }

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use crate::checks::Check;
 use crate::metrics::Sink;
 
-use super::{Builtin, read_procfs, regex_list};
+use super::{Builtin, OptionError, read_procfs, regex_list};
 
 pub const OPTIONS: &[&str] = &[
     "use_mount",
@@ -106,11 +106,11 @@ pub struct DiskCheck {
 
 /// `patterns` and then `extra` (each once), as one anchored regex.
 fn with_extras(
-    option: &str,
+    option: &'static str,
     patterns: &[String],
     extra: impl IntoIterator<Item = String>,
     ignore_case: bool,
-) -> Result<Option<Regex>, String> {
+) -> Result<Option<Regex>, OptionError> {
     let mut all: Vec<String> = patterns.iter().filter(|p| !p.is_empty()).cloned().collect();
     for e in extra {
         if !all.contains(&e) {
@@ -123,11 +123,11 @@ fn with_extras(
 impl Builtin for DiskCheck {
     type Instance = DiskInstance;
 
-    fn new(opts: DiskInstance) -> Result<Self, String> {
+    fn new(opts: DiskInstance) -> Result<Self, OptionError> {
         if !(opts.min_disk_size.is_finite() && opts.min_disk_size >= 0.0) {
-            return Err(format!(
-                "min_disk_size: {} must be 0 or more (MiB)",
-                opts.min_disk_size
+            return Err(OptionError::new(
+                "min_disk_size",
+                format!("{} must be 0 or more (MiB)", opts.min_disk_size),
             ));
         }
         let fs_extra = opts.excluded_filesystems.iter().map(|f| format!("{f}$"));

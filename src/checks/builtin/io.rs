@@ -10,7 +10,7 @@ use serde::Deserialize;
 use crate::checks::Check;
 use crate::metrics::Sink;
 
-use super::{Builtin, regex_list};
+use super::{Builtin, OptionError, regex_list};
 
 pub const OPTIONS: &[&str] = &["device_include", "device_exclude", "device_blacklist_re"];
 
@@ -31,7 +31,7 @@ pub struct IoCheck {
 
 impl Builtin for IoCheck {
     type Instance = IoInstance;
-    fn new(opts: IoInstance) -> Result<Self, String> {
+    fn new(opts: IoInstance) -> Result<Self, OptionError> {
         let mut exclude = opts.device_exclude.clone();
         exclude.extend(opts.device_blacklist_re.clone());
         Ok(IoCheck {

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use crate::checks::Check;
 use crate::metrics::Sink;
 
-use super::Builtin;
+use super::{Builtin, OptionError};
 
 pub const OPTIONS: &[&str] = &[];
 
@@ -16,7 +16,7 @@ pub struct LoadCheck;
 
 impl Builtin for LoadCheck {
     type Instance = LoadInstance;
-    fn new(_: LoadInstance) -> Result<Self, String> {
+    fn new(_: LoadInstance) -> Result<Self, OptionError> {
         Ok(LoadCheck)
     }
 }

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use crate::checks::Check;
 use crate::metrics::Sink;
 
-use super::Builtin;
+use super::{Builtin, OptionError};
 
 pub const OPTIONS: &[&str] = &[];
 
@@ -16,7 +16,7 @@ pub struct MemoryCheck;
 
 impl Builtin for MemoryCheck {
     type Instance = MemoryInstance;
-    fn new(_: MemoryInstance) -> Result<Self, String> {
+    fn new(_: MemoryInstance) -> Result<Self, OptionError> {
         Ok(MemoryCheck)
     }
 }

@@ -37,11 +37,28 @@ pub struct BuiltinSpec {
     pub build: BuildFn,
 }
 
+/// What is wrong with a built-in check's instance: the option at fault, and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{option}: {message}")]
+pub struct OptionError {
+    pub option: &'static str,
+    pub message: String,
+}
+
+impl OptionError {
+    pub fn new(option: &'static str, message: impl Into<String>) -> OptionError {
+        OptionError {
+            option,
+            message: message.into(),
+        }
+    }
+}
+
 /// A built-in check type, built from its typed instance options.
 pub trait Builtin: Check + Sized + 'static {
     type Instance: DeserializeOwned + Default;
-    /// Validates the options; the message names the option at fault.
-    fn new(instance: Self::Instance) -> Result<Self, String>;
+    /// Validates the options.
+    fn new(instance: Self::Instance) -> Result<Self, OptionError>;
 }
 
 /// Builds every instance of `C` from its file, or its default instance when there is none.
@@ -56,9 +73,9 @@ pub fn build<C: Builtin>(conf: Option<&CheckConf>) -> Result<Vec<Box<dyn Check>>
         .map(|(i, inst)| {
             C::new(inst)
                 .map(|c| Box::new(c) as Box<dyn Check>)
-                .map_err(|msg| match conf {
-                    Some(c) => UsageError::config(&c.path, format!("instances[{i}].{msg}")),
-                    None => UsageError::config("(default instance)", msg),
+                .map_err(|e| match conf {
+                    Some(c) => UsageError::config(&c.path, format!("instances[{i}].{e}")),
+                    None => UsageError::config("(default instance)", e),
                 })
         })
         .collect()
@@ -66,10 +83,10 @@ pub fn build<C: Builtin>(conf: Option<&CheckConf>) -> Result<Vec<Box<dyn Check>>
 
 /// Compiles a list of regexes into one, anchored at the start as the Agent's `re.match`.
 pub fn regex_list(
-    option: &str,
+    option: &'static str,
     patterns: &[String],
     ignore_case: bool,
-) -> Result<Option<Regex>, String> {
+) -> Result<Option<Regex>, OptionError> {
     if patterns.is_empty() {
         return Ok(None);
     }
@@ -83,7 +100,7 @@ pub fn regex_list(
         .size_limit(1 << 20)
         .build()
         .map(Some)
-        .map_err(|e| format!("{option}: not a valid regular expression: {e}"))
+        .map_err(|e| OptionError::new(option, format!("not a valid regular expression: {e}")))
 }
 
 /// A procfs file read whole. procfs reports a size of 0, so `fs::read` starts with a 32-byte

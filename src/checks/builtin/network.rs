@@ -7,7 +7,7 @@ use serde::Deserialize;
 use crate::checks::Check;
 use crate::metrics::Sink;
 
-use super::{Builtin, regex_list};
+use super::{Builtin, OptionError, regex_list};
 
 pub const OPTIONS: &[&str] = &[
     "excluded_interfaces",
@@ -41,7 +41,7 @@ pub struct NetworkCheck {
 
 impl Builtin for NetworkCheck {
     type Instance = NetworkInstance;
-    fn new(opts: NetworkInstance) -> Result<Self, String> {
+    fn new(opts: NetworkInstance) -> Result<Self, OptionError> {
         let re: Vec<String> = opts.excluded_interface_re.into_iter().collect();
         Ok(NetworkCheck {
             excluded: opts.excluded_interfaces,

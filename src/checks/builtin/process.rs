@@ -20,7 +20,7 @@ use serde::Deserialize;
 use crate::checks::Check;
 use crate::metrics::{ServiceCheckStatus, Sink};
 
-use super::Builtin;
+use super::{Builtin, OptionError};
 
 pub const OPTIONS: &[&str] = &[
     "name",
@@ -64,13 +64,22 @@ pub struct ProcessCheck {
 
 impl Builtin for ProcessCheck {
     type Instance = ProcessInstance;
-    fn new(opts: ProcessInstance) -> Result<Self, String> {
-        let name =
-            opts.name.clone().filter(|n| !n.trim().is_empty()).ok_or(
-                "name: required; the process check tags everything with process_name:NAME",
-            )?;
+    fn new(opts: ProcessInstance) -> Result<Self, OptionError> {
+        let name = opts
+            .name
+            .clone()
+            .filter(|n| !n.trim().is_empty())
+            .ok_or_else(|| {
+                OptionError::new(
+                    "name",
+                    "required; the process check tags everything with process_name:NAME",
+                )
+            })?;
         if opts.search_string.is_empty() && opts.pid.is_none() && opts.pid_file.is_none() {
-            return Err("search_string: required (a list of names or patterns), unless pid or pid_file is set".into());
+            return Err(OptionError::new(
+                "search_string",
+                "required (a list of names or patterns), unless pid or pid_file is set",
+            ));
         }
         Ok(ProcessCheck {
             name,

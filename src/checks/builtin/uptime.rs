@@ -5,7 +5,7 @@ use serde::Deserialize;
 use crate::checks::Check;
 use crate::metrics::Sink;
 
-use super::Builtin;
+use super::{Builtin, OptionError};
 
 pub const OPTIONS: &[&str] = &[];
 
@@ -16,7 +16,7 @@ pub struct UptimeCheck;
 
 impl Builtin for UptimeCheck {
     type Instance = UptimeInstance;
-    fn new(_: UptimeInstance) -> Result<Self, String> {
+    fn new(_: UptimeInstance) -> Result<Self, OptionError> {
         Ok(UptimeCheck)
     }
 }

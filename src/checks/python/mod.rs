@@ -23,6 +23,7 @@ use crate::profile::{AllocLine, MemoryProfile, PeakScope, RunCost};
 
 use super::{ExternalCheck, ExternalRun, RunOptions};
 use protocol::Worker;
+pub use protocol::WorkerError;
 
 /// The host program, run as `python -u - IN_FD OUT_FD agentprof-python-host` with the
 /// program on its standard input (so `ps` shows that short line, not 27 KB of Python).
@@ -71,7 +72,8 @@ pub struct Loaded {
 /// configuration error before any run (and no cost table of runs that never happened).
 pub fn load(host: &std::sync::Mutex<PythonHost>) -> Result<(), crate::error::UsageError> {
     let mut h = crate::sync::lock(host);
-    h.start().map_err(crate::error::UsageError::CheckLoad)
+    h.start()
+        .map_err(|e| crate::error::UsageError::CheckLoad(e.to_string()))
 }
 
 /// One worker shared by every instance of a Python check, started on first use and again
@@ -91,7 +93,7 @@ impl PythonHost {
         }
     }
 
-    fn ensure_started(&mut self) -> Result<&mut Worker, String> {
+    fn ensure_started(&mut self) -> Result<&mut Worker, WorkerError> {
         if self.worker.is_none() {
             let t0 = std::time::Instant::now();
             let mut w = Worker::spawn(&self.spec.python)?;
@@ -110,10 +112,10 @@ impl PythonHost {
             )?;
             if let Some(e) = reply.get("error").and_then(Value::as_str) {
                 let at = reply["where"].as_str().unwrap_or(e.trim_end());
-                return Err(format!(
-                    "check `{}` could not be loaded: {at}",
-                    self.spec.name
-                ));
+                return Err(WorkerError::Load {
+                    check: self.spec.name.clone(),
+                    at: at.to_string(),
+                });
             }
             let starts = self.loaded.as_ref().map_or(0, |l| l.starts) + 1;
             self.loaded = Some(Loaded {
@@ -129,14 +131,12 @@ impl PythonHost {
             });
             self.worker = Some(w);
         }
-        self.worker
-            .as_mut()
-            .ok_or_else(|| "the Python worker is not running".to_string())
+        self.worker.as_mut().ok_or(WorkerError::NotRunning)
     }
 
     /// Starts the worker and loads the check now, so a check that cannot be loaded is found
     /// before any run: the Python error as `file:line: Type: message`.
-    pub fn start(&mut self) -> Result<(), String> {
+    pub fn start(&mut self) -> Result<(), WorkerError> {
         self.ensure_started().map(|_| ())
     }
 
@@ -159,7 +159,7 @@ impl PythonHost {
             Ok(w) => w.run(index, opts, timeout),
             Err(e) => {
                 self.worker = None;
-                return failed(e);
+                return failed(e.to_string());
             }
         };
         match outcome {
@@ -182,14 +182,11 @@ impl PythonHost {
     }
 
     /// Asks the running worker `msg`; its reply, or the error it reported.
-    fn ask(&mut self, msg: &Value) -> Result<Value, String> {
-        let w = self
-            .worker
-            .as_mut()
-            .ok_or("the Python worker is not running")?;
+    fn ask(&mut self, msg: &Value) -> Result<Value, WorkerError> {
+        let w = self.worker.as_mut().ok_or(WorkerError::NotRunning)?;
         let r = w.request(msg, LOAD_TIMEOUT)?;
         match r.get("error").and_then(Value::as_str) {
-            Some(e) => Err(e.trim_end().to_string()),
+            Some(e) => Err(WorkerError::Reported(e.trim_end().to_string())),
             None => Ok(r),
         }
     }
@@ -200,7 +197,7 @@ impl PythonHost {
         &mut self,
         top: usize,
         folded: bool,
-    ) -> Result<crate::profile::PstatsReport, String> {
+    ) -> Result<crate::profile::PstatsReport, WorkerError> {
         let r = self.ask(&json!({"op": "stats", "top": top, "folded": folded}))?;
         let rows = r["rows"]
             .as_array()
@@ -238,28 +235,31 @@ impl PythonHost {
     }
 
     /// Lines whose live memory grew most between the first and the last `--memory` run.
-    pub fn memory_growth(&mut self, top: usize) -> Result<Vec<AllocLine>, String> {
+    pub fn memory_growth(&mut self, top: usize) -> Result<Vec<AllocLine>, WorkerError> {
         let r = self.ask(&json!({"op": "memgrowth", "top": top}))?;
         Ok(alloc_lines(&r["top"]))
     }
 
     /// CPU seconds of a fixed pure-Python loop in this worker: the machine's speed right now.
-    pub fn calibrate(&mut self) -> Result<f64, String> {
+    pub fn calibrate(&mut self) -> Result<f64, WorkerError> {
         let r = self.ask(&json!({"op": "calibrate"}))?;
         r["seconds"]
             .as_f64()
             .filter(|s| *s > 0.0)
-            .ok_or_else(|| "the calibration gave no time".to_string())
+            .ok_or(WorkerError::Reply("the calibration gave no time"))
     }
 
     /// Forgets the cProfile statistics of the runs so far.
-    pub fn reset_stats(&mut self) -> Result<(), String> {
+    pub fn reset_stats(&mut self) -> Result<(), WorkerError> {
         self.ask(&json!({"op": "reset_stats"})).map(|_| ())
     }
 
     /// Writes the cumulative statistics as a pstats dump (python -m pstats, snakeviz).
-    pub fn dump_pstats(&mut self, path: &Path) -> Result<(), String> {
-        let abs = std::path::absolute(path).map_err(|e| e.to_string())?;
+    pub fn dump_pstats(&mut self, path: &Path) -> Result<(), WorkerError> {
+        let abs = std::path::absolute(path).map_err(|source| WorkerError::Start {
+            what: format!("{}", path.display()),
+            source,
+        })?;
         self.ask(&json!({"op": "dump", "path": abs})).map(|_| ())
     }
 }

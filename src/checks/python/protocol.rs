@@ -32,12 +32,38 @@ pub enum WorkerError {
     /// Anything else: a failed write or read, a reply out of step or too large.
     #[error("{0}")]
     Channel(String),
-}
-
-impl From<WorkerError> for String {
-    fn from(e: WorkerError) -> String {
-        e.to_string()
-    }
+    /// The interpreter is not there.
+    #[error(
+        "Python interpreter `{0}` not found: install python3, or set --python, `python:` in agentprof.yaml or $AGENTPROF_PYTHON"
+    )]
+    NotFound(String),
+    /// The worker could not be started (pipes, the process, the host program).
+    #[error("{what}: {source}")]
+    Start {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The check could not be imported or constructed: the Python error's `file:line`.
+    #[error("check `{check}` could not be loaded: {at}")]
+    Load { check: String, at: String },
+    #[error("the Python worker is not running")]
+    NotRunning,
+    /// The worker answered with an error of its own (a Python exception's words).
+    #[error("{0}")]
+    Reported(String),
+    /// An answer without what it should hold.
+    #[error("{0}")]
+    Reply(&'static str),
+    /// A run over its instance's timeout: the worker was stopped.
+    #[error(
+        "timed out after {} (instance timeout); the Python worker was stopped and starts again for the next run",
+        crate::duration::human(*.0)
+    )]
+    RunTimeout(Duration),
+    /// An earlier failure left the worker's state unusable (a panic while it was held).
+    #[error("the Python host is unusable after an earlier failure")]
+    Unusable,
 }
 
 pub struct Worker {
@@ -53,27 +79,31 @@ pub struct Measured {
     pub cost: RunCost,
 }
 
-fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
+fn pipe() -> Result<(OwnedFd, OwnedFd), WorkerError> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills the two-element array we own.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!(
-            "cannot create a pipe: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(WorkerError::Start {
+            what: "cannot create a pipe".into(),
+            source: std::io::Error::last_os_error(),
+        });
     }
     // SAFETY: both descriptors were just created and are owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 impl Worker {
-    pub fn spawn(python: &str) -> Result<Worker, String> {
+    pub fn spawn(python: &str) -> Result<Worker, WorkerError> {
         let (child_in, to) = pipe()?;
         let (from, child_out) = pipe()?;
-        let stdout_to_stderr = std::io::stderr()
-            .as_fd()
-            .try_clone_to_owned()
-            .map_err(|e| format!("cannot duplicate stderr: {e}"))?;
+        let stdout_to_stderr =
+            std::io::stderr()
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(|source| WorkerError::Start {
+                    what: "cannot duplicate stderr".into(),
+                    source,
+                })?;
         let (ci, co) = (child_in.as_raw_fd(), child_out.as_raw_fd());
         let mut cmd = Command::new(python);
         cmd.args(["-u", "-", "3", "4", "agentprof-python-host"])
@@ -96,11 +126,12 @@ impl Worker {
                 Ok(())
             });
         }
-        let child = cmd.spawn().map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => format!(
-                "Python interpreter `{python}` not found: install python3, or set --python, `python:` in agentprof.yaml or $AGENTPROF_PYTHON"
-            ),
-            _ => format!("cannot start `{python}`: {e}"),
+        let child = cmd.spawn().map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => WorkerError::NotFound(python.to_string()),
+            _ => WorkerError::Start {
+                what: format!("cannot start `{python}`"),
+                source,
+            },
         })?;
         drop((child_in, child_out));
         let mut child = child;
@@ -110,7 +141,10 @@ impl Worker {
         {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("cannot hand the host program to `{python}`: {e}"));
+            return Err(WorkerError::Start {
+                what: format!("cannot hand the host program to `{python}`"),
+                source: e,
+            });
         }
         let probe = Probe::new(Target::Pid(child.id()));
         Ok(Worker {
@@ -233,7 +267,7 @@ impl Worker {
         index: usize,
         opts: RunOptions,
         timeout: Duration,
-    ) -> Result<Measured, String> {
+    ) -> Result<Measured, WorkerError> {
         self.send(&serde_json::json!({"op": "run", "instance": index, "profile": opts.profile, "memory": opts.memory, "memory_lines": opts.memory_lines}))?;
         self.expect_mark(b'r', Instant::now() + REPLY_TIMEOUT)?;
         settled(self.child.id());
@@ -243,13 +277,8 @@ impl Worker {
         let started = Instant::now();
         match self.expect_mark(b'd', started + timeout) {
             Ok(()) => {}
-            Err(WorkerError::Timeout) => {
-                return Err(format!(
-                    "timed out after {} (instance timeout); the Python worker was stopped and starts again for the next run",
-                    crate::duration::human(timeout)
-                ));
-            }
-            Err(e) => return Err(e.into()),
+            Err(WorkerError::Timeout) => return Err(WorkerError::RunTimeout(timeout)),
+            Err(e) => return Err(e),
         }
         settled(self.child.id());
         let after = self.probe.after();
