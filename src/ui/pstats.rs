@@ -30,14 +30,28 @@ struct Reader<'a> {
     objects: usize,
 }
 
-fn bad<T>(at: usize, what: &str) -> Result<T, String> {
-    Err(format!(
-        "not a pstats dump (Python marshal): {what} at byte {at}"
-    ))
+/// Why a file is not a pstats dump: what was found, and at which byte.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("not a pstats dump (Python marshal): {what} at byte {at}")]
+pub struct DumpError {
+    pub what: String,
+    pub at: usize,
+}
+
+/// A sort key pstats does not have.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("sort {0:?}: one of cumulative, tottime, ncalls, pcalls, filename, name")]
+pub struct SortKeyError(pub String);
+
+fn bad<T>(at: usize, what: &str) -> Result<T, DumpError> {
+    Err(DumpError {
+        what: what.to_string(),
+        at,
+    })
 }
 
 impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+    fn take(&mut self, n: usize) -> Result<&[u8], DumpError> {
         if self.b.len() - self.at < n {
             return bad(self.at, "the file ends early");
         }
@@ -46,17 +60,17 @@ impl Reader<'_> {
         Ok(s)
     }
 
-    fn u8(&mut self) -> Result<u8, String> {
+    fn u8(&mut self) -> Result<u8, DumpError> {
         Ok(self.take(1)?[0])
     }
 
-    fn i32(&mut self) -> Result<i32, String> {
+    fn i32(&mut self) -> Result<i32, DumpError> {
         let s = self.take(4)?;
         Ok(i32::from_le_bytes([s[0], s[1], s[2], s[3]]))
     }
 
     /// A length, checked against what is left (each element takes a byte at least).
-    fn len(&mut self, short: bool) -> Result<usize, String> {
+    fn len(&mut self, short: bool) -> Result<usize, DumpError> {
         let n = if short {
             self.u8()? as usize
         } else {
@@ -72,7 +86,7 @@ impl Reader<'_> {
         Ok(n)
     }
 
-    fn value(&mut self, depth: usize) -> Result<V, String> {
+    fn value(&mut self, depth: usize) -> Result<V, DumpError> {
         if depth > MAX_DEPTH {
             return bad(self.at, "nesting too deep");
         }
@@ -105,11 +119,10 @@ impl Reader<'_> {
             b'f' => {
                 let n = self.len(true)?;
                 let s = String::from_utf8_lossy(self.take(n)?).into_owned();
-                V::Float(
-                    s.trim()
-                        .parse()
-                        .map_err(|_| format!("not a pstats dump: float {s:?}"))?,
-                )
+                match s.trim().parse() {
+                    Ok(f) => V::Float(f),
+                    Err(_) => return bad(start, &format!("float {s:?}")),
+                }
             }
             b's' | b'u' | b't' | b'a' | b'A' | b'z' | b'Z' => {
                 let n = self.len(matches!(code, b'z' | b'Z'))?;
@@ -141,7 +154,7 @@ impl Reader<'_> {
 
     /// A long: its digit count, then 15-bit digits, least significant first (at most 4:
     /// pstats' figures fit in 60 bits).
-    fn long(&mut self, start: usize) -> Result<i64, String> {
+    fn long(&mut self, start: usize) -> Result<i64, DumpError> {
         let n = self.i32()?;
         let digits = n.unsigned_abs() as usize;
         if digits > 4 {
@@ -156,7 +169,7 @@ impl Reader<'_> {
     }
 
     /// A dict: keys and values in turn, until the null marker.
-    fn dict(&mut self, depth: usize) -> Result<V, String> {
+    fn dict(&mut self, depth: usize) -> Result<V, DumpError> {
         let mut items = Vec::new();
         loop {
             if self.b.get(self.at) == Some(&b'0') {
@@ -184,7 +197,7 @@ fn num(v: &V) -> Option<f64> {
 pub type Row = (String, u32, String, u64, u64, f64, f64);
 
 /// Every function of a pstats dump, in the file's order.
-pub fn read(bytes: &[u8]) -> Result<Vec<Row>, String> {
+pub fn read(bytes: &[u8]) -> Result<Vec<Row>, DumpError> {
     read_dump(bytes).map(|d| d.rows)
 }
 
@@ -206,7 +219,7 @@ fn key_of(k: &V) -> Option<(&str, u32, &str)> {
 }
 
 /// [`read`], with the callers' edges.
-pub fn read_dump(bytes: &[u8]) -> Result<Dump, String> {
+pub fn read_dump(bytes: &[u8]) -> Result<Dump, DumpError> {
     let mut r = Reader {
         b: bytes,
         at: 0,
@@ -351,7 +364,7 @@ pub fn call_tree(d: &Dump) -> Vec<String> {
 }
 
 /// How the table is ordered, as pstats' sort keys name it.
-pub fn sort(rows: &mut [Row], key: &str) -> Result<&'static str, String> {
+pub fn sort(rows: &mut [Row], key: &str) -> Result<&'static str, SortKeyError> {
     // Stable, so ties keep the file's order, as pstats keeps it.
     match key {
         "cumulative" | "cumtime" | "" => {
@@ -378,9 +391,7 @@ pub fn sort(rows: &mut [Row], key: &str) -> Result<&'static str, String> {
             rows.sort_by(|a, b| a.2.cmp(&b.2));
             Ok("function name")
         }
-        other => Err(format!(
-            "sort {other:?}: one of cumulative, tottime, ncalls, pcalls, filename, name"
-        )),
+        other => Err(SortKeyError(other.to_string())),
     }
 }
 
