@@ -113,10 +113,9 @@ async fn config(c: &Connect) -> Result<(kube::Config, String), UsageError> {
 }
 
 /// A kube client from `config`, under agentprof's API layer.
-pub fn client(config: kube::Config, api: &Arc<ApiStats>) -> Result<kube::Client, String> {
+pub fn client(config: kube::Config, api: &Arc<ApiStats>) -> Result<kube::Client, kube::Error> {
     crate::http::tls();
-    Ok(kube::client::ClientBuilder::try_from(config)
-        .map_err(|e| e.to_string())?
+    Ok(kube::client::ClientBuilder::try_from(config)?
         .with_layer(&super::api::ApiLayer::new(Arc::clone(api)))
         .build())
 }

@@ -553,7 +553,12 @@ impl Collector {
     }
 
     /// A monitoring round's answer for the targets that were due.
-    pub(super) fn round(&mut self, due: &[String], result: Result<Summary, String>, at: Instant) {
+    pub(super) fn round(
+        &mut self,
+        due: &[String],
+        result: Result<Summary, super::kubelet::KubeletError>,
+        at: Instant,
+    ) {
         self.metrics
             .kubelet_rounds
             .get_or_create(&vec![(
@@ -565,7 +570,7 @@ impl Collector {
             log(
                 self.opts.json,
                 "stats_error",
-                serde_json::json!({"error": e}),
+                serde_json::json!({"error": e.to_string()}),
             );
         }
         let mut fire = Vec::new();

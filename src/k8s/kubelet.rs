@@ -69,6 +69,34 @@ fn address(s: &KubeletSettings<'_>) -> Result<Option<reqwest::Url>, String> {
         .map_err(|e| format!("$NODE_IP {host}: {e}"))
 }
 
+/// Why a kubelet round got no summary.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeletError {
+    #[error(
+        "{kubelet}: no answer within {} (the shortest monitor_interval, at most 10 s)",
+        crate::duration::human(*.after)
+    )]
+    Timeout { kubelet: String, after: Duration },
+    /// Not answered: a connection, TLS or credentials problem, or an HTTP status (`code`).
+    #[error("{message}")]
+    Request { code: Option<u16>, message: String },
+    #[error("{kubelet}: {source}")]
+    Summary {
+        kubelet: String,
+        #[source]
+        source: super::stats::SummaryError,
+    },
+}
+
+impl KubeletError {
+    fn request(message: impl Into<String>) -> KubeletError {
+        KubeletError::Request {
+            code: None,
+            message: message.into(),
+        }
+    }
+}
+
 impl Kubelet {
     pub fn new(
         s: KubeletSettings<'_>,
@@ -146,87 +174,85 @@ impl Kubelet {
     }
 
     /// One query, within `timeout`.
-    pub async fn summary(&self, timeout: Duration) -> Result<Summary, String> {
+    pub async fn summary(&self, timeout: Duration) -> Result<Summary, KubeletError> {
         match tokio::time::timeout(timeout, self.fetch()).await {
             Ok(r) => r,
-            Err(_) => Err(format!(
-                "{}: no answer within {} (the shortest monitor_interval, at most 10 s)",
-                self.describe(),
-                crate::duration::human(timeout)
-            )),
+            Err(_) => Err(KubeletError::Timeout {
+                kubelet: self.describe(),
+                after: timeout,
+            }),
         }
     }
 
-    async fn fetch(&self) -> Result<Summary, String> {
+    async fn fetch(&self) -> Result<Summary, KubeletError> {
         let body = match self {
             Kubelet::Direct(d) => d.fetch().await?,
             Kubelet::Proxy { client, node } => {
                 let req = http::Request::get(format!("/api/v1/nodes/{node}/proxy/stats/summary"))
                     .body(Vec::new())
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| KubeletError::request(e.to_string()))?;
                 client
                     .request_text(req)
                     .await
                     .map_err(|e| {
-                        format!(
+                        KubeletError::request(format!(
                             "{}: {}",
                             self.describe(),
                             super::discover::describe(&e, "get", "nodes/proxy")
-                        )
+                        ))
                     })?
                     .into_bytes()
             }
         };
-        Summary::parse(&body).map_err(|e| format!("{}: {e}", self.describe()))
+        Summary::parse(&body).map_err(|source| KubeletError::Summary {
+            kubelet: self.describe(),
+            source,
+        })
     }
 }
 
 impl Direct {
     /// The summary's bytes; a 401 reads the credentials again (a rotated token) and asks once
     /// more.
-    async fn fetch(&self) -> Result<Vec<u8>, String> {
+    async fn fetch(&self) -> Result<Vec<u8>, KubeletError> {
         match self.once().await {
-            Err((Some(401), _)) => {
+            Err(KubeletError::Request {
+                code: Some(401), ..
+            }) => {
                 let fresh = super::client::client(self.config.clone(), &self.stats)
-                    .map_err(|e| format!("kubelet client: {e}"))?;
+                    .map_err(|e| KubeletError::request(format!("kubelet client: {e}")))?;
                 *self.client.lock().await = fresh;
-                self.once().await.map_err(|(_, e)| e)
+                self.once().await
             }
-            other => other.map_err(|(_, e)| e),
+            other => other,
         }
     }
 
-    async fn once(&self) -> Result<Vec<u8>, (Option<u16>, String)> {
+    async fn once(&self) -> Result<Vec<u8>, KubeletError> {
         let client = self.client.lock().await.clone();
         let mut req = http::Request::get(self.path.as_str());
         if let Some(f) = &self.token_file {
-            let token = read_token(f).map_err(|e| (None, e))?;
+            let token = read_token(f).map_err(KubeletError::request)?;
             req = req.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
         }
         let req = req
             .body(kube::client::Body::empty())
-            .map_err(|e| (None, e.to_string()))?;
+            .map_err(|e| KubeletError::request(e.to_string()))?;
         let resp = client.send(req).await.map_err(|e| {
-            (
-                None,
-                format!("{}: {}", self.shown, super::discover::chain(&e)),
-            )
+            KubeletError::request(format!("{}: {}", self.shown, super::discover::chain(&e)))
         })?;
         let status = resp.status();
         let mut body = resp.into_body();
         let mut bytes = Vec::new();
         while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| (None, format!("{}: {e}", self.shown)))?;
+            let frame = frame.map_err(|e| KubeletError::request(format!("{}: {e}", self.shown)))?;
             if let Some(chunk) = frame.data_ref() {
                 if bytes.len() + chunk.len() > MAX_SUMMARY {
-                    return Err((
-                        None,
-                        format!(
-                            "{}: the summary is larger than {} MiB",
-                            self.shown,
-                            MAX_SUMMARY >> 20
-                        ),
-                    ));
+                    return Err(KubeletError::request(format!(
+                        "{}: the summary is larger than {} MiB",
+                        self.shown,
+                        MAX_SUMMARY >> 20
+                    )));
                 }
                 bytes.extend_from_slice(chunk);
             }
@@ -246,14 +272,14 @@ impl Direct {
             ),
             _ => String::new(),
         };
-        Err((
-            Some(status.as_u16()),
-            format!(
+        Err(KubeletError::Request {
+            code: Some(status.as_u16()),
+            message: format!(
                 "{}: HTTP {status}{hint}: {}",
                 self.shown,
                 crate::redact::printable(text.trim())
             ),
-        ))
+        })
     }
 }
 

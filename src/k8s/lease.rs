@@ -15,6 +15,19 @@ use kube::api::{Api, ObjectMeta, PostParams};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+/// Why the lease could not be taken or renewed.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    #[error("{}", super::discover::describe(.source, .verb, "leases"))]
+    Api {
+        verb: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("no answer within {} s from the API server", .0.as_secs())]
+    Timeout(Duration),
+}
+
 /// How long a lease holds without renewal.
 pub const DURATION: Duration = Duration::from_secs(15);
 /// How often the holder renews (and a standby looks).
@@ -63,12 +76,15 @@ impl NodeLease {
 
     /// Takes or renews the lease. Ok(true): this instance holds it now; Ok(false): another
     /// holds it and it has not expired; Err: the API server could not be asked.
-    pub async fn try_hold(&mut self) -> Result<bool, String> {
+    pub async fn try_hold(&mut self) -> Result<bool, LeaseError> {
         let current = self
             .api
             .get_opt(&self.name)
             .await
-            .map_err(|e| super::discover::describe(&e, "get", "leases"))?;
+            .map_err(|source| LeaseError::Api {
+                verb: "get",
+                source,
+            })?;
         let Some(mut lease) = current else {
             return self.create().await;
         };
@@ -111,11 +127,14 @@ impl NodeLease {
                 self.held = false;
                 Ok(false)
             }
-            Err(e) => Err(super::discover::describe(&e, "update", "leases")),
+            Err(source) => Err(LeaseError::Api {
+                verb: "update",
+                source,
+            }),
         }
     }
 
-    async fn create(&mut self) -> Result<bool, String> {
+    async fn create(&mut self) -> Result<bool, LeaseError> {
         let l = Lease {
             metadata: ObjectMeta {
                 name: Some(self.name.clone()),
@@ -133,7 +152,10 @@ impl NodeLease {
                 self.held = false;
                 Ok(false)
             }
-            Err(e) => Err(super::discover::describe(&e, "create", "leases")),
+            Err(source) => Err(LeaseError::Api {
+                verb: "create",
+                source,
+            }),
         }
     }
 
@@ -216,10 +238,7 @@ async fn keep(
         let sent = Instant::now();
         let outcome = match tokio::time::timeout(CALL, lease.try_hold()).await {
             Ok(r) => r,
-            Err(_) => Err(format!(
-                "no answer within {} s from the API server",
-                CALL.as_secs()
-            )),
+            Err(_) => Err(LeaseError::Timeout(CALL)),
         };
         match outcome {
             Ok(mine) => {
@@ -241,7 +260,7 @@ async fn keep(
                 if failures == 1 || failures.is_multiple_of(12) {
                     log(
                         "lease_error",
-                        serde_json::json!({"lease": lease.name, "error": e, "failures": failures}),
+                        serde_json::json!({"lease": lease.name, "error": e.to_string(), "failures": failures}),
                     );
                 }
             }

@@ -238,7 +238,7 @@ async fn drain(c: &mut Collector, done_rx: &mut mpsc::UnboundedReceiver<Done>) {
     }
 }
 
-type Round = (Result<Summary, String>, Instant);
+type Round = (Result<Summary, super::kubelet::KubeletError>, Instant);
 
 /// The static targets, collected as `pull` collects them (one at a time, each on its
 /// interval) on a thread of the blocking pool, with the collector's delta cache, uploader
