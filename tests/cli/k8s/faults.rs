@@ -960,18 +960,24 @@ fn a_rotated_api_server_certificate_is_transparent_and_an_unknown_ca_recovers() 
     let _ = run.stop();
 }
 
-/// A watch that streams MODIFIED events of a pod at up to 20,000 a second for 30 s
-/// (`AGENTPROF_FLOOD_RATE` sets another rate): memory stays flat, the Lease is still
-/// renewed, scheduled captures go on, /readyz stays 200, and the collector is calm (little
-/// CPU) soon after it ends. A release build reads the whole 20,000 a second; the tests'
-/// debug build reads what it can, the server holding the rest back as TCP does.
+/// A watch that streams MODIFIED events of a pod at up to 20,000 a second for 15 s
+/// (`AGENTPROF_FLOOD_RATE` and `AGENTPROF_FLOOD_S` set others): memory stays flat, the Lease
+/// is still renewed, scheduled captures go on, /readyz stays 200, and the collector is calm
+/// (little CPU) soon after it ends. A release build reads 40,000 a second at half a core;
+/// the tests' debug build reads what it can (about 7,000 a second at a whole core), the
+/// server holding the rest back as TCP does — so it takes the CPU lock, and other timed
+/// tests do not run beside it.
 #[test]
 fn a_watch_flood_keeps_memory_flat_the_lease_renewed_and_captures_going() {
     let rate: u64 = std::env::var("AGENTPROF_FLOOD_RATE")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20_000);
-    const FLOOD_S: u64 = 30;
+    let flood_s: u64 = std::env::var("AGENTPROF_FLOOD_S")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(15);
+    let _cpu = crate::support::cpu_exclusive();
     // Two pods, each captured every 10 s; the flood is of the first.
     let Some(n) = node(2, 120, 16208) else {
         return;
@@ -1001,11 +1007,11 @@ fn a_watch_flood_keeps_memory_flat_the_lease_renewed_and_captures_going() {
     };
     let captures0 = captures(&mut run);
     let (cpu0, t0) = (cpu_seconds(pid), Instant::now());
-    n.api.flood(rate, FLOOD_S);
+    n.api.flood(rate, flood_s);
     let mut rss_max = rss0;
     let mut renewals = std::collections::BTreeSet::new();
     let mut unready = 0;
-    while t0.elapsed() < Duration::from_secs(FLOOD_S) {
+    while t0.elapsed() < Duration::from_secs(flood_s) {
         rss_max = rss_max.max(fds_and_rss(pid).1);
         renewals.insert(lease(&n));
         if get(&metrics, "/readyz").0 != 200 {
@@ -1031,9 +1037,9 @@ fn a_watch_flood_keeps_memory_flat_the_lease_renewed_and_captures_going() {
     let rss_after = fds_and_rss(pid).1;
     renewals.remove(&renew0);
     eprintln!(
-        "measured: a watch flood offered at {rate}/s for {FLOOD_S} s: {flooded} events read ({:.0}/s), agentprof's CPU {:.0} % of a core during it, {:.1} % over 2 s within {calm_after:.0} s after; RSS {} → max {} → {} KiB; {} lease renewals, {captured} scheduled captures, /readyz not 200 {unready} times",
-        flooded as f64 / FLOOD_S as f64,
-        cpu_flood / FLOOD_S as f64 * 100.0,
+        "measured: a watch flood offered at {rate}/s for {flood_s} s: {flooded} events read ({:.0}/s), agentprof's CPU {:.0} % of a core during it, {:.1} % over 2 s within {calm_after:.0} s after; RSS {} → max {} → {} KiB; {} lease renewals, {captured} scheduled captures, /readyz not 200 {unready} times",
+        flooded as f64 / flood_s as f64,
+        cpu_flood / flood_s as f64 * 100.0,
         calm * 100.0,
         rss0,
         rss_max,
@@ -1041,7 +1047,7 @@ fn a_watch_flood_keeps_memory_flat_the_lease_renewed_and_captures_going() {
         renewals.len()
     );
     assert!(
-        flooded >= 60_000,
+        flooded >= 2_000 * flood_s,
         "the flood reached agentprof: {flooded} events"
     );
     assert!(
@@ -1049,9 +1055,10 @@ fn a_watch_flood_keeps_memory_flat_the_lease_renewed_and_captures_going() {
         "RSS flat: {rss0} → {rss_max} KiB"
     );
     assert!(renewals.len() >= 2, "lease renewed during the flood");
+    // Two targets, each every 10 s.
     assert!(
-        captured >= 4,
-        "{captured} scheduled captures in {FLOOD_S} s"
+        captured as u64 >= flood_s / 10 * 2,
+        "{captured} scheduled captures in {flood_s} s"
     );
     assert_eq!(unready, 0);
     assert!(calm < 0.10, "calm after: {:.1} % CPU", calm * 100.0);
