@@ -38,7 +38,10 @@ pub fn main() -> u8 {
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
-    match run(cli) {
+    let result = run(cli);
+    // A check run left running past a stop's grace period keeps its worker: it ends here.
+    crate::signal::end_children();
+    match result {
         Ok(Outcome::Success) => 0,
         Ok(Outcome::RunFailed) => 1,
         Err(e) if is_broken_pipe(&e) => 0,

@@ -728,3 +728,104 @@ fn the_worker_shows_a_short_command_line() {
     );
     assert_eq!(metric_values(&doc, "argv.named"), vec![1.0]);
 }
+
+/// The Python workers agentprof started whose working directory is `dir` (this test's
+/// sandbox: other tests' workers run elsewhere).
+fn workers_in(dir: &std::path::Path) -> Vec<u32> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let here = std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir);
+            here && cmd
+                .split(|b| *b == 0)
+                .any(|a| a == b"agentprof-python-host")
+        })
+        .collect()
+}
+
+/// However agentprof ends while a Python check runs — `check` or `start`, SIGTERM, SIGINT or
+/// SIGKILL — its worker ends with it (a parent-death signal; the process groups ended when
+/// the command returns). It used to stay alive under PID 1 for good.
+#[test]
+fn no_python_worker_outlives_agentprof() {
+    let cases: &[(&[&str], i32)] = &[
+        (&["check", "sleepy"], libc::SIGTERM),
+        (&["check", "sleepy"], libc::SIGINT),
+        (&["check", "sleepy"], libc::SIGKILL),
+        (&["start", "--duration", "60s"], libc::SIGTERM),
+        (&["start", "--duration", "60s"], libc::SIGINT),
+        (&["start", "--duration", "60s"], libc::SIGKILL),
+    ];
+    let runs: Vec<_> = cases
+        .iter()
+        .map(|&(args, sig)| {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            std::thread::spawn(move || one_stop(&args, sig))
+        })
+        .collect();
+    for r in runs {
+        r.join().unwrap();
+    }
+}
+
+fn one_stop(args: &[String], sig: i32) {
+    use std::time::{Duration, Instant};
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/sleepy.py",
+        "import time\nfrom checks import AgentCheck\n\n\
+         class Sleepy(AgentCheck):\n    def check(self, instance):\n\
+         \x20       open('running', 'w').close()\n\
+         \x20       time.sleep(30)\n",
+    );
+    sb.write("conf.d/sleepy.yaml", "instances:\n  - {}\n");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"))
+        .args(args)
+        .current_dir(sb.path())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let dir = std::fs::canonicalize(sb.path()).unwrap();
+    let t0 = Instant::now();
+    // The check is in its run (it wrote `running`), its worker alive.
+    while !sb.file("running").exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20) && child.try_wait().unwrap().is_none(),
+            "{args:?}: the check never ran"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!workers_in(&dir).is_empty(), "{args:?}: no worker found");
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let end = Instant::now() + Duration::from_secs(15);
+    while child.try_wait().unwrap().is_none() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let exited = child.try_wait().unwrap().is_some();
+    let _ = child.kill();
+    let _ = child.wait();
+    let gone = Instant::now() + Duration::from_secs(3);
+    let mut left = workers_in(&dir);
+    while !left.is_empty() && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(50));
+        left = workers_in(&dir);
+    }
+    for pid in &left {
+        unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+    }
+    assert!(
+        exited,
+        "{args:?}: agentprof did not end within 15 s of signal {sig}"
+    );
+    assert!(
+        left.is_empty(),
+        "{args:?}, signal {sig}: workers {left:?} outlived agentprof"
+    );
+}

@@ -105,6 +105,8 @@ impl Worker {
                     source,
                 })?;
         let (ci, co) = (child_in.as_raw_fd(), child_out.as_raw_fd());
+        // SAFETY: getpid has no preconditions.
+        let agentprof = unsafe { libc::getpid() };
         let mut cmd = Command::new(python);
         cmd.args(["-u", "-", "3", "4", "agentprof-python-host"])
             .stdin(Stdio::piped())
@@ -116,6 +118,18 @@ impl Worker {
         // and 4, which clears close-on-exec: exactly fds 3 and 4 reach the worker.
         unsafe {
             cmd.pre_exec(move || {
+                // The worker dies with agentprof, however agentprof ends (SIGKILL, a signal
+                // with its default action). The signal comes when the thread that started
+                // the worker ends: the main thread or a check's thread, each living as long
+                // as the worker is used. If agentprof is already gone, do not run at all.
+                #[cfg(target_os = "linux")]
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
+                    || libc::getppid() != agentprof
+                {
+                    return Err(std::io::Error::other("agentprof ended"));
+                }
+                #[cfg(not(target_os = "linux"))]
+                let _ = agentprof;
                 let a = libc::fcntl(ci, libc::F_DUPFD, 10);
                 let b = libc::fcntl(co, libc::F_DUPFD, 10);
                 if a < 0 || b < 0 || libc::dup2(a, 3) < 0 || libc::dup2(b, 4) < 0 {
@@ -146,6 +160,7 @@ impl Worker {
                 source: e,
             });
         }
+        crate::signal::adopt_group(child.id() as i32);
         let probe = Probe::new(Target::Pid(child.id()));
         Ok(Worker {
             child,
@@ -292,10 +307,12 @@ impl Worker {
     pub fn stop(mut self) -> String {
         let pid = self.child.id() as i32;
         if let Ok(Some(status)) = self.child.try_wait() {
+            crate::signal::release_group(pid);
             return describe(status);
         }
         // SAFETY: signals the process group this worker leads.
         unsafe { libc::kill(-pid, libc::SIGKILL) };
+        crate::signal::release_group(pid);
         match self.child.wait() {
             Ok(status) if status.code().is_some() => describe(status),
             _ => String::new(),
@@ -359,11 +376,12 @@ fn describe(status: std::process::ExitStatus) -> String {
 
 impl Drop for Worker {
     fn drop(&mut self) {
+        let pid = self.child.id() as i32;
         if let Ok(None) = self.child.try_wait() {
-            let pid = self.child.id() as i32;
             // SAFETY: as in `stop`.
             unsafe { libc::kill(-pid, libc::SIGKILL) };
             let _ = self.child.wait();
         }
+        crate::signal::release_group(pid);
     }
 }
