@@ -452,6 +452,7 @@ impl<'a> Registry<'a> {
             "hostname": self.config.hostname,
             "tags": self.config.tags,
             "agentprof_version": env!("CARGO_PKG_VERSION"),
+            "agent_version": self.config.agent_version,
             "enable_metadata_collection": true,
             "disable_unsafe_yaml": true,
             "histogram_aggregates": self.config.histogram.aggregates,

@@ -10,6 +10,22 @@ use crate::metrics::validate_tag;
 
 use super::checkconf::{find_key_line, suggest};
 
+/// The Agent version Python checks see by default: checks compare it with the Agent
+/// versions their features need, so it is an Agent 7 one, not agentprof's own.
+pub const AGENT_VERSION: &str = "7.60.0";
+
+/// `7.60.0`: two or three dot-separated numbers, then an optional `-suffix`.
+fn is_version(v: &str) -> bool {
+    let core = v.split_once('-').map_or(v, |(c, _)| c);
+    let parts: Vec<&str> = core.split('.').collect();
+    (2..=3).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 6 && p.bytes().all(|b| b.is_ascii_digit()))
+        && v.len() <= 64
+        && !v.contains(|c: char| c.is_control() || c.is_whitespace())
+}
+
 /// Keys agentprof.yaml understands; anything else warns, as the Agent does with typos.
 const KNOWN_KEYS: &[&str] = &[
     "hostname",
@@ -32,6 +48,7 @@ const KNOWN_KEYS: &[&str] = &[
     "profile_dir",
     "log_level",
     "check_runners",
+    "agent_version",
     // Read by `agentprof receive` (receive::config).
     "receive",
 ];
@@ -59,6 +76,7 @@ struct AgentConfigFile {
     profile_dir: Option<PathBuf>,
     log_level: Option<String>,
     check_runners: Option<usize>,
+    agent_version: Option<String>,
 }
 
 /// Which histogram aggregates a run flushes (`.max`, `.median`, `.avg`, `.count`, `.95percentile`).
@@ -124,6 +142,9 @@ pub struct AgentConfig {
     pub profile_dir: PathBuf,
     /// Threads `agentprof start` runs built-in checks on (`check_runners`, default 4).
     pub check_runners: usize,
+    /// The Datadog Agent version Python checks are told they run in
+    /// (`datadog_agent.get_version()`; `agent_version`, default [`AGENT_VERSION`]).
+    pub agent_version: String,
     /// Problems worth a warning that do not stop the command (unknown keys).
     pub warnings: Vec<String>,
 }
@@ -202,6 +223,19 @@ impl AgentConfig {
         }
 
         let tags = resolve_tags(file.tags, &cfg_path)?;
+        let agent_version = match file.agent_version {
+            None => AGENT_VERSION.to_string(),
+            Some(v) if is_version(&v) => v,
+            Some(v) => {
+                return Err(UsageError::config(
+                    &cfg_path,
+                    format!(
+                        "agent_version: {:?} is not an Agent version (e.g. {AGENT_VERSION})",
+                        crate::redact::printable(&v)
+                    ),
+                ));
+            }
+        };
 
         let confd_path = opts
             .confd
@@ -235,6 +269,7 @@ impl AgentConfig {
             python: chosen_python.unwrap_or_else(|| "python3".into()),
             collector_profile_interval: file.collector_profile_interval.unwrap_or(20),
             check_runners: file.check_runners.unwrap_or(4).clamp(1, 64),
+            agent_version,
             histogram,
             dogstatsd_url: file.dogstatsd_url.filter(|u| !u.is_empty()),
             metrics_file: file.metrics_file.map(rel),

@@ -829,3 +829,86 @@ fn one_stop(args: &[String], sig: i32) {
         "{args:?}, signal {sig}: workers {left:?} outlived agentprof"
     );
 }
+
+/// A check whose constructor still takes the legacy `agentConfig` (the old `prometheus`
+/// check) is built as the Agent builds it, with a deprecation warning; `get_version()` is an
+/// Agent 7 version (agentprof.yaml's `agent_version` sets another; a value that is not a
+/// version is refused).
+#[test]
+fn a_legacy_constructor_gets_agent_config_and_checks_see_an_agent_version() {
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/legacy.py",
+        "import datadog_agent\nfrom checks import AgentCheck\n\n\
+         class Legacy(AgentCheck):\n\
+         \x20   def __init__(self, name, init_config, agentConfig, instances=None):\n\
+         \x20       AgentCheck.__init__(self, name, init_config, instances)\n\
+         \x20       self.agent_config = agentConfig\n\
+         \x20   def check(self, instance):\n\
+         \x20       self.gauge('legacy.hostname_in_config', 1 if 'hostname' in self.agent_config else 0)\n\
+         \x20       self.gauge('legacy.agent_major', int(datadog_agent.get_version().split('.')[0]))\n",
+    );
+    sb.write("conf.d/legacy.yaml", "instances:\n  - {}\n");
+    let r = sb.run(&["check", "legacy", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("deprecated agentConfig"), "{}", r.stderr);
+    let doc = r.json();
+    assert_eq!(metric_values(&doc, "legacy.hostname_in_config"), vec![1.0]);
+    assert_eq!(metric_values(&doc, "legacy.agent_major"), vec![7.0]);
+
+    sb.write("agentprof.yaml", "agent_version: 6.53.1\n");
+    let r = sb.run(&["check", "legacy", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(metric_values(&r.json(), "legacy.agent_major"), vec![6.0]);
+
+    sb.write("agentprof.yaml", "agent_version: seven\n");
+    let r = sb.run(&["check", "legacy"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("agent_version: \"seven\" is not an Agent version"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// datadog-checks-base installed without its `[deps]` extra cannot be imported: agentprof
+/// runs the check on its own compatible AgentCheck and says so once, with the import error
+/// and the command that fixes it (it used to fall back without a word).
+#[test]
+fn an_unimportable_datadog_checks_base_is_said_with_its_fix() {
+    let sb = Sandbox::new();
+    sb.write("site/datadog_checks/__init__.py", "");
+    sb.write(
+        "site/datadog_checks/base/__init__.py",
+        "raise ImportError(\"No module named 'cachetools'\")\n",
+    );
+    sb.write(
+        "checks/plain.py",
+        "from datadog_checks.base import AgentCheck\n\n\
+         class Plain(AgentCheck):\n    def check(self, instance):\n\
+         \x20       self.gauge('plain.ok', 1)\n",
+    );
+    sb.write("conf.d/plain.yaml", "instances:\n  - {}\n  - {}\n");
+    let site = sb.file("site");
+    let r = sb.run_env(
+        &["check", "plain", "--json", "-t", "3"],
+        &[("PYTHONPATH", site.to_str().unwrap())],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // 3 runs of each of 2 instances.
+    assert_eq!(metric_values(&r.json(), "plain.ok").len(), 6);
+    assert_eq!(
+        r.stderr
+            .matches("cannot be imported (No module named 'cachetools')")
+            .count(),
+        1,
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("pip install 'datadog-checks-base[deps]'"),
+        "{}",
+        r.stderr
+    );
+}

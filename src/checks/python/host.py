@@ -248,7 +248,7 @@ for _name, _fn in dict(
     get_hostname=lambda: CONFIG.get("hostname", ""),
     get_host_tags=lambda: json.dumps({"system": CONFIG.get("tags", [])}),
     get_clustername=lambda: "",
-    get_version=lambda: CONFIG.get("agentprof_version", "0"),
+    get_version=lambda: CONFIG.get("agent_version", "7.60.0"),
     log=_log,
     send_log=lambda log_line, check_id: None,
     set_check_metadata=lambda check_id, name, value: _METADATA.__setitem__((check_id, name), value),
@@ -387,7 +387,15 @@ def _base_class():
         except ImportError:
             v = "?"
         return AgentCheck, "datadog_checks_base %s" % v
-    except ImportError:
+    except ImportError as e:
+        # Installed but not importable (datadog-checks-base without its [deps] extra) is not
+        # the same as absent: say so, once per worker, with the command that fixes it.
+        if importlib.util.find_spec("datadog_checks") is not None:
+            sys.stderr.write(
+                "agentprof: datadog_checks.base is installed in %s but cannot be imported (%s); "
+                "running on agentprof's compatible AgentCheck, which lacks ConfigurationError, "
+                "is_affirmative and utils.http. Fix: %s -m pip install 'datadog-checks-base[deps]'\n"
+                % (sys.executable, e, sys.executable))
         return _install_compat()
 
 # ---------------------------------------------------------------- loading like the Agent
@@ -486,12 +494,27 @@ def _load(msg):
         instance = _load_config(cls, inst)
         if not isinstance(instance, dict):
             raise TypeError("instance is not a mapping: %r" % (instance,))
-        c = cls(name=msg["name"], init_config=init_config, instances=[instance])
+        c = _construct(cls, msg["name"], init_config, instance)
         c.check_id = check_id
         CHECKS.append(c)
     return {"ok": True, "class": cls.__name__, "base": base_name,
             "version": version, "module": module_name, "origin": origin,
             "python": sys.version.split()[0]}
+
+
+def _construct(cls, name, init_config, instance):
+    """The check object, as the Agent makes it: `cls(name, init_config, instances)`, and for
+    a check whose constructor still takes the legacy `agentConfig` argument, again with it
+    (the Agent's settings), with the Agent's deprecation warning."""
+    try:
+        return cls(name=name, init_config=init_config, instances=[instance])
+    except TypeError as e:
+        if "agentConfig" not in str(e):
+            raise
+    sys.stderr.write(
+        "agentprof: %s: the check's constructor takes the deprecated agentConfig argument; "
+        "passing the agent settings as the Agent does\n" % name)
+    return cls(name, init_config, dict(CONFIG), [instance])
 
 
 def _rusage():
