@@ -548,6 +548,9 @@ fn an_installed_integration_runs_by_name_with_its_config_model() {
     let acme = rows.iter().find(|c| c["name"] == "acme").unwrap();
     assert_eq!(acme["version"], "2.3.4");
     assert_eq!(acme["resolves_to"], "datadog_checks.acme");
+    // datadog-checks-base's own packages hold no check: `stubs` is not an integration.
+    let names: Vec<&str> = rows.iter().filter_map(|c| c["name"].as_str()).collect();
+    assert!(!names.contains(&"stubs"), "{names:?}");
     // A built-in keeps its name unless an interpreter is chosen: `disk` stays built-in here.
     let disk = rows.iter().find(|c| c["name"] == "disk").unwrap();
     assert_eq!(disk["kind"], "builtin");

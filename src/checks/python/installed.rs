@@ -35,7 +35,9 @@ pub struct Installed {
 
 /// The probe: prints a JSON list of installed integrations (all of them, or the one named in
 /// argv[1]). It reads `__about__.py` as text and imports no integration, so it is fast and an
-/// integration that fails to import is still listed (and fails later, with its error).
+/// integration that fails to import is still listed (and fails later, with its error). A
+/// package is listed only when one of its modules defines a check class (a class deriving
+/// from `…Check`), so library packages such as datadog-checks-base's `stubs` are not.
 const PROBE: &str = r#"
 import importlib.util, json, os, pkgutil, re, sys
 skip = set(sys.argv[2].split(","))
@@ -46,6 +48,22 @@ def about(d):
             return m.group(1) if m else None
     except OSError:
         return None
+CHECK_CLASS = re.compile(r"^class\s+\w+\s*\([^)]*Check\w*\s*[,)]", re.M)
+def holds_check(d):
+    # A class deriving from a check base (AgentCheck, OpenMetricsBaseCheckV2, ...) in one of
+    # the package's own modules, read as text: nothing is imported.
+    try:
+        names = [n for n in os.listdir(d) if n.endswith(".py")]
+    except OSError:
+        return False
+    for n in names:
+        try:
+            with open(os.path.join(d, n), encoding="utf-8", errors="replace") as f:
+                if CHECK_CLASS.search(f.read(1 << 20)):
+                    return True
+        except OSError:
+            pass
+    return False
 def entry(name, d):
     ex = os.path.join(d, "data", "conf.yaml.example")
     return {"name": name, "path": d, "version": about(d), "example": ex if os.path.isfile(ex) else None}
@@ -65,9 +83,10 @@ if sys.argv[1]:
 else:
     seen = set()
     for m in pkgutil.iter_modules(paths):
-        if m.ispkg and m.name not in skip and m.name not in seen:
+        d = os.path.join(m.module_finder.path, m.name)
+        if m.ispkg and m.name not in skip and m.name not in seen and holds_check(d):
             seen.add(m.name)
-            out.append(entry(m.name, os.path.join(m.module_finder.path, m.name)))
+            out.append(entry(m.name, d))
     out.sort(key=lambda e: e["name"])
 sys.stdout.write(json.dumps(out))
 "#;
