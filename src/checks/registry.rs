@@ -464,7 +464,7 @@ impl<'a> Registry<'a> {
     fn no_conf_warning(&self, name: &str, installed: Option<&Installed>) -> String {
         let confd = self.config.confd_path.display();
         let mut msg = format!(
-            "{name} has no configuration (looked for {confd}/{name}.yaml and {confd}/{name}.d/conf.yaml): running one empty instance"
+            "{name} has no configuration (looked for {confd}/{name}.yaml, {confd}/{name}.d/conf.yaml and conf.yaml.default): running one empty instance"
         );
         if let Some(example) = installed.and_then(|i| i.example.as_ref()) {
             msg.push_str(&format!(

@@ -48,7 +48,8 @@ struct TypedFile<T> {
 }
 
 impl CheckConf {
-    /// Finds NAME's file in `confd`: `NAME.yaml`, `NAME.yml`, then `NAME.d/conf.yaml`.
+    /// Finds NAME's file in `confd`: `NAME.yaml`, `NAME.yml`, then `NAME.d/conf.yaml`, then
+    /// (as the Agent falls back to it) `NAME.d/conf.yaml.default`.
     pub fn find(confd: &Path, name: &str) -> Option<PathBuf> {
         Self::locate(confd, name).ok().flatten()
     }
@@ -62,6 +63,7 @@ impl CheckConf {
             confd.join(format!("{name}.yml")),
             confd.join(format!("{name}.d")).join("conf.yaml"),
             confd.join(format!("{name}.d")).join("conf.yml"),
+            confd.join(format!("{name}.d")).join("conf.yaml.default"),
         ] {
             let Ok(link) = std::fs::symlink_metadata(&p) else {
                 continue;

@@ -568,3 +568,28 @@ fn the_binary_is_position_independent_and_uses_the_systems_libc() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("libc.so.6 => /"), "{}", r.stdout);
 }
+
+/// As the Agent: `NAME.d/conf.yaml.default` is the configuration when there is no
+/// `conf.yaml`, and `conf.yaml` wins over it.
+#[test]
+fn conf_yaml_default_is_read_when_there_is_no_conf_yaml() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/uptime.d/conf.yaml.default",
+        "instances:\n  - tags: [from:default]\n",
+    );
+    let tags = |r: &crate::support::Run| -> String { r.json()["metrics"][0]["tags"].to_string() };
+    let r = sb.run(&["check", "uptime", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(tags(&r).contains("from:default"), "{}", tags(&r));
+    let r = sb.run(&["list", "--json"]);
+    let rows = r.json()["checks"].as_array().unwrap().clone();
+    let uptime = rows.iter().find(|c| c["name"] == "uptime").unwrap();
+    assert!(uptime.to_string().contains("conf.yaml.default"), "{uptime}");
+    sb.write(
+        "conf.d/uptime.d/conf.yaml",
+        "instances:\n  - tags: [from:conf]\n",
+    );
+    let r = sb.run(&["check", "uptime", "--json"]);
+    assert!(tags(&r).contains("from:conf"), "{}", tags(&r));
+}
