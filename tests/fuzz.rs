@@ -238,7 +238,7 @@ fn check_configuration_loader() {
         .map(|e| std::fs::read(e.path()).unwrap())
         .collect();
     seeds.sort();
-    seeds.push(b"init_config:\ninstances:\n  - tags: [a:b, 'c:d']\n    timeout: 1e20\n    min_collection_interval: -3\n".to_vec());
+    seeds.push(b"init_config:\ninstances:\n  - tags: [a:b, 'c:d']\n    run_timeout: 1e20\n    min_collection_interval: -3\n".to_vec());
     seeds.push(b"instances: [{a: [1, {b: [2]}]}, &x {c: *x}]\n".to_vec());
     let path = Path::new("fuzz.yaml");
     run("config", seeds, |input| {

@@ -341,7 +341,7 @@ mod tests {
     fn loaded(name: &str, sleep: Duration, interval: f64, timeout: f64) -> LoadedCheck {
         let common = InstanceCommon {
             min_collection_interval: Some(interval),
-            timeout: Some(timeout),
+            run_timeout: Some(timeout),
             ..InstanceCommon::default()
         };
         LoadedCheck::in_process(name, vec![(common, Box::new(Sleepy(sleep)))])

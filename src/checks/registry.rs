@@ -309,10 +309,7 @@ impl<'a> Registry<'a> {
                 if let Some(options) = options {
                     warnings.extend(c.unknown_key_warnings(options));
                 }
-                (
-                    ConfigSource::File(c.path.clone()),
-                    c.typed_instances::<InstanceCommon>()?,
-                )
+                (ConfigSource::File(c.path.clone()), commons_of(c)?)
             }
             None => (ConfigSource::Default, vec![InstanceCommon::default()]),
         };
@@ -396,10 +393,7 @@ impl<'a> Registry<'a> {
         let mut warnings = Vec::new();
         let conf = self.conf(name)?;
         let (source, commons) = match &conf {
-            Some(c) => (
-                ConfigSource::File(c.path.clone()),
-                c.typed_instances::<InstanceCommon>()?,
-            ),
+            Some(c) => (ConfigSource::File(c.path.clone()), commons_of(c)?),
             None => (ConfigSource::Default, vec![InstanceCommon::default()]),
         };
         for (i, common) in commons.iter().enumerate() {
@@ -476,6 +470,17 @@ impl<'a> Registry<'a> {
     }
 }
 
+/// Each instance's common options, `run_timeout` defaulting to init_config's.
+fn commons_of(c: &CheckConf) -> Result<Vec<InstanceCommon>, UsageError> {
+    let mut commons = c.typed_instances::<InstanceCommon>()?;
+    if let Some(t) = c.init_run_timeout() {
+        for common in &mut commons {
+            common.run_timeout.get_or_insert(t);
+        }
+    }
+    Ok(commons)
+}
+
 /// The longest timeout or interval a configuration may ask for, in seconds (about 31 years):
 /// past it a duration would overflow, and no check waits that long on purpose.
 const MAX_CONFIGURED_SECS: f64 = 1e9;
@@ -499,7 +504,7 @@ fn validate_common(
         }
     };
     for (key, value) in [
-        ("timeout", common.timeout),
+        ("run_timeout", common.run_timeout),
         ("min_collection_interval", common.min_collection_interval),
     ] {
         if let Some(t) = value

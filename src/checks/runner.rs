@@ -434,7 +434,7 @@ impl Runner {
 
 pub(crate) fn timeout_of(common: &InstanceCommon) -> Duration {
     // Validated when the configuration was loaded; a value past Duration's range is the default.
-    Duration::try_from_secs_f64(common.timeout.unwrap_or(DEFAULT_TIMEOUT_S))
+    Duration::try_from_secs_f64(common.run_timeout.unwrap_or(DEFAULT_TIMEOUT_S))
         .unwrap_or(Duration::from_secs_f64(DEFAULT_TIMEOUT_S))
 }
 
@@ -492,7 +492,7 @@ mod tests {
             .into_iter()
             .map(|(timeout, c)| {
                 let common = InstanceCommon {
-                    timeout,
+                    run_timeout: timeout,
                     ..Default::default()
                 };
                 (common, c)

@@ -9,11 +9,13 @@ use serde_yaml_ng::Value;
 
 use crate::error::UsageError;
 
-/// Options every instance of every check understands.
+/// Options every instance of every check understands. `run_timeout` is agentprof's own
+/// deadline for a run: a name no integration uses, so an integration's own `timeout` (an HTTP
+/// or DNS timeout) stays the check's.
 pub const COMMON_INSTANCE_KEYS: &[&str] = &[
     "min_collection_interval",
     "tags",
-    "timeout",
+    "run_timeout",
     "service",
     "empty_default_hostname",
 ];
@@ -36,7 +38,8 @@ pub struct CheckConf {
 pub struct InstanceCommon {
     pub min_collection_interval: Option<f64>,
     pub tags: Vec<String>,
-    pub timeout: Option<f64>,
+    /// Seconds a run may take (the instance's, else init_config's `run_timeout`).
+    pub run_timeout: Option<f64>,
     pub service: Option<String>,
     pub empty_default_hostname: bool,
 }
@@ -200,6 +203,11 @@ impl CheckConf {
     }
 
     /// Every instance as the check's typed options; a wrong type names the option and its place.
+    /// `init_config`'s `run_timeout`: the default of every instance that sets none.
+    pub fn init_run_timeout(&self) -> Option<f64> {
+        self.init_config.get("run_timeout").and_then(Value::as_f64)
+    }
+
     pub fn typed_instances<T: DeserializeOwned + Default>(&self) -> Result<Vec<T>, UsageError> {
         let file: TypedFile<T> =
             serde_yaml_ng::from_str(&self.text).map_err(|e| UsageError::yaml(&self.path, &e))?;

@@ -100,7 +100,7 @@ fn a_hanging_plugin_and_its_children_are_killed_at_the_timeout() {
         "hang",
         &format!("sleep 60 &\necho $! > {}\nwait\n", pidfile.display()),
     );
-    sb.write("conf.d/hang.yaml", "instances:\n  - timeout: 1\n");
+    sb.write("conf.d/hang.yaml", "instances:\n  - run_timeout: 1\n");
     let t = std::time::Instant::now();
     let r = sb.run(&["check", "hang", "--json"]);
     assert!(t.elapsed().as_secs_f64() < 5.0, "took {:?}", t.elapsed());

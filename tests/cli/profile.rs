@@ -59,7 +59,7 @@ fn a_timed_out_instance_leaves_the_others_sampled() {
     let sb = Sandbox::new();
     sb.write(
         "conf.d/process.yaml",
-        "instances:\n  - name: a\n    search_string: [init]\n  - name: b\n    search_string: [All]\n    exact_match: false\n    timeout: 0.001\n  - name: c\n    search_string: [init]\n",
+        "instances:\n  - name: a\n    search_string: [init]\n  - name: b\n    search_string: [All]\n    exact_match: false\n    run_timeout: 0.001\n  - name: c\n    search_string: [init]\n",
     );
     let r = sb.run(&["check", "process", "--profile", "-t", "3", "--json"]);
     assert_eq!(r.code, 1, "{}", r.stderr);

@@ -245,7 +245,7 @@ fn exceptions_hangs_and_crashes_fail_the_run_not_agentprof() {
     );
     sb.write(
         "conf.d/flaky.yaml",
-        "instances:\n  - mode: raise\n  - mode: hang\n    timeout: 1\n  - mode: crash\n  - mode: segv\n  - mode: killed\n  - mode: fine\n",
+        "instances:\n  - mode: raise\n  - mode: hang\n    run_timeout: 1\n  - mode: crash\n  - mode: segv\n  - mode: killed\n  - mode: fine\n",
     );
     let t = std::time::Instant::now();
     let r = sb.run(&["check", "flaky", "--json"]);
@@ -913,5 +913,43 @@ fn an_unimportable_datadog_checks_base_is_said_with_its_fix() {
         r.stderr.contains("pip install 'datadog-checks-base[deps]'"),
         "{}",
         r.stderr
+    );
+}
+
+/// An instance's `timeout` is the check's own (integrations use it for an HTTP or DNS
+/// timeout): it reaches the check and does not stop the run. agentprof's deadline is
+/// `run_timeout`, in the instance or in init_config.
+#[test]
+fn an_instances_timeout_is_the_checks_and_run_timeout_is_agentprofs() {
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/slowish.py",
+        "import time\nfrom checks import AgentCheck\n\n\
+         class Slowish(AgentCheck):\n    def check(self, instance):\n\
+         \x20       time.sleep(float(instance.get('sleep', 0)))\n\
+         \x20       self.gauge('slowish.timeout', float(instance.get('timeout', -1)))\n",
+    );
+    // timeout: 0.2 is the check's; the run takes 0.5 s and succeeds.
+    sb.write(
+        "conf.d/slowish.yaml",
+        "instances:\n  - timeout: 0.2\n    sleep: 0.5\n",
+    );
+    let r = sb.run(&["check", "slowish", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(metric_values(&r.json(), "slowish.timeout"), vec![0.2]);
+    // init_config's run_timeout is agentprof's: the same run now fails at 0.2 s.
+    sb.write(
+        "conf.d/slowish.yaml",
+        "init_config:\n  run_timeout: 0.2\ninstances:\n  - timeout: 5\n    sleep: 0.5\n",
+    );
+    let r = sb.run(&["check", "slowish", "--json"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.json()["runs"][0]["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("timed out after"),
+        "{}",
+        r.stdout
     );
 }

@@ -27,7 +27,7 @@ fn the_agent_runs_every_check_logs_forwards_and_summarises() {
     sb.plugin("hang.sh", "sleep 30\n");
     sb.write(
         "conf.d/hang.yaml",
-        "instances:\n  - min_collection_interval: 1\n    timeout: 1\n",
+        "instances:\n  - min_collection_interval: 1\n    run_timeout: 1\n",
     );
     sb.write("conf.d/disk.yaml", "instances:\n  - use_mount: [\n");
     let t = Instant::now();
