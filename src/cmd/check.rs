@@ -265,6 +265,10 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         (Some(host), true) => crate::sync::lock(host).memory_growth(10).ok(),
         _ => None,
     };
+    let metadata = python_host
+        .as_ref()
+        .and_then(|h| crate::sync::lock(h).metadata().ok())
+        .unwrap_or_default();
     let report = CheckReport {
         check: name,
         kind,
@@ -275,6 +279,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         memory_growth,
         python,
         config_warnings,
+        metadata,
     };
     print(&report, &opts)?;
     write_outputs(

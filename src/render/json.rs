@@ -24,6 +24,7 @@ pub fn render(report: &CheckReport) -> Value {
         "leak": leaks(report),
         "python": report.python,
         "memory_growth": report.memory_growth,
+        "metadata": report.metadata,
     });
     if let (Some(p), Value::Object(m)) = (profile(report), &mut doc) {
         m.insert("profile".into(), p);

@@ -27,6 +27,8 @@ pub struct CheckReport {
     pub memory_growth: Option<Vec<crate::profile::AllocLine>>,
     /// Configuration warnings (unknown options): printed on stderr when found, kept for JSON.
     pub config_warnings: Vec<String>,
+    /// What a Python check set with `set_metadata`, as `agent check` shows it.
+    pub metadata: Vec<crate::checks::python::CheckMetadata>,
 }
 
 /// What `--profile` found: sampled native stacks, or a Python check's cProfile statistics.

@@ -112,6 +112,7 @@ pub fn render(report: &CheckReport, style: Style) -> String {
         service_checks(&mut out, style, last, &label);
         events(&mut out, style, last, &label);
         warnings(&mut out, style, &recs, &label);
+        metadata(&mut out, style, report, inst, &label);
         cost(
             &mut out,
             style,
@@ -172,6 +173,32 @@ fn warnings(out: &mut String, style: Style, recs: &[&RunRecord], label: &str) {
         for w in warnings {
             let _ = writeln!(out, "  {}", crate::redact::printable(&w));
         }
+    }
+}
+
+/// What one instance set with `set_metadata` (its version…), as `agent check` shows it.
+fn metadata(out: &mut String, style: Style, report: &CheckReport, inst: usize, label: &str) {
+    let rows: Vec<_> = report
+        .metadata
+        .iter()
+        .filter(|m| m.instance == inst)
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    title(out, style, &format!("Metadata{label}"));
+    let width = rows
+        .iter()
+        .map(|m| m.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    for m in rows {
+        let _ = writeln!(
+            out,
+            "  {:<width$}  {}",
+            crate::redact::printable(&m.name),
+            crate::redact::printable(&m.value)
+        );
     }
 }
 
@@ -677,6 +704,7 @@ mod tests {
             memory_growth: None,
             python: None,
             config_warnings: vec![],
+            metadata: vec![],
         }
     }
 

@@ -953,3 +953,48 @@ fn an_instances_timeout_is_the_checks_and_run_timeout_is_agentprofs() {
         r.stdout
     );
 }
+
+/// What a check sets with `set_metadata` (redisdb, mcache and apache set their server's
+/// version) is shown, as `agent check` shows it: in the table and in `--json`, per instance,
+/// after datadog_checks_base's own transformation (`version` → `version.raw`, `.major`…).
+#[test]
+fn check_metadata_is_shown_in_the_table_and_json() {
+    let Some(python) = venv_python() else { return };
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/versioned.py",
+        "from datadog_checks.base import AgentCheck\n\n\
+         class Versioned(AgentCheck):\n    def check(self, instance):\n\
+         \x20       self.set_metadata('version', instance['v'])\n\
+         \x20       self.gauge('versioned.up', 1)\n",
+    );
+    sb.write(
+        "conf.d/versioned.yaml",
+        "instances:\n  - v: 7.2.4\n  - v: 6.0.16\n",
+    );
+    let r = sb.run(&["check", "versioned", "--python", &python, "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let rows = doc["metadata"].as_array().cloned().unwrap_or_default();
+    let find = |inst: u64, name: &str| -> Option<String> {
+        rows.iter()
+            .find(|m| m["instance"] == inst && m["name"] == name)
+            .and_then(|m| m["value"].as_str().map(str::to_string))
+    };
+    assert_eq!(find(0, "version.raw").as_deref(), Some("7.2.4"), "{rows:?}");
+    assert_eq!(find(0, "version.major").as_deref(), Some("7"), "{rows:?}");
+    assert_eq!(
+        find(1, "version.raw").as_deref(),
+        Some("6.0.16"),
+        "{rows:?}"
+    );
+    let r = sb.run(&["check", "versioned", "--python", &python]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("Metadata")
+            && r.stdout.contains("version.raw")
+            && r.stdout.contains("7.2.4"),
+        "{}",
+        r.stdout
+    );
+}

@@ -712,6 +712,15 @@ def folded(raw):
     return ["%s %d" % (k, max(1, int(round(v * 1e6)))) for k, v in out.items() if v * 1e6 >= 0.5]
 
 
+def metadata(msg):
+    """What the checks set with set_metadata (the check's version, as `agent check` shows it):
+    [instance index, name, value], in the order the instances were loaded."""
+    index = {c.check_id: i for i, c in enumerate(CHECKS)}
+    rows = [[index.get(cid, -1), name, "%s" % (value,)] for (cid, name), value in _METADATA.items()]
+    rows.sort(key=lambda r: (r[0], r[1]))
+    return {"metadata": rows}
+
+
 def memgrowth(msg):
     """Lines whose live memory grew most between the first and the last traced run."""
     if MEMORY["first"] is None or MEMORY["last"] is MEMORY["first"]:
@@ -752,7 +761,7 @@ def calibrate(msg):
 
 
 HANDLERS = {"load": load, "run": run, "stats": stats, "dump": dump, "memgrowth": memgrowth,
-            "calibrate": calibrate, "reset_stats": reset_stats}
+            "calibrate": calibrate, "reset_stats": reset_stats, "metadata": metadata}
 
 
 def main():

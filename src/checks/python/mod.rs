@@ -76,6 +76,15 @@ pub fn load(host: &std::sync::Mutex<PythonHost>) -> Result<(), crate::error::Usa
         .map_err(|e| crate::error::UsageError::CheckLoad(e.to_string()))
 }
 
+/// One value a check set with `set_metadata` (the Agent's inventory: `version.raw`…).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CheckMetadata {
+    /// The instance that set it (its position in the configuration).
+    pub instance: usize,
+    pub name: String,
+    pub value: String,
+}
+
 /// One worker shared by every instance of a Python check, started on first use and again
 /// after it died or was stopped at a timeout.
 pub struct PythonHost {
@@ -238,6 +247,23 @@ impl PythonHost {
     pub fn memory_growth(&mut self, top: usize) -> Result<Vec<AllocLine>, WorkerError> {
         let r = self.ask(&json!({"op": "memgrowth", "top": top}))?;
         Ok(alloc_lines(&r["top"]))
+    }
+
+    /// What the checks set with `set_metadata` (their version…): per instance, name and value.
+    pub fn metadata(&mut self) -> Result<Vec<CheckMetadata>, WorkerError> {
+        let r = self.ask(&json!({"op": "metadata"}))?;
+        Ok(r["metadata"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|row| {
+                Some(CheckMetadata {
+                    instance: usize::try_from(row[0].as_i64()?).ok()?,
+                    name: row[1].as_str()?.to_string(),
+                    value: row[2].as_str()?.to_string(),
+                })
+            })
+            .collect())
     }
 
     /// CPU seconds of a fixed pure-Python loop in this worker: the machine's speed right now.
