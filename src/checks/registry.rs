@@ -473,7 +473,7 @@ impl<'a> Registry<'a> {
 /// Each instance's common options, `run_timeout` defaulting to init_config's.
 fn commons_of(c: &CheckConf) -> Result<Vec<InstanceCommon>, UsageError> {
     let mut commons = c.typed_instances::<InstanceCommon>()?;
-    if let Some(t) = c.init_run_timeout() {
+    if let Some(t) = c.init_run_timeout()? {
         for common in &mut commons {
             common.run_timeout.get_or_insert(t);
         }

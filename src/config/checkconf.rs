@@ -195,19 +195,32 @@ impl CheckConf {
         let at = find_key_line(&self.text, key)
             .map(|l| format!(":{l}"))
             .unwrap_or_default();
-        format!(
-            "{}{at}: unknown option `{prefix}{key}`, ignored{}",
-            self.path.display(),
+        let hint = if key == "timeout" && known.contains(&"run_timeout") {
+            " (did you mean `run_timeout`, agentprof's deadline for a run?)".to_string()
+        } else {
             suggest(key, known.iter().copied())
+        };
+        format!(
+            "{}{at}: unknown option `{prefix}{key}`, ignored{hint}",
+            self.path.display(),
         )
     }
 
-    /// Every instance as the check's typed options; a wrong type names the option and its place.
-    /// `init_config`'s `run_timeout`: the default of every instance that sets none.
-    pub fn init_run_timeout(&self) -> Option<f64> {
-        self.init_config.get("run_timeout").and_then(Value::as_f64)
+    /// `init_config`'s `run_timeout`: the default of every instance that sets none; a value
+    /// that is not a number is an error at its line.
+    pub fn init_run_timeout(&self) -> Result<Option<f64>, UsageError> {
+        let Some(v) = self.init_config.get("run_timeout") else {
+            return Ok(None);
+        };
+        v.as_f64().map(Some).ok_or_else(|| UsageError::ConfigAt {
+            path: self.path.clone(),
+            line: find_key_line(&self.text, "run_timeout").unwrap_or(1),
+            column: 1,
+            message: "init_config.run_timeout: expected a number of seconds".into(),
+        })
     }
 
+    /// Every instance as the check's typed options; a wrong type names the option and its place.
     pub fn typed_instances<T: DeserializeOwned + Default>(&self) -> Result<Vec<T>, UsageError> {
         let file: TypedFile<T> =
             serde_yaml_ng::from_str(&self.text).map_err(|e| UsageError::yaml(&self.path, &e))?;

@@ -68,10 +68,14 @@ fn wrong_type_names_the_option_and_unknown_options_warn() {
         r.stderr
     );
 
-    sb.write("conf.d/disk.yaml", "instances:\n  - timeout: -1\n");
+    sb.write("conf.d/disk.yaml", "instances:\n  - run_timeout: -1\n");
     let r = sb.run(&["check", "disk"]);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("instances[0].timeout"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("instances[0].run_timeout"),
+        "{}",
+        r.stderr
+    );
 
     sb.write("conf.d/disk.yaml", "instances:\n  - tags: ['a,b']\n");
     let r = sb.run(&["check", "disk"]);
@@ -289,7 +293,7 @@ fn closed_standard_descriptors_are_filled_with_dev_null() {
 #[test]
 fn huge_and_negative_durations_in_configuration_are_refused_with_file_and_line() {
     let sb = Sandbox::new();
-    for key in ["timeout", "min_collection_interval"] {
+    for key in ["run_timeout", "min_collection_interval"] {
         for value in ["1e20", "1e300", "18446744073709551615", "-3", "0"] {
             sb.write(
                 "conf.d/uptime.yaml",
@@ -481,8 +485,8 @@ fn type_errors_speak_the_users_words() {
     let sb = Sandbox::new();
     for (text, says) in [
         (
-            "instances:\n  - timeout: soon\n",
-            "uptime.yaml:2:14: instances[0].timeout: invalid type: string \"soon\", expected a number",
+            "instances:\n  - run_timeout: soon\n",
+            "uptime.yaml:2:18: instances[0].run_timeout: invalid type: string \"soon\", expected a number",
         ),
         (
             "instances:\n  - tags: {a: 1}\n",
