@@ -62,6 +62,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'Run twice, one second apart, so rates and deltas have a value')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (schema in docs/json.md)')
             [CompletionResult]::new('--table', '--table', [CompletionResultType]::ParameterName, 'Draw bordered tables instead of plain aligned columns')
+            [CompletionResult]::new('--profile-first-run', '--profile-first-run', [CompletionResultType]::ParameterName, 'Profile a Python check''s first run too (by default one warm-up run of each instance, dominated by first imports, comes before the runs and is left out of the profile)')
             [CompletionResult]::new('--memory', '--memory', [CompletionResultType]::ParameterName, 'Trace a Python check''s allocations (tracemalloc): top allocating lines per run, and with --times the lines that grew most from the first run to the last')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')

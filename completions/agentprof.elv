@@ -58,6 +58,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --rate 'Run twice, one second apart, so rates and deltas have a value'
             cand --json 'Print one JSON document (schema in docs/json.md)'
             cand --table 'Draw bordered tables instead of plain aligned columns'
+            cand --profile-first-run 'Profile a Python check''s first run too (by default one warm-up run of each instance, dominated by first imports, comes before the runs and is left out of the profile)'
             cand --memory 'Trace a Python check''s allocations (tracemalloc): top allocating lines per run, and with --times the lines that grew most from the first run to the last'
             cand -h 'Print help'
             cand --help 'Print help'

@@ -58,6 +58,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l profile -d
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s r -l rate -d 'Run twice, one second apart, so rates and deltas have a value'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l json -d 'Print one JSON document (schema in docs/json.md)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l table -d 'Draw bordered tables instead of plain aligned columns'
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l profile-first-run -d 'Profile a Python check\'s first run too (by default one warm-up run of each instance, dominated by first imports, comes before the runs and is left out of the profile)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l memory -d 'Trace a Python check\'s allocations (tracemalloc): top allocating lines per run, and with --times the lines that grew most from the first run to the last'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s V -l version -d 'Print version'

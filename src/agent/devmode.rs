@@ -130,7 +130,11 @@ pub(super) fn log_top_calls(
         let Ok(report) = h.pstats(20, false) else {
             continue;
         };
-        let view = crate::render::pstats::PstatsView { report, top: 20 };
+        let view = crate::render::pstats::PstatsView {
+            report,
+            top: 20,
+            warm_up: false,
+        };
         let origin = format!("collector(profile.rs:{})", line!());
         log.write(&collector_log::line(
             unix_now(),

@@ -209,6 +209,10 @@ pub struct CheckArgs {
     /// snakeviz); implies --profile
     #[arg(long, value_name = "FILE")]
     pub pstats: Option<PathBuf>,
+    /// Profile a Python check's first run too (by default one warm-up run of each instance,
+    /// dominated by first imports, comes before the runs and is left out of the profile)
+    #[arg(long)]
+    pub profile_first_run: bool,
     /// Append the collector.log block of every run to FILE (overrides log_file)
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,

@@ -47,6 +47,8 @@ pub struct CheckOptions {
     pub log: Option<PathBuf>,
     pub instance: Option<usize>,
     pub memory: bool,
+    /// `--profile-first-run`: no warm-up run before a Python check's profiled runs.
+    pub profile_first_run: bool,
 }
 
 impl CheckOptions {
@@ -89,6 +91,7 @@ impl CheckOptions {
             log: a.log,
             instance: a.instance,
             memory: a.memory,
+            profile_first_run: a.profile_first_run,
         })
     }
 }
@@ -239,6 +242,10 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         loaded.source.clone(),
     );
     let mut runner = Runner::new(loaded, &config, opts.instance, profile_hz, opts.memory);
+    let warmed = match &python_host {
+        Some(host) if opts.profile && !opts.profile_first_run => warm_up(&mut runner, host),
+        _ => false,
+    };
     let records = run_all(&mut runner, &opts, &name);
     let repeated = repeat_for_profile(
         &mut runner,
@@ -260,6 +267,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         profile.as_ref(),
         repeated,
         python_host.as_ref(),
+        warmed,
     );
     let memory_growth = match (&python_host, opts.memory && opts.times > 1) {
         (Some(host), true) => crate::sync::lock(host).memory_growth(10).ok(),
@@ -342,6 +350,23 @@ fn check_instance_flag(
 }
 
 /// Every instance, `--times` times with `--pause` between, with a progress bar.
+/// A Python check's first run imports what its later runs only use: one run of each
+/// instance before the measured ones, its statistics dropped, so the profile shows the
+/// check's steady runs. False when the worker could not forget them (then the profile
+/// includes the warm-up, and the title does not say it was left out).
+fn warm_up(runner: &mut Runner, host: &Arc<Mutex<crate::checks::python::PythonHost>>) -> bool {
+    for pos in 0..runner.instance_count() {
+        runner.run(pos, 0);
+    }
+    match crate::sync::lock(host).reset_stats() {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("agentprof: warning: --profile: the warm-up run stays in the profile: {e}");
+            false
+        }
+    }
+}
+
 fn run_all(runner: &mut Runner, opts: &CheckOptions, name: &str) -> Vec<crate::profile::RunRecord> {
     let mut progress = Progress::new(
         u64::from(opts.times) * runner.instance_count() as u64,
@@ -369,12 +394,14 @@ fn profile_view(
     profile: Option<&CallProfile>,
     repeated: u32,
     python_host: Option<&Arc<Mutex<crate::checks::python::PythonHost>>>,
+    warmed: bool,
 ) -> Option<ProfileView> {
     if let (Some(host), true) = (python_host, opts.profile) {
         return match crate::sync::lock(host).pstats(opts.top, opts.flamegraph.is_some()) {
             Ok(report) => Some(ProfileView::Pstats(PstatsView {
                 report,
                 top: opts.top,
+                warm_up: warmed,
             })),
             Err(e) => {
                 eprintln!("agentprof: warning: --profile: no cProfile statistics: {e}");

@@ -14,6 +14,8 @@ pub struct PstatsView {
     pub report: PstatsReport,
     /// `--top`: rows asked for.
     pub top: usize,
+    /// A warm-up run of each instance came first and is not in the statistics.
+    pub warm_up: bool,
 }
 
 fn f8(x: f64) -> String {
@@ -116,6 +118,7 @@ pub fn json(v: &PstatsView) -> Value {
         "primitive_calls": r.prim_calls,
         "total_time_s": r.total_tt,
         "functions": r.functions,
+        "warm_up_excluded": v.warm_up,
         "top": top,
     })
 }
@@ -127,6 +130,7 @@ mod tests {
     #[test]
     fn layout_is_pstats() {
         let v = PstatsView {
+            warm_up: false,
             top: 2,
             report: PstatsReport {
                 functions: 5,

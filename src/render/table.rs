@@ -282,7 +282,16 @@ fn profiles(out: &mut String, style: Style, report: &CheckReport, runs: u32) {
     match &report.profile {
         Some(ProfileView::Cpu(p)) => profile(out, style, p, &merged),
         Some(ProfileView::Pstats(v)) => {
-            title(out, style, &format!("Profile: cProfile over {merged}"));
+            let warm = if v.warm_up {
+                ", after a warm-up run left out (--profile-first-run keeps it)"
+            } else {
+                ""
+            };
+            title(
+                out,
+                style,
+                &format!("Profile: cProfile over {merged}{warm}"),
+            );
             out.push_str(&super::pstats::render(v));
         }
         None => {}

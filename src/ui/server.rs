@@ -468,6 +468,7 @@ async fn pstats(State(ui): State<Shared>, Q(q): Q<PstatsQuery>) -> Result<Respon
             .map_err(Problem::bad)?;
         let top = q.nodes.filter(|n| *n > 0).unwrap_or(rows.len());
         let view = crate::render::pstats::PstatsView {
+            warm_up: false,
             report: super::pstats::report(&rows, top),
             top,
         };

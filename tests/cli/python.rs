@@ -998,3 +998,64 @@ fn check_metadata_is_shown_in_the_table_and_json() {
         r.stdout
     );
 }
+
+/// `--profile` of a Python check leaves out a warm-up run of each instance (the first run's
+/// imports dominated the profile) and says so; `--profile-first-run` keeps it.
+#[test]
+fn the_profile_leaves_out_a_warm_up_run_unless_asked() {
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/warm.py",
+        "from checks import AgentCheck\n\nSEEN = []\n\n\
+         def first_run_only():\n    return sum(range(200000))\n\n\
+         def every_run():\n    return sum(range(1000))\n\n\
+         class Warm(AgentCheck):\n    def check(self, instance):\n\
+         \x20       if not SEEN:\n            SEEN.append(first_run_only())\n\
+         \x20       self.gauge('warm.v', every_run())\n",
+    );
+    sb.write("conf.d/warm.yaml", "instances:\n  - {}\n");
+    let functions = |args: &[&str]| -> (Vec<String>, serde_json::Value) {
+        let r = sb.run(args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let doc = r.json();
+        let names = doc["profile"]["top"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"].as_str().unwrap().to_string())
+            .collect();
+        (names, doc["profile"]["warm_up_excluded"].clone())
+    };
+    let (names, excluded) = functions(&[
+        "check",
+        "warm",
+        "--profile",
+        "-t",
+        "3",
+        "--top",
+        "200",
+        "--json",
+    ]);
+    assert!(names.iter().any(|n| n == "every_run"), "{names:?}");
+    assert!(!names.iter().any(|n| n == "first_run_only"), "{names:?}");
+    assert_eq!(excluded, true);
+    let (names, excluded) = functions(&[
+        "check",
+        "warm",
+        "--profile",
+        "--profile-first-run",
+        "-t",
+        "3",
+        "--top",
+        "200",
+        "--json",
+    ]);
+    assert!(names.iter().any(|n| n == "first_run_only"), "{names:?}");
+    assert_eq!(excluded, false);
+    let r = sb.run(&["check", "warm", "--profile", "-t", "3"]);
+    assert!(
+        r.stdout.contains("after a warm-up run left out"),
+        "{}",
+        r.stdout
+    );
+}
