@@ -96,6 +96,7 @@ pub fn collect(
     let mut pulled = Vec::new();
     let mut figures = GoFigures::default();
     let mut attachments = Vec::new();
+    let mut waiting = Vec::new();
     // CPU first: it records for the profile duration; the others are snapshots at its end.
     let mut kinds: Vec<&String> = t.types.iter().filter(|k| *k == "cpu").collect();
     kinds.extend(t.types.iter().filter(|k| *k != "cpu"));
@@ -111,7 +112,7 @@ pub fn collect(
             kind,
             limits: Limits::network(opts.body_size_limit_mb),
         };
-        pulled.push(one.pull(&mut figures, &mut attachments));
+        pulled.push(one.pull(&mut figures, &mut attachments, &mut waiting));
     }
     let end = jiff::Timestamp::now();
     let mut c = Collection {
@@ -125,6 +126,11 @@ pub fn collect(
         uploaded: None,
         upload_queued: false,
         upload_error: None,
+        upload_waiting: if opts.upload.is_some() {
+            waiting
+        } else {
+            Vec::new()
+        },
     };
     if let Some(up) = uploader
         && !attachments.is_empty()
@@ -185,7 +191,12 @@ struct Shown {
 impl One<'_, '_> {
     /// Fetched, decoded, its figures taken, the delta made, files written, the top table
     /// made, and what is uploaded of it set aside.
-    fn pull(&self, figures: &mut GoFigures, attachments: &mut Vec<(String, Vec<u8>)>) -> Pulled {
+    fn pull(
+        &self,
+        figures: &mut GoFigures,
+        attachments: &mut Vec<(String, Vec<u8>)>,
+        waiting: &mut Vec<String>,
+    ) -> Pulled {
         let (kind, t) = (self.kind, self.job.target);
         let url = endpoint(&t.url, kind, t.profile_duration.as_secs().max(1));
         let mut entry = Pulled {
@@ -235,12 +246,16 @@ impl One<'_, '_> {
             };
             entry.top = crate::pprof::report::top(shown, &o).ok();
         }
-        // What is uploaded: cpu, goroutines and the deltas, as dd-trace-go sends them.
+        // What is uploaded: cpu, goroutines and the deltas, as dd-trace-go sends them; heap
+        // without its delta too (its live-heap types need none, and dd-trace-go's first
+        // upload has heap); the other cumulative types wait for a second collection.
         if self.opts.upload.is_some() {
             if let Some(bytes) = got.delta_gz {
                 attachments.push((upload::attachment_name(kind, true), bytes));
-            } else if !got.cumulative {
+            } else if !got.cumulative || kind == "heap" {
                 attachments.push((upload::attachment_name(kind, false), got.gz));
+            } else {
+                waiting.push(kind.to_string());
             }
         }
         entry

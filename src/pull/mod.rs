@@ -252,6 +252,9 @@ pub struct Collection {
     /// The upload is in the spool, sent by a sender of its own (k8s): not known yet.
     pub upload_queued: bool,
     pub upload_error: Option<String>,
+    /// Cumulative types not in this upload: they have no delta yet (a first collection, or
+    /// a baseline lost), and are sent from the next collection on.
+    pub upload_waiting: Vec<String>,
 }
 
 /// A target's state across collections.
@@ -316,6 +319,12 @@ pub fn render(c: &Collection) -> String {
         out.push_str(&format!("  upload FAILED: {e}\n"));
     } else if c.uploaded == Some(true) {
         out.push_str("  uploaded\n");
+    }
+    if !c.upload_waiting.is_empty() {
+        out.push_str(&format!(
+            "  not uploaded yet: {} (no delta until a second collection)\n",
+            c.upload_waiting.join(", ")
+        ));
     }
     out
 }

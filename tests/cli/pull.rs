@@ -299,9 +299,20 @@ fn deltas_on_the_second_collection_and_uploads_in_dd_trace_go_format() {
             .map(|(_, v)| v.clone())
             .unwrap()
     };
+    // The first upload has heap as it is (its live-heap types need no delta, and
+    // dd-trace-go's first upload has heap); mutex and block wait for their delta, and the
+    // collection says so.
     let first = parts(&seen[1].2, &ctype(&seen[1].1));
     let names: Vec<&str> = first.iter().map(|p| p.0.as_str()).collect();
-    assert_eq!(names, ["cpu.pprof", "goroutines.pprof", "event"]);
+    assert_eq!(
+        names,
+        ["cpu.pprof", "heap.pprof", "goroutines.pprof", "event"]
+    );
+    assert_eq!(
+        docs[0]["upload_waiting"],
+        serde_json::json!(["mutex", "block"])
+    );
+    assert_eq!(docs[1]["upload_waiting"], serde_json::json!([]));
     let second = parts(&seen[2].2, &ctype(&seen[2].1));
     let names: Vec<&str> = second.iter().map(|p| p.0.as_str()).collect();
     assert_eq!(
