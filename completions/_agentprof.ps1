@@ -162,6 +162,8 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--http-timeout', '--http-timeout', [CompletionResultType]::ParameterName, 'Timeout of one request; must exceed the profile duration (default: duration + 10s)')
             [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write <DIR>/<service>/<type>-<time>.pb.gz (and delta-<type>-… for cumulative types)')
             [CompletionResult]::new('--top', '--top', [CompletionResultType]::ParameterName, 'Print each profile''s top N functions (the delta when there is one)')
+            [CompletionResult]::new('--retention-mb', '--retention-mb', [CompletionResultType]::ParameterName, 'Keep --out within N MiB: after each collection the oldest files are deleted first')
+            [CompletionResult]::new('--retention-days', '--retention-days', [CompletionResultType]::ParameterName, 'Delete files under --out older than N days after each collection')
             [CompletionResult]::new('--service', '--service', [CompletionResultType]::ParameterName, 'Service name (default: the URL''s host)')
             [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Environment tag (env:)')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Version tag (version:)')

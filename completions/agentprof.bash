@@ -886,7 +886,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__pull)
-            opts="-h --types --profile-duration --interval --once --count --http-timeout --out --top --flamegraph --service --env --version --tag --tls-ca --tls-cert --tls-key --insecure-skip-verify --upload --spool --body-size-limit-mb --delta-cache-mb --json --config --confd --help"
+            opts="-h --types --profile-duration --interval --once --count --http-timeout --out --top --flamegraph --retention-mb --retention-days --service --env --version --tag --tls-ca --tls-cert --tls-key --insecure-skip-verify --upload --spool --body-size-limit-mb --delta-cache-mb --json --config --confd --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -917,6 +917,14 @@ _agentprof() {
                     return 0
                     ;;
                 --top)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retention-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retention-days)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

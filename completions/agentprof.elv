@@ -153,6 +153,8 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --http-timeout 'Timeout of one request; must exceed the profile duration (default: duration + 10s)'
             cand --out 'Write <DIR>/<service>/<type>-<time>.pb.gz (and delta-<type>-… for cumulative types)'
             cand --top 'Print each profile''s top N functions (the delta when there is one)'
+            cand --retention-mb 'Keep --out within N MiB: after each collection the oldest files are deleted first'
+            cand --retention-days 'Delete files under --out older than N days after each collection'
             cand --service 'Service name (default: the URL''s host)'
             cand --env 'Environment tag (env:)'
             cand --version 'Version tag (version:)'

@@ -134,6 +134,8 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l count -d 'C
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l http-timeout -d 'Timeout of one request; must exceed the profile duration (default: duration + 10s)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l out -d 'Write <DIR>/<service>/<type>-<time>.pb.gz (and delta-<type>-… for cumulative types)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l top -d 'Print each profile\'s top N functions (the delta when there is one)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l retention-mb -d 'Keep --out within N MiB: after each collection the oldest files are deleted first' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l retention-days -d 'Delete files under --out older than N days after each collection' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l service -d 'Service name (default: the URL\'s host)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l env -d 'Environment tag (env:)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l version -d 'Version tag (version:)' -r

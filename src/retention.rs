@@ -64,6 +64,29 @@ impl Retention {
     }
 }
 
+/// How often a long-running command checks its output directory.
+pub const EVERY: Duration = Duration::from_secs(60);
+
+/// Keeps `dir` within `r` on the current tokio runtime: at once, then every [`EVERY`], on
+/// the blocking pool; `deleted` is told of each pass that deleted something.
+pub fn keep_within(r: Retention, dir: PathBuf, deleted: impl Fn(Deleted) + Send + 'static) {
+    if !r.is_set() {
+        return;
+    }
+    tokio::spawn(async move {
+        loop {
+            let d = dir.clone();
+            let done = tokio::task::spawn_blocking(move || r.enforce(&d))
+                .await
+                .unwrap_or_default();
+            if done.files > 0 {
+                deleted(done);
+            }
+            tokio::time::sleep(EVERY).await;
+        }
+    });
+}
+
 /// Every regular file under `dir` but the record files and files being written, with its
 /// modification time and size; at most 8 levels down.
 fn walk(dir: &Path, out: &mut Vec<(SystemTime, u64, PathBuf)>, depth: usize) {

@@ -45,6 +45,14 @@ pub struct PullArgs {
     /// Also write an SVG flamegraph of each profile next to it (needs --out)
     #[arg(long, requires = "out")]
     pub flamegraph: bool,
+    /// Keep --out within N MiB: after each collection the oldest files are deleted first
+    #[arg(long, value_name = "N", requires = "out",
+          value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    pub retention_mb: Option<u64>,
+    /// Delete files under --out older than N days after each collection
+    #[arg(long, value_name = "N", requires = "out",
+          value_parser = clap::value_parser!(u64).range(1..=3650))]
+    pub retention_days: Option<u64>,
     /// Service name (default: the URL's host)
     #[arg(long)]
     pub service: Option<String>,

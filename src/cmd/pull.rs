@@ -338,6 +338,12 @@ pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
         delta_cache_mb: args.delta_cache_mb,
         hostname: config.hostname.clone(),
         forward: Some(config),
+        retention: crate::retention::Retention {
+            max_bytes: args.retention_mb.map(|m| m << 20),
+            max_age: args
+                .retention_days
+                .map(|d| std::time::Duration::from_secs(d * 86_400)),
+        },
     };
     if opts.out.is_none() && opts.upload.is_none() {
         eprintln!(

@@ -26,6 +26,10 @@ pub struct K8sConfig {
     pub kubelet_client_ca: Option<PathBuf>,
     pub kubelet_token_file: Option<PathBuf>,
     pub cluster_name: Option<String>,
+    /// What is kept under the output directory: `retention_mb` (default
+    /// [`DEFAULT_RETENTION_MB`], inside the shipped DaemonSet's 1 GiB emptyDir with the
+    /// upload spool beside it) and `retention_days` (default: no age bound).
+    pub retention: crate::retention::Retention,
     pub rules: Vec<Rule>,
 }
 
@@ -41,6 +45,8 @@ struct RawInit {
     kubelet_client_ca: Option<PathBuf>,
     kubelet_token_file: Option<PathBuf>,
     cluster_name: Option<String>,
+    retention_mb: Option<i64>,
+    retention_days: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -50,6 +56,10 @@ struct RawFile {
     #[serde(default)]
     kubernetes: Option<Vec<RawRule>>,
 }
+
+/// The output directory's default size bound, MiB: with the 64 MiB upload spool, within
+/// the 1 GiB emptyDir of deploy/kubernetes/30-daemonset.yaml.
+pub const DEFAULT_RETENTION_MB: i64 = 768;
 
 /// The delta baseline cache at most, MiB.
 const MAX_DELTA_CACHE_MB: i64 = 65_536;
@@ -136,6 +146,29 @@ impl K8sConfig {
             kubelet_client_ca: init.kubelet_client_ca,
             kubelet_token_file: init.kubelet_token_file,
             cluster_name: init.cluster_name,
+            retention: crate::retention::Retention {
+                max_bytes: Some(
+                    within(
+                        "retention_mb",
+                        init.retention_mb,
+                        DEFAULT_RETENTION_MB,
+                        1 << 20,
+                    )? as u64
+                        * (1 << 20),
+                ),
+                max_age: match init.retention_days {
+                    None => None,
+                    Some(d) if (1..=3650).contains(&d) => {
+                        Some(std::time::Duration::from_secs(d as u64 * 86_400))
+                    }
+                    Some(d) => {
+                        return Err(init_err(
+                            "retention_days",
+                            format!("{d} is outside 1 to 3650"),
+                        ));
+                    }
+                },
+            },
             rules,
         }))
     }
@@ -156,7 +189,14 @@ fn init_config(path: &Path, v: Option<serde_yaml_ng::Value>) -> Result<RawInit, 
                 k.as_str().is_some_and(|k| {
                     k.starts_with("kubernetes_")
                         || k.starts_with("kubelet_")
-                        || ["upload_url", "out_dir", "cluster_name"].contains(&k)
+                        || [
+                            "upload_url",
+                            "out_dir",
+                            "cluster_name",
+                            "retention_mb",
+                            "retention_days",
+                        ]
+                        .contains(&k)
                 })
             });
             serde_yaml_ng::from_value(serde_yaml_ng::Value::Mapping(m))

@@ -208,6 +208,39 @@ fn bad_values_are_refused_at_their_line_and_column_with_the_rule_index() {
     );
     let e = err("init_config:\n  upload_url: ftp://x\nkubernetes:\n  - port: 1\n");
     assert!(e.contains("scheme ftp"), "{e}");
+    let e = err("init_config:\n  retention_mb: 0\nkubernetes:\n  - port: 1\n");
+    assert!(
+        e.contains(":2:") && e.contains("retention_mb: 0 is outside"),
+        "{e}"
+    );
+    let e = err("init_config:\n  retention_days: 4000\nkubernetes:\n  - port: 1\n");
+    assert!(
+        e.contains("retention_days: 4000 is outside 1 to 3650"),
+        "{e}"
+    );
+}
+
+/// The output directory is bounded by default: 768 MiB, inside the shipped DaemonSet's 1 GiB
+/// emptyDir with the 64 MiB upload spool beside it.
+#[test]
+fn the_output_is_bounded_by_default_inside_the_daemonsets_volume() {
+    let c = parse("kubernetes:\n  - port: 1\n").unwrap().unwrap();
+    assert_eq!(c.retention.max_bytes, Some(768 << 20));
+    assert_eq!(c.retention.max_age, None);
+    let c =
+        parse("init_config:\n  retention_mb: 100\n  retention_days: 7\nkubernetes:\n  - port: 1\n")
+            .unwrap()
+            .unwrap();
+    assert_eq!(c.retention.max_bytes, Some(100 << 20));
+    assert_eq!(c.retention.max_age, Some(Duration::from_secs(7 * 86_400)));
+    let ds = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes/30-daemonset.yaml"),
+    )
+    .unwrap();
+    assert!(
+        ds.contains("sizeLimit: 1Gi"),
+        "the volume the default is sized for"
+    );
 }
 
 #[test]

@@ -33,6 +33,8 @@ pub struct Metrics {
     api_held: Counter,
     api_short_watches: Counter,
     pub scheduled_late: Counter,
+    /// Files deleted to keep out_dir within retention_mb / retention_days.
+    pub retention_deleted: Counter,
     pub scheduled_missed: Counter,
     api: Arc<ApiStats>,
     api_seen:
@@ -134,6 +136,12 @@ impl Metrics {
             "Scheduled captures that did not start within one interval of their due time",
             scheduled_missed.clone(),
         );
+        let retention_deleted = Counter::default();
+        registry.register(
+            "retention_deleted_files",
+            "Files deleted to keep out_dir within retention_mb / retention_days",
+            retention_deleted.clone(),
+        );
         Metrics {
             registry,
             targets,
@@ -150,6 +158,7 @@ impl Metrics {
             api_short_watches,
             scheduled_late,
             scheduled_missed,
+            retention_deleted,
             api,
             api_seen: Default::default(),
             held_seen: Default::default(),

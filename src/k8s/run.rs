@@ -323,6 +323,18 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
             "lease": format!("{}/{lease_name}", cluster.namespace)}),
     );
     let end = opts.duration.map(|d| Instant::now() + d);
+    if let Some(dir) = &opts.out {
+        let (m, json) = (Arc::clone(&metrics), opts.json);
+        let shown = dir.display().to_string();
+        crate::retention::keep_within(opts.rules.retention, dir.clone(), move |d| {
+            m.retention_deleted.inc_by(d.files);
+            log(
+                json,
+                "retention",
+                serde_json::json!({"dir": shown, "deleted_files": d.files, "deleted_bytes": d.bytes}),
+            );
+        });
+    }
     let (mut c, mut done_rx) = prepare(opts, &metrics).await?;
     let json = c.opts.json;
     let mut keeper = Keeper::start(lease, move |event, fields| log(json, event, fields));

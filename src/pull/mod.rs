@@ -149,6 +149,9 @@ pub struct PullOptions {
     pub hostname: String,
     /// agentprof.yaml, whose forwarders get the Go runtime figures.
     pub forward: Option<crate::config::AgentConfig>,
+    /// What is kept under `out` (`--retention-mb`, `--retention-days`), enforced after each
+    /// collection: the oldest files go first.
+    pub retention: crate::retention::Retention,
 }
 
 /// One profile of one collection.
@@ -451,6 +454,17 @@ pub fn run_with(
         kept += c.profiles.iter().filter(|p| p.ok).count();
         send_figures(&c, opts, &mut forwarders);
         sink(&c);
+        if let Some(out) = &opts.out {
+            let d = opts.retention.enforce(out);
+            if d.files > 0 {
+                eprintln!(
+                    "agentprof: pull: retention: deleted the {} oldest file(s) ({} bytes) under {}",
+                    d.files,
+                    d.bytes,
+                    out.display()
+                );
+            }
+        }
     }
     for f in forwarders.iter_mut() {
         let _ = f.flush();

@@ -442,26 +442,15 @@ async fn replay_queue(
 /// `<out>` kept within its retention: checked at start and every minute, the oldest uploads'
 /// files deleted first, counted and said.
 fn keep_within(r: crate::retention::Retention, out: PathBuf, metrics: Arc<Metrics>) {
-    if !r.is_set() {
-        return;
-    }
-    tokio::spawn(async move {
-        loop {
-            let dir = out.clone();
-            let d = tokio::task::spawn_blocking(move || r.enforce(&dir))
-                .await
-                .unwrap_or_default();
-            if d.files > 0 {
-                metrics.retention_deleted.inc_by(d.files);
-                eprintln!(
-                    "agentprof receive: retention: deleted the {} oldest file(s) ({} bytes) under {}",
-                    d.files,
-                    d.bytes,
-                    out.display()
-                );
-            }
-            tokio::time::sleep(Duration::from_secs(60)).await;
-        }
+    let shown = out.clone();
+    crate::retention::keep_within(r, out, move |d| {
+        metrics.retention_deleted.inc_by(d.files);
+        eprintln!(
+            "agentprof receive: retention: deleted the {} oldest file(s) ({} bytes) under {}",
+            d.files,
+            d.bytes,
+            shown.display()
+        );
     });
 }
 

@@ -970,3 +970,54 @@ fn the_services_words_are_printed_escaped() {
     );
     assert!(!all.contains('\u{1b}') && !all.contains('\u{7}'), "{all:?}");
 }
+
+/// `--retention-mb` keeps `--out` within its size after each collection: the oldest files go
+/// first, and the pull says what it deleted.
+#[test]
+fn retention_keeps_the_output_within_its_size_oldest_first() {
+    let target = goroutine_target();
+    let sb = Sandbox::new();
+    // An old capture of 2 MiB, from an earlier run.
+    let old = sb.write_bytes("out/old-service/goroutine-old.pb.gz", &vec![7u8; 2 << 20]);
+    let f = std::fs::File::options().write(true).open(&old).unwrap();
+    f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+        .unwrap();
+    drop(f);
+    let r = sb.run(&[
+        "pull",
+        &format!("http://{target}"),
+        "--types",
+        "goroutine",
+        "--out",
+        "out",
+        "--retention-mb",
+        "1",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!old.exists(), "the oldest file was deleted");
+    assert!(
+        r.stderr
+            .contains("retention: deleted the 1 oldest file(s) (2097152 bytes)"),
+        "{}",
+        r.stderr
+    );
+    let kept: Vec<_> = walkdir(&sb.file("out"));
+    assert!(
+        kept.iter()
+            .any(|p| p.to_string_lossy().contains("goroutine-")),
+        "this run's profile is kept: {kept:?}"
+    );
+}
+
+fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

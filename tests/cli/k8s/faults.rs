@@ -1116,3 +1116,39 @@ fn a_plain_http_kubelet_is_never_sent_the_token() {
         "every request came without credentials"
     );
 }
+
+/// The output directory is kept within `retention_mb`: at start (and every minute) the
+/// oldest files go first, said as a `retention` event and counted on /metrics.
+#[test]
+fn the_output_directory_is_kept_within_its_retention() {
+    let Some(n) = node(1, 140, 16210) else {
+        return;
+    };
+    n.rules("  retention_mb: 1\n", WATCHED);
+    let old =
+        n.sb.write_bytes("out/shop/old/app/heap-old.pb.gz", &vec![7u8; 2 << 20]);
+    let f = std::fs::File::options().write(true).open(&old).unwrap();
+    f.set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
+    drop(f);
+    let mut run = Running::start(
+        &n.sb,
+        &n.kc,
+        &["--out", "out", "--metrics-listen", "127.0.0.1:0"],
+    );
+    let listening = run.wait("listening", |v| v["event"] == "listening");
+    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    let ev = run.wait("retention", |v| v["event"] == "retention");
+    assert_eq!(ev["deleted_files"], 1, "{ev}");
+    assert_eq!(ev["deleted_bytes"], 2 << 20, "{ev}");
+    assert!(!old.exists());
+    let (_, text) = get(&metrics, "/metrics");
+    assert_eq!(
+        metric(&text, "agentprof_k8s_retention_deleted_files_total"),
+        1.0,
+        "{text}"
+    );
+    // Captures go on being written.
+    run.wait("a capture", |v| v["event"] == "capture_done");
+    let _ = run.stop();
+}
