@@ -51,6 +51,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--flamegraph', '--flamegraph', [CompletionResultType]::ParameterName, 'Write a flamegraph (SVG) of the sampled runs; implies --profile')
             [CompletionResult]::new('--pprof', '--pprof', [CompletionResultType]::ParameterName, 'Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile')
             [CompletionResult]::new('--pstats', '--pstats', [CompletionResultType]::ParameterName, 'Write a Python check''s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile')
+            [CompletionResult]::new('--log-level', '--log-level', [CompletionResultType]::ParameterName, 'Keep a Python check''s own log records from this level up with each run, shown in the table and in --json (as `agent check -l`; default warning)')
             [CompletionResult]::new('--log', '--log', [CompletionResultType]::ParameterName, 'Append the collector.log block of every run to FILE (overrides log_file)')
             [CompletionResult]::new('--instance', '--instance', [CompletionResultType]::ParameterName, 'Run only instance N of the check''s configuration (0-based, as in instances[N])')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)')

@@ -47,6 +47,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --flamegraph 'Write a flamegraph (SVG) of the sampled runs; implies --profile'
             cand --pprof 'Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile'
             cand --pstats 'Write a Python check''s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile'
+            cand --log-level 'Keep a Python check''s own log records from this level up with each run, shown in the table and in --json (as `agent check -l`; default warning)'
             cand --log 'Append the collector.log block of every run to FILE (overrides log_file)'
             cand --instance 'Run only instance N of the check''s configuration (0-based, as in instances[N])'
             cand --config 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)'

@@ -48,6 +48,10 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l frequency 
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l flamegraph -d 'Write a flamegraph (SVG) of the sampled runs; implies --profile' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pprof -d 'Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pstats -d 'Write a Python check\'s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l log-level -d 'Keep a Python check\'s own log records from this level up with each run, shown in the table and in --json (as `agent check -l`; default warning)' -r -f -a "debug\t''
+info\t''
+warning\t''
+error\t''"
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l log -d 'Append the collector.log block of every run to FILE (overrides log_file)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l instance -d 'Run only instance N of the check\'s configuration (0-based, as in instances[N])' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F

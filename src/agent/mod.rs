@@ -211,6 +211,18 @@ impl<'a> Collector<'a> {
                 .log
                 .write(&collector_log::block_from(&rec, &origin));
         }
+        // A Python check's own log records (warning and up): on stderr with their level and
+        // check, as the Agent's log shows them.
+        for l in &rec.logs {
+            eprintln!(
+                "agentprof: {} | {} instance {} run {}: {}",
+                l.level,
+                rec.check,
+                rec.instance,
+                rec.run,
+                crate::redact::printable_lines(&l.message)
+            );
+        }
         if let (Some(e), true) = (&rec.error, level <= Level::Error) {
             let origin = format!("checks({}:{})", file!(), line!());
             let first = e.lines().last().unwrap_or_default();

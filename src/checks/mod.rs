@@ -57,6 +57,9 @@ pub struct RunOptions {
     /// With `memory`, also the lines that allocated (a snapshot diff per run: about a second
     /// once the check's modules are traced); without, only the traced peak and bytes kept.
     pub memory_lines: bool,
+    /// The least level of the check's log records kept with the run (Python's numbers:
+    /// 10 debug, 20 info, 30 warning, 40 error; 0 is the default, warning).
+    pub log_level: u8,
 }
 
 /// What an external run returns: its outcome and what it cost the process that ran it.

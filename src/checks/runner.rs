@@ -225,6 +225,7 @@ impl Runner {
                 profile: profile_hz.is_some(),
                 memory,
                 memory_lines: memory,
+                log_level: 0,
             },
             profile: profile_hz.map(|hz| Profiling {
                 sampler: Sampler::new(hz),
@@ -237,6 +238,18 @@ impl Runner {
     /// allocated them (which take a heap snapshot per run).
     pub fn without_memory_lines(mut self) -> Runner {
         self.external_opts.memory_lines = false;
+        self
+    }
+
+    /// Keeps the check's log records from `level` up with each run (`check --log-level`).
+    pub fn with_log_level(mut self, level: crate::config::Level) -> Runner {
+        use crate::config::Level;
+        self.external_opts.log_level = match level {
+            Level::Debug => 10,
+            Level::Info => 20,
+            Level::Warning => 30,
+            Level::Error => 40,
+        };
         self
     }
 

@@ -209,6 +209,11 @@ pub struct CheckArgs {
     /// snakeviz); implies --profile
     #[arg(long, value_name = "FILE")]
     pub pstats: Option<PathBuf>,
+    /// Keep a Python check's own log records from this level up with each run, shown in the
+    /// table and in --json (as `agent check -l`; default warning)
+    #[arg(long, value_name = "LEVEL",
+          value_parser = ["debug", "info", "warning", "error"])]
+    pub log_level: Option<String>,
     /// Profile a Python check's first run too (by default one warm-up run of each instance,
     /// dominated by first imports, comes before the runs and is left out of the profile)
     #[arg(long)]

@@ -49,6 +49,8 @@ pub struct CheckOptions {
     pub memory: bool,
     /// `--profile-first-run`: no warm-up run before a Python check's profiled runs.
     pub profile_first_run: bool,
+    /// `--log-level`: the check's log records kept with each run, from this level up.
+    pub log_level: crate::config::Level,
 }
 
 impl CheckOptions {
@@ -92,6 +94,11 @@ impl CheckOptions {
             instance: a.instance,
             memory: a.memory,
             profile_first_run: a.profile_first_run,
+            log_level: match a.log_level.as_deref() {
+                Some(l) => crate::config::Level::parse(l)
+                    .map_err(|e| UsageError::flag("--log-level", e))?,
+                None => crate::config::Level::Warning,
+            },
         })
     }
 }
@@ -241,7 +248,8 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         loaded.version.clone(),
         loaded.source.clone(),
     );
-    let mut runner = Runner::new(loaded, &config, opts.instance, profile_hz, opts.memory);
+    let mut runner = Runner::new(loaded, &config, opts.instance, profile_hz, opts.memory)
+        .with_log_level(opts.log_level);
     let warmed = match &python_host {
         Some(host) if opts.profile && !opts.profile_first_run => warm_up(&mut runner, host),
         _ => false,

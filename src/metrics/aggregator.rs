@@ -34,6 +34,7 @@ pub struct Flushed {
     pub service_checks: Vec<ServiceCheck>,
     pub events: Vec<Event>,
     pub warnings: Vec<String>,
+    pub logs: Vec<super::sink::LogLine>,
     /// Values that will appear from the next run on (rates, monotonic counts, deltas).
     pub awaiting_previous: u32,
 }
@@ -205,6 +206,7 @@ impl Aggregator {
     pub fn flush(&mut self, sink: Sink, timestamp: f64, run: u32) -> Flushed {
         let mut out = Flushed {
             warnings: sink.warnings,
+            logs: sink.logs,
             awaiting_previous: sink.awaiting_previous,
             ..Flushed::default()
         };

@@ -7,7 +7,7 @@ mod sink;
 pub mod sketch;
 
 pub use aggregator::{Aggregator, Flushed};
-pub use sink::{Sink, Submission};
+pub use sink::{LogLine, Sink, Submission};
 
 use serde::Serialize;
 

@@ -33,6 +33,15 @@ pub struct SubmittedServiceCheck {
     pub message: String,
 }
 
+/// A log record a check wrote during its run (`self.log.warning(...)`), at or above the
+/// level asked for (`check --log-level`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LogLine {
+    /// `DEBUG`, `INFO`, `WARNING`, `ERROR` or `CRITICAL`.
+    pub level: String,
+    pub message: String,
+}
+
 /// Everything one run of one instance submitted.
 #[derive(Debug, Default)]
 pub struct Sink {
@@ -40,6 +49,8 @@ pub struct Sink {
     pub service_checks: Vec<SubmittedServiceCheck>,
     pub events: Vec<Event>,
     pub warnings: Vec<String>,
+    /// The check's own log records, in order.
+    pub logs: Vec<LogLine>,
     /// Values a check could not compute yet because they need a previous run (cpu %, io r_s).
     pub awaiting_previous: u32,
     /// Submissions past `MAX_SUBMISSIONS` in this run, dropped.

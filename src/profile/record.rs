@@ -146,6 +146,8 @@ pub struct RunRecord {
     pub service_checks: Vec<ServiceCheck>,
     pub events: Vec<Event>,
     pub warnings: Vec<String>,
+    /// The check's own log records (Python checks; `check --log-level`).
+    pub logs: Vec<crate::metrics::LogLine>,
     pub awaiting_previous: u32,
     /// With `--memory`, for Python checks.
     pub memory: Option<MemoryProfile>,
@@ -189,6 +191,7 @@ impl RunRecord {
             service_checks: flushed.service_checks,
             events: flushed.events,
             warnings: flushed.warnings,
+            logs: flushed.logs,
             awaiting_previous: flushed.awaiting_previous,
             memory: None,
         }

@@ -63,6 +63,7 @@ fn run(r: &crate::profile::RunRecord) -> Value {
         "open_fds": c.open_fds,
         "connections": c.connections,
         "awaiting_previous": r.awaiting_previous,
+        "logs": r.logs,
         "memory_profile": r.memory,
     })
 }

@@ -112,6 +112,7 @@ pub fn render(report: &CheckReport, style: Style) -> String {
         service_checks(&mut out, style, last, &label);
         events(&mut out, style, last, &label);
         warnings(&mut out, style, &recs, &label);
+        logs(&mut out, style, &recs, &label);
         metadata(&mut out, style, report, inst, &label);
         cost(
             &mut out,
@@ -172,6 +173,25 @@ fn warnings(out: &mut String, style: Style, recs: &[&RunRecord], label: &str) {
         title(out, style, &format!("Warnings{label}"));
         for w in warnings {
             let _ = writeln!(out, "  {}", crate::redact::printable(&w));
+        }
+    }
+}
+
+/// The check's own log records of one instance, run by run, in order.
+fn logs(out: &mut String, style: Style, recs: &[&RunRecord], label: &str) {
+    if recs.iter().all(|r| r.logs.is_empty()) {
+        return;
+    }
+    title(out, style, &format!("Log{label}"));
+    for r in recs {
+        for l in &r.logs {
+            let _ = writeln!(
+                out,
+                "  run {} {:<8} {}",
+                r.run,
+                l.level,
+                crate::redact::printable_lines(&l.message)
+            );
         }
     }
 }

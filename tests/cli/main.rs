@@ -14,6 +14,7 @@ mod pprof_views;
 mod profile;
 mod pull;
 mod python;
+mod readme;
 mod receive;
 mod receive_bounds;
 mod shipped;

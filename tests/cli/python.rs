@@ -1059,3 +1059,82 @@ fn the_profile_leaves_out_a_warm_up_run_unless_asked() {
         r.stdout
     );
 }
+
+/// A check's own log records (`self.log.debug/info/warning`) are kept with the run they
+/// belong to, in order, from `--log-level` up (warning by default), in the table and in
+/// `--json` — on the real datadog_checks_base and on agentprof's compatible AgentCheck.
+#[test]
+fn a_checks_log_records_are_shown_with_their_level_and_run() {
+    let check = |base: &str| {
+        format!(
+            "from {base} import AgentCheck\n\n\
+             class Talky(AgentCheck):\n    def check(self, instance):\n\
+             \x20       self.log.debug('looking at %s', 'db1')\n\
+             \x20       self.log.info('found %d rows', 3)\n\
+             \x20       self.log.warning('slow answer')\n\
+             \x20       self.gauge('talky.up', 1)\n"
+        )
+    };
+    let mut cases: Vec<(String, Option<String>)> = vec![("checks".into(), None)];
+    if let Some(p) = venv_python() {
+        cases.push(("datadog_checks.base".into(), Some(p)));
+    }
+    for (base, python) in cases {
+        let sb = Sandbox::new();
+        sb.write("checks/talky.py", &check(&base));
+        sb.write("conf.d/talky.yaml", "instances:\n  - {}\n");
+        let mut args = vec!["check", "talky", "--json", "-t", "2"];
+        if let Some(p) = &python {
+            args.extend(["--python", p.as_str()]);
+        }
+        let r = sb.run(&args);
+        assert_eq!(r.code, 0, "{base}: {}", r.stderr);
+        let doc = r.json();
+        let logs = |run: usize| -> Vec<(String, String)> {
+            doc["runs"][run]["logs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| {
+                    (
+                        l["level"].as_str().unwrap().to_string(),
+                        l["message"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect()
+        };
+        // Warning by default: one record a run, with its run.
+        assert_eq!(logs(0).len(), 1, "{base}: {:?}", logs(0));
+        assert_eq!(logs(0)[0].0, "WARNING");
+        assert!(
+            logs(1)[0].1.contains("slow answer"),
+            "{base}: {:?}",
+            logs(1)
+        );
+        args.extend(["--log-level", "debug"]);
+        let r = sb.run(&args);
+        assert_eq!(r.code, 0, "{base}: {}", r.stderr);
+        let doc = r.json();
+        let levels: Vec<&str> = doc["runs"][0]["logs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["level"].as_str().unwrap())
+            .collect();
+        assert_eq!(levels, ["DEBUG", "INFO", "WARNING"], "{base}");
+        let text = doc["runs"][0]["logs"].to_string();
+        assert!(
+            text.contains("looking at db1") && text.contains("found 3 rows"),
+            "{text}"
+        );
+        // The table shows them under the instance, with their run and level.
+        let mut table_args: Vec<&str> = args.iter().copied().filter(|a| *a != "--json").collect();
+        table_args.retain(|a| !a.is_empty());
+        let r = sb.run(&table_args);
+        assert!(
+            r.stdout.contains("Log") && r.stdout.contains("run 2 INFO"),
+            "{base}: {}",
+            r.stdout
+        );
+    }
+}

@@ -78,7 +78,8 @@ RUN = {}
 
 def _new_run():
     RUN.clear()
-    RUN.update(metrics=[], service_checks=[], events=[], warnings=[], invalid=0, dropped=0)
+    RUN.update(metrics=[], service_checks=[], events=[], warnings=[], invalid=0, dropped=0,
+               logs=[], logs_dropped=0)
 
 
 _new_run()
@@ -236,9 +237,24 @@ def write_persistent_cache(key, value):
     os.replace(tmp, _cache_path(key))
 
 
+# The least level of the check's log records kept with its run (check --log-level).
+LOG_LEVEL = [30]
+# Log records kept per run at most; past it they are counted.
+MAX_LOGS = 1000
+_LEVEL_NAMES = {10: "DEBUG", 20: "INFO", 30: "WARNING", 40: "ERROR", 50: "CRITICAL"}
+
+
 def _log(message, level=20):
-    if int(level) >= 30:
-        sys.stderr.write("%s\n" % message)
+    """datadog_agent.log: where a check's log records reach the Agent (datadog_checks_base's
+    handler on the root logger calls it; the compatible AgentCheck's does too)."""
+    level = int(level)
+    if level < LOG_LEVEL[0]:
+        return
+    if len(RUN["logs"]) >= MAX_LOGS:
+        RUN["logs_dropped"] += 1
+        return
+    name = _LEVEL_NAMES.get(level - level % 10, "LEVEL%d" % level)
+    RUN["logs"].append([name, "%s" % (message,)])
 
 
 _passthrough = lambda query, options=None: query  # noqa: E731  documented: no obfuscation
@@ -376,6 +392,18 @@ def _install_compat():
     checks_mod = types.ModuleType("checks")
     checks_mod.AgentCheck = compat.AgentCheck
     sys.modules.update({"datadog_checks": pkg, "datadog_checks.base": compat, "checks": checks_mod})
+    # As datadog_checks_base does: every log record goes to datadog_agent.log.
+    import logging
+
+    class _AgentLogHandler(logging.Handler):
+        def emit(self, record):
+            try:
+                text = self.format(record)
+            except Exception:
+                text = str(record.msg)
+            datadog_agent.log(text, record.levelno)
+
+    logging.getLogger().addHandler(_AgentLogHandler())
     return compat.AgentCheck, "agentprof compatible AgentCheck"
 
 
@@ -552,6 +580,9 @@ def run(msg):
     global PROFILE, _NOT_THE_CHECKS
     check = CHECKS[msg["instance"]]
     _new_run()
+    LOG_LEVEL[0] = int(msg.get("log_level") or 30)
+    import logging
+    logging.getLogger().setLevel(LOG_LEVEL[0])
     prof = None
     if msg.get("profile"):
         import cProfile
@@ -625,7 +656,10 @@ def run(msg):
         "metrics": RUN["metrics"],
         "service_checks": RUN["service_checks"],
         "events": RUN["events"],
-        "warnings": [str(w) for w in warnings] + RUN["warnings"],
+        "warnings": [str(w) for w in warnings] + RUN["warnings"]
+        + (["%d log records past the %d a run kept were dropped" % (RUN["logs_dropped"], MAX_LOGS)]
+           if RUN["logs_dropped"] else []),
+        "logs": RUN["logs"],
         "invalid": RUN["invalid"],
         "dropped": RUN["dropped"],
         "memory": memory,

@@ -292,6 +292,14 @@ impl PythonHost {
 
 /// Moves a run's submissions into `sink`; the run's error, if any.
 fn absorb(reply: &Value, sink: &mut Sink) -> Result<(), String> {
+    for l in reply["logs"].as_array().into_iter().flatten() {
+        if let (Some(level), Some(message)) = (l[0].as_str(), l[1].as_str()) {
+            sink.logs.push(crate::metrics::LogLine {
+                level: level.to_string(),
+                message: message.to_string(),
+            });
+        }
+    }
     for m in reply["metrics"].as_array().into_iter().flatten() {
         let mtype = match m[0].as_u64() {
             Some(0) => MetricType::Gauge,

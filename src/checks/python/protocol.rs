@@ -283,7 +283,7 @@ impl Worker {
         opts: RunOptions,
         timeout: Duration,
     ) -> Result<Measured, WorkerError> {
-        self.send(&serde_json::json!({"op": "run", "instance": index, "profile": opts.profile, "memory": opts.memory, "memory_lines": opts.memory_lines}))?;
+        self.send(&serde_json::json!({"op": "run", "instance": index, "profile": opts.profile, "memory": opts.memory, "memory_lines": opts.memory_lines, "log_level": opts.log_level}))?;
         self.expect_mark(b'r', Instant::now() + REPLY_TIMEOUT)?;
         settled(self.child.id());
         let peak_reset = self.probe.reset_peak_rss();
