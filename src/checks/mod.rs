@@ -99,6 +99,12 @@ impl CheckKind {
         }
     }
 
+    /// Whether that process lives across runs (agentprof itself, the Python worker); an
+    /// exec plugin is a new process every run.
+    pub fn persists(self) -> bool {
+        !matches!(self, CheckKind::Exec)
+    }
+
     /// The process whose figures a run's cost is.
     pub fn measured_process(self) -> &'static str {
         match self {

@@ -398,7 +398,13 @@ impl Runner {
         let inst = &mut self.instances[pos];
         let cost = done.cost();
         inst.check = Some(done.check);
-        let flushed = inst.aggregator.flush(done.sink, done.started_at, run);
+        // What the run submitted is kept with its record: copied here, so the copies live in
+        // this thread's heap and the run thread's frees its own for the next run. Moved
+        // instead, every run would take fresh pages on the run thread, and the check's RSS
+        // trend (what grew during its runs) would read agentprof's records as the check's leak.
+        let sink = done.sink.clone();
+        drop(done.sink);
+        let flushed = inst.aggregator.flush(sink, done.started_at, run);
         RunRecord::new(
             &name,
             index,

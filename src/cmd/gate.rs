@@ -280,7 +280,13 @@ fn measure(config: &AgentConfig, plan: &Plan, first: LoadedCheck) -> anyhow::Res
         if let (Some(a), Some(b)) = (before, calibrate(kind, &host)) {
             calibration.push((a + b) / 2.0);
         }
-        let (slope, wall, cpu) = load_figures(name, kind_label, &warm, &records[first_run..]);
+        let (slope, wall, cpu) = load_figures(
+            name,
+            kind_label,
+            &warm,
+            &records[first_run..],
+            kind.persists(),
+        );
         slopes.extend(slope);
         medians.0.extend(wall);
         medians.1.extend(cpu);
@@ -321,14 +327,11 @@ fn load_figures(
     kind_label: &str,
     warm: &crate::profile::RunRecord,
     timed: &[crate::profile::RunRecord],
+    persists: bool,
 ) -> (Option<f64>, Option<f64>, Option<f64>) {
     let mine = GateStats::from_records(name, kind_label, timed, None, 1);
-    let rss: Vec<f64> = warm
-        .rss_after_untraced()
-        .into_iter()
-        .chain(mine.rss_after.iter().copied())
-        .map(|x| x as f64)
-        .collect();
+    let runs: Vec<&crate::profile::RunRecord> = std::iter::once(warm).chain(timed).collect();
+    let rss = crate::profile::leak::rss_series(&runs, persists);
     (
         crate::gate::stats::slope(&rss),
         crate::gate::stats::median(&mine.wall_s),

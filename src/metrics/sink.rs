@@ -43,7 +43,7 @@ pub struct LogLine {
 }
 
 /// Everything one run of one instance submitted.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Sink {
     pub metrics: Vec<Submission>,
     pub service_checks: Vec<SubmittedServiceCheck>,

@@ -1,5 +1,11 @@
-//! The leak signal: how RSS after each run moves across `--times N` runs. A least-squares
-//! slope in bytes per run, and whether growth is steady (most steps up) rather than one jump.
+//! The leak signal: how the measured process's RSS moves across `--times N` runs. A
+//! least-squares slope in bytes per run, and whether growth is steady (most steps up) rather
+//! than one jump.
+//!
+//! Where the process lives across runs (agentprof itself for a built-in, the Python worker),
+//! only what RSS gained *during* each run counts: between runs agentprof keeps each run's
+//! record (its metrics and figures) and the worker builds its replies, and that is not the
+//! check's. An exec plugin is a new process each run: its RSS after each run is the series.
 
 use serde::Serialize;
 
@@ -26,15 +32,36 @@ pub struct LeakTrend {
 const TRACER_OUT: &str = "tracemalloc's own memory taken out";
 const SNAPSHOTS_IN: &str = "tracemalloc's own memory taken out, but not its per-line heap snapshots, which grow with what the check keeps: read the traced bytes kept per run";
 
+/// The RSS series a trend reads, one value per run (successful runs, in order): with
+/// `persistent` (the process lives across runs), the sum of what RSS gained during each
+/// run; else RSS after each run. With `--memory`, the tracer's own memory (as tracemalloc
+/// reports it) is taken out, so its bookkeeping of the check's allocations is not read as
+/// the check's leak.
+pub fn rss_series(records: &[&RunRecord], persistent: bool) -> Vec<f64> {
+    let ok = records.iter().filter(|r| r.error.is_none());
+    if !persistent {
+        return ok
+            .filter_map(|r| r.rss_after_untraced().map(|v| v as f64))
+            .collect();
+    }
+    let (mut level, mut tracer_before) = (0.0, 0u64);
+    let mut out = Vec::with_capacity(records.len());
+    for r in ok {
+        let tracer = r.memory.as_ref().and_then(|m| m.tracer_bytes).unwrap_or(0);
+        if let (Some(after), Some(before)) = (r.rss_after_untraced(), r.cost.rss_before) {
+            level += after as f64 - before.saturating_sub(tracer_before) as f64;
+            out.push(level);
+        }
+        tracer_before = tracer;
+    }
+    out
+}
+
 /// The trend of one instance's successful runs, in run order; `None` below `MIN_RUNS`.
-/// With `--memory`, the tracer's own memory (as tracemalloc reports it) is taken out of each
-/// RSS value, so its bookkeeping of the check's allocations is not read as the check's leak.
-pub fn trend(records: &[&RunRecord]) -> Option<LeakTrend> {
+/// `persistent`: the measured process lives across runs ([`rss_series`]).
+pub fn trend(records: &[&RunRecord], persistent: bool) -> Option<LeakTrend> {
     let ok: Vec<&&RunRecord> = records.iter().filter(|r| r.error.is_none()).collect();
-    let rss: Vec<f64> = ok
-        .iter()
-        .filter_map(|r| r.rss_after_untraced().map(|v| v as f64))
-        .collect();
+    let rss = rss_series(records, persistent);
     let mut t = trend_of(&rss, 1, rss.len())?;
     let traced = ok
         .iter()
@@ -105,7 +132,7 @@ mod tests {
                 ..Default::default()
             });
         }
-        let t = trend(&recs.iter().collect::<Vec<_>>()).unwrap();
+        let t = trend(&recs.iter().collect::<Vec<_>>(), false).unwrap();
         assert_eq!(t.rss_slope_bytes_per_run, (512 << 10) as f64);
         assert_eq!(t.note, Some(TRACER_OUT));
     }
@@ -120,7 +147,7 @@ mod tests {
             104 << 20,
             105 << 20,
         ]);
-        let t = trend(&leak.iter().collect::<Vec<_>>()).unwrap();
+        let t = trend(&leak.iter().collect::<Vec<_>>(), false).unwrap();
         assert_eq!(t.rss_slope_bytes_per_run, (1 << 20) as f64);
         assert!(t.steady_growth);
         let jump = runs(&[
@@ -132,11 +159,54 @@ mod tests {
             110 << 20,
         ]);
         assert!(
-            !trend(&jump.iter().collect::<Vec<_>>())
+            !trend(&jump.iter().collect::<Vec<_>>(), false)
                 .unwrap()
                 .steady_growth
         );
         let few = runs(&[1, 2, 3]);
-        assert!(trend(&few.iter().collect::<Vec<_>>()).is_none());
+        assert!(trend(&few.iter().collect::<Vec<_>>(), false).is_none());
+    }
+
+    /// A process that lives across runs: growth between runs (agentprof keeping each run's
+    /// record) is not the check's; growth during runs is.
+    #[test]
+    fn only_growth_during_runs_counts_for_a_process_that_lives_across_runs() {
+        let record = |before: u64, after: u64| {
+            let cost = RunCost {
+                rss_before: Some(before),
+                rss_after: Some(after),
+                ..Default::default()
+            };
+            RunRecord::new("x", 0, 1, 0.0, Ok(()), cost, Flushed::default())
+        };
+        // 24 KiB kept between runs, nothing during them.
+        let kept: Vec<RunRecord> = (0..10u64)
+            .map(|i| {
+                record(
+                    (100 << 20) + ((i * 24) << 10),
+                    (100 << 20) + ((i * 24) << 10),
+                )
+            })
+            .collect();
+        let t = trend(&kept.iter().collect::<Vec<_>>(), true).unwrap();
+        assert_eq!(t.rss_slope_bytes_per_run, 0.0);
+        assert!(!t.steady_growth);
+        let as_after = trend(&kept.iter().collect::<Vec<_>>(), false).unwrap();
+        assert!(
+            as_after.steady_growth,
+            "read as RSS after, it looked like a leak"
+        );
+        // 64 KiB gained during every run: a leak.
+        let leaking: Vec<RunRecord> = (0..10u64)
+            .map(|i| {
+                record(
+                    (100 << 20) + ((i * 64) << 10),
+                    (100 << 20) + (((i + 1) * 64) << 10),
+                )
+            })
+            .collect();
+        let t = trend(&leaking.iter().collect::<Vec<_>>(), true).unwrap();
+        assert_eq!(t.rss_slope_bytes_per_run, (64 << 10) as f64);
+        assert!(t.steady_growth);
     }
 }

@@ -116,7 +116,8 @@ fn leaks(report: &CheckReport) -> Vec<Value> {
         .filter_map(|&i| {
             let recs: Vec<&crate::profile::RunRecord> =
                 report.records.iter().filter(|r| r.instance == i).collect();
-            crate::profile::leak::trend(&recs).map(|t| with_instance(json!(t), i))
+            crate::profile::leak::trend(&recs, report.kind.persists())
+                .map(|t| with_instance(json!(t), i))
         })
         .collect()
 }

@@ -121,7 +121,7 @@ pub fn render(report: &CheckReport, style: Style) -> String {
             report.kind.measured_process(),
             &label,
         );
-        memory_and_errors(&mut out, style, &recs, &label);
+        memory_and_errors(&mut out, style, &recs, report.kind.persists(), &label);
     }
     profiles(&mut out, style, report, runs);
     out
@@ -223,7 +223,13 @@ fn metadata(out: &mut String, style: Style, report: &CheckReport, inst: usize, l
 }
 
 /// One instance's tracemalloc table, its RSS trend over the runs, and its runs' errors.
-fn memory_and_errors(out: &mut String, style: Style, recs: &[&RunRecord], label: &str) {
+fn memory_and_errors(
+    out: &mut String,
+    style: Style,
+    recs: &[&RunRecord],
+    persists: bool,
+    label: &str,
+) {
     if let Some((r, m)) = recs
         .iter()
         .rev()
@@ -241,7 +247,7 @@ fn memory_and_errors(out: &mut String, style: Style, recs: &[&RunRecord], label:
         );
         alloc_table(out, style, &m.top);
     }
-    if let Some(t) = crate::profile::leak::trend(recs) {
+    if let Some(t) = crate::profile::leak::trend(recs, persists) {
         let _ = writeln!(
             out,
             "  RSS trend over {} runs: {} per run (least squares); grew in {} of {} steps{}{}",
