@@ -33,8 +33,8 @@ const TRACER_OUT: &str = "tracemalloc's own memory taken out";
 const SNAPSHOTS_IN: &str = "tracemalloc's own memory taken out, but not its per-line heap snapshots, which grow with what the check keeps: read the traced bytes kept per run";
 
 /// The RSS series a trend reads, one value per run (successful runs, in order): with
-/// `persistent` (the process lives across runs), the sum of what RSS gained during each
-/// run; else RSS after each run. With `--memory`, the tracer's own memory (as tracemalloc
+/// `persistent` (the process lives across runs), from run to run what RSS after the run
+/// moved less what it gained between runs; else RSS after each run. With `--memory`, the tracer's own memory (as tracemalloc
 /// reports it) is taken out, so its bookkeeping of the check's allocations is not read as
 /// the check's leak.
 pub fn rss_series(records: &[&RunRecord], persistent: bool) -> Vec<f64> {
@@ -44,12 +44,19 @@ pub fn rss_series(records: &[&RunRecord], persistent: bool) -> Vec<f64> {
             .filter_map(|r| r.rss_after_untraced().map(|v| v as f64))
             .collect();
     }
+    // From one run's end to the next one's: what RSS gained minus what it gained between
+    // the runs (agentprof's); what it gave back between them (memory returned) counts.
     let (mut level, mut tracer_before) = (0.0, 0u64);
+    let mut previous: Option<f64> = None;
     let mut out = Vec::with_capacity(records.len());
     for r in ok {
         let tracer = r.memory.as_ref().and_then(|m| m.tracer_bytes).unwrap_or(0);
         if let (Some(after), Some(before)) = (r.rss_after_untraced(), r.cost.rss_before) {
-            level += after as f64 - before.saturating_sub(tracer_before) as f64;
+            let (after, before) = (after as f64, before.saturating_sub(tracer_before) as f64);
+            if let Some(p) = previous {
+                level += (after - p) - (before - p).max(0.0);
+            }
+            previous = Some(after);
             out.push(level);
         }
         tracer_before = tracer;
@@ -168,7 +175,7 @@ mod tests {
     }
 
     /// A process that lives across runs: growth between runs (agentprof keeping each run's
-    /// record) is not the check's; growth during runs is.
+    /// record) is not the check's; growth during runs is, unless it is given back.
     #[test]
     fn only_growth_during_runs_counts_for_a_process_that_lives_across_runs() {
         let record = |before: u64, after: u64| {
@@ -208,5 +215,11 @@ mod tests {
         let t = trend(&leaking.iter().collect::<Vec<_>>(), true).unwrap();
         assert_eq!(t.rss_slope_bytes_per_run, (64 << 10) as f64);
         assert!(t.steady_growth);
+        // 36 KiB taken during every run and given back after it: no leak.
+        let transient: Vec<RunRecord> = (0..10u64)
+            .map(|_| record(100 << 20, (100 << 20) + (36 << 10)))
+            .collect();
+        let t = trend(&transient.iter().collect::<Vec<_>>(), true).unwrap();
+        assert_eq!(t.rss_slope_bytes_per_run, 0.0);
     }
 }

@@ -350,24 +350,27 @@ fn deltas_on_the_second_collection_and_uploads_in_dd_trace_go_format() {
     }
 }
 
+/// `pull` of `target`'s goroutines, uploaded to `upload` with the sandbox's `spool`.
+fn pull_goroutines_to(sb: &Sandbox, target: &str, upload: &str) -> crate::support::Run {
+    sb.run(&[
+        "pull",
+        &format!("http://{target}"),
+        "--types",
+        "goroutine",
+        "--upload",
+        upload,
+        "--spool",
+        "spool",
+    ])
+}
+
 /// An upload that cannot be delivered is spooled and sent by the next run.
 #[test]
 fn uploads_to_a_receiver_that_is_down_are_spooled_and_sent_later() {
     let target = goroutine_target();
     let down = port_nothing_listens_on();
     let sb = Sandbox::new();
-    let pull = |upload: &str| {
-        sb.run(&[
-            "pull",
-            &format!("http://{target}"),
-            "--types",
-            "goroutine",
-            "--upload",
-            upload,
-            "--spool",
-            "spool",
-        ])
-    };
+    let pull = |upload: &str| pull_goroutines_to(&sb, &target, upload);
     let r = pull(&format!("http://{down}/profiling/v1/input"));
     assert_eq!(
         r.code, 0,
@@ -399,18 +402,7 @@ fn a_spooled_upload_refused_for_good_is_set_aside_and_never_blocks_the_spool() {
     let target = goroutine_target();
     let down = port_nothing_listens_on();
     let sb = Sandbox::new();
-    let pull = |upload: &str| {
-        sb.run(&[
-            "pull",
-            &format!("http://{target}"),
-            "--types",
-            "goroutine",
-            "--upload",
-            upload,
-            "--spool",
-            "spool",
-        ])
-    };
+    let pull = |upload: &str| pull_goroutines_to(&sb, &target, upload);
     let spooled = || {
         std::fs::read_dir(sb.file("spool"))
             .unwrap()

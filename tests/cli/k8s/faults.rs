@@ -63,6 +63,17 @@ fn web(name: &str, uid: &str, ip: &str, port: u16) -> Value {
 }
 
 impl Node {
+    /// `agentprof k8s` on this node with `args` and a /metrics listener: the run, and the
+    /// listener's address once it listens.
+    fn start(&self, args: &[&str]) -> (Running, String) {
+        let mut all = vec!["--metrics-listen", "127.0.0.1:0"];
+        all.extend_from_slice(args);
+        let mut run = Running::start(&self.sb, &self.kc, &all);
+        let listening = run.wait("listening", |v| v["event"] == "listening");
+        let metrics = listening["metrics"].as_str().unwrap().to_string();
+        (run, metrics)
+    }
+
     /// profile.yaml: the kubelet's settings plus `init`, and one rule for app=web with
     /// `rule` lines (each `    key: value\n`).
     fn rules(&self, init: &str, rule: &str) {
@@ -135,9 +146,7 @@ fn one_fault(name: &str, fault: Fault, base: u8) {
         return;
     };
     n.rules("", WATCHED);
-    let mut run = Running::start(&n.sb, &n.kc, &["--metrics-listen", "127.0.0.1:0"]);
-    let listening = run.wait("listening", |v| v["event"] == "listening");
-    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    let (mut run, metrics) = n.start(&[]);
     run.wait("leader", |v| v["event"] == "leader");
     run.wait("synced", |v| v["event"] == "synced");
     run.wait("a capture", |v| v["event"] == "capture_done");
@@ -269,9 +278,7 @@ fn the_api_server_gone_and_back_resumes_discovery_the_lease_and_readiness() {
     let Some(late) = late else { return };
     n.kubelet.add("shop", "web-late", "u-late", "app", late.pid);
     n.rules("", WATCHED);
-    let mut run = Running::start(&n.sb, &n.kc, &["--metrics-listen", "127.0.0.1:0"]);
-    let listening = run.wait("listening", |v| v["event"] == "listening");
-    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    let (mut run, metrics) = n.start(&[]);
     run.wait("synced", |v| v["event"] == "synced");
     until("ready", 10, || get(&metrics, "/readyz").0 == 200);
     let gone = Instant::now();
@@ -333,9 +340,7 @@ fn short_watches_back_off_and_refused_credentials_make_it_unready() {
         return;
     };
     n.rules("", WATCHED);
-    let mut run = Running::start(&n.sb, &n.kc, &["--metrics-listen", "127.0.0.1:0"]);
-    let listening = run.wait("listening", |v| v["event"] == "listening");
-    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    let (mut run, metrics) = n.start(&[]);
     run.wait("synced", |v| v["event"] == "synced");
     n.api.wait_for_watches(1);
     n.api.set_fault(None, Some(Fault::WatchEndsAtOnce));
@@ -520,13 +525,7 @@ fn a_capture_whose_files_were_not_written_is_a_failure() {
     std::os::unix::fs::symlink("/dev/full", n.sb.file("out/captures.jsonl")).unwrap();
     // Where the pod's profiles would go is a file.
     n.sb.write("out/shop", "not a directory");
-    let mut run = Running::start(
-        &n.sb,
-        &n.kc,
-        &["--out", "out", "--metrics-listen", "127.0.0.1:0"],
-    );
-    let listening = run.wait("listening", |v| v["event"] == "listening");
-    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    let (mut run, metrics) = n.start(&["--out", "out"]);
     let done = run.wait("the capture", |v| v["event"] == "capture_done");
     assert_eq!(done["status"], "error", "{done}");
     let rec = run.wait("the record error", |v| v["event"] == "record_error");
@@ -569,9 +568,7 @@ fn hostile_clients_of_the_metrics_listener_cannot_starve_the_collector() {
         return;
     };
     n.rules("", WATCHED);
-    let mut run = Running::start(&n.sb, &n.kc, &["--metrics-listen", "127.0.0.1:0"]);
-    let listening = run.wait("listening", |v| v["event"] == "listening");
-    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    let (mut run, metrics) = n.start(&[]);
     run.wait("synced", |v| v["event"] == "synced");
     let pid = run.child.id();
     let (fds0, rss0) = fds_and_rss(pid);
@@ -756,6 +753,14 @@ fn hostile_pod_endpoints_cost_their_own_capture_only() {
     );
 }
 
+/// `capture_done` events printed so far.
+fn captures_done(run: &mut Running) -> usize {
+    run.drain()
+        .iter()
+        .filter(|v| v["event"] == "capture_done")
+        .count()
+}
+
 /// CPU seconds (user + system) `pid` has used so far.
 fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -801,9 +806,7 @@ fn bad_lists(name: &str, truncated: bool, base: u8) {
     if !truncated {
         n.api.set_fault(None, Some(Fault::BadList(false)));
     }
-    let mut run = Running::start(&n.sb, &n.kc, &["--metrics-listen", "127.0.0.1:0"]);
-    let listening = run.wait("listening", |v| v["event"] == "listening");
-    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    let (mut run, metrics) = n.start(&[]);
     let pid = run.child.id();
     if truncated {
         run.wait("synced", |v| v["event"] == "synced");
@@ -861,15 +864,9 @@ fn bad_lists(name: &str, truncated: bool, base: u8) {
         "{name}: the decoding error is said: {errors:#?}"
     );
     // The collector still works: a scheduled capture after the recovery.
-    let done = |run: &mut Running| {
-        run.drain()
-            .iter()
-            .filter(|v| v["event"] == "capture_done")
-            .count()
-    };
-    let done0 = done(&mut run);
+    let done0 = captures_done(&mut run);
     until("a capture after the recovery", 30, || {
-        done(&mut run) > done0
+        captures_done(&mut run) > done0
     });
     let _ = run.stop();
 }
@@ -884,9 +881,7 @@ fn a_rotated_api_server_certificate_is_transparent_and_an_unknown_ca_recovers() 
         return;
     };
     n.rules("", WATCHED);
-    let mut run = Running::start(&n.sb, &n.kc, &["--metrics-listen", "127.0.0.1:0"]);
-    let listening = run.wait("listening", |v| v["event"] == "listening");
-    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    let (mut run, metrics) = n.start(&[]);
     let pid = run.child.id();
     run.wait("synced", |v| v["event"] == "synced");
     until("ready", 10, || get(&metrics, "/readyz").0 == 200);
@@ -931,15 +926,9 @@ fn a_rotated_api_server_certificate_is_transparent_and_an_unknown_ca_recovers() 
     let back = Instant::now();
     let ready = until("ready again", 40, || get(&metrics, "/readyz").0 == 200);
     let ready_after = back.elapsed().as_secs_f64().max(ready);
-    let done = |run: &mut Running| {
-        run.drain()
-            .iter()
-            .filter(|v| v["event"] == "capture_done")
-            .count()
-    };
-    let done0 = done(&mut run);
+    let done0 = captures_done(&mut run);
     until("a capture after the recovery", 30, || {
-        done(&mut run) > done0
+        captures_done(&mut run) > done0
     });
     eprintln!(
         "measured: API server certificate rotated within its CA: 0 watch errors, ready throughout; from an unknown CA for 15 s: /readyz 503 after {not_ready:.1} s, {} watch errors, ready {ready_after:.1} s after a good certificate, same process",
@@ -983,9 +972,7 @@ fn a_watch_flood_keeps_memory_flat_the_lease_renewed_and_captures_going() {
         return;
     };
     n.rules("", WATCHED);
-    let mut run = Running::start(&n.sb, &n.kc, &["--metrics-listen", "127.0.0.1:0"]);
-    let listening = run.wait("listening", |v| v["event"] == "listening");
-    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    let (mut run, metrics) = n.start(&[]);
     let pid = run.child.id();
     run.wait("synced", |v| v["event"] == "synced");
     run.wait("a capture", |v| v["event"] == "capture_done");
@@ -999,13 +986,7 @@ fn a_watch_flood_keeps_memory_flat_the_lease_renewed_and_captures_going() {
             .unwrap_or_default()
     };
     let renew0 = lease(&n);
-    let captures = |run: &mut Running| {
-        run.drain()
-            .iter()
-            .filter(|v| v["event"] == "capture_done")
-            .count()
-    };
-    let captures0 = captures(&mut run);
+    let captures0 = captures_done(&mut run);
     let (cpu0, t0) = (cpu_seconds(pid), Instant::now());
     n.api.flood(rate, flood_s);
     let mut rss_max = rss0;
@@ -1021,7 +1002,7 @@ fn a_watch_flood_keeps_memory_flat_the_lease_renewed_and_captures_going() {
     }
     let flooded = n.api.flooded();
     let cpu_flood = cpu_seconds(pid) - cpu0;
-    let captured = captures(&mut run) - captures0;
+    let captured = captures_done(&mut run) - captures0;
     // Calm again: what was already sent is read, then the CPU it uses over 2 s is small.
     let end = Instant::now();
     let mut calm;
@@ -1131,13 +1112,7 @@ fn the_output_directory_is_kept_within_its_retention() {
     f.set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
         .unwrap();
     drop(f);
-    let mut run = Running::start(
-        &n.sb,
-        &n.kc,
-        &["--out", "out", "--metrics-listen", "127.0.0.1:0"],
-    );
-    let listening = run.wait("listening", |v| v["event"] == "listening");
-    let metrics = listening["metrics"].as_str().unwrap().to_string();
+    let (mut run, metrics) = n.start(&["--out", "out"]);
     let ev = run.wait("retention", |v| v["event"] == "retention");
     assert_eq!(ev["deleted_files"], 1, "{ev}");
     assert_eq!(ev["deleted_bytes"], 2 << 20, "{ev}");

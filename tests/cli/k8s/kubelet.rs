@@ -47,20 +47,9 @@ pub struct Kubelet {
 
 /// Serves `app` over plain HTTP on 127.0.0.1 (a free port) until the test process ends.
 fn serve_plain(app: axum::Router) -> SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let l = tokio::net::TcpListener::from_std(listener).unwrap();
-            let _ = axum::serve(l, app).await;
-        });
-    });
-    addr
+    super::tls::on_thread(move |l| async move {
+        let _ = axum::serve(l, app).await;
+    })
 }
 
 fn cpu_seconds(pid: u32) -> Option<f64> {

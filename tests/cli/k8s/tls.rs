@@ -196,53 +196,42 @@ fn serve_inner(
 ) -> SocketAddr {
     let config = server_config(cert, key, client_ca);
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let l = tokio::net::TcpListener::from_std(listener).unwrap();
-            let (cut_tx, cut_rx) = tokio::sync::watch::channel(0u64);
-            if let Some(g) = &gate {
-                *g.cut.lock().unwrap() = Some(cut_tx);
+    on_thread(move |l| async move {
+        let (cut_tx, cut_rx) = tokio::sync::watch::channel(0u64);
+        if let Some(g) = &gate {
+            *g.cut.lock().unwrap() = Some(cut_tx);
+        }
+        loop {
+            let Ok((tcp, _)) = l.accept().await else {
+                continue;
+            };
+            if gate
+                .as_ref()
+                .is_some_and(|g| g.down.load(std::sync::atomic::Ordering::SeqCst))
+            {
+                drop(tcp);
+                continue;
             }
-            loop {
-                let Ok((tcp, _)) = l.accept().await else {
-                    continue;
+            let current = gate
+                .as_ref()
+                .and_then(|g| g.acceptor.lock().unwrap().clone());
+            let (acceptor, app) = (current.unwrap_or_else(|| acceptor.clone()), app.clone());
+            let mut cut = cut_rx.clone();
+            cut.mark_unchanged();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
                 };
-                if gate
-                    .as_ref()
-                    .is_some_and(|g| g.down.load(std::sync::atomic::Ordering::SeqCst))
-                {
-                    drop(tcp);
-                    continue;
+                let svc = hyper_util::service::TowerToHyperService::new(app);
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), svc);
+                tokio::select! {
+                    _ = conn => {}
+                    _ = cut.changed() => {}
                 }
-                let current = gate
-                    .as_ref()
-                    .and_then(|g| g.acceptor.lock().unwrap().clone());
-                let (acceptor, app) = (current.unwrap_or_else(|| acceptor.clone()), app.clone());
-                let mut cut = cut_rx.clone();
-                cut.mark_unchanged();
-                tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else {
-                        return;
-                    };
-                    let svc = hyper_util::service::TowerToHyperService::new(app);
-                    let conn = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(hyper_util::rt::TokioIo::new(tls), svc);
-                    tokio::select! {
-                        _ = conn => {}
-                        _ = cut.changed() => {}
-                    }
-                });
-            }
-        });
-    });
-    addr
+            });
+        }
+    })
 }
 
 /// A server's TLS configuration: `cert`'s chain and `key`; with `client_ca`, clients must
@@ -272,4 +261,26 @@ fn server_config(cert: &Path, key: &Path, client_ca: Option<&Path>) -> rustls::S
         None => builder.with_no_client_auth(),
     };
     builder.with_single_cert(certs, key).unwrap()
+}
+
+/// A listener on 127.0.0.1 (a free port) served by `serve` on a runtime of its own, on a
+/// thread of its own, until the test process ends; its address.
+pub fn on_thread<F, Fut>(serve: F) -> SocketAddr
+where
+    F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            serve(tokio::net::TcpListener::from_std(listener).unwrap()).await;
+        });
+    });
+    addr
 }
