@@ -52,6 +52,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--pprof', '--pprof', [CompletionResultType]::ParameterName, 'Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile')
             [CompletionResult]::new('--pstats', '--pstats', [CompletionResultType]::ParameterName, 'Write a Python check''s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile')
             [CompletionResult]::new('--log-level', '--log-level', [CompletionResultType]::ParameterName, 'Keep a Python check''s own log records from this level up with each run, shown in the table and in --json (as `agent check -l`; default warning)')
+            [CompletionResult]::new('--run-timeout', '--run-timeout', [CompletionResultType]::ParameterName, 'Each run''s deadline (e.g. 5s, 500ms; a bare number is seconds), for every instance, over the configuration''s run_timeout (default 30s); an instance''s own `timeout` is the check''s')
             [CompletionResult]::new('--log', '--log', [CompletionResultType]::ParameterName, 'Append the collector.log block of every run to FILE (overrides log_file)')
             [CompletionResult]::new('--instance', '--instance', [CompletionResultType]::ParameterName, 'Run only instance N of the check''s configuration (0-based, as in instances[N])')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)')

@@ -142,7 +142,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__check)
-            opts="-t -r -h -V --profile --times --rate --pause --json --table --top --frequency --flamegraph --pprof --pstats --log-level --profile-first-run --log --memory --instance --config --confd --checks --python --help --version"
+            opts="-t -r -h -V --profile --times --rate --pause --json --table --top --frequency --flamegraph --pprof --pstats --log-level --run-timeout --profile-first-run --log --memory --instance --config --confd --checks --python --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -182,6 +182,10 @@ _agentprof() {
                     ;;
                 --log-level)
                     COMPREPLY=($(compgen -W "debug info warning error" -- "${cur}"))
+                    return 0
+                    ;;
+                --run-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --log)

@@ -48,6 +48,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --pprof 'Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile'
             cand --pstats 'Write a Python check''s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile'
             cand --log-level 'Keep a Python check''s own log records from this level up with each run, shown in the table and in --json (as `agent check -l`; default warning)'
+            cand --run-timeout 'Each run''s deadline (e.g. 5s, 500ms; a bare number is seconds), for every instance, over the configuration''s run_timeout (default 30s); an instance''s own `timeout` is the check''s'
             cand --log 'Append the collector.log block of every run to FILE (overrides log_file)'
             cand --instance 'Run only instance N of the check''s configuration (0-based, as in instances[N])'
             cand --config 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)'

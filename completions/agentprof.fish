@@ -52,6 +52,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l log-level 
 info\t''
 warning\t''
 error\t''"
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l run-timeout -d 'Each run\'s deadline (e.g. 5s, 500ms; a bare number is seconds), for every instance, over the configuration\'s run_timeout (default 30s); an instance\'s own `timeout` is the check\'s' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l log -d 'Append the collector.log block of every run to FILE (overrides log_file)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l instance -d 'Run only instance N of the check\'s configuration (0-based, as in instances[N])' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F

@@ -241,6 +241,17 @@ impl Runner {
         self
     }
 
+    /// Every instance's run deadline is `timeout` (`check --run-timeout`), whatever its
+    /// configuration's `run_timeout`.
+    pub fn with_run_timeout(mut self, timeout: Option<Duration>) -> Runner {
+        if let Some(t) = timeout {
+            for inst in &mut self.instances {
+                inst.timeout = t;
+            }
+        }
+        self
+    }
+
     /// Keeps the check's log records from `level` up with each run (`check --log-level`).
     pub fn with_log_level(mut self, level: crate::config::Level) -> Runner {
         use crate::config::Level;

@@ -214,6 +214,11 @@ pub struct CheckArgs {
     #[arg(long, value_name = "LEVEL",
           value_parser = ["debug", "info", "warning", "error"])]
     pub log_level: Option<String>,
+    /// Each run's deadline (e.g. 5s, 500ms; a bare number is seconds), for every instance,
+    /// over the configuration's run_timeout (default 30s); an instance's own `timeout` is
+    /// the check's
+    #[arg(long, value_name = "DURATION")]
+    pub run_timeout: Option<String>,
     /// Profile a Python check's first run too (by default one warm-up run of each instance,
     /// dominated by first imports, comes before the runs and is left out of the profile)
     #[arg(long)]

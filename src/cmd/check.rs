@@ -51,6 +51,8 @@ pub struct CheckOptions {
     pub profile_first_run: bool,
     /// `--log-level`: the check's log records kept with each run, from this level up.
     pub log_level: crate::config::Level,
+    /// `--run-timeout`: every instance's run deadline.
+    pub run_timeout: Option<Duration>,
 }
 
 impl CheckOptions {
@@ -94,6 +96,17 @@ impl CheckOptions {
             instance: a.instance,
             memory: a.memory,
             profile_first_run: a.profile_first_run,
+            run_timeout: match a.run_timeout.as_deref() {
+                Some(t) => {
+                    let d = crate::duration::parse(t, 1.0)
+                        .map_err(|e| UsageError::flag("--run-timeout", e))?;
+                    if d.is_zero() {
+                        return Err(UsageError::flag("--run-timeout", "must be above 0"));
+                    }
+                    Some(d)
+                }
+                None => None,
+            },
             log_level: match a.log_level.as_deref() {
                 Some(l) => crate::config::Level::parse(l)
                     .map_err(|e| UsageError::flag("--log-level", e))?,
@@ -249,7 +262,8 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         loaded.source.clone(),
     );
     let mut runner = Runner::new(loaded, &config, opts.instance, profile_hz, opts.memory)
-        .with_log_level(opts.log_level);
+        .with_log_level(opts.log_level)
+        .with_run_timeout(opts.run_timeout);
     let warmed = match &python_host {
         Some(host) if opts.profile && !opts.profile_first_run => warm_up(&mut runner, host),
         _ => false,

@@ -918,7 +918,7 @@ fn an_unimportable_datadog_checks_base_is_said_with_its_fix() {
 
 /// An instance's `timeout` is the check's own (integrations use it for an HTTP or DNS
 /// timeout): it reaches the check and does not stop the run. agentprof's deadline is
-/// `run_timeout`, in the instance or in init_config.
+/// `run_timeout`, in the instance or in init_config, and `check --run-timeout` over both.
 #[test]
 fn an_instances_timeout_is_the_checks_and_run_timeout_is_agentprofs() {
     let sb = Sandbox::new();
@@ -951,6 +951,17 @@ fn an_instances_timeout_is_the_checks_and_run_timeout_is_agentprofs() {
             .contains("timed out after"),
         "{}",
         r.stdout
+    );
+    // --run-timeout is over the configuration's: 5 s lets the run finish.
+    let r = sb.run(&["check", "slowish", "--json", "--run-timeout", "5s"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(metric_values(&r.json(), "slowish.timeout"), vec![5.0]);
+    let r = sb.run(&["check", "slowish", "--run-timeout", "0"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--run-timeout: must be above 0"),
+        "{}",
+        r.stderr
     );
 }
 
