@@ -262,7 +262,11 @@ impl<'a> Collector<'a> {
         if let Some(s) = self.checks.summaries.get_mut(&rec.check) {
             // A built-in check shares agentprof's process with every other check: its
             // RSS is the agent's (reported as datadog.agent.collector.*), not its own.
-            s.add(rec, opts.developer_mode && kind != CheckKind::Builtin);
+            s.add(
+                rec,
+                opts.developer_mode && kind != CheckKind::Builtin,
+                kind.persists(),
+            );
         }
     }
 

@@ -12,7 +12,8 @@ use crate::profile::leak::{LeakTrend, trend_of};
 /// only every second run after is kept, so a long run's memory stays bounded.
 const TREND_POINTS: usize = 2048;
 
-/// RSS after the successful runs of one instance, every `stride`-th run.
+/// The RSS series of the successful runs of one instance (as `profile::leak::rss_series`
+/// reads it), every `stride`-th run.
 #[derive(Debug, Clone, Default)]
 struct RssSeries {
     instance: usize,
@@ -20,9 +21,27 @@ struct RssSeries {
     /// Successful runs seen (with an RSS figure).
     runs: usize,
     points: Vec<f64>,
+    /// For a process that lives across runs: the previous run's RSS after, and the growth
+    /// of the runs so far (what RSS moved less what it gained between runs).
+    previous: Option<f64>,
+    level: f64,
 }
 
 impl RssSeries {
+    /// The value of a run with these figures: its RSS after, or (`persists`) the growth of
+    /// the runs so far.
+    fn value(&mut self, before: Option<u64>, after: u64, persists: bool) -> f64 {
+        let after = after as f64;
+        if !persists {
+            return after;
+        }
+        if let (Some(p), Some(b)) = (self.previous, before) {
+            self.level += (after - p) - (b as f64 - p).max(0.0);
+        }
+        self.previous = Some(after);
+        self.level
+    }
+
     fn push(&mut self, rss: f64) {
         if self.runs.is_multiple_of(self.stride) {
             if self.points.len() == TREND_POINTS {
@@ -79,7 +98,7 @@ impl CheckSummary {
         }
     }
 
-    pub fn add(&mut self, rec: RunRecord, keep_for_trend: bool) {
+    pub fn add(&mut self, rec: RunRecord, keep_for_trend: bool, persists: bool) {
         self.runs += 1;
         if let Some(e) = &rec.error {
             self.errors += 1;
@@ -109,7 +128,9 @@ impl CheckSummary {
                     self.series.len() - 1
                 }
             };
-            self.series[at].push(rss as f64);
+            let s = &mut self.series[at];
+            let v = s.value(rec.cost.rss_before, rss, persists);
+            s.push(v);
         }
     }
 
