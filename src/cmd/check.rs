@@ -51,6 +51,8 @@ pub struct CheckOptions {
     pub profile_first_run: bool,
     /// `--log-level`: the check's log records kept with each run, from this level up.
     pub log_level: crate::config::Level,
+    /// `--log-level` was given (it applies to Python checks only).
+    pub log_level_set: bool,
     /// `--run-timeout`: every instance's run deadline.
     pub run_timeout: Option<Duration>,
 }
@@ -107,6 +109,7 @@ impl CheckOptions {
                 }
                 None => None,
             },
+            log_level_set: a.log_level.is_some(),
             log_level: match a.log_level.as_deref() {
                 Some(l) => crate::config::Level::parse(l)
                     .map_err(|e| UsageError::flag("--log-level", e))?,
@@ -170,6 +173,25 @@ fn write_python_outputs(
 /// Profile outputs that the kind of check cannot produce are refused before any run.
 fn check_profile_flags(opts: &CheckOptions, name: &str, kind: CheckKind) -> Result<(), UsageError> {
     let refuse = |flag: &str, why: String| Err(UsageError::flag(flag, why));
+    if kind != CheckKind::Python {
+        let only_python = [
+            (
+                "--log-level",
+                opts.log_level_set,
+                "only a Python check writes log records",
+            ),
+            (
+                "--profile-first-run",
+                opts.profile_first_run,
+                "only a Python check's profile leaves out a warm-up run",
+            ),
+        ];
+        for (flag, set, why) in only_python {
+            if set {
+                return refuse(flag, format!("{name} is not a Python check: {why}"));
+            }
+        }
+    }
     if opts.memory && kind != CheckKind::Python {
         return refuse(
             "--memory",

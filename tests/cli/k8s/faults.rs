@@ -761,20 +761,9 @@ fn captures_done(run: &mut Running) -> usize {
         .count()
 }
 
-/// CPU seconds (user + system) `pid` has used so far.
+/// CPU seconds (user + system) `pid` has used so far (0 once it is gone).
 fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The fields after the command's closing parenthesis; utime and stime are the 12th
-    // and 13th of them.
-    let after = stat.rsplit_once(')').map_or("", |(_, a)| a);
-    let f: Vec<u64> = after
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    f.iter().sum::<u64>() as f64 / tick
+    super::kubelet::cpu_seconds(pid).unwrap_or(0.0)
 }
 
 /// A pod LIST answered 200 with a proxy's HTML page, or with the list cut off halfway, for

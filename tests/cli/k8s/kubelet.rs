@@ -52,7 +52,8 @@ fn serve_plain(app: axum::Router) -> SocketAddr {
     })
 }
 
-fn cpu_seconds(pid: u32) -> Option<f64> {
+/// CPU seconds (user + system) `pid` has used so far, from /proc/PID/stat.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 2..];
     let f: Vec<&str> = rest.split_whitespace().collect();
