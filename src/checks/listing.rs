@@ -97,9 +97,13 @@ impl Registry<'_> {
         let (source, instances, error) = match self.load(name) {
             Ok(l) => (l.source, l.instances.len(), None),
             Err(e) => {
-                let source = CheckConf::find(&self.config.confd_path, name)
-                    .map(ConfigSource::File)
-                    .unwrap_or(ConfigSource::Default);
+                let mut files = CheckConf::locate_all(&self.config.confd_path, name)
+                    .unwrap_or_default();
+                let source = match files.len() {
+                    0 => ConfigSource::Default,
+                    1 => ConfigSource::File(files.remove(0)),
+                    _ => ConfigSource::Files(files),
+                };
                 (source, 0, Some(e.to_string()))
             }
         };

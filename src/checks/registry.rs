@@ -23,6 +23,8 @@ use super::{CheckKind, Runnable};
 #[serde(tag = "type", content = "path", rename_all = "snake_case")]
 pub enum ConfigSource {
     File(PathBuf),
+    /// Several files in `conf.d/NAME.d/` (and `NAME.yaml`), each with its own instances.
+    Files(Vec<PathBuf>),
     /// No file: the check's default instance.
     Default,
 }
@@ -31,6 +33,15 @@ impl std::fmt::Display for ConfigSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ConfigSource::File(p) => write!(f, "{}", p.display()),
+            ConfigSource::Files(ps) => {
+                for (i, p) in ps.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{}", p.display())?;
+                }
+                Ok(())
+            }
             ConfigSource::Default => f.write_str("(default instance)"),
         }
     }
@@ -106,24 +117,36 @@ pub struct Registry<'a> {
     installed: std::cell::OnceCell<Vec<Installed>>,
 }
 
-/// A Python check's `init_config` (an empty mapping when absent) and its instances, as JSON;
-/// with no configuration, one empty instance.
-fn python_config(conf: Option<&CheckConf>) -> (serde_json::Value, Vec<serde_json::Value>) {
+/// A Python check's instances as JSON, each with its own file's `init_config` (an empty
+/// mapping when absent); with no configuration, one empty instance.
+fn python_config(confs: &[CheckConf]) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
     let to_json =
         |v: &serde_yaml_ng::Value| serde_json::to_value(v).unwrap_or(serde_json::Value::Null);
-    let (init, raws) = match conf {
-        Some(c) => (
-            to_json(&c.init_config),
-            c.instances.iter().map(to_json).collect::<Vec<_>>(),
-        ),
-        None => (serde_json::Value::Null, vec![serde_json::json!({})]),
-    };
-    let init = if init.is_null() {
-        serde_json::json!({})
-    } else {
-        init
-    };
-    (init, raws)
+    if confs.is_empty() {
+        return (vec![serde_json::json!({})], vec![serde_json::json!({})]);
+    }
+    let mut inits = Vec::new();
+    let mut raws = Vec::new();
+    for c in confs {
+        let init = match to_json(&c.init_config) {
+            serde_json::Value::Null => serde_json::json!({}),
+            init => init,
+        };
+        for inst in &c.instances {
+            inits.push(init.clone());
+            raws.push(to_json(inst));
+        }
+    }
+    (inits, raws)
+}
+
+/// Where a check's instances came from.
+fn source_of(confs: &[CheckConf]) -> ConfigSource {
+    match confs {
+        [] => ConfigSource::Default,
+        [one] => ConfigSource::File(one.path.clone()),
+        many => ConfigSource::Files(many.iter().map(|c| c.path.clone()).collect()),
+    }
 }
 
 impl<'a> Registry<'a> {
@@ -241,10 +264,12 @@ impl<'a> Registry<'a> {
         format!("{close} known checks: {}", names.join(", "))
     }
 
-    fn conf(&self, name: &str) -> Result<Option<CheckConf>, UsageError> {
-        CheckConf::locate(&self.config.confd_path, name)?
-            .map(|p| CheckConf::read(&p))
-            .transpose()
+    /// Every file that configures NAME, read (see [`CheckConf::locate_all`]).
+    fn confs(&self, name: &str) -> Result<Vec<CheckConf>, UsageError> {
+        CheckConf::locate_all(&self.config.confd_path, name)?
+            .iter()
+            .map(|p| CheckConf::read(p))
+            .collect()
     }
 
     /// Loads NAME with its instances; configuration problems are usage errors (exit 2).
@@ -294,35 +319,46 @@ impl<'a> Registry<'a> {
             .find(|p| p.is_file() && !is_executable(p))
     }
 
-    /// The check's file (if any), its source, and every instance's common options. With
-    /// `options` (a built-in's own), any other key is warned about; a plugin gets its whole
-    /// instance, so its keys are its own business (`None`).
+    /// The check's files (none: its default instance), its source, and every instance's
+    /// common options, in the files' order. With `options` (a built-in's own), any other key
+    /// is warned about; a plugin gets its whole instance, so its keys are its own business
+    /// (`None`).
     fn common(
         &self,
         name: &str,
         options: Option<&[&str]>,
         warnings: &mut Vec<String>,
-    ) -> Result<(Option<CheckConf>, ConfigSource, Vec<InstanceCommon>), UsageError> {
-        let conf = self.conf(name)?;
-        let (source, commons) = match &conf {
-            Some(c) => {
-                if let Some(options) = options {
-                    warnings.extend(c.unknown_key_warnings(options));
-                }
-                (ConfigSource::File(c.path.clone()), commons_of(c)?)
+    ) -> Result<(Vec<CheckConf>, ConfigSource, Vec<InstanceCommon>), UsageError> {
+        let confs = self.confs(name)?;
+        let mut commons = Vec::new();
+        for c in &confs {
+            if let Some(options) = options {
+                warnings.extend(c.unknown_key_warnings(options));
             }
-            None => (ConfigSource::Default, vec![InstanceCommon::default()]),
-        };
-        for (i, common) in commons.iter().enumerate() {
-            validate_common(conf.as_ref(), i, common)?;
+            let of_file = commons_of(c)?;
+            for (i, common) in of_file.iter().enumerate() {
+                validate_common(c, i, common)?;
+            }
+            commons.extend(of_file);
         }
-        Ok((conf, source, commons))
+        if confs.is_empty() {
+            commons.push(InstanceCommon::default());
+        }
+        let source = source_of(&confs);
+        Ok((confs, source, commons))
     }
 
     fn load_builtin(&self, spec: &BuiltinSpec) -> Result<LoadedCheck, UsageError> {
         let mut warnings = Vec::new();
-        let (conf, source, commons) = self.common(spec.name, Some(spec.options), &mut warnings)?;
-        let checks = (spec.build)(conf.as_ref())?;
+        let (confs, source, commons) =
+            self.common(spec.name, Some(spec.options), &mut warnings)?;
+        let mut checks = Vec::with_capacity(commons.len());
+        if confs.is_empty() {
+            checks.extend((spec.build)(None)?);
+        }
+        for c in &confs {
+            checks.extend((spec.build)(Some(c))?);
+        }
         Ok(LoadedCheck {
             name: spec.name.to_string(),
             kind: CheckKind::Builtin,
@@ -339,27 +375,22 @@ impl<'a> Registry<'a> {
 
     fn load_exec(&self, name: &str, path: &Path) -> Result<LoadedCheck, UsageError> {
         let mut warnings = Vec::new();
-        let (conf, source, commons) = self.common(name, None, &mut warnings)?;
-        let empty = serde_yaml_ng::Value::Mapping(Default::default());
-        let (init, raws, typed) = match &conf {
-            Some(c) => (
-                c.init_config.clone(),
-                c.instances.clone(),
-                c.typed_instances::<ExecInstance>()?,
-            ),
-            None => (
-                serde_yaml_ng::Value::Null,
-                vec![empty],
-                vec![ExecInstance::default()],
-            ),
-        };
+        let (confs, source, commons) = self.common(name, None, &mut warnings)?;
+        let mut built = Vec::with_capacity(commons.len());
+        if confs.is_empty() {
+            let empty = serde_yaml_ng::Value::Mapping(Default::default());
+            let init = serde_yaml_ng::Value::Null;
+            built.push(ExecCheck::new(path, &init, &empty, ExecInstance::default()));
+        }
+        for c in &confs {
+            for (raw, opts) in c.instances.iter().zip(c.typed_instances::<ExecInstance>()?) {
+                built.push(ExecCheck::new(path, &c.init_config, raw, opts));
+            }
+        }
         let instances = commons
             .into_iter()
-            .zip(raws.iter().zip(typed))
-            .map(|(common, (raw, opts))| {
-                let check = ExecCheck::new(path, &init, raw, opts);
-                (common, Runnable::External(Box::new(check)))
-            })
+            .zip(built)
+            .map(|(common, check)| (common, Runnable::External(Box::new(check))))
             .collect();
         Ok(LoadedCheck {
             name: name.to_string(),
@@ -391,16 +422,9 @@ impl<'a> Registry<'a> {
             ));
         }
         let mut warnings = Vec::new();
-        let conf = self.conf(name)?;
-        let (source, commons) = match &conf {
-            Some(c) => (ConfigSource::File(c.path.clone()), commons_of(c)?),
-            None => (ConfigSource::Default, vec![InstanceCommon::default()]),
-        };
-        for (i, common) in commons.iter().enumerate() {
-            validate_common(conf.as_ref(), i, common)?;
-        }
-        let (init, raws) = python_config(conf.as_ref());
-        if conf.is_none() {
+        let (confs, source, commons) = self.common(name, None, &mut warnings)?;
+        let (inits, raws) = python_config(&confs);
+        if confs.is_empty() {
             warnings.push(self.no_conf_warning(name, installed.as_ref()));
         }
         let check_ids = raws
@@ -412,7 +436,7 @@ impl<'a> Registry<'a> {
             python: self.config.python.clone(),
             name: name.to_string(),
             path: path.map(Path::to_path_buf),
-            init_config: init,
+            init_configs: inits,
             instances: raws,
             check_ids,
             config: self.agent_settings(),
@@ -485,12 +509,7 @@ fn commons_of(c: &CheckConf) -> Result<Vec<InstanceCommon>, UsageError> {
 /// past it a duration would overflow, and no check waits that long on purpose.
 const MAX_CONFIGURED_SECS: f64 = 1e9;
 
-fn validate_common(
-    conf: Option<&CheckConf>,
-    i: usize,
-    common: &InstanceCommon,
-) -> Result<(), UsageError> {
-    let Some(conf) = conf else { return Ok(()) };
+fn validate_common(conf: &CheckConf, i: usize, common: &InstanceCommon) -> Result<(), UsageError> {
     let bad = |key: &str, msg: String| {
         let message = format!("instances[{i}].{key}: {msg}");
         match conf.key_line(key) {

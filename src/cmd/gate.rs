@@ -515,6 +515,16 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
     let first = load(&config, &plan)?;
     let section = match &first.source {
         ConfigSource::File(p) => GateSection::from_check_conf(p)?,
+        ConfigSource::Files(ps) => {
+            let mut found = None;
+            for p in ps {
+                if let Some(section) = GateSection::from_check_conf(p)? {
+                    found = Some(section);
+                    break;
+                }
+            }
+            found
+        }
         ConfigSource::Default => None,
     };
     let (cfg, times) = resolve(flags(&args), args.gate_config.as_deref(), section)?;

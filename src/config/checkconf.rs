@@ -45,48 +45,64 @@ pub struct InstanceCommon {
 }
 
 #[derive(Deserialize)]
+#[expect(dead_code, reason = "read for its located errors only")]
 struct TypedFile<T> {
     #[serde(default = "Vec::new")]
     instances: Vec<Option<T>>,
 }
 
 impl CheckConf {
-    /// Finds NAME's file in `confd`: `NAME.yaml`, `NAME.yml`, then `NAME.d/conf.yaml`, then
-    /// (as the Agent falls back to it) `NAME.d/conf.yaml.default`.
+    /// NAME's first configuration file in `confd` (see [`Self::locate_all`]).
     pub fn find(confd: &Path, name: &str) -> Option<PathBuf> {
         Self::locate(confd, name).ok().flatten()
     }
 
     /// Where NAME's configuration is, or why the file that is there cannot be one (a
     /// directory, a FIFO, a device, a dangling link or a link loop): such a file is never
-    /// silently passed over for the default instance.
+    /// silently passed over for the default instance. The first of [`Self::locate_all`].
     pub fn locate(confd: &Path, name: &str) -> Result<Option<PathBuf>, UsageError> {
-        for p in [
+        Ok(Self::locate_all(confd, name)?.into_iter().next())
+    }
+
+    /// Every file that configures NAME, as the Agent's file provider reads conf.d:
+    /// `NAME.yaml` (or `.yml`) and every `*.yaml`/`*.yml` in `NAME.d/`, each with its own
+    /// `init_config` and instances, in name order; `NAME.d/conf.yaml.default` only when there
+    /// is none of those. `auto_conf.yaml` (an Autodiscovery template, run by the Agent only
+    /// for a matching container) and `metrics.yaml` (a JMX check's metric list) are not
+    /// configurations of their own.
+    pub fn locate_all(confd: &Path, name: &str) -> Result<Vec<PathBuf>, UsageError> {
+        let dir = confd.join(format!("{name}.d"));
+        let mut candidates = vec![
             confd.join(format!("{name}.yaml")),
             confd.join(format!("{name}.yml")),
-            confd.join(format!("{name}.d")).join("conf.yaml"),
-            confd.join(format!("{name}.d")).join("conf.yml"),
-            confd.join(format!("{name}.d")).join("conf.yaml.default"),
-        ] {
-            let Ok(link) = std::fs::symlink_metadata(&p) else {
-                continue;
-            };
-            let why = match std::fs::metadata(&p) {
-                Ok(m) if m.is_file() => return Ok(Some(p)),
-                Ok(m) if m.is_dir() => "is a directory, not a configuration file".to_string(),
-                Ok(_) => "is not a regular file (a FIFO, socket or device)".to_string(),
-                Err(e) if link.file_type().is_symlink() => {
-                    if e.raw_os_error() == Some(libc::ELOOP) {
-                        "is a symbolic link loop".to_string()
-                    } else {
-                        format!("is a symbolic link to nothing readable ({e})")
-                    }
-                }
-                Err(e) => format!("cannot be read: {e}"),
-            };
-            return Err(UsageError::config(&p, why));
+        ];
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            let mut inside: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    let file = p.file_name().and_then(|f| f.to_str()).unwrap_or("");
+                    (file.ends_with(".yaml") || file.ends_with(".yml"))
+                        && !file.starts_with('.')
+                        && !matches!(file, "auto_conf.yaml" | "auto_conf.yml")
+                        && !matches!(file, "metrics.yaml" | "metrics.yml")
+                })
+                .collect();
+            inside.sort();
+            candidates.extend(inside);
         }
-        Ok(None)
+        let mut found = Vec::new();
+        for p in candidates {
+            if let Some(p) = usable(p)? {
+                found.push(p);
+            }
+        }
+        if found.is_empty()
+            && let Some(p) = usable(dir.join("conf.yaml.default"))?
+        {
+            found.push(p);
+        }
+        Ok(found)
     }
 
     /// Reads and parses `path`. Syntax errors carry file:line:column.
@@ -95,9 +111,12 @@ impl CheckConf {
         Self::parse(path, text)
     }
 
+    /// Parses a check's file as the Agent does: YAML 1.1 values (`yes` is true, `0755` is
+    /// 493; see [`super::yaml11`]), syntax errors located by the YAML reader.
     pub fn parse(path: &Path, text: String) -> Result<CheckConf, UsageError> {
         let value: Value =
             serde_yaml_ng::from_str(&text).map_err(|e| UsageError::yaml(path, &e))?;
+        let value = super::yaml11::load(&text).unwrap_or(value);
         let Value::Mapping(map) = value else {
             return Err(UsageError::config(
                 path,
@@ -220,16 +239,54 @@ impl CheckConf {
         })
     }
 
-    /// Every instance as the check's typed options; a wrong type names the option and its place.
+    /// Every instance as the check's typed options, from the values the Agent would read
+    /// (YAML 1.1); a wrong type names the option and its place.
     pub fn typed_instances<T: DeserializeOwned + Default>(&self) -> Result<Vec<T>, UsageError> {
-        let file: TypedFile<T> =
-            serde_yaml_ng::from_str(&self.text).map_err(|e| UsageError::yaml(&self.path, &e))?;
-        Ok(file
-            .instances
-            .into_iter()
-            .map(Option::unwrap_or_default)
-            .collect())
+        let mut out = Vec::with_capacity(self.instances.len());
+        for (i, inst) in self.instances.iter().enumerate() {
+            match serde_yaml_ng::from_value::<Option<T>>(inst.clone()) {
+                Ok(t) => out.push(t.unwrap_or_default()),
+                Err(e) => return Err(self.type_error::<T>(i, &e)),
+            }
+        }
+        Ok(out)
     }
+
+    /// Why instance `i` does not fit the check's options, at its line where the YAML reader
+    /// finds the same fault; else with the YAML 1.1 reading that made it (`on` is a boolean).
+    fn type_error<T: DeserializeOwned>(&self, i: usize, e: &serde_yaml_ng::Error) -> UsageError {
+        if let Err(located) = serde_yaml_ng::from_str::<TypedFile<T>>(&self.text) {
+            return UsageError::yaml(&self.path, &located);
+        }
+        UsageError::config(
+            &self.path,
+            format!(
+                "instances[{i}]: {e} (the Agent reads unquoted yes/no/on/off/y/n as booleans and 0755 as an octal number, as YAML 1.1 does: quote a value meant as text)"
+            ),
+        )
+    }
+}
+
+/// `p` when it is a file that can be read; nothing when there is nothing at `p`; an error
+/// when what is there cannot be a configuration file.
+fn usable(p: PathBuf) -> Result<Option<PathBuf>, UsageError> {
+    let Ok(link) = std::fs::symlink_metadata(&p) else {
+        return Ok(None);
+    };
+    let why = match std::fs::metadata(&p) {
+        Ok(m) if m.is_file() => return Ok(Some(p)),
+        Ok(m) if m.is_dir() => "is a directory, not a configuration file".to_string(),
+        Ok(_) => "is not a regular file (a FIFO, socket or device)".to_string(),
+        Err(e) if link.file_type().is_symlink() => {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                "is a symbolic link loop".to_string()
+            } else {
+                format!("is a symbolic link to nothing readable ({e})")
+            }
+        }
+        Err(e) => format!("cannot be read: {e}"),
+    };
+    Err(UsageError::config(&p, why))
 }
 
 /// The 1-based line where `key:` first appears as a mapping key (also after `- `).

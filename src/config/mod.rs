@@ -3,6 +3,7 @@
 mod agent;
 mod checkconf;
 mod log;
+pub mod yaml11;
 
 pub use agent::{AgentConfig, ApiKey, HistogramConfig, LoadOptions};
 pub use checkconf::{CheckConf, InstanceCommon, find_key_line, suggest};

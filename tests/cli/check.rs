@@ -613,3 +613,79 @@ fn python_only_flags_are_refused_on_other_checks() {
         assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
     }
 }
+
+/// The Agent loads every `*.yaml` in `conf.d/NAME.d/` (each file's own instances) and
+/// `NAME.yaml` beside them; `conf.yaml.default` only when there is no other file, and
+/// `auto_conf.yaml` (an Autodiscovery template) not as a configuration. `list` names every
+/// file read. (agentprof used to read `conf.yaml` alone and pass the others over in silence.)
+#[test]
+fn every_yaml_file_in_name_d_is_read_and_list_names_them() {
+    let sb = Sandbox::new();
+    sb.write("conf.d/uptime.d/conf.yaml", "instances:\n  - tags: [from:conf]\n");
+    sb.write(
+        "conf.d/uptime.d/team-b.yaml",
+        "instances:\n  - tags: [from:team_b]\n  - tags: [from:team_b2]\n",
+    );
+    sb.write(
+        "conf.d/uptime.d/conf.yaml.default",
+        "instances:\n  - tags: [from:default]\n",
+    );
+    sb.write(
+        "conf.d/uptime.d/auto_conf.yaml",
+        "ad_identifiers: [redis]\ninstances:\n  - tags: [from:auto]\n",
+    );
+    sb.write("conf.d/uptime.d/notes.txt", "not a configuration\n");
+    let r = sb.run(&["check", "uptime", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let mut froms: Vec<String> = doc["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["tags"].as_array().unwrap().clone())
+        .filter_map(|t| t.as_str().and_then(|t| t.strip_prefix("from:")).map(str::to_string))
+        .collect();
+    froms.sort();
+    froms.dedup();
+    assert_eq!(froms, ["conf", "team_b", "team_b2"], "{}", doc["metrics"]);
+    assert_eq!(doc["config"]["type"], "files", "{}", doc["config"]);
+    let paths = doc["config"]["path"].to_string();
+    assert!(paths.contains("conf.yaml") && paths.contains("team-b.yaml"), "{paths}");
+    assert!(!paths.contains("auto_conf") && !paths.contains("default"), "{paths}");
+
+    let r = sb.run(&["list", "--json"]);
+    let rows = r.json()["checks"].as_array().unwrap().clone();
+    let uptime = rows.iter().find(|c| c["name"] == "uptime").unwrap();
+    assert_eq!(uptime["instances"], 3, "{uptime}");
+    assert!(uptime.to_string().contains("team-b.yaml"), "{uptime}");
+    let text = sb.run(&["list"]).stdout;
+    assert!(text.contains("team-b.yaml"), "{text}");
+
+    // A file in NAME.d that cannot be read is an error, not passed over.
+    sb.write("conf.d/uptime.d/broken.yaml", "instances: [\n");
+    let r = sb.run(&["check", "uptime"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("broken.yaml:"), "{}", r.stderr);
+}
+
+/// conf.d files are YAML 1.1 as the Agent reads them: `use_mount: yes` is a boolean (it was
+/// refused as "invalid type: string"), `min_disk_size: 1_000` a number; a quoted 'yes' is
+/// text, and a boolean option given text says what to do.
+#[test]
+fn builtin_options_read_yaml_1_1_values() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/disk.yaml",
+        "instances:\n  - use_mount: yes\n    all_partitions: off\n    min_disk_size: 0_0\n",
+    );
+    let r = sb.run(&["check", "disk", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let tags = r.json()["metrics"].to_string();
+    assert!(tags.contains("device:/"), "use_mount: yes tags by mount point: {tags}");
+
+    sb.write("conf.d/disk.yaml", "instances:\n  - use_mount: 'yes'\n");
+    let r = sb.run(&["check", "disk"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("disk.yaml:2:"), "{}", r.stderr);
+    assert!(r.stderr.contains("use_mount"), "{}", r.stderr);
+}

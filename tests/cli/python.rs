@@ -1149,3 +1149,54 @@ fn a_checks_log_records_are_shown_with_their_level_and_run() {
         );
     }
 }
+
+/// A Python check receives its instance as the Agent hands it over: conf.d read as YAML 1.1
+/// (unquoted `yes`/`on`/`y` are True, `off` False, `0755` is 493, `0x1F` 31, `1_000` 1000;
+/// quoted ones stay text), and each file of `conf.d/NAME.d/` with its own `init_config`.
+/// (agentprof used to pass `yes`, `on`, `0755`, `1_000` on as strings.)
+#[test]
+fn a_python_check_gets_yaml_1_1_values_and_each_files_init_config() {
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/yaml11.py",
+        "from checks import AgentCheck\n\n\
+         class Yaml11(AgentCheck):\n\
+         \x20   def check(self, instance):\n\
+         \x20       for k, v in instance.items():\n\
+         \x20           n = float(v) if isinstance(v, (int, float)) else 0.0\n\
+         \x20           self.gauge('yaml.%s.%s' % (k, type(v).__name__), n)\n\
+         \x20       self.gauge('yaml.init.' + str(self.init_config.get('which')), 1)\n",
+    );
+    sb.write(
+        "conf.d/yaml11.d/conf.yaml",
+        "init_config:\n  which: first\ninstances:\n  - a_yes: yes\n    a_on: on\n    a_y: y\n    a_off: off\n    \
+         a_octal: 0755\n    a_hex: 0x1F\n    a_underscores: 1_000\n    a_float: 1_000.5\n    \
+         q_yes: 'yes'\n    q_octal: \"0755\"\n    a_word: yesterday\n    a_null: ~\n",
+    );
+    sb.write(
+        "conf.d/yaml11.d/second.yaml",
+        "init_config:\n  which: second\ninstances:\n  - {b_no: NO}\n",
+    );
+    let r = sb.run(&["check", "yaml11", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    for (metric, value) in [
+        ("yaml.a_yes.bool", 1.0),
+        ("yaml.a_on.bool", 1.0),
+        ("yaml.a_y.bool", 1.0),
+        ("yaml.a_off.bool", 0.0),
+        ("yaml.a_octal.int", 493.0),
+        ("yaml.a_hex.int", 31.0),
+        ("yaml.a_underscores.int", 1000.0),
+        ("yaml.a_float.float", 1000.5),
+        ("yaml.q_yes.str", 0.0),
+        ("yaml.q_octal.str", 0.0),
+        ("yaml.a_word.str", 0.0),
+        ("yaml.a_null.NoneType", 0.0),
+        ("yaml.b_no.bool", 0.0),
+        ("yaml.init.first", 1.0),
+        ("yaml.init.second", 1.0),
+    ] {
+        assert_eq!(metric_values(&doc, metric), vec![value], "{metric}: {}", doc["metrics"]);
+    }
+}

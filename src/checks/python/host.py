@@ -517,8 +517,8 @@ def _load(msg):
         except Exception:
             version = None
     del CHECKS[:]
-    for inst, check_id in zip(msg["instances"], msg["check_ids"]):
-        init_config = _load_config(cls, msg.get("init_config") or {}) or {}
+    for inst, init, check_id in zip(msg["instances"], msg["init_configs"], msg["check_ids"]):
+        init_config = _load_config(cls, init or {}) or {}
         instance = _load_config(cls, inst)
         if not isinstance(instance, dict):
             raise TypeError("instance is not a mapping: %r" % (instance,))

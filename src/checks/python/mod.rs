@@ -39,7 +39,8 @@ pub struct LoadSpec {
     pub name: String,
     /// The checks directory's `NAME.py`, used when no `datadog_checks.NAME` is installed.
     pub path: Option<PathBuf>,
-    pub init_config: Value,
+    /// Each instance's `init_config` (its file's), beside `instances`.
+    pub init_configs: Vec<Value>,
     pub instances: Vec<Value>,
     pub check_ids: Vec<String>,
     pub config: Value,
@@ -111,7 +112,7 @@ impl PythonHost {
                     "op": "load",
                     "name": self.spec.name,
                     "path": self.spec.path,
-                    "init_config": self.spec.init_config,
+                    "init_configs": self.spec.init_configs,
                     "instances": self.spec.instances,
                     "check_ids": self.spec.check_ids,
                     "config": self.spec.config,
