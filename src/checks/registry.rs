@@ -350,8 +350,7 @@ impl<'a> Registry<'a> {
 
     fn load_builtin(&self, spec: &BuiltinSpec) -> Result<LoadedCheck, UsageError> {
         let mut warnings = Vec::new();
-        let (confs, source, commons) =
-            self.common(spec.name, Some(spec.options), &mut warnings)?;
+        let (confs, source, commons) = self.common(spec.name, Some(spec.options), &mut warnings)?;
         let mut checks = Vec::with_capacity(commons.len());
         if confs.is_empty() {
             checks.extend((spec.build)(None)?);

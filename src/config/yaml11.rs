@@ -270,7 +270,11 @@ impl<'a> Events<'a> {
                 return None;
             }
             sys::yaml_parser_set_encoding(parser.as_mut_ptr(), sys::YAML_UTF8_ENCODING);
-            sys::yaml_parser_set_input_string(parser.as_mut_ptr(), input.as_ptr(), input.len() as _);
+            sys::yaml_parser_set_input_string(
+                parser.as_mut_ptr(),
+                input.as_ptr(),
+                input.len() as _,
+            );
         }
         Some(Events {
             parser,

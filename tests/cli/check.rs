@@ -621,7 +621,10 @@ fn python_only_flags_are_refused_on_other_checks() {
 #[test]
 fn every_yaml_file_in_name_d_is_read_and_list_names_them() {
     let sb = Sandbox::new();
-    sb.write("conf.d/uptime.d/conf.yaml", "instances:\n  - tags: [from:conf]\n");
+    sb.write(
+        "conf.d/uptime.d/conf.yaml",
+        "instances:\n  - tags: [from:conf]\n",
+    );
     sb.write(
         "conf.d/uptime.d/team-b.yaml",
         "instances:\n  - tags: [from:team_b]\n  - tags: [from:team_b2]\n",
@@ -643,15 +646,25 @@ fn every_yaml_file_in_name_d_is_read_and_list_names_them() {
         .unwrap()
         .iter()
         .flat_map(|m| m["tags"].as_array().unwrap().clone())
-        .filter_map(|t| t.as_str().and_then(|t| t.strip_prefix("from:")).map(str::to_string))
+        .filter_map(|t| {
+            t.as_str()
+                .and_then(|t| t.strip_prefix("from:"))
+                .map(str::to_string)
+        })
         .collect();
     froms.sort();
     froms.dedup();
     assert_eq!(froms, ["conf", "team_b", "team_b2"], "{}", doc["metrics"]);
     assert_eq!(doc["config"]["type"], "files", "{}", doc["config"]);
     let paths = doc["config"]["path"].to_string();
-    assert!(paths.contains("conf.yaml") && paths.contains("team-b.yaml"), "{paths}");
-    assert!(!paths.contains("auto_conf") && !paths.contains("default"), "{paths}");
+    assert!(
+        paths.contains("conf.yaml") && paths.contains("team-b.yaml"),
+        "{paths}"
+    );
+    assert!(
+        !paths.contains("auto_conf") && !paths.contains("default"),
+        "{paths}"
+    );
 
     let r = sb.run(&["list", "--json"]);
     let rows = r.json()["checks"].as_array().unwrap().clone();
@@ -681,7 +694,10 @@ fn builtin_options_read_yaml_1_1_values() {
     let r = sb.run(&["check", "disk", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let tags = r.json()["metrics"].to_string();
-    assert!(tags.contains("device:/"), "use_mount: yes tags by mount point: {tags}");
+    assert!(
+        tags.contains("device:/"),
+        "use_mount: yes tags by mount point: {tags}"
+    );
 
     sb.write("conf.d/disk.yaml", "instances:\n  - use_mount: 'yes'\n");
     let r = sb.run(&["check", "disk"]);

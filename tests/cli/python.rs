@@ -1197,6 +1197,11 @@ fn a_python_check_gets_yaml_1_1_values_and_each_files_init_config() {
         ("yaml.init.first", 1.0),
         ("yaml.init.second", 1.0),
     ] {
-        assert_eq!(metric_values(&doc, metric), vec![value], "{metric}: {}", doc["metrics"]);
+        assert_eq!(
+            metric_values(&doc, metric),
+            vec![value],
+            "{metric}: {}",
+            doc["metrics"]
+        );
     }
 }
