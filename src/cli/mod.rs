@@ -163,7 +163,7 @@ pub struct ConfdArgs {
     /// agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Directory of check configurations (NAME.yaml or NAME.d/conf.yaml; profile.yaml for pull and k8s)
+    /// Directory of check configurations (NAME.yaml and NAME.d/*.yaml; profile.yaml for pull and k8s)
     #[arg(long, value_name = "DIR")]
     pub confd: Option<PathBuf>,
 }

@@ -1,4 +1,4 @@
-//! One check's configuration file (`conf.d/NAME.yaml` or `conf.d/NAME.d/conf.yaml`) with
+//! One check configuration file (`conf.d/NAME.yaml` or one of `conf.d/NAME.d/*.yaml`) with
 //! `init_config:` and `instances:` exactly as Datadog users write them.
 
 use std::path::{Path, PathBuf};

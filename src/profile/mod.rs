@@ -7,6 +7,8 @@ pub mod leak;
 mod pstats;
 mod record;
 mod sampler;
+#[cfg(target_os = "linux")]
+mod symtab;
 mod top;
 
 pub use callprofile::{CallProfile, Frame, ProfileKind, Sample};

@@ -231,6 +231,11 @@ mod imp {
         timer_thread: Option<libc::pid_t>,
         /// address -> interned frames, kept across runs so each address is resolved once.
         symbols: HashMap<(u64, bool), Vec<Frame>>,
+        /// address -> its function from the symbol table (process scope's periodic
+        /// snapshots, which do not read the debug information).
+        named: HashMap<(u64, bool), Frame>,
+        /// The executable's function symbols, read at the first snapshot (none: no table).
+        table: Option<Option<super::super::symtab::SymbolTable>>,
         /// Stacks (addresses, leaf first) sampled since the last `finish`, with their weight.
         raw: HashMap<Vec<u64>, u64>,
         /// Samples lost because a run filled the buffer.
@@ -249,6 +254,8 @@ mod imp {
                 timer: None,
                 timer_thread: None,
                 symbols: HashMap::new(),
+                named: HashMap::new(),
+                table: None,
                 raw: HashMap::new(),
                 dropped: 0,
                 outside_run: 0,
@@ -518,16 +525,66 @@ mod imp {
         /// the samples stay here as addresses (a few bytes per frame) for the next snapshot
         /// and `finish`. The agent logs its top calls from such snapshots and drops them, so
         /// its memory does not grow with the number of stacks it has named.
+        ///
+        /// A snapshot names functions from the executable's symbol table (see
+        /// [`super::super::symtab`]): a few milliseconds, where the debug information costs
+        /// 0.14 s of CPU and 30 MiB each time. Inlined frames, files and lines are in the
+        /// profile `finish` makes.
         pub fn snapshot(&mut self, into: &mut CallProfile) {
-            self.resolve_new();
+            self.name_new();
             for (stack, &count) in &self.raw {
                 let locations: Vec<Vec<usize>> = stack
                     .iter()
                     .enumerate()
-                    .map(|(depth, &ip)| self.resolve(ip, depth == 0, into))
+                    .map(|(depth, &ip)| match self.named.get(&(ip, depth == 0)) {
+                        Some(f) => vec![into.intern_ref(f)],
+                        None => self.resolve(ip, depth == 0, into),
+                    })
                     .collect();
                 into.add(locations, count);
             }
+        }
+
+        /// Names every sampled address not named before from the symbol table, or, outside
+        /// the executable, from the dynamic linker.
+        fn name_new(&mut self) {
+            let table = self
+                .table
+                .get_or_insert_with(super::super::symtab::SymbolTable::of_this_executable);
+            for stack in self.raw.keys() {
+                for (depth, &ip) in stack.iter().enumerate() {
+                    let key = (ip, depth == 0);
+                    if self.named.contains_key(&key) || self.symbols.contains_key(&key) {
+                        continue;
+                    }
+                    let addr = if depth == 0 { ip } else { ip.saturating_sub(1) };
+                    let frame = table
+                        .as_ref()
+                        .and_then(|t| t.frame(addr))
+                        .or_else(|| dynamic_symbol(addr))
+                        .unwrap_or_else(|| unknown(addr));
+                    self.named.insert(key, frame);
+                }
+            }
+        }
+    }
+
+    /// The exported symbol a shared library's address is in (`dladdr`), as libc's functions.
+    fn dynamic_symbol(addr: u64) -> Option<Frame> {
+        // SAFETY: dladdr only reads the loader's tables and writes into `info`, which we own;
+        // the names it returns point into loaded objects and are copied at once.
+        unsafe {
+            let mut info: libc::Dl_info = std::mem::zeroed();
+            if libc::dladdr(addr as *const c_void, &mut info) == 0 || info.dli_sname.is_null() {
+                return None;
+            }
+            let name = std::ffi::CStr::from_ptr(info.dli_sname).to_string_lossy();
+            Some(Frame {
+                function: format!("{:#}", rustc_demangle::demangle(&name)),
+                system_name: None,
+                file: None,
+                line: None,
+            })
         }
     }
 

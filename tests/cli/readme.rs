@@ -109,3 +109,125 @@ fn the_builtin_metric_table_names_what_disk_sends() {
         "README's disk row and what `check disk -t 2` sends"
     );
 }
+
+/// A README command line as the shell splits it: words, '…' and "…" quoting, a trailing
+/// `# comment` dropped.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                word.extend(chars.by_ref().take_while(|&c| c != '\''));
+            }
+            '"' => {
+                in_word = true;
+                word.extend(chars.by_ref().take_while(|&c| c != '"'));
+            }
+            '#' if !in_word => break,
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
+}
+
+/// Every `agentprof …` line of the README's and docs' ```sh blocks names a command and flags
+/// that exist: the line is run with `--help` added, which clap answers only when every flag
+/// before it is known.
+#[test]
+fn every_command_in_the_readme_and_docs_is_one_agentprof_accepts() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let sb = Sandbox::new();
+    let mut checked = 0;
+    for doc in [
+        "README.md",
+        "docs/ci.md",
+        "docs/details.md",
+        "checks/README.md",
+    ] {
+        let text = std::fs::read_to_string(format!("{root}/{doc}")).unwrap();
+        let mut in_sh = false;
+        for (n, line) in text.lines().enumerate() {
+            if line.starts_with("```") {
+                in_sh = line == "```sh" || line == "```bash";
+                continue;
+            }
+            let Some(rest) = line.trim_start().strip_prefix("agentprof ") else {
+                continue;
+            };
+            if !in_sh {
+                continue;
+            }
+            let mut args = shell_words(rest);
+            if let Some(cut) = args.iter().position(|a| a == "&&" || a == "|" || a == ">") {
+                args.truncate(cut);
+            }
+            args.push("--help".into());
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let r = sb.run(&args);
+            assert_eq!(
+                r.code,
+                0,
+                "{doc}:{}: `agentprof {rest}` is not accepted: {}",
+                n + 1,
+                r.stderr
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} commands found");
+}
+
+/// The flags the README's tables list for `check`, `gate` and `pull` are flags of those
+/// commands (a renamed or removed flag fails here, not in a user's terminal).
+#[test]
+fn the_readmes_flag_tables_name_real_flags() {
+    let text = readme();
+    let sb = Sandbox::new();
+    for (command, table_start) in [
+        ("check", "`agentprof check` flags:"),
+        ("gate", "| option | meaning (default) |"),
+        ("pull", "| `pull` option | meaning (default) |"),
+    ] {
+        let start = text
+            .find(table_start)
+            .unwrap_or_else(|| panic!("README has no table for {command}"));
+        let help = sb.run(&[command, "--help"]).stdout;
+        let rows = text[start..]
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'));
+        let mut flags = 0;
+        for row in rows {
+            let first = row.split(" | ").next().unwrap_or("");
+            for flag in first.split('`').skip(1).step_by(2) {
+                for word in flag.split([' ', ',']) {
+                    if word.starts_with("--") || (word.starts_with('-') && word.len() == 2) {
+                        assert!(
+                            help.contains(&format!("{word} "))
+                                || help.contains(&format!("{word},")),
+                            "README lists `{word}` for `agentprof {command}`, which has no such flag"
+                        );
+                        flags += 1;
+                    }
+                }
+            }
+        }
+        assert!(flags >= 5, "{command}: only {flags} flags found");
+    }
+}
