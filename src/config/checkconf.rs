@@ -30,6 +30,9 @@ pub struct CheckConf {
     text: String,
     pub init_config: Value,
     pub instances: Vec<Value>,
+    /// The instances as the YAML 1.2 reader reads them (strings as written), beside
+    /// `instances`: typed options take their text from here.
+    instances_as_text: Vec<Value>,
 }
 
 /// The per-instance options the runner itself uses, whatever the check.
@@ -114,9 +117,14 @@ impl CheckConf {
     /// Parses a check's file as the Agent does: YAML 1.1 values (`yes` is true, `0755` is
     /// 493; see [`super::yaml11`]), syntax errors located by the YAML reader.
     pub fn parse(path: &Path, text: String) -> Result<CheckConf, UsageError> {
-        let value: Value =
+        let mut as_text: Value =
             serde_yaml_ng::from_str(&text).map_err(|e| UsageError::yaml(path, &e))?;
-        let value = super::yaml11::load(&text).unwrap_or(value);
+        let _ = as_text.apply_merge();
+        let instances_as_text = match as_text.get("instances") {
+            Some(Value::Sequence(seq)) => seq.clone(),
+            _ => Vec::new(),
+        };
+        let value = super::yaml11::load(&text).unwrap_or(as_text);
         let Value::Mapping(map) = value else {
             return Err(UsageError::config(
                 path,
@@ -162,6 +170,7 @@ impl CheckConf {
             text,
             init_config,
             instances,
+            instances_as_text,
         })
     }
 
@@ -243,8 +252,13 @@ impl CheckConf {
     /// (YAML 1.1); a wrong type names the option and its place.
     pub fn typed_instances<T: DeserializeOwned + Default>(&self) -> Result<Vec<T>, UsageError> {
         let mut out = Vec::with_capacity(self.instances.len());
-        for (i, inst) in self.instances.iter().enumerate() {
-            match serde_yaml_ng::from_value::<Option<T>>(inst.clone()) {
+        let empty = Value::Mapping(Default::default());
+        for (i, v11) in self.instances.iter().enumerate() {
+            let v12 = match self.instances_as_text.get(i) {
+                Some(Value::Null) | None => &empty,
+                Some(v) => v,
+            };
+            match <Option<T> as serde::Deserialize>::deserialize(super::yaml11::Pair { v11, v12 }) {
                 Ok(t) => out.push(t.unwrap_or_default()),
                 Err(e) => return Err(self.type_error::<T>(i, &e)),
             }

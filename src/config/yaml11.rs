@@ -36,6 +36,140 @@ pub fn load(text: &str) -> Option<Value> {
     }
 }
 
+/// A document read both ways — `v11` as YAML 1.1 resolves it, `v12` as the YAML 1.2 reader
+/// does (the same tree: one parser, merge keys applied to both) — for typed options the way
+/// the Agent's loader fills a Go struct: a boolean or number option takes YAML 1.1's value
+/// (`use_mount: yes`), a text option takes the scalar's text (`command: [FILE, 93600]`, or
+/// `name: on`).
+#[derive(Clone, Copy)]
+pub struct Pair<'a> {
+    pub v11: &'a Value,
+    pub v12: &'a Value,
+}
+
+type DeError = serde_yaml_ng::Error;
+
+impl<'de> serde::Deserializer<'de> for Pair<'de> {
+    type Error = DeError;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, DeError> {
+        match (self.v11, self.v12) {
+            (Value::Sequence(a), Value::Sequence(b)) if a.len() == b.len() => {
+                v.visit_seq(PairSeq(a.iter().zip(b.iter())))
+            }
+            (Value::Mapping(a), Value::Mapping(b)) if a.len() == b.len() => v.visit_map(PairMap {
+                entries: a.iter().zip(b.iter()),
+                value: None,
+            }),
+            (v11, _) => v11.deserialize_any(v),
+        }
+    }
+
+    fn deserialize_str<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, DeError> {
+        match self.v12 {
+            Value::String(s) => v.visit_borrowed_str(s),
+            Value::Number(n) => v.visit_string(n.to_string()),
+            Value::Bool(b) => v.visit_string(b.to_string()),
+            other => other.deserialize_str(v),
+        }
+    }
+
+    fn deserialize_string<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, DeError> {
+        self.deserialize_str(v)
+    }
+
+    fn deserialize_identifier<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, DeError> {
+        self.deserialize_str(v)
+    }
+
+    fn deserialize_option<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, DeError> {
+        if self.v11.is_null() {
+            v.visit_none()
+        } else {
+            v.visit_some(self)
+        }
+    }
+
+    fn deserialize_enum<V: serde::de::Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, DeError> {
+        self.v12.deserialize_enum(name, variants, v)
+    }
+
+    fn deserialize_newtype_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _name: &'static str,
+        v: V,
+    ) -> Result<V::Value, DeError> {
+        v.visit_newtype_struct(self)
+    }
+
+    fn deserialize_ignored_any<V: serde::de::Visitor<'de>>(
+        self,
+        v: V,
+    ) -> Result<V::Value, DeError> {
+        v.visit_unit()
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char bytes byte_buf unit
+        unit_struct seq tuple tuple_struct map struct
+    }
+}
+
+struct PairSeq<I>(I);
+
+impl<'de, I: Iterator<Item = (&'de Value, &'de Value)>> serde::de::SeqAccess<'de> for PairSeq<I> {
+    type Error = DeError;
+
+    fn next_element_seed<T: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, DeError> {
+        self.0
+            .next()
+            .map(|(v11, v12)| seed.deserialize(Pair { v11, v12 }))
+            .transpose()
+    }
+}
+
+type Entry<'de> = (&'de Value, &'de Value);
+
+struct PairMap<'de, I> {
+    entries: I,
+    value: Option<Pair<'de>>,
+}
+
+impl<'de, I: Iterator<Item = (Entry<'de>, Entry<'de>)>> serde::de::MapAccess<'de>
+    for PairMap<'de, I>
+{
+    type Error = DeError;
+
+    fn next_key_seed<K: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, DeError> {
+        let Some(((k11, v11), (k12, v12))) = self.entries.next() else {
+            return Ok(None);
+        };
+        self.value = Some(Pair { v11, v12 });
+        seed.deserialize(Pair { v11: k11, v12: k12 }).map(Some)
+    }
+
+    fn next_value_seed<T: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<T::Value, DeError> {
+        match self.value.take() {
+            Some(pair) => seed.deserialize(pair),
+            None => Err(serde::de::Error::custom("a value without its key")),
+        }
+    }
+}
+
 /// How an unquoted, untagged scalar resolves under the Agent's YAML 1.1 loader.
 pub fn resolve_plain(s: &str) -> Value {
     match s {
@@ -436,6 +570,43 @@ mod tests {
         // Keys resolve as values do: the Agent reads a key `n:` as false, `1:` as 1.
         let v = load("n: a\n1: b\n").unwrap();
         assert_eq!(v[&Value::Bool(false)], Value::String("a".into()));
+    }
+
+    #[derive(serde::Deserialize, Debug, Default)]
+    #[serde(default)]
+    struct Opts {
+        use_mount: bool,
+        min: u32,
+        name: String,
+        command: Vec<String>,
+        tags: Vec<String>,
+        size: Option<f64>,
+    }
+
+    #[test]
+    fn typed_options_take_booleans_as_yaml_1_1_and_text_as_written() {
+        let text = "use_mount: yes\nmin: 1_0\nname: on\ncommand: [/etc/hostname, 93600]\ntags: [0755, 'x:y']\nsize: 1_5.5\n";
+        let v11 = load(text).unwrap();
+        let v12: Value = serde_yaml_ng::from_str(text).unwrap();
+        let o: Opts = serde::Deserialize::deserialize(Pair {
+            v11: &v11,
+            v12: &v12,
+        })
+        .unwrap();
+        assert!(o.use_mount);
+        assert_eq!(o.min, 10);
+        assert_eq!(o.name, "on");
+        assert_eq!(o.command, ["/etc/hostname", "93600"]);
+        assert_eq!(o.tags, ["0755", "x:y"]);
+        assert_eq!(o.size, Some(15.5));
+        let text = "use_mount: maybe\n";
+        let (v11, v12) = (load(text).unwrap(), serde_yaml_ng::from_str(text).unwrap());
+        let e = <Opts as serde::Deserialize>::deserialize(Pair {
+            v11: &v11,
+            v12: &v12,
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("expected a boolean"), "{e}");
     }
 
     #[test]
