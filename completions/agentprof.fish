@@ -56,7 +56,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l run-timeou
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l log -d 'Append the collector.log block of every run to FILE (overrides log_file)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l instance -d 'Run only instance N of the check\'s configuration (0-based, as in instances[N])' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
-complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l confd -d 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml; profile.yaml for pull and k8s)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l confd -d 'Directory of check configurations (NAME.yaml and NAME.d/*.yaml; profile.yaml for pull and k8s)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l checks -d 'Directory of plugin checks' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l python -d 'Python interpreter for Python checks (a virtualenv\'s python works)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l profile -d 'Sample the run\'s CPU and print the top calls by cumulative time'
@@ -71,7 +71,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l duration -
 complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l log -d 'Write collector.log here (overrides log_file; - is stdout)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l metrics-listen -d 'Serve the agent\'s own figures as OpenMetrics on http://ADDR/metrics (e.g. 127.0.0.1:9494)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
-complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l confd -d 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml; profile.yaml for pull and k8s)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l confd -d 'Directory of check configurations (NAME.yaml and NAME.d/*.yaml; profile.yaml for pull and k8s)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l checks -d 'Directory of plugin checks' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l python -d 'Python interpreter for Python checks (a virtualenv\'s python works)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l profile -d 'Developer mode: log each run\'s memory before and after and the agent\'s own figures (also `developer_mode: true` in agentprof.yaml)'
@@ -79,7 +79,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l json -d 'A
 complete -c agentprof -n "__fish_agentprof_using_subcommand start" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand start" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
-complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l confd -d 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml; profile.yaml for pull and k8s)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l confd -d 'Directory of check configurations (NAME.yaml and NAME.d/*.yaml; profile.yaml for pull and k8s)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l checks -d 'Directory of plugin checks' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l python -d 'Python interpreter for Python checks (a virtualenv\'s python works)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand list" -l json -d 'Print one JSON document'
@@ -124,7 +124,7 @@ junit\t''"
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -s o -l output -d 'Write the report here instead of stdout' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l instance -d 'Run only instances[N] (0-based; default 0)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
-complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l confd -d 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml; profile.yaml for pull and k8s)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l confd -d 'Directory of check configurations (NAME.yaml and NAME.d/*.yaml; profile.yaml for pull and k8s)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l checks -d 'Directory of plugin checks' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l python -d 'Python interpreter for Python checks (a virtualenv\'s python works)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l update-baseline -d 'Write the baseline from this run and exit 0'
@@ -153,7 +153,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l spool -d 'W
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l body-size-limit-mb -d 'Largest response accepted (MiB); decompressed at most min(this, 8 MiB)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l delta-cache-mb -d 'Memory for delta baselines (MiB), least recently used evicted first' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
-complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l confd -d 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml; profile.yaml for pull and k8s)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l confd -d 'Directory of check configurations (NAME.yaml and NAME.d/*.yaml; profile.yaml for pull and k8s)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l once -d 'Collect once (the default without --interval)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l flamegraph -d 'Also write an SVG flamegraph of each profile next to it (needs --out)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l insecure-skip-verify -d 'Do not verify the target\'s certificate (not for production)'
@@ -163,7 +163,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l kubeconfig -d 'kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, else in-cluster)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l context -d 'The kubeconfig\'s context to use (default: its current-context)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
-complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l confd -d 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml; profile.yaml for pull and k8s)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l confd -d 'Directory of check configurations (NAME.yaml and NAME.d/*.yaml; profile.yaml for pull and k8s)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l out -d 'Write captures under DIR/<namespace>/<pod>/<container>/ and DIR/captures.jsonl (default: profile.yaml\'s out_dir)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l upload -d 'POST each capture in dd-trace-go\'s format here (default: profile.yaml\'s upload_url)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l spool -d 'Where uploads that failed wait to be sent (default: $AGENTPROF_STATE_DIR or the XDG state dir)' -r -F
@@ -177,7 +177,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and __fish_seen
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and __fish_seen_subcommand_from targets" -l kubeconfig -d 'kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, else in-cluster)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and __fish_seen_subcommand_from targets" -l context -d 'The kubeconfig\'s context to use (default: its current-context)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and __fish_seen_subcommand_from targets" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
-complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and __fish_seen_subcommand_from targets" -l confd -d 'Directory of check configurations (NAME.yaml or NAME.d/conf.yaml; profile.yaml for pull and k8s)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and __fish_seen_subcommand_from targets" -l confd -d 'Directory of check configurations (NAME.yaml and NAME.d/*.yaml; profile.yaml for pull and k8s)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and __fish_seen_subcommand_from targets" -l json -d 'Print one JSON document (see docs/json.md)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and __fish_seen_subcommand_from targets" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and __fish_seen_subcommand_from help" -f -a "targets" -d 'Print once every pod on the node, the rule that matched, the endpoints that would be collected, and why each other pod or container is not a target'
