@@ -61,7 +61,7 @@ pub fn run_check(
             if stop.load(Ordering::SeqCst) {
                 break 'outer;
             }
-            std::thread::sleep((due - Instant::now()).min(Duration::from_millis(50)));
+            std::thread::sleep((due - Instant::now()).min(super::IDLE_POLL));
         }
         runs[pos] += 1;
         let rec = runner.run(pos, runs[pos]);

@@ -25,7 +25,7 @@ impl Check for LoadCheck {
     fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
         use procfs::Current;
         let l = procfs::LoadAverage::current()?;
-        let cores = procfs::CpuInfo::current()?.num_cores().max(1) as f64;
+        let cores = online_cpus()?;
         for (name, v) in [("1", l.one), ("5", l.five), ("15", l.fifteen)] {
             sink.gauge(&format!("system.load.{name}"), f64::from(v), &[]);
             sink.gauge(
@@ -36,4 +36,16 @@ impl Check for LoadCheck {
         }
         Ok(())
     }
+}
+
+/// CPUs online, as the Agent's `psutil.cpu_count()` counts them: from the kernel's online
+/// list through sysconf (a few µs), not by formatting /proc/cpuinfo at every run (40 µs).
+fn online_cpus() -> anyhow::Result<f64> {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        return Ok(n as f64);
+    }
+    use procfs::Current;
+    Ok(procfs::CpuInfo::current()?.num_cores().max(1) as f64)
 }
