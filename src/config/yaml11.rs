@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::mem::MaybeUninit;
 
 use serde_yaml_ng::{Mapping, Number, Value};
-use unsafe_libyaml as sys;
+use unsafe_libyaml as unsafe_sys;
 
 /// The document in `text` with YAML 1.1's resolution of unquoted scalars and merge keys
 /// (`<<: *defaults`) applied; `None` when libyaml refuses the text (the caller reports the
@@ -389,22 +389,25 @@ enum Ev {
 
 /// libyaml's parser over a borrowed input; freed on drop.
 struct Events<'a> {
-    parser: Box<MaybeUninit<sys::yaml_parser_t>>,
+    parser: Box<MaybeUninit<unsafe_sys::yaml_parser_t>>,
     _input: &'a [u8],
     failed: bool,
 }
 
 impl<'a> Events<'a> {
     fn new(input: &'a [u8]) -> Option<Events<'a>> {
-        let mut parser = Box::new(MaybeUninit::<sys::yaml_parser_t>::uninit());
+        let mut parser = Box::new(MaybeUninit::<unsafe_sys::yaml_parser_t>::uninit());
         // SAFETY: initialize fills the whole struct (it zeroes it first); the input outlives
         // the parser, which reads it only through `next`.
         unsafe {
-            if sys::yaml_parser_initialize(parser.as_mut_ptr()).fail {
+            if unsafe_sys::yaml_parser_initialize(parser.as_mut_ptr()).fail {
                 return None;
             }
-            sys::yaml_parser_set_encoding(parser.as_mut_ptr(), sys::YAML_UTF8_ENCODING);
-            sys::yaml_parser_set_input_string(
+            unsafe_sys::yaml_parser_set_encoding(
+                parser.as_mut_ptr(),
+                unsafe_sys::YAML_UTF8_ENCODING,
+            );
+            unsafe_sys::yaml_parser_set_input_string(
                 parser.as_mut_ptr(),
                 input.as_ptr(),
                 input.len() as _,
@@ -421,22 +424,22 @@ impl<'a> Events<'a> {
         if self.failed {
             return None;
         }
-        let mut event = MaybeUninit::<sys::yaml_event_t>::uninit();
+        let mut event = MaybeUninit::<unsafe_sys::yaml_event_t>::uninit();
         // SAFETY: the parser was initialised in `new`; an event that parsed is read (pointers
         // with their lengths, or NUL-terminated as libyaml documents) and deleted before return.
         unsafe {
-            if sys::yaml_parser_parse(self.parser.as_mut_ptr(), event.as_mut_ptr()).fail {
+            if unsafe_sys::yaml_parser_parse(self.parser.as_mut_ptr(), event.as_mut_ptr()).fail {
                 self.failed = true;
                 return None;
             }
             let e = &*event.as_ptr();
             let ev = match e.type_ {
-                sys::YAML_STREAM_START_EVENT => Some(Ev::StreamStart),
-                sys::YAML_STREAM_END_EVENT => Some(Ev::StreamEnd),
-                sys::YAML_DOCUMENT_START_EVENT => Some(Ev::DocumentStart),
-                sys::YAML_DOCUMENT_END_EVENT => Some(Ev::DocumentEnd),
-                sys::YAML_ALIAS_EVENT => cstr(e.data.alias.anchor).map(Ev::Alias),
-                sys::YAML_SCALAR_EVENT => {
+                unsafe_sys::YAML_STREAM_START_EVENT => Some(Ev::StreamStart),
+                unsafe_sys::YAML_STREAM_END_EVENT => Some(Ev::StreamEnd),
+                unsafe_sys::YAML_DOCUMENT_START_EVENT => Some(Ev::DocumentStart),
+                unsafe_sys::YAML_DOCUMENT_END_EVENT => Some(Ev::DocumentEnd),
+                unsafe_sys::YAML_ALIAS_EVENT => cstr(e.data.alias.anchor).map(Ev::Alias),
+                unsafe_sys::YAML_SCALAR_EVENT => {
                     let s = e.data.scalar;
                     let value = if s.value.is_null() {
                         Vec::new()
@@ -447,20 +450,20 @@ impl<'a> Events<'a> {
                         anchor: cstr(s.anchor),
                         tag: cstr(s.tag),
                         value,
-                        plain: s.style == sys::YAML_PLAIN_SCALAR_STYLE,
+                        plain: s.style == unsafe_sys::YAML_PLAIN_SCALAR_STYLE,
                     })
                 }
-                sys::YAML_SEQUENCE_START_EVENT => Some(Ev::SequenceStart {
+                unsafe_sys::YAML_SEQUENCE_START_EVENT => Some(Ev::SequenceStart {
                     anchor: cstr(e.data.sequence_start.anchor),
                 }),
-                sys::YAML_SEQUENCE_END_EVENT => Some(Ev::SequenceEnd),
-                sys::YAML_MAPPING_START_EVENT => Some(Ev::MappingStart {
+                unsafe_sys::YAML_SEQUENCE_END_EVENT => Some(Ev::SequenceEnd),
+                unsafe_sys::YAML_MAPPING_START_EVENT => Some(Ev::MappingStart {
                     anchor: cstr(e.data.mapping_start.anchor),
                 }),
-                sys::YAML_MAPPING_END_EVENT => Some(Ev::MappingEnd),
+                unsafe_sys::YAML_MAPPING_END_EVENT => Some(Ev::MappingEnd),
                 _ => None,
             };
-            sys::yaml_event_delete(event.as_mut_ptr());
+            unsafe_sys::yaml_event_delete(event.as_mut_ptr());
             if ev.is_none() {
                 self.failed = true;
             }
@@ -485,7 +488,7 @@ unsafe fn cstr(p: *const u8) -> Option<Vec<u8>> {
 impl Drop for Events<'_> {
     fn drop(&mut self) {
         // SAFETY: initialised in `new` (a parser whose initialisation failed is never built).
-        unsafe { sys::yaml_parser_delete(self.parser.as_mut_ptr()) }
+        unsafe { unsafe_sys::yaml_parser_delete(self.parser.as_mut_ptr()) }
     }
 }
 

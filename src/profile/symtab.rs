@@ -146,7 +146,13 @@ fn load_bias() -> Option<u64> {
     ) -> libc::c_int {
         // SAFETY: the loader passes a valid info for the duration of the call, and `data` is
         // the `u64` below.
-        unsafe { *data.cast::<u64>() = (*info).dlpi_addr as u64 };
+        #[allow(
+            clippy::useless_conversion,
+            reason = "the address is a u32 on 32-bit targets"
+        )]
+        unsafe {
+            *data.cast::<u64>() = u64::from((*info).dlpi_addr)
+        };
         1 // stop after the first
     }
     let mut bias = u64::MAX;
