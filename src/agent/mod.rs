@@ -34,11 +34,12 @@ use devmode::{AGENT_HZ, DevProfile, agent_top_calls, log_top_calls, write_agent_
 use schedule::{DEFAULT_INTERVAL, Msg};
 use setup::{Outputs, Started, load_checks, start_checks};
 
-/// How long running checks get to finish once the agent is asked to stop.
 /// The longest the collector and each check's scheduler sleep without looking at the stop
-/// flag: a signal or `--duration` is acted on within this.
+/// flag: a signal or `--duration` is acted on within this, and a run past its deadline is
+/// found by the pool's watch within this.
 pub(crate) const IDLE_POLL: Duration = Duration::from_millis(200);
 
+/// How long running checks get to finish once the agent is asked to stop.
 const GRACE: Duration = Duration::from_secs(3);
 /// collector.log's place in developer mode when none is configured.
 const DEFAULT_LOG: &str = "collector.log";
@@ -169,9 +170,8 @@ impl<'a> Collector<'a> {
     }
 
     /// How long the collector may wait for a run before its own work is due: the next loop,
-    /// `--duration`'s end, a signal (checked every `IDLE_POLL`), the pool's watch over run
-    /// deadlines. Waking at every 50 ms whatever was due cost an idle agent 20 wake-ups a
-    /// second.
+    /// `--duration`'s end, or `IDLE_POLL` (signals, the pool's watch over run deadlines).
+    /// Waking at every 50 ms whatever was due cost an idle agent 20 wake-ups a second.
     fn wait(&self, now: Instant) -> Duration {
         if self.stopping_since.is_some() {
             return Duration::from_millis(50);

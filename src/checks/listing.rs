@@ -97,13 +97,9 @@ impl Registry<'_> {
         let (source, instances, error) = match self.load(name) {
             Ok(l) => (l.source, l.instances.len(), None),
             Err(e) => {
-                let mut files =
-                    CheckConf::locate_all(&self.config.confd_path, name).unwrap_or_default();
-                let source = match files.len() {
-                    0 => ConfigSource::Default,
-                    1 => ConfigSource::File(files.remove(0)),
-                    _ => ConfigSource::Files(files),
-                };
+                let source = ConfigSource::of_paths(
+                    CheckConf::locate_all(&self.config.confd_path, name).unwrap_or_default(),
+                );
                 (source, 0, Some(e.to_string()))
             }
         };

@@ -29,12 +29,32 @@ pub enum ConfigSource {
     Default,
 }
 
+impl ConfigSource {
+    /// The source of instances read from `paths` (none: the default instance).
+    pub fn of_paths(mut paths: Vec<PathBuf>) -> ConfigSource {
+        match paths.len() {
+            0 => ConfigSource::Default,
+            1 => ConfigSource::File(paths.remove(0)),
+            _ => ConfigSource::Files(paths),
+        }
+    }
+
+    /// The files read, in order.
+    pub fn paths(&self) -> &[PathBuf] {
+        match self {
+            ConfigSource::File(p) => std::slice::from_ref(p),
+            ConfigSource::Files(ps) => ps,
+            ConfigSource::Default => &[],
+        }
+    }
+}
+
 impl std::fmt::Display for ConfigSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ConfigSource::File(p) => write!(f, "{}", p.display()),
-            ConfigSource::Files(ps) => {
-                for (i, p) in ps.iter().enumerate() {
+            ConfigSource::Default => f.write_str("(default instance)"),
+            source => {
+                for (i, p) in source.paths().iter().enumerate() {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
@@ -42,7 +62,6 @@ impl std::fmt::Display for ConfigSource {
                 }
                 Ok(())
             }
-            ConfigSource::Default => f.write_str("(default instance)"),
         }
     }
 }
@@ -138,15 +157,6 @@ fn python_config(confs: &[CheckConf]) -> (Vec<serde_json::Value>, Vec<serde_json
         }
     }
     (inits, raws)
-}
-
-/// Where a check's instances came from.
-fn source_of(confs: &[CheckConf]) -> ConfigSource {
-    match confs {
-        [] => ConfigSource::Default,
-        [one] => ConfigSource::File(one.path.clone()),
-        many => ConfigSource::Files(many.iter().map(|c| c.path.clone()).collect()),
-    }
 }
 
 impl<'a> Registry<'a> {
@@ -344,7 +354,7 @@ impl<'a> Registry<'a> {
         if confs.is_empty() {
             commons.push(InstanceCommon::default());
         }
-        let source = source_of(&confs);
+        let source = ConfigSource::of_paths(confs.iter().map(|c| c.path.clone()).collect());
         Ok((confs, source, commons))
     }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use crate::checks::python::PythonHost;
-use crate::checks::{CheckKind, ConfigSource, LoadedCheck, Registry, Runner};
+use crate::checks::{CheckKind, LoadedCheck, Registry, Runner};
 use crate::cli::{GateArgs, GateFormat};
 use crate::config::AgentConfig;
 use crate::error::UsageError;
@@ -513,20 +513,14 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         stacks: args.update_baseline || args.flamegraph_diff.is_some(),
     };
     let first = load(&config, &plan)?;
-    let section = match &first.source {
-        ConfigSource::File(p) => GateSection::from_check_conf(p)?,
-        ConfigSource::Files(ps) => {
-            let mut found = None;
-            for p in ps {
-                if let Some(section) = GateSection::from_check_conf(p)? {
-                    found = Some(section);
-                    break;
-                }
-            }
-            found
+    // The first of the check's files with a `gate:` section.
+    let mut section = None;
+    for p in first.source.paths() {
+        section = GateSection::from_check_conf(p)?;
+        if section.is_some() {
+            break;
         }
-        ConfigSource::Default => None,
-    };
+    }
     let (cfg, times) = resolve(flags(&args), args.gate_config.as_deref(), section)?;
     plan.times = times;
     fits_kind(&args, name, first.kind)?;

@@ -87,8 +87,10 @@ impl CheckConf {
                     let file = p.file_name().and_then(|f| f.to_str()).unwrap_or("");
                     (file.ends_with(".yaml") || file.ends_with(".yml"))
                         && !file.starts_with('.')
-                        && !matches!(file, "auto_conf.yaml" | "auto_conf.yml")
-                        && !matches!(file, "metrics.yaml" | "metrics.yml")
+                        && !matches!(
+                            file,
+                            "auto_conf.yaml" | "auto_conf.yml" | "metrics.yaml" | "metrics.yml"
+                        )
                 })
                 .collect();
             inside.sort();

@@ -238,6 +238,16 @@ fn metric_values_match_the_system() {
     // A single run has no previous sample for the 7 percentages and the context switches.
     assert!(metric_values(&doc, "system.cpu.user").is_empty());
     assert_eq!(doc["runs"][0]["awaiting_previous"], 8);
+    // load.norm is load over the CPUs online, the count /proc/stat lists.
+    let doc = sb.run(&["check", "load", "--json"]).json();
+    let (load, norm) = (
+        metric_values(&doc, "system.load.1")[0],
+        metric_values(&doc, "system.load.norm.1")[0],
+    );
+    assert!(
+        (norm * cores as f64 - load).abs() < 1e-9,
+        "{load} / {cores} ≠ {norm}"
+    );
 }
 
 #[test]
