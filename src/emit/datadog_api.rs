@@ -6,6 +6,7 @@
 //! is only ever in the DD-API-KEY header: never in a URL, a message, a log line or `--json`.
 
 use std::collections::VecDeque;
+use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -70,76 +71,110 @@ fn gzip(v: &Value) -> Vec<u8> {
     gz.finish().unwrap_or_default()
 }
 
-/// The v2 series body: type 1 count, 2 rate, 3 gauge.
-pub fn series(batch: &Batch<'_>) -> Value {
-    let series: Vec<Value> = batch
-        .metrics
-        .iter()
-        .filter(|m| m.sketch.is_none())
-        .map(|m| {
-            let kind = match m.mtype {
-                MetricType::Count | MetricType::MonotonicCount => 1,
-                MetricType::Rate => 2,
-                _ => 3,
-            };
-            let mut s = json!({
-                "metric": m.metric,
-                "type": kind,
-                "points": [{"timestamp": m.timestamp as i64, "value": m.value}],
-                "tags": m.tags,
-            });
-            if !m.host.is_empty() {
-                s["resources"] = json!([{"name": m.host, "type": "host"}]);
-            }
-            s
-        })
-        .collect();
-    json!({ "series": series })
+/// One series of the v2 body, written straight from the batch's metric (no JSON tree): type
+/// 1 count, 2 rate, 3 gauge.
+#[derive(serde::Serialize)]
+struct SeriesItem<'a> {
+    metric: &'a str,
+    #[serde(rename = "type")]
+    kind: u8,
+    points: [Point; 1],
+    tags: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resources: Option<[Resource<'a>; 1]>,
 }
 
-/// The batch's series as gzipped bodies each within the intake's limits (512,000 bytes
-/// compressed, 5,242,880 decompressed): a run of 60,000 series goes as several payloads
-/// instead of one the intake refuses with 413.
-fn series_payloads(batch: &Batch<'_>) -> Vec<Vec<u8>> {
-    let all = series(batch);
-    let items: Vec<String> = all["series"]
-        .as_array()
-        .map(|a| a.iter().map(Value::to_string).collect())
-        .unwrap_or_default();
-    let mut out = Vec::new();
-    let mut chunk: Vec<&str> = Vec::new();
-    let mut size = 0;
-    // `{"series":[` … `]}` and the commas.
-    const WRAPPER: usize = 16;
-    for item in &items {
-        if !chunk.is_empty() && size + item.len() + 1 + WRAPPER > MAX_DECOMPRESSED {
-            split_compressed(&chunk, &mut out);
-            chunk.clear();
-            size = 0;
-        }
-        size += item.len() + 1;
-        chunk.push(item);
+#[derive(serde::Serialize)]
+struct Point {
+    timestamp: i64,
+    value: f64,
+}
+
+#[derive(serde::Serialize)]
+struct Resource<'a> {
+    name: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+fn series_item(m: &crate::metrics::Metric) -> SeriesItem<'_> {
+    let kind = match m.mtype {
+        MetricType::Count | MetricType::MonotonicCount => 1,
+        MetricType::Rate => 2,
+        _ => 3,
+    };
+    SeriesItem {
+        metric: &m.metric,
+        kind,
+        points: [Point {
+            timestamp: m.timestamp as i64,
+            value: m.value,
+        }],
+        tags: &m.tags,
+        resources: (!m.host.is_empty()).then_some([Resource {
+            name: &m.host,
+            kind: "host",
+        }]),
     }
-    if !chunk.is_empty() {
-        split_compressed(&chunk, &mut out);
+}
+
+const SERIES_OPEN: &[u8] = b"{\"series\":[";
+const SERIES_CLOSE: &[u8] = b"]}";
+
+/// The batch's series as gzipped v2 bodies each within the intake's limits (512,000 bytes
+/// compressed, 5,242,880 decompressed): a run of 60,000 series goes as several payloads
+/// instead of one the intake refuses with 413. Each series is written once into the body
+/// being filled, so the memory this takes is one body's text, whatever the run's size.
+pub(crate) fn series_payloads(batch: &Batch<'_>) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut text: Vec<u8> = Vec::new();
+    // Where each series starts and ends in `text`.
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut item: Vec<u8> = Vec::with_capacity(256);
+    for m in batch.metrics.iter().filter(|m| m.sketch.is_none()) {
+        item.clear();
+        if serde_json::to_writer(&mut item, &series_item(m)).is_err() {
+            continue;
+        }
+        let grown = text.len().max(SERIES_OPEN.len()) + 1 + item.len() + SERIES_CLOSE.len();
+        if !spans.is_empty() && grown > MAX_DECOMPRESSED {
+            split_compressed(&text, &spans, &mut out);
+            text.clear();
+            spans.clear();
+        }
+        if spans.is_empty() {
+            text.extend_from_slice(SERIES_OPEN);
+        } else {
+            text.push(b',');
+        }
+        spans.push((text.len(), text.len() + item.len()));
+        text.extend_from_slice(&item);
+    }
+    if !spans.is_empty() {
+        split_compressed(&text, &spans, &mut out);
     }
     out
 }
 
-/// `items` as one gzipped series body, or halves of it until each compresses within
-/// `MAX_COMPRESSED` (a single series larger than that goes alone, and the intake says why).
-fn split_compressed(items: &[&str], out: &mut Vec<Vec<u8>>) {
-    let text = format!("{{\"series\":[{}]}}", items.join(","));
+/// The series at `spans` of `text` as one gzipped body, or halves of them until each
+/// compresses within `MAX_COMPRESSED` (a single series larger than that goes alone, and the
+/// intake says why).
+fn split_compressed(text: &[u8], spans: &[(usize, usize)], out: &mut Vec<Vec<u8>>) {
+    let (Some(first), Some(last)) = (spans.first(), spans.last()) else {
+        return;
+    };
     let mut gz = GzEncoder::new(Vec::new(), Compression::default());
-    let _ = std::io::Write::write_all(&mut gz, text.as_bytes());
+    let _ = gz.write_all(SERIES_OPEN);
+    let _ = gz.write_all(&text[first.0..last.1]);
+    let _ = gz.write_all(SERIES_CLOSE);
     let body = gz.finish().unwrap_or_default();
-    if body.len() <= MAX_COMPRESSED || items.len() == 1 {
+    if body.len() <= MAX_COMPRESSED || spans.len() == 1 {
         out.push(body);
         return;
     }
-    let (a, b) = items.split_at(items.len() / 2);
-    split_compressed(a, out);
-    split_compressed(b, out);
+    let (a, b) = spans.split_at(spans.len() / 2);
+    split_compressed(text, a, out);
+    split_compressed(text, b, out);
 }
 
 /// Values one distribution sends at most: past it, each bin's count is scaled down (every bin
@@ -453,5 +488,106 @@ impl Forwarder for DatadogApi {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Metric;
+
+    fn gauge(name: &str, tags: Vec<String>, host: &str) -> Metric {
+        Metric {
+            metric: name.into(),
+            mtype: MetricType::Gauge,
+            value: 1.5,
+            tags,
+            host: host.into(),
+            timestamp: 1_700_000_000.7,
+            run: 1,
+            sketch: None,
+        }
+    }
+
+    fn decoded(body: &[u8]) -> Value {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(body), &mut text).unwrap();
+        assert!(text.len() <= MAX_DECOMPRESSED, "{} bytes", text.len());
+        serde_json::from_str(&text).unwrap()
+    }
+
+    fn payloads_of(metrics: &[Metric]) -> Vec<Vec<u8>> {
+        series_payloads(&Batch {
+            metrics,
+            service_checks: &[],
+            events: &[],
+        })
+    }
+
+    #[test]
+    fn a_series_is_written_as_the_v2_intake_reads_it() {
+        let m = [
+            gauge("a.b", vec!["env:x".into(), "q:\"\\".into()], "box"),
+            Metric {
+                mtype: MetricType::Rate,
+                ..gauge("c", vec![], "")
+            },
+        ];
+        let p = payloads_of(&m);
+        assert_eq!(p.len(), 1);
+        let doc = decoded(&p[0]);
+        assert_eq!(
+            doc,
+            json!({"series": [
+                {"metric": "a.b", "type": 3, "points": [{"timestamp": 1_700_000_000i64, "value": 1.5}],
+                 "tags": ["env:x", "q:\"\\"], "resources": [{"name": "box", "type": "host"}]},
+                {"metric": "c", "type": 2, "points": [{"timestamp": 1_700_000_000i64, "value": 1.5}],
+                 "tags": []},
+            ]})
+        );
+        assert!(payloads_of(&[]).is_empty());
+    }
+
+    /// Every series exactly once, in order, over bodies within both limits: a compressible
+    /// run is cut at the decompressed limit, an incompressible one halved until it compresses
+    /// within the compressed limit.
+    #[test]
+    fn big_runs_are_cut_within_both_limits_every_series_once() {
+        for incompressible in [false, true] {
+            let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+            let metrics: Vec<Metric> = (0..20_000)
+                .map(|i| {
+                    let tag = if incompressible {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let y = x.wrapping_mul(0x2545_F491_4F6C_DD1D);
+                        format!("r:{x:016x}{y:016x}{:016x}", x ^ y.rotate_left(29))
+                    } else {
+                        format!("team:{}", "observability".repeat(20))
+                    };
+                    gauge("many.series", vec![format!("shard:{i}"), tag], "box")
+                })
+                .collect();
+            let p = payloads_of(&metrics);
+            assert!(
+                p.len() >= 2,
+                "{} payloads, incompressible: {incompressible}",
+                p.len()
+            );
+            let mut next = 0;
+            for body in &p {
+                assert!(
+                    body.len() <= MAX_COMPRESSED,
+                    "{} bytes compressed",
+                    body.len()
+                );
+                for s in decoded(body)["series"].as_array().unwrap() {
+                    assert_eq!(s["tags"][0], format!("shard:{next}"));
+                    next += 1;
+                }
+            }
+            assert_eq!(next, 20_000, "incompressible: {incompressible}");
+        }
     }
 }

@@ -255,12 +255,7 @@ mod tests {
         let values = body["series"][0]["points"][0][1].as_array().unwrap();
         assert_eq!(values.len(), 5);
         assert_eq!(body["series"][0]["type"], "distribution");
-        assert!(
-            super::super::datadog_api::series(&batch)["series"]
-                .as_array()
-                .unwrap()
-                .is_empty()
-        );
+        assert!(super::super::datadog_api::series_payloads(&batch).is_empty());
     }
 
     #[test]
