@@ -52,7 +52,7 @@ pub struct KubeletSettings<'a> {
 
 /// The kubelet's address: `kubelet_url`, else `https://$NODE_IP:10250`, else none (the node
 /// proxy).
-fn address(s: &KubeletSettings<'_>) -> Result<Option<reqwest::Url>, String> {
+fn address(s: &KubeletSettings<'_>) -> Result<Option<reqwest::Url>, SetupError> {
     if let Some(u) = &s.url {
         return Ok(Some(u.clone()));
     }
@@ -66,7 +66,26 @@ fn address(s: &KubeletSettings<'_>) -> Result<Option<reqwest::Url>, String> {
     };
     reqwest::Url::parse(&format!("https://{host}:10250"))
         .map(Some)
-        .map_err(|e| format!("$NODE_IP {host}: {e}"))
+        .map_err(|e| SetupError::new("$NODE_IP", format!("{host}: {e}")))
+}
+
+/// A kubelet setting agentprof cannot use: which one, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{setting}: {message}")]
+pub struct SetupError {
+    /// The setting as the user wrote it: `kubelet_url`, `kubelet_client_ca`,
+    /// `kubelet_token_file` or `$NODE_IP`.
+    pub setting: &'static str,
+    pub message: String,
+}
+
+impl SetupError {
+    fn new(setting: &'static str, message: impl Into<String>) -> SetupError {
+        SetupError {
+            setting,
+            message: message.into(),
+        }
+    }
 }
 
 /// Why a kubelet round got no summary.
@@ -102,7 +121,7 @@ impl Kubelet {
         s: KubeletSettings<'_>,
         cluster: &super::client::Cluster,
         node: &str,
-    ) -> Result<Kubelet, String> {
+    ) -> Result<Kubelet, SetupError> {
         let Some(url) = address(&s)? else {
             return Ok(Kubelet::Proxy {
                 client: cluster.client.clone(),
@@ -112,9 +131,9 @@ impl Kubelet {
         let mut config = cluster.config.clone();
         let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
         let base = format!("{}://{}{port}", url.scheme(), url.host_str().unwrap_or(""));
-        config.cluster_url = base
-            .parse()
-            .map_err(|e| format!("kubelet_url {}: {e}", crate::redact::url(&url)))?;
+        config.cluster_url = base.parse().map_err(|e| {
+            SetupError::new("kubelet_url", format!("{}: {e}", crate::redact::url(&url)))
+        })?;
         config.tls_server_name = None;
         config.proxy_url = None;
         let plain = url.scheme() == "http";
@@ -127,11 +146,10 @@ impl Kubelet {
         }
         if let Some(ca) = s.client_ca {
             let pem = crate::config::read_limited(ca, 1 << 20, "")
-                .map_err(|e| format!("kubelet_client_ca: {e}"))?;
-            config.root_cert = Some(
-                pem_certificates(&pem)
-                    .map_err(|e| format!("kubelet_client_ca {}: {e}", ca.display()))?,
-            );
+                .map_err(|e| SetupError::new("kubelet_client_ca", e.to_string()))?;
+            config.root_cert = Some(pem_certificates(&pem).map_err(|e| {
+                SetupError::new("kubelet_client_ca", format!("{}: {e}", ca.display()))
+            })?);
         }
         config.accept_invalid_certs = !s.tls_verify;
         let credentials = match &token_file {
@@ -144,7 +162,7 @@ impl Kubelet {
         };
         let stats = Arc::new(ApiStats::default());
         let client = super::client::client(config.clone(), &stats)
-            .map_err(|e| format!("kubelet client: {e}"))?;
+            .map_err(|e| SetupError::new("kubelet_url", format!("a client for it: {e}")))?;
         let path = format!("{}/stats/summary", url.path().trim_end_matches('/'));
         Ok(Kubelet::Direct(Box::new(Direct {
             config,
@@ -232,7 +250,7 @@ impl Direct {
         let client = self.client.lock().await.clone();
         let mut req = http::Request::get(self.path.as_str());
         if let Some(f) = &self.token_file {
-            let token = read_token(f).map_err(KubeletError::request)?;
+            let token = read_token(f).map_err(|e| KubeletError::request(e.to_string()))?;
             req = req.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
         }
         let req = req
@@ -284,14 +302,17 @@ impl Direct {
 }
 
 /// A token file's token, trimmed (a file written by hand ends in a newline).
-fn read_token(f: &Path) -> Result<String, String> {
+fn read_token(f: &Path) -> Result<String, SetupError> {
     let b = crate::config::read_limited(f, 64 << 10, "")
-        .map_err(|e| format!("kubelet_token_file: {e}"))?;
+        .map_err(|e| SetupError::new("kubelet_token_file", e.to_string()))?;
     let t = String::from_utf8_lossy(&b).trim().to_string();
     if t.is_empty() || t.contains(|c: char| c.is_control()) {
-        return Err(format!(
-            "kubelet_token_file {}: not a bearer token (empty, or with control characters)",
-            f.display()
+        return Err(SetupError::new(
+            "kubelet_token_file",
+            format!(
+                "{}: not a bearer token (empty, or with control characters)",
+                f.display()
+            ),
         ));
     }
     Ok(t)
@@ -309,4 +330,38 @@ fn pem_certificates(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
         return Err("no certificate in it".into());
     }
     Ok(certs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_setting_is_named_in_its_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("token");
+        std::fs::write(&empty, "\n").unwrap();
+        let e = read_token(&empty).unwrap_err();
+        assert_eq!(e.setting, "kubelet_token_file");
+        assert!(e.to_string().contains("not a bearer token"), "{e}");
+        let e = read_token(&dir.path().join("absent")).unwrap_err();
+        assert_eq!(e.setting, "kubelet_token_file");
+        std::fs::write(&empty, "abc.def\n").unwrap();
+        assert_eq!(read_token(&empty).unwrap(), "abc.def");
+
+        let settings = |ip: &str| KubeletSettings {
+            url: None,
+            node_ip: Some(ip.into()),
+            tls_verify: true,
+            client_ca: None,
+            token_file: None,
+        };
+        let e = address(&settings("10.0.0.1 bad")).unwrap_err();
+        assert_eq!(e.setting, "$NODE_IP");
+        assert_eq!(
+            address(&settings("fd00::1")).unwrap().unwrap().as_str(),
+            "https://[fd00::1]:10250/"
+        );
+        assert!(address(&settings("")).unwrap().is_none());
+    }
 }

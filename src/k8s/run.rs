@@ -418,7 +418,7 @@ fn kubelet(opts: &RunOptions, cluster: &super::client::Cluster) -> anyhow::Resul
         cluster,
         &opts.node,
     )
-    .map_err(|e| crate::error::UsageError::flag("kubelet_url", e))?)
+    .map_err(|e| crate::error::UsageError::flag(e.setting, e.message))?)
 }
 
 /// The lease holder's loop: pod events, finished collections, monitoring rounds on the
