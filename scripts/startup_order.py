@@ -9,8 +9,8 @@ faults in 64 KiB around it (the kernel's fault-around): the process holds megaby
 it never runs. Placed together they take a few windows. Measured on the standard build
 (PIE, glibc linked dynamically; scripts/bench_disk_vs_python.py --drop-caches, medians of
 21 runs): peak RSS 7,852 KiB without the ordering, 4,904 KiB with it (-37.5 %), wall time
-2.87 ms and 2.62 ms (-8.7 %). This is the only start-up measure agentprof keeps; the rest
-bought under 10 % each (ARCHITECTURE.md, "Build").
+2.87 ms and 2.62 ms (-8.7 %). build.rs lists the start-up measures agentprof keeps, each
+with its figure.
 
 The names carry the crates' hashes, which change with the compiler and with any dependency
 (a `cargo update`): a stale file costs nothing but the gain. `.ci/run` checks the file
