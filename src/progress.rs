@@ -58,6 +58,14 @@ impl Progress {
         }
     }
 
+    /// Prints `line` on stderr above the bar (or plainly when there is none).
+    pub fn println(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
+
     pub fn finish(self) {
         if let Some(bar) = self.bar {
             bar.finish_and_clear();

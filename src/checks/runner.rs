@@ -304,23 +304,25 @@ impl Runner {
     /// when the runs so far gave fewer than `below` samples, until the profile holds `want`
     /// samples or `budget` has passed: a built-in run of a few hundred microseconds is far too
     /// short for 1000 Hz sampling. The runs measured so far keep their figures; these
-    /// repetitions only add samples. Returns how many ran.
+    /// repetitions only add samples. Returns how many ran, and why they stopped early when a
+    /// repetition failed.
     pub fn repeat_for_profile(
         &mut self,
         pos: usize,
         (below, want): (u64, u64),
         budget: Duration,
         mut tick: impl FnMut(u64),
-    ) -> u32 {
+    ) -> (u32, Option<String>) {
         let Some(p) = self.profile.as_ref() else {
-            return 0;
+            return (0, None);
         };
         if self.instances[pos].external.is_some() || p.sampler.samples_so_far() >= below {
-            return 0;
+            return (0, None);
         }
         let measure = std::mem::replace(&mut self.measure, false);
         let t0 = Instant::now();
         let mut repeated = 0;
+        let mut failed = None;
         loop {
             let have = self
                 .profile
@@ -330,13 +332,14 @@ impl Runner {
             if have >= want || t0.elapsed() >= budget {
                 break;
             }
-            if self.run(pos, 0).error.is_some() {
+            if let Err(e) = self.run(pos, 0).error.map_or(Ok(()), Err) {
+                failed = Some(e);
                 break;
             }
             repeated += 1;
         }
         self.measure = measure;
-        repeated
+        (repeated, failed)
     }
 
     /// Runs the `pos`-th instance once; with `profile`, samples the run into it.

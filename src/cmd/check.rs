@@ -493,26 +493,40 @@ fn print(report: &CheckReport, opts: &CheckOptions) -> anyhow::Result<()> {
 
 /// With `--profile` on a built-in whose measured runs gave too few samples, repeats its
 /// first instance whose runs all succeeded (one that failed or timed out is not run again)
-/// until the profile is worth a table; how many repetitions ran.
+/// until the profile is worth a table; when a repetition fails, says why and goes on with the
+/// next such instance, within the same budget. How many repetitions ran.
 fn repeat_for_profile(
     runner: &mut Runner,
     records: &[crate::profile::RunRecord],
     sampled: bool,
 ) -> u32 {
-    let failed = |i: usize| records.iter().any(|r| r.instance == i && r.error.is_some());
-    let Some(pos) = (0..runner.instance_count())
-        .find(|&pos| !failed(runner.instance_index(pos)))
-        .filter(|_| sampled)
-    else {
+    if !sampled {
         return 0;
-    };
+    }
+    let failed = |i: usize| records.iter().any(|r| r.instance == i && r.error.is_some());
+    let candidates: Vec<usize> = (0..runner.instance_count())
+        .filter(|&pos| !failed(runner.instance_index(pos)))
+        .collect();
     let mut progress = Progress::new(REPEAT_FOR_SAMPLES, "sampling more runs:");
     let goal = (MIN_PROFILE_SAMPLES, REPEAT_FOR_SAMPLES);
-    let n = runner.repeat_for_profile(pos, goal, REPEAT_BUDGET, |have| {
-        progress.set(have.min(REPEAT_FOR_SAMPLES))
-    });
+    let started = std::time::Instant::now();
+    let mut total = 0;
+    for pos in candidates {
+        let Some(budget) = REPEAT_BUDGET.checked_sub(started.elapsed()) else {
+            break;
+        };
+        let (n, error) = runner.repeat_for_profile(pos, goal, budget, |have| {
+            progress.set(have.min(REPEAT_FOR_SAMPLES))
+        });
+        total += n;
+        let Some(e) = error else { break };
+        progress.println(&format!(
+            "agentprof: warning: --profile: a sampled repetition of instance {} failed after {n}: {e}",
+            runner.instance_index(pos)
+        ));
+    }
     progress.finish();
-    n
+    total
 }
 
 fn write_outputs(
