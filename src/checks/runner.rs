@@ -313,10 +313,12 @@ impl Runner {
         budget: Duration,
         mut tick: impl FnMut(u64),
     ) -> (u32, Option<String>) {
-        let Some(p) = self.profile.as_ref() else {
+        // Counted as the profile will hold them: the runner's own measuring on the run
+        // thread is sampled too, and on a busy machine it alone can reach `below`.
+        let Some(p) = self.profile.as_mut() else {
             return (0, None);
         };
-        if self.instances[pos].external.is_some() || p.sampler.samples_so_far() >= below {
+        if self.instances[pos].external.is_some() || p.sampler.samples_in_runs() >= below {
             return (0, None);
         }
         let measure = std::mem::replace(&mut self.measure, false);
@@ -326,8 +328,8 @@ impl Runner {
         loop {
             let have = self
                 .profile
-                .as_ref()
-                .map_or(0, |p| p.sampler.samples_so_far());
+                .as_mut()
+                .map_or(0, |p| p.sampler.samples_in_runs());
             tick(have);
             if have >= want || t0.elapsed() >= budget {
                 break;

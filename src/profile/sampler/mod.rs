@@ -80,6 +80,9 @@ mod imp {
         pub fn samples_so_far(&self) -> u64 {
             0
         }
+        pub fn samples_in_runs(&mut self) -> u64 {
+            0
+        }
         pub fn stop(&mut self) {}
         pub fn finish(&mut self, _into: &mut CallProfile) {}
         pub fn not_sampled() -> u64 {
@@ -283,6 +286,8 @@ pub(crate) mod tests {
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         worker.join().unwrap();
         let samples = sampler.samples_so_far();
+        // The worker computes inside `measured_run`: every sample is a run's.
+        assert_eq!(sampler.samples_in_runs(), samples);
         assert!(cycles > 100, "{cycles} cycles");
         assert!(samples > 100, "{samples} samples in {cycles} cycles");
         assert_eq!(

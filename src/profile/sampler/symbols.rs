@@ -82,6 +82,24 @@ impl Sampler {
         }
     }
 
+    /// Samples so far that the profile will hold: those taken inside a run (under
+    /// `measured_run`), not the runner's own measuring on the same thread. Named from the
+    /// symbol table, as a snapshot is.
+    pub fn samples_in_runs(&mut self) -> u64 {
+        self.name_new();
+        self.raw
+            .iter()
+            .filter(|(stack, _)| {
+                stack.iter().enumerate().any(|(depth, &ip)| {
+                    self.named
+                        .get(&(ip, depth == 0))
+                        .is_some_and(|f| super::is_marker(&f.function))
+                })
+            })
+            .map(|(_, &count)| count)
+            .sum()
+    }
+
     /// Names every sampled address not named before from the symbol table, or, outside
     /// the executable, from the dynamic linker.
     fn name_new(&mut self) {
