@@ -334,7 +334,7 @@ impl Runner {
             if have >= want || t0.elapsed() >= budget {
                 break;
             }
-            if let Err(e) = self.run(pos, 0).error.map_or(Ok(()), Err) {
+            if let Some(e) = self.run(pos, 0).error {
                 failed = Some(e);
                 break;
             }

@@ -521,7 +521,7 @@ fn repeat_for_profile(
         total += n;
         let Some(e) = error else { break };
         progress.println(&format!(
-            "agentprof: warning: --profile: a sampled repetition of instance {} failed after {n}: {e}",
+            "agentprof: warning: --profile: a sampled repetition of instance {} failed (after {n} that ran): {e}",
             runner.instance_index(pos)
         ));
     }

@@ -36,13 +36,21 @@ pub struct Sampler {
     /// The executable's function symbols, read at the first snapshot (none: no table).
     pub(super) table: Option<Option<crate::profile::symtab::SymbolTable>>,
     /// Stacks (addresses, leaf first) sampled since the last `finish`, with their weight.
-    pub(super) raw: HashMap<Vec<u64>, u64>,
+    pub(super) raw: HashMap<Vec<u64>, Sampled>,
     /// Samples lost because a run filled the buffer.
     pub dropped: u64,
     /// Samples of the run thread outside `measured_run` (the runner's own snapshots).
     pub outside_run: u64,
     /// Samples not whole when read (their check word did not match): not recorded.
     pub torn: u64,
+}
+
+/// One sampled stack's weight, and whether it was taken inside a run once that was looked
+/// at (`samples_in_runs`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Sampled {
+    pub(super) count: u64,
+    pub(super) in_run: Option<bool>,
 }
 
 impl Sampler {
@@ -177,7 +185,7 @@ impl Sampler {
 
     /// Samples taken so far (not yet symbolised).
     pub fn samples_so_far(&self) -> u64 {
-        self.raw.values().sum()
+        self.raw.values().map(|s| s.count).sum()
     }
 
     /// Stops sampling; the run's stacks are kept as addresses until `finish`.
@@ -219,9 +227,16 @@ impl Sampler {
             };
             if let Some(stack) = stack {
                 match self.raw.get_mut(stack) {
-                    Some(c) => *c += weight.max(1),
+                    Some(s) => s.count += weight.max(1),
                     None => {
-                        self.raw.insert(stack.to_vec(), weight.max(1));
+                        let count = weight.max(1);
+                        self.raw.insert(
+                            stack.to_vec(),
+                            Sampled {
+                                count,
+                                in_run: None,
+                            },
+                        );
                     }
                 }
             }
@@ -237,7 +252,7 @@ impl Sampler {
     pub fn finish(&mut self, into: &mut CallProfile) {
         self.resolve_new();
         let raw = std::mem::take(&mut self.raw);
-        for (stack, count) in raw {
+        for (stack, Sampled { count, .. }) in raw {
             let mut locations = Vec::with_capacity(stack.len());
             let mut inside_run = false;
             if self.scope == Scope::Process {

@@ -69,7 +69,7 @@ impl Sampler {
     /// profile `finish` makes.
     pub fn snapshot(&mut self, into: &mut CallProfile) {
         self.name_new();
-        for (stack, &count) in &self.raw {
+        for (stack, &super::linux::Sampled { count, .. }) in &self.raw {
             let locations: Vec<Vec<usize>> = stack
                 .iter()
                 .enumerate()
@@ -84,44 +84,86 @@ impl Sampler {
 
     /// Samples so far that the profile will hold: those taken inside a run (under
     /// `measured_run`), not the runner's own measuring on the same thread. Named from the
-    /// symbol table, as a snapshot is.
+    /// symbol table, as a snapshot is; each stack is looked at once, so asking after every
+    /// repetition costs what `samples_so_far` does.
     pub fn samples_in_runs(&mut self) -> u64 {
-        self.name_new();
-        self.raw
+        let new: Vec<Vec<u64>> = self
+            .raw
             .iter()
-            .filter(|(stack, _)| {
-                stack.iter().enumerate().any(|(depth, &ip)| {
-                    self.named
-                        .get(&(ip, depth == 0))
-                        .is_some_and(|f| super::is_marker(&f.function))
-                })
-            })
-            .map(|(_, &count)| count)
+            .filter(|(_, s)| s.in_run.is_none())
+            .map(|(stack, _)| stack.clone())
+            .collect();
+        if !new.is_empty() {
+            self.name(unnamed(&self.named, &self.symbols, new.iter()));
+            for stack in new {
+                let inside = stack
+                    .iter()
+                    .enumerate()
+                    .any(|(depth, &ip)| self.is_marker_at((ip, depth == 0)));
+                if let Some(s) = self.raw.get_mut(&stack) {
+                    s.in_run = Some(inside);
+                }
+            }
+        }
+        self.raw
+            .values()
+            .filter(|s| s.in_run == Some(true))
+            .map(|s| s.count)
             .sum()
+    }
+
+    /// The marker's frame is at this address, as the symbol table or the debug information
+    /// named it.
+    fn is_marker_at(&self, key: (u64, bool)) -> bool {
+        match self.named.get(&key) {
+            Some(f) => super::is_marker(&f.function),
+            None => self
+                .symbols
+                .get(&key)
+                .is_some_and(|fs| fs.iter().any(|f| super::is_marker(&f.function))),
+        }
     }
 
     /// Names every sampled address not named before from the symbol table, or, outside
     /// the executable, from the dynamic linker.
     fn name_new(&mut self) {
+        self.name(unnamed(&self.named, &self.symbols, self.raw.keys()));
+    }
+
+    fn name(&mut self, keys: Vec<(u64, bool)>) {
         let table = self
             .table
             .get_or_insert_with(crate::profile::symtab::SymbolTable::of_this_executable);
-        for stack in self.raw.keys() {
-            for (depth, &ip) in stack.iter().enumerate() {
-                let key = (ip, depth == 0);
-                if self.named.contains_key(&key) || self.symbols.contains_key(&key) {
-                    continue;
-                }
-                let addr = if depth == 0 { ip } else { ip.saturating_sub(1) };
-                let frame = table
-                    .as_ref()
-                    .and_then(|t| t.frame(addr))
-                    .or_else(|| dynamic_symbol(addr))
-                    .unwrap_or_else(|| unknown(addr));
-                self.named.insert(key, frame);
+        for key @ (ip, leaf) in keys {
+            let addr = if leaf { ip } else { ip.saturating_sub(1) };
+            let frame = table
+                .as_ref()
+                .and_then(|t| t.frame(addr))
+                .or_else(|| dynamic_symbol(addr))
+                .unwrap_or_else(|| unknown(addr));
+            self.named.insert(key, frame);
+        }
+    }
+}
+
+/// The addresses of `stacks` named neither from the symbol table nor the debug information,
+/// each once.
+fn unnamed<'a>(
+    named: &std::collections::HashMap<(u64, bool), Frame>,
+    symbols: &std::collections::HashMap<(u64, bool), Vec<Frame>>,
+    stacks: impl Iterator<Item = &'a Vec<u64>>,
+) -> Vec<(u64, bool)> {
+    let mut seen = HashSet::new();
+    let mut keys = Vec::new();
+    for stack in stacks {
+        for (depth, &ip) in stack.iter().enumerate() {
+            let key = (ip, depth == 0);
+            if !named.contains_key(&key) && !symbols.contains_key(&key) && seen.insert(key) {
+                keys.push(key);
             }
         }
     }
+    keys
 }
 
 /// The exported symbol a shared library's address is in (`dladdr`), as libc's functions.
