@@ -165,6 +165,160 @@ pub fn slope(ys: &[f64]) -> Option<f64> {
     Some(sxy / sxx)
 }
 
+/// The exact null distribution of the Mann-Whitney U for samples of `n1` and `n2` values
+/// without ties: how many of the C(n1+n2, n1) orderings give each U, 0..=n1·n2.
+fn mann_whitney_null(n1: usize, n2: usize) -> Vec<f64> {
+    // counts[j][u] for i base values and j new values, built up over i.
+    let width = n1 * n2 + 1;
+    let mut prev: Vec<Vec<f64>> = (0..=n2)
+        .map(|_| {
+            let mut v = vec![0.0; width];
+            v[0] = 1.0;
+            v
+        })
+        .collect();
+    for i in 1..=n1 {
+        let mut cur: Vec<Vec<f64>> = Vec::with_capacity(n2 + 1);
+        let mut first = vec![0.0; width];
+        first[0] = 1.0;
+        cur.push(first);
+        for j in 1..=n2 {
+            // The largest of the pooled values is a new one (U gains the i base values
+            // below it) or a base one (U unchanged).
+            let mut v = vec![0.0; width];
+            for (u, slot) in v.iter_mut().enumerate() {
+                let from_new = if u >= i { cur[j - 1][u - i] } else { 0.0 };
+                *slot = from_new + prev[j][u];
+            }
+            cur.push(v);
+        }
+        prev = cur;
+    }
+    prev.pop().unwrap_or_default()
+}
+
+/// The exact null distribution of the Wilcoxon signed-rank W+ for `n` non-zero differences
+/// without ties: how many of the 2^n sign patterns give each W+, 0..=n(n+1)/2.
+fn signed_rank_null(n: usize) -> Vec<f64> {
+    let top = n * (n + 1) / 2;
+    let mut counts = vec![0.0; top + 1];
+    counts[0] = 1.0;
+    for rank in 1..=n {
+        for w in (rank..=top).rev() {
+            counts[w] += counts[w - rank];
+        }
+    }
+    counts
+}
+
+/// The largest c with P(X ≤ c) ≤ `tail` under `counts` (a null distribution); None when even
+/// P(X ≤ 0) is above it (too few values for that level).
+fn lower_critical(counts: &[f64], tail: f64) -> Option<usize> {
+    let total: f64 = counts.iter().sum();
+    let mut cum = 0.0;
+    let mut found = None;
+    for (c, n) in counts.iter().enumerate() {
+        cum += n;
+        if cum / total <= tail {
+            found = Some(c);
+        } else {
+            break;
+        }
+    }
+    found
+}
+
+/// How much larger `new` is than `base`, as a ratio: the Hodges-Lehmann estimate (the median
+/// of every new/base ratio) and its distribution-free `level` interval from the exact
+/// Mann-Whitney distribution. The interval is None when the samples are too small for that
+/// level (it would be the whole line, not a number anyone can use).
+pub fn ratio_two_sample(
+    base: &[f64],
+    new: &[f64],
+    level: f64,
+) -> Option<(f64, Option<(f64, f64)>)> {
+    if base.is_empty() || new.is_empty() || base.iter().chain(new).any(|x| !(*x > 0.0)) {
+        return None;
+    }
+    let mut d: Vec<f64> = base
+        .iter()
+        .flat_map(|b| new.iter().map(move |n| (n / b).ln()))
+        .collect();
+    d.sort_by(f64::total_cmp);
+    let est = median(&d)?.exp();
+    let ci = lower_critical(&mann_whitney_null(base.len(), new.len()), (1.0 - level) / 2.0)
+        .map(|c| (d[c].exp(), d[d.len() - 1 - c].exp()));
+    Some((est, ci))
+}
+
+/// Paired ratios (B over A, one per round): the one-sided p-value that B is larger (exact
+/// Wilcoxon signed-rank on their logarithms; ratios of exactly 1 dropped, ties in size by
+/// average rank with the normal approximation), the Hodges-Lehmann estimate (the median of
+/// the Walsh averages) and its `level` interval from the exact distribution.
+pub struct Paired {
+    pub p: f64,
+    pub ratio: f64,
+    pub ci: Option<(f64, f64)>,
+}
+
+pub fn paired_ratios(ratios: &[f64], level: f64) -> Option<Paired> {
+    if ratios.is_empty() || ratios.iter().any(|x| !(*x > 0.0 && x.is_finite())) {
+        return None;
+    }
+    let d: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
+    let mut walsh = Vec::with_capacity(d.len() * (d.len() + 1) / 2);
+    for i in 0..d.len() {
+        for j in i..d.len() {
+            walsh.push((d[i] + d[j]) / 2.0);
+        }
+    }
+    walsh.sort_by(f64::total_cmp);
+    let ratio = median(&walsh)?.exp();
+    let ci = lower_critical(&signed_rank_null(d.len()), (1.0 - level) / 2.0)
+        .map(|c| (walsh[c].exp(), walsh[walsh.len() - 1 - c].exp()));
+    Some(Paired {
+        p: signed_rank_greater(&d),
+        ratio,
+        ci,
+    })
+}
+
+/// One-sided p-value that the differences `d` are centred above 0 (Wilcoxon signed-rank).
+pub fn signed_rank_greater(d: &[f64]) -> f64 {
+    let mut nz: Vec<f64> = d.iter().copied().filter(|x| *x != 0.0).collect();
+    if nz.is_empty() {
+        return 0.5;
+    }
+    nz.sort_by(|a, b| a.abs().total_cmp(&b.abs()));
+    let n = nz.len();
+    let (mut w, mut ties, mut i) = (0.0, false, 0);
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && nz[j + 1].abs() == nz[i].abs() {
+            j += 1;
+        }
+        ties |= j > i;
+        let rank = (i + j) as f64 / 2.0 + 1.0;
+        w += nz[i..=j].iter().filter(|x| **x > 0.0).count() as f64 * rank;
+        i = j + 1;
+    }
+    if !ties && n <= 60 {
+        let counts = signed_rank_null(n);
+        let total: f64 = counts.iter().sum();
+        let at_least: f64 = counts[(w as usize).min(counts.len() - 1)..].iter().sum();
+        return at_least / total;
+    }
+    let nf = n as f64;
+    let mean = nf * (nf + 1.0) / 4.0;
+    let var = nf * (nf + 1.0) * (2.0 * nf + 1.0) / 24.0;
+    normal_sf((w - mean - 0.5) / var.sqrt())
+}
+
+/// The smallest p-value the signed-rank test gives for `n` rounds: every ratio above 1.
+pub fn smallest_paired_p(n: usize) -> f64 {
+    0.5f64.powi(n.min(1000) as i32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,5 +402,41 @@ mod tests {
     fn slopes() {
         assert_eq!(slope(&[1.0, 3.0, 5.0, 7.0]), Some(2.0));
         assert_eq!(slope(&[5.0]), None);
+    }
+
+    #[test]
+    fn exact_distributions_match_their_tables() {
+        // Mann-Whitney, 5 and 5: P(U ≤ 2) = 4/252, P(U ≤ 3) = 7/252 (the tables' 0.05
+        // two-sided critical value is 2).
+        let mw = mann_whitney_null(5, 5);
+        assert_eq!(mw.iter().sum::<f64>(), 252.0);
+        assert_eq!(&mw[..4], &[1.0, 1.0, 2.0, 3.0]);
+        assert_eq!(lower_critical(&mw, 0.025), Some(2));
+        assert_eq!(lower_critical(&mann_whitney_null(2, 2), 0.025), None);
+        // Signed rank, 10 rounds: the 0.05 two-sided critical value is 8.
+        let sr = signed_rank_null(10);
+        assert_eq!(sr.iter().sum::<f64>(), 1024.0);
+        assert_eq!(lower_critical(&sr, 0.025), Some(8));
+    }
+
+    #[test]
+    fn ratio_intervals_are_numbers_a_person_can_use() {
+        let base = [1.00, 1.02, 0.98, 1.01, 0.99];
+        let new: Vec<f64> = base.iter().map(|x| x * 1.5).collect();
+        let (r, ci) = ratio_two_sample(&base, &new, 0.95).expect("ratio");
+        let (lo, hi) = ci.expect("an interval for 5 and 5");
+        assert!((r - 1.5).abs() < 0.01 && lo > 1.4 && hi < 1.6, "{r} {lo} {hi}");
+        // Two values a side: no 95% interval, rather than one from 0 to infinity.
+        assert_eq!(ratio_two_sample(&[1.0, 1.1], &[1.2, 1.3], 0.95).map(|x| x.1), Some(None));
+        // Ten paired rounds all 10% slower, with noise: p = 1/1024, interval around 1.1.
+        let rounds = [1.09, 1.11, 1.10, 1.12, 1.08, 1.102, 1.105, 1.095, 1.115, 1.085];
+        let p = paired_ratios(&rounds, 0.95).expect("paired");
+        assert!((p.p - 1.0 / 1024.0).abs() < 1e-12, "{}", p.p);
+        let (lo, hi) = p.ci.expect("interval");
+        assert!((p.ratio - 1.1).abs() < 0.005 && lo > 1.08 && hi < 1.12, "{lo} {hi}");
+        // Half above, half below: nothing.
+        let flat = [1.01, 0.99, 1.02, 0.98, 1.0, 1.03, 0.97, 1.01, 0.99, 1.0];
+        assert!(paired_ratios(&flat, 0.95).expect("paired").p > 0.3);
+        assert_eq!(smallest_paired_p(7), 1.0 / 128.0);
     }
 }

@@ -10,9 +10,7 @@ pub fn snapshot(target: Target) -> ProcessSnapshot {
         Target::SelfProcess => Pid::from_u32(std::process::id()),
         Target::Pid(p) => Pid::from_u32(p),
     };
-    let Ok(mut sys) = System::new() else {
-        return ProcessSnapshot::default();
-    };
+    let mut sys = System::new();
     sys.refresh_processes_specifics(
         ProcessesToUpdate::Some(&[pid]),
         true,
