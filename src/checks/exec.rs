@@ -294,6 +294,14 @@ impl ExecCheck {
 }
 
 impl ExternalCheck for ExecCheck {
+    fn invocation(&self) -> Option<super::Invocation> {
+        Some(super::Invocation {
+            program: self.program.clone(),
+            args: self.args.clone(),
+            stdin: self.stdin.clone(),
+        })
+    }
+
     fn run(&mut self, sink: &mut Sink, timeout: Duration, _opts: RunOptions) -> ExternalRun {
         let started_at = crate::duration::unix_now();
         let t0 = Instant::now();

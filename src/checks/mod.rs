@@ -45,6 +45,20 @@ pub trait Check: Send {
 pub trait ExternalCheck: Send {
     /// Runs once, within `timeout`, submitting through `sink`.
     fn run(&mut self, sink: &mut Sink, timeout: Duration, opts: RunOptions) -> ExternalRun;
+
+    /// The program a run starts, for a caller that starts it itself (under valgrind, to
+    /// count its instructions); None for checks that are not one program per run.
+    fn invocation(&self) -> Option<Invocation> {
+        None
+    }
+}
+
+/// One run of an exec plugin: the program, its arguments and what its stdin gets.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    pub program: std::path::PathBuf,
+    pub args: Vec<String>,
+    pub stdin: Vec<u8>,
 }
 
 /// What to record about an external run besides its cost.
@@ -60,6 +74,9 @@ pub struct RunOptions {
     /// The least level of the check's log records kept with the run (Python's numbers:
     /// 10 debug, 20 info, 30 warning, 40 error; 0 is the default, warning).
     pub log_level: u8,
+    /// Bracket the run with valgrind's client requests (a worker under callgrind), so its
+    /// instructions are counted and dumped (`gate --measure instructions`).
+    pub count: bool,
 }
 
 /// What an external run returns: its outcome and what it cost the process that ran it.

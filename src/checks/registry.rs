@@ -450,6 +450,7 @@ impl<'a> Registry<'a> {
             check_ids,
             config: self.agent_settings(),
             state_dir: python::state_dir().join("persistent_cache"),
+            wrapper: Vec::new(),
         })));
         let instances = commons
             .into_iter()

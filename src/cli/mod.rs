@@ -63,6 +63,17 @@ pub enum Command {
     Man(ManArgs),
 }
 
+/// What the gate's verdict on cost rests on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GateMeasure {
+    /// CPU time of each run (the default)
+    Cpu,
+    /// Wall time of each run (checks that wait on the network or disk)
+    Wall,
+    /// User-space instructions of each run, counted by valgrind: deterministic
+    Instructions,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GateFormat {
     Table,
@@ -77,8 +88,16 @@ pub struct GateArgs {
     #[arg(value_name = "CHECK", required_unless_present = "compare")]
     pub name: Option<String>,
     /// The baseline file: written by --update-baseline, compared with otherwise
-    #[arg(long, value_name = "FILE", required_unless_present = "compare")]
+    #[arg(long, value_name = "FILE", required_unless_present_any = ["compare", "against"])]
     pub baseline: Option<PathBuf>,
+    /// A/B in this job: the baseline version's checks directory (DIR), or the checks
+    /// directory as git revision REV has it, run in interleaved rounds with this one
+    #[arg(long, value_name = "DIR|REV", conflicts_with_all = ["baseline", "update_baseline", "compare"])]
+    pub against: Option<String>,
+    /// What the verdict on cost rests on: cpu (default), wall, or instructions (counted by
+    /// valgrind; deterministic)
+    #[arg(long, value_enum)]
+    pub measure: Option<GateMeasure>,
     /// Timed runs after one warm-up run [default: 10]
     #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(3..=10000))]
@@ -94,7 +113,8 @@ pub struct GateArgs {
     /// override it, it overrides the check conf's `gate:` section
     #[arg(long, value_name = "FILE")]
     pub gate_config: Option<PathBuf>,
-    /// A slowdown under this percentage is never a regression [default: 10]
+    /// A slowdown under this percentage is never a regression [default: 10 against a
+    /// baseline file, 5 with --against, 2 for instructions]
     #[arg(long, value_name = "PCT")]
     pub threshold: Option<f64>,
     /// Significance level of the timing test (one-sided Mann-Whitney U) [default: 0.01]

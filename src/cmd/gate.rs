@@ -1,17 +1,16 @@
 //! `agentprof gate`: run a check, compare with the baseline, report, exit 0, 1 or 2.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
-use crate::checks::python::PythonHost;
-use crate::checks::{CheckKind, LoadedCheck, Registry, Runner};
-use crate::cli::{GateArgs, GateFormat};
+use crate::checks::CheckKind;
+use crate::cli::{GateArgs, GateFormat, GateMeasure};
 use crate::config::AgentConfig;
 use crate::error::UsageError;
 use crate::gate::config::{GateSection, resolve};
-use crate::gate::{GateConfig, GateStats, compare};
+use crate::gate::instructions::Counter;
+use crate::gate::measure::{Plan, Side, load, measure, measure_ab};
+use crate::gate::{GateConfig, GateStats, Measure, Mode, compare};
 
 use super::{Outcome, load_options};
 
@@ -85,336 +84,6 @@ fn unreachable_alpha(alpha: f64, base: Option<(&Path, usize)>) -> UsageError {
     )
 }
 
-/// Sampling frequency of a built-in check's stacks for `--flamegraph-diff`; those runs are
-/// extra runs after the timed ones, so the sampling costs the timings nothing.
-const STACK_HZ: u32 = 4999;
-const STACK_TIME: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// The machine's speed right now for code that does not wait: thread CPU seconds of a fixed
-/// integer loop, the median of seven. The gate divides a check's run times by it, so a machine
-/// that slowed down as a whole does not look like a slower check. (Python checks time a
-/// pure-Python loop in their worker instead.)
-fn calibrate_native() -> f64 {
-    let cpu = || {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes the timespec it is given.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-    };
-    let mut times = [0.0f64; 7];
-    for t in &mut times {
-        let t0 = cpu();
-        let (mut x, mut acc) = (0x9E37_79B9_7F4A_7C15u64, 0u64);
-        for i in 0..1_000_000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            acc = acc.wrapping_add(x ^ i);
-        }
-        std::hint::black_box(acc);
-        *t = cpu() - t0;
-    }
-    times.sort_by(f64::total_cmp);
-    times[3]
-}
-
-type Host = Option<Arc<Mutex<PythonHost>>>;
-
-/// What each kind of check's calibration times.
-fn calibration_loop(kind: CheckKind) -> &'static str {
-    match kind {
-        CheckKind::Python => "python-smallint-30000",
-        _ => "native-xorshift-1000000",
-    }
-}
-
-fn calibrate(kind: CheckKind, host: &Host) -> Option<f64> {
-    match host {
-        Some(h) if kind == CheckKind::Python => {
-            crate::sync::lock_unless_poisoned(h).and_then(|mut h| h.calibrate().ok())
-        }
-        _ => Some(calibrate_native()),
-    }
-}
-
-/// `name (file.py:12)` -> `name (file.py)`: a diff of two versions of a check must not see
-/// every function below an inserted line as new.
-fn without_line(frame: &str) -> std::borrow::Cow<'_, str> {
-    if let Some(open) = frame.rfind(" (")
-        && let Some(colon) = frame[open..].rfind(':')
-        && frame.ends_with(')')
-        && frame[open + colon + 1..frame.len() - 1]
-            .bytes()
-            .all(|b| b.is_ascii_digit())
-    {
-        return format!("{})", &frame[..open + colon]).into();
-    }
-    frame.into()
-}
-
-/// Folded `stack value` lines, their values in `unit_ns` nanoseconds over `runs` runs, as
-/// `stack ns-per-run` lines (frames' line numbers dropped, equal stacks merged).
-fn per_run(lines: &[String], unit_ns: f64, runs: usize, strip_lines: bool) -> Vec<String> {
-    let mut merged: HashMap<String, f64> = HashMap::new();
-    for line in lines {
-        let Some((stack, value)) = line.rsplit_once(' ') else {
-            continue;
-        };
-        let Ok(v) = value.parse::<f64>() else {
-            continue;
-        };
-        let key = if strip_lines {
-            stack
-                .split(';')
-                .map(without_line)
-                .collect::<Vec<_>>()
-                .join(";")
-        } else {
-            stack.to_string()
-        };
-        *merged.entry(key).or_default() += v * unit_ns / runs.max(1) as f64;
-    }
-    prune(&mut merged);
-    let mut out: Vec<String> = merged
-        .into_iter()
-        .filter(|(_, ns)| *ns >= 0.5)
-        .map(|(s, ns)| format!("{s} {}", ns.round() as u64))
-        .collect();
-    out.sort();
-    out
-}
-
-/// Stacks under 1/5000 of the total go to their caller's stack (its last frame cut), until
-/// none is left or they are one frame deep: the baseline stays small (cProfile's caller paths
-/// fan out into thousands of tiny stacks) and every frame keeps its width.
-fn prune(stacks: &mut HashMap<String, f64>) {
-    let floor = stacks.values().sum::<f64>() / 5000.0;
-    for _ in 0..256 {
-        let small: Vec<String> = stacks
-            .iter()
-            .filter(|(k, v)| **v < floor && k.contains(';'))
-            .map(|(k, _)| k.clone())
-            .collect();
-        if small.is_empty() {
-            break;
-        }
-        for k in small {
-            let Some(v) = stacks.remove(&k) else { continue };
-            let parent = k.rsplit_once(';').map_or("", |(p, _)| p).to_string();
-            *stacks.entry(parent).or_default() += v;
-        }
-    }
-}
-
-struct Plan<'a> {
-    name: &'a str,
-    times: u32,
-    /// Worker processes the timed runs are spread over (see [`processes_for`]).
-    processes: u32,
-    instance: usize,
-    memory: bool,
-    stacks: bool,
-}
-
-fn load(config: &AgentConfig, plan: &Plan) -> anyhow::Result<LoadedCheck> {
-    let loaded = Registry::new(config).load(plan.name)?;
-    if plan.instance >= loaded.instances.len() {
-        return Err(UsageError::flag(
-            "--instance",
-            format!(
-                "{} has {} instance(s)",
-                loaded.source,
-                loaded.instances.len()
-            ),
-        )
-        .into());
-    }
-    Ok(loaded)
-}
-
-/// Runs the check: `times` timed runs of one instance, spread over up to five fresh loads
-/// (for Python checks, five worker processes), each after a warm-up run; the machine's speed
-/// measured before and after each load's runs; with `stacks`, the stacks of the last load.
-fn measure(config: &AgentConfig, plan: &Plan, first: LoadedCheck) -> anyhow::Result<GateStats> {
-    let name = plan.name;
-    let processes = plan.processes.min(plan.times).max(1);
-    let per = plan.times.div_ceil(processes);
-    let kind = first.kind;
-    let kind_label = kind.label();
-    let native_stacks = plan.stacks && kind == CheckKind::Builtin;
-    let steps = per * processes + processes + if native_stacks { per } else { 0 };
-    let mut progress = crate::progress::Progress::new(u64::from(steps), &format!("{name}:"));
-    let mut records = Vec::with_capacity((per * processes) as usize);
-    let mut medians = (Vec::new(), Vec::new());
-    let mut slopes = Vec::new();
-    let mut calibration = Vec::new();
-    let mut calls: Option<(u64, usize)> = None;
-    let mut top = None;
-    let mut stacks = Vec::new();
-    let mut next = Some(first);
-    for p in 0..processes {
-        let last = p + 1 == processes;
-        let loaded = match next.take() {
-            Some(l) => l,
-            None => load(config, plan)?,
-        };
-        let host = loaded.python.clone();
-        if let Some(h) = &host {
-            crate::checks::python::load(h)?;
-        }
-        // Python checks run under cProfile, for call counts that do not drift with the machine.
-        let profile = (kind == CheckKind::Python).then_some(1000);
-        let mut runner = Runner::new(loaded, config, Some(plan.instance), profile, plan.memory)
-            .without_memory_lines();
-        let warm = warm_up(&mut runner, &host, name)?;
-        progress.inc();
-        let before = calibrate(kind, &host);
-        let first_run = records.len();
-        for run in 1..=per {
-            records.push(runner.run(0, run));
-            progress.inc();
-        }
-        if let (Some(a), Some(b)) = (before, calibrate(kind, &host)) {
-            calibration.push((a + b) / 2.0);
-        }
-        let (slope, wall, cpu) = load_figures(
-            name,
-            kind_label,
-            &warm,
-            &records[first_run..],
-            kind.persists(),
-        );
-        slopes.extend(slope);
-        medians.0.extend(wall);
-        medians.1.extend(cpu);
-        let folded = last && plan.stacks;
-        if let Some(p) = host.as_ref().and_then(|h| {
-            crate::sync::lock_unless_poisoned(h).and_then(|mut h| h.pstats(20, folded).ok())
-        }) {
-            let c = calls.get_or_insert((0, 0));
-            c.0 += p.total_calls;
-            c.1 += per as usize;
-            if folded {
-                // cProfile's microseconds over the timed runs of this worker.
-                stacks = per_run(&p.folded, 1e3, per as usize, true);
-            }
-            top = Some(p);
-        }
-        if last && native_stacks {
-            stacks = sampled_stacks(config, plan, per, &mut progress)?.unwrap_or(stacks);
-        }
-    }
-    progress.finish();
-    let mut stats = GateStats::from_records(name, kind_label, &records, top.as_ref(), per as usize);
-    stats.python_calls_per_run = calls.map(|(n, runs)| n as f64 / runs.max(1) as f64);
-    stats.wall_process_medians = medians.0;
-    stats.cpu_process_medians = medians.1;
-    stats.rss_slope_per_process = slopes;
-    stats.calibration_s = calibration;
-    stats.calibration_loop = Some(calibration_loop(kind).to_string());
-    stats.tracemalloc = plan.memory;
-    stats.stacks_ns_per_run = stacks;
-    Ok(stats)
-}
-
-/// One load's figures: the slope of its RSS after each run (the warm-up's first), and the
-/// medians of its timed runs' wall and CPU time.
-fn load_figures(
-    name: &str,
-    kind_label: &str,
-    warm: &crate::profile::RunRecord,
-    timed: &[crate::profile::RunRecord],
-    persists: bool,
-) -> (Option<f64>, Option<f64>, Option<f64>) {
-    let mine = GateStats::from_records(name, kind_label, timed, None, 1);
-    let runs: Vec<&crate::profile::RunRecord> = std::iter::once(warm).chain(timed).collect();
-    let rss = crate::profile::leak::rss_series(&runs, persists);
-    (
-        crate::gate::stats::slope(&rss),
-        crate::gate::stats::median(&mine.wall_s),
-        crate::gate::stats::median(&mine.cpu_s),
-    )
-}
-
-/// The warm-up run, which must succeed; then the Python host's statistics are reset, so
-/// call counts and stacks are of the timed runs: the warm-up's one-time imports and caches
-/// are not a cost of every run.
-fn warm_up(
-    runner: &mut Runner,
-    host: &Option<Arc<Mutex<PythonHost>>>,
-    name: &str,
-) -> anyhow::Result<crate::profile::RunRecord> {
-    let warm = runner.run(0, 0);
-    if let Some(e) = &warm.error {
-        return Err(anyhow::anyhow!("{name}: the warm-up run failed: {e}"));
-    }
-    if let Some(h) = host
-        && let Err(e) = crate::sync::lock_unless_poisoned(h)
-            .ok_or(crate::checks::python::WorkerError::Unusable)
-            .and_then(|mut h| h.reset_stats())
-    {
-        return Err(anyhow::anyhow!("{name}: {e}"));
-    }
-    Ok(warm)
-}
-
-/// A built-in check's stacks per run: a fresh load sampled at STACK_HZ over at least `per`
-/// runs and about half a second (built-ins run for microseconds).
-fn sampled_stacks(
-    config: &AgentConfig,
-    plan: &Plan,
-    per: u32,
-    progress: &mut crate::progress::Progress,
-) -> anyhow::Result<Option<Vec<String>>> {
-    let mut sampled = Runner::new(
-        load(config, plan)?,
-        config,
-        Some(plan.instance),
-        Some(STACK_HZ),
-        false,
-    );
-    let (mut ok, started) = (0, std::time::Instant::now());
-    for run in 1..=100_000 {
-        ok += usize::from(sampled.run(0, run).error.is_none());
-        if run == per {
-            (0..per).for_each(|_| progress.inc());
-        }
-        if run >= per && started.elapsed() > STACK_TIME {
-            break;
-        }
-    }
-    Ok(sampled.finish_profile().map(|(profile, _)| {
-        let lines = crate::profile::folded(&profile);
-        per_run(&lines, 1e9 / f64::from(STACK_HZ), ok, false)
-    }))
-}
-
-/// A baseline and a run compare only when both traced allocations (`--memory`) or neither
-/// did: tracing slows Python down, so the timings would not compare.
-fn same_mode(
-    base: &Path,
-    base_traced: bool,
-    other: &str,
-    other_traced: bool,
-) -> Result<(), UsageError> {
-    if base_traced == other_traced {
-        return Ok(());
-    }
-    let made = |t: bool| if t { "with" } else { "without" };
-    Err(UsageError::flag(
-        "--memory",
-        format!(
-            "{} was made {} --memory and {other} {} it; tracemalloc slows Python down, so the timings would not compare: use the same for both (or make the baseline again)",
-            base.display(),
-            made(base_traced),
-            made(other_traced)
-        ),
-    ))
-}
-
 /// Exit status 0 (no regression), 1 (regression) or 2: every error of the gate itself — a
 /// check that cannot run, a file that cannot be written — is a 2, so CI never reads it as a
 /// regression.
@@ -437,7 +106,10 @@ fn compare_files(args: &GateArgs, files: &[std::path::PathBuf]) -> anyhow::Resul
         )
         .into());
     }
-    let (cfg, _) = resolve(flags(args), args.gate_config.as_deref(), None)?;
+    let (mut cfg, _) = resolve(flags(args), args.gate_config.as_deref(), None)?;
+    if !cfg.threshold_set {
+        cfg.time_threshold = cfg.measure.default_threshold(false);
+    }
     let base = read_stats(&files[0])?;
     let current = read_stats(&files[1])?;
     let (n1, n2) = (process_count(&base), process_count(&current));
@@ -452,12 +124,6 @@ fn compare_files(args: &GateArgs, files: &[std::path::PathBuf]) -> anyhow::Resul
         )
         .into());
     }
-    same_mode(
-        &files[0],
-        base.tracemalloc,
-        &files[1].display().to_string(),
-        current.tracemalloc,
-    )?;
     if args.flamegraph_diff.is_some() {
         for (path, s) in [(&files[0], &base), (&files[1], &current)] {
             if s.stacks_ns_per_run.is_empty() {
@@ -469,7 +135,7 @@ fn compare_files(args: &GateArgs, files: &[std::path::PathBuf]) -> anyhow::Resul
             }
         }
     }
-    report(args, &cfg, &base, &current)
+    report(args, &cfg, &base, &current, Mode::Baseline)
 }
 
 /// `--memory` is for Python checks, `--flamegraph-diff` for checks agentprof runs itself.
@@ -497,10 +163,15 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
     if let Some(files) = &args.compare {
         return compare_files(&args, files);
     }
-    let (Some(name), Some(baseline)) = (&args.name, &args.baseline) else {
-        return Err(UsageError::flag("gate", "give CHECK and --baseline, or --compare").into());
+    let Some(name) = &args.name else {
+        return Err(UsageError::flag(
+            "gate",
+            "give CHECK and --baseline or --against, or --compare",
+        )
+        .into());
     };
-    let config = AgentConfig::load(&load_options(&args.config))?;
+    let options = load_options(&args.config);
+    let config = AgentConfig::load(&options)?;
     for w in &config.warnings {
         eprintln!("agentprof: warning: {w}");
     }
@@ -511,6 +182,7 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         instance: args.instance,
         memory: args.memory,
         stacks: args.update_baseline || args.flamegraph_diff.is_some(),
+        count: None,
     };
     let first = load(&config, &plan)?;
     // The first of the check's files with a `gate:` section.
@@ -521,12 +193,32 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
             break;
         }
     }
-    let (cfg, times) = resolve(flags(&args), args.gate_config.as_deref(), section)?;
+    let (mut cfg, times) = resolve(flags(&args), args.gate_config.as_deref(), section)?;
+    let paired = args.against.is_some();
+    if !cfg.threshold_set {
+        cfg.time_threshold = cfg.measure.default_threshold(paired);
+    }
     plan.times = times;
     fits_kind(&args, name, first.kind)?;
     if first.kind == CheckKind::Exec {
         plan.stacks = false;
     }
+    // valgrind is found before any run, so a machine without it costs no time.
+    let counter = match cfg.measure {
+        Measure::Instructions => Some(Counter::find()?),
+        _ => None,
+    };
+    plan.count = counter.as_ref();
+    let side = Side {
+        config: &config,
+        options: &options,
+    };
+    if let Some(against) = &args.against {
+        return ab(&args, &cfg, &mut plan, &side, first, against);
+    }
+    let Some(baseline) = &args.baseline else {
+        return Err(UsageError::flag("--baseline", "give a baseline file, or --against").into());
+    };
     // The baseline is read before the runs, so a missing or unusable one costs no time.
     let base = if args.update_baseline {
         None
@@ -543,7 +235,26 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
             )
             .into());
         }
-        same_mode(baseline, base.tracemalloc, "this run", args.memory)?;
+        if args.memory && !base.tracemalloc {
+            return Err(UsageError::flag(
+                "--memory",
+                format!(
+                    "{} has no traced allocations: make it again with --memory",
+                    baseline.display()
+                ),
+            )
+            .into());
+        }
+        if cfg.measure == Measure::Instructions && base.instructions_per_run.is_empty() {
+            return Err(UsageError::flag(
+                "--measure instructions",
+                format!(
+                    "{} has no instruction counts: make it again with --measure instructions",
+                    baseline.display()
+                ),
+            )
+            .into());
+        }
         if args.flamegraph_diff.is_some() && base.stacks_ns_per_run.is_empty() {
             return Err(UsageError::flag(
                 "--flamegraph-diff",
@@ -562,7 +273,7 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         unreachable_alpha(cfg.alpha, base_processes.map(|n| (baseline.as_path(), n)))
     })?;
     plan.times = plan.times.max(plan.processes);
-    let current = measure(&config, &plan, first)?;
+    let current = measure(&side, &plan, first)?;
     let Some(base) = base else {
         let text = serde_json::to_string_pretty(&current)?;
         // docs/ci.md's `--baseline perf/x.json`: the folder is made when it is not there.
@@ -579,7 +290,78 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         );
         return Ok(Outcome::Success);
     };
-    report(&args, &cfg, &base, &current)
+    report(&args, &cfg, &base, &current, Mode::Baseline)
+}
+
+/// Rounds of the A/B mode: the signed-rank test's smallest p-value is 2^-rounds, so ten reach
+/// 0.001; more are run for a smaller alpha.
+const ROUNDS: u32 = 10;
+
+/// `--against DIR|REV`: the baseline version's checks directory, or that directory as a git
+/// revision has it, run in interleaved rounds with this one.
+fn ab(
+    args: &GateArgs,
+    cfg: &GateConfig,
+    plan: &mut Plan,
+    side: &Side,
+    first: crate::checks::LoadedCheck,
+    against: &str,
+) -> anyhow::Result<Outcome> {
+    if first.kind == CheckKind::Builtin {
+        return Err(UsageError::flag(
+            "--against",
+            format!(
+                "{} is a built-in check, part of agentprof itself: A/B compares two versions of a plugin's files; gate a built-in with --baseline, or --measure instructions",
+                plan.name
+            ),
+        )
+        .into());
+    }
+    if first.kind == CheckKind::Python
+        && !side
+            .config
+            .checks_path
+            .join(format!("{}.py", plan.name))
+            .is_file()
+    {
+        return Err(UsageError::flag(
+            "--against",
+            format!(
+                "{} is an installed integration (datadog_checks.{}), not a file in the checks directory: A/B compares two checks directories",
+                plan.name, plan.name
+            ),
+        )
+        .into());
+    }
+    drop(first);
+    let rounds = (ROUNDS..=64)
+        .find(|&n| crate::gate::stats::smallest_paired_p(n as usize) < cfg.alpha)
+        .ok_or_else(|| {
+            UsageError::flag(
+                "--alpha",
+                format!("{} cannot be met by up to 64 A/B rounds", cfg.alpha),
+            )
+        })?;
+    plan.processes = rounds;
+    let checkout = crate::gate::against::Baseline::resolve(against, &side.config.checks_path)?;
+    let mut base_config = side.config.clone();
+    base_config.checks_path = checkout.checks_dir().to_path_buf();
+    let mut base_options = side.options.clone();
+    base_options.checks = Some(base_config.checks_path.clone());
+    let base_side = Side {
+        config: &base_config,
+        options: &base_options,
+    };
+    eprintln!(
+        "agentprof: A/B: {} from {} against this tree, {rounds} interleaved rounds",
+        plan.name,
+        checkout.describe()
+    );
+    let (a, b) = measure_ab(&base_side, side, plan)?;
+    if args.update_baseline {
+        return Err(UsageError::flag("--update-baseline", "not with --against").into());
+    }
+    report(args, cfg, &a, &b, Mode::Paired)
 }
 
 fn report(
@@ -587,17 +369,24 @@ fn report(
     cfg: &GateConfig,
     base: &GateStats,
     current: &GateStats,
+    mode: Mode,
 ) -> anyhow::Result<Outcome> {
-    let verdict = compare(base, current, cfg);
+    let verdict = compare(base, current, cfg, mode);
     let text = match args.format {
         GateFormat::Table => verdict.table(),
         GateFormat::Markdown => verdict.markdown(),
         GateFormat::Junit => verdict.junit(),
         GateFormat::Json => {
             serde_json::to_string_pretty(&serde_json::json!({
-                "schema": 1,
+                "schema": 2,
                 "check": verdict.check,
+                "outcome": verdict.outcome,
                 "regression": verdict.regression,
+                "measure": verdict.measure,
+                "mode": verdict.mode,
+                "source": verdict.source,
+                "detectable_slowdown_pct": verdict.detectable_pct,
+                "summary": verdict.summary,
                 "findings": verdict.findings,
                 "baseline": base,
                 "current": current,
@@ -605,9 +394,18 @@ fn report(
         }
     };
     match &args.output {
-        Some(p) => std::fs::write(p, &text)
-            .map_err(|e| UsageError::flag("--output", format!("{}: {e}", p.display())))?,
-        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+        Some(p) => {
+            std::fs::write(p, &text)
+                .map_err(|e| UsageError::flag("--output", format!("{}: {e}", p.display())))?;
+            // The report is in the file; the CI log still shows the verdict.
+            println!("{}", verdict.summary);
+        }
+        None => {
+            std::io::stdout().lock().write_all(text.as_bytes())?;
+            if args.format != GateFormat::Table {
+                eprintln!("{}", verdict.summary);
+            }
+        }
     }
     // In GitHub Actions, the markdown table goes to the job's summary too.
     if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
@@ -658,29 +456,11 @@ fn flags(a: &GateArgs) -> GateSection {
         alloc_pct: a.alloc_pct,
         series_pct: a.series_pct,
         strict: a.strict.then_some(true),
+        measure: a.measure.map(|m| match m {
+            GateMeasure::Cpu => Measure::Cpu,
+            GateMeasure::Wall => Measure::Wall,
+            GateMeasure::Instructions => Measure::Instructions,
+        }),
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stacks_become_nanoseconds_per_run_without_line_numbers() {
-        let lines = vec![
-            "<module> (work.py:3);check (work.py:10);_noop (work.py:20) 30".to_string(),
-            "<module> (work.py:3);check (work.py:11);_noop (work.py:21) 10".to_string(),
-            "<built-in method len> 4".to_string(),
-        ];
-        let out = per_run(&lines, 1e3, 2, true);
-        assert_eq!(
-            out,
-            vec![
-                "<built-in method len> 2000".to_string(),
-                "<module> (work.py);check (work.py);_noop (work.py) 20000".to_string(),
-            ]
-        );
-        assert_eq!(without_line("f (a:b.py:x)"), "f (a:b.py:x)");
-        assert!(calibrate_native() > 0.0);
-    }
-}

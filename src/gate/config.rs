@@ -13,6 +13,7 @@
 //!   alloc_pct: 1
 //!   series_pct: 0
 //!   strict: true       # a metric that disappeared fails
+//!   measure: cpu       # cpu, wall or instructions: what the verdict on cost rests on
 //! ```
 
 use std::path::Path;
@@ -20,7 +21,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_yaml_ng::Value;
 
-use super::GateConfig;
+use super::{GateConfig, Measure};
 use crate::config::find_key_line;
 use crate::error::UsageError;
 
@@ -40,6 +41,7 @@ pub struct GateSection {
     pub alloc_pct: Option<f64>,
     pub series_pct: Option<f64>,
     pub strict: Option<bool>,
+    pub measure: Option<Measure>,
 }
 
 /// A check conf or gate file that may have a `gate:` section among its other keys.
@@ -142,6 +144,7 @@ impl GateSection {
             alloc_pct: over.alloc_pct.or(self.alloc_pct),
             series_pct: over.series_pct.or(self.series_pct),
             strict: over.strict.or(self.strict),
+            measure: over.measure.or(self.measure),
         }
     }
 }
@@ -169,7 +172,9 @@ pub fn resolve(
         .overridden_by(flags);
     let d = GateConfig::default();
     let cfg = GateConfig {
+        measure: s.measure.unwrap_or(d.measure),
         time_threshold: s.threshold.map_or(d.time_threshold, |p| p / 100.0),
+        threshold_set: s.threshold.is_some(),
         alpha: s.alpha.unwrap_or(d.alpha),
         min_slowdown_s: s.min_slowdown_us.map_or(d.min_slowdown_s, |u| u * 1e-6),
         rss_slope_bytes: s.rss_slope_kib.map_or(d.rss_slope_bytes, |k| k * 1024.0),

@@ -7,8 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::profile::RunRecord;
 
-/// The baseline schema this agentprof writes and reads.
-pub const SCHEMA: u32 = 1;
+/// The baseline schema this agentprof writes and reads. Schema 1 timed runs under cProfile
+/// (Python checks), so its timings do not compare with today's, taken as the Agent runs the
+/// check.
+pub const SCHEMA: u32 = 2;
 /// Seconds a timing in a baseline may hold at most (a run of over a day is not one).
 const MAX_SECONDS: f64 = 86_400.0;
 
@@ -62,6 +64,13 @@ pub struct GateStats {
     /// times split along its caller edges; built-ins: sampled), for `--flamegraph-diff`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stacks_ns_per_run: Vec<String>,
+    /// `--measure instructions`: user-space instructions of each counted run (the check's
+    /// own work; see `gate::instructions`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instructions_per_run: Vec<f64>,
+    /// What counted them: `valgrind-3.19.0 (callgrind)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions_source: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -83,7 +92,7 @@ pub enum BaselineError {
         value: f64,
         low: &'static str,
     },
-    #[error("rss_slope_per_process: a value is not a finite number")]
+    #[error("rss_slope_per_process or instructions_per_run: a value is not a finite number (≥ 0 for counts)")]
     NotFinite,
     #[error("no runs[] (not an agentprof check --json report)")]
     NoRuns,
@@ -119,26 +128,51 @@ impl GateStats {
                 });
             }
         }
-        if self.rss_slope_per_process.iter().any(|v| !v.is_finite()) {
+        if self.rss_slope_per_process.iter().any(|v| !v.is_finite())
+            || self
+                .instructions_per_run
+                .iter()
+                .any(|v| !(v.is_finite() && *v >= 0.0))
+        {
             return Err(BaselineError::NotFinite);
         }
         Ok(())
     }
 
-    /// From the timed runs' records and, for Python checks, the cProfile statistics of every
-    /// run including the warm-up (`profiled_runs` of them).
-    pub fn from_records(
-        check: &str,
-        kind: &str,
-        records: &[RunRecord],
-        pstats: Option<&crate::profile::PstatsReport>,
-        profiled_runs: usize,
-    ) -> GateStats {
+    /// Nothing measured yet.
+    pub fn empty(check: &str, kind: &str) -> GateStats {
+        GateStats {
+            schema: SCHEMA,
+            check: check.to_string(),
+            kind: kind.to_string(),
+            runs: 0,
+            errors: 0,
+            wall_s: Vec::new(),
+            cpu_s: Vec::new(),
+            wall_process_medians: Vec::new(),
+            cpu_process_medians: Vec::new(),
+            rss_slope_per_process: Vec::new(),
+            calibration_s: Vec::new(),
+            calibration_loop: None,
+            rss_after: Vec::new(),
+            peak_rss: Vec::new(),
+            python_calls_per_run: None,
+            python_top: Vec::new(),
+            metrics: BTreeMap::new(),
+            tracemalloc: false,
+            traced_peak: Vec::new(),
+            traced_kept: Vec::new(),
+            stacks_ns_per_run: Vec::new(),
+            instructions_per_run: Vec::new(),
+            instructions_source: None,
+        }
+    }
+
+    /// The timed runs' figures: run count, failures, times, memory and metric series.
+    pub fn absorb_records(&mut self, records: &[RunRecord]) {
         let ok: Vec<&RunRecord> = records.iter().filter(|r| r.error.is_none()).collect();
-        let per_run = |n: u64| n as f64 / profiled_runs.max(1) as f64;
         // Per metric, the most series any run emitted: a rate has a value only in runs
         // that follow another closely enough to see its counter move.
-        let mut metrics: BTreeMap<String, usize> = BTreeMap::new();
         let mut run: BTreeMap<&str, usize> = BTreeMap::new();
         for r in &ok {
             run.clear();
@@ -146,50 +180,46 @@ impl GateStats {
                 *run.entry(m.metric.as_str()).or_insert(0) += 1;
             }
             for (name, &n) in &run {
-                let e = metrics.entry((*name).to_string()).or_insert(0);
+                let e = self.metrics.entry((*name).to_string()).or_insert(0);
                 *e = (*e).max(n);
             }
         }
-        GateStats {
-            schema: 1,
-            check: check.to_string(),
-            kind: kind.to_string(),
-            runs: records.len(),
-            errors: records.len() - ok.len(),
-            wall_s: ok.iter().map(|r| r.cost.wall_s).collect(),
-            cpu_s: ok.iter().filter_map(|r| r.cost.cpu_s()).collect(),
-            rss_after: ok.iter().filter_map(|r| r.rss_after_untraced()).collect(),
-            peak_rss: ok.iter().filter_map(|r| r.cost.peak_rss).collect(),
-            python_calls_per_run: pstats.map(|p| per_run(p.total_calls)),
-            wall_process_medians: Vec::new(),
-            cpu_process_medians: Vec::new(),
-            rss_slope_per_process: Vec::new(),
-            calibration_s: Vec::new(),
-            calibration_loop: None,
-            python_top: pstats
-                .map(|p| {
-                    p.rows
-                        .iter()
-                        .map(|(file, line, func, _, calls, _, _)| FunctionCalls {
-                            function: format!("{file}:{line}({func})"),
-                            calls_per_run: per_run(*calls),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
-            metrics,
-            tracemalloc: ok.iter().any(|r| r.memory.is_some()),
-            traced_peak: ok
-                .iter()
-                .filter_map(|r| r.memory.as_ref().map(|m| m.traced_peak))
-                .collect(),
-            traced_kept: ok
-                .iter()
-                .filter_map(|r| r.memory.as_ref().map(|m| m.traced_kept))
-                .collect(),
-            stacks_ns_per_run: Vec::new(),
+        self.runs += records.len();
+        self.errors += records.len() - ok.len();
+        self.wall_s.extend(ok.iter().map(|r| r.cost.wall_s));
+        self.cpu_s.extend(ok.iter().filter_map(|r| r.cost.cpu_s()));
+        self.rss_after
+            .extend(ok.iter().filter_map(|r| r.rss_after_untraced()));
+        self.peak_rss.extend(ok.iter().filter_map(|r| r.cost.peak_rss));
+    }
+
+    /// Traced allocations (`--memory`) of untimed runs.
+    pub fn absorb_traced(&mut self, records: &[RunRecord]) {
+        let ok = records.iter().filter(|r| r.error.is_none());
+        for m in ok.filter_map(|r| r.memory.as_ref()) {
+            self.tracemalloc = true;
+            self.traced_peak.push(m.traced_peak);
+            self.traced_kept.push(m.traced_kept);
         }
     }
+
+    /// From the records of one process's runs (tests, and the figures of one load).
+    pub fn from_records(check: &str, kind: &str, records: &[RunRecord]) -> GateStats {
+        let mut s = GateStats::empty(check, kind);
+        s.absorb_records(records);
+        s
+    }
+}
+
+/// cProfile's top functions, their calls divided over `runs`.
+pub fn top_calls(p: &crate::profile::PstatsReport, runs: f64) -> Vec<FunctionCalls> {
+    p.rows
+        .iter()
+        .map(|(file, line, func, _, calls, _, _)| FunctionCalls {
+            function: format!("{file}:{line}({func})"),
+            calls_per_run: *calls as f64 / runs.max(1.0),
+        })
+        .collect()
 }
 
 impl GateStats {
@@ -213,7 +243,7 @@ impl GateStats {
             .filter(|m| m.is_object())
             .collect();
         Ok(GateStats {
-            schema: 1,
+            schema: SCHEMA,
             check: doc["check"].as_str().unwrap_or("?").to_string(),
             kind: doc["kind"].as_str().unwrap_or("?").to_string(),
             runs: runs.len(),
@@ -246,6 +276,8 @@ impl GateStats {
                 .filter_map(|m| m["traced_kept"].as_i64())
                 .collect(),
             stacks_ns_per_run: Vec::new(),
+            instructions_per_run: Vec::new(),
+            instructions_source: None,
         })
     }
 }

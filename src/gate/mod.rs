@@ -3,7 +3,10 @@
 //! counts only when it is both over the threshold and significant), the figures that do not
 //! drift (Python call counts, metric names) exactly, memory by its growth per run and its peak.
 
+pub mod against;
 pub mod config;
+pub mod instructions;
+pub mod measure;
 mod measured;
 mod report;
 pub mod stats;
@@ -11,7 +14,7 @@ mod verdict;
 
 pub use measured::{FunctionCalls, GateStats};
 pub use report::write_flamegraph_diff;
-pub use verdict::{Finding, GateConfig, Status, Verdict, compare};
+pub use verdict::{Finding, GateConfig, Measure, Mode, Outcome, Status, Verdict, compare};
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,7 @@
 //! A verdict as a table, JSON, markdown or JUnit, and the differential flamegraph of the
 //! baseline's and this run's stacks.
 
-use super::{GateStats, Status, Verdict};
+use super::{GateStats, Mode, Outcome, Status, Verdict};
 
 impl Verdict {
     pub fn table(&self) -> String {
@@ -18,15 +18,7 @@ impl Verdict {
                 &f.detail,
             ]);
         }
-        let mut out = format!(
-            "agentprof gate {}: {}\n",
-            self.check,
-            if self.regression {
-                "REGRESSION"
-            } else {
-                "no regression"
-            }
-        );
+        let mut out = format!("{}\n{}\n", self.summary, self.about());
         for line in t.to_string().lines() {
             out.push_str(line.trim_end());
             out.push('\n');
@@ -36,14 +28,15 @@ impl Verdict {
 
     pub fn markdown(&self) -> String {
         let esc = |s: &str| s.replace('|', "\\|");
+        let mark = match self.outcome {
+            Outcome::Pass => "✅",
+            Outcome::Regression => "❌",
+            Outcome::CannotTell => "⚠️",
+        };
         let mut out = format!(
-            "### agentprof gate `{}`: {}\n\n| figure | baseline | now | change | verdict | how sure |\n|---|---|---|---|---|---|\n",
-            self.check,
-            if self.regression {
-                "❌ regression"
-            } else {
-                "✅ no regression"
-            }
+            "### {mark} {}\n\n{}\n\n| figure | baseline | now | change | verdict | how sure |\n|---|---|---|---|---|---|\n",
+            esc(&self.summary),
+            esc(&self.about())
         );
         for f in &self.findings {
             out.push_str(&format!(
@@ -72,10 +65,15 @@ impl Verdict {
             .filter(|f| f.status == Status::Regression)
             .count();
         let mut out = format!(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"agentprof gate\" tests=\"{}\" failures=\"{failures}\">\n  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\">\n",
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"agentprof gate\" tests=\"{}\" failures=\"{failures}\">\n  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\">\n    <properties>\n      <property name=\"outcome\" value=\"{}\"/>\n      <property name=\"measure\" value=\"{}\"/>\n      <property name=\"source\" value=\"{}\"/>\n      <property name=\"detectable_slowdown_pct\" value=\"{}\"/>\n    </properties>\n    <system-out>{}</system-out>\n",
             self.findings.len(),
             x(&self.check),
-            self.findings.len()
+            self.findings.len(),
+            outcome_word(self.outcome),
+            self.measure.label(),
+            x(&self.source),
+            self.detectable_pct.map_or("none".to_string(), |d| format!("{d:.1}")),
+            x(&self.summary)
         );
         for f in &self.findings {
             out.push_str(&format!(
@@ -93,8 +91,10 @@ impl Verdict {
                     x(&msg),
                     x(&msg)
                 )),
-                Status::Warning => out.push_str(&format!("<system-out>{}</system-out>", x(&msg))),
-                Status::Ok => {}
+                Status::Warning | Status::CannotTell => {
+                    out.push_str(&format!("<system-out>{}</system-out>", x(&msg)))
+                }
+                Status::Ok | Status::Info => {}
             }
             out.push_str("</testcase>\n");
         }
@@ -140,5 +140,30 @@ fn status_word(s: Status) -> &'static str {
         Status::Ok => "ok",
         Status::Warning => "WARNING",
         Status::Regression => "REGRESSION",
+        Status::CannotTell => "CANNOT TELL",
+        Status::Info => "info",
+    }
+}
+
+fn outcome_word(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Pass => "pass",
+        Outcome::Regression => "regression",
+        Outcome::CannotTell => "cannot_tell",
+    }
+}
+
+impl Verdict {
+    /// What the verdict rests on: the measure, how it was taken, the mode.
+    fn about(&self) -> String {
+        let mode = match self.mode {
+            Mode::Baseline => "against the baseline",
+            Mode::Paired => "A/B in this job",
+        };
+        format!(
+            "gated on {} ({}), {mode}; threshold and detectable slowdown in the table",
+            self.measure.label(),
+            self.source
+        )
     }
 }

@@ -7,11 +7,59 @@ use serde::Serialize;
 use super::GateStats;
 use super::stats;
 
+/// What the gate's verdict on the check's cost rests on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Measure {
+    /// CPU time of each run (user and system): what the check costs the host, and less moved
+    /// by other jobs on a shared runner than wall time.
+    Cpu,
+    /// Wall time of each run: what a check that waits (network, disk) costs.
+    Wall,
+    /// User-space instructions of each run, counted: deterministic.
+    Instructions,
+}
+
+impl Measure {
+    pub fn label(self) -> &'static str {
+        match self {
+            Measure::Cpu => "CPU time",
+            Measure::Wall => "wall time",
+            Measure::Instructions => "instructions",
+        }
+    }
+
+    /// The slowdown that fails by default: a count repeats within a fraction of a percent,
+    /// paired rounds cancel the machine's drift, a baseline file from another time does not.
+    pub fn default_threshold(self, paired: bool) -> f64 {
+        match (self, paired) {
+            (Measure::Instructions, _) => 0.02,
+            (_, true) => 0.05,
+            (_, false) => 0.10,
+        }
+    }
+}
+
+/// How the two sides were measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// This run against a baseline file (or two reports, `--compare`).
+    Baseline,
+    /// Both versions in interleaved rounds of the same job (`--against`): round i of one side
+    /// pairs with round i of the other.
+    Paired,
+}
+
 /// The thresholds, with their defaults.
 #[derive(Debug, Clone)]
 pub struct GateConfig {
+    /// What the verdict on cost rests on (the other measures are shown, not gated).
+    pub measure: Measure,
     /// A slowdown under this fraction is never a regression (0.10 = 10%).
     pub time_threshold: f64,
+    /// The threshold was set (flag or file), rather than the measure's default.
+    pub threshold_set: bool,
     /// Significance level of the one-sided Mann-Whitney U test.
     pub alpha: f64,
     /// A slowdown of fewer seconds per run than this is never a regression: a check of
@@ -35,7 +83,9 @@ pub struct GateConfig {
 impl Default for GateConfig {
     fn default() -> Self {
         GateConfig {
+            measure: Measure::Cpu,
             time_threshold: 0.10,
+            threshold_set: false,
             alpha: 0.01,
             min_slowdown_s: 50e-6,
             rss_slope_bytes: 512.0 * 1024.0,
@@ -54,6 +104,10 @@ pub enum Status {
     Ok,
     Warning,
     Regression,
+    /// The measure the gate rests on was too noisy to tell a slowdown of the threshold.
+    CannotTell,
+    /// Shown for information, not gated (the measures the verdict does not rest on).
+    Info,
 }
 
 /// One compared figure.
@@ -66,12 +120,36 @@ pub struct Finding {
     pub status: Status,
     /// How sure, for timings: the p-value and the ratio's 95% interval.
     pub detail: String,
+    /// For the measure the verdict rests on: the smallest slowdown (percent) this run could
+    /// have failed, given the noise it saw and the thresholds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detectable_pct: Option<f64>,
+}
+
+/// The gate's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Pass,
+    Regression,
+    /// No regression found, but the measure was too noisy to see one of the threshold's size.
+    CannotTell,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdict {
     pub check: String,
     pub regression: bool,
+    pub outcome: Outcome,
+    pub measure: Measure,
+    pub mode: Mode,
+    /// What measured the gated figure: `CPU time of 5 worker processes' runs, divided by the
+    /// machine's speed`, `valgrind-3.19.0 (callgrind)`, `10 interleaved A/B rounds`.
+    pub source: String,
+    /// The smallest slowdown (percent) this run could have failed.
+    pub detectable_pct: Option<f64>,
+    /// One line: the outcome and the gated figure.
+    pub summary: String,
     pub findings: Vec<Finding>,
 }
 
@@ -88,9 +166,10 @@ fn size(b: f64) -> String {
 }
 
 /// What the timing test compares: per-process medians divided by the machine's speed when
-/// both sides measured it; per-process medians when both have at least 3 processes; else
-/// the runs themselves.
-fn samples(s: &GateStats, other: &GateStats, cpu: bool) -> (Vec<f64>, bool) {
+/// both sides measured it with the same loop (scaled by the baseline's mean calibration, so
+/// the baseline's figures are the file's whatever this run measured); per-process medians
+/// when both have at least 3 processes; else the runs themselves.
+fn samples(s: &GateStats, base: &GateStats, other: &GateStats, cpu: bool) -> (Vec<f64>, bool) {
     let (mine, theirs, runs) = if cpu {
         (&s.cpu_process_medians, &other.cpu_process_medians, &s.cpu_s)
     } else {
@@ -108,10 +187,7 @@ fn samples(s: &GateStats, other: &GateStats, cpu: bool) -> (Vec<f64>, bool) {
         && calibrated(other, theirs)
         && s.calibration_loop == other.calibration_loop
     {
-        // Scaled back to seconds by the baseline-independent mean calibration, so the
-        // medians shown stay readable: only the ratio between the two sides matters.
-        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        let scale = (mean(&s.calibration_s) + mean(&other.calibration_s)) / 2.0;
+        let scale = base.calibration_s.iter().sum::<f64>() / base.calibration_s.len() as f64;
         let v = mine
             .iter()
             .zip(&s.calibration_s)
@@ -122,52 +198,242 @@ fn samples(s: &GateStats, other: &GateStats, cpu: bool) -> (Vec<f64>, bool) {
     (mine.clone(), false)
 }
 
-fn timed(
-    name: &str,
-    base: &GateStats,
-    new: &GateStats,
-    cpu: bool,
-    cfg: &GateConfig,
-) -> Option<Finding> {
-    let (b, normalized) = samples(base, new, cpu);
-    let (n, _) = samples(new, base, cpu);
-    let label = if normalized {
-        format!("{name}, for the machine's speed")
-    } else {
-        name.to_string()
-    };
-    timing(&label, &b, &n, cfg)
+/// The smallest factor in [1, 100] for which `fails(factor)` holds, `fails` being monotone;
+/// None when not even 100 would.
+fn smallest_failing(fails: impl Fn(f64) -> bool) -> Option<f64> {
+    if !fails(100.0) {
+        return None;
+    }
+    let (mut lo, mut hi) = (0.0f64, 100.0f64.ln());
+    if fails(1.0) {
+        return Some(1.0);
+    }
+    for _ in 0..48 {
+        let mid = (lo + hi) / 2.0;
+        if fails(mid.exp()) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi.exp())
 }
 
-fn timing(name: &str, base: &[f64], new: &[f64], cfg: &GateConfig) -> Option<Finding> {
+/// What a timing comparison found, before it becomes a finding.
+struct Timing {
+    base_median: f64,
+    new_median: f64,
+    ratio: f64,
+    p: f64,
+    ci: Option<(f64, f64)>,
+    /// The smallest slowdown factor the statistics alone could have called significant.
+    significant_from: Option<f64>,
+    what: String,
+}
+
+/// A baseline's samples against this run's: Mann-Whitney and Hodges-Lehmann.
+fn two_sample(base: &[f64], new: &[f64], alpha: f64) -> Option<Timing> {
     let (mb, mn) = (stats::median(base)?, stats::median(new)?);
     let (_, p) = stats::mann_whitney_greater(base, new)?;
-    let ci = stats::median_ratio_ci(base, new, 0.95, 2000);
-    let ratio = if mb > 0.0 { mn / mb } else { 1.0 };
-    let slower = ratio > 1.0 + cfg.time_threshold && p < cfg.alpha && mn - mb > cfg.min_slowdown_s;
-    Some(Finding {
-        figure: format!("{name} (median)"),
-        baseline: secs(mb),
-        current: secs(mn),
-        change: format!("{:+.1}%", (ratio - 1.0) * 100.0),
-        status: if slower {
-            Status::Regression
-        } else {
-            Status::Ok
-        },
-        detail: match ci {
-            Some((_, lo, hi)) => format!("p={p:.4}, ratio {ratio:.3} (95% CI {lo:.3}–{hi:.3})"),
-            None => format!("p={p:.4}"),
-        },
+    let (ratio, ci) = stats::ratio_two_sample(base, new, 0.95).unwrap_or((
+        if mb > 0.0 { mn / mb } else { 1.0 },
+        None,
+    ));
+    let significant_from = smallest_failing(|s| {
+        let moved: Vec<f64> = new.iter().map(|x| x / ratio * s).collect();
+        stats::mann_whitney_greater(base, &moved).is_some_and(|(_, p)| p < alpha)
+    });
+    Some(Timing {
+        base_median: mb,
+        new_median: mn,
+        ratio,
+        p,
+        ci,
+        significant_from,
+        what: format!("{} against {} samples", new.len(), base.len()),
     })
 }
 
-/// Compares `new` with `base`: times, memory, Python calls, traced allocations, metric
-/// series, failed runs.
-pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Verdict {
+/// Paired rounds: round i of `a` against round i of `b`, Wilcoxon signed-rank.
+fn paired(a: &[f64], b: &[f64], alpha: f64) -> Option<Timing> {
+    let n = a.len().min(b.len());
+    if n == 0 {
+        return None;
+    }
+    let ratios: Vec<f64> = (0..n).map(|i| b[i] / a[i]).collect();
+    let pr = stats::paired_ratios(&ratios, 0.95)?;
+    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
+    let significant_from = smallest_failing(|s| {
+        let moved: Vec<f64> = logs.iter().map(|d| d - pr.ratio.ln() + s.ln()).collect();
+        stats::signed_rank_greater(&moved) < alpha
+    });
+    Some(Timing {
+        base_median: stats::median(&a[..n])?,
+        new_median: stats::median(&b[..n])?,
+        ratio: pr.ratio,
+        p: pr.p,
+        ci: pr.ci,
+        significant_from,
+        what: format!("{n} paired rounds"),
+    })
+}
+
+/// The finding of a timing: gated (regression, cannot tell or ok) or shown for information.
+fn timing_finding(label: &str, t: &Timing, cfg: &GateConfig, gated: bool) -> Finding {
+    // What the thresholds let fail at all: the percentage, and the absolute floor.
+    let policy = (1.0 + cfg.time_threshold)
+        .max(1.0 + cfg.min_slowdown_s / t.base_median.max(f64::MIN_POSITIVE));
+    let slower = t.ratio > 1.0 + cfg.time_threshold
+        && t.p < cfg.alpha
+        && t.new_median - t.base_median > cfg.min_slowdown_s;
+    let detectable = t.significant_from.map(|s| s.max(policy));
+    let status = if !gated {
+        Status::Info
+    } else if slower {
+        Status::Regression
+    } else if t.significant_from.is_none_or(|s| s > policy) {
+        Status::CannotTell
+    } else {
+        Status::Ok
+    };
+    let ci = match t.ci {
+        Some((lo, hi)) => format!("95% CI {lo:.3}–{hi:.3}"),
+        None => "too few samples for a 95% interval".into(),
+    };
+    let detects = match detectable {
+        Some(d) => format!("detects ≥ +{:.1}%", (d - 1.0) * 100.0),
+        None => "no slowdown up to 100× would be significant".into(),
+    };
+    Finding {
+        figure: format!("{label} (median)"),
+        baseline: secs(t.base_median),
+        current: secs(t.new_median),
+        change: format!("{:+.1}%", (t.ratio - 1.0) * 100.0),
+        status,
+        detail: format!(
+            "ratio {:.3} ({ci}), p={:.4}; {}; {detects}",
+            t.ratio, t.p, t.what
+        ),
+        detectable_pct: gated.then(|| detectable.map(|d| (d - 1.0) * 100.0)).flatten(),
+    }
+}
+
+/// Instruction counts: medians, and the run-to-run spread either side showed.
+fn instructions(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Option<Finding> {
+    let (b, n) = (
+        stats::median(&base.instructions_per_run)?,
+        stats::median(&new.instructions_per_run)?,
+    );
+    let spread = |v: &[f64], m: f64| {
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+        if m > 0.0 { (hi - lo) / m } else { 0.0 }
+    };
+    let noise = spread(&base.instructions_per_run, b).max(spread(&new.instructions_per_run, n));
+    let ratio = if b > 0.0 { n / b } else { 1.0 };
+    let detectable = 1.0 + cfg.time_threshold.max(noise);
+    let status = if ratio > 1.0 + cfg.time_threshold && ratio - 1.0 > noise {
+        Status::Regression
+    } else if noise > cfg.time_threshold {
+        Status::CannotTell
+    } else {
+        Status::Ok
+    };
+    let source = new
+        .instructions_source
+        .clone()
+        .unwrap_or_else(|| "counted".into());
+    Some(Finding {
+        figure: "instructions per run (median)".into(),
+        baseline: count(b),
+        current: count(n),
+        change: format!("{:+.2}%", (ratio - 1.0) * 100.0),
+        status,
+        detail: format!(
+            "{source}; {} and {} runs, spread {:.2}%; detects ≥ +{:.1}%",
+            base.instructions_per_run.len(),
+            new.instructions_per_run.len(),
+            noise * 100.0,
+            (detectable - 1.0) * 100.0
+        ),
+        detectable_pct: Some((detectable - 1.0) * 100.0),
+    })
+}
+
+fn count(n: f64) -> String {
+    let n = n.round() as u64;
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Compares `new` with `base`: the gated measure first, the other timings for information,
+/// then memory, Python calls, traced allocations, metric series, failed runs.
+pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig, mode: Mode) -> Verdict {
     let mut f = Vec::new();
-    f.extend(timed("wall time", base, new, false, cfg));
-    f.extend(timed("CPU time", base, new, true, cfg));
+    let mut source = String::new();
+    let mut timings = Vec::new();
+    for cpu in [true, false] {
+        let label = if cpu { "CPU time" } else { "wall time" };
+        let t = match mode {
+            Mode::Paired => {
+                let (a, b) = if cpu {
+                    (&base.cpu_process_medians, &new.cpu_process_medians)
+                } else {
+                    (&base.wall_process_medians, &new.wall_process_medians)
+                };
+                paired(a, b, cfg.alpha).map(|t| (label.to_string(), t))
+            }
+            Mode::Baseline => {
+                let (b, normalized) = samples(base, base, new, cpu);
+                let (n, _) = samples(new, base, base, cpu);
+                let label = if normalized {
+                    format!("{label}, for the machine's speed")
+                } else {
+                    label.to_string()
+                };
+                two_sample(&b, &n, cfg.alpha).map(|t| (label, t))
+            }
+        };
+        let gated = (cfg.measure == Measure::Cpu) == cpu && cfg.measure != Measure::Instructions;
+        if let Some((label, t)) = t {
+            if gated {
+                source = format!("{label}: {}", t.what);
+            }
+            timings.push((gated, timing_finding(&label, &t, cfg, gated)));
+        }
+    }
+    if cfg.measure == Measure::Instructions {
+        match instructions(base, new, cfg) {
+            Some(x) => {
+                source = new.instructions_source.clone().unwrap_or_default();
+                f.push(x);
+            }
+            None => f.push(Finding {
+                figure: "instructions per run".into(),
+                baseline: if base.instructions_per_run.is_empty() {
+                    "none".into()
+                } else {
+                    count(base.instructions_per_run.len() as f64)
+                },
+                current: count(new.instructions_per_run.len() as f64),
+                change: "n/a".into(),
+                status: Status::CannotTell,
+                detail: "no counts on one side".into(),
+                detectable_pct: None,
+            }),
+        }
+    }
+    // The gated timing first, then the other.
+    timings.sort_by_key(|(gated, _)| !*gated);
+    f.extend(timings.into_iter().map(|(_, x)| x));
     memory(base, new, cfg, &mut f);
     python_calls(base, new, cfg, &mut f);
     traced_allocations(base, new, cfg, &mut f);
@@ -180,13 +446,77 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Verdict {
             change: format!("{:+}", new.errors as i64 - base.errors as i64),
             status: Status::Regression,
             detail: "a run of the check failed".into(),
+            detectable_pct: None,
         });
     }
+    let regression = f.iter().any(|x| x.status == Status::Regression);
+    let gated = f.first().filter(|x| x.detectable_pct.is_some() || x.status == Status::CannotTell);
+    let outcome = if regression {
+        Outcome::Regression
+    } else if gated.is_some_and(|g| g.status == Status::CannotTell) {
+        Outcome::CannotTell
+    } else {
+        Outcome::Pass
+    };
+    let detectable_pct = gated.and_then(|g| g.detectable_pct);
+    let summary = summary(&new.check, outcome, cfg, gated, &f);
     Verdict {
         check: new.check.clone(),
-        regression: f.iter().any(|x| x.status == Status::Regression),
+        regression,
+        outcome,
+        measure: cfg.measure,
+        mode,
+        source,
+        detectable_pct,
+        summary,
         findings: f,
     }
+}
+
+/// `agentprof gate NAME: REGRESSION — CPU time +52.1% …`: the outcome, the gated figure and
+/// what the run could detect, on one line.
+fn summary(
+    check: &str,
+    outcome: Outcome,
+    cfg: &GateConfig,
+    gated: Option<&Finding>,
+    all: &[Finding],
+) -> String {
+    let word = match outcome {
+        Outcome::Pass => "no regression",
+        Outcome::Regression => "REGRESSION",
+        Outcome::CannotTell => "CANNOT TELL",
+    };
+    let mut line = format!("agentprof gate {check}: {word}");
+    if let Some(g) = gated {
+        line.push_str(&format!(
+            " — {} {} ({} → {})",
+            cfg.measure.label(),
+            g.change,
+            g.baseline,
+            g.current
+        ));
+        match (outcome, g.detectable_pct) {
+            (Outcome::CannotTell, Some(d)) => line.push_str(&format!(
+                "; the noise here hides slowdowns under +{d:.1}%, above the +{:.1}% threshold",
+                cfg.time_threshold * 100.0
+            )),
+            (Outcome::CannotTell, None) => {
+                line.push_str("; too noisy or too few samples to detect any slowdown")
+            }
+            (_, Some(d)) => line.push_str(&format!("; detects ≥ +{d:.1}%")),
+            _ => {}
+        }
+    }
+    let failed: Vec<&str> = all
+        .iter()
+        .filter(|x| x.status == Status::Regression && !std::ptr::eq(*x, gated.map_or(std::ptr::null(), |g| g as *const Finding)))
+        .map(|x| x.figure.as_str())
+        .collect();
+    if !failed.is_empty() {
+        line.push_str(&format!("; also failed: {}", failed.join(", ")));
+    }
+    line
 }
 
 /// RSS growth per run (a leak) and peak RSS.
@@ -208,6 +538,7 @@ fn memory(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Vec<Findi
                 "median of each process's least-squares slope; limit {} per run",
                 bytes(cfg.rss_slope_bytes)
             ),
+            detectable_pct: None,
         });
     }
     if let (Some(b), Some(n)) = (
@@ -222,6 +553,7 @@ fn memory(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Vec<Findi
             change: format!("{:+.1}%", (n / b.max(1.0) - 1.0) * 100.0),
             status: if grew { Status::Regression } else { Status::Ok },
             detail: format!("limit +{:.0}%", cfg.peak_rss_threshold * 100.0),
+            detectable_pct: None,
         });
     }
 }
@@ -237,6 +569,7 @@ fn python_calls(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Vec
             change: format!("{:+.1}%", (n / b.max(1.0) - 1.0) * 100.0),
             status: if more { Status::Regression } else { Status::Ok },
             detail: "cProfile call counts: exact, whatever the machine's noise".into(),
+            detectable_pct: None,
         });
         // The functions in both top lists: which one is called more.
         let top_b: BTreeMap<&str, f64> = base
@@ -258,6 +591,7 @@ fn python_calls(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Vec
                         change: "new".into(),
                         status: Status::Warning,
                         detail: "per run; among the top functions now".into(),
+                        detectable_pct: None,
                     });
                 }
                 continue;
@@ -271,6 +605,7 @@ fn python_calls(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Vec
                     change: format!("{:+.0}", x.calls_per_run - before),
                     status: Status::Regression,
                     detail: "per run".into(),
+                    detectable_pct: None,
                 });
             }
         }
@@ -306,6 +641,7 @@ fn traced_allocations(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &m
                 "tracemalloc: exact for the same code; limit +{:.0}% and 1 KiB",
                 cfg.alloc_threshold * 100.0
             ),
+            detectable_pct: None,
         });
     }
 }
@@ -344,6 +680,7 @@ fn metric_series(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Ve
                 Status::Ok
             },
             detail,
+            detectable_pct: None,
         });
     }
     for (name, _) in base
@@ -362,6 +699,7 @@ fn metric_series(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Ve
                 Status::Warning
             },
             detail: "the check no longer emits it".into(),
+            detectable_pct: None,
         });
     }
 }

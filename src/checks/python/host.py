@@ -576,6 +576,68 @@ def _lines(stats, top=10):
     return out
 
 
+# Instruction counts (`agentprof gate --measure instructions`): the worker runs under
+# valgrind's callgrind, collection off; each run is bracketed by client requests (collection
+# on, then off, then a dump of the counts, which agentprof reads). Valgrind recognises its
+# requests by a fixed instruction sequence, run here from a page of machine code (x86-64).
+_COUNTER = None
+_CALLGRIND = 0x43540000  # VG_USERREQ_TOOL_BASE('C', 'T')
+_DUMP_STATS, _TOGGLE_COLLECT, _START_INSTRUMENTATION = 0, 2, 4
+_RUNNING_ON_VALGRIND = 0x1001
+
+
+def _counter():
+    global _COUNTER
+    if _COUNTER is None:
+        import ctypes
+        import mmap
+        import platform
+        if platform.machine() not in ("x86_64", "AMD64"):
+            raise RuntimeError("instruction counts by valgrind are built for x86-64 only")
+        code = bytes([
+            0x48, 0x89, 0xF8,        # mov rax, rdi: the request's arguments
+            0x31, 0xD2,              # xor edx, edx: the answer when not under valgrind
+            0x48, 0xC1, 0xC7, 0x03,  # rol rdi, 3
+            0x48, 0xC1, 0xC7, 0x0D,  # rol rdi, 13
+            0x48, 0xC1, 0xC7, 0x3D,  # rol rdi, 61
+            0x48, 0xC1, 0xC7, 0x33,  # rol rdi, 51
+            0x48, 0x87, 0xDB,        # xchg rbx, rbx: the request
+            0x48, 0x89, 0xD0,        # mov rax, rdx
+            0xC3])                   # ret
+        page = mmap.mmap(-1, mmap.PAGESIZE,
+                         prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        page.write(code)
+        fn = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64))(
+            ctypes.addressof(ctypes.c_char.from_buffer(page)))
+        args = (ctypes.c_uint64 * 6)()
+
+        def request(code):
+            args[0] = code
+            return fn(args)
+        _COUNTER = (page, fn, args, request)
+    return _COUNTER[3]
+
+
+def count_start(msg):
+    """Instrumentation on (collection stays off), then one empty bracket: its count is what
+    a bracket itself costs, which agentprof takes off each run's."""
+    request = _counter()
+    if not request(_RUNNING_ON_VALGRIND):
+        raise RuntimeError("the worker is not running under valgrind")
+    request(_CALLGRIND + _START_INSTRUMENTATION)
+    _bracket(request, lambda: None)
+    return {"ok": True}
+
+
+def _bracket(request, work):
+    request(_CALLGRIND + _TOGGLE_COLLECT)
+    try:
+        return work()
+    finally:
+        request(_CALLGRIND + _TOGGLE_COLLECT)
+        request(_CALLGRIND + _DUMP_STATS)
+
+
 def run(msg):
     global PROFILE, _NOT_THE_CHECKS
     check = CHECKS[msg["instance"]]
@@ -611,7 +673,10 @@ def run(msg):
     if prof is not None:
         prof.enable()
     try:
-        error = check.run()
+        if msg.get("count"):
+            error = _bracket(_counter(), check.run)
+        else:
+            error = check.run()
     except BaseException:  # a check's run() that raises past the base class
         error = json.dumps([{"message": "run() raised", "traceback": traceback.format_exc()}])
     if prof is not None:
@@ -795,7 +860,8 @@ def calibrate(msg):
 
 
 HANDLERS = {"load": load, "run": run, "stats": stats, "dump": dump, "memgrowth": memgrowth,
-            "calibrate": calibrate, "reset_stats": reset_stats, "metadata": metadata}
+            "calibrate": calibrate, "reset_stats": reset_stats, "metadata": metadata,
+            "count_start": count_start}
 
 
 def main():

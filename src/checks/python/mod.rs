@@ -45,6 +45,9 @@ pub struct LoadSpec {
     pub check_ids: Vec<String>,
     pub config: Value,
     pub state_dir: PathBuf,
+    /// A program the interpreter runs under (valgrind, to count instructions), and its
+    /// arguments; empty for none.
+    pub wrapper: Vec<String>,
 }
 
 /// The check as the worker loaded it.
@@ -106,7 +109,7 @@ impl PythonHost {
     fn ensure_started(&mut self) -> Result<&mut Worker, WorkerError> {
         if self.worker.is_none() {
             let t0 = std::time::Instant::now();
-            let mut w = Worker::spawn(&self.spec.python)?;
+            let mut w = Worker::spawn(&self.spec.python, &self.spec.wrapper)?;
             let reply = w.request(
                 &json!({
                     "op": "load",
@@ -274,6 +277,38 @@ impl PythonHost {
             .as_f64()
             .filter(|s| *s > 0.0)
             .ok_or(WorkerError::Reply("the calibration gave no time"))
+    }
+
+    /// The next worker runs under `wrapper` (a program and its arguments); a running one is
+    /// stopped first.
+    pub fn run_under(&mut self, wrapper: Vec<String>) {
+        if let Some(w) = self.worker.take() {
+            w.stop();
+        }
+        self.spec.wrapper = wrapper;
+    }
+
+    /// The configured interpreter.
+    pub fn interpreter(&self) -> &str {
+        &self.spec.python
+    }
+
+    /// The next worker starts `python` instead (the same interpreter, found past a wrapper
+    /// script, for a wrapper program like valgrind to start).
+    pub fn set_interpreter(&mut self, python: String) {
+        self.spec.python = python;
+    }
+
+    /// Starts counting instructions in a worker that runs under callgrind: instrumentation
+    /// on, and one empty bracket dumped (what a bracket costs by itself).
+    pub fn count_start(&mut self) -> Result<(), WorkerError> {
+        self.ensure_started()?;
+        self.ask(&json!({"op": "count_start"})).map(|_| ())
+    }
+
+    /// The worker's process id, while it runs.
+    pub fn worker_pid(&self) -> Option<u32> {
+        self.worker.as_ref().map(Worker::pid)
     }
 
     /// Forgets the cProfile statistics of the runs so far.

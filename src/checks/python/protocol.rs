@@ -93,7 +93,9 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), WorkerError> {
 }
 
 impl Worker {
-    pub fn spawn(python: &str) -> Result<Worker, WorkerError> {
+    /// Starts `python` running the host program; with `wrapper` (a program and its
+    /// arguments, such as valgrind's), the interpreter runs under it.
+    pub fn spawn(python: &str, wrapper: &[String]) -> Result<Worker, WorkerError> {
         let (child_in, to) = pipe()?;
         let (from, child_out) = pipe()?;
         let stdout_to_stderr =
@@ -107,7 +109,14 @@ impl Worker {
         let (ci, co) = (child_in.as_raw_fd(), child_out.as_raw_fd());
         // SAFETY: getpid has no preconditions.
         let agentprof = unsafe { libc::getpid() };
-        let mut cmd = Command::new(python);
+        let mut cmd = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(python);
+                c
+            }
+            None => Command::new(python),
+        };
         cmd.args(["-u", "-", "3", "4", "agentprof-python-host"])
             .stdin(Stdio::piped())
             .stdout(Stdio::from(stdout_to_stderr))
@@ -283,7 +292,7 @@ impl Worker {
         opts: RunOptions,
         timeout: Duration,
     ) -> Result<Measured, WorkerError> {
-        self.send(&serde_json::json!({"op": "run", "instance": index, "profile": opts.profile, "memory": opts.memory, "memory_lines": opts.memory_lines, "log_level": opts.log_level}))?;
+        self.send(&serde_json::json!({"op": "run", "instance": index, "profile": opts.profile, "memory": opts.memory, "memory_lines": opts.memory_lines, "log_level": opts.log_level, "count": opts.count}))?;
         self.expect_mark(b'r', Instant::now() + REPLY_TIMEOUT)?;
         settled(self.child.id());
         let peak_reset = self.probe.reset_peak_rss();
@@ -301,6 +310,10 @@ impl Worker {
         let reply = self.recv(REPLY_TIMEOUT)?;
         let cost = super::cost_of(&before, &after, &reply, peak_reset);
         Ok(Measured { reply, cost })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Kills the worker's process group and reaps it; how it ended, for the error message.

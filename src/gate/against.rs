@@ -1,0 +1,132 @@
+//! The baseline side of `gate --against`: a directory holding the baseline version of the
+//! checks directory, or the checks directory as a git revision has it (extracted to a
+//! scratch directory, removed afterwards).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::error::UsageError;
+
+use super::instructions::{ScratchDir, run_bounded};
+
+/// How long a git command may take.
+const GIT_TIMEOUT: Duration = Duration::from_secs(120);
+
+pub enum Baseline {
+    Dir(PathBuf),
+    Revision {
+        rev: String,
+        commit: String,
+        checks: PathBuf,
+        _scratch: ScratchDir,
+    },
+}
+
+impl Baseline {
+    /// `against` as a directory when one is there, else as a revision of the git repository
+    /// that holds `checks_path`.
+    pub fn resolve(against: &str, checks_path: &Path) -> Result<Baseline, UsageError> {
+        let dir = Path::new(against);
+        if dir.is_dir() {
+            return Ok(Baseline::Dir(dir.to_path_buf()));
+        }
+        let refuse = |why: String| {
+            UsageError::flag(
+                "--against",
+                format!("{against}: not a directory, and {why}"),
+            )
+        };
+        let checks = std::fs::canonicalize(checks_path).map_err(|e| {
+            refuse(format!(
+                "the checks directory {} is not there to find its repository ({e})",
+                checks_path.display()
+            ))
+        })?;
+        let git = |args: &[&str]| -> Result<String, String> {
+            let out = run_bounded(
+                Command::new("git").arg("-C").arg(&checks).args(args),
+                GIT_TIMEOUT,
+            )?;
+            Ok(String::from_utf8_lossy(&out).trim().to_string())
+        };
+        let top = git(&["rev-parse", "--show-toplevel"]).map_err(|e| {
+            refuse(format!(
+                "{} is not in a git repository ({})",
+                checks.display(),
+                e.lines().last().unwrap_or("")
+            ))
+        })?;
+        let commit = git(&["rev-parse", "--verify", "--quiet", &format!("{against}^{{commit}}")])
+            .map_err(|_| refuse(format!("not a revision of the repository at {top}")))?;
+        let rel = checks
+            .strip_prefix(Path::new(&top))
+            .map_err(|_| refuse(format!("{} is outside {top}", checks.display())))?
+            .to_path_buf();
+        let scratch = ScratchDir::new()
+            .map_err(|e| refuse(format!("cannot make a scratch directory: {e}")))?;
+        let tar = scratch.path().join("checks.tar");
+        let mut archive = vec![
+            "archive".to_string(),
+            "--format=tar".into(),
+            "-o".into(),
+            tar.display().to_string(),
+            commit.clone(),
+        ];
+        if !rel.as_os_str().is_empty() {
+            archive.push("--".into());
+            archive.push(rel.display().to_string());
+        }
+        let args: Vec<&str> = archive.iter().map(String::as_str).collect();
+        // git archive runs from the repository's top, where the path is relative to.
+        run_bounded(Command::new("git").arg("-C").arg(&top).args(&args), GIT_TIMEOUT).map_err(
+            |e| {
+                refuse(format!(
+                    "{} at {against} could not be extracted: {}",
+                    rel.display(),
+                    e.lines().last().unwrap_or("")
+                ))
+            },
+        )?;
+        run_bounded(
+            Command::new("tar")
+                .arg("-xf")
+                .arg(&tar)
+                .arg("-C")
+                .arg(scratch.path()),
+            GIT_TIMEOUT,
+        )
+        .map_err(|e| refuse(format!("cannot unpack the checks at {against}: {e}")))?;
+        let at = scratch.path().join(&rel);
+        if !at.is_dir() {
+            return Err(refuse(format!(
+                "{} does not exist at {against}",
+                rel.display()
+            )));
+        }
+        Ok(Baseline::Revision {
+            rev: against.to_string(),
+            commit,
+            checks: at,
+            _scratch: scratch,
+        })
+    }
+
+    /// The baseline's checks directory.
+    pub fn checks_dir(&self) -> &Path {
+        match self {
+            Baseline::Dir(d) => d,
+            Baseline::Revision { checks, .. } => checks,
+        }
+    }
+
+    /// `checks-v1/` or `main (3f2a…)`, for the report.
+    pub fn describe(&self) -> String {
+        match self {
+            Baseline::Dir(d) => d.display().to_string(),
+            Baseline::Revision { rev, commit, .. } => {
+                format!("{rev} ({})", &commit[..commit.len().min(12)])
+            }
+        }
+    }
+}

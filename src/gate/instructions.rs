@@ -1,0 +1,512 @@
+//! Instruction counts of a check's runs (`gate --measure instructions`): deterministic where
+//! timings are not, so a few percent more work is a regression with no statistics needed.
+//!
+//! The count is of user-space instructions retired by the check's own work in each run, as
+//! valgrind's callgrind counts them (CI machines, virtual ones above all, expose no hardware
+//! counters to `perf_event_open`):
+//! - built-ins: agentprof itself runs under callgrind, in a child mode that loads the check
+//!   and brackets each run's call (on its one thread) with client requests, so none of the
+//!   runner's own measuring is counted;
+//! - Python checks: the worker runs under callgrind and brackets `check.run()` the same way
+//!   (host.py), so the worker's start, imports and replies are not counted;
+//! - exec plugins: each run's whole process tree runs under callgrind.
+//!
+//! Client requests are valgrind's documented interface: a fixed instruction sequence that
+//! does nothing natively and that valgrind intercepts. Each bracket dumps the counts to a file
+//! of its own; the first bracket is an empty one, whose count (the bracket's own cost, a few
+//! thousand instructions) is taken off each run's.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::checks::{CheckKind, LoadedCheck, Runnable};
+use crate::config::{AgentConfig, LoadOptions};
+use crate::error::UsageError;
+use crate::progress::Progress;
+
+/// The environment variable that starts agentprof in its counting child mode: its value is
+/// the [`ChildSpec`] as JSON.
+pub const CHILD_ENV: &str = "AGENTPROF_COUNT_CHILD";
+
+/// How long a counted process may take, runs and start included: under callgrind code runs
+/// 20 to 100 times slower than natively.
+const COUNT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Callgrind's client requests (valgrind/callgrind.h): VG_USERREQ_TOOL_BASE('C', 'T') + n.
+const CALLGRIND: u64 = 0x4354_0000;
+const DUMP_STATS: u64 = CALLGRIND;
+const TOGGLE_COLLECT: u64 = CALLGRIND + 2;
+const START_INSTRUMENTATION: u64 = CALLGRIND + 4;
+/// valgrind.h's VG_USERREQ__RUNNING_ON_VALGRIND: how many valgrinds deep (0 natively).
+const RUNNING_ON_VALGRIND: u64 = 0x1001;
+
+/// One client request: its answer, or 0 when not running under valgrind.
+#[cfg(target_arch = "x86_64")]
+fn client_request(request: u64) -> u64 {
+    let args: [u64; 6] = [request, 0, 0, 0, 0, 0];
+    let mut answer: u64 = 0;
+    // SAFETY: valgrind's "special instruction preamble" (four rotations of rdi by 128 bits
+    // in all, which leave it as it was) and `xchg rbx, rbx` (which changes nothing). Natively
+    // they only spend cycles; under valgrind they hand `args` to it, which reads the six
+    // words and writes its answer to rdx. rdi is declared clobbered; memory is read.
+    unsafe {
+        std::arch::asm!(
+            "rol rdi, 3",
+            "rol rdi, 13",
+            "rol rdi, 61",
+            "rol rdi, 51",
+            "xchg rbx, rbx",
+            in("rax") args.as_ptr(),
+            inout("rdx") answer,
+            inout("rdi") 0u64 => _,
+            options(nostack, preserves_flags),
+        );
+    }
+    answer
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn client_request(_request: u64) -> u64 {
+    0
+}
+
+/// valgrind, found on the PATH, and its version.
+pub struct Counter {
+    version: String,
+}
+
+impl Counter {
+    /// valgrind as this machine has it; an error that says what to install otherwise.
+    pub fn find() -> Result<Counter, UsageError> {
+        let refuse = |why: String| {
+            UsageError::flag(
+                "--measure instructions",
+                format!(
+                    "{why}; instructions are counted by valgrind (callgrind), since this machine's kernel gives no hardware counters to perf_event_open here"
+                ),
+            )
+        };
+        if !cfg!(target_arch = "x86_64") {
+            return Err(refuse(format!(
+                "counting by valgrind is built for x86-64, not {}",
+                std::env::consts::ARCH
+            )));
+        }
+        let out = run_bounded(
+            Command::new("valgrind").arg("--version"),
+            Duration::from_secs(30),
+        )
+        .map_err(|e| {
+            refuse(format!(
+                "cannot run valgrind ({e}): install it (apt-get install valgrind)"
+            ))
+        })?;
+        let version = String::from_utf8_lossy(&out).trim().to_string();
+        if !version.starts_with("valgrind-") {
+            return Err(refuse(format!(
+                "`valgrind --version` said {version:?}, not a valgrind version"
+            )));
+        }
+        Ok(Counter { version })
+    }
+
+    /// What counted, for the report: `valgrind-3.19.0 (callgrind)`.
+    pub fn source(&self) -> String {
+        format!("{} (callgrind)", self.version)
+    }
+
+    /// valgrind and its arguments: callgrind writing `DIR/cg.PID[.N]`, following children
+    /// (an interpreter started through a wrapper script, a plugin's own children); with
+    /// `bracketed`, nothing counted or instrumented until the client requests say so.
+    fn command(&self, dir: &Path, bracketed: bool) -> Vec<String> {
+        let mut v = vec![
+            "valgrind".to_string(),
+            "--tool=callgrind".into(),
+            "-q".into(),
+            "--trace-children=yes".into(),
+            format!("--callgrind-out-file={}/cg.%p", dir.display()),
+        ];
+        if bracketed {
+            v.push("--collect-atstart=no".into());
+            v.push("--instr-atstart=no".into());
+        }
+        v
+    }
+}
+
+/// A directory of callgrind's files for one count, removed with it.
+pub struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    pub fn new() -> std::io::Result<ScratchDir> {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!(
+            "agentprof-count-{}-{n}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir)?;
+        Ok(ScratchDir(dir))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What the counting child needs to load the check as the gate did.
+#[derive(Debug, Serialize, Deserialize)]
+struct ChildSpec {
+    config: Option<PathBuf>,
+    confd: Option<PathBuf>,
+    checks: Option<PathBuf>,
+    python: Option<String>,
+    name: String,
+    instance: usize,
+    runs: u32,
+}
+
+/// Counts `runs` runs of instance `instance` of `loaded` (after one warm-up run, not
+/// counted): the instructions of each, in order.
+pub fn count(
+    counter: &Counter,
+    opts: &LoadOptions,
+    loaded: LoadedCheck,
+    instance: usize,
+    runs: u32,
+    progress: &mut Progress,
+) -> anyhow::Result<Vec<f64>> {
+    let dir = ScratchDir::new()?;
+    match loaded.kind {
+        CheckKind::Builtin => {
+            let spec = ChildSpec {
+                config: opts.config.clone(),
+                confd: opts.confd.clone(),
+                checks: opts.checks.clone(),
+                python: opts.python.clone(),
+                name: loaded.name.clone(),
+                instance,
+                runs,
+            };
+            let argv = counter.command(dir.path(), true);
+            let exe = std::env::current_exe()?;
+            let mut cmd = Command::new(&argv[0]);
+            cmd.args(&argv[1..])
+                .arg(exe)
+                .env(CHILD_ENV, serde_json::to_string(&spec)?)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null());
+            let out = run_bounded(&mut cmd, COUNT_TIMEOUT)
+                .map_err(|e| anyhow::anyhow!("{}: counting under valgrind: {e}", loaded.name))?;
+            drop(out);
+            progress.set(u64::from(runs) + 1);
+            bracketed(dir.path(), runs)
+        }
+        CheckKind::Python => count_python(counter, dir.path(), loaded, instance, runs, progress),
+        CheckKind::Exec => count_exec(counter, dir.path(), loaded, instance, runs, progress),
+    }
+}
+
+fn count_python(
+    counter: &Counter,
+    dir: &Path,
+    loaded: LoadedCheck,
+    instance: usize,
+    runs: u32,
+    progress: &mut Progress,
+) -> anyhow::Result<Vec<f64>> {
+    let host = loaded
+        .python
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("{}: no Python worker", loaded.name))?;
+    let mut h = crate::sync::lock_unless_poisoned(&host)
+        .ok_or_else(|| anyhow::anyhow!("{}: the Python worker is unusable", loaded.name))?;
+    // The same hash seed in every counted worker: Python's string hashing moves dict and set
+    // layouts, and with them the instructions a run takes.
+    let mut wrapper = vec!["env".to_string(), "PYTHONHASHSEED=0".to_string()];
+    wrapper.extend(counter.command(dir, true));
+    // The interpreter's own executable, past wrapper scripts (pyenv's shims): valgrind then
+    // follows one exec, not the shell script's dozens of processes.
+    if let Ok(out) = run_bounded(
+        Command::new(h.interpreter()).args(["-c", "import sys; print(sys.executable)"]),
+        Duration::from_secs(30),
+    ) {
+        let exe = String::from_utf8_lossy(&out).trim().to_string();
+        if !exe.is_empty() && Path::new(&exe).is_file() {
+            h.set_interpreter(exe);
+        }
+    }
+    h.run_under(wrapper);
+    h.count_start()
+        .map_err(|e| anyhow::anyhow!("{}: counting under valgrind: {e}", loaded.name))?;
+    let pid = h.worker_pid();
+    let opts = crate::checks::RunOptions {
+        count: true,
+        ..Default::default()
+    };
+    for run in 0..=runs {
+        let mut sink = crate::metrics::Sink::default();
+        let r = h.run(instance, &mut sink, COUNT_TIMEOUT, opts);
+        if let Err(e) = r.result {
+            let which = if run == 0 {
+                "the warm-up run".to_string()
+            } else {
+                format!("counted run {run}")
+            };
+            return Err(anyhow::anyhow!("{}: {which} failed: {e}", loaded.name));
+        }
+        progress.inc();
+    }
+    h.run_under(Vec::new());
+    drop(h);
+    let counts = dumps_of(dir, pid)?;
+    per_run(counts, runs)
+}
+
+fn count_exec(
+    counter: &Counter,
+    dir: &Path,
+    loaded: LoadedCheck,
+    instance: usize,
+    runs: u32,
+    progress: &mut Progress,
+) -> anyhow::Result<Vec<f64>> {
+    let name = loaded.name.clone();
+    let Some((_, Runnable::External(check))) = loaded.instances.into_iter().nth(instance) else {
+        return Err(anyhow::anyhow!("{name}: no instance {instance}"));
+    };
+    let inv = check
+        .invocation()
+        .ok_or_else(|| anyhow::anyhow!("{name}: not one program per run"))?;
+    let mut out = Vec::new();
+    for run in 0..=runs {
+        let sub = dir.join(format!("run{run}"));
+        std::fs::create_dir_all(&sub)?;
+        let argv = counter.command(&sub, false);
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..]).arg(&inv.program).args(&inv.args);
+        let stdin = inv.stdin.clone();
+        run_with_input(&mut cmd, &stdin, COUNT_TIMEOUT)
+            .map_err(|e| anyhow::anyhow!("{name}: run {run} under valgrind: {e}"))?;
+        let total: f64 = summaries(&sub)?.into_iter().map(|(_, _, n)| n).sum();
+        if run > 0 {
+            out.push(total);
+        }
+        progress.inc();
+    }
+    Ok(out)
+}
+
+/// The counting child (agentprof under callgrind, [`CHILD_ENV`] set): loads the check,
+/// then brackets an empty call, the warm-up run and each counted run. Its exit status: 0,
+/// 1 when a run failed (said on stderr), 2 when the check could not be loaded.
+pub fn child(spec: &str) -> u8 {
+    match child_runs(spec) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("agentprof: {e:#}");
+            if crate::error::is_usage_error(&e) { 2 } else { 1 }
+        }
+    }
+}
+
+fn child_runs(spec: &str) -> anyhow::Result<()> {
+    let spec: ChildSpec = serde_json::from_str(spec)?;
+    let config = AgentConfig::load(&LoadOptions {
+        config: spec.config,
+        confd: spec.confd,
+        checks: spec.checks,
+        python: spec.python,
+    })?;
+    let loaded = crate::checks::Registry::new(&config).load(&spec.name)?;
+    let Some((_, Runnable::InProcess(mut check))) =
+        loaded.instances.into_iter().nth(spec.instance)
+    else {
+        return Err(anyhow::anyhow!(
+            "{}: instance {} is not a built-in's",
+            spec.name,
+            spec.instance
+        ));
+    };
+    if client_request(RUNNING_ON_VALGRIND) == 0 {
+        return Err(anyhow::anyhow!("not running under valgrind"));
+    }
+    client_request(START_INSTRUMENTATION);
+    bracket(|| ());
+    for run in 0..=spec.runs {
+        let mut sink = crate::metrics::Sink::default();
+        bracket(|| check.run(&mut sink)).map_err(|e| {
+            anyhow::anyhow!("{}: run {run} failed: {e:#}", spec.name)
+        })?;
+    }
+    Ok(())
+}
+
+/// `work`, with callgrind collecting only while it runs; its counts dumped after.
+fn bracket<T>(work: impl FnOnce() -> T) -> T {
+    client_request(TOGGLE_COLLECT);
+    let out = std::hint::black_box(work());
+    client_request(TOGGLE_COLLECT);
+    client_request(DUMP_STATS);
+    out
+}
+
+/// The dumps of a bracketed process (the overhead bracket, the warm-up, the counted runs)
+/// made into counts per counted run, each less the overhead.
+fn bracketed(dir: &Path, runs: u32) -> anyhow::Result<Vec<f64>> {
+    per_run(dumps_of(dir, None)?, runs)
+}
+
+fn per_run(dumps: Vec<f64>, runs: u32) -> anyhow::Result<Vec<f64>> {
+    let want = runs as usize + 2;
+    if dumps.len() != want {
+        return Err(anyhow::anyhow!(
+            "callgrind wrote {} counts where {want} were expected (an empty bracket, the warm-up and {runs} runs)",
+            dumps.len()
+        ));
+    }
+    let overhead = dumps[0];
+    Ok(dumps[2..].iter().map(|n| (n - overhead).max(0.0)).collect())
+}
+
+/// The numbered dumps (`cg.PID.N`, N from 1) of the one process that made them (or of
+/// `pid`), in order.
+fn dumps_of(dir: &Path, pid: Option<u32>) -> anyhow::Result<Vec<f64>> {
+    let mut numbered: Vec<(u32, u32, f64)> = summaries(dir)?
+        .into_iter()
+        .filter_map(|(p, part, n)| Some((p, part?, n)))
+        .filter(|(p, _, _)| pid.is_none_or(|want| *p == want))
+        .collect();
+    let pids: std::collections::BTreeSet<u32> = numbered.iter().map(|x| x.0).collect();
+    if pids.len() > 1 {
+        return Err(anyhow::anyhow!(
+            "callgrind counts came from {} processes, not one",
+            pids.len()
+        ));
+    }
+    numbered.sort_by_key(|x| x.1);
+    Ok(numbered.into_iter().map(|x| x.2).collect())
+}
+
+/// Every callgrind file in `dir`: (pid, dump number for `cg.PID.N`, instructions).
+fn summaries(dir: &Path) -> anyhow::Result<Vec<(u32, Option<u32>, f64)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let Some(rest) = name.strip_prefix("cg.") else {
+            continue;
+        };
+        let (pid, part) = match rest.split_once('.') {
+            Some((p, n)) => (p.parse().ok(), n.parse().ok()),
+            None => (rest.parse().ok(), None),
+        };
+        let Some(pid) = pid else { continue };
+        match summary(&path) {
+            Ok(n) => out.push((pid, part, n)),
+            // A process killed while it wrote its last, unnumbered file (a worker stopped
+            // after its runs) left it unfinished; its counts were dumped already.
+            Err(_) if part.is_none() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
+/// A callgrind file's `summary:` (or `totals:`) line: its instructions (Ir).
+fn summary(path: &Path) -> anyhow::Result<f64> {
+    let text = crate::config::read_limited(path, 256 << 20, "")?;
+    let text = String::from_utf8_lossy(&text);
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix("summary:")
+                .or_else(|| l.strip_prefix("totals:"))
+        })
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .ok_or_else(|| anyhow::anyhow!("{}: no summary line", path.display()))
+}
+
+/// Runs `cmd` with no input to its end within `timeout`: its stdout; an error with the tail
+/// of its stderr when it fails.
+pub fn run_bounded(cmd: &mut Command, timeout: Duration) -> Result<Vec<u8>, String> {
+    run_with_input(cmd.stdin(Stdio::null()), &[], timeout)
+}
+
+fn run_with_input(cmd: &mut Command, input: &[u8], timeout: Duration) -> Result<Vec<u8>, String> {
+    use std::io::{Read, Write};
+    use std::os::unix::process::CommandExt;
+    if !input.is_empty() {
+        cmd.stdin(Stdio::piped());
+    }
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+    crate::signal::adopt_group(child.id() as i32);
+    let result = (|| {
+        if let Some(mut stdin) = child.stdin.take() {
+            let input = input.to_vec();
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(&input);
+            });
+        }
+        let read = |pipe: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                if let Some(p) = pipe {
+                    let _ = p.take(16 << 20).read_to_end(&mut buf);
+                }
+                buf
+            })
+        };
+        let out = read(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+        let err = read(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+        let status = wait_until(&mut child, Instant::now() + timeout)?;
+        // What the program left running (and holding its pipes) ends with it.
+        // SAFETY: kill(2) of the process group the child led.
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+        let out = out.join().unwrap_or_default();
+        let err = err.join().unwrap_or_default();
+        if status.success() {
+            return Ok(out);
+        }
+        let err = String::from_utf8_lossy(&err);
+        let tail: String = err.trim_end().chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+        Err(format!("{status}: {tail}"))
+    })();
+    crate::signal::release_group(child.id() as i32);
+    result
+}
+
+/// Waits for `child` until `deadline`; past it, kills its process group.
+fn wait_until(child: &mut Child, deadline: Instant) -> Result<std::process::ExitStatus, String> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(status),
+            Ok(None) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+        if Instant::now() >= deadline {
+            // SAFETY: kill(2) of the process group this child leads.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            return Err(format!(
+                "did not finish within {} s",
+                COUNT_TIMEOUT.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,491 @@
+//! Running a check for the gate: timed runs as the Agent runs the check (no profiler, no
+//! allocation tracing), spread over fresh loads; then, untimed, the runs that count calls
+//! (cProfile), trace allocations (tracemalloc), sample stacks or count instructions. The A/B
+//! mode runs two versions of a check in interleaved rounds on the same machine.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::checks::python::PythonHost;
+use crate::checks::{CheckKind, LoadedCheck, Registry, Runner};
+use crate::config::{AgentConfig, LoadOptions};
+use crate::error::UsageError;
+
+use super::GateStats;
+use super::instructions::Counter;
+
+/// Sampling frequency of a built-in check's stacks for `--flamegraph-diff`; those runs are
+/// extra runs after the timed ones, so the sampling costs the timings nothing.
+const STACK_HZ: u32 = 4999;
+const STACK_TIME: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The machine's speed right now for code that does not wait: thread CPU seconds of a fixed
+/// integer loop, the median of seven. The gate divides a check's run times by it, so a machine
+/// that slowed down as a whole does not look like a slower check. (Python checks time a
+/// pure-Python loop in their worker instead.)
+pub fn calibrate_native() -> f64 {
+    let cpu = || {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes the timespec it is given.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    };
+    let mut times = [0.0f64; 7];
+    for t in &mut times {
+        let t0 = cpu();
+        let (mut x, mut acc) = (0x9E37_79B9_7F4A_7C15u64, 0u64);
+        for i in 0..1_000_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            acc = acc.wrapping_add(x ^ i);
+        }
+        std::hint::black_box(acc);
+        *t = cpu() - t0;
+    }
+    times.sort_by(f64::total_cmp);
+    times[3]
+}
+
+type Host = Option<Arc<Mutex<PythonHost>>>;
+
+/// What each kind of check's calibration times.
+fn calibration_loop(kind: CheckKind) -> &'static str {
+    match kind {
+        CheckKind::Python => "python-smallint-30000",
+        _ => "native-xorshift-1000000",
+    }
+}
+
+fn calibrate(kind: CheckKind, host: &Host) -> Option<f64> {
+    match host {
+        Some(h) if kind == CheckKind::Python => {
+            crate::sync::lock_unless_poisoned(h).and_then(|mut h| h.calibrate().ok())
+        }
+        _ => Some(calibrate_native()),
+    }
+}
+
+/// `name (file.py:12)` -> `name (file.py)`: a diff of two versions of a check must not see
+/// every function below an inserted line as new.
+fn without_line(frame: &str) -> std::borrow::Cow<'_, str> {
+    if let Some(open) = frame.rfind(" (")
+        && let Some(colon) = frame[open..].rfind(':')
+        && frame.ends_with(')')
+        && frame[open + colon + 1..frame.len() - 1]
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+    {
+        return format!("{})", &frame[..open + colon]).into();
+    }
+    frame.into()
+}
+
+/// Folded `stack value` lines, their values in `unit_ns` nanoseconds over `runs` runs, as
+/// `stack ns-per-run` lines (frames' line numbers dropped, equal stacks merged).
+fn per_run(lines: &[String], unit_ns: f64, runs: usize, strip_lines: bool) -> Vec<String> {
+    let mut merged: HashMap<String, f64> = HashMap::new();
+    for line in lines {
+        let Some((stack, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let Ok(v) = value.parse::<f64>() else {
+            continue;
+        };
+        let key = if strip_lines {
+            stack
+                .split(';')
+                .map(without_line)
+                .collect::<Vec<_>>()
+                .join(";")
+        } else {
+            stack.to_string()
+        };
+        *merged.entry(key).or_default() += v * unit_ns / runs.max(1) as f64;
+    }
+    prune(&mut merged);
+    let mut out: Vec<String> = merged
+        .into_iter()
+        .filter(|(_, ns)| *ns >= 0.5)
+        .map(|(s, ns)| format!("{s} {}", ns.round() as u64))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Stacks under 1/5000 of the total go to their caller's stack (its last frame cut), until
+/// none is left or they are one frame deep: the baseline stays small (cProfile's caller paths
+/// fan out into thousands of tiny stacks) and every frame keeps its width.
+fn prune(stacks: &mut HashMap<String, f64>) {
+    let floor = stacks.values().sum::<f64>() / 5000.0;
+    for _ in 0..256 {
+        let small: Vec<String> = stacks
+            .iter()
+            .filter(|(k, v)| **v < floor && k.contains(';'))
+            .map(|(k, _)| k.clone())
+            .collect();
+        if small.is_empty() {
+            break;
+        }
+        for k in small {
+            let Some(v) = stacks.remove(&k) else { continue };
+            let parent = k.rsplit_once(';').map_or("", |(p, _)| p).to_string();
+            *stacks.entry(parent).or_default() += v;
+        }
+    }
+}
+
+/// What the gate runs.
+pub struct Plan<'a> {
+    pub name: &'a str,
+    /// Timed runs in all (baseline mode), or per side (A/B).
+    pub times: u32,
+    /// Fresh loads the timed runs are spread over (A/B: rounds, each loading both sides).
+    pub processes: u32,
+    pub instance: usize,
+    /// Python: trace allocations in extra runs (`--memory`).
+    pub memory: bool,
+    /// Stacks for a differential flamegraph, from extra runs.
+    pub stacks: bool,
+    /// Count instructions in extra runs under valgrind.
+    pub count: Option<&'a Counter>,
+}
+
+/// One side of a measurement: where its configuration comes from.
+pub struct Side<'a> {
+    pub config: &'a AgentConfig,
+    pub options: &'a LoadOptions,
+}
+
+pub fn load(config: &AgentConfig, plan: &Plan) -> anyhow::Result<LoadedCheck> {
+    let loaded = Registry::new(config).load(plan.name)?;
+    if plan.instance >= loaded.instances.len() {
+        return Err(UsageError::flag(
+            "--instance",
+            format!(
+                "{} has {} instance(s)",
+                loaded.source,
+                loaded.instances.len()
+            ),
+        )
+        .into());
+    }
+    Ok(loaded)
+}
+
+/// The timed runs of one fresh load: warm-up, calibration before and after (baseline mode),
+/// `runs` runs with nothing but the runner's own measuring around them.
+struct Timed {
+    records: Vec<crate::profile::RunRecord>,
+    wall: Option<f64>,
+    cpu: Option<f64>,
+    slope: Option<f64>,
+    calibration: Option<f64>,
+}
+
+fn timed_load(
+    config: &AgentConfig,
+    plan: &Plan,
+    loaded: LoadedCheck,
+    runs: u32,
+    calibrated: bool,
+    progress: &mut crate::progress::Progress,
+) -> anyhow::Result<Timed> {
+    let kind = loaded.kind;
+    let kind_label = kind.label();
+    let host = loaded.python.clone();
+    if let Some(h) = &host {
+        crate::checks::python::load(h)?;
+    }
+    let mut runner =
+        Runner::new(loaded, config, Some(plan.instance), None, false).without_memory_lines();
+    let warm = warm_up(&mut runner, &host, plan.name)?;
+    progress.inc();
+    let before = calibrated.then(|| calibrate(kind, &host)).flatten();
+    let mut records = Vec::with_capacity(runs as usize);
+    for run in 1..=runs {
+        records.push(runner.run(0, run));
+        progress.inc();
+    }
+    let after = calibrated.then(|| calibrate(kind, &host)).flatten();
+    let (slope, wall, cpu) = load_figures(plan.name, kind_label, &warm, &records, kind.persists());
+    Ok(Timed {
+        records,
+        wall,
+        cpu,
+        slope,
+        calibration: before.zip(after).map(|(a, b)| (a + b) / 2.0),
+    })
+}
+
+/// Runs the check: `times` timed runs of one instance, spread over `processes` fresh loads
+/// (for Python checks, worker processes), each after a warm-up run, with the machine's speed
+/// measured before and after each load's runs; then the untimed extra passes.
+pub fn measure(side: &Side, plan: &Plan, first: LoadedCheck) -> anyhow::Result<GateStats> {
+    let processes = plan.processes.min(plan.times).max(1);
+    let per = plan.times.div_ceil(processes);
+    let kind = first.kind;
+    let steps = per * processes + processes;
+    let mut progress = crate::progress::Progress::new(u64::from(steps), &format!("{}:", plan.name));
+    let mut stats = GateStats::empty(plan.name, kind.label());
+    let mut records = Vec::with_capacity((per * processes) as usize);
+    let mut next = Some(first);
+    for _ in 0..processes {
+        let loaded = match next.take() {
+            Some(l) => l,
+            None => load(side.config, plan)?,
+        };
+        let t = timed_load(side.config, plan, loaded, per, true, &mut progress)?;
+        add_load(&mut stats, &t);
+        stats.calibration_s.extend(t.calibration);
+        records.extend(t.records);
+    }
+    progress.finish();
+    stats.absorb_records(&records);
+    stats.calibration_loop = Some(calibration_loop(kind).to_string());
+    extra_passes(side, plan, kind, per, &mut stats)?;
+    Ok(stats)
+}
+
+fn add_load(stats: &mut GateStats, t: &Timed) {
+    stats.wall_process_medians.extend(t.wall);
+    stats.cpu_process_medians.extend(t.cpu);
+    stats.rss_slope_per_process.extend(t.slope);
+}
+
+/// A/B: `plan.processes` rounds, each loading both versions fresh and timing `per` runs of
+/// each, the order alternating (A B, B A, …) so that a machine speeding up or slowing down
+/// within a round favours neither. Round i's medians of both sides are at index i of their
+/// process medians: the pairs the verdict compares.
+pub fn measure_ab(a: &Side, b: &Side, plan: &Plan) -> anyhow::Result<(GateStats, GateStats)> {
+    let rounds = plan.processes.max(1);
+    let per = plan.times.div_ceil(rounds).max(5);
+    let first_a = load(a.config, plan)?;
+    let kind = first_a.kind;
+    let first_b = load(b.config, plan)?;
+    if first_b.kind != kind {
+        return Err(UsageError::flag(
+            "--against",
+            format!(
+                "{} is a {} check there and a {} check here: A/B compares two versions of one kind",
+                plan.name,
+                first_a.kind.label(),
+                first_b.kind.label()
+            ),
+        )
+        .into());
+    }
+    let steps = 2 * (per + 1) * rounds;
+    let mut progress =
+        crate::progress::Progress::new(u64::from(steps), &format!("{} A/B:", plan.name));
+    let mut stats = [
+        GateStats::empty(plan.name, kind.label()),
+        GateStats::empty(plan.name, kind.label()),
+    ];
+    let mut records: [Vec<crate::profile::RunRecord>; 2] = [Vec::new(), Vec::new()];
+    let mut firsts = [Some(first_a), Some(first_b)];
+    let sides = [a, b];
+    for round in 0..rounds {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for s in order {
+            let loaded = match firsts[s].take() {
+                Some(l) => l,
+                None => load(sides[s].config, plan)?,
+            };
+            let t = timed_load(sides[s].config, plan, loaded, per, false, &mut progress)?;
+            if t.wall.is_none() || t.cpu.is_none() {
+                return Err(anyhow::anyhow!(
+                    "{}: every run of round {} failed on the {} side",
+                    plan.name,
+                    round + 1,
+                    if s == 0 { "A (--against)" } else { "B (this tree)" }
+                ));
+            }
+            add_load(&mut stats[s], &t);
+            records[s].extend(t.records);
+        }
+    }
+    progress.finish();
+    let [mut sa, mut sb] = stats;
+    sa.absorb_records(&records[0]);
+    sb.absorb_records(&records[1]);
+    extra_passes(a, plan, kind, per, &mut sa)?;
+    extra_passes(b, plan, kind, per, &mut sb)?;
+    Ok((sa, sb))
+}
+
+/// The untimed passes, each on a fresh load: cProfile's call counts and stacks (Python),
+/// tracemalloc's traced bytes (`--memory`), sampled stacks (built-ins), instruction counts.
+fn extra_passes(
+    side: &Side,
+    plan: &Plan,
+    kind: CheckKind,
+    per: u32,
+    stats: &mut GateStats,
+) -> anyhow::Result<()> {
+    let runs = per.max(3);
+    if kind == CheckKind::Python {
+        let loaded = load(side.config, plan)?;
+        let host = loaded.python.clone();
+        if let Some(h) = &host {
+            crate::checks::python::load(h)?;
+        }
+        let mut runner = Runner::new(loaded, side.config, Some(plan.instance), Some(1000), false)
+            .without_memory_lines();
+        warm_up(&mut runner, &host, plan.name)?;
+        let ok = (1..=runs)
+            .filter(|&run| runner.run(0, run).error.is_none())
+            .count();
+        if let Some(p) = host.as_ref().and_then(|h| {
+            crate::sync::lock_unless_poisoned(h).and_then(|mut h| h.pstats(20, plan.stacks).ok())
+        }) {
+            let n = ok.max(1) as f64;
+            stats.python_calls_per_run = Some(p.total_calls as f64 / n);
+            stats.python_top = super::measured::top_calls(&p, n);
+            if plan.stacks {
+                // cProfile's microseconds over these runs.
+                stats.stacks_ns_per_run = per_run(&p.folded, 1e3, ok, true);
+            }
+        }
+    }
+    if plan.memory {
+        let loaded = load(side.config, plan)?;
+        let host = loaded.python.clone();
+        if let Some(h) = &host {
+            crate::checks::python::load(h)?;
+        }
+        let mut runner = Runner::new(loaded, side.config, Some(plan.instance), None, true)
+            .without_memory_lines();
+        warm_up(&mut runner, &host, plan.name)?;
+        let records: Vec<_> = (1..=runs).map(|run| runner.run(0, run)).collect();
+        stats.absorb_traced(&records);
+    }
+    if plan.stacks && kind == CheckKind::Builtin {
+        let mut progress =
+            crate::progress::Progress::new(u64::from(per), &format!("{}: stacks", plan.name));
+        if let Some(s) = sampled_stacks(side.config, plan, per, &mut progress)? {
+            stats.stacks_ns_per_run = s;
+        }
+        progress.finish();
+    }
+    if let Some(counter) = plan.count {
+        // Five counted runs at least: the report states their spread.
+        let runs = runs.max(5);
+        let loaded = load(side.config, plan)?;
+        let mut progress = crate::progress::Progress::new(
+            u64::from(runs) + 1,
+            &format!("{}: counting instructions under valgrind", plan.name),
+        );
+        let counts = super::instructions::count(
+            counter,
+            side.options,
+            loaded,
+            plan.instance,
+            runs,
+            &mut progress,
+        )?;
+        progress.finish();
+        stats.instructions_per_run = counts;
+        stats.instructions_source = Some(counter.source());
+    }
+    Ok(())
+}
+
+/// One load's figures: the slope of its RSS after each run (the warm-up's first), and the
+/// medians of its timed runs' wall and CPU time.
+fn load_figures(
+    name: &str,
+    kind_label: &str,
+    warm: &crate::profile::RunRecord,
+    timed: &[crate::profile::RunRecord],
+    persists: bool,
+) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let mine = GateStats::from_records(name, kind_label, timed);
+    let runs: Vec<&crate::profile::RunRecord> = std::iter::once(warm).chain(timed).collect();
+    let rss = crate::profile::leak::rss_series(&runs, persists);
+    (
+        crate::gate::stats::slope(&rss),
+        crate::gate::stats::median(&mine.wall_s),
+        crate::gate::stats::median(&mine.cpu_s),
+    )
+}
+
+/// The warm-up run, which must succeed; then the Python host's statistics are reset, so
+/// call counts and stacks are of the timed runs: the warm-up's one-time imports and caches
+/// are not a cost of every run.
+fn warm_up(
+    runner: &mut Runner,
+    host: &Option<Arc<Mutex<PythonHost>>>,
+    name: &str,
+) -> anyhow::Result<crate::profile::RunRecord> {
+    let warm = runner.run(0, 0);
+    if let Some(e) = &warm.error {
+        return Err(anyhow::anyhow!("{name}: the warm-up run failed: {e}"));
+    }
+    if let Some(h) = host
+        && let Err(e) = crate::sync::lock_unless_poisoned(h)
+            .ok_or(crate::checks::python::WorkerError::Unusable)
+            .and_then(|mut h| h.reset_stats())
+    {
+        return Err(anyhow::anyhow!("{name}: {e}"));
+    }
+    Ok(warm)
+}
+
+/// A built-in check's stacks per run: a fresh load sampled at STACK_HZ over at least `per`
+/// runs and about half a second (built-ins run for microseconds).
+fn sampled_stacks(
+    config: &AgentConfig,
+    plan: &Plan,
+    per: u32,
+    progress: &mut crate::progress::Progress,
+) -> anyhow::Result<Option<Vec<String>>> {
+    let mut sampled = Runner::new(
+        load(config, plan)?,
+        config,
+        Some(plan.instance),
+        Some(STACK_HZ),
+        false,
+    );
+    let (mut ok, started) = (0, std::time::Instant::now());
+    for run in 1..=100_000 {
+        ok += usize::from(sampled.run(0, run).error.is_none());
+        if run == per {
+            (0..per).for_each(|_| progress.inc());
+        }
+        if run >= per && started.elapsed() > STACK_TIME {
+            break;
+        }
+    }
+    Ok(sampled.finish_profile().map(|(profile, _)| {
+        let lines = crate::profile::folded(&profile);
+        per_run(&lines, 1e9 / f64::from(STACK_HZ), ok, false)
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stacks_become_nanoseconds_per_run_without_line_numbers() {
+        let lines = vec![
+            "<module> (work.py:3);check (work.py:10);_noop (work.py:20) 30".to_string(),
+            "<module> (work.py:3);check (work.py:11);_noop (work.py:21) 10".to_string(),
+            "<built-in method len> 4".to_string(),
+        ];
+        let out = per_run(&lines, 1e3, 2, true);
+        assert_eq!(
+            out,
+            vec![
+                "<built-in method len> 2000".to_string(),
+                "<module> (work.py);check (work.py);_noop (work.py) 20000".to_string(),
+            ]
+        );
+        assert_eq!(without_line("f (a:b.py:x)"), "f (a:b.py:x)");
+        assert!(calibrate_native() > 0.0);
+    }
+}
