@@ -26,7 +26,13 @@ fn unchanged_passes_slowdowns_fail_with_the_figure_and_how_sure() {
     // between the baseline and this run; the gate divides by it.
     let r = gate(&sb, &py, &[]);
     assert_eq!(r.code, 0, "unchanged:\n{}", r.stdout);
-    assert!(r.stdout.contains("no regression"), "{}", r.stdout);
+    // Never a regression; CANNOT TELL when the noise between processes hid 10%.
+    assert!(
+        r.stdout.starts_with("agentprof gate work: no regression")
+            || r.stdout.starts_with("agentprof gate work: CANNOT TELL"),
+        "{}",
+        r.stdout
+    );
     // The slowed check gets 20 runs: 10 against 10 at p < 0.01 on a loaded 2-core machine
     // once called a +84 % slowdown (95 % CI 1.22–2.04) not significant (p = 0.0108).
     for work in ["40000", "80000"] {
@@ -36,7 +42,7 @@ fn unchanged_passes_slowdowns_fail_with_the_figure_and_how_sure() {
         let line = r
             .stdout
             .lines()
-            .find(|l| l.trim_start().starts_with("wall time"))
+            .find(|l| l.trim_start().starts_with("CPU time"))
             .unwrap();
         assert!(line.contains("for the machine's speed"), "{line}");
         assert!(

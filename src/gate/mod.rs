@@ -21,31 +21,24 @@ mod tests {
     use super::*;
 
     fn stats(wall: &[f64], rss_step: u64, calls: Option<f64>) -> GateStats {
-        GateStats {
-            schema: 1,
-            check: "c".into(),
-            kind: "python".into(),
-            runs: wall.len(),
-            errors: 0,
-            wall_s: wall.to_vec(),
-            cpu_s: wall.to_vec(),
-            wall_process_medians: Vec::new(),
-            cpu_process_medians: Vec::new(),
-            rss_slope_per_process: Vec::new(),
-            calibration_s: Vec::new(),
-            calibration_loop: None,
-            rss_after: (0..wall.len() as u64)
-                .map(|i| (50 << 20) + i * rss_step)
-                .collect(),
-            peak_rss: vec![60 << 20; wall.len()],
-            python_calls_per_run: calls,
-            python_top: Vec::new(),
-            metrics: [("a".to_string(), 1)].into_iter().collect(),
-            tracemalloc: false,
-            traced_peak: Vec::new(),
-            traced_kept: Vec::new(),
-            stacks_ns_per_run: Vec::new(),
-        }
+        let mut s = GateStats::empty("c", "python");
+        s.runs = wall.len();
+        s.wall_s = wall.to_vec();
+        s.cpu_s = wall.to_vec();
+        s.rss_after = (0..wall.len() as u64)
+            .map(|i| (50 << 20) + i * rss_step)
+            .collect();
+        s.peak_rss = vec![60 << 20; wall.len()];
+        s.python_calls_per_run = calls;
+        s.metrics = [("a".to_string(), 1)].into_iter().collect();
+        s
+    }
+
+    /// Per-process medians of `n` loads around `center`, spread by `noise` (deterministic).
+    fn processes(center: f64, noise: f64, n: usize, phase: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| center * (1.0 + noise * (((i * 7 + phase * 3) % 11) as f64 / 10.0 - 0.5)))
+            .collect()
     }
 
     #[test]
@@ -56,9 +49,9 @@ mod tests {
             .map(|i| 0.010 + f64::from((i + 1) % 3) * 0.0005)
             .collect();
         let b = stats(&base, 0, Some(1000.0));
-        assert!(!compare(&b, &stats(&noisy, 0, Some(1000.0)), &cfg).regression);
+        assert!(!compare(&b, &stats(&noisy, 0, Some(1000.0)), &cfg, Mode::Baseline).regression);
         let slow: Vec<f64> = base.iter().map(|x| x * 2.0).collect();
-        let v = compare(&b, &stats(&slow, 0, Some(1000.0)), &cfg);
+        let v = compare(&b, &stats(&slow, 0, Some(1000.0)), &cfg, Mode::Baseline);
         assert!(v.regression);
         assert_eq!(
             v.findings[0].status,
@@ -66,13 +59,13 @@ mod tests {
             "{:?}",
             v.findings[0]
         );
-        let leak = compare(&b, &stats(&base, 2 << 20, Some(1000.0)), &cfg);
+        let leak = compare(&b, &stats(&base, 2 << 20, Some(1000.0)), &cfg, Mode::Baseline);
         assert!(
             leak.findings
                 .iter()
                 .any(|f| f.figure.starts_with("RSS") && f.status == Status::Regression)
         );
-        let calls = compare(&b, &stats(&base, 0, Some(1100.0)), &cfg);
+        let calls = compare(&b, &stats(&base, 0, Some(1100.0)), &cfg, Mode::Baseline);
         assert!(
             calls
                 .findings
@@ -88,15 +81,15 @@ mod tests {
         let mut more = stats(&base, 0, Some(1000.0));
         more.metrics.insert("b".into(), 3);
         assert_eq!(
-            series(&compare(&b, &more, &cfg)),
+            series(&compare(&b, &more, &cfg, Mode::Baseline)),
             Some(Status::Ok),
             "a new metric is listed, not failed"
         );
         more.metrics.insert("a".into(), 2);
-        assert_eq!(series(&compare(&b, &more, &cfg)), Some(Status::Regression));
+        assert_eq!(series(&compare(&b, &more, &cfg, Mode::Baseline)), Some(Status::Regression));
         let mut gone = stats(&base, 0, Some(1000.0));
         gone.metrics.clear();
-        let v = compare(&b, &gone, &cfg);
+        let v = compare(&b, &gone, &cfg, Mode::Baseline);
         assert!(!v.regression, "a missing metric warns by default");
         let v = compare(
             &b,
@@ -105,7 +98,80 @@ mod tests {
                 strict: true,
                 ..cfg
             },
+            Mode::Baseline,
         );
         assert!(v.regression);
+    }
+
+    #[test]
+    fn a_ten_percent_slowdown_is_caught_in_pairs_and_noise_is_not_a_regression() {
+        let cfg = GateConfig {
+            time_threshold: Measure::Cpu.default_threshold(true),
+            ..GateConfig::default()
+        };
+        let mut a = stats(&[0.010; 10], 0, None);
+        // The machine drifts by ±20% across rounds; both sides drift together.
+        a.cpu_process_medians = processes(0.010, 0.4, 10, 0);
+        let mut same = a.clone();
+        same.cpu_process_medians = a
+            .cpu_process_medians
+            .iter()
+            .enumerate()
+            .map(|(i, x)| x * (1.0 + 0.01 * ((i % 3) as f64 - 1.0)))
+            .collect();
+        let v = compare(&a, &same, &cfg, Mode::Paired);
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.summary);
+        let mut slow = a.clone();
+        slow.cpu_process_medians = same.cpu_process_medians.iter().map(|x| x * 1.10).collect();
+        let v = compare(&a, &slow, &cfg, Mode::Paired);
+        assert_eq!(v.outcome, Outcome::Regression, "{}", v.summary);
+        assert!(v.summary.contains("CPU time +10"), "{}", v.summary);
+    }
+
+    #[test]
+    fn too_much_noise_against_a_file_is_cannot_tell_and_the_baseline_column_is_the_files() {
+        let cfg = GateConfig::default();
+        let mut base = stats(&[0.010; 10], 0, None);
+        base.cpu_process_medians = processes(0.010, 0.6, 5, 0);
+        base.calibration_s = vec![0.002; 5];
+        base.calibration_loop = Some("loop".into());
+        let mut now = base.clone();
+        now.cpu_process_medians = processes(0.010, 0.6, 5, 1);
+        let v = compare(&base, &now, &cfg, Mode::Baseline);
+        assert_eq!(v.outcome, Outcome::CannotTell, "{}", v.summary);
+        assert!(!v.regression);
+        let d = v.detectable_pct.expect("a detectable slowdown");
+        assert!(d > 10.0, "{d}");
+        // This run's machine speed does not move the baseline's figure.
+        let shown = v.findings[0].baseline.clone();
+        now.calibration_s = vec![0.003; 5];
+        let v = compare(&base, &now, &cfg, Mode::Baseline);
+        assert_eq!(v.findings[0].baseline, shown);
+        // 1.5× is caught through ±10% of noise between processes.
+        now.calibration_s = vec![0.002; 5];
+        base.cpu_process_medians = processes(0.010, 0.2, 5, 0);
+        now.cpu_process_medians = processes(0.015, 0.2, 5, 1);
+        let v = compare(&base, &now, &cfg, Mode::Baseline);
+        assert_eq!(v.outcome, Outcome::Regression, "{}", v.summary);
+    }
+
+    #[test]
+    fn instruction_counts_fail_past_two_percent_and_say_their_source() {
+        let cfg = GateConfig {
+            measure: Measure::Instructions,
+            time_threshold: Measure::Instructions.default_threshold(false),
+            ..GateConfig::default()
+        };
+        let mut base = stats(&[0.010; 5], 0, None);
+        base.instructions_per_run = vec![1_000_000.0, 1_000_100.0, 999_950.0];
+        base.instructions_source = Some("valgrind-3.19.0 (callgrind)".into());
+        let mut now = base.clone();
+        let v = compare(&base, &now, &cfg, Mode::Baseline);
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.summary);
+        assert!(v.source.contains("callgrind"));
+        now.instructions_per_run = base.instructions_per_run.iter().map(|x| x * 1.05).collect();
+        let v = compare(&base, &now, &cfg, Mode::Baseline);
+        assert_eq!(v.outcome, Outcome::Regression, "{}", v.summary);
+        assert_eq!(v.findings[0].figure, "instructions per run (median)");
     }
 }

@@ -61,10 +61,16 @@ fn compare_mode_and_the_junit_and_markdown_reports() {
         &[("GITHUB_STEP_SUMMARY", summary.to_str().unwrap())],
     );
     assert_eq!(r.code, 1, "{}", r.stderr);
+    // The report went to the file; the log still shows the verdict.
+    assert!(
+        r.stdout.starts_with("agentprof gate work: REGRESSION — CPU time +"),
+        "{}",
+        r.stdout
+    );
     let md = std::fs::read_to_string(&summary).unwrap();
     assert!(
-        md.starts_with("### agentprof gate `work`")
-            && md.contains("| wall time, for the machine's speed (median) |"),
+        md.starts_with("### ❌ agentprof gate work: REGRESSION")
+            && md.contains("| CPU time, for the machine's speed (median) |"),
         "{md}"
     );
     // A real markdown parser (GitHub's table extension) finds one table whose every row has
@@ -95,7 +101,7 @@ fn compare_mode_and_the_junit_and_markdown_reports() {
     );
     let out = String::from_utf8_lossy(&parsed.stdout);
     assert!(
-        out.contains("|wall time, for the machine's speed (median)|")
+        out.contains("|CPU time, for the machine's speed (median)|")
             && out.contains("|REGRESSION|"),
         "{out}"
     );
@@ -119,7 +125,8 @@ fn compare_mode_and_the_junit_and_markdown_reports() {
              root = ET.parse(sys.argv[1]).getroot()\n\
              suite = root.find('testsuite')\n\
              fails = [c.get('name') for c in suite.iter('testcase') if c.find('failure') is not None]\n\
-             print(suite.get('tests'), suite.get('failures'), ';'.join(fails))",
+             props = {p.get('name'): p.get('value') for p in suite.find('properties')}\n\
+             print(suite.get('tests'), suite.get('failures'), ';'.join(fails), props['outcome'], props['measure'], props['detectable_slowdown_pct'])",
         )
         .arg(sb.file("gate.xml"))
         .output()
@@ -131,7 +138,8 @@ fn compare_mode_and_the_junit_and_markdown_reports() {
     );
     let out = String::from_utf8_lossy(&parsed.stdout);
     assert!(
-        out.contains("wall time, for the machine's speed (median)"),
+        out.contains("CPU time, for the machine's speed (median)")
+            && out.contains(" regression CPU time "),
         "{out}"
     );
     // --compare also reads `agentprof check --json` reports, with their cProfile figures.
@@ -162,9 +170,12 @@ fn compare_mode_and_the_junit_and_markdown_reports() {
     ]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     let doc = r.json();
-    let wall = &doc["findings"][0];
-    assert_eq!(wall["figure"], "wall time (median)", "{doc}");
-    assert_eq!(wall["status"], "regression", "{doc}");
+    let cpu = &doc["findings"][0];
+    assert_eq!(cpu["figure"], "CPU time (median)", "{doc}");
+    assert_eq!(cpu["status"], "regression", "{doc}");
+    assert_eq!(doc["outcome"], "regression", "{doc}");
+    assert_eq!(doc["measure"], "cpu", "{doc}");
+    assert!(doc["detectable_slowdown_pct"].is_number(), "{doc}");
     assert!(doc["current"]["python_calls_per_run"].as_f64().unwrap() > 0.0);
     let r = sb.run(&["gate", "--compare", "c1.json", "c1.json"]);
     assert_eq!(r.code, 0, "{}", r.stdout);
@@ -319,10 +330,21 @@ fn memory_compares_traced_allocations() {
         "regression"
     );
     assert_eq!(finding(&doc, "RSS growth per run")["status"], "ok");
-    // A baseline made with --memory does not compare with a run without it.
-    let r = gate(&sb, &py, &["--times", "5"]);
+    // The timed runs trace nothing, so a baseline made with --memory compares with a run
+    // without it; one made without has no traced figures for a run with it.
+    let r = gate(&sb, &py, &["--times", "5", "--threshold", "1000"]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert_eq!(
+        gate(&sb, &py, &["--update-baseline", "--times", "5"]).code,
+        0
+    );
+    let r = gate(&sb, &py, &args);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("--memory"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--memory") && r.stderr.contains("no traced allocations"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// Thresholds from the check conf's `gate:` section and from --gate-config, which overrides it.
