@@ -463,4 +463,3 @@ fn flags(a: &GateArgs) -> GateSection {
         }),
     }
 }
-

@@ -57,8 +57,13 @@ impl Baseline {
                 e.lines().last().unwrap_or("")
             ))
         })?;
-        let commit = git(&["rev-parse", "--verify", "--quiet", &format!("{against}^{{commit}}")])
-            .map_err(|_| refuse(format!("not a revision of the repository at {top}")))?;
+        let commit = git(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{against}^{{commit}}"),
+        ])
+        .map_err(|_| refuse(format!("not a revision of the repository at {top}")))?;
         let rel = checks
             .strip_prefix(Path::new(&top))
             .map_err(|_| refuse(format!("{} is outside {top}", checks.display())))?
@@ -79,15 +84,17 @@ impl Baseline {
         }
         let args: Vec<&str> = archive.iter().map(String::as_str).collect();
         // git archive runs from the repository's top, where the path is relative to.
-        run_bounded(Command::new("git").arg("-C").arg(&top).args(&args), GIT_TIMEOUT).map_err(
-            |e| {
-                refuse(format!(
-                    "{} at {against} could not be extracted: {}",
-                    rel.display(),
-                    e.lines().last().unwrap_or("")
-                ))
-            },
-        )?;
+        run_bounded(
+            Command::new("git").arg("-C").arg(&top).args(&args),
+            GIT_TIMEOUT,
+        )
+        .map_err(|e| {
+            refuse(format!(
+                "{} at {against} could not be extracted: {}",
+                rel.display(),
+                e.lines().last().unwrap_or("")
+            ))
+        })?;
         run_bounded(
             Command::new("tar")
                 .arg("-xf")

@@ -31,6 +31,10 @@ use crate::progress::Progress;
 /// the [`ChildSpec`] as JSON.
 pub const CHILD_ENV: &str = "AGENTPROF_COUNT_CHILD";
 
+/// Runs counted and thrown away before the counted ones: a check's first runs import, fill
+/// caches and grow the allocator's pools, and count differently from the next ones.
+const WARM_UPS: u32 = 3;
+
 /// How long a counted process may take, runs and start included: under callgrind code runs
 /// 20 to 100 times slower than natively.
 const COUNT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -144,10 +148,7 @@ impl ScratchDir {
     pub fn new() -> std::io::Result<ScratchDir> {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!(
-            "agentprof-count-{}-{n}",
-            std::process::id()
-        ));
+        let dir = std::env::temp_dir().join(format!("agentprof-count-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir(&dir)?;
         Ok(ScratchDir(dir))
@@ -176,7 +177,7 @@ struct ChildSpec {
     runs: u32,
 }
 
-/// Counts `runs` runs of instance `instance` of `loaded` (after one warm-up run, not
+/// Counts `runs` runs of instance `instance` of `loaded` (after warm-up runs, not
 /// counted): the instructions of each, in order.
 pub fn count(
     counter: &Counter,
@@ -254,14 +255,14 @@ fn count_python(
         count: true,
         ..Default::default()
     };
-    for run in 0..=runs {
+    for run in 1..=runs + WARM_UPS {
         let mut sink = crate::metrics::Sink::default();
         let r = h.run(instance, &mut sink, COUNT_TIMEOUT, opts);
         if let Err(e) = r.result {
-            let which = if run == 0 {
-                "the warm-up run".to_string()
+            let which = if run <= WARM_UPS {
+                format!("warm-up run {run}")
             } else {
-                format!("counted run {run}")
+                format!("counted run {}", run - WARM_UPS)
             };
             return Err(anyhow::anyhow!("{}: {which} failed: {e}", loaded.name));
         }
@@ -289,7 +290,7 @@ fn count_exec(
         .invocation()
         .ok_or_else(|| anyhow::anyhow!("{name}: not one program per run"))?;
     let mut out = Vec::new();
-    for run in 0..=runs {
+    for run in 1..=runs + WARM_UPS {
         let sub = dir.join(format!("run{run}"));
         std::fs::create_dir_all(&sub)?;
         let argv = counter.command(&sub, false);
@@ -299,7 +300,7 @@ fn count_exec(
         run_with_input(&mut cmd, &stdin, COUNT_TIMEOUT)
             .map_err(|e| anyhow::anyhow!("{name}: run {run} under valgrind: {e}"))?;
         let total: f64 = summaries(&sub)?.into_iter().map(|(_, _, n)| n).sum();
-        if run > 0 {
+        if run > WARM_UPS {
             out.push(total);
         }
         progress.inc();
@@ -315,7 +316,11 @@ pub fn child(spec: &str) -> u8 {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("agentprof: {e:#}");
-            if crate::error::is_usage_error(&e) { 2 } else { 1 }
+            if crate::error::is_usage_error(&e) {
+                2
+            } else {
+                1
+            }
         }
     }
 }
@@ -329,8 +334,7 @@ fn child_runs(spec: &str) -> anyhow::Result<()> {
         python: spec.python,
     })?;
     let loaded = crate::checks::Registry::new(&config).load(&spec.name)?;
-    let Some((_, Runnable::InProcess(mut check))) =
-        loaded.instances.into_iter().nth(spec.instance)
+    let Some((_, Runnable::InProcess(mut check))) = loaded.instances.into_iter().nth(spec.instance)
     else {
         return Err(anyhow::anyhow!(
             "{}: instance {} is not a built-in's",
@@ -343,11 +347,10 @@ fn child_runs(spec: &str) -> anyhow::Result<()> {
     }
     client_request(START_INSTRUMENTATION);
     bracket(|| ());
-    for run in 0..=spec.runs {
+    for run in 1..=spec.runs + WARM_UPS {
         let mut sink = crate::metrics::Sink::default();
-        bracket(|| check.run(&mut sink)).map_err(|e| {
-            anyhow::anyhow!("{}: run {run} failed: {e:#}", spec.name)
-        })?;
+        bracket(|| check.run(&mut sink))
+            .map_err(|e| anyhow::anyhow!("{}: run {run} failed: {e:#}", spec.name))?;
     }
     Ok(())
 }
@@ -368,15 +371,18 @@ fn bracketed(dir: &Path, runs: u32) -> anyhow::Result<Vec<f64>> {
 }
 
 fn per_run(dumps: Vec<f64>, runs: u32) -> anyhow::Result<Vec<f64>> {
-    let want = runs as usize + 2;
+    let want = (runs + WARM_UPS) as usize + 1;
     if dumps.len() != want {
         return Err(anyhow::anyhow!(
-            "callgrind wrote {} counts where {want} were expected (an empty bracket, the warm-up and {runs} runs)",
+            "callgrind wrote {} counts where {want} were expected (an empty bracket, {WARM_UPS} warm-ups and {runs} runs)",
             dumps.len()
         ));
     }
     let overhead = dumps[0];
-    Ok(dumps[2..].iter().map(|n| (n - overhead).max(0.0)).collect())
+    Ok(dumps[1 + WARM_UPS as usize..]
+        .iter()
+        .map(|n| (n - overhead).max(0.0))
+        .collect())
 }
 
 /// The numbered dumps (`cg.PID.N`, N from 1) of the one process that made them (or of
@@ -471,8 +477,18 @@ fn run_with_input(cmd: &mut Command, input: &[u8], timeout: Duration) -> Result<
                 buf
             })
         };
-        let out = read(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-        let err = read(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+        let out = read(
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let err = read(
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
         let status = wait_until(&mut child, Instant::now() + timeout)?;
         // What the program left running (and holding its pipes) ends with it.
         // SAFETY: kill(2) of the process group the child led.
@@ -483,7 +499,15 @@ fn run_with_input(cmd: &mut Command, input: &[u8], timeout: Duration) -> Result<
             return Ok(out);
         }
         let err = String::from_utf8_lossy(&err);
-        let tail: String = err.trim_end().chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+        let tail: String = err
+            .trim_end()
+            .chars()
+            .rev()
+            .take(2000)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         Err(format!("{status}: {tail}"))
     })();
     crate::signal::release_group(child.id() as i32);

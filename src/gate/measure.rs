@@ -301,7 +301,11 @@ pub fn measure_ab(a: &Side, b: &Side, plan: &Plan) -> anyhow::Result<(GateStats,
                     "{}: every run of round {} failed on the {} side",
                     plan.name,
                     round + 1,
-                    if s == 0 { "A (--against)" } else { "B (this tree)" }
+                    if s == 0 {
+                        "A (--against)"
+                    } else {
+                        "B (this tree)"
+                    }
                 ));
             }
             add_load(&mut stats[s], &t);
@@ -372,8 +376,8 @@ fn extra_passes(
         progress.finish();
     }
     if let Some(counter) = plan.count {
-        // Five counted runs at least: the report states their spread.
-        let runs = runs.max(5);
+        // Eight counted runs at least: the mean's own uncertainty is part of the verdict.
+        let runs = runs.max(8);
         let loaded = load(side.config, plan)?;
         let mut progress = crate::progress::Progress::new(
             u64::from(runs) + 1,

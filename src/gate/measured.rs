@@ -92,7 +92,9 @@ pub enum BaselineError {
         value: f64,
         low: &'static str,
     },
-    #[error("rss_slope_per_process or instructions_per_run: a value is not a finite number (≥ 0 for counts)")]
+    #[error(
+        "rss_slope_per_process or instructions_per_run: a value is not a finite number (≥ 0 for counts)"
+    )]
     NotFinite,
     #[error("no runs[] (not an agentprof check --json report)")]
     NoRuns,
@@ -190,7 +192,8 @@ impl GateStats {
         self.cpu_s.extend(ok.iter().filter_map(|r| r.cost.cpu_s()));
         self.rss_after
             .extend(ok.iter().filter_map(|r| r.rss_after_untraced()));
-        self.peak_rss.extend(ok.iter().filter_map(|r| r.cost.peak_rss));
+        self.peak_rss
+            .extend(ok.iter().filter_map(|r| r.cost.peak_rss));
     }
 
     /// Traced allocations (`--memory`) of untimed runs.

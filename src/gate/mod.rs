@@ -59,7 +59,12 @@ mod tests {
             "{:?}",
             v.findings[0]
         );
-        let leak = compare(&b, &stats(&base, 2 << 20, Some(1000.0)), &cfg, Mode::Baseline);
+        let leak = compare(
+            &b,
+            &stats(&base, 2 << 20, Some(1000.0)),
+            &cfg,
+            Mode::Baseline,
+        );
         assert!(
             leak.findings
                 .iter()
@@ -86,7 +91,10 @@ mod tests {
             "a new metric is listed, not failed"
         );
         more.metrics.insert("a".into(), 2);
-        assert_eq!(series(&compare(&b, &more, &cfg, Mode::Baseline)), Some(Status::Regression));
+        assert_eq!(
+            series(&compare(&b, &more, &cfg, Mode::Baseline)),
+            Some(Status::Regression)
+        );
         let mut gone = stats(&base, 0, Some(1000.0));
         gone.metrics.clear();
         let v = compare(&b, &gone, &cfg, Mode::Baseline);
@@ -172,6 +180,6 @@ mod tests {
         now.instructions_per_run = base.instructions_per_run.iter().map(|x| x * 1.05).collect();
         let v = compare(&base, &now, &cfg, Mode::Baseline);
         assert_eq!(v.outcome, Outcome::Regression, "{}", v.summary);
-        assert_eq!(v.findings[0].figure, "instructions per run (median)");
+        assert_eq!(v.findings[0].figure, "instructions per run (mean)");
     }
 }

@@ -72,7 +72,8 @@ impl Verdict {
             outcome_word(self.outcome),
             self.measure.label(),
             x(&self.source),
-            self.detectable_pct.map_or("none".to_string(), |d| format!("{d:.1}")),
+            self.detectable_pct
+                .map_or("none".to_string(), |d| format!("{d:.1}")),
             x(&self.summary)
         );
         for f in &self.findings {

@@ -246,8 +246,11 @@ pub fn ratio_two_sample(
         .collect();
     d.sort_by(f64::total_cmp);
     let est = median(&d)?.exp();
-    let ci = lower_critical(&mann_whitney_null(base.len(), new.len()), (1.0 - level) / 2.0)
-        .map(|c| (d[c].exp(), d[d.len() - 1 - c].exp()));
+    let ci = lower_critical(
+        &mann_whitney_null(base.len(), new.len()),
+        (1.0 - level) / 2.0,
+    )
+    .map(|c| (d[c].exp(), d[d.len() - 1 - c].exp()));
     Some((est, ci))
 }
 
@@ -425,15 +428,26 @@ mod tests {
         let new: Vec<f64> = base.iter().map(|x| x * 1.5).collect();
         let (r, ci) = ratio_two_sample(&base, &new, 0.95).expect("ratio");
         let (lo, hi) = ci.expect("an interval for 5 and 5");
-        assert!((r - 1.5).abs() < 0.01 && lo > 1.4 && hi < 1.6, "{r} {lo} {hi}");
+        assert!(
+            (r - 1.5).abs() < 0.01 && lo > 1.4 && hi < 1.6,
+            "{r} {lo} {hi}"
+        );
         // Two values a side: no 95% interval, rather than one from 0 to infinity.
-        assert_eq!(ratio_two_sample(&[1.0, 1.1], &[1.2, 1.3], 0.95).map(|x| x.1), Some(None));
+        assert_eq!(
+            ratio_two_sample(&[1.0, 1.1], &[1.2, 1.3], 0.95).map(|x| x.1),
+            Some(None)
+        );
         // Ten paired rounds all 10% slower, with noise: p = 1/1024, interval around 1.1.
-        let rounds = [1.09, 1.11, 1.10, 1.12, 1.08, 1.102, 1.105, 1.095, 1.115, 1.085];
+        let rounds = [
+            1.09, 1.11, 1.10, 1.12, 1.08, 1.102, 1.105, 1.095, 1.115, 1.085,
+        ];
         let p = paired_ratios(&rounds, 0.95).expect("paired");
         assert!((p.p - 1.0 / 1024.0).abs() < 1e-12, "{}", p.p);
         let (lo, hi) = p.ci.expect("interval");
-        assert!((p.ratio - 1.1).abs() < 0.005 && lo > 1.08 && hi < 1.12, "{lo} {hi}");
+        assert!(
+            (p.ratio - 1.1).abs() < 0.005 && lo > 1.08 && hi < 1.12,
+            "{lo} {hi}"
+        );
         // Half above, half below: nothing.
         let flat = [1.01, 0.99, 1.02, 0.98, 1.0, 1.03, 0.97, 1.01, 0.99, 1.0];
         assert!(paired_ratios(&flat, 0.95).expect("paired").p > 0.3);

@@ -235,10 +235,8 @@ struct Timing {
 fn two_sample(base: &[f64], new: &[f64], alpha: f64) -> Option<Timing> {
     let (mb, mn) = (stats::median(base)?, stats::median(new)?);
     let (_, p) = stats::mann_whitney_greater(base, new)?;
-    let (ratio, ci) = stats::ratio_two_sample(base, new, 0.95).unwrap_or((
-        if mb > 0.0 { mn / mb } else { 1.0 },
-        None,
-    ));
+    let (ratio, ci) = stats::ratio_two_sample(base, new, 0.95)
+        .unwrap_or((if mb > 0.0 { mn / mb } else { 1.0 }, None));
     let significant_from = smallest_failing(|s| {
         let moved: Vec<f64> = new.iter().map(|x| x / ratio * s).collect();
         stats::mann_whitney_greater(base, &moved).is_some_and(|(_, p)| p < alpha)
@@ -314,24 +312,38 @@ fn timing_finding(label: &str, t: &Timing, cfg: &GateConfig, gated: bool) -> Fin
             "ratio {:.3} ({ci}), p={:.4}; {}; {detects}",
             t.ratio, t.p, t.what
         ),
-        detectable_pct: gated.then(|| detectable.map(|d| (d - 1.0) * 100.0)).flatten(),
+        detectable_pct: gated
+            .then(|| detectable.map(|d| (d - 1.0) * 100.0))
+            .flatten(),
     }
 }
 
-/// Instruction counts: medians, and the run-to-run spread either side showed.
+/// Instruction counts: the mean per run of each side (a run that happens to collect
+/// garbage costs more; the mean is the cost averaged over runs, as the Agent pays it), and
+/// how far the mean itself could move: three standard errors of each side's mean.
 fn instructions(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Option<Finding> {
-    let (b, n) = (
-        stats::median(&base.instructions_per_run)?,
-        stats::median(&new.instructions_per_run)?,
-    );
-    let spread = |v: &[f64], m: f64| {
-        let (lo, hi) = v
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
-        if m > 0.0 { (hi - lo) / m } else { 0.0 }
+    let mean_se = |v: &[f64]| -> Option<(f64, f64)> {
+        if v.is_empty() {
+            return None;
+        }
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let var = if v.len() > 1 {
+            v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+        } else {
+            0.0
+        };
+        Some((mean, (var / n).sqrt()))
     };
-    let noise = spread(&base.instructions_per_run, b).max(spread(&new.instructions_per_run, n));
+    let (b, sb) = mean_se(&base.instructions_per_run)?;
+    let (n, sn) = mean_se(&new.instructions_per_run)?;
     let ratio = if b > 0.0 { n / b } else { 1.0 };
+    // The change the runs' own variation could make of the ratio.
+    let noise = if b > 0.0 && n > 0.0 {
+        3.0 * ((sb / b).powi(2) + (sn / n).powi(2)).sqrt()
+    } else {
+        0.0
+    };
     let detectable = 1.0 + cfg.time_threshold.max(noise);
     let status = if ratio > 1.0 + cfg.time_threshold && ratio - 1.0 > noise {
         Status::Regression
@@ -345,13 +357,13 @@ fn instructions(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Option<F
         .clone()
         .unwrap_or_else(|| "counted".into());
     Some(Finding {
-        figure: "instructions per run (median)".into(),
+        figure: "instructions per run (mean)".into(),
         baseline: count(b),
         current: count(n),
         change: format!("{:+.2}%", (ratio - 1.0) * 100.0),
         status,
         detail: format!(
-            "{source}; {} and {} runs, spread {:.2}%; detects ≥ +{:.1}%",
+            "{source}; {} and {} runs, ±{:.2}% (3 standard errors); detects ≥ +{:.1}%",
             base.instructions_per_run.len(),
             new.instructions_per_run.len(),
             noise * 100.0,
@@ -450,7 +462,9 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig, mode: Mode) 
         });
     }
     let regression = f.iter().any(|x| x.status == Status::Regression);
-    let gated = f.first().filter(|x| x.detectable_pct.is_some() || x.status == Status::CannotTell);
+    let gated = f
+        .first()
+        .filter(|x| x.detectable_pct.is_some() || x.status == Status::CannotTell);
     let outcome = if regression {
         Outcome::Regression
     } else if gated.is_some_and(|g| g.status == Status::CannotTell) {
@@ -510,7 +524,10 @@ fn summary(
     }
     let failed: Vec<&str> = all
         .iter()
-        .filter(|x| x.status == Status::Regression && !std::ptr::eq(*x, gated.map_or(std::ptr::null(), |g| g as *const Finding)))
+        .filter(|x| {
+            x.status == Status::Regression
+                && !std::ptr::eq(*x, gated.map_or(std::ptr::null(), |g| g as *const Finding))
+        })
         .map(|x| x.figure.as_str())
         .collect();
     if !failed.is_empty() {

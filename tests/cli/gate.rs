@@ -63,7 +63,8 @@ fn compare_mode_and_the_junit_and_markdown_reports() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     // The report went to the file; the log still shows the verdict.
     assert!(
-        r.stdout.starts_with("agentprof gate work: REGRESSION — CPU time +"),
+        r.stdout
+            .starts_with("agentprof gate work: REGRESSION — CPU time +"),
         "{}",
         r.stdout
     );
@@ -479,4 +480,173 @@ fn every_alpha_can_fail_and_an_unreachable_one_is_refused() {
     let r = gate(&sb, &py, &["--alpha", "0.000000001"]);
     assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("cannot be met"), "{}", r.stderr);
+}
+
+/// True when valgrind can count instructions here; under CI (where `.ci/run` installs it)
+/// its absence is a failure.
+#[track_caller]
+fn require_valgrind() -> bool {
+    let ok = std::process::Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        crate::support::skip("valgrind is not installed, so no instructions can be counted");
+    }
+    ok
+}
+
+/// `--measure instructions`: counts that repeat within 0.5 % for the same check, and a
+/// 5 % growth of a Python check's work that fails with no statistics needed; a built-in
+/// and an exec plugin are counted too.
+#[test]
+fn instruction_counts_are_deterministic_and_catch_a_small_growth() {
+    let Some(py) = venv_python() else { return };
+    if !require_valgrind() {
+        return;
+    }
+    let sb = Sandbox::new();
+    setup(&sb, &[]);
+    let args = ["--measure", "instructions", "--format", "json"];
+    let r = gate(&sb, &py, &[&args[..], &["--update-baseline"]].concat());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let base: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("base.json")).unwrap()).unwrap();
+    let counts: Vec<f64> = base["instructions_per_run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert!(counts.len() >= 8, "{base}");
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let first = mean(&counts);
+    assert!(
+        first > 1e6,
+        "a 20,000-iteration loop is millions of instructions: {counts:?}"
+    );
+    // Counted again from scratch: the same mean within 0.5 %.
+    let r = gate(&sb, &py, &[&args[..], &["--update-baseline"]].concat());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let again: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("base.json")).unwrap()).unwrap();
+    let again: Vec<f64> = again["instructions_per_run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let drift = (mean(&again) / first - 1.0).abs();
+    assert!(drift < 0.005, "{counts:?} then {again:?}");
+    assert!(
+        base["instructions_source"]
+            .as_str()
+            .unwrap()
+            .contains("callgrind"),
+        "{base}"
+    );
+    let r = gate(&sb, &py, &args);
+    assert_eq!(r.code, 0, "unchanged: {}", r.stdout);
+    let doc = r.json();
+    assert_eq!(doc["outcome"], "pass", "{doc}");
+    assert_eq!(doc["findings"][0]["figure"], "instructions per run (mean)");
+    // 5 % more iterations: 5 % more instructions, a regression.
+    setup(&sb, &[("work", "21000")]);
+    let r = gate(&sb, &py, &args);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let grown = &r.json()["findings"][0];
+    let change: f64 = grown["change"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches('%')
+        .parse()
+        .unwrap();
+    assert!((4.0..6.0).contains(&change), "{grown}");
+    eprintln!(
+        "measured: Python check {first:.0} instructions per run, counted twice {:.4}% apart; +5% work: {change:+.2}%",
+        drift * 100.0
+    );
+
+    // A built-in: agentprof's own run of it, without its bookkeeping.
+    let r = sb.run(&[
+        "gate",
+        "cpu",
+        "--baseline",
+        "cpu.json",
+        "--measure",
+        "instructions",
+        "--update-baseline",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = sb.run(&[
+        "gate",
+        "cpu",
+        "--baseline",
+        "cpu.json",
+        "--measure",
+        "instructions",
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .starts_with("agentprof gate cpu: no regression — instructions"),
+        "{}",
+        r.stdout
+    );
+
+    // An exec plugin: its process tree.
+    sb.write(
+        "checks/hello.sh",
+        "#!/bin/sh\nn=0\nwhile [ $n -lt ${1:-100} ]; do n=$((n+1)); done\necho \"hello.count:$n|g\"\n",
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            sb.file("checks/hello.sh"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    sb.write("conf.d/hello.yaml", "instances:\n  - command: ['2000']\n");
+    let hello = |extra: &[&str]| {
+        let mut a = vec![
+            "gate",
+            "hello",
+            "--baseline",
+            "hello.json",
+            "--measure",
+            "instructions",
+        ];
+        a.extend_from_slice(extra);
+        sb.run(&a)
+    };
+    assert_eq!(hello(&["--update-baseline"]).code, 0);
+    assert_eq!(hello(&[]).code, 0);
+    sb.write("conf.d/hello.yaml", "instances:\n  - command: ['4000']\n");
+    let r = hello(&[]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+}
+
+/// A machine without valgrind is told what to install, before anything runs (exit 2).
+#[test]
+fn instruction_counts_without_valgrind_say_what_to_install() {
+    let sb = Sandbox::new();
+    let r = sb.run_env(
+        &[
+            "gate",
+            "cpu",
+            "--baseline",
+            "cpu.json",
+            "--measure",
+            "instructions",
+            "--update-baseline",
+        ],
+        &[("PATH", "/nonexistent")],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--measure instructions") && r.stderr.contains("install"),
+        "{}",
+        r.stderr
+    );
 }
