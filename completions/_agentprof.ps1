@@ -127,10 +127,12 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
         }
         'agentprof;gate' {
             [CompletionResult]::new('--baseline', '--baseline', [CompletionResultType]::ParameterName, 'The baseline file: written by --update-baseline, compared with otherwise')
+            [CompletionResult]::new('--against', '--against', [CompletionResultType]::ParameterName, 'A/B in this job: the baseline version''s checks directory (DIR), or the checks directory as git revision REV has it, run in interleaved rounds with this one')
+            [CompletionResult]::new('--measure', '--measure', [CompletionResultType]::ParameterName, 'What the verdict on cost rests on: cpu (default), wall, or instructions (counted by valgrind; deterministic)')
             [CompletionResult]::new('--times', '--times', [CompletionResultType]::ParameterName, 'Timed runs after one warm-up run [default: 10]')
             [CompletionResult]::new('--compare', '--compare', [CompletionResultType]::ParameterName, 'Compare two reports made elsewhere (baseline files, `--format json` outputs or `agentprof check --json` reports)')
             [CompletionResult]::new('--gate-config', '--gate-config', [CompletionResultType]::ParameterName, 'Thresholds from this YAML file (the keys of a check conf''s `gate:` section); flags override it, it overrides the check conf''s `gate:` section')
-            [CompletionResult]::new('--threshold', '--threshold', [CompletionResultType]::ParameterName, 'A slowdown under this percentage is never a regression [default: 10]')
+            [CompletionResult]::new('--threshold', '--threshold', [CompletionResultType]::ParameterName, 'A slowdown under this percentage is never a regression [default: 10 against a baseline file, 5 with --against, 2 for instructions]')
             [CompletionResult]::new('--alpha', '--alpha', [CompletionResultType]::ParameterName, 'Significance level of the timing test (one-sided Mann-Whitney U) [default: 0.01]')
             [CompletionResult]::new('--min-slowdown-us', '--min-slowdown-us', [CompletionResultType]::ParameterName, 'A slowdown of fewer microseconds per run is never a regression [default: 50]')
             [CompletionResult]::new('--rss-slope-kib', '--rss-slope-kib', [CompletionResultType]::ParameterName, 'RSS growth per run (KiB, least-squares slope) that counts as a leak [default: 512]')
@@ -150,8 +152,8 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--update-baseline', '--update-baseline', [CompletionResultType]::ParameterName, 'Write the baseline from this run and exit 0')
             [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'A metric the baseline had and this run does not fails the gate (default: a warning)')
             [CompletionResult]::new('--memory', '--memory', [CompletionResultType]::ParameterName, 'Python checks: trace allocations (tracemalloc) and compare the bytes each run allocates and keeps; the baseline must be made with it too')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break

@@ -380,7 +380,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__gate)
-            opts="-o -h -V --baseline --times --update-baseline --compare --gate-config --threshold --alpha --min-slowdown-us --rss-slope-kib --peak-rss-pct --calls-pct --alloc-pct --series-pct --strict --memory --flamegraph-diff --format --output --instance --config --confd --checks --python --help --version"
+            opts="-o -h -V --baseline --against --measure --times --update-baseline --compare --gate-config --threshold --alpha --min-slowdown-us --rss-slope-kib --peak-rss-pct --calls-pct --alloc-pct --series-pct --strict --memory --flamegraph-diff --format --output --instance --config --confd --checks --python --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -388,6 +388,14 @@ _agentprof() {
             case "${prev}" in
                 --baseline)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --against)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --measure)
+                    COMPREPLY=($(compgen -W "cpu wall instructions" -- "${cur}"))
                     return 0
                     ;;
                 --times)

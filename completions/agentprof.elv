@@ -119,10 +119,12 @@ set edit:completion:arg-completer[agentprof] = {|@words|
         }
         &'agentprof;gate'= {
             cand --baseline 'The baseline file: written by --update-baseline, compared with otherwise'
+            cand --against 'A/B in this job: the baseline version''s checks directory (DIR), or the checks directory as git revision REV has it, run in interleaved rounds with this one'
+            cand --measure 'What the verdict on cost rests on: cpu (default), wall, or instructions (counted by valgrind; deterministic)'
             cand --times 'Timed runs after one warm-up run [default: 10]'
             cand --compare 'Compare two reports made elsewhere (baseline files, `--format json` outputs or `agentprof check --json` reports)'
             cand --gate-config 'Thresholds from this YAML file (the keys of a check conf''s `gate:` section); flags override it, it overrides the check conf''s `gate:` section'
-            cand --threshold 'A slowdown under this percentage is never a regression [default: 10]'
+            cand --threshold 'A slowdown under this percentage is never a regression [default: 10 against a baseline file, 5 with --against, 2 for instructions]'
             cand --alpha 'Significance level of the timing test (one-sided Mann-Whitney U) [default: 0.01]'
             cand --min-slowdown-us 'A slowdown of fewer microseconds per run is never a regression [default: 50]'
             cand --rss-slope-kib 'RSS growth per run (KiB, least-squares slope) that counts as a leak [default: 512]'
@@ -142,8 +144,8 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --update-baseline 'Write the baseline from this run and exit 0'
             cand --strict 'A metric the baseline had and this run does not fails the gate (default: a warning)'
             cand --memory 'Python checks: trace allocations (tracemalloc) and compare the bytes each run allocates and keeps; the baseline must be made with it too'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
         }

@@ -105,10 +105,14 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand top" -l json -d 'Pri
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l baseline -d 'The baseline file: written by --update-baseline, compared with otherwise' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l against -d 'A/B in this job: the baseline version\'s checks directory (DIR), or the checks directory as git revision REV has it, run in interleaved rounds with this one' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l measure -d 'What the verdict on cost rests on: cpu (default), wall, or instructions (counted by valgrind; deterministic)' -r -f -a "cpu\t'CPU time of each run (the default)'
+wall\t'Wall time of each run (checks that wait on the network or disk)'
+instructions\t'User-space instructions of each run, counted by valgrind: deterministic'"
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l times -d 'Timed runs after one warm-up run [default: 10]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l compare -d 'Compare two reports made elsewhere (baseline files, `--format json` outputs or `agentprof check --json` reports)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l gate-config -d 'Thresholds from this YAML file (the keys of a check conf\'s `gate:` section); flags override it, it overrides the check conf\'s `gate:` section' -r -F
-complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l threshold -d 'A slowdown under this percentage is never a regression [default: 10]' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l threshold -d 'A slowdown under this percentage is never a regression [default: 10 against a baseline file, 5 with --against, 2 for instructions]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l alpha -d 'Significance level of the timing test (one-sided Mann-Whitney U) [default: 0.01]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l min-slowdown-us -d 'A slowdown of fewer microseconds per run is never a regression [default: 50]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l rss-slope-kib -d 'RSS growth per run (KiB, least-squares slope) that counts as a leak [default: 512]' -r
@@ -130,7 +134,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l python -d '
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l update-baseline -d 'Write the baseline from this run and exit 0'
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l strict -d 'A metric the baseline had and this run does not fails the gate (default: a warning)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l memory -d 'Python checks: trace allocations (tracemalloc) and compare the bytes each run allocates and keeps; the baseline must be made with it too'
-complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -s h -l help -d 'Print help'
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l types -d 'Profile types, comma-separated: cpu,heap,allocs,goroutine,mutex,block,threadcreate' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l profile-duration -d 'How long the CPU profile records (its seconds=)' -r

@@ -51,3 +51,82 @@ fn unchanged_passes_slowdowns_fail_with_the_figure_and_how_sure() {
         );
     }
 }
+
+/// `--against`: the baseline version in another directory or at a git revision, run in
+/// interleaved rounds with this one. The same check passes (no regression); one doing 10 %
+/// more work per run is caught on the paired CPU ratios.
+#[test]
+fn against_a_directory_and_a_revision_catches_ten_percent() {
+    let Some(py) = venv_python() else { return };
+    let sb = Sandbox::new();
+    setup(&sb, &[("work", "60000")]);
+    // The baseline version: the same file in old/.
+    std::fs::create_dir_all(sb.file("old")).unwrap();
+    std::fs::copy(sb.file("checks/work.py"), sb.file("old/work.py")).unwrap();
+    let ab = |against: &str| {
+        sb.run(&[
+            "gate",
+            "work",
+            "--against",
+            against,
+            "--python",
+            &py,
+            "--format",
+            "json",
+        ])
+    };
+    let r = ab("old");
+    assert_eq!(r.code, 0, "unchanged:\n{}{}", r.stdout, r.stderr);
+    let doc = r.json();
+    assert_eq!(doc["mode"], "paired", "{doc}");
+    assert_ne!(doc["outcome"], "regression", "{doc}");
+    // 10 % more iterations in this tree's version.
+    let slower = std::fs::read_to_string(sb.file("checks/work.py"))
+        .unwrap()
+        .replace(
+            "for i in range(int(instance.get(\"work\", 20000))):",
+            "for i in range(int(instance.get(\"work\", 20000)) * 11 // 10):",
+        );
+    sb.write("checks/work.py", &slower);
+    let r = ab("old");
+    assert_eq!(r.code, 1, "10% slower:\n{}{}", r.stdout, r.stderr);
+    let doc = r.json();
+    let cpu = &doc["findings"][0];
+    assert_eq!(cpu["figure"], "CPU time (median)", "{doc}");
+    let change: f64 = cpu["change"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches('%')
+        .parse()
+        .unwrap();
+    assert!((5.0..16.0).contains(&change), "{cpu}");
+    eprintln!(
+        "measured: A/B, 10% more work: CPU {change:+.1}% ({})",
+        cpu["detail"]
+    );
+    // The same against a git revision of the checks directory.
+    let git = |args: &[&str]| {
+        let st = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(sb.file(""))
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    std::fs::copy(sb.file("old/work.py"), sb.file("checks/work.py")).unwrap();
+    git(&["add", "checks/work.py"]);
+    git(&["commit", "-qm", "base"]);
+    sb.write("checks/work.py", &slower);
+    let r = ab("HEAD");
+    assert_eq!(r.code, 1, "against HEAD:\n{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("HEAD ("), "{}", r.stderr);
+    let r = ab("no-such-rev");
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--against"), "{}", r.stderr);
+}

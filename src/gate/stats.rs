@@ -237,7 +237,8 @@ pub fn ratio_two_sample(
     new: &[f64],
     level: f64,
 ) -> Option<(f64, Option<(f64, f64)>)> {
-    if base.is_empty() || new.is_empty() || base.iter().chain(new).any(|x| !(*x > 0.0)) {
+    if base.is_empty() || new.is_empty() || base.iter().chain(new).any(|x| x.is_nan() || *x <= 0.0)
+    {
         return None;
     }
     let mut d: Vec<f64> = base
