@@ -220,7 +220,8 @@ fn the_readmes_flag_tables_name_real_flags() {
                     if word.starts_with("--") || (word.starts_with('-') && word.len() == 2) {
                         assert!(
                             help.contains(&format!("{word} "))
-                                || help.contains(&format!("{word},")),
+                                || help.contains(&format!("{word},"))
+                                || help.contains(&format!("{word}\n")),
                             "README lists `{word}` for `agentprof {command}`, which has no such flag"
                         );
                         flags += 1;
