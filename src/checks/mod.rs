@@ -2,6 +2,7 @@
 //! that measures each run, and the built-in system checks.
 
 pub mod builtin;
+pub mod child;
 pub mod exec;
 #[cfg(target_os = "linux")]
 mod exec_trace;

@@ -106,10 +106,7 @@ fn compare_files(args: &GateArgs, files: &[std::path::PathBuf]) -> anyhow::Resul
         )
         .into());
     }
-    let (mut cfg, _) = resolve(flags(args), args.gate_config.as_deref(), None)?;
-    if !cfg.threshold_set {
-        cfg.time_threshold = cfg.measure.default_threshold(false);
-    }
+    let (cfg, _) = resolve(flags(args), args.gate_config.as_deref(), None, false)?;
     let base = read_stats(&files[0])?;
     let current = read_stats(&files[1])?;
     let (n1, n2) = (process_count(&base), process_count(&current));
@@ -193,11 +190,12 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
             break;
         }
     }
-    let (mut cfg, times) = resolve(flags(&args), args.gate_config.as_deref(), section)?;
-    let paired = args.against.is_some();
-    if !cfg.threshold_set {
-        cfg.time_threshold = cfg.measure.default_threshold(paired);
-    }
+    let (cfg, times) = resolve(
+        flags(&args),
+        args.gate_config.as_deref(),
+        section,
+        args.against.is_some(),
+    )?;
     plan.times = times;
     fits_kind(&args, name, first.kind)?;
     if first.kind == CheckKind::Exec {
@@ -358,9 +356,6 @@ fn ab(
         checkout.describe()
     );
     let (a, b) = measure_ab(&base_side, side, plan)?;
-    if args.update_baseline {
-        return Err(UsageError::flag("--update-baseline", "not with --against").into());
-    }
     report(args, cfg, &a, &b, Mode::Paired)
 }
 

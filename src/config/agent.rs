@@ -150,7 +150,7 @@ pub struct AgentConfig {
 }
 
 /// What the command line says about where configuration lives.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, Deserialize)]
 pub struct LoadOptions {
     pub config: Option<PathBuf>,
     pub confd: Option<PathBuf>,

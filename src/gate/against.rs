@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use crate::error::UsageError;
 
-use super::instructions::{ScratchDir, run_bounded};
+use super::instructions::ScratchDir;
+use crate::checks::child::stdout_of;
 
 /// How long a git command may take.
 const GIT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -44,8 +45,9 @@ impl Baseline {
             ))
         })?;
         let git = |args: &[&str]| -> Result<String, String> {
-            let out = run_bounded(
+            let out = stdout_of(
                 Command::new("git").arg("-C").arg(&checks).args(args),
+                &[],
                 GIT_TIMEOUT,
             )?;
             Ok(String::from_utf8_lossy(&out).trim().to_string())
@@ -84,8 +86,9 @@ impl Baseline {
         }
         let args: Vec<&str> = archive.iter().map(String::as_str).collect();
         // git archive runs from the repository's top, where the path is relative to.
-        run_bounded(
+        stdout_of(
             Command::new("git").arg("-C").arg(&top).args(&args),
+            &[],
             GIT_TIMEOUT,
         )
         .map_err(|e| {
@@ -95,12 +98,13 @@ impl Baseline {
                 e.lines().last().unwrap_or("")
             ))
         })?;
-        run_bounded(
+        stdout_of(
             Command::new("tar")
                 .arg("-xf")
                 .arg(&tar)
                 .arg("-C")
                 .arg(scratch.path()),
+            &[],
             GIT_TIMEOUT,
         )
         .map_err(|e| refuse(format!("cannot unpack the checks at {against}: {e}")))?;

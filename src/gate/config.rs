@@ -151,10 +151,13 @@ impl GateSection {
 
 /// The thresholds and the number of timed runs: defaults, then the check conf's `gate:`
 /// section, then `--gate-config` (`gate_config`), then the flags' (`flags`).
+///
+/// A threshold no source sets is the measure's default, `paired` (A/B rounds) or not.
 pub fn resolve(
     flags: GateSection,
     gate_config: Option<&Path>,
     check_conf: Option<GateSection>,
+    paired: bool,
 ) -> Result<(GateConfig, u32), UsageError> {
     if let Some((key, why)) = flags.problem() {
         return Err(UsageError::flag(
@@ -171,10 +174,12 @@ pub fn resolve(
         .overridden_by(file)
         .overridden_by(flags);
     let d = GateConfig::default();
+    let measure = s.measure.unwrap_or(d.measure);
     let cfg = GateConfig {
-        measure: s.measure.unwrap_or(d.measure),
-        time_threshold: s.threshold.map_or(d.time_threshold, |p| p / 100.0),
-        threshold_set: s.threshold.is_some(),
+        measure,
+        time_threshold: s
+            .threshold
+            .map_or(measure.default_threshold(paired), |p| p / 100.0),
         alpha: s.alpha.unwrap_or(d.alpha),
         min_slowdown_s: s.min_slowdown_us.map_or(d.min_slowdown_s, |u| u * 1e-6),
         rss_slope_bytes: s.rss_slope_kib.map_or(d.rss_slope_bytes, |k| k * 1024.0),

@@ -17,11 +17,12 @@
 //! thousand instructions) is taken off each run's.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::checks::child::stdout_of;
 use crate::checks::{CheckKind, LoadedCheck, Runnable};
 use crate::config::{AgentConfig, LoadOptions};
 use crate::error::UsageError;
@@ -99,8 +100,9 @@ impl Counter {
                 std::env::consts::ARCH
             )));
         }
-        let out = run_bounded(
+        let out = stdout_of(
             Command::new("valgrind").arg("--version"),
+            &[],
             Duration::from_secs(30),
         )
         .map_err(|e| {
@@ -168,10 +170,7 @@ impl Drop for ScratchDir {
 /// What the counting child needs to load the check as the gate did.
 #[derive(Debug, Serialize, Deserialize)]
 struct ChildSpec {
-    config: Option<PathBuf>,
-    confd: Option<PathBuf>,
-    checks: Option<PathBuf>,
-    python: Option<String>,
+    options: LoadOptions,
     name: String,
     instance: usize,
     runs: u32,
@@ -191,10 +190,7 @@ pub fn count(
     match loaded.kind {
         CheckKind::Builtin => {
             let spec = ChildSpec {
-                config: opts.config.clone(),
-                confd: opts.confd.clone(),
-                checks: opts.checks.clone(),
-                python: opts.python.clone(),
+                options: opts.clone(),
                 name: loaded.name.clone(),
                 instance,
                 runs,
@@ -204,12 +200,9 @@ pub fn count(
             let mut cmd = Command::new(&argv[0]);
             cmd.args(&argv[1..])
                 .arg(exe)
-                .env(CHILD_ENV, serde_json::to_string(&spec)?)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null());
-            let out = run_bounded(&mut cmd, COUNT_TIMEOUT)
+                .env(CHILD_ENV, serde_json::to_string(&spec)?);
+            stdout_of(&mut cmd, &[], COUNT_TIMEOUT)
                 .map_err(|e| anyhow::anyhow!("{}: counting under valgrind: {e}", loaded.name))?;
-            drop(out);
             progress.set(u64::from(runs) + 1);
             bracketed(dir.path(), runs)
         }
@@ -238,8 +231,9 @@ fn count_python(
     wrapper.extend(counter.command(dir, true));
     // The interpreter's own executable, past wrapper scripts (pyenv's shims): valgrind then
     // follows one exec, not the shell script's dozens of processes.
-    if let Ok(out) = run_bounded(
+    if let Ok(out) = stdout_of(
         Command::new(h.interpreter()).args(["-c", "import sys; print(sys.executable)"]),
+        &[],
         Duration::from_secs(30),
     ) {
         let exe = String::from_utf8_lossy(&out).trim().to_string();
@@ -297,7 +291,7 @@ fn count_exec(
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]).arg(&inv.program).args(&inv.args);
         let stdin = inv.stdin.clone();
-        run_with_input(&mut cmd, &stdin, COUNT_TIMEOUT)
+        stdout_of(&mut cmd, &stdin, COUNT_TIMEOUT)
             .map_err(|e| anyhow::anyhow!("{name}: run {run} under valgrind: {e}"))?;
         let total: f64 = summaries(&sub)?.into_iter().map(|(_, _, n)| n).sum();
         if run > WARM_UPS {
@@ -327,12 +321,7 @@ pub fn child(spec: &str) -> u8 {
 
 fn child_runs(spec: &str) -> anyhow::Result<()> {
     let spec: ChildSpec = serde_json::from_str(spec)?;
-    let config = AgentConfig::load(&LoadOptions {
-        config: spec.config,
-        confd: spec.confd,
-        checks: spec.checks,
-        python: spec.python,
-    })?;
+    let config = AgentConfig::load(&spec.options)?;
     let loaded = crate::checks::Registry::new(&config).load(&spec.name)?;
     let Some((_, Runnable::InProcess(mut check))) = loaded.instances.into_iter().nth(spec.instance)
     else {
@@ -442,95 +431,4 @@ fn summary(path: &Path) -> anyhow::Result<f64> {
         })
         .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
         .ok_or_else(|| anyhow::anyhow!("{}: no summary line", path.display()))
-}
-
-/// Runs `cmd` with no input to its end within `timeout`: its stdout; an error with the tail
-/// of its stderr when it fails.
-pub fn run_bounded(cmd: &mut Command, timeout: Duration) -> Result<Vec<u8>, String> {
-    run_with_input(cmd.stdin(Stdio::null()), &[], timeout)
-}
-
-fn run_with_input(cmd: &mut Command, input: &[u8], timeout: Duration) -> Result<Vec<u8>, String> {
-    use std::io::{Read, Write};
-    use std::os::unix::process::CommandExt;
-    if !input.is_empty() {
-        cmd.stdin(Stdio::piped());
-    }
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = cmd.spawn().map_err(|e| e.to_string())?;
-    crate::signal::adopt_group(child.id() as i32);
-    let result = (|| {
-        if let Some(mut stdin) = child.stdin.take() {
-            let input = input.to_vec();
-            std::thread::spawn(move || {
-                let _ = stdin.write_all(&input);
-            });
-        }
-        let read = |pipe: Option<Box<dyn Read + Send>>| {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                if let Some(p) = pipe {
-                    let _ = p.take(16 << 20).read_to_end(&mut buf);
-                }
-                buf
-            })
-        };
-        let out = read(
-            child
-                .stdout
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        );
-        let err = read(
-            child
-                .stderr
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        );
-        let status = wait_until(&mut child, Instant::now() + timeout)?;
-        // What the program left running (and holding its pipes) ends with it.
-        // SAFETY: kill(2) of the process group the child led.
-        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-        let out = out.join().unwrap_or_default();
-        let err = err.join().unwrap_or_default();
-        if status.success() {
-            return Ok(out);
-        }
-        let err = String::from_utf8_lossy(&err);
-        let tail: String = err
-            .trim_end()
-            .chars()
-            .rev()
-            .take(2000)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        Err(format!("{status}: {tail}"))
-    })();
-    crate::signal::release_group(child.id() as i32);
-    result
-}
-
-/// Waits for `child` until `deadline`; past it, kills its process group.
-fn wait_until(child: &mut Child, deadline: Instant) -> Result<std::process::ExitStatus, String> {
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Ok(status),
-            Ok(None) => {}
-            Err(e) => return Err(e.to_string()),
-        }
-        if Instant::now() >= deadline {
-            // SAFETY: kill(2) of the process group this child leads.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-            return Err(format!(
-                "did not finish within {} s",
-                COUNT_TIMEOUT.as_secs()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }

@@ -196,13 +196,7 @@ fn timed_load(
 ) -> anyhow::Result<Timed> {
     let kind = loaded.kind;
     let kind_label = kind.label();
-    let host = loaded.python.clone();
-    if let Some(h) = &host {
-        crate::checks::python::load(h)?;
-    }
-    let mut runner =
-        Runner::new(loaded, config, Some(plan.instance), None, false).without_memory_lines();
-    let warm = warm_up(&mut runner, &host, plan.name)?;
+    let (mut runner, host, warm) = warmed(config, plan, loaded, None, false)?;
     progress.inc();
     let before = calibrated.then(|| calibrate(kind, &host)).flatten();
     let mut records = Vec::with_capacity(runs as usize);
@@ -333,13 +327,7 @@ fn extra_passes(
     let runs = per.max(3);
     if kind == CheckKind::Python {
         let loaded = load(side.config, plan)?;
-        let host = loaded.python.clone();
-        if let Some(h) = &host {
-            crate::checks::python::load(h)?;
-        }
-        let mut runner = Runner::new(loaded, side.config, Some(plan.instance), Some(1000), false)
-            .without_memory_lines();
-        warm_up(&mut runner, &host, plan.name)?;
+        let (mut runner, host, _) = warmed(side.config, plan, loaded, Some(1000), false)?;
         let ok = (1..=runs)
             .filter(|&run| runner.run(0, run).error.is_none())
             .count();
@@ -357,13 +345,7 @@ fn extra_passes(
     }
     if plan.memory {
         let loaded = load(side.config, plan)?;
-        let host = loaded.python.clone();
-        if let Some(h) = &host {
-            crate::checks::python::load(h)?;
-        }
-        let mut runner = Runner::new(loaded, side.config, Some(plan.instance), None, true)
-            .without_memory_lines();
-        warm_up(&mut runner, &host, plan.name)?;
+        let (mut runner, _, _) = warmed(side.config, plan, loaded, None, true)?;
         let records: Vec<_> = (1..=runs).map(|run| runner.run(0, run)).collect();
         stats.absorb_traced(&records);
     }
@@ -437,6 +419,25 @@ fn warm_up(
         return Err(anyhow::anyhow!("{name}: {e}"));
     }
     Ok(warm)
+}
+
+/// A runner of `loaded` (its Python worker started), sampled at `profile_hz` (cProfile for
+/// Python) or tracing allocations with `memory`, after its warm-up run.
+fn warmed(
+    config: &AgentConfig,
+    plan: &Plan,
+    loaded: LoadedCheck,
+    profile_hz: Option<u32>,
+    memory: bool,
+) -> anyhow::Result<(Runner, Host, crate::profile::RunRecord)> {
+    let host = loaded.python.clone();
+    if let Some(h) = &host {
+        crate::checks::python::load(h)?;
+    }
+    let mut runner =
+        Runner::new(loaded, config, Some(plan.instance), profile_hz, memory).without_memory_lines();
+    let warm = warm_up(&mut runner, &host, plan.name)?;
+    Ok((runner, host, warm))
 }
 
 /// A built-in check's stacks per run: a fresh load sampled at STACK_HZ over at least `per`

@@ -5,11 +5,13 @@
 
 pub mod against;
 pub mod config;
+mod figures;
 pub mod instructions;
 pub mod measure;
 mod measured;
 mod report;
 pub mod stats;
+mod timing;
 mod verdict;
 
 pub use measured::{FunctionCalls, GateStats};

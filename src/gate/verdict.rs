@@ -1,11 +1,11 @@
-//! Baseline against this run: the thresholds, one finding per figure, and the verdict.
-
-use std::collections::BTreeMap;
+//! Baseline against this run: the thresholds, the findings (timing.rs for cost, figures.rs
+//! for the rest) and the verdict with its one-line summary.
 
 use serde::Serialize;
 
 use super::GateStats;
-use super::stats;
+use super::figures::{memory, metric_series, python_calls, traced_allocations};
+use super::timing::{instructions, paired, samples, timing_finding, two_sample};
 
 /// What the gate's verdict on the check's cost rests on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -58,8 +58,6 @@ pub struct GateConfig {
     pub measure: Measure,
     /// A slowdown under this fraction is never a regression (0.10 = 10%).
     pub time_threshold: f64,
-    /// The threshold was set (flag or file), rather than the measure's default.
-    pub threshold_set: bool,
     /// Significance level of the one-sided Mann-Whitney U test.
     pub alpha: f64,
     /// A slowdown of fewer seconds per run than this is never a regression: a check of
@@ -84,8 +82,7 @@ impl Default for GateConfig {
     fn default() -> Self {
         GateConfig {
             measure: Measure::Cpu,
-            time_threshold: 0.10,
-            threshold_set: false,
+            time_threshold: Measure::Cpu.default_threshold(false),
             alpha: 0.01,
             min_slowdown_s: 50e-6,
             rss_slope_bytes: 512.0 * 1024.0,
@@ -153,237 +150,16 @@ pub struct Verdict {
     pub findings: Vec<Finding>,
 }
 
-fn secs(s: f64) -> String {
+pub(super) fn secs(s: f64) -> String {
     crate::duration::human(std::time::Duration::from_secs_f64(s.max(0.0)))
 }
 
-fn bytes(b: f64) -> String {
+pub(super) fn bytes(b: f64) -> String {
     crate::render::units::signed_bytes(Some(b.round() as i64))
 }
 
-fn size(b: f64) -> String {
+pub(super) fn size(b: f64) -> String {
     crate::render::units::human_bytes(b.max(0.0))
-}
-
-/// What the timing test compares: per-process medians divided by the machine's speed when
-/// both sides measured it with the same loop (scaled by the baseline's mean calibration, so
-/// the baseline's figures are the file's whatever this run measured); per-process medians
-/// when both have at least 3 processes; else the runs themselves.
-fn samples(s: &GateStats, base: &GateStats, other: &GateStats, cpu: bool) -> (Vec<f64>, bool) {
-    let (mine, theirs, runs) = if cpu {
-        (&s.cpu_process_medians, &other.cpu_process_medians, &s.cpu_s)
-    } else {
-        (
-            &s.wall_process_medians,
-            &other.wall_process_medians,
-            &s.wall_s,
-        )
-    };
-    if mine.len() < 3 || theirs.len() < 3 {
-        return (runs.clone(), false);
-    }
-    let calibrated = |x: &GateStats, m: &[f64]| x.calibration_s.len() == m.len();
-    if calibrated(s, mine)
-        && calibrated(other, theirs)
-        && s.calibration_loop == other.calibration_loop
-    {
-        let scale = base.calibration_s.iter().sum::<f64>() / base.calibration_s.len() as f64;
-        let v = mine
-            .iter()
-            .zip(&s.calibration_s)
-            .map(|(m, c)| m / c * scale)
-            .collect();
-        return (v, true);
-    }
-    (mine.clone(), false)
-}
-
-/// The smallest factor in [1, 100] for which `fails(factor)` holds, `fails` being monotone;
-/// None when not even 100 would.
-fn smallest_failing(fails: impl Fn(f64) -> bool) -> Option<f64> {
-    if !fails(100.0) {
-        return None;
-    }
-    let (mut lo, mut hi) = (0.0f64, 100.0f64.ln());
-    if fails(1.0) {
-        return Some(1.0);
-    }
-    for _ in 0..48 {
-        let mid = (lo + hi) / 2.0;
-        if fails(mid.exp()) {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    Some(hi.exp())
-}
-
-/// What a timing comparison found, before it becomes a finding.
-struct Timing {
-    base_median: f64,
-    new_median: f64,
-    ratio: f64,
-    p: f64,
-    ci: Option<(f64, f64)>,
-    /// The smallest slowdown factor the statistics alone could have called significant.
-    significant_from: Option<f64>,
-    what: String,
-}
-
-/// A baseline's samples against this run's: Mann-Whitney and Hodges-Lehmann.
-fn two_sample(base: &[f64], new: &[f64], alpha: f64) -> Option<Timing> {
-    let (mb, mn) = (stats::median(base)?, stats::median(new)?);
-    let (_, p) = stats::mann_whitney_greater(base, new)?;
-    let (ratio, ci) = stats::ratio_two_sample(base, new, 0.95)
-        .unwrap_or((if mb > 0.0 { mn / mb } else { 1.0 }, None));
-    let significant_from = smallest_failing(|s| {
-        let moved: Vec<f64> = new.iter().map(|x| x / ratio * s).collect();
-        stats::mann_whitney_greater(base, &moved).is_some_and(|(_, p)| p < alpha)
-    });
-    Some(Timing {
-        base_median: mb,
-        new_median: mn,
-        ratio,
-        p,
-        ci,
-        significant_from,
-        what: format!("{} against {} samples", new.len(), base.len()),
-    })
-}
-
-/// Paired rounds: round i of `a` against round i of `b`, Wilcoxon signed-rank.
-fn paired(a: &[f64], b: &[f64], alpha: f64) -> Option<Timing> {
-    let n = a.len().min(b.len());
-    if n == 0 {
-        return None;
-    }
-    let ratios: Vec<f64> = (0..n).map(|i| b[i] / a[i]).collect();
-    let pr = stats::paired_ratios(&ratios, 0.95)?;
-    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
-    let significant_from = smallest_failing(|s| {
-        let moved: Vec<f64> = logs.iter().map(|d| d - pr.ratio.ln() + s.ln()).collect();
-        stats::signed_rank_greater(&moved) < alpha
-    });
-    Some(Timing {
-        base_median: stats::median(&a[..n])?,
-        new_median: stats::median(&b[..n])?,
-        ratio: pr.ratio,
-        p: pr.p,
-        ci: pr.ci,
-        significant_from,
-        what: format!("{n} paired rounds"),
-    })
-}
-
-/// The finding of a timing: gated (regression, cannot tell or ok) or shown for information.
-fn timing_finding(label: &str, t: &Timing, cfg: &GateConfig, gated: bool) -> Finding {
-    // What the thresholds let fail at all: the percentage, and the absolute floor.
-    let policy = (1.0 + cfg.time_threshold)
-        .max(1.0 + cfg.min_slowdown_s / t.base_median.max(f64::MIN_POSITIVE));
-    let slower = t.ratio > 1.0 + cfg.time_threshold
-        && t.p < cfg.alpha
-        && t.new_median - t.base_median > cfg.min_slowdown_s;
-    let detectable = t.significant_from.map(|s| s.max(policy));
-    let status = if !gated {
-        Status::Info
-    } else if slower {
-        Status::Regression
-    } else if t.significant_from.is_none_or(|s| s > policy) {
-        Status::CannotTell
-    } else {
-        Status::Ok
-    };
-    let ci = match t.ci {
-        Some((lo, hi)) => format!("95% CI {lo:.3}–{hi:.3}"),
-        None => "too few samples for a 95% interval".into(),
-    };
-    let detects = match detectable {
-        Some(d) => format!("detects ≥ +{:.1}%", (d - 1.0) * 100.0),
-        None => "no slowdown up to 100× would be significant".into(),
-    };
-    Finding {
-        figure: format!("{label} (median)"),
-        baseline: secs(t.base_median),
-        current: secs(t.new_median),
-        change: format!("{:+.1}%", (t.ratio - 1.0) * 100.0),
-        status,
-        detail: format!(
-            "ratio {:.3} ({ci}), p={:.4}; {}; {detects}",
-            t.ratio, t.p, t.what
-        ),
-        detectable_pct: gated
-            .then(|| detectable.map(|d| (d - 1.0) * 100.0))
-            .flatten(),
-    }
-}
-
-/// Instruction counts: the mean per run of each side (a run that happens to collect
-/// garbage costs more; the mean is the cost averaged over runs, as the Agent pays it), and
-/// how far the mean itself could move: three standard errors of each side's mean.
-fn instructions(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Option<Finding> {
-    let mean_se = |v: &[f64]| -> Option<(f64, f64)> {
-        if v.is_empty() {
-            return None;
-        }
-        let n = v.len() as f64;
-        let mean = v.iter().sum::<f64>() / n;
-        let var = if v.len() > 1 {
-            v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
-        } else {
-            0.0
-        };
-        Some((mean, (var / n).sqrt()))
-    };
-    let (b, sb) = mean_se(&base.instructions_per_run)?;
-    let (n, sn) = mean_se(&new.instructions_per_run)?;
-    let ratio = if b > 0.0 { n / b } else { 1.0 };
-    // The change the runs' own variation could make of the ratio.
-    let noise = if b > 0.0 && n > 0.0 {
-        3.0 * ((sb / b).powi(2) + (sn / n).powi(2)).sqrt()
-    } else {
-        0.0
-    };
-    let detectable = 1.0 + cfg.time_threshold.max(noise);
-    let status = if ratio > 1.0 + cfg.time_threshold && ratio - 1.0 > noise {
-        Status::Regression
-    } else if noise > cfg.time_threshold {
-        Status::CannotTell
-    } else {
-        Status::Ok
-    };
-    let source = new
-        .instructions_source
-        .clone()
-        .unwrap_or_else(|| "counted".into());
-    Some(Finding {
-        figure: "instructions per run (mean)".into(),
-        baseline: count(b),
-        current: count(n),
-        change: format!("{:+.2}%", (ratio - 1.0) * 100.0),
-        status,
-        detail: format!(
-            "{source}; {} and {} runs, ±{:.2}% (3 standard errors); detects ≥ +{:.1}%",
-            base.instructions_per_run.len(),
-            new.instructions_per_run.len(),
-            noise * 100.0,
-            (detectable - 1.0) * 100.0
-        ),
-        detectable_pct: Some((detectable - 1.0) * 100.0),
-    })
-}
-
-fn count(n: f64) -> String {
-    let n = n.round() as u64;
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Compares `new` with `base`: the gated measure first, the other timings for information,
@@ -433,9 +209,9 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig, mode: Mode) 
                 baseline: if base.instructions_per_run.is_empty() {
                     "none".into()
                 } else {
-                    count(base.instructions_per_run.len() as f64)
+                    base.instructions_per_run.len().to_string()
                 },
-                current: count(new.instructions_per_run.len() as f64),
+                current: new.instructions_per_run.len().to_string(),
                 change: "n/a".into(),
                 status: Status::CannotTell,
                 detail: "no counts on one side".into(),
@@ -522,242 +298,15 @@ fn summary(
             _ => {}
         }
     }
+    // The gated finding, when there is one, is the first.
     let failed: Vec<&str> = all
         .iter()
-        .filter(|x| {
-            x.status == Status::Regression
-                && !std::ptr::eq(*x, gated.map_or(std::ptr::null(), |g| g as *const Finding))
-        })
+        .skip(usize::from(gated.is_some()))
+        .filter(|x| x.status == Status::Regression)
         .map(|x| x.figure.as_str())
         .collect();
     if !failed.is_empty() {
         line.push_str(&format!("; also failed: {}", failed.join(", ")));
     }
     line
-}
-
-/// RSS growth per run (a leak) and peak RSS.
-fn memory(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Vec<Finding>) {
-    let as_f = |v: &[u64]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
-    let growth = |s: &GateStats| {
-        stats::median(&s.rss_slope_per_process).or_else(|| stats::slope(&as_f(&s.rss_after)))
-    };
-    if let Some(slope) = growth(new) {
-        let base_slope = growth(base).unwrap_or(0.0);
-        let leak = slope > cfg.rss_slope_bytes && slope - base_slope > cfg.rss_slope_bytes;
-        f.push(Finding {
-            figure: "RSS growth per run".into(),
-            baseline: bytes(base_slope),
-            current: bytes(slope),
-            change: bytes(slope - base_slope),
-            status: if leak { Status::Regression } else { Status::Ok },
-            detail: format!(
-                "median of each process's least-squares slope; limit {} per run",
-                bytes(cfg.rss_slope_bytes)
-            ),
-            detectable_pct: None,
-        });
-    }
-    if let (Some(b), Some(n)) = (
-        stats::median(&as_f(&base.peak_rss)),
-        stats::median(&as_f(&new.peak_rss)),
-    ) {
-        let grew = n > b * (1.0 + cfg.peak_rss_threshold) && n - b > 1024.0 * 1024.0;
-        f.push(Finding {
-            figure: "peak RSS (median)".into(),
-            baseline: size(b),
-            current: size(n),
-            change: format!("{:+.1}%", (n / b.max(1.0) - 1.0) * 100.0),
-            status: if grew { Status::Regression } else { Status::Ok },
-            detail: format!("limit +{:.0}%", cfg.peak_rss_threshold * 100.0),
-            detectable_pct: None,
-        });
-    }
-}
-
-/// cProfile's calls per run, and which of the top functions is called more.
-fn python_calls(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Vec<Finding>) {
-    if let (Some(b), Some(n)) = (base.python_calls_per_run, new.python_calls_per_run) {
-        let more = n > b * (1.0 + cfg.calls_threshold);
-        f.push(Finding {
-            figure: "Python calls per run".into(),
-            baseline: format!("{b:.0}"),
-            current: format!("{n:.0}"),
-            change: format!("{:+.1}%", (n / b.max(1.0) - 1.0) * 100.0),
-            status: if more { Status::Regression } else { Status::Ok },
-            detail: "cProfile call counts: exact, whatever the machine's noise".into(),
-            detectable_pct: None,
-        });
-        // The functions in both top lists: which one is called more.
-        let top_b: BTreeMap<&str, f64> = base
-            .python_top
-            .iter()
-            .map(|x| (x.function.as_str(), x.calls_per_run))
-            .collect();
-        // A function counts when its own extra calls would take the total over the
-        // threshold: one hot loop moved from one function into another shows, while a
-        // function called 3 times instead of 2 does not fail a check of 10,000 calls.
-        let enough = b * cfg.calls_threshold;
-        for x in &new.python_top {
-            let Some(&before) = top_b.get(x.function.as_str()) else {
-                if x.calls_per_run > enough.max(1.0) {
-                    f.push(Finding {
-                        figure: format!("calls of {}", x.function),
-                        baseline: "not in the top".into(),
-                        current: format!("{:.0}", x.calls_per_run),
-                        change: "new".into(),
-                        status: Status::Warning,
-                        detail: "per run; among the top functions now".into(),
-                        detectable_pct: None,
-                    });
-                }
-                continue;
-            };
-            let extra = x.calls_per_run - before;
-            if extra > (before * cfg.calls_threshold).max(enough) + 0.5 {
-                f.push(Finding {
-                    figure: format!("calls of {}", x.function),
-                    baseline: format!("{before:.0}"),
-                    current: format!("{:.0}", x.calls_per_run),
-                    change: format!("{:+.0}", x.calls_per_run - before),
-                    status: Status::Regression,
-                    detail: "per run".into(),
-                    detectable_pct: None,
-                });
-            }
-        }
-    }
-}
-
-/// tracemalloc's peak and kept bytes per run.
-fn traced_allocations(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Vec<Finding>) {
-    let traced = |v: Vec<f64>| stats::median(&v);
-    for (label, b, n) in [
-        (
-            "traced peak per run (median)",
-            traced(base.traced_peak.iter().map(|&x| x as f64).collect()),
-            traced(new.traced_peak.iter().map(|&x| x as f64).collect()),
-        ),
-        (
-            "traced bytes kept per run (median)",
-            traced(base.traced_kept.iter().map(|&x| x as f64).collect()),
-            traced(new.traced_kept.iter().map(|&x| x as f64).collect()),
-        ),
-    ] {
-        let (Some(b), Some(n)) = (b, n) else {
-            continue;
-        };
-        let more = n > b + (b.abs() * cfg.alloc_threshold).max(1024.0);
-        f.push(Finding {
-            figure: label.into(),
-            baseline: bytes(b),
-            current: bytes(n),
-            change: bytes(n - b),
-            status: if more { Status::Regression } else { Status::Ok },
-            detail: format!(
-                "tracemalloc: exact for the same code; limit +{:.0}% and 1 KiB",
-                cfg.alloc_threshold * 100.0
-            ),
-            detectable_pct: None,
-        });
-    }
-}
-
-/// Series of the metrics both emit, new metrics, and metrics gone.
-fn metric_series(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Vec<Finding>) {
-    // Series of the metrics both emit: more of them is a cardinality change (a tag with a
-    // new value per run, a loop submitting twice). New metric names are listed, not failed.
-    let shared = |s: &GateStats, other: &GateStats| -> usize {
-        s.metrics
-            .iter()
-            .filter(|(m, _)| other.metrics.contains_key(*m))
-            .map(|(_, n)| n)
-            .sum()
-    };
-    let (sb, sn) = (shared(base, new), shared(new, base));
-    let added: Vec<&str> = new
-        .metrics
-        .keys()
-        .filter(|m| !base.metrics.contains_key(*m))
-        .map(String::as_str)
-        .collect();
-    if sb > 0 || sn > 0 {
-        let grew = sn as f64 > sb as f64 * (1.0 + cfg.series_threshold);
-        let detail = series_detail(base, new, cfg, grew, &added);
-        f.push(Finding {
-            figure: "metric series per run".into(),
-            baseline: sb.to_string(),
-            current: sn.to_string(),
-            change: format!("{:+}", sn as i64 - sb as i64),
-            status: if grew {
-                Status::Regression
-            } else if sn < sb {
-                Status::Warning
-            } else {
-                Status::Ok
-            },
-            detail,
-            detectable_pct: None,
-        });
-    }
-    for (name, _) in base
-        .metrics
-        .iter()
-        .filter(|(m, _)| !new.metrics.contains_key(*m))
-    {
-        f.push(Finding {
-            figure: format!("metric {name}"),
-            baseline: "emitted".into(),
-            current: "missing".into(),
-            change: "gone".into(),
-            status: if cfg.strict {
-                Status::Regression
-            } else {
-                Status::Warning
-            },
-            detail: "the check no longer emits it".into(),
-            detectable_pct: None,
-        });
-    }
-}
-
-/// What the series finding says: which metrics have more series when they grew (the first
-/// five), else the limit; then the first five new metric names.
-fn series_detail(
-    base: &GateStats,
-    new: &GateStats,
-    cfg: &GateConfig,
-    grew: bool,
-    added: &[&str],
-) -> String {
-    let mut detail = if grew {
-        let more: Vec<String> = new
-            .metrics
-            .iter()
-            .filter_map(|(m, &c)| {
-                let b = *base.metrics.get(m)?;
-                (c > b).then(|| format!("{m} {b}→{c}"))
-            })
-            .take(5)
-            .collect();
-        format!("more series: {}", more.join(", "))
-    } else {
-        format!(
-            "of the metrics both emit; limit +{:.0}%",
-            cfg.series_threshold * 100.0
-        )
-    };
-    if !added.is_empty() {
-        let shown: Vec<&str> = added.iter().take(5).copied().collect();
-        detail.push_str(&format!(
-            "; new metrics: {}{}",
-            shown.join(", "),
-            if added.len() > shown.len() {
-                ", …"
-            } else {
-                ""
-            }
-        ));
-    }
-    detail
 }

@@ -41,6 +41,19 @@ pub fn count(v: Option<u64>) -> String {
     v.map_or_else(|| NA.to_string(), |n| n.to_string())
 }
 
+/// A count with thousands separated: 16,456,094.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A metric value: integers as integers, fractions with up to 6 significant digits.
 pub fn value(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
@@ -67,5 +80,7 @@ mod tests {
         assert_eq!(value(3.0), "3");
         assert_eq!(value(0.125), "0.125");
         assert_eq!(value(12345.678), "12345.68");
+        assert_eq!(grouped(16_456_094), "16,456,094");
+        assert_eq!(grouped(999), "999");
     }
 }

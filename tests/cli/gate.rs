@@ -510,16 +510,8 @@ fn instruction_counts_are_deterministic_and_catch_a_small_growth() {
     let args = ["--measure", "instructions", "--format", "json"];
     let r = gate(&sb, &py, &[&args[..], &["--update-baseline"]].concat());
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let base: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(sb.file("base.json")).unwrap()).unwrap();
-    let counts: Vec<f64> = base["instructions_per_run"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
+    let (base, counts) = counted(&sb, "base.json");
     assert!(counts.len() >= 8, "{base}");
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let first = mean(&counts);
     assert!(
         first > 1e6,
@@ -528,14 +520,7 @@ fn instruction_counts_are_deterministic_and_catch_a_small_growth() {
     // Counted again from scratch: the same mean within 0.5 %.
     let r = gate(&sb, &py, &[&args[..], &["--update-baseline"]].concat());
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let again: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(sb.file("base.json")).unwrap()).unwrap();
-    let again: Vec<f64> = again["instructions_per_run"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
+    let (_, again) = counted(&sb, "base.json");
     let drift = (mean(&again) / first - 1.0).abs();
     assert!(drift < 0.005, "{counts:?} then {again:?}");
     assert!(
@@ -621,10 +606,66 @@ fn instruction_counts_are_deterministic_and_catch_a_small_growth() {
         sb.run(&a)
     };
     assert_eq!(hello(&["--update-baseline"]).code, 0);
+    // The reference: the same program under callgrind, started here; every process of its
+    // tree summed.
+    let reference = sb.file("reference");
+    std::fs::create_dir_all(&reference).unwrap();
+    let st = std::process::Command::new("valgrind")
+        .args(["--tool=callgrind", "-q", "--trace-children=yes"])
+        .arg(format!(
+            "--callgrind-out-file={}/cg.%p",
+            reference.display()
+        ))
+        .arg(sb.file("checks/hello.sh"))
+        .arg("2000")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let summed: f64 = std::fs::read_dir(&reference)
+        .unwrap()
+        .map(|e| {
+            let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
+            let line = text.lines().find(|l| l.starts_with("summary:")).unwrap();
+            line["summary:".len()..].trim().parse::<f64>().unwrap()
+        })
+        .sum();
+    let (_, plugin) = counted(&sb, "hello.json");
+    let off = mean(&plugin) / summed - 1.0;
+    assert!(
+        off.abs() < 0.01,
+        "agentprof {plugin:?}, callgrind itself {summed}"
+    );
+    eprintln!(
+        "measured: exec plugin {:.0} instructions per run, callgrind run by hand {summed:.0} ({:+.3}%)",
+        mean(&plugin),
+        off * 100.0
+    );
     assert_eq!(hello(&[]).code, 0);
     sb.write("conf.d/hello.yaml", "instances:\n  - command: ['4000']\n");
     let r = hello(&[]);
     assert_eq!(r.code, 1, "{}", r.stdout);
+}
+
+/// A gate report's instruction counts per run, from `file` in the sandbox.
+fn counted(sb: &Sandbox, file: &str) -> (serde_json::Value, Vec<f64>) {
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file(file)).unwrap()).unwrap();
+    let counts = doc["instructions_per_run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    (doc, counts)
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
 }
 
 /// A machine without valgrind is told what to install, before anything runs (exit 2).

@@ -6,7 +6,7 @@
 //! installed integration: never for a built-in when no interpreter was chosen.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -97,18 +97,17 @@ pub fn find(python: &str, name: Option<&str>) -> Result<Vec<Installed>, String> 
     if name.is_some_and(|n| NOT_INTEGRATIONS.contains(&n)) {
         return Ok(Vec::new());
     }
-    let mut child = Command::new(python)
-        .arg("-c")
-        .arg(PROBE)
-        .arg(name.unwrap_or(""))
-        .arg(NOT_INTEGRATIONS.join(","))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run the Python interpreter `{python}`: {e}"))?;
-    let out = wait_bounded(&mut child, PROBE_TIMEOUT, PROBE_MAX_BYTES)
-        .map_err(|e| format!("`{python}` listing installed integrations: {e}"))?;
+    let out = super::super::child::run_bounded(
+        Command::new(python)
+            .arg("-c")
+            .arg(PROBE)
+            .arg(name.unwrap_or(""))
+            .arg(NOT_INTEGRATIONS.join(",")),
+        &[],
+        PROBE_TIMEOUT,
+        PROBE_MAX_BYTES,
+    )
+    .map_err(|e| format!("`{python}` listing installed integrations: {e}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         return Err(format!(
@@ -118,55 +117,4 @@ pub fn find(python: &str, name: Option<&str>) -> Result<Vec<Installed>, String> 
     }
     serde_json::from_slice(&out.stdout)
         .map_err(|e| format!("`{python}` listing installed integrations answered nonsense: {e}"))
-}
-
-/// The child's output, read through `max` bytes each, within `timeout` (then it is killed).
-fn wait_bounded(
-    child: &mut std::process::Child,
-    timeout: Duration,
-    max: usize,
-) -> Result<std::process::Output, String> {
-    use std::io::Read;
-    let read = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(p) = pipe {
-                let _ = p.take(max as u64).read_to_end(&mut buf);
-            }
-            buf
-        })
-    };
-    let out = read(
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    );
-    let err = read(
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    );
-    let t0 = std::time::Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if t0.elapsed() < timeout => std::thread::sleep(Duration::from_millis(2)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "no answer within {}",
-                    crate::duration::human(timeout)
-                ));
-            }
-            Err(e) => return Err(e.to_string()),
-        }
-    };
-    Ok(std::process::Output {
-        status,
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-    })
 }

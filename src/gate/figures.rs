@@ -1,0 +1,249 @@
+//! The findings that do not drift with the machine: memory, Python calls, traced
+//! allocations, metric series.
+
+use std::collections::BTreeMap;
+
+use super::GateStats;
+use super::stats;
+use super::verdict::{Finding, GateConfig, Status, bytes, size};
+
+/// RSS growth per run (a leak) and peak RSS.
+pub(super) fn memory(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Vec<Finding>) {
+    let as_f = |v: &[u64]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
+    let growth = |s: &GateStats| {
+        stats::median(&s.rss_slope_per_process).or_else(|| stats::slope(&as_f(&s.rss_after)))
+    };
+    if let Some(slope) = growth(new) {
+        let base_slope = growth(base).unwrap_or(0.0);
+        let leak = slope > cfg.rss_slope_bytes && slope - base_slope > cfg.rss_slope_bytes;
+        f.push(Finding {
+            figure: "RSS growth per run".into(),
+            baseline: bytes(base_slope),
+            current: bytes(slope),
+            change: bytes(slope - base_slope),
+            status: if leak { Status::Regression } else { Status::Ok },
+            detail: format!(
+                "median of each process's least-squares slope; limit {} per run",
+                bytes(cfg.rss_slope_bytes)
+            ),
+            detectable_pct: None,
+        });
+    }
+    if let (Some(b), Some(n)) = (
+        stats::median(&as_f(&base.peak_rss)),
+        stats::median(&as_f(&new.peak_rss)),
+    ) {
+        let grew = n > b * (1.0 + cfg.peak_rss_threshold) && n - b > 1024.0 * 1024.0;
+        f.push(Finding {
+            figure: "peak RSS (median)".into(),
+            baseline: size(b),
+            current: size(n),
+            change: format!("{:+.1}%", (n / b.max(1.0) - 1.0) * 100.0),
+            status: if grew { Status::Regression } else { Status::Ok },
+            detail: format!("limit +{:.0}%", cfg.peak_rss_threshold * 100.0),
+            detectable_pct: None,
+        });
+    }
+}
+
+/// cProfile's calls per run, and which of the top functions is called more.
+pub(super) fn python_calls(
+    base: &GateStats,
+    new: &GateStats,
+    cfg: &GateConfig,
+    f: &mut Vec<Finding>,
+) {
+    if let (Some(b), Some(n)) = (base.python_calls_per_run, new.python_calls_per_run) {
+        let more = n > b * (1.0 + cfg.calls_threshold);
+        f.push(Finding {
+            figure: "Python calls per run".into(),
+            baseline: format!("{b:.0}"),
+            current: format!("{n:.0}"),
+            change: format!("{:+.1}%", (n / b.max(1.0) - 1.0) * 100.0),
+            status: if more { Status::Regression } else { Status::Ok },
+            detail: "cProfile call counts: exact, whatever the machine's noise".into(),
+            detectable_pct: None,
+        });
+        // The functions in both top lists: which one is called more.
+        let top_b: BTreeMap<&str, f64> = base
+            .python_top
+            .iter()
+            .map(|x| (x.function.as_str(), x.calls_per_run))
+            .collect();
+        // A function counts when its own extra calls would take the total over the
+        // threshold: one hot loop moved from one function into another shows, while a
+        // function called 3 times instead of 2 does not fail a check of 10,000 calls.
+        let enough = b * cfg.calls_threshold;
+        for x in &new.python_top {
+            let Some(&before) = top_b.get(x.function.as_str()) else {
+                if x.calls_per_run > enough.max(1.0) {
+                    f.push(Finding {
+                        figure: format!("calls of {}", x.function),
+                        baseline: "not in the top".into(),
+                        current: format!("{:.0}", x.calls_per_run),
+                        change: "new".into(),
+                        status: Status::Warning,
+                        detail: "per run; among the top functions now".into(),
+                        detectable_pct: None,
+                    });
+                }
+                continue;
+            };
+            let extra = x.calls_per_run - before;
+            if extra > (before * cfg.calls_threshold).max(enough) + 0.5 {
+                f.push(Finding {
+                    figure: format!("calls of {}", x.function),
+                    baseline: format!("{before:.0}"),
+                    current: format!("{:.0}", x.calls_per_run),
+                    change: format!("{:+.0}", x.calls_per_run - before),
+                    status: Status::Regression,
+                    detail: "per run".into(),
+                    detectable_pct: None,
+                });
+            }
+        }
+    }
+}
+
+/// tracemalloc's peak and kept bytes per run.
+pub(super) fn traced_allocations(
+    base: &GateStats,
+    new: &GateStats,
+    cfg: &GateConfig,
+    f: &mut Vec<Finding>,
+) {
+    let traced = |v: Vec<f64>| stats::median(&v);
+    for (label, b, n) in [
+        (
+            "traced peak per run (median)",
+            traced(base.traced_peak.iter().map(|&x| x as f64).collect()),
+            traced(new.traced_peak.iter().map(|&x| x as f64).collect()),
+        ),
+        (
+            "traced bytes kept per run (median)",
+            traced(base.traced_kept.iter().map(|&x| x as f64).collect()),
+            traced(new.traced_kept.iter().map(|&x| x as f64).collect()),
+        ),
+    ] {
+        let (Some(b), Some(n)) = (b, n) else {
+            continue;
+        };
+        let more = n > b + (b.abs() * cfg.alloc_threshold).max(1024.0);
+        f.push(Finding {
+            figure: label.into(),
+            baseline: bytes(b),
+            current: bytes(n),
+            change: bytes(n - b),
+            status: if more { Status::Regression } else { Status::Ok },
+            detail: format!(
+                "tracemalloc: exact for the same code; limit +{:.0}% and 1 KiB",
+                cfg.alloc_threshold * 100.0
+            ),
+            detectable_pct: None,
+        });
+    }
+}
+
+/// Series of the metrics both emit, new metrics, and metrics gone.
+pub(super) fn metric_series(
+    base: &GateStats,
+    new: &GateStats,
+    cfg: &GateConfig,
+    f: &mut Vec<Finding>,
+) {
+    // Series of the metrics both emit: more of them is a cardinality change (a tag with a
+    // new value per run, a loop submitting twice). New metric names are listed, not failed.
+    let shared = |s: &GateStats, other: &GateStats| -> usize {
+        s.metrics
+            .iter()
+            .filter(|(m, _)| other.metrics.contains_key(*m))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    let (sb, sn) = (shared(base, new), shared(new, base));
+    let added: Vec<&str> = new
+        .metrics
+        .keys()
+        .filter(|m| !base.metrics.contains_key(*m))
+        .map(String::as_str)
+        .collect();
+    if sb > 0 || sn > 0 {
+        let grew = sn as f64 > sb as f64 * (1.0 + cfg.series_threshold);
+        let detail = series_detail(base, new, cfg, grew, &added);
+        f.push(Finding {
+            figure: "metric series per run".into(),
+            baseline: sb.to_string(),
+            current: sn.to_string(),
+            change: format!("{:+}", sn as i64 - sb as i64),
+            status: if grew {
+                Status::Regression
+            } else if sn < sb {
+                Status::Warning
+            } else {
+                Status::Ok
+            },
+            detail,
+            detectable_pct: None,
+        });
+    }
+    for (name, _) in base
+        .metrics
+        .iter()
+        .filter(|(m, _)| !new.metrics.contains_key(*m))
+    {
+        f.push(Finding {
+            figure: format!("metric {name}"),
+            baseline: "emitted".into(),
+            current: "missing".into(),
+            change: "gone".into(),
+            status: if cfg.strict {
+                Status::Regression
+            } else {
+                Status::Warning
+            },
+            detail: "the check no longer emits it".into(),
+            detectable_pct: None,
+        });
+    }
+}
+
+/// What the series finding says: which metrics have more series when they grew (the first
+/// five), else the limit; then the first five new metric names.
+fn series_detail(
+    base: &GateStats,
+    new: &GateStats,
+    cfg: &GateConfig,
+    grew: bool,
+    added: &[&str],
+) -> String {
+    let mut detail = if grew {
+        let more: Vec<String> = new
+            .metrics
+            .iter()
+            .filter_map(|(m, &c)| {
+                let b = *base.metrics.get(m)?;
+                (c > b).then(|| format!("{m} {b}→{c}"))
+            })
+            .take(5)
+            .collect();
+        format!("more series: {}", more.join(", "))
+    } else {
+        format!(
+            "of the metrics both emit; limit +{:.0}%",
+            cfg.series_threshold * 100.0
+        )
+    };
+    if !added.is_empty() {
+        let shown: Vec<&str> = added.iter().take(5).copied().collect();
+        detail.push_str(&format!(
+            "; new metrics: {}{}",
+            shown.join(", "),
+            if added.len() > shown.len() {
+                ", …"
+            } else {
+                ""
+            }
+        ));
+    }
+    detail
+}

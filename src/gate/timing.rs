@@ -1,0 +1,223 @@
+//! The findings on cost: timings against a baseline file (two samples) or in A/B rounds
+//! (pairs), and instruction counts; each with the smallest slowdown it could detect.
+
+use super::GateStats;
+use super::stats;
+use super::verdict::{Finding, GateConfig, Status, secs};
+
+fn grouped(n: f64) -> String {
+    crate::render::units::grouped(n.round() as u64)
+}
+
+/// What the timing test compares: per-process medians divided by the machine's speed when
+/// both sides measured it with the same loop (scaled by the baseline's mean calibration, so
+/// the baseline's figures are the file's whatever this run measured); per-process medians
+/// when both have at least 3 processes; else the runs themselves.
+pub(super) fn samples(
+    s: &GateStats,
+    base: &GateStats,
+    other: &GateStats,
+    cpu: bool,
+) -> (Vec<f64>, bool) {
+    let (mine, theirs, runs) = if cpu {
+        (&s.cpu_process_medians, &other.cpu_process_medians, &s.cpu_s)
+    } else {
+        (
+            &s.wall_process_medians,
+            &other.wall_process_medians,
+            &s.wall_s,
+        )
+    };
+    if mine.len() < 3 || theirs.len() < 3 {
+        return (runs.clone(), false);
+    }
+    let calibrated = |x: &GateStats, m: &[f64]| x.calibration_s.len() == m.len();
+    if calibrated(s, mine)
+        && calibrated(other, theirs)
+        && s.calibration_loop == other.calibration_loop
+    {
+        let scale = base.calibration_s.iter().sum::<f64>() / base.calibration_s.len() as f64;
+        let v = mine
+            .iter()
+            .zip(&s.calibration_s)
+            .map(|(m, c)| m / c * scale)
+            .collect();
+        return (v, true);
+    }
+    (mine.clone(), false)
+}
+
+/// The smallest factor in [1, 100] for which `fails(factor)` holds, `fails` being monotone;
+/// None when not even 100 would.
+fn smallest_failing(fails: impl Fn(f64) -> bool) -> Option<f64> {
+    if !fails(100.0) {
+        return None;
+    }
+    let (mut lo, mut hi) = (0.0f64, 100.0f64.ln());
+    if fails(1.0) {
+        return Some(1.0);
+    }
+    for _ in 0..48 {
+        let mid = (lo + hi) / 2.0;
+        if fails(mid.exp()) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi.exp())
+}
+
+/// What a timing comparison found, before it becomes a finding.
+pub(super) struct Timing {
+    base_median: f64,
+    new_median: f64,
+    ratio: f64,
+    p: f64,
+    ci: Option<(f64, f64)>,
+    /// The smallest slowdown factor the statistics alone could have called significant.
+    significant_from: Option<f64>,
+    pub(super) what: String,
+}
+
+/// A baseline's samples against this run's: Mann-Whitney and Hodges-Lehmann.
+pub(super) fn two_sample(base: &[f64], new: &[f64], alpha: f64) -> Option<Timing> {
+    let (mb, mn) = (stats::median(base)?, stats::median(new)?);
+    let (_, p) = stats::mann_whitney_greater(base, new)?;
+    let (ratio, ci) = stats::ratio_two_sample(base, new, 0.95)
+        .unwrap_or((if mb > 0.0 { mn / mb } else { 1.0 }, None));
+    let significant_from = smallest_failing(|s| {
+        let moved: Vec<f64> = new.iter().map(|x| x / ratio * s).collect();
+        stats::mann_whitney_greater(base, &moved).is_some_and(|(_, p)| p < alpha)
+    });
+    Some(Timing {
+        base_median: mb,
+        new_median: mn,
+        ratio,
+        p,
+        ci,
+        significant_from,
+        what: format!("{} against {} samples", new.len(), base.len()),
+    })
+}
+
+/// Paired rounds: round i of `a` against round i of `b`, Wilcoxon signed-rank.
+pub(super) fn paired(a: &[f64], b: &[f64], alpha: f64) -> Option<Timing> {
+    let n = a.len().min(b.len());
+    if n == 0 {
+        return None;
+    }
+    let ratios: Vec<f64> = (0..n).map(|i| b[i] / a[i]).collect();
+    let pr = stats::paired_ratios(&ratios, 0.95)?;
+    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
+    let significant_from = smallest_failing(|s| {
+        let moved: Vec<f64> = logs.iter().map(|d| d - pr.ratio.ln() + s.ln()).collect();
+        stats::signed_rank_greater(&moved) < alpha
+    });
+    Some(Timing {
+        base_median: stats::median(&a[..n])?,
+        new_median: stats::median(&b[..n])?,
+        ratio: pr.ratio,
+        p: pr.p,
+        ci: pr.ci,
+        significant_from,
+        what: format!("{n} paired rounds"),
+    })
+}
+
+/// The finding of a timing: gated (regression, cannot tell or ok) or shown for information.
+pub(super) fn timing_finding(label: &str, t: &Timing, cfg: &GateConfig, gated: bool) -> Finding {
+    // What the thresholds let fail at all: the percentage, and the absolute floor.
+    let policy = (1.0 + cfg.time_threshold)
+        .max(1.0 + cfg.min_slowdown_s / t.base_median.max(f64::MIN_POSITIVE));
+    let slower = t.ratio > 1.0 + cfg.time_threshold
+        && t.p < cfg.alpha
+        && t.new_median - t.base_median > cfg.min_slowdown_s;
+    let detectable = t.significant_from.map(|s| s.max(policy));
+    let status = if !gated {
+        Status::Info
+    } else if slower {
+        Status::Regression
+    } else if t.significant_from.is_none_or(|s| s > policy) {
+        Status::CannotTell
+    } else {
+        Status::Ok
+    };
+    let ci = match t.ci {
+        Some((lo, hi)) => format!("95% CI {lo:.3}–{hi:.3}"),
+        None => "too few samples for a 95% interval".into(),
+    };
+    let detects = match detectable {
+        Some(d) => format!("detects ≥ +{:.1}%", (d - 1.0) * 100.0),
+        None => "no slowdown up to 100× would be significant".into(),
+    };
+    Finding {
+        figure: format!("{label} (median)"),
+        baseline: secs(t.base_median),
+        current: secs(t.new_median),
+        change: format!("{:+.1}%", (t.ratio - 1.0) * 100.0),
+        status,
+        detail: format!(
+            "ratio {:.3} ({ci}), p={:.4}; {}; {detects}",
+            t.ratio, t.p, t.what
+        ),
+        detectable_pct: gated
+            .then(|| detectable.map(|d| (d - 1.0) * 100.0))
+            .flatten(),
+    }
+}
+
+/// Instruction counts: the mean per run of each side (a run that happens to collect
+/// garbage costs more; the mean is the cost averaged over runs, as the Agent pays it), and
+/// how far the mean itself could move: three standard errors of each side's mean.
+pub(super) fn instructions(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Option<Finding> {
+    let mean_se = |v: &[f64]| -> Option<(f64, f64)> {
+        if v.is_empty() {
+            return None;
+        }
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let var = if v.len() > 1 {
+            v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+        } else {
+            0.0
+        };
+        Some((mean, (var / n).sqrt()))
+    };
+    let (b, sb) = mean_se(&base.instructions_per_run)?;
+    let (n, sn) = mean_se(&new.instructions_per_run)?;
+    let ratio = if b > 0.0 { n / b } else { 1.0 };
+    // The change the runs' own variation could make of the ratio.
+    let noise = if b > 0.0 && n > 0.0 {
+        3.0 * ((sb / b).powi(2) + (sn / n).powi(2)).sqrt()
+    } else {
+        0.0
+    };
+    let detectable = 1.0 + cfg.time_threshold.max(noise);
+    let status = if ratio > 1.0 + cfg.time_threshold && ratio - 1.0 > noise {
+        Status::Regression
+    } else if noise > cfg.time_threshold {
+        Status::CannotTell
+    } else {
+        Status::Ok
+    };
+    let source = new
+        .instructions_source
+        .clone()
+        .unwrap_or_else(|| "counted".into());
+    Some(Finding {
+        figure: "instructions per run (mean)".into(),
+        baseline: grouped(b),
+        current: grouped(n),
+        change: format!("{:+.2}%", (ratio - 1.0) * 100.0),
+        status,
+        detail: format!(
+            "{source}; {} and {} runs, ±{:.2}% (3 standard errors); detects ≥ +{:.1}%",
+            base.instructions_per_run.len(),
+            new.instructions_per_run.len(),
+            noise * 100.0,
+            (detectable - 1.0) * 100.0
+        ),
+        detectable_pct: Some((detectable - 1.0) * 100.0),
+    })
+}
