@@ -41,15 +41,36 @@ SLOW = %s
 """
 
 
+MIXED = """
+import hashlib
+from datadog_checks.base import AgentCheck
+
+def _step(x):
+    return (x * 31 + 7) & 0xFFFF
+
+class WorkCheck(AgentCheck):
+    def check(self, instance):
+        data = b"x" * 256
+        x = 0
+        for i in range(int(instance["work"] * SLOW)):
+            x = _step(x)
+            if i % 8 == 0:
+                data = hashlib.sha256(data).digest() * 8
+        self.gauge("work.total", x)
+
+SLOW = %s
+"""
+
+
 def busy():
     x = 0
     while True:
         x = (x * 31 + 7) & 0xFFFF
 
 
-def write(d, slow):
+def write(d, slow, template=None):
     with open(os.path.join(d, "checks", "work.py"), "w") as f:
-        f.write(CHECK % slow)
+        f.write((template or CHECK) % slow)
 
 
 def gate(d, py, args):
@@ -85,6 +106,31 @@ def series(d, py, mode, slow, n):
           flush=True)
 
 
+def check_cpu_ms(d, py):
+    """`agentprof check work -t 5 --json`: the median CPU of its runs, milliseconds."""
+    r = subprocess.run([BIN, "check", "work", "-t", "5", "--json", "--python", py], cwd=d,
+                       capture_output=True, text=True, check=True)
+    runs = json.loads(r.stdout)["runs"]
+    return statistics.median((x["cpu"]["user_s"] + x["cpu"]["system_s"]) * 1e3 for x in runs)
+
+
+def mixed(d, py, n):
+    """A check mixing Python calls with C hashing made 1.5x slower: what `check` says, and
+    what the gate reports in each timing mode."""
+    write(d, 1.0, MIXED)
+    shutil.copy(os.path.join(d, "checks", "work.py"), os.path.join(d, "old", "work.py"))
+    before = check_cpu_ms(d, py)
+    subprocess.run([BIN, "gate", "work", "--python", py, "--baseline", "base-m.json",
+                    "--update-baseline"], cwd=d, check=True, capture_output=True)
+    write(d, 1.5, MIXED)
+    after = check_cpu_ms(d, py)
+    print("mixed check 1.5x: agentprof check -t 5 CPU %.2f -> %.2f ms (%+.1f%%)" % (
+        before, after, (after / before - 1) * 100), flush=True)
+    for label, args in (("baseline", ["--baseline", "base-m.json"]), ("ab", ["--against", "old"])):
+        changes = [gate(d, py, args)[1] for _ in range(n)]
+        print("mixed check 1.5x, %s: gate CPU changes %s" % (label, " ".join(changes)), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--python", required=True)
@@ -92,6 +138,7 @@ def main():
     ap.add_argument("-m", type=int, default=20, help="slowed gate runs per mode and slowdown")
     ap.add_argument("--load", type=int, default=2, help="CPU-bound processes beside the gate")
     ap.add_argument("--work", type=int, default=10000)
+    ap.add_argument("--modes", default="instructions,ab,baseline")
     a = ap.parse_args()
     load = [multiprocessing.Process(target=busy, daemon=True) for _ in range(a.load)]
     for p in load:
@@ -111,10 +158,11 @@ def main():
                             "--update-baseline", *extra], cwd=d, check=True,
                            capture_output=True)
         print("%d CPU-bound processes beside the gate, %d cores" % (a.load, os.cpu_count()))
-        for mode in ("instructions", "ab", "baseline"):
+        for mode in a.modes.split(","):
             series(d, a.python, mode, 1.0, a.n)
             series(d, a.python, mode, 1.1 if mode != "baseline" else 1.5, a.m)
             series(d, a.python, mode, 1.5, max(3, a.m // 4))
+        mixed(d, a.python, max(3, a.m // 4))
     finally:
         shutil.rmtree(d, ignore_errors=True)
         for p in load:

@@ -75,9 +75,18 @@ pub struct RunOptions {
     /// The least level of the check's log records kept with the run (Python's numbers:
     /// 10 debug, 20 info, 30 warning, 40 error; 0 is the default, warning).
     pub log_level: u8,
-    /// Bracket the run with valgrind's client requests (a worker under callgrind), so its
-    /// instructions are counted and dumped (`gate --measure instructions`).
-    pub count: bool,
+    /// Count the run's instructions (`gate --measure instructions`).
+    pub count: Option<Counting>,
+}
+
+/// How a Python worker counts a run's instructions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counting {
+    /// Under callgrind: the run bracketed by valgrind's client requests, its counts dumped.
+    Valgrind,
+    /// A perf_event_open counter of this event (perf_event_attr's type and config) on the
+    /// worker's thread, read around the run and returned with it.
+    Perf { kind: u32, config: u64 },
 }
 
 /// What an external run returns: its outcome and what it cost the process that ran it.

@@ -226,7 +226,7 @@ impl Runner {
                 memory,
                 memory_lines: memory,
                 log_level: 0,
-                count: false,
+                count: None,
             },
             profile: profile_hz.map(|hz| Profiling {
                 sampler: Sampler::new(hz),

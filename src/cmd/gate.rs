@@ -201,17 +201,15 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
     if first.kind == CheckKind::Exec {
         plan.stacks = false;
     }
-    // valgrind is found before any run, so a machine without it costs no time.
-    let counter = match cfg.measure {
-        Measure::Instructions => Some(Counter::find()?),
-        _ => None,
-    };
-    plan.count = counter.as_ref();
     let side = Side {
         config: &config,
         options: &options,
     };
     if let Some(against) = &args.against {
+        // What counts instructions is found before any run, so a machine that has nothing
+        // to count with costs no time.
+        let counter = counter_for(&cfg, None)?;
+        plan.count = counter.as_ref();
         return ab(&args, &cfg, &mut plan, &side, first, against);
     }
     let Some(baseline) = &args.baseline else {
@@ -265,6 +263,12 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         }
         Some(base)
     };
+    // Counted as the baseline was, where this machine can.
+    let counter = counter_for(
+        &cfg,
+        base.as_ref().and_then(|b| b.instructions_source.as_deref()),
+    )?;
+    plan.count = counter.as_ref();
     // The timing test must be able to fail: enough processes for the alpha asked for.
     let base_processes = base.as_ref().map(process_count).filter(|&n| n >= 3);
     plan.processes = processes_for(cfg.alpha, base_processes).ok_or_else(|| {
@@ -289,6 +293,14 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Success);
     };
     report(&args, &cfg, &base, &current, Mode::Baseline)
+}
+
+/// What counts instructions, when they are the measure.
+fn counter_for(cfg: &GateConfig, prefer: Option<&str>) -> Result<Option<Counter>, UsageError> {
+    match cfg.measure {
+        Measure::Instructions => Counter::find(prefer).map(Some),
+        _ => Ok(None),
+    }
 }
 
 /// Rounds of the A/B mode: the signed-rank test's smallest p-value is 2^-rounds, so ten reach

@@ -1,9 +1,12 @@
 //! Instruction counts of a check's runs (`gate --measure instructions`): deterministic where
 //! timings are not, so a few percent more work is a regression with no statistics needed.
 //!
-//! The count is of user-space instructions retired by the check's own work in each run, as
-//! valgrind's callgrind counts them (CI machines, virtual ones above all, expose no hardware
-//! counters to `perf_event_open`):
+//! The count is of user-space instructions retired by the check's own work in each run. Where
+//! the kernel offers hardware counters, `perf_event_open` counts them (`perf.rs`): a counter
+//! on the thread that runs a built-in, read around its call; one the Python worker opens on
+//! itself and reads around `check.run()`; one an exec plugin inherits at its exec, with every
+//! process it starts. Most CI machines, virtual ones above all, offer none; valgrind's
+//! callgrind counts instead:
 //! - built-ins: agentprof itself runs under callgrind, in a child mode that loads the check
 //!   and brackets each run's call (on its one thread) with client requests, so none of the
 //!   runner's own measuring is counted;
@@ -78,56 +81,65 @@ fn client_request(_request: u64) -> u64 {
     0
 }
 
-/// valgrind, found on the PATH, and its version.
+/// What counts: a hardware counter, or valgrind.
 pub struct Counter {
-    version: String,
+    by: By,
 }
 
+enum By {
+    Perf(super::perf::Event),
+    Valgrind { version: String },
+}
+
+/// What `source()` starts with for each way of counting (a baseline keeps it).
+const PERF_SOURCE: &str = "perf_event_open";
+
 impl Counter {
-    /// valgrind as this machine has it; an error that says what to install otherwise.
-    pub fn find() -> Result<Counter, UsageError> {
-        let refuse = |why: String| {
-            UsageError::flag(
-                "--measure instructions",
-                format!(
-                    "{why}; instructions are counted by valgrind (callgrind), since this machine's kernel gives no hardware counters to perf_event_open here"
-                ),
-            )
-        };
-        if !cfg!(target_arch = "x86_64") {
-            return Err(refuse(format!(
-                "counting by valgrind is built for x86-64, not {}",
-                std::env::consts::ARCH
-            )));
+    /// The hardware counter where the kernel offers it, else valgrind; with `prefer` (the
+    /// source a baseline was counted by), that one when it can be had, so the two sides are
+    /// counted alike. An error that says what is missing otherwise.
+    pub fn find(prefer: Option<&str>) -> Result<Counter, UsageError> {
+        let perf = super::perf::unavailable(super::perf::INSTRUCTIONS);
+        let valgrind = valgrind_version();
+        let wants_valgrind = prefer.is_some_and(|p| p.starts_with("valgrind"));
+        match (perf, valgrind) {
+            (None, _) if !wants_valgrind => Ok(Counter {
+                by: By::Perf(super::perf::INSTRUCTIONS),
+            }),
+            (_, Ok(version)) if !prefer.is_some_and(|p| p.starts_with(PERF_SOURCE)) => {
+                Ok(Counter {
+                    by: By::Valgrind { version },
+                })
+            }
+            (perf, valgrind) => {
+                let perf = perf.map_or("the hardware counter is there".to_string(), |e| {
+                    format!("perf_event_open gives no hardware counter here ({e})")
+                });
+                let valgrind = valgrind.err().unwrap_or_else(|| "valgrind is there".into());
+                let want = prefer.map_or(String::new(), |p| {
+                    format!("the baseline was counted by {p}, which this machine cannot do; ")
+                });
+                Err(UsageError::flag(
+                    "--measure instructions",
+                    format!("{want}{perf}, and {valgrind}"),
+                ))
+            }
         }
-        let out = stdout_of(
-            Command::new("valgrind").arg("--version"),
-            &[],
-            Duration::from_secs(30),
-        )
-        .map_err(|e| {
-            refuse(format!(
-                "cannot run valgrind ({e}): install it (apt-get install valgrind)"
-            ))
-        })?;
-        let version = String::from_utf8_lossy(&out).trim().to_string();
-        if !version.starts_with("valgrind-") {
-            return Err(refuse(format!(
-                "`valgrind --version` said {version:?}, not a valgrind version"
-            )));
-        }
-        Ok(Counter { version })
     }
 
-    /// What counted, for the report: `valgrind-3.19.0 (callgrind)`.
+    /// What counted, for the report: `perf_event_open (hardware instructions, user space)`
+    /// or `valgrind-3.19.0 (callgrind)`.
     pub fn source(&self) -> String {
-        format!("{} (callgrind)", self.version)
+        match &self.by {
+            By::Perf(_) => format!("{PERF_SOURCE} (hardware instructions, user space)"),
+            By::Valgrind { version } => format!("{version} (callgrind)"),
+        }
     }
 
     /// valgrind and its arguments: callgrind writing `DIR/cg.PID[.N]`, following children
     /// (an interpreter started through a wrapper script, a plugin's own children); with
     /// `bracketed`, nothing counted or instrumented until the client requests say so.
-    fn command(&self, dir: &Path, bracketed: bool) -> Vec<String> {
+    fn command(dir: &Path, bracketed: bool) -> Vec<String> {
         let mut v = vec![
             "valgrind".to_string(),
             "--tool=callgrind".into(),
@@ -141,6 +153,29 @@ impl Counter {
         }
         v
     }
+}
+
+/// valgrind's version, or why it cannot count here.
+fn valgrind_version() -> Result<String, String> {
+    if !cfg!(target_arch = "x86_64") {
+        return Err(format!(
+            "counting by valgrind is built for x86-64, not {}",
+            std::env::consts::ARCH
+        ));
+    }
+    let out = stdout_of(
+        Command::new("valgrind").arg("--version"),
+        &[],
+        Duration::from_secs(30),
+    )
+    .map_err(|e| format!("cannot run valgrind ({e}): install it (apt-get install valgrind)"))?;
+    let version = String::from_utf8_lossy(&out).trim().to_string();
+    if !version.starts_with("valgrind-") {
+        return Err(format!(
+            "`valgrind --version` said {version:?}, not a valgrind version"
+        ));
+    }
+    Ok(version)
 }
 
 /// A directory of callgrind's files for one count, removed with it.
@@ -186,6 +221,83 @@ pub fn count(
     runs: u32,
     progress: &mut Progress,
 ) -> anyhow::Result<Vec<f64>> {
+    let event = match counter.by {
+        By::Perf(event) => event,
+        By::Valgrind { .. } => return count_valgrind(opts, loaded, instance, runs, progress),
+    };
+    let name = loaded.name.clone();
+    let failed = |run: u32, e: &dyn std::fmt::Display| {
+        let which = if run <= WARM_UPS {
+            format!("warm-up run {run}")
+        } else {
+            format!("counted run {}", run - WARM_UPS)
+        };
+        anyhow::anyhow!("{name}: {which} failed: {e}")
+    };
+    let mut out = Vec::with_capacity(runs as usize);
+    let mut keep = |run: u32, n: u64, progress: &mut Progress| {
+        if run > WARM_UPS {
+            out.push(n as f64);
+        }
+        progress.inc();
+    };
+    if let Some(host) = loaded.python.clone() {
+        let mut h = crate::sync::lock_unless_poisoned(&host)
+            .ok_or_else(|| anyhow::anyhow!("{name}: the Python worker is unusable"))?;
+        let how = crate::checks::Counting::Perf {
+            kind: event.kind,
+            config: event.config,
+        };
+        for run in 1..=runs + WARM_UPS {
+            let n = h
+                .run_counted(instance, COUNT_TIMEOUT, how)
+                .map_err(|e| failed(run, &e))?
+                .ok_or_else(|| failed(run, &"the worker returned no count"))?;
+            keep(run, n, progress);
+        }
+        return Ok(out);
+    }
+    match loaded.instances.into_iter().nth(instance).map(|(_, r)| r) {
+        Some(Runnable::InProcess(mut check)) => {
+            // This thread runs the check and reads its counter around each call, nothing else.
+            let counter = super::perf::Counter::this_thread(event, true, false)?;
+            for run in 1..=runs + WARM_UPS {
+                let mut sink = crate::metrics::Sink::default();
+                let before = counter.read()?;
+                let result = check.run(&mut sink);
+                let n = counter.read()?.saturating_sub(before);
+                result.map_err(|e| failed(run, &e))?;
+                keep(run, n, progress);
+            }
+        }
+        Some(Runnable::External(check)) => {
+            let inv = check
+                .invocation()
+                .ok_or_else(|| anyhow::anyhow!("{name}: not one program per run"))?;
+            for run in 1..=runs + WARM_UPS {
+                let n = super::perf::count_program(
+                    event,
+                    Command::new(&inv.program).args(&inv.args),
+                    &inv.stdin,
+                    COUNT_TIMEOUT,
+                )
+                .map_err(|e| failed(run, &e))?;
+                keep(run, n, progress);
+            }
+        }
+        None => return Err(anyhow::anyhow!("{name}: no instance {instance}")),
+    }
+    Ok(out)
+}
+
+/// Counts under valgrind (see the module's documentation).
+fn count_valgrind(
+    opts: &LoadOptions,
+    loaded: LoadedCheck,
+    instance: usize,
+    runs: u32,
+    progress: &mut Progress,
+) -> anyhow::Result<Vec<f64>> {
     let dir = ScratchDir::new()?;
     match loaded.kind {
         CheckKind::Builtin => {
@@ -195,7 +307,7 @@ pub fn count(
                 instance,
                 runs,
             };
-            let argv = counter.command(dir.path(), true);
+            let argv = Counter::command(dir.path(), true);
             let exe = std::env::current_exe()?;
             let mut cmd = Command::new(&argv[0]);
             cmd.args(&argv[1..])
@@ -206,13 +318,12 @@ pub fn count(
             progress.set(u64::from(runs) + 1);
             bracketed(dir.path(), runs)
         }
-        CheckKind::Python => count_python(counter, dir.path(), loaded, instance, runs, progress),
-        CheckKind::Exec => count_exec(counter, dir.path(), loaded, instance, runs, progress),
+        CheckKind::Python => count_python(dir.path(), loaded, instance, runs, progress),
+        CheckKind::Exec => count_exec(dir.path(), loaded, instance, runs, progress),
     }
 }
 
 fn count_python(
-    counter: &Counter,
     dir: &Path,
     loaded: LoadedCheck,
     instance: usize,
@@ -228,7 +339,7 @@ fn count_python(
     // The same hash seed in every counted worker: Python's string hashing moves dict and set
     // layouts, and with them the instructions a run takes.
     let mut wrapper = vec!["env".to_string(), "PYTHONHASHSEED=0".to_string()];
-    wrapper.extend(counter.command(dir, true));
+    wrapper.extend(Counter::command(dir, true));
     // The interpreter's own executable, past wrapper scripts (pyenv's shims): valgrind then
     // follows one exec, not the shell script's dozens of processes.
     if let Ok(out) = stdout_of(
@@ -245,14 +356,9 @@ fn count_python(
     h.count_start()
         .map_err(|e| anyhow::anyhow!("{}: counting under valgrind: {e}", loaded.name))?;
     let pid = h.worker_pid();
-    let opts = crate::checks::RunOptions {
-        count: true,
-        ..Default::default()
-    };
     for run in 1..=runs + WARM_UPS {
-        let mut sink = crate::metrics::Sink::default();
-        let r = h.run(instance, &mut sink, COUNT_TIMEOUT, opts);
-        if let Err(e) = r.result {
+        let r = h.run_counted(instance, COUNT_TIMEOUT, crate::checks::Counting::Valgrind);
+        if let Err(e) = r {
             let which = if run <= WARM_UPS {
                 format!("warm-up run {run}")
             } else {
@@ -269,7 +375,6 @@ fn count_python(
 }
 
 fn count_exec(
-    counter: &Counter,
     dir: &Path,
     loaded: LoadedCheck,
     instance: usize,
@@ -287,7 +392,7 @@ fn count_exec(
     for run in 1..=runs + WARM_UPS {
         let sub = dir.join(format!("run{run}"));
         std::fs::create_dir_all(&sub)?;
-        let argv = counter.command(&sub, false);
+        let argv = Counter::command(&sub, false);
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]).arg(&inv.program).args(&inv.args);
         let stdin = inv.stdin.clone();
@@ -431,4 +536,92 @@ fn summary(path: &Path) -> anyhow::Result<f64> {
         })
         .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
         .ok_or_else(|| anyhow::anyhow!("{}: no summary line", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::perf;
+
+    /// Counts of `name` by the task clock (the hardware counter's paths, with a software
+    /// event this machine has), `runs` of them after the warm-ups.
+    fn counted(dir: &Path, name: &str) -> Vec<f64> {
+        let opts = LoadOptions {
+            config: None,
+            confd: Some(dir.to_path_buf()),
+            checks: Some(dir.to_path_buf()),
+            python: Some("python3".into()),
+        };
+        let config = AgentConfig::load(&opts).expect("config");
+        let loaded = crate::checks::Registry::new(&config)
+            .load(name)
+            .expect("the check loads");
+        if let Some(h) = &loaded.python {
+            crate::checks::python::load(h).expect("the worker starts");
+        }
+        let counter = Counter {
+            by: By::Perf(perf::TASK_CLOCK),
+        };
+        let mut progress = Progress::new(0, "");
+        count(&counter, &opts, loaded, 0, 5, &mut progress).expect("counted")
+    }
+
+    fn median(v: &[f64]) -> f64 {
+        crate::gate::stats::median(v).unwrap_or(0.0)
+    }
+
+    /// Every kind of check counted by a perf counter: a Python check on its worker's thread,
+    /// an exec plugin over its process tree, a built-in on the thread that runs it. Four
+    /// times the work reads as more than twice the count.
+    #[test]
+    fn perf_counts_python_exec_and_built_in_checks() {
+        if let Some(e) = perf::unavailable(perf::TASK_CLOCK) {
+            assert!(std::env::var("CI").is_err(), "perf_event_open: {e}");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("agentprof-perf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(
+            dir.join("loop.py"),
+            "from datadog_checks.base import AgentCheck\n\nclass Loop(AgentCheck):\n    def check(self, instance):\n        x = 0\n        for i in range(int(instance['work'])):\n            x = (x * 31 + i) & 0xFFFF\n        self.gauge('loop.x', x)\n",
+        )
+        .expect("write");
+        std::fs::write(
+            dir.join("spin.sh"),
+            "#!/bin/sh\nsh -c \"i=0; while [ \\$i -lt $1 ]; do i=\\$((i+1)); done\"\necho spin.done:1\\|g\n",
+        )
+        .expect("write");
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir.join("spin.sh"), std::fs::Permissions::from_mode(0o755))
+                .expect("chmod");
+        }
+        let mut ratios = Vec::new();
+        for (name, conf, small, big) in [
+            ("loop", "instances:\n  - work: {}\n", 200_000, 800_000),
+            ("spin", "instances:\n  - command: ['{}']\n", 20_000, 80_000),
+        ] {
+            std::fs::write(
+                dir.join(format!("{name}.yaml")),
+                conf.replace("{}", &small.to_string()),
+            )
+            .expect("write");
+            let a = median(&counted(&dir, name));
+            std::fs::write(
+                dir.join(format!("{name}.yaml")),
+                conf.replace("{}", &big.to_string()),
+            )
+            .expect("write");
+            let b = median(&counted(&dir, name));
+            assert!(a > 0.0 && b > 2.0 * a, "{name}: {a} then {b}");
+            ratios.push(format!("{name} {:.2}", b / a));
+        }
+        let cpu = counted(&dir, "cpu");
+        assert!(cpu.len() == 5 && cpu.iter().all(|n| *n > 0.0), "{cpu:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+        eprintln!(
+            "measured: 4× the work, task clock counted ×{}",
+            ratios.join(", ×")
+        );
+    }
 }

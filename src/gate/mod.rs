@@ -9,6 +9,7 @@ mod figures;
 pub mod instructions;
 pub mod measure;
 mod measured;
+pub mod perf;
 mod report;
 pub mod stats;
 mod timing;

@@ -638,6 +638,38 @@ def _bracket(request, work):
         request(_CALLGRIND + _DUMP_STATS)
 
 
+_PERF = {}
+
+
+def _perf_counter(kind, config):
+    """A perf_event_open counter of (type, config) in user space on this thread and the
+    threads it starts, opened once; its file descriptor."""
+    if (kind, config) not in _PERF:
+        import ctypes
+        import platform
+        nr = {"x86_64": 298, "AMD64": 298, "aarch64": 241}.get(platform.machine())
+        if nr is None:
+            raise RuntimeError("no perf_event_open number for %s" % platform.machine())
+        # perf_event_attr, first version (64 bytes): type, size, config, sample_period,
+        # sample_type, read_format, flags (inherit, exclude_kernel, exclude_hv), wakeup_events,
+        # bp_type, config1.
+        flags = (1 << 1) | (1 << 5) | (1 << 6)
+        attr = ctypes.create_string_buffer(
+            struct.pack("=IIQQQQQIIQ", kind, 64, config, 0, 0, 0, flags, 0, 0, 0), 64)
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = libc.syscall(ctypes.c_long(nr), attr, ctypes.c_int(0), ctypes.c_int(-1),
+                          ctypes.c_int(-1), ctypes.c_ulong(0))
+        if fd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, "perf_event_open: %s" % os.strerror(err))
+        _PERF[(kind, config)] = fd
+    return _PERF[(kind, config)]
+
+
+def _perf_read(fd):
+    return struct.unpack("=Q", os.read(fd, 8))[0]
+
+
 def run(msg):
     global PROFILE, _NOT_THE_CHECKS
     check = CHECKS[msg["instance"]]
@@ -672,9 +704,16 @@ def run(msg):
         base = tracemalloc.get_traced_memory()[0]
     if prof is not None:
         prof.enable()
+    count = msg.get("count")
+    counted = None
+    perf = _perf_counter(*count["perf"]) if isinstance(count, dict) else None
     try:
-        if msg.get("count"):
+        if count == "valgrind":
             error = _bracket(_counter(), check.run)
+        elif perf is not None:
+            c0 = _perf_read(perf)
+            error = check.run()
+            counted = _perf_read(perf) - c0
         else:
             error = check.run()
     except BaseException:  # a check's run() that raises past the base class
@@ -728,6 +767,7 @@ def run(msg):
         "invalid": RUN["invalid"],
         "dropped": RUN["dropped"],
         "memory": memory,
+        "instructions": counted,
     }
 
 

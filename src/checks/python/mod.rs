@@ -194,6 +194,39 @@ impl PythonHost {
         }
     }
 
+    /// Runs instance `index` once with its instructions counted as `count` says: what a
+    /// counter read around the run found (`Counting::Perf`; None under valgrind, whose counts
+    /// are in its dump files), or why the run failed.
+    pub fn run_counted(
+        &mut self,
+        index: usize,
+        timeout: Duration,
+        count: crate::checks::Counting,
+    ) -> Result<Option<u64>, String> {
+        let opts = RunOptions {
+            count: Some(count),
+            ..Default::default()
+        };
+        let outcome = match self.ensure_started() {
+            Ok(w) => w.run(index, opts, timeout),
+            Err(e) => return Err(e.to_string()),
+        };
+        match outcome {
+            Ok(measured) => {
+                absorb(&measured.reply, &mut Sink::default())?;
+                Ok(measured.reply["instructions"].as_u64())
+            }
+            Err(e) => {
+                let status = self
+                    .worker
+                    .take()
+                    .map(protocol::Worker::stop)
+                    .unwrap_or_default();
+                Err(format!("{e}{status}"))
+            }
+        }
+    }
+
     /// Asks the running worker `msg`; its reply, or the error it reported.
     fn ask(&mut self, msg: &Value) -> Result<Value, WorkerError> {
         let w = self.worker.as_mut().ok_or(WorkerError::NotRunning)?;

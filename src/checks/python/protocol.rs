@@ -92,6 +92,17 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), WorkerError> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
+/// How the worker is asked to count a run: `null`, `"valgrind"` or `{"perf": [type, config]}`.
+fn counting(c: Option<crate::checks::Counting>) -> Value {
+    match c {
+        None => Value::Null,
+        Some(crate::checks::Counting::Valgrind) => "valgrind".into(),
+        Some(crate::checks::Counting::Perf { kind, config }) => {
+            serde_json::json!({ "perf": [kind, config] })
+        }
+    }
+}
+
 impl Worker {
     /// Starts `python` running the host program; with `wrapper` (a program and its
     /// arguments, such as valgrind's), the interpreter runs under it.
@@ -292,7 +303,7 @@ impl Worker {
         opts: RunOptions,
         timeout: Duration,
     ) -> Result<Measured, WorkerError> {
-        self.send(&serde_json::json!({"op": "run", "instance": index, "profile": opts.profile, "memory": opts.memory, "memory_lines": opts.memory_lines, "log_level": opts.log_level, "count": opts.count}))?;
+        self.send(&serde_json::json!({"op": "run", "instance": index, "profile": opts.profile, "memory": opts.memory, "memory_lines": opts.memory_lines, "log_level": opts.log_level, "count": counting(opts.count)}))?;
         self.expect_mark(b'r', Instant::now() + REPLY_TIMEOUT)?;
         settled(self.child.id());
         let peak_reset = self.probe.reset_peak_rss();
