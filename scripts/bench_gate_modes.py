@@ -54,11 +54,18 @@ class WorkCheck(AgentCheck):
         x = 0
         for i in range(int(instance["work"] * SLOW)):
             x = _step(x)
-            if i % 8 == 0:
+            if i %% 8 == 0:
                 data = hashlib.sha256(data).digest() * 8
         self.gauge("work.total", x)
 
 SLOW = %s
+"""
+
+
+# An exec plugin doing a built-in's kind of work in compiled code (awk): its argument's
+# iterations times the slowdown written into it.
+EXEC = """#!/bin/sh
+awk -v n="$1" -v slow=%s 'BEGIN { s = 0; for (i = 0; i < n * slow; i++) s = (s * 31 + i) %% 65536; printf "work.total:%%d|g\\n", s }'
 """
 
 
@@ -69,8 +76,14 @@ def busy():
 
 
 def write(d, slow, template=None):
+    path = os.path.join(d, "checks", "work.sh")
+    if os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(EXEC % slow)
+        return
     with open(os.path.join(d, "checks", "work.py"), "w") as f:
         f.write((template or CHECK) % slow)
+
 
 
 def gate(d, py, args):
@@ -139,6 +152,8 @@ def main():
     ap.add_argument("--load", type=int, default=2, help="CPU-bound processes beside the gate")
     ap.add_argument("--work", type=int, default=10000)
     ap.add_argument("--modes", default="instructions,ab,baseline")
+    ap.add_argument("--exec", action="store_true",
+                    help="gate an exec plugin (awk) instead of the Python check")
     a = ap.parse_args()
     load = [multiprocessing.Process(target=busy, daemon=True) for _ in range(a.load)]
     for p in load:
@@ -148,10 +163,20 @@ def main():
         os.makedirs(os.path.join(d, "checks"))
         os.makedirs(os.path.join(d, "conf.d"))
         os.makedirs(os.path.join(d, "old"))
+        if a.exec:
+            for where in ("checks", "old"):
+                path = os.path.join(d, where, "work.sh")
+                with open(path, "w") as f:
+                    f.write(EXEC % 1.0)
+                os.chmod(path, 0o755)
+            instance = "command: ['%d']" % a.work
+        else:
+            instance = "work: %d" % a.work
         with open(os.path.join(d, "conf.d", "work.yaml"), "w") as f:
-            f.write("instances:\n  - work: %d\n" % a.work)
+            f.write("instances:\n  - %s\n" % instance)
         write(d, 1.0)
-        shutil.copy(os.path.join(d, "checks", "work.py"), os.path.join(d, "old", "work.py"))
+        if not a.exec:
+            shutil.copy(os.path.join(d, "checks", "work.py"), os.path.join(d, "old", "work.py"))
         for base in ("base-i.json", "base-c.json"):
             extra = ["--measure", "instructions"] if base == "base-i.json" else []
             subprocess.run([BIN, "gate", "work", "--python", a.python, "--baseline", base,
@@ -162,7 +187,8 @@ def main():
             series(d, a.python, mode, 1.0, a.n)
             series(d, a.python, mode, 1.1 if mode != "baseline" else 1.5, a.m)
             series(d, a.python, mode, 1.5, max(3, a.m // 4))
-        mixed(d, a.python, max(3, a.m // 4))
+        if not a.exec:
+            mixed(d, a.python, max(3, a.m // 4))
     finally:
         shutil.rmtree(d, ignore_errors=True)
         for p in load:

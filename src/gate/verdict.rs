@@ -141,7 +141,7 @@ pub struct Verdict {
     pub measure: Measure,
     pub mode: Mode,
     /// What measured the gated figure: `CPU time of 5 worker processes' runs, divided by the
-    /// machine's speed`, `valgrind-3.19.0 (callgrind)`, `10 interleaved A/B rounds`.
+    /// machine's speed`, `valgrind-3.19.0 (callgrind)`, `CPU time: 20 paired rounds`.
     pub source: String,
     /// The smallest slowdown (percent) this run could have failed.
     pub detectable_pct: Option<f64>,
