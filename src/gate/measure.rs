@@ -251,8 +251,8 @@ fn add_load(stats: &mut GateStats, t: &Timed) {
 }
 
 /// A/B: `plan.processes` rounds, each loading both versions fresh and timing `per` runs of
-/// each, the order alternating (A B, B A, …) so that a machine speeding up or slowing down
-/// within a round favours neither. Round i's medians of both sides are at index i of their
+/// each, one of A then one of B (or B then A, alternately), so that a machine speeding up or
+/// slowing down within a round favours neither. Round i's medians of both sides are at index i of their
 /// process medians: the pairs the verdict compares.
 pub fn measure_ab(a: &Side, b: &Side, plan: &Plan) -> anyhow::Result<(GateStats, GateStats)> {
     let rounds = plan.processes.max(1);
@@ -283,14 +283,29 @@ pub fn measure_ab(a: &Side, b: &Side, plan: &Plan) -> anyhow::Result<(GateStats,
     let mut firsts = [Some(first_a), Some(first_b)];
     let sides = [a, b];
     for round in 0..rounds {
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for s in order {
+        // Both versions loaded and warmed, then their runs alternate one by one (A B B A …):
+        // a machine whose speed moves while the round runs moves both sides alike.
+        let mut live = Vec::with_capacity(2);
+        for s in 0..2 {
             let loaded = match firsts[s].take() {
                 Some(l) => l,
                 None => load(sides[s].config, plan)?,
             };
-            let t = timed_load(sides[s].config, plan, loaded, per, false, &mut progress)?;
-            if t.wall.is_none() || t.cpu.is_none() {
+            live.push(warmed(sides[s].config, plan, loaded, None, false)?);
+            progress.inc();
+        }
+        let mut runs: [Vec<crate::profile::RunRecord>; 2] = [Vec::new(), Vec::new()];
+        for i in 0..per {
+            let order = if (i + round) % 2 == 0 { [0, 1] } else { [1, 0] };
+            for s in order {
+                runs[s].push(live[s].0.run(0, i + 1));
+                progress.inc();
+            }
+        }
+        for (s, ((_, _, warm), timed)) in live.iter().zip(runs).enumerate() {
+            let (slope, wall, cpu) =
+                load_figures(plan.name, kind.label(), warm, &timed, kind.persists());
+            if wall.is_none() || cpu.is_none() {
                 return Err(anyhow::anyhow!(
                     "{}: every run of round {} failed on the {} side",
                     plan.name,
@@ -302,6 +317,13 @@ pub fn measure_ab(a: &Side, b: &Side, plan: &Plan) -> anyhow::Result<(GateStats,
                     }
                 ));
             }
+            let t = Timed {
+                records: timed,
+                wall,
+                cpu,
+                slope,
+                calibration: None,
+            };
             add_load(&mut stats[s], &t);
             records[s].extend(t.records);
         }

@@ -185,4 +185,20 @@ mod tests {
         assert_eq!(v.outcome, Outcome::Regression, "{}", v.summary);
         assert_eq!(v.findings[0].figure, "instructions per run (mean)");
     }
+
+    #[test]
+    fn a_drift_just_past_the_threshold_is_no_regression_against_a_file() {
+        let cfg = GateConfig::default();
+        let mut base = stats(&[0.010; 16], 0, None);
+        base.cpu_process_medians = processes(0.010, 0.08, 8, 0);
+        let mut now = base.clone();
+        // Every process 11 % slower: significant, but the interval reaches below +10 %.
+        now.cpu_process_medians = base.cpu_process_medians.iter().map(|x| x * 1.11).collect();
+        let v = compare(&base, &now, &cfg, Mode::Baseline);
+        assert_eq!(v.outcome, Outcome::CannotTell, "{}", v.summary);
+        // 1.5× clears it.
+        now.cpu_process_medians = base.cpu_process_medians.iter().map(|x| x * 1.5).collect();
+        let v = compare(&base, &now, &cfg, Mode::Baseline);
+        assert_eq!(v.outcome, Outcome::Regression, "{}", v.summary);
+    }
 }

@@ -77,6 +77,10 @@ pub(super) struct Timing {
     ci: Option<(f64, f64)>,
     /// The smallest slowdown factor the statistics alone could have called significant.
     significant_from: Option<f64>,
+    /// A regression also needs the interval's lower end past the threshold: against a file
+    /// made at another time, the machine's drift moves every sample of this run alike, and a
+    /// significant +11 % that may be +5 % is no regression of 10 %.
+    interval_clears: bool,
     pub(super) what: String,
 }
 
@@ -97,6 +101,7 @@ pub(super) fn two_sample(base: &[f64], new: &[f64], alpha: f64) -> Option<Timing
         p,
         ci,
         significant_from,
+        interval_clears: true,
         what: format!("{} against {} samples", new.len(), base.len()),
     })
 }
@@ -121,6 +126,7 @@ pub(super) fn paired(a: &[f64], b: &[f64], alpha: f64) -> Option<Timing> {
         p: pr.p,
         ci: pr.ci,
         significant_from,
+        interval_clears: false,
         what: format!("{n} paired rounds"),
     })
 }
@@ -130,15 +136,17 @@ pub(super) fn timing_finding(label: &str, t: &Timing, cfg: &GateConfig, gated: b
     // What the thresholds let fail at all: the percentage, and the absolute floor.
     let policy = (1.0 + cfg.time_threshold)
         .max(1.0 + cfg.min_slowdown_s / t.base_median.max(f64::MIN_POSITIVE));
-    let slower = t.ratio > 1.0 + cfg.time_threshold
-        && t.p < cfg.alpha
-        && t.new_median - t.base_median > cfg.min_slowdown_s;
+    let beyond = t.ratio > 1.0 + cfg.time_threshold;
+    let cleared = !t.interval_clears || t.ci.is_some_and(|(lo, _)| lo > 1.0 + cfg.time_threshold);
+    let slower =
+        beyond && cleared && t.p < cfg.alpha && t.new_median - t.base_median > cfg.min_slowdown_s;
     let detectable = t.significant_from.map(|s| s.max(policy));
     let status = if !gated {
         Status::Info
     } else if slower {
         Status::Regression
-    } else if t.significant_from.is_none_or(|s| s > policy) {
+    } else if beyond || t.significant_from.is_none_or(|s| s > policy) {
+        // Too noisy to see the threshold, or past it without being sure.
         Status::CannotTell
     } else {
         Status::Ok
