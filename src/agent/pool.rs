@@ -97,7 +97,7 @@ impl Pool {
                     runnable: Some(check),
                     aggregator: Aggregator::new(
                         crate::checks::hostname_of(&common, config),
-                        &crate::checks::instance_tags(&common),
+                        &crate::checks::instance_tags(&common, loaded.kind),
                         &config.tags,
                         config.histogram.clone(),
                     ),

@@ -213,6 +213,12 @@ pub(super) fn start_checks(
                 report.config_errors.push(e.to_string());
                 continue;
             }
+            for f in crate::checks::python::failed_instances(host) {
+                report.config_errors.push(format!(
+                    "{name}: instances[{}] did not load, the others run: {}",
+                    f.instance, f.error
+                ));
+            }
             st.python_hosts.push((name.clone(), Arc::clone(host)));
         }
         // Developer mode profiles Python checks with cProfile, for the periodic top calls.

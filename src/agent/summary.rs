@@ -203,11 +203,7 @@ pub fn render(
                 tr.runs,
                 tr.growing_steps,
                 tr.steps,
-                if tr.steady_growth {
-                    ": steady growth, a leak?"
-                } else {
-                    ""
-                }
+                crate::profile::leak::verdict(tr)
             );
         }
     }

@@ -438,8 +438,8 @@ impl<'a> Registry<'a> {
         }
         let check_ids = raws
             .iter()
-            .enumerate()
-            .map(|(i, r)| python::check_id(name, i, r))
+            .zip(&inits)
+            .map(|(r, init)| python::check_id(name, r, init))
             .collect();
         let host = Arc::new(Mutex::new(PythonHost::new(LoadSpec {
             python: self.config.python.clone(),
@@ -504,12 +504,20 @@ impl<'a> Registry<'a> {
     }
 }
 
-/// Each instance's common options, `run_timeout` defaulting to init_config's.
+/// Each instance's common options, `run_timeout` and `service` defaulting to init_config's
+/// (the Agent applies init_config's `service` to every instance; an instance's own wins).
 fn commons_of(c: &CheckConf) -> Result<Vec<InstanceCommon>, UsageError> {
     let mut commons = c.typed_instances::<InstanceCommon>()?;
     if let Some(t) = c.init_run_timeout()? {
         for common in &mut commons {
             common.run_timeout.get_or_insert(t);
+        }
+    }
+    if let Some(service) = c.init_service()? {
+        for common in &mut commons {
+            if common.service.as_deref().is_none_or(str::is_empty) {
+                common.service = Some(service.clone());
+            }
         }
     }
     Ok(commons)

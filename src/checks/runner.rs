@@ -207,7 +207,7 @@ impl Runner {
                     timeout: timeout_of(&common),
                     aggregator: Aggregator::new(
                         hostname_of(&common, config),
-                        &instance_tags(&common),
+                        &instance_tags(&common, loaded.kind),
                         &config.tags,
                         config.histogram.clone(),
                     ),
@@ -474,9 +474,16 @@ pub(crate) fn timeout_of(common: &InstanceCommon) -> Duration {
         .unwrap_or(Duration::from_secs_f64(DEFAULT_TIMEOUT_S))
 }
 
-/// The instance's `tags`, and `service:NAME` when `service` is set, as the Agent adds it.
-pub(crate) fn instance_tags(common: &InstanceCommon) -> Vec<String> {
-    let mut tags = common.tags.clone();
+/// The tags the Agent adds to every submission of an instance: `service:NAME` when the
+/// instance's `service` (else init_config's) is set; and the instance's `tags` for built-ins
+/// and exec plugins only. The Agent's Python loader does not add them: a Python check passes
+/// its instance's tags itself, and one that forgets looks as wrong here as under the Agent.
+pub(crate) fn instance_tags(common: &InstanceCommon, kind: super::CheckKind) -> Vec<String> {
+    let mut tags = if kind == super::CheckKind::Python {
+        Vec::new()
+    } else {
+        common.tags.clone()
+    };
     if let Some(service) = common.service.as_deref().filter(|s| !s.is_empty()) {
         tags.push(format!("service:{service}"));
     }

@@ -276,6 +276,14 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     let python_host = loaded.python.clone();
     if let Some(host) = &python_host {
         crate::checks::python::load(host)?;
+        for f in crate::checks::python::failed_instances(host) {
+            let w = format!(
+                "instances[{}] did not load, the others run: {}",
+                f.instance, f.error
+            );
+            eprintln!("agentprof: error: {w}");
+            config_warnings.push(w);
+        }
     }
     let (name, kind, mut version, source) = (
         loaded.name.clone(),

@@ -250,6 +250,21 @@ impl CheckConf {
         })
     }
 
+    /// init_config's `service`, which the Agent applies to every instance without its own.
+    pub fn init_service(&self) -> Result<Option<String>, UsageError> {
+        match self.init_config.get("service") {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if s.is_empty() => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(UsageError::ConfigAt {
+                path: self.path.clone(),
+                line: find_key_line(&self.text, "service").unwrap_or(1),
+                column: 1,
+                message: "init_config.service: expected a string".into(),
+            }),
+        }
+    }
+
     /// Every instance as the check's typed options, from the values the Agent would read
     /// (YAML 1.1); a wrong type names the option and its place.
     pub fn typed_instances<T: DeserializeOwned + Default>(&self) -> Result<Vec<T>, UsageError> {

@@ -14,6 +14,12 @@ use super::RunRecord;
 /// Fewer runs than this say nothing about a trend.
 pub const MIN_RUNS: usize = 5;
 
+/// Fewer RSS values than this never call growth a leak: a check's first runs fill caches
+/// and pools, and 4 steps out of 4 grew by chance in 2 of 4 tries of a check whose RSS was
+/// flat (-163 B/run) over 50 runs. Below it, growth that would be flagged is said to need
+/// more runs.
+pub const LEAK_MIN_RUNS: usize = 20;
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LeakTrend {
     pub runs: usize,
@@ -22,8 +28,14 @@ pub struct LeakTrend {
     /// Steps (from one RSS value to the next) in which RSS after the run grew.
     pub growing_steps: usize,
     pub steps: usize,
-    /// RSS grew in at least 80% of the steps and by more than a page per run.
+    /// RSS grew in at least 80% of the steps and by more than a page per run, in the
+    /// series and in its second half, over at least [`LEAK_MIN_RUNS`] values.
     pub steady_growth: bool,
+    /// The growth would be called steady but there are fewer than [`LEAK_MIN_RUNS`] values:
+    /// too few runs to tell a leak from a check warming up.
+    pub too_few_runs: bool,
+    /// RSS values needed before growth is called a leak ([`LEAK_MIN_RUNS`]).
+    pub runs_needed: usize,
     /// What the RSS values had taken out or still hold besides the check (tracemalloc).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<&'static str>,
@@ -87,26 +99,52 @@ pub fn trend_of(rss: &[f64], stride: usize, runs: usize) -> Option<LeakTrend> {
     if rss.len() < MIN_RUNS {
         return None;
     }
-    let n = rss.len() as f64;
-    let mean_x = (n - 1.0) / 2.0;
-    let mean_y = rss.iter().sum::<f64>() / n;
-    let (mut sxy, mut sxx) = (0.0, 0.0);
-    for (i, y) in rss.iter().enumerate() {
-        let dx = i as f64 - mean_x;
-        sxy += dx * (y - mean_y);
-        sxx += dx * dx;
-    }
-    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 } / stride.max(1) as f64;
+    let slope = slope_of(rss) / stride.max(1) as f64;
     let steps = rss.len() - 1;
     let growing_steps = rss.windows(2).filter(|w| w[1] > w[0]).count();
+    let second_half = &rss[rss.len() / 2..];
+    let grows = slope > 4096.0
+        && growing_steps * 5 >= steps * 4
+        && slope_of(second_half) / stride.max(1) as f64 > 4096.0;
+    let enough = rss.len() >= LEAK_MIN_RUNS;
     Some(LeakTrend {
         runs,
         rss_slope_bytes_per_run: slope,
         growing_steps,
         steps,
-        steady_growth: slope > 4096.0 && growing_steps * 5 >= steps * 4,
+        steady_growth: grows && enough,
+        too_few_runs: grows && !enough,
+        runs_needed: LEAK_MIN_RUNS * stride.max(1),
         note: None,
     })
+}
+
+/// Least-squares slope of `ys` against their index.
+fn slope_of(ys: &[f64]) -> f64 {
+    let n = ys.len() as f64;
+    let mean_x = (n - 1.0) / 2.0;
+    let mean_y = ys.iter().sum::<f64>() / n;
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (i, y) in ys.iter().enumerate() {
+        let dx = i as f64 - mean_x;
+        sxy += dx * (y - mean_y);
+        sxx += dx * dx;
+    }
+    if sxx > 0.0 { sxy / sxx } else { 0.0 }
+}
+
+/// The words after a trend's figures: a leak, or too few runs to tell one.
+pub fn verdict(t: &LeakTrend) -> String {
+    if t.steady_growth {
+        ": steady growth, a leak?".to_string()
+    } else if t.too_few_runs {
+        format!(
+            ": growth, but too few runs to tell a leak from a check warming up ({} runs needed)",
+            t.runs_needed
+        )
+    } else {
+        String::new()
+    }
 }
 
 #[cfg(test)]
@@ -146,17 +184,20 @@ mod tests {
 
     #[test]
     fn steady_growth_is_flagged_and_one_jump_is_not() {
-        let leak = runs(&[
-            100 << 20,
-            101 << 20,
-            102 << 20,
-            103 << 20,
-            104 << 20,
-            105 << 20,
-        ]);
+        let mib: Vec<u64> = (0..20).map(|i| (100 + i) << 20).collect();
+        let leak = runs(&mib);
         let t = trend(&leak.iter().collect::<Vec<_>>(), false).unwrap();
         assert_eq!(t.rss_slope_bytes_per_run, (1 << 20) as f64);
-        assert!(t.steady_growth);
+        assert!(t.steady_growth && !t.too_few_runs);
+        // The same growth over 6 runs: too few to tell.
+        let short = runs(&mib[..6]);
+        let t = trend(&short.iter().collect::<Vec<_>>(), false).unwrap();
+        assert!(!t.steady_growth && t.too_few_runs, "{t:?}");
+        assert!(verdict(&t).contains("20 runs needed"), "{}", verdict(&t));
+        // A check warming up: 8 runs of growth, then flat: not a leak.
+        let warming: Vec<u64> = (0..20u64).map(|i| (100 + i.min(8)) << 20).collect();
+        let t = trend(&runs(&warming).iter().collect::<Vec<_>>(), false).unwrap();
+        assert!(!t.steady_growth && !t.too_few_runs, "{t:?}");
         let jump = runs(&[
             100 << 20,
             110 << 20,
@@ -187,7 +228,7 @@ mod tests {
             RunRecord::new("x", 0, 1, 0.0, Ok(()), cost, Flushed::default())
         };
         // 24 KiB kept between runs, nothing during them.
-        let kept: Vec<RunRecord> = (0..10u64)
+        let kept: Vec<RunRecord> = (0..20u64)
             .map(|i| {
                 record(
                     (100 << 20) + ((i * 24) << 10),
@@ -204,7 +245,7 @@ mod tests {
             "read as RSS after, it looked like a leak"
         );
         // 64 KiB gained during every run: a leak.
-        let leaking: Vec<RunRecord> = (0..10u64)
+        let leaking: Vec<RunRecord> = (0..20u64)
             .map(|i| {
                 record(
                     (100 << 20) + ((i * 64) << 10),
@@ -216,7 +257,7 @@ mod tests {
         assert_eq!(t.rss_slope_bytes_per_run, (64 << 10) as f64);
         assert!(t.steady_growth);
         // 36 KiB taken during every run and given back after it: no leak.
-        let transient: Vec<RunRecord> = (0..10u64)
+        let transient: Vec<RunRecord> = (0..20u64)
             .map(|_| record(100 << 20, (100 << 20) + (36 << 10)))
             .collect();
         let t = trend(&transient.iter().collect::<Vec<_>>(), true).unwrap();

@@ -255,11 +255,7 @@ fn memory_and_errors(
             units::signed_bytes(Some(t.rss_slope_bytes_per_run.round() as i64)),
             t.growing_steps,
             t.steps,
-            if t.steady_growth {
-                ": steady growth, a leak?"
-            } else {
-                ""
-            },
+            crate::profile::leak::verdict(&t),
             t.note.map(|n| format!(" ({n})")).unwrap_or_default(),
         );
     }

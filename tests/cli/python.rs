@@ -80,7 +80,8 @@ fn assert_demo(sb: &Sandbox, python: &str, base: &str) {
         .iter()
         .find(|m| m["metric"] == "demo.gauge")
         .unwrap();
-    assert_eq!(g["tags"], serde_json::json!(["env:dev", "team:x"]));
+    // Only what the check passed: the Agent's Python loader does not add instance tags.
+    assert_eq!(g["tags"], serde_json::json!(["env:dev"]));
     assert_eq!(at("demo.count", 2), vec![2.0]);
     // monotonic_count and rate: nothing on the first run, the change on the second.
     assert!(at("demo.mono", 1).is_empty());
@@ -314,10 +315,10 @@ fn memory_tracing_and_the_leak_signal_find_a_leaking_line() {
         "from checks import AgentCheck\nKEEP = []\n\nclass Leaky(AgentCheck):\n    def check(self, instance):\n\
          \x20       KEEP.append(bytearray(2 * 1024 * 1024))\n        self.gauge('leaky.kept', len(KEEP))\n",
     );
-    let r = sb.run(&["check", "leaky", "-t", "6", "--memory", "--json"]);
+    let r = sb.run(&["check", "leaky", "-t", "20", "--memory", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let doc = r.json();
-    let last = &doc["runs"][5]["memory_profile"];
+    let last = &doc["runs"][19]["memory_profile"];
     let top = &last["top"][0];
     assert!(
         top["file"].as_str().unwrap().ends_with("leaky.py") && top["line"] == 6,
@@ -327,7 +328,8 @@ fn memory_tracing_and_the_leak_signal_find_a_leaking_line() {
     // agentprof's own host code is not among the check's lines.
     for run in doc["runs"].as_array().unwrap() {
         for line in run["memory_profile"]["top"].as_array().unwrap() {
-            assert_ne!(line["file"], "<string>", "{line}");
+            let file = line["file"].as_str().unwrap_or_default();
+            assert!(!file.starts_with('<'), "{line}");
         }
     }
     let growth = &doc["memory_growth"][0];
@@ -339,8 +341,13 @@ fn memory_tracing_and_the_leak_signal_find_a_leaking_line() {
         slope > 1.5 * (1 << 20) as f64 && slope < 3.0 * (1 << 20) as f64,
         "{slope}"
     );
+    // 5 runs: the same growth is not called a leak yet; the report says how many runs are.
     let text = sb.run(&["check", "leaky", "-t", "5", "--memory"]).stdout;
-    assert!(text.contains("steady growth, a leak?"), "{text}");
+    assert!(!text.contains("a leak?"), "{text}");
+    assert!(
+        text.contains("too few runs") && text.contains("20 runs needed"),
+        "{text}"
+    );
     assert!(text.contains("leaky.py:6"), "{text}");
     // Not a Python check: refused, saying what to use instead.
     let r = sb.run(&["check", "uptime", "--memory"]);

@@ -479,13 +479,17 @@ def _load_config(cls, value):
     return value
 
 
+# The names this host's own code has in tracebacks and traces (it is read from stdin).
+_HOST_FILES = ("<stdin>", "<string>")
+
+
 def _where(exc):
     """`file:line: Type: message` of an exception, at the innermost frame of the check's code
     (this host runs as `<string>` and is never that frame)."""
     last = traceback.format_exception_only(type(exc), exc)[-1].strip()
     if isinstance(exc, SyntaxError) and exc.filename:
         return "%s:%s: %s: %s" % (exc.filename, exc.lineno, type(exc).__name__, exc.msg)
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != "<string>"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename not in _HOST_FILES
               and "importlib._bootstrap" not in f.filename]
     if frames:
         return "%s:%d: %s" % (frames[-1].filename, frames[-1].lineno, last)
@@ -517,17 +521,28 @@ def _load(msg):
         except Exception:
             version = None
     del CHECKS[:]
-    for inst, init, check_id in zip(msg["instances"], msg["init_configs"], msg["check_ids"]):
-        init_config = _load_config(cls, init or {}) or {}
-        instance = _load_config(cls, inst)
-        if not isinstance(instance, dict):
-            raise TypeError("instance is not a mapping: %r" % (instance,))
-        c = _construct(cls, msg["name"], init_config, instance)
-        c.check_id = check_id
+    failed = []
+    for i, (inst, init, check_id) in enumerate(
+            zip(msg["instances"], msg["init_configs"], msg["check_ids"])):
+        # As the Agent does: an instance whose configuration or constructor fails is
+        # reported with its index, and the others load and run.
+        try:
+            init_config = _load_config(cls, init or {}) or {}
+            instance = _load_config(cls, inst)
+            if not isinstance(instance, dict):
+                raise TypeError("instance is not a mapping: %r" % (instance,))
+            c = _construct(cls, msg["name"], init_config, instance)
+            c.check_id = check_id
+        except Exception as e:
+            failed.append([i, _where(e)])
+            c = None
         CHECKS.append(c)
+    if CHECKS and all(c is None for c in CHECKS):
+        where = "; ".join("instances[%d]: %s" % (i, w) for i, w in failed)
+        return {"error": where, "where": where}
     return {"ok": True, "class": cls.__name__, "base": base_name,
             "version": version, "module": module_name, "origin": origin,
-            "python": sys.version.split()[0]}
+            "python": sys.version.split()[0], "failed": failed}
 
 
 def _construct(cls, name, init_config, instance):
@@ -561,7 +576,7 @@ def _snapshot():
 
 def _grown(new, old):
     """Lines whose live memory grew from `old` to `new`, biggest first. agentprof's own host
-    code ("<string>") and tracemalloc are not the check's: they are left out of the
+    code (read from stdin) and tracemalloc are not the check's: they are left out of the
     per-line statistics, which group by the same frame (filtering every trace of the
     snapshots first costs about a second once the check's modules are traced)."""
     return [st for st in new.compare_to(old, "lineno")
@@ -687,7 +702,7 @@ def run(msg):
         import tracemalloc
         if not tracemalloc.is_tracing():
             tracemalloc.start()
-            _NOT_THE_CHECKS = ("<string>", tracemalloc.__file__)
+            _NOT_THE_CHECKS = _HOST_FILES + (tracemalloc.__file__,)
         if msg.get("memory_lines", True):
             snap0 = _snapshot()
     mark(b"r")

@@ -70,6 +70,16 @@ pub struct Loaded {
     pub start_s: f64,
     /// Workers started: more than one after a timeout or a crash.
     pub starts: u32,
+    /// Instances whose configuration or constructor failed (the others run, as under the
+    /// Agent): their index and the error as `file:line: Type: message`.
+    pub failed_instances: Vec<FailedInstance>,
+}
+
+/// An instance the worker could not make.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FailedInstance {
+    pub instance: usize,
+    pub error: String,
 }
 
 /// Starts a Python check's worker and loads the check, so one that cannot be loaded is a
@@ -78,6 +88,15 @@ pub fn load(host: &std::sync::Mutex<PythonHost>) -> Result<(), crate::error::Usa
     let mut h = crate::sync::lock(host);
     h.start()
         .map_err(|e| crate::error::UsageError::CheckLoad(e.to_string()))
+}
+
+/// The instances of a loaded check whose configuration or constructor failed.
+pub fn failed_instances(host: &std::sync::Mutex<PythonHost>) -> Vec<FailedInstance> {
+    crate::sync::lock(host)
+        .loaded
+        .as_ref()
+        .map(|l| l.failed_instances.clone())
+        .unwrap_or_default()
 }
 
 /// One value a check set with `set_metadata` (the Agent's inventory: `version.raw`…).
@@ -141,6 +160,17 @@ impl PythonHost {
                 interpreter: self.spec.python.clone(),
                 start_s: t0.elapsed().as_secs_f64(),
                 starts,
+                failed_instances: reply["failed"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|f| FailedInstance {
+                                instance: f[0].as_u64().unwrap_or(0) as usize,
+                                error: f[1].as_str().unwrap_or_default().to_string(),
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
             });
             self.worker = Some(w);
         }
@@ -151,6 +181,13 @@ impl PythonHost {
     /// before any run: the Python error as `file:line: Type: message`.
     pub fn start(&mut self) -> Result<(), WorkerError> {
         self.ensure_started().map(|_| ())
+    }
+
+    /// Why instance `index` cannot run: its configuration or constructor failed at load.
+    pub fn not_loaded(&self, index: usize) -> Option<String> {
+        let l = self.loaded.as_ref()?;
+        let f = l.failed_instances.iter().find(|f| f.instance == index)?;
+        Some(format!("instances[{index}] did not load: {}", f.error))
     }
 
     /// Runs instance `index` once.
@@ -168,6 +205,9 @@ impl PythonHost {
             cost: RunCost::default(),
             memory: None,
         };
+        if let Some(why) = self.not_loaded(index) {
+            return failed(why);
+        }
         let outcome = match self.ensure_started() {
             Ok(w) => w.run(index, opts, timeout),
             Err(e) => {
@@ -207,6 +247,9 @@ impl PythonHost {
             count: Some(count),
             ..Default::default()
         };
+        if let Some(why) = self.not_loaded(index) {
+            return Err(why);
+        }
         let outcome = match self.ensure_started() {
             Ok(w) => w.run(index, opts, timeout),
             Err(e) => return Err(e.to_string()),
@@ -512,16 +555,28 @@ fn cost_of(
     cost
 }
 
-/// A check id stable across agentprof runs, so the persistent cache survives them:
-/// `NAME:INDEX:HASH-OF-INSTANCE`.
-pub fn check_id(name: &str, index: usize, instance: &Value) -> String {
-    let text = instance.to_string();
+/// The check id as the Agent forms it, `NAME:HASH`, or `NAME:INSTANCE_NAME:HASH` when the
+/// instance has a `name` (else a `namespace`): a 64-bit FNV-1 hash of the instance and its
+/// init_config, in lowercase hex. It prefixes the check's log lines and keys its persistent
+/// cache; stable across agentprof runs while the configuration is unchanged. (The Agent
+/// hashes its own serialisation of the YAML, so the hex differs from the Agent's.)
+pub fn check_id(name: &str, instance: &Value, init_config: &Value) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
+    for b in instance
+        .to_string()
+        .bytes()
+        .chain(init_config.to_string().bytes())
+    {
         h = h.wrapping_mul(0x0100_0000_01b3);
+        h ^= u64::from(b);
     }
-    format!("{name}:{index}:{h:016x}")
+    let instance_name = ["name", "namespace"]
+        .iter()
+        .find_map(|k| instance[*k].as_str().filter(|s| !s.is_empty()));
+    match instance_name {
+        Some(n) => format!("{name}:{n}:{h:x}"),
+        None => format!("{name}:{h:x}"),
+    }
 }
 
 /// Where persistent caches live: $AGENTPROF_STATE_DIR, else $XDG_STATE_HOME/agentprof, else
