@@ -342,8 +342,9 @@ impl<'a> Registry<'a> {
         let confs = self.confs(name)?;
         let mut commons = Vec::new();
         for c in &confs {
-            if let Some(options) = options {
-                warnings.extend(c.unknown_key_warnings(options));
+            match options {
+                Some(options) => warnings.extend(c.unknown_key_warnings(options)),
+                None => warnings.extend(c.near_common_key_warnings()),
             }
             let of_file = commons_of(c)?;
             for (i, common) in of_file.iter().enumerate() {

@@ -20,6 +20,10 @@ pub const COMMON_INSTANCE_KEYS: &[&str] = &[
     "empty_default_hostname",
 ];
 
+/// Instance keys the Agent itself reads for every check (besides [`COMMON_INSTANCE_KEYS`]):
+/// a near miss of one of them in a plugin's instance is most likely a typo.
+const AGENT_INSTANCE_KEYS: &[&str] = &["name"];
+
 /// Top-level keys of a check file besides init_config and instances that Datadog users keep there.
 const OTHER_TOP_KEYS: &[&str] = &["logs", "ad_identifiers", "gate"];
 
@@ -215,6 +219,46 @@ impl CheckConf {
                     if !known.contains(&key) {
                         out.push(self.unknown(key, &format!("instances[{i}]."), &known));
                     }
+                }
+            }
+        }
+        out
+    }
+
+    /// For a plugin, whose other keys are its own: instance keys one or two edits away from
+    /// a key the Agent reads for every check (`min_colection_interval`, `tgs`), which the
+    /// Agent would silently ignore.
+    pub fn near_common_key_warnings(&self) -> Vec<String> {
+        let common: Vec<&str> = COMMON_INSTANCE_KEYS
+            .iter()
+            .chain(AGENT_INSTANCE_KEYS)
+            .copied()
+            .collect();
+        let mut out = Vec::new();
+        for (i, inst) in self.instances.iter().enumerate() {
+            let Some(map) = inst.as_mapping() else {
+                continue;
+            };
+            for key in map.keys().filter_map(Value::as_str) {
+                if common.contains(&key) {
+                    continue;
+                }
+                let near = common.iter().find(|c| {
+                    let d = strsim::damerau_levenshtein(key, c);
+                    // Short keys: one letter dropped or swapped (`tgs`, `tgas`; not `names`,
+                    // a check's own word); long ones: two edits.
+                    let short = c.len() <= 5;
+                    d > 0
+                        && key.len() >= 3
+                        && if short { d == 1 && key.len() <= c.len() } else { d <= 2 }
+                });
+                if let Some(c) = near {
+                    let at = find_key_line(&self.text, key)
+                        .map(|l| format!("{}:{l}", self.path.display()))
+                        .unwrap_or_else(|| self.path.display().to_string());
+                    out.push(format!(
+                        "{at}: instances[{i}].{key}: did you mean `{c}`? (the Agent reads `{c}` for every check; `{key}` only reaches the check)"
+                    ));
                 }
             }
         }

@@ -219,3 +219,34 @@ fn a_builtin_gets_instance_tags_and_init_configs_service() {
     );
     assert_eq!(ms[1]["tags"], serde_json::json!(["service:own"]));
 }
+
+#[test]
+fn typos_of_the_keys_the_agent_reads_are_warned_for_a_python_check() {
+    let Some(python) = venv_python() else { return };
+    let sb = Sandbox::new();
+    sb.write("checks/svc.py", CHECK);
+    sb.write(
+        "conf.d/svc.yaml",
+        "instances:\n  - min_colection_interval: 30\n    tgs: [a:b]\n    names: [x]\n    url: http://x\n",
+    );
+    let r = sb.run(&["check", "svc", "--python", &python]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "conf.d/svc.yaml:2: instances[0].min_colection_interval: did you mean `min_collection_interval`?"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("instances[0].tgs: did you mean `tags`?"),
+        "{}",
+        r.stderr
+    );
+    // The check's own keys are its business.
+    assert!(
+        !r.stderr.contains("names") && !r.stderr.contains("url"),
+        "{}",
+        r.stderr
+    );
+}
