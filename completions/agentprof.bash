@@ -142,7 +142,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__check)
-            opts="-t -r -h -V --profile --times --rate --pause --json --table --top --frequency --flamegraph --pprof --pstats --log-level --run-timeout --profile-first-run --log --memory --instance --config --confd --checks --python --help --version"
+            opts="-t -r -d -l -m -b -h -V --profile --check-times --times --check-rate --rate --delay --pause --json --table --top --frequency --flamegraph --pprof --pstats --log-level --run-timeout --profile-first-run --log --profile-memory --memory --m-frames --m-limit --m-sort --m-filters --instance --instance-filter --breakpoint --flare --discovery-timeout --discovery-retry-interval --discovery-min-instances --config --confd --checks --python --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -152,7 +152,19 @@ _agentprof() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --check-times)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --delay)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -d)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -181,7 +193,11 @@ _agentprof() {
                     return 0
                     ;;
                 --log-level)
-                    COMPREPLY=($(compgen -W "debug info warning error" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "trace debug info warn warning error critical off" -- "${cur}"))
+                    return 0
+                    ;;
+                -l)
+                    COMPREPLY=($(compgen -W "trace debug info warn warning error critical off" -- "${cur}"))
                     return 0
                     ;;
                 --run-timeout)
@@ -192,7 +208,47 @@ _agentprof() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --m-frames)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --m-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --m-sort)
+                    COMPREPLY=($(compgen -W "lineno filename traceback" -- "${cur}"))
+                    return 0
+                    ;;
+                --m-filters)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --instance)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --instance-filter)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --breakpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --discovery-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --discovery-retry-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --discovery-min-instances)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

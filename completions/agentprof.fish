@@ -41,30 +41,47 @@ complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "flamegraph" -d 
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s t -l times -d 'Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s t -l times -l check-times -d 'Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s d -l delay -d 'Wait this long after the runs before the report (as `agent check -d`, whose aggregator takes in what a run sent in the meantime; agentprof\'s takes it in as the run returns, so this is only a wait)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pause -d 'Pause between runs (e.g. 250, 500ms, 2s; a bare number is milliseconds)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l top -d 'Rows in the profile\'s top table' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l frequency -d 'Sampling frequency of the CPU profile, in Hz' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l flamegraph -d 'Write a flamegraph (SVG) of the sampled runs; implies --profile' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pprof -d 'Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pstats -d 'Write a Python check\'s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile' -r -F
-complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l log-level -d 'Keep a Python check\'s own log records from this level up with each run, shown in the table and in --json (as `agent check -l`; default warning)' -r -f -a "debug\t''
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s l -l log-level -d 'Keep a Python check\'s own log records from this level up with each run, shown in the table and in --json (as `agent check -l`; default warning; off keeps none)' -r -f -a "trace\t''
+debug\t''
 info\t''
+warn\t''
 warning\t''
-error\t''"
+error\t''
+critical\t''
+off\t''"
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l run-timeout -d 'Each run\'s deadline (e.g. 5s, 500ms; a bare number is seconds), for every instance, over the configuration\'s run_timeout (default 30s); an instance\'s own `timeout` is the check\'s' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l log -d 'Append the collector.log block of every run to FILE (overrides log_file)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l m-frames -d 'With --memory: stack frames kept per allocation (tracemalloc\'s nframe; default 1)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l m-limit -d 'With --memory: lines shown per run and for the growth (default 10)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l m-sort -d 'With --memory: group allocations by line, by file, or by whole traceback' -r -f -a "lineno\t''
+filename\t''
+traceback\t''"
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l m-filters -d 'With --memory: only allocations from files matching these comma-separated glob patterns (e.g. \'*/datadog_checks/*\')' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l instance -d 'Run only instance N of the check\'s configuration (0-based, as in instances[N])' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l instance-filter -d 'Run only the instances this jq-style expression selects, as `agent check --instance-filter`: `.key == "v"`, `.a.b != 3`, `.flag`, joined with `and`/`or`' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s b -l breakpoint -d 'Stop a Python check in pdb at this line of its file, on the terminal (as `agent check -b`); the run has no deadline then' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l discovery-timeout -d 'Accepted for `agent check` users; agentprof has no Autodiscovery (it reads conf.d)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l discovery-retry-interval -d 'Accepted for `agent check` users; agentprof has no Autodiscovery (it reads conf.d)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l discovery-min-instances -d 'Accepted for `agent check` users; agentprof has no Autodiscovery (it reads conf.d)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l confd -d 'Directory of check configurations (NAME.yaml and NAME.d/*.yaml; profile.yaml for pull and k8s)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l checks -d 'Directory of plugin checks' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l python -d 'Python interpreter for Python checks (a virtualenv\'s python works)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l profile -d 'Sample the run\'s CPU and print the top calls by cumulative time'
-complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s r -l rate -d 'Run twice, one second apart, so rates and deltas have a value'
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s r -l rate -l check-rate -d 'Run twice, one second apart, so rates and deltas have a value'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l json -d 'Print one JSON document (schema in docs/json.md)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l table -d 'Draw bordered tables instead of plain aligned columns'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l profile-first-run -d 'Profile a Python check\'s first run too (by default one warm-up run of each instance, dominated by first imports, comes before the runs and is left out of the profile)'
-complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l memory -d 'Trace a Python check\'s allocations (tracemalloc): top allocating lines per run, and with --times the lines that grew most from the first run to the last'
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s m -l memory -l profile-memory -d 'Trace a Python check\'s allocations (tracemalloc): top allocating lines per run, and with --times the lines that grew most from the first run to the last'
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l flare -d 'Also write the report, with secrets scrubbed, to a file for a support case (as `agent check --flare`): checks/check_NAME_TIMESTAMP.log under the log_file\'s directory, else under agentprof\'s state directory'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l duration -d 'Stop by itself after this long (e.g. 30s, 10m)' -r

@@ -110,3 +110,63 @@ mod tests {
         );
     }
 }
+
+/// `text` with what looks like a secret replaced, for a file a user attaches to a support
+/// case (`check --flare`), as the Agent scrubs its flares: Datadog API and application keys
+/// (32 and 40 hex digits; the last 5 kept to tell keys apart), bearer tokens, a URL's
+/// password, and the value after a key named like a secret (`password: …`, `"token": "…"`,
+/// `api_key=…`).
+pub fn scrub(text: &str) -> String {
+    use std::sync::LazyLock;
+    static RULES: LazyLock<Vec<(regex::Regex, &'static str)>> = LazyLock::new(|| {
+        [
+            (r"\b[a-fA-F0-9]{35}([a-fA-F0-9]{5})\b", "***********************************$1"),
+            (r"\b[a-fA-F0-9]{27}([a-fA-F0-9]{5})\b", "***************************$1"),
+            (r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+", "$1 ********"),
+            (r"([A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]+):[^@\s/]+@", "$1:********@"),
+            (
+                r#"(?i)\b([a-z0-9_.-]*(?:password|passwd|pwd|pass|secret|token|api_key|apikey|app_key|appkey|auth|credentials?|private_key)[a-z0-9_.-]*)("?\s*[:=]\s*"?)[^\s",}]+"#,
+                "$1$2********",
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(re, to)| regex::Regex::new(re).ok().map(|r| (r, to)))
+        .collect()
+    });
+    let mut out = text.to_string();
+    for (re, to) in RULES.iter() {
+        if let std::borrow::Cow::Owned(s) = re.replace_all(&out, *to) {
+            out = s;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod scrub_tests {
+    use super::scrub;
+
+    #[test]
+    fn secrets_are_scrubbed_and_the_rest_kept() {
+        let text = "api_key: 0123456789abcdef0123456789abcdef\n\
+                    url: http://admin:hunter2@db:5432/x\n\
+                    {\"password\": \"s3cr3t\", \"host\": \"db\"}\n\
+                    Authorization: Bearer abc.def-ghi\n\
+                    app 0123456789abcdef0123456789abcdef01234567 end\n\
+                    system.cpu.user 12.5 host:box-1\n";
+        let s = scrub(text);
+        for secret in [
+            "hunter2",
+            "s3cr3t",
+            "abc.def-ghi",
+            "0123456789abcdef0123456789a",
+        ] {
+            assert!(!s.contains(secret), "{secret} in {s}");
+        }
+        assert!(s.contains("http://admin:********@db:5432/x"), "{s}");
+        assert!(s.contains("\"host\": \"db\""), "{s}");
+        assert!(s.contains("system.cpu.user 12.5 host:box-1"), "{s}");
+        // A key's last 5 digits are kept, to tell keys apart.
+        assert!(s.contains("*34567 end"), "{s}");
+    }
+}

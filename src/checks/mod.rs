@@ -6,6 +6,7 @@ pub mod child;
 pub mod exec;
 #[cfg(target_os = "linux")]
 mod exec_trace;
+pub mod filter;
 #[cfg(not(target_os = "linux"))]
 mod exec_trace_none {
     /// Elsewhere plugins are not traced: only their end is reported (the other variants

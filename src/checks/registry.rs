@@ -282,6 +282,13 @@ impl<'a> Registry<'a> {
             .collect()
     }
 
+    /// NAME's instances as JSON, in the order the runner numbers them (one empty instance
+    /// when NAME has no configuration): what `check --instance-filter` reads.
+    pub fn instance_values(&self, name: &str) -> Result<Vec<serde_json::Value>, UsageError> {
+        let confs = self.confs(name)?;
+        Ok(python_config(&confs).1)
+    }
+
     /// Loads NAME with its instances; configuration problems are usage errors (exit 2).
     ///
     /// The order: a plugin file in checks_path; a built-in when no interpreter was chosen
@@ -452,6 +459,8 @@ impl<'a> Registry<'a> {
             config: self.agent_settings(),
             state_dir: python::state_dir().join("persistent_cache"),
             wrapper: Vec::new(),
+            memory: Default::default(),
+            breakpoint: None,
         })));
         let instances = commons
             .into_iter()

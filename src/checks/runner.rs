@@ -253,15 +253,16 @@ impl Runner {
         self
     }
 
-    /// Keeps the check's log records from `level` up with each run (`check --log-level`).
-    pub fn with_log_level(mut self, level: crate::config::Level) -> Runner {
-        use crate::config::Level;
-        self.external_opts.log_level = match level {
-            Level::Debug => 10,
-            Level::Info => 20,
-            Level::Warning => 30,
-            Level::Error => 40,
-        };
+    /// Keeps the check's log records from `level` up with each run (`check --log-level`;
+    /// Python's numbers: 10 debug, 20 info, 30 warning, 40 error, 50 critical, above: none).
+    pub fn with_log_level(mut self, level: u8) -> Runner {
+        self.external_opts.log_level = level;
+        self
+    }
+
+    /// Runs only the instances whose index (in the configuration) `keep` accepts.
+    pub fn keep_instances(mut self, keep: impl Fn(usize) -> bool) -> Runner {
+        self.instances.retain(|i| keep(i.index));
         self
     }
 

@@ -196,12 +196,17 @@ pub struct CheckArgs {
     #[arg(long)]
     pub profile: bool,
     /// Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)
-    #[arg(short = 't', long = "times", value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    #[arg(short = 't', long = "times", visible_alias = "check-times", value_name = "N",
+          default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub times: u32,
     /// Run twice, one second apart, so rates and deltas have a value
-    #[arg(short = 'r', long)]
+    #[arg(short = 'r', long, visible_alias = "check-rate")]
     pub rate: bool,
+    /// Wait this long after the runs before the report (as `agent check -d`, whose
+    /// aggregator takes in what a run sent in the meantime; agentprof's takes it in as the
+    /// run returns, so this is only a wait)
+    #[arg(short = 'd', long, value_name = "MS")]
+    pub delay: Option<String>,
     /// Pause between runs (e.g. 250, 500ms, 2s; a bare number is milliseconds)
     #[arg(long, value_name = "MS")]
     pub pause: Option<String>,
@@ -230,9 +235,9 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub pstats: Option<PathBuf>,
     /// Keep a Python check's own log records from this level up with each run, shown in the
-    /// table and in --json (as `agent check -l`; default warning)
-    #[arg(long, value_name = "LEVEL",
-          value_parser = ["debug", "info", "warning", "error"])]
+    /// table and in --json (as `agent check -l`; default warning; off keeps none)
+    #[arg(short = 'l', long, value_name = "LEVEL",
+          value_parser = ["trace", "debug", "info", "warn", "warning", "error", "critical", "off"])]
     pub log_level: Option<String>,
     /// Each run's deadline (e.g. 5s, 500ms; a bare number is seconds), for every instance,
     /// over the configuration's run_timeout (default 30s); an instance's own `timeout` is
@@ -248,11 +253,50 @@ pub struct CheckArgs {
     pub log: Option<PathBuf>,
     /// Trace a Python check's allocations (tracemalloc): top allocating lines per run, and
     /// with --times the lines that grew most from the first run to the last
-    #[arg(long)]
+    #[arg(short = 'm', long, visible_alias = "profile-memory")]
     pub memory: bool,
+    /// With --memory: stack frames kept per allocation (tracemalloc's nframe; default 1)
+    #[arg(long, value_name = "N", requires = "memory",
+          value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub m_frames: Option<u16>,
+    /// With --memory: lines shown per run and for the growth (default 10)
+    #[arg(long, value_name = "N", requires = "memory",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub m_limit: Option<u16>,
+    /// With --memory: group allocations by line, by file, or by whole traceback
+    #[arg(long, value_name = "KEY", requires = "memory",
+          value_parser = ["lineno", "filename", "traceback"])]
+    pub m_sort: Option<String>,
+    /// With --memory: only allocations from files matching these comma-separated glob
+    /// patterns (e.g. '*/datadog_checks/*')
+    #[arg(long, value_name = "GLOBS", requires = "memory")]
+    pub m_filters: Option<String>,
     /// Run only instance N of the check's configuration (0-based, as in instances[N])
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with = "instance_filter")]
     pub instance: Option<usize>,
+    /// Run only the instances this jq-style expression selects, as `agent check
+    /// --instance-filter`: `.key == "v"`, `.a.b != 3`, `.flag`, joined with `and`/`or`
+    #[arg(long, value_name = "EXPR")]
+    pub instance_filter: Option<String>,
+    /// Stop a Python check in pdb at this line of its file, on the terminal (as `agent check
+    /// -b`); the run has no deadline then
+    #[arg(short = 'b', long, value_name = "LINE",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub breakpoint: Option<u32>,
+    /// Also write the report, with secrets scrubbed, to a file for a support case (as
+    /// `agent check --flare`): checks/check_NAME_TIMESTAMP.log under the log_file's
+    /// directory, else under agentprof's state directory
+    #[arg(long)]
+    pub flare: bool,
+    /// Accepted for `agent check` users; agentprof has no Autodiscovery (it reads conf.d)
+    #[arg(long, value_name = "SECONDS")]
+    pub discovery_timeout: Option<u32>,
+    /// Accepted for `agent check` users; agentprof has no Autodiscovery (it reads conf.d)
+    #[arg(long, value_name = "SECONDS")]
+    pub discovery_retry_interval: Option<u32>,
+    /// Accepted for `agent check` users; agentprof has no Autodiscovery (it reads conf.d)
+    #[arg(long, value_name = "N")]
+    pub discovery_min_instances: Option<u32>,
     #[command(flatten)]
     pub config: ConfigArgs,
 }

@@ -49,12 +49,23 @@ pub struct CheckOptions {
     pub memory: bool,
     /// `--profile-first-run`: no warm-up run before a Python check's profiled runs.
     pub profile_first_run: bool,
-    /// `--log-level`: the check's log records kept with each run, from this level up.
-    pub log_level: crate::config::Level,
+    /// `--log-level`: the check's log records kept with each run, from this level up
+    /// (Python's numbers: 10 debug … 50 critical; above 50 none).
+    pub log_level: u8,
     /// `--log-level` was given (it applies to Python checks only).
     pub log_level_set: bool,
     /// `--run-timeout`: every instance's run deadline.
     pub run_timeout: Option<Duration>,
+    /// `--delay`: a wait after the runs, before the report.
+    pub delay: Duration,
+    /// `--m-frames`, `--m-limit`, `--m-sort`, `--m-filters`.
+    pub memory_options: crate::checks::python::MemoryOptions,
+    /// `--instance-filter`.
+    pub instance_filter: Option<crate::checks::filter::InstanceFilter>,
+    /// `--breakpoint`: the line of a Python check's file to stop at in pdb.
+    pub breakpoint: Option<u32>,
+    /// `--flare`: the report also written, scrubbed, to a file.
+    pub flare: bool,
 }
 
 impl CheckOptions {
@@ -71,6 +82,52 @@ impl CheckOptions {
             times = times.max(2);
             pause = pause.max(Duration::from_secs(1));
         }
+        for (flag, set) in [
+            ("--discovery-timeout", a.discovery_timeout.is_some()),
+            (
+                "--discovery-retry-interval",
+                a.discovery_retry_interval.is_some(),
+            ),
+            (
+                "--discovery-min-instances",
+                a.discovery_min_instances.is_some(),
+            ),
+        ] {
+            if set {
+                eprintln!(
+                    "agentprof: note: {flag} is accepted for `agent check` users and changes nothing: agentprof has no Autodiscovery; it reads the check's files in conf.d"
+                );
+            }
+        }
+        let delay = match &a.delay {
+            Some(d) => {
+                crate::duration::parse(d, 1e-3).map_err(|e| UsageError::flag("--delay", e))?
+            }
+            None => Duration::ZERO,
+        };
+        let instance_filter = match &a.instance_filter {
+            Some(f) => Some(
+                crate::checks::filter::InstanceFilter::parse(f)
+                    .map_err(|e| UsageError::flag("--instance-filter", e))?,
+            ),
+            None => None,
+        };
+        let memory_options = crate::checks::python::MemoryOptions {
+            frames: a.m_frames.unwrap_or(1),
+            limit: a.m_limit.unwrap_or(10),
+            sort: a.m_sort.clone().unwrap_or_else(|| "lineno".into()),
+            filters: a
+                .m_filters
+                .as_deref()
+                .map(|f| {
+                    f.split(',')
+                        .map(str::trim)
+                        .filter(|p| !p.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
         for (flag, path) in [
             ("--flamegraph", &a.flamegraph),
             ("--pprof", &a.pprof),
@@ -110,13 +167,34 @@ impl CheckOptions {
                 None => None,
             },
             log_level_set: a.log_level.is_some(),
-            log_level: match a.log_level.as_deref() {
-                Some(l) => crate::config::Level::parse(l)
-                    .map_err(|e| UsageError::flag("--log-level", e))?,
-                None => crate::config::Level::Warning,
-            },
+            log_level: python_log_level(a.log_level.as_deref())?,
+            delay,
+            memory_options,
+            instance_filter,
+            breakpoint: a.breakpoint,
+            flare: a.flare,
         })
     }
+}
+
+/// `--log-level`'s name (the Agent's: trace … critical, off) as Python's logging level.
+fn python_log_level(level: Option<&str>) -> Result<u8, UsageError> {
+    Ok(match level.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("warn" | "warning") => 30,
+        Some("trace" | "debug") => 10,
+        Some("info") => 20,
+        Some("error") => 40,
+        Some("critical") => 50,
+        Some("off") => 60,
+        Some(other) => {
+            return Err(UsageError::flag(
+                "--log-level",
+                format!(
+                    "`{other}` is not trace, debug, info, warn, warning, error, critical or off"
+                ),
+            ));
+        }
+    })
 }
 
 /// `--pstats` and `--flamegraph` of a Python check, from its cProfile statistics.
@@ -185,12 +263,28 @@ fn check_profile_flags(opts: &CheckOptions, name: &str, kind: CheckKind) -> Resu
                 opts.profile_first_run,
                 "only a Python check's profile leaves out a warm-up run",
             ),
+            (
+                "--breakpoint",
+                opts.breakpoint.is_some(),
+                "pdb stops only in Python code",
+            ),
         ];
         for (flag, set, why) in only_python {
             if set {
                 return refuse(flag, format!("{name} is not a Python check: {why}"));
             }
         }
+    }
+    if opts.breakpoint.is_some()
+        && let Err(e) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/tty")
+    {
+        return refuse(
+            "--breakpoint",
+            format!("pdb needs a terminal, and /dev/tty cannot be opened here: {e}"),
+        );
     }
     if opts.memory && kind != CheckKind::Python {
         return refuse(
@@ -273,8 +367,17 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     for w in &config_warnings {
         eprintln!("agentprof: warning: {w}");
     }
+    let selected = match &opts.instance_filter {
+        Some(f) => Some(selected_instances(&registry, &opts.name, f)?),
+        None => None,
+    };
     let python_host = loaded.python.clone();
     if let Some(host) = &python_host {
+        {
+            let mut h = crate::sync::lock(host);
+            h.set_memory_options(opts.memory_options.clone());
+            h.set_breakpoint(opts.breakpoint);
+        }
         crate::checks::python::load(host)?;
         for f in crate::checks::python::failed_instances(host) {
             let w = format!(
@@ -291,14 +394,25 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         loaded.version.clone(),
         loaded.source.clone(),
     );
+    let run_timeout = match opts.breakpoint {
+        // A run stopped in the debugger waits for its user.
+        Some(_) => Some(Duration::from_secs(24 * 3600)),
+        None => opts.run_timeout,
+    };
     let mut runner = Runner::new(loaded, &config, opts.instance, profile_hz, opts.memory)
         .with_log_level(opts.log_level)
-        .with_run_timeout(opts.run_timeout);
+        .with_run_timeout(run_timeout);
+    if let Some(keep) = &selected {
+        runner = runner.keep_instances(|i| keep.contains(&i));
+    }
     let warmed = match &python_host {
         Some(host) if opts.profile && !opts.profile_first_run => warm_up(&mut runner, host),
         _ => false,
     };
     let records = run_all(&mut runner, &opts, &name);
+    if !opts.delay.is_zero() {
+        std::thread::sleep(opts.delay);
+    }
     let repeated = repeat_for_profile(
         &mut runner,
         &records,
@@ -322,7 +436,9 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         warmed,
     );
     let memory_growth = match (&python_host, opts.memory && opts.times > 1) {
-        (Some(host), true) => crate::sync::lock(host).memory_growth(10).ok(),
+        (Some(host), true) => crate::sync::lock(host)
+            .memory_growth(usize::from(opts.memory_options.limit))
+            .ok(),
         _ => None,
     };
     let metadata = python_host
@@ -341,7 +457,11 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         config_warnings,
         metadata,
     };
-    print(&report, &opts)?;
+    let text = rendered(&report, &opts)?;
+    print(&text)?;
+    if opts.flare {
+        write_flare(&config, &report.check, &text)?;
+    }
     write_outputs(
         &opts,
         &config,
@@ -487,16 +607,76 @@ fn profile_view(
 }
 
 /// The report on stdout: the table, or `--json`'s document.
-fn print(report: &CheckReport, opts: &CheckOptions) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    if opts.json {
-        serde_json::to_writer_pretty(&mut stdout, &render::json::render(report))?;
-        writeln!(stdout)?;
+/// The report as it is printed: one JSON document, or the tables.
+fn rendered(report: &CheckReport, opts: &CheckOptions) -> anyhow::Result<String> {
+    Ok(if opts.json {
+        let mut text = serde_json::to_string_pretty(&render::json::render(report))?;
+        text.push('\n');
+        text
     } else {
-        stdout.write_all(render::table::render(report, Style::detect(opts.bordered)).as_bytes())?;
-    }
+        render::table::render(report, Style::detect(opts.bordered))
+    })
+}
+
+fn print(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
     stdout.flush()?;
     Ok(())
+}
+
+/// `--flare`: the report with secrets scrubbed, in `checks/check_NAME_TIMESTAMP.log` under
+/// the log file's directory (as the Agent keeps it beside its logs), else under agentprof's
+/// state directory.
+fn write_flare(config: &AgentConfig, check: &str, text: &str) -> anyhow::Result<()> {
+    let base = config
+        .log_file
+        .as_ref()
+        .and_then(|f| f.parent())
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(crate::checks::python::state_dir);
+    let dir = base.join("checks");
+    let stamp = jiff::Zoned::now().strftime("%Y-%m-%d_%H-%M-%S");
+    let path = dir.join(format!("check_{check}_{stamp}.log"));
+    let written = std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&path, crate::redact::scrub(text).as_bytes()));
+    match written {
+        Ok(()) => {
+            eprintln!("agentprof: wrote {} (secrets scrubbed)", path.display());
+            Ok(())
+        }
+        Err(e) => {
+            Err(UsageError::flag("--flare", format!("cannot write {}: {e}", path.display())).into())
+        }
+    }
+}
+
+/// The instances `--instance-filter` selects, by index; none selected is an error that
+/// shows what the instances hold.
+fn selected_instances(
+    registry: &Registry,
+    name: &str,
+    filter: &crate::checks::filter::InstanceFilter,
+) -> Result<Vec<usize>, UsageError> {
+    let instances = registry.instance_values(name)?;
+    let keep: Vec<usize> = instances
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| filter.matches(v))
+        .map(|(i, _)| i)
+        .collect();
+    if keep.is_empty() {
+        return Err(UsageError::flag(
+            "--instance-filter",
+            format!(
+                "selects none of {name}'s {} instance{}",
+                instances.len(),
+                if instances.len() == 1 { "" } else { "s" }
+            ),
+        ));
+    }
+    Ok(keep)
 }
 
 /// With `--profile` on a built-in whose measured runs gave too few samples, repeats its

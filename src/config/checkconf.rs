@@ -250,7 +250,11 @@ impl CheckConf {
                     let short = c.len() <= 5;
                     d > 0
                         && key.len() >= 3
-                        && if short { d == 1 && key.len() <= c.len() } else { d <= 2 }
+                        && if short {
+                            d == 1 && key.len() <= c.len()
+                        } else {
+                            d <= 2
+                        }
                 });
                 if let Some(c) = near {
                     let at = find_key_line(&self.text, key)

@@ -111,6 +111,9 @@ pub struct AllocLine {
     pub size: i64,
     /// Blocks, likewise.
     pub count: i64,
+    /// With `--m-sort traceback`: the allocation's frames as `file:line`, innermost first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub traceback: Vec<String>,
 }
 
 /// `--memory` of a Python run: tracemalloc's view.

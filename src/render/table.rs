@@ -541,11 +541,22 @@ fn alloc_table(out: &mut String, style: Style, lines: &[crate::profile::AllocLin
         t.add_row(vec![
             Cell::new(units::signed_bytes(Some(l.size))).set_alignment(CellAlignment::Right),
             Cell::new(format!("{:+}", l.count)).set_alignment(CellAlignment::Right),
-            Cell::new(format!(
-                "{}:{}",
-                crate::redact::printable(short_path(&l.file)),
-                l.line
-            )),
+            Cell::new(match (l.line, l.traceback.len() > 1) {
+                // --m-sort filename: a whole file.
+                (0, _) => crate::redact::printable(short_path(&l.file)).into_owned(),
+                // --m-sort traceback: the frames, innermost first.
+                (_, true) => l
+                    .traceback
+                    .iter()
+                    .map(|f| crate::redact::printable(short_path(f)).into_owned())
+                    .collect::<Vec<_>>()
+                    .join("\n  ← "),
+                _ => format!(
+                    "{}:{}",
+                    crate::redact::printable(short_path(&l.file)),
+                    l.line
+                ),
+            }),
         ]);
     }
     push_table(out, &t);

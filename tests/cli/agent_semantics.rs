@@ -250,3 +250,294 @@ fn typos_of_the_keys_the_agent_reads_are_warned_for_a_python_check() {
         r.stderr
     );
 }
+
+/// `agent check`'s own spellings run as they do under the Agent.
+#[test]
+fn the_agents_check_flags() {
+    let Some(python) = venv_python() else { return };
+    let sb = Sandbox::new();
+    sb.write("checks/svc.py", CHECK);
+    sb.write("conf.d/svc.yaml", CONF);
+    let state = sb.file("state");
+    let env = [("AGENTPROF_STATE_DIR", state.to_str().unwrap())];
+    // --check-times, -l, -d, --instance-filter, a --discovery-* flag.
+    let r = sb.run_env(
+        &[
+            "check",
+            "svc",
+            "--python",
+            &python,
+            "--check-times",
+            "2",
+            "-l",
+            "info",
+            "-d",
+            "10",
+            "--instance-filter",
+            r#".name == "named" or .service == "own""#,
+            "--discovery-timeout",
+            "5",
+            "--json",
+        ],
+        &env,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "--discovery-timeout is accepted for `agent check` users and changes nothing"
+        ),
+        "{}",
+        r.stderr
+    );
+    let doc = r.json();
+    let runs: Vec<(u64, u64)> = doc["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["instance"].as_u64().unwrap(), r["run"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(runs, vec![(1, 1), (3, 1), (1, 2), (3, 2)], "{runs:?}");
+    // -l off keeps none of the check's records; -l critical none of its warnings.
+    for level in ["off", "critical"] {
+        let doc = sb
+            .run_env(
+                &[
+                    "check",
+                    "svc",
+                    "--python",
+                    &python,
+                    "--instance",
+                    "0",
+                    "-l",
+                    level,
+                    "--json",
+                ],
+                &env,
+            )
+            .json();
+        assert_eq!(doc["runs"][0]["logs"], serde_json::json!([]), "{level}");
+    }
+    // --check-rate: two runs.
+    let doc = sb
+        .run_env(
+            &[
+                "check",
+                "svc",
+                "--python",
+                &python,
+                "--instance",
+                "0",
+                "--check-rate",
+                "--json",
+            ],
+            &env,
+        )
+        .json();
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 2);
+    // A filter agentprof does not read, or one that selects nothing: exit 2, saying why.
+    for (filter, says) in [
+        ("select(.name)", "`select` is not taken here"),
+        (".name == \"nope\"", "selects none of svc's 4 instances"),
+    ] {
+        let r = sb.run(&[
+            "check",
+            "svc",
+            "--python",
+            &python,
+            "--instance-filter",
+            filter,
+        ]);
+        assert_eq!(r.code, 2, "{filter}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("--instance-filter") && r.stderr.contains(says),
+            "{}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn profile_memory_and_its_m_options() {
+    let Some(python) = venv_python() else { return };
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/keep.py",
+        "from datadog_checks.base import AgentCheck\nKEEP = []\n\n\ndef grow():\n    KEEP.append(bytearray(256 * 1024))\n\n\n\
+         class Keep(AgentCheck):\n    def check(self, instance):\n        grow()\n        self.gauge('kept', len(KEEP))\n",
+    );
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "check", "keep", "--python", &python, "-t", "2", "-m", "--json",
+        ];
+        args.extend_from_slice(extra);
+        let r = sb.run(&args);
+        assert_eq!(r.code, 0, "{extra:?}: {}", r.stderr);
+        r.json()
+    };
+    // By file, one row, only the check's file.
+    let doc = run(&[
+        "--m-sort",
+        "filename",
+        "--m-limit",
+        "1",
+        "--m-filters",
+        "*/keep.py",
+    ]);
+    let top = doc["runs"][1]["memory_profile"]["top"].as_array().unwrap();
+    assert_eq!(top.len(), 1, "{top:?}");
+    assert!(
+        top[0]["file"].as_str().unwrap().ends_with("keep.py"),
+        "{top:?}"
+    );
+    assert_eq!(top[0]["line"], 0);
+    assert!(top[0]["size"].as_i64().unwrap() >= 256 * 1024, "{top:?}");
+    // By traceback, with frames: grow() at line 6, called from check() at line 11.
+    let doc = run(&[
+        "--m-sort",
+        "traceback",
+        "--m-frames",
+        "4",
+        "--m-filters",
+        "*/keep.py",
+    ]);
+    let top = &doc["runs"][1]["memory_profile"]["top"][0];
+    let frames: Vec<&str> = top["traceback"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(
+        frames.len() >= 2 && frames[0].ends_with("keep.py:6") && frames[1].ends_with("keep.py:11"),
+        "{frames:?}"
+    );
+    // The --m-* options need -m.
+    let r = sb.run(&["check", "keep", "--python", &python, "--m-limit", "3"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}
+
+#[test]
+fn flare_writes_the_report_with_secrets_scrubbed() {
+    let Some(python) = venv_python() else { return };
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/leaky.py",
+        "from datadog_checks.base import AgentCheck\n\n\nclass Leaky(AgentCheck):\n    def check(self, instance):\n\
+         \x20       self.warning('cannot reach http://admin:hunter2@db:5432/ with password: s3cr3t')\n",
+    );
+    let state = sb.file("state");
+    let r = sb.run_env(
+        &["check", "leaky", "--python", &python, "--flare"],
+        &[("AGENTPROF_STATE_DIR", state.to_str().unwrap())],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // What was printed is the report as it is; the flare file is scrubbed.
+    assert!(r.stdout.contains("hunter2"), "{}", r.stdout);
+    let dir = state.join("checks");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("check_leaky_") && n.ends_with(".log"))
+        })
+        .expect("the flare file");
+    assert!(r.stderr.contains(file.to_str().unwrap()), "{}", r.stderr);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("http://admin:********@db:5432/"), "{text}");
+    assert!(
+        !text.contains("hunter2") && !text.contains("s3cr3t"),
+        "{text}"
+    );
+    assert!(text.contains("leaky"), "{text}");
+}
+
+/// A user at a terminal: runs its arguments on a pseudo-terminal, answers pdb's prompt with
+/// `p answer`, waits for 42, continues, and waits for the end of the JSON report.
+const PDB_USER: &str = r#"import os, pty, select, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ["NO_COLOR"] = "1"
+    os.execv(sys.argv[1], sys.argv[1:])
+out = b""
+def read_until(token, limit=120):
+    global out
+    end = time.monotonic() + limit
+    while token not in out:
+        left = end - time.monotonic()
+        if left <= 0:
+            sys.exit("timed out waiting for %r: %r" % (token, out[-2000:]))
+        if not select.select([fd], [], [], left)[0]:
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            sys.exit("ended before %r: %r" % (token, out[-2000:]))
+        out += chunk
+read_until(b"(Pdb) ")
+os.write(fd, b"p answer\n")
+read_until(b"42")
+os.write(fd, b"c\n")
+read_until(b'"schema_version"')
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+
+/// `-b LINE` stops in pdb on the terminal, where the user prints a local and continues; the
+/// run then finishes as usual and agentprof exits.
+#[test]
+fn breakpoint_stops_in_pdb_on_the_terminal() {
+    let Some(python) = venv_python() else { return };
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/bp.py",
+        "from datadog_checks.base import AgentCheck\n\n\nclass Bp(AgentCheck):\n    def check(self, instance):\n\
+         \x20       answer = 6 * 7\n        self.gauge('bp.answer', answer)\n",
+    );
+    let user = sb.write("pdb_user.py", PDB_USER);
+    let out = std::process::Command::new(&python)
+        .arg(&user)
+        .args([
+            env!("CARGO_BIN_EXE_agentprof"),
+            "check",
+            "bp",
+            "-b",
+            "7",
+            "--python",
+            &python,
+            "--json",
+        ])
+        .current_dir(sb.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("bp.py(7)check()"), "{stdout}");
+    assert!(stdout.contains("\"metric\": \"bp.answer\""), "{stdout}");
+    // Without a terminal (a session of its own, whatever runs the tests): refused before
+    // any run.
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"));
+    cmd.args(["check", "bp", "-b", "7", "--python", &python])
+        .current_dir(sb.path())
+        .stdin(std::process::Stdio::null());
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setsid is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("pdb needs a terminal"), "{stderr}");
+}

@@ -508,6 +508,8 @@ def _load(msg):
     CONFIG.clear()
     CONFIG.update(msg.get("config") or {})
     STATE_DIR = msg["state_dir"]
+    MEMORY_OPTS.update(msg.get("memory") or {})
+    BREAKPOINT[0] = msg.get("breakpoint")
     base, base_name = _base_class()
     module, module_name, origin = _import_check(msg)
     cls = _find_class(module, base)
@@ -566,28 +568,42 @@ def _rusage():
 
 
 MEMORY = {"first": None, "last": None}
+# `check --memory`'s options (as `agent check -m` takes them): frames per trace, lines shown,
+# what they are grouped by, and glob patterns of the files whose allocations count.
+MEMORY_OPTS = {"frames": 1, "limit": 10, "sort": "lineno", "filters": []}
+# `check --breakpoint LINE`: the line of the check's file where pdb stops.
+BREAKPOINT = [None]
 _NOT_THE_CHECKS = None
 
 
 def _snapshot():
     import tracemalloc
-    return tracemalloc.take_snapshot()
+    snap = tracemalloc.take_snapshot()
+    if MEMORY_OPTS["filters"]:
+        snap = snap.filter_traces([tracemalloc.Filter(True, p, all_frames=True)
+                                   for p in MEMORY_OPTS["filters"]])
+    return snap
 
 
 def _grown(new, old):
-    """Lines whose live memory grew from `old` to `new`, biggest first. agentprof's own host
-    code (read from stdin) and tracemalloc are not the check's: they are left out of the
-    per-line statistics, which group by the same frame (filtering every trace of the
-    snapshots first costs about a second once the check's modules are traced)."""
-    return [st for st in new.compare_to(old, "lineno")
-            if st.size_diff > 0 and st.traceback[0].filename not in _NOT_THE_CHECKS]
+    """Lines (or files, or tracebacks: --m-sort) whose live memory grew from `old` to `new`,
+    biggest first. agentprof's own host code (read from stdin) and tracemalloc are not the
+    check's: they are left out of the statistics, which group by the same frames (filtering
+    every trace of the snapshots first costs about a second once the check's modules are
+    traced). A traceback lists its frames oldest first: the allocating one is the last."""
+    return [st for st in new.compare_to(old, MEMORY_OPTS["sort"])
+            if st.size_diff > 0 and st.traceback[-1].filename not in _NOT_THE_CHECKS]
 
 
-def _lines(stats, top=10):
+def _lines(stats, top=None):
     out = []
-    for st in stats[:top]:
-        frame = st.traceback[0]
-        out.append([frame.filename, frame.lineno, st.size_diff, st.count_diff])
+    for st in stats[:top or MEMORY_OPTS["limit"]]:
+        frame = st.traceback[-1]
+        line = 0 if MEMORY_OPTS["sort"] == "filename" else frame.lineno
+        row = [frame.filename, line, st.size_diff, st.count_diff]
+        if MEMORY_OPTS["sort"] == "traceback":
+            row.append(["%s:%d" % (f.filename, f.lineno) for f in reversed(st.traceback)])
+        out.append(row)
     return out
 
 
@@ -701,7 +717,7 @@ def run(msg):
     if traced:
         import tracemalloc
         if not tracemalloc.is_tracing():
-            tracemalloc.start()
+            tracemalloc.start(int(MEMORY_OPTS["frames"]))
             _NOT_THE_CHECKS = _HOST_FILES + (tracemalloc.__file__,)
         if msg.get("memory_lines", True):
             snap0 = _snapshot()
@@ -723,7 +739,9 @@ def run(msg):
     counted = None
     perf = _perf_counter(*count["perf"]) if isinstance(count, dict) else None
     try:
-        if count == "valgrind":
+        if BREAKPOINT[0]:
+            error = _debug(check, BREAKPOINT[0])
+        elif count == "valgrind":
             error = _bracket(_counter(), check.run)
         elif perf is not None:
             c0 = _perf_read(perf)
@@ -784,6 +802,30 @@ def run(msg):
         "memory": memory,
         "instructions": counted,
     }
+
+
+def _debug(check, line):
+    """check.run() with pdb stopping at `line` of the check's file, on the terminal
+    (/dev/tty: this worker's stdin and stdout carry agentprof's protocol)."""
+    import inspect
+    import pdb
+    path = inspect.getsourcefile(type(check))
+    with open("/dev/tty") as tty_in, open("/dev/tty", "w") as tty_out:
+        dbg = pdb.Pdb(stdin=tty_in, stdout=tty_out)
+        why = dbg.set_break(path, line)
+        if why:
+            raise ValueError("--breakpoint %d: %s" % (line, why))
+        tty_out.write("agentprof: pdb stops at %s:%d ('c' to go on)\n" % (path, line))
+        tty_out.flush()
+        dbg.reset()
+        # Stop only at the breakpoint: `continue` from this frame, as if the user typed it.
+        dbg.botframe = sys._getframe()
+        dbg.set_continue()
+        sys.settrace(dbg.trace_dispatch)
+        try:
+            return check.run()
+        finally:
+            sys.settrace(None)
 
 
 def _format_error(error):

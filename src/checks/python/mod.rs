@@ -48,6 +48,35 @@ pub struct LoadSpec {
     /// A program the interpreter runs under (valgrind, to count instructions), and its
     /// arguments; empty for none.
     pub wrapper: Vec<String>,
+    /// How `--memory` traces and groups allocations.
+    pub memory: MemoryOptions,
+    /// `check --breakpoint`: the line of the check's file where pdb stops, on /dev/tty.
+    pub breakpoint: Option<u32>,
+}
+
+/// `check --memory`'s tracing, as `agent check -m` takes it (`--m-frames`, `--m-limit`,
+/// `--m-sort`, `--m-filters`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct MemoryOptions {
+    /// Frames tracemalloc keeps per allocation.
+    pub frames: u16,
+    /// Lines (or files, or tracebacks) shown per run and for the growth.
+    pub limit: u16,
+    /// `lineno`, `filename` or `traceback`: what allocations are grouped by.
+    pub sort: String,
+    /// Glob patterns of the files whose allocations count; empty for all.
+    pub filters: Vec<String>,
+}
+
+impl Default for MemoryOptions {
+    fn default() -> Self {
+        MemoryOptions {
+            frames: 1,
+            limit: 10,
+            sort: "lineno".into(),
+            filters: Vec::new(),
+        }
+    }
 }
 
 /// The check as the worker loaded it.
@@ -128,7 +157,11 @@ impl PythonHost {
     fn ensure_started(&mut self) -> Result<&mut Worker, WorkerError> {
         if self.worker.is_none() {
             let t0 = std::time::Instant::now();
-            let mut w = Worker::spawn(&self.spec.python, &self.spec.wrapper)?;
+            let mut w = Worker::spawn(
+                &self.spec.python,
+                &self.spec.wrapper,
+                self.spec.breakpoint.is_some(),
+            )?;
             let reply = w.request(
                 &json!({
                     "op": "load",
@@ -139,6 +172,8 @@ impl PythonHost {
                     "check_ids": self.spec.check_ids,
                     "config": self.spec.config,
                     "state_dir": self.spec.state_dir,
+                    "memory": self.spec.memory,
+                    "breakpoint": self.spec.breakpoint,
                 }),
                 LOAD_TIMEOUT,
             )?;
@@ -369,6 +404,16 @@ impl PythonHost {
         &self.spec.python
     }
 
+    /// How the next worker traces allocations (`check --memory` and its `--m-*` options).
+    pub fn set_memory_options(&mut self, memory: MemoryOptions) {
+        self.spec.memory = memory;
+    }
+
+    /// The next worker stops in pdb at this line of the check's file (`check --breakpoint`).
+    pub fn set_breakpoint(&mut self, line: Option<u32>) {
+        self.spec.breakpoint = line;
+    }
+
     /// The next worker starts `python` instead (the same interpreter, found past a wrapper
     /// script, for a wrapper program like valgrind to start).
     pub fn set_interpreter(&mut self, python: String) {
@@ -483,6 +528,14 @@ fn alloc_lines(v: &Value) -> Vec<AllocLine> {
             line: l[1].as_u64().unwrap_or(0) as u32,
             size: l[2].as_i64().unwrap_or(0),
             count: l[3].as_i64().unwrap_or(0),
+            traceback: l[4]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|f| f.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
         .collect()
 }

@@ -68,6 +68,9 @@ pub enum WorkerError {
 
 pub struct Worker {
     child: Child,
+    /// What a SIGKILL goes to: the worker's process group (`-pid`), or the worker alone
+    /// when it stays in agentprof's group (on the terminal, for pdb).
+    kill_target: i32,
     to: File,
     from: File,
     probe: Probe,
@@ -105,8 +108,11 @@ fn counting(c: Option<crate::checks::Counting>) -> Value {
 
 impl Worker {
     /// Starts `python` running the host program; with `wrapper` (a program and its
-    /// arguments, such as valgrind's), the interpreter runs under it.
-    pub fn spawn(python: &str, wrapper: &[String]) -> Result<Worker, WorkerError> {
+    /// arguments, such as valgrind's), the interpreter runs under it. The worker has a
+    /// process group of its own (a Ctrl-C is agentprof's to handle), unless `terminal`: a
+    /// worker that talks to the user on the terminal (pdb) stays in agentprof's foreground
+    /// group, where reading the terminal does not stop it.
+    pub fn spawn(python: &str, wrapper: &[String], terminal: bool) -> Result<Worker, WorkerError> {
         let (child_in, to) = pipe()?;
         let (from, child_out) = pipe()?;
         let stdout_to_stderr =
@@ -131,8 +137,10 @@ impl Worker {
         cmd.args(["-u", "-", "3", "4", "agentprof-python-host"])
             .stdin(Stdio::piped())
             .stdout(Stdio::from(stdout_to_stderr))
-            .stderr(Stdio::inherit())
-            .process_group(0);
+            .stderr(Stdio::inherit());
+        if !terminal {
+            cmd.process_group(0);
+        }
         // SAFETY: only async-signal-safe fcntl/dup2/close calls between fork and exec. The
         // ends are first moved above 10 (either may already be fd 3 or 4), then dup2'd to 3
         // and 4, which clears close-on-exec: exactly fds 3 and 4 reach the worker.
@@ -180,10 +188,14 @@ impl Worker {
                 source: e,
             });
         }
-        crate::signal::adopt_group(child.id() as i32);
+        let pid = child.id() as i32;
+        if !terminal {
+            crate::signal::adopt_group(pid);
+        }
         let probe = Probe::new(Target::Pid(child.id()));
         Ok(Worker {
             child,
+            kill_target: if terminal { pid } else { -pid },
             to: File::from(to),
             from: File::from(from),
             probe,
@@ -334,8 +346,8 @@ impl Worker {
             crate::signal::release_group(pid);
             return describe(status);
         }
-        // SAFETY: signals the process group this worker leads.
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
+        // SAFETY: signals the process group this worker leads (or the worker alone).
+        unsafe { libc::kill(self.kill_target, libc::SIGKILL) };
         crate::signal::release_group(pid);
         match self.child.wait() {
             Ok(status) if status.code().is_some() => describe(status),
@@ -403,7 +415,7 @@ impl Drop for Worker {
         let pid = self.child.id() as i32;
         if let Ok(None) = self.child.try_wait() {
             // SAFETY: as in `stop`.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            unsafe { libc::kill(self.kill_target, libc::SIGKILL) };
             let _ = self.child.wait();
         }
         crate::signal::release_group(pid);

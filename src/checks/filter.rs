@@ -1,0 +1,389 @@
+//! `check --instance-filter EXPR`: the instances a jq-style expression selects, as `agent
+//! check --instance-filter '.ip_address == "127.0.0.51"'` takes it. The subset read here:
+//! paths (`.a`, `.a.b`, `.a[0]`), comparisons (`==`, `!=`, `<`, `<=`, `>`, `>=`) with a
+//! string, number, `true`, `false` or `null`, a bare path (true unless missing, null or
+//! false, as in jq), `not`, `and`, `or` and parentheses. Anything else is refused with the
+//! position where reading stopped.
+
+use serde_json::Value;
+
+/// A parsed filter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceFilter {
+    expr: Expr,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Expr {
+    Or(Box<Expr>, Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Not(Box<Expr>),
+    Truthy(Vec<Step>),
+    Compare(Vec<Step>, Op, Value),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Op {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Path(Vec<Step>),
+    Op(Op),
+    Literal(Value),
+    And,
+    Or,
+    Not,
+    Open,
+    Close,
+}
+
+impl InstanceFilter {
+    /// Parses `text`; the error says what was expected and at which character.
+    pub fn parse(text: &str) -> Result<InstanceFilter, String> {
+        let tokens = tokenize(text)?;
+        let mut p = Parser { tokens, pos: 0 };
+        let expr = p.or()?;
+        if p.pos != p.tokens.len() {
+            return Err(format!(
+                "unexpected {} after a complete expression",
+                describe(&p.tokens[p.pos])
+            ));
+        }
+        Ok(InstanceFilter { expr })
+    }
+
+    /// Whether `instance` is selected.
+    pub fn matches(&self, instance: &Value) -> bool {
+        eval(&self.expr, instance)
+    }
+}
+
+fn eval(e: &Expr, v: &Value) -> bool {
+    match e {
+        Expr::Or(a, b) => eval(a, v) || eval(b, v),
+        Expr::And(a, b) => eval(a, v) && eval(b, v),
+        Expr::Not(a) => !eval(a, v),
+        Expr::Truthy(path) => !matches!(
+            lookup(v, path),
+            None | Some(Value::Null | Value::Bool(false))
+        ),
+        Expr::Compare(path, op, lit) => {
+            let got = lookup(v, path).unwrap_or(&Value::Null);
+            match op {
+                Op::Eq => equal(got, lit),
+                Op::Ne => !equal(got, lit),
+                _ => match order(got, lit) {
+                    Some(o) => match op {
+                        Op::Lt => o.is_lt(),
+                        Op::Le => o.is_le(),
+                        Op::Gt => o.is_gt(),
+                        Op::Ge => o.is_ge(),
+                        Op::Eq | Op::Ne => false,
+                    },
+                    None => false,
+                },
+            }
+        }
+    }
+}
+
+fn lookup<'a>(mut v: &'a Value, path: &[Step]) -> Option<&'a Value> {
+    for step in path {
+        v = match step {
+            Step::Key(k) => v.get(k)?,
+            Step::Index(i) => v.get(*i)?,
+        };
+    }
+    Some(v)
+}
+
+/// Numbers compare by value (a YAML `8080` equals `8080.0`), everything else exactly.
+fn equal(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+fn order(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
+    match (a, b) {
+        (Value::String(x), Value::String(y)) => Some(x.cmp(y)),
+        _ => a.as_f64()?.partial_cmp(&b.as_f64()?),
+    }
+}
+
+fn describe(t: &Token) -> String {
+    match t {
+        Token::Path(_) => "a path".into(),
+        Token::Op(_) => "a comparison".into(),
+        Token::Literal(v) => format!("the value {v}"),
+        Token::And => "`and`".into(),
+        Token::Or => "`or`".into(),
+        Token::Not => "`not`".into(),
+        Token::Open => "`(`".into(),
+        Token::Close => "`)`".into(),
+    }
+}
+
+struct Parser {
+    tokens: Vec<Token>,
+    pos: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Token> {
+        self.tokens.get(self.pos)
+    }
+
+    fn or(&mut self) -> Result<Expr, String> {
+        let mut left = self.and()?;
+        while self.peek() == Some(&Token::Or) {
+            self.pos += 1;
+            left = Expr::Or(Box::new(left), Box::new(self.and()?));
+        }
+        Ok(left)
+    }
+
+    fn and(&mut self) -> Result<Expr, String> {
+        let mut left = self.unary()?;
+        while self.peek() == Some(&Token::And) {
+            self.pos += 1;
+            left = Expr::And(Box::new(left), Box::new(self.unary()?));
+        }
+        Ok(left)
+    }
+
+    fn unary(&mut self) -> Result<Expr, String> {
+        match self.tokens.get(self.pos).cloned() {
+            Some(Token::Not) => {
+                self.pos += 1;
+                Ok(Expr::Not(Box::new(self.unary()?)))
+            }
+            Some(Token::Open) => {
+                self.pos += 1;
+                let e = self.or()?;
+                if self.peek() != Some(&Token::Close) {
+                    return Err("a `(` without its `)`".into());
+                }
+                self.pos += 1;
+                Ok(e)
+            }
+            Some(Token::Path(path)) => {
+                self.pos += 1;
+                if let Some(Token::Op(op)) = self.peek().cloned() {
+                    self.pos += 1;
+                    match self.tokens.get(self.pos).cloned() {
+                        Some(Token::Literal(v)) => {
+                            self.pos += 1;
+                            Ok(Expr::Compare(path, op, v))
+                        }
+                        Some(t) => Err(format!(
+                            "a comparison needs a string, number, true, false or null, not {}",
+                            describe(&t)
+                        )),
+                        None => Err("a comparison without its value".into()),
+                    }
+                } else {
+                    Ok(Expr::Truthy(path))
+                }
+            }
+            Some(t) => Err(format!(
+                "expected a path such as .name, found {}",
+                describe(&t)
+            )),
+            None => Err("an empty expression".into()),
+        }
+    }
+}
+
+fn tokenize(text: &str) -> Result<Vec<Token>, String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let at = |i: usize, what: &str| format!("character {}: {what}", i + 1);
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            c if c.is_whitespace() => i += 1,
+            '(' => {
+                out.push(Token::Open);
+                i += 1;
+            }
+            ')' => {
+                out.push(Token::Close);
+                i += 1;
+            }
+            '.' => {
+                let mut path = Vec::new();
+                while i < chars.len() && (chars[i] == '.' || chars[i] == '[') {
+                    if chars[i] == '.' {
+                        i += 1;
+                        let start = i;
+                        while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                            i += 1;
+                        }
+                        if start == i {
+                            if path.is_empty() && (i >= chars.len() || chars[i] != '[') {
+                                return Err(at(start, "a `.` without a key after it"));
+                            }
+                            continue;
+                        }
+                        path.push(Step::Key(chars[start..i].iter().collect()));
+                    } else {
+                        i += 1;
+                        let start = i;
+                        while i < chars.len() && chars[i].is_ascii_digit() {
+                            i += 1;
+                        }
+                        let n = chars[start..i].iter().collect::<String>();
+                        if n.is_empty() || i >= chars.len() || chars[i] != ']' {
+                            return Err(at(start, "an index such as [0]"));
+                        }
+                        i += 1;
+                        path.push(Step::Index(
+                            n.parse().map_err(|_| at(start, "index too large"))?,
+                        ));
+                    }
+                }
+                out.push(Token::Path(path));
+            }
+            '"' => {
+                let start = i;
+                i += 1;
+                let mut s = String::new();
+                loop {
+                    match chars.get(i) {
+                        None => return Err(at(start, "a string without its closing quote")),
+                        Some('"') => {
+                            i += 1;
+                            break;
+                        }
+                        Some('\\') => {
+                            let e = chars.get(i + 1).copied();
+                            s.push(match e {
+                                Some('n') => '\n',
+                                Some('t') => '\t',
+                                Some(c @ ('"' | '\\' | '/')) => c,
+                                _ => return Err(at(i, "an escape jq does not take here")),
+                            });
+                            i += 2;
+                        }
+                        Some(&c) => {
+                            s.push(c);
+                            i += 1;
+                        }
+                    }
+                }
+                out.push(Token::Literal(Value::String(s)));
+            }
+            '=' | '!' | '<' | '>' => {
+                let two = chars.get(i + 1) == Some(&'=');
+                let op = match (c, two) {
+                    ('=', true) => Op::Eq,
+                    ('!', true) => Op::Ne,
+                    ('<', false) => Op::Lt,
+                    ('<', true) => Op::Le,
+                    ('>', false) => Op::Gt,
+                    ('>', true) => Op::Ge,
+                    _ => return Err(at(i, "`==` or `!=` (jq compares with two characters)")),
+                };
+                out.push(Token::Op(op));
+                i += if two { 2 } else { 1 };
+            }
+            c if c == '-' || c.is_ascii_digit() => {
+                let start = i;
+                i += 1;
+                while i < chars.len()
+                    && (chars[i].is_ascii_alphanumeric() || matches!(chars[i], '.' | '+' | '-'))
+                {
+                    i += 1;
+                }
+                let n: String = chars[start..i].iter().collect();
+                let v: f64 = n
+                    .parse()
+                    .map_err(|_| at(start, &format!("`{n}` is not a number")))?;
+                let num = serde_json::Number::from_f64(v)
+                    .ok_or_else(|| at(start, "not a finite number"))?;
+                out.push(Token::Literal(Value::Number(num)));
+            }
+            c if c.is_alphabetic() => {
+                let start = i;
+                while i < chars.len() && chars[i].is_alphanumeric() {
+                    i += 1;
+                }
+                let word: String = chars[start..i].iter().collect();
+                out.push(match word.as_str() {
+                    "and" => Token::And,
+                    "or" => Token::Or,
+                    "not" => Token::Not,
+                    "true" => Token::Literal(Value::Bool(true)),
+                    "false" => Token::Literal(Value::Bool(false)),
+                    "null" => Token::Literal(Value::Null),
+                    _ => {
+                        return Err(at(
+                            start,
+                            &format!("`{word}` is not taken here (paths, comparisons, and, or, not, parentheses)"),
+                        ));
+                    }
+                });
+            }
+            _ => return Err(at(i, &format!("`{c}` is not taken here"))),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sel(expr: &str, v: Value) -> bool {
+        InstanceFilter::parse(expr).unwrap().matches(&v)
+    }
+
+    #[test]
+    fn the_agents_example_and_the_rest_of_the_subset() {
+        let a = json!({"ip_address": "127.0.0.51", "port": 8080, "tags": ["x"], "tls": {"verify": false}});
+        assert!(sel(r#".ip_address == "127.0.0.51""#, a.clone()));
+        assert!(!sel(r#".ip_address == "127.0.0.52""#, a.clone()));
+        assert!(sel(".port == 8080 and .port >= 8000", a.clone()));
+        assert!(sel(".port < 80 or .tls.verify == false", a.clone()));
+        assert!(sel(r#".tags[0] == "x""#, a.clone()));
+        assert!(sel(".port", a.clone()));
+        assert!(!sel(".tls.verify", a.clone()));
+        assert!(!sel(".missing", a.clone()));
+        assert!(sel("not (.missing or .tls.verify)", a.clone()));
+        assert!(sel(".missing == null", a.clone()));
+        assert!(sel(r#".name != "db""#, a));
+    }
+
+    #[test]
+    fn what_is_not_read_is_refused_with_its_place() {
+        for (bad, says) in [
+            (".a = 1", "character 4"),
+            (r#".a == "x"#, "closing quote"),
+            ("select(.a)", "`select` is not taken"),
+            (".a ==", "without its value"),
+            (".a .b", "after a complete expression"),
+            ("", "empty"),
+            ("(.a", "without its `)`"),
+        ] {
+            let e = InstanceFilter::parse(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+}
