@@ -37,6 +37,9 @@ _agentprof() {
             agentprof,help)
                 cmd="agentprof__subcmd__help"
                 ;;
+            agentprof,init)
+                cmd="agentprof__subcmd__init"
+                ;;
             agentprof,k8s)
                 cmd="agentprof__subcmd__k8s"
                 ;;
@@ -81,6 +84,9 @@ _agentprof() {
                 ;;
             agentprof__subcmd__help,help)
                 cmd="agentprof__subcmd__help__subcmd__help"
+                ;;
+            agentprof__subcmd__help,init)
+                cmd="agentprof__subcmd__help__subcmd__init"
                 ;;
             agentprof__subcmd__help,k8s)
                 cmd="agentprof__subcmd__help__subcmd__k8s"
@@ -128,7 +134,7 @@ _agentprof() {
 
     case "${cmd}" in
         agentprof)
-            opts="-h -V --help --version check start list top gate pull k8s receive ui diff delta flamegraph completions man help"
+            opts="-h -V --help --version check start list top gate pull k8s receive ui diff delta flamegraph completions man init help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -542,7 +548,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__help)
-            opts="check start list top gate pull k8s receive ui diff delta flamegraph completions man help"
+            opts="check start list top gate pull k8s receive ui diff delta flamegraph completions man init help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -640,6 +646,20 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentprof__subcmd__help__subcmd__init)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -768,6 +788,20 @@ _agentprof() {
         agentprof__subcmd__help__subcmd__ui)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentprof__subcmd__init)
+            opts="-h -V --force --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

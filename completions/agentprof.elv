@@ -36,6 +36,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand flamegraph 'Draw a pprof profile as a flamegraph (SVG)'
             cand completions 'Print a shell completion script to stdout'
             cand man 'Write the man pages (agentprof.1 and one page per subcommand)'
+            cand init 'Write the example configurations (conf.d/*.yaml.example, agentprof.yaml.example) and the plugin checks agentprof ships (checks/) into DIR, for an installed binary'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'agentprof;check'= {
@@ -328,6 +329,13 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'agentprof;init'= {
+            cand --force 'Overwrite files that differ from agentprof''s (by default they are kept)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'agentprof;help'= {
             cand check 'Run one check once (or -t N times) and print its metrics and what each run cost'
             cand start 'Run every configured check on its interval: the agent, in developer mode with --profile'
@@ -343,6 +351,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand flamegraph 'Draw a pprof profile as a flamegraph (SVG)'
             cand completions 'Print a shell completion script to stdout'
             cand man 'Write the man pages (agentprof.1 and one page per subcommand)'
+            cand init 'Write the example configurations (conf.d/*.yaml.example, agentprof.yaml.example) and the plugin checks agentprof ships (checks/) into DIR, for an installed binary'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'agentprof;help;check'= {
@@ -375,6 +384,8 @@ set edit:completion:arg-completer[agentprof] = {|@words|
         &'agentprof;help;completions'= {
         }
         &'agentprof;help;man'= {
+        }
+        &'agentprof;help;init'= {
         }
         &'agentprof;help;help'= {
         }

@@ -43,7 +43,7 @@ pub(super) fn load_checks(
     if checks.is_empty() {
         return Err(UsageError::config(
             &config.confd_path,
-            "no check is configured here (add NAME.yaml with `instances:`; see conf.d/*.yaml.example)",
+            "no check is configured here (add NAME.yaml with `instances:`; `agentprof init` writes an example of each, conf.d/NAME.yaml.example)",
         )
         .into());
     }

@@ -212,7 +212,39 @@ impl<'a> Registry<'a> {
         BUILTINS.iter().find(|b| b.name == name)
     }
 
+    /// NAME is no check here. Where a configuration (or only its example) for NAME exists,
+    /// the error says so: what is missing is the check's code, most often an integration
+    /// installed in another interpreter than the one agentprof ran.
     fn unknown(&self, name: &str) -> UsageError {
+        let confd = &self.config.confd_path;
+        let interpreter = if self.config.python_chosen {
+            format!("the interpreter `{}`", self.config.python)
+        } else {
+            format!(
+                "`{}` (found on PATH; no --python, `python:` or $AGENTPROF_PYTHON was set)",
+                self.config.python
+            )
+        };
+        let missing = format!(
+            "no check named `{name}` was found: it is not a built-in, there is no {}/{name}.py, and {interpreter} has no `datadog_checks.{name}`. Give the Python that has the integration installed: --python VENV/bin/python (e.g. after `VENV/bin/pip install datadog-{}`)",
+            self.config.checks_path.display(),
+            name.replace('_', "-"),
+        );
+        if let Ok(confs) = CheckConf::locate_all(confd, name)
+            && let Some(conf) = confs.first()
+        {
+            return UsageError::config(conf, format!("configures `{name}`, but {missing}"));
+        }
+        let example = confd.join(format!("{name}.d/conf.yaml.example"));
+        if example.is_file() {
+            return UsageError::config(
+                &example,
+                format!(
+                    "is only an example (copy it to {}/{name}.d/conf.yaml and edit it), and {missing}",
+                    confd.display()
+                ),
+            );
+        }
         UsageError::UnknownCheck {
             name: name.to_string(),
             suggestion: self.closest(name),
@@ -271,7 +303,19 @@ impl<'a> Registry<'a> {
             .filter(|n| strsim::damerau_levenshtein(name, n) <= 2.max(name.len() / 3))
             .map(|n| format!("; did you mean `{n}`?"))
             .unwrap_or_default();
-        format!("{close} known checks: {}", names.join(", "))
+        let dir = |p: &Path| {
+            if p.is_dir() {
+                p.display().to_string()
+            } else {
+                format!("{} (does not exist)", p.display())
+            }
+        };
+        format!(
+            "{close} known checks: {}. Looked in conf.d {} and plugins {}: --confd, --checks and --python point elsewhere; `agentprof init` writes the plugin checks agentprof ships (http_check, directory, file_age) and their example configurations",
+            names.join(", "),
+            dir(&self.config.confd_path),
+            dir(&self.config.checks_path),
+        )
     }
 
     /// Every file that configures NAME, read (see [`CheckConf::locate_all`]).
@@ -371,7 +415,19 @@ impl<'a> Registry<'a> {
         let (confs, source, commons) = self.common(spec.name, Some(spec.options), &mut warnings)?;
         let mut checks = Vec::with_capacity(commons.len());
         if confs.is_empty() {
-            checks.extend((spec.build)(None)?);
+            let built = (spec.build)(None).map_err(|e| {
+                let confd = self.config.confd_path.display();
+                let name = spec.name;
+                let why = e.to_string();
+                let why = why.strip_prefix("(default instance): ").unwrap_or(&why);
+                UsageError::config(
+                    format!("{confd}/{name}.yaml"),
+                    format!(
+                        "does not exist (nor {confd}/{name}.d/*.yaml), and {name} has no default instance that can run: {why}. Write it from {confd}/{name}.yaml.example (`agentprof init` writes the examples)"
+                    ),
+                )
+            })?;
+            checks.extend(built);
         }
         for c in &confs {
             checks.extend((spec.build)(Some(c))?);

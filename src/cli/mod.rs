@@ -61,6 +61,9 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Write the man pages (agentprof.1 and one page per subcommand)
     Man(ManArgs),
+    /// Write the example configurations (conf.d/*.yaml.example, agentprof.yaml.example) and
+    /// the plugin checks agentprof ships (checks/) into DIR, for an installed binary
+    Init(InitArgs),
 }
 
 /// What the gate's verdict on cost rests on.
@@ -346,6 +349,16 @@ pub enum Shell {
 pub struct CompletionsArgs {
     /// Shell to generate the script for
     pub shell: Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Directory to write conf.d/, checks/ and agentprof.yaml.example into
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// Overwrite files that differ from agentprof's (by default they are kept)
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

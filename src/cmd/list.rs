@@ -80,11 +80,20 @@ pub fn run(opts: LoadOptions, json: bool) -> anyhow::Result<Outcome> {
             r.error.as_deref().unwrap_or_default()
         )?;
     }
+    let missing = |p: &std::path::Path| if p.is_dir() { "" } else { " (does not exist)" };
     writeln!(
         out,
-        "\nconf.d: {}   plugins: {}",
+        "\nconf.d: {}{}   plugins: {}{}",
         config.confd_path.display(),
-        config.checks_path.display()
+        missing(&config.confd_path),
+        config.checks_path.display(),
+        missing(&config.checks_path),
     )?;
+    if !config.confd_path.is_dir() || !config.checks_path.is_dir() {
+        writeln!(
+            out,
+            "(--confd and --checks, or confd_path and checks_path in agentprof.yaml, point elsewhere; `agentprof init` writes the example configurations and the plugin checks agentprof ships here)"
+        )?;
+    }
     Ok(Outcome::Success)
 }

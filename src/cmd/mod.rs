@@ -6,6 +6,7 @@
 mod check;
 mod gate;
 mod generate;
+mod init;
 pub mod k8s;
 mod list;
 pub(crate) mod pprof;
@@ -82,6 +83,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Flamegraph(args) => pprof::flamegraph(args),
         Command::Completions(args) => generate::completions(args.shell),
         Command::Man(args) => generate::man(&args.out),
+        Command::Init(args) => init::run(&args.dir, args.force),
     }
 }
 

@@ -5,6 +5,7 @@ mod agent_semantics;
 mod check;
 mod errors;
 mod exec;
+mod first_hour;
 mod gate;
 mod gate_check;
 mod generated;

@@ -221,7 +221,8 @@ fn the_readmes_flag_tables_name_real_flags() {
                         assert!(
                             help.contains(&format!("{word} "))
                                 || help.contains(&format!("{word},"))
-                                || help.contains(&format!("{word}\n")),
+                                || help.contains(&format!("{word}\n"))
+                                || help.contains(&format!("{word}]")),
                             "README lists `{word}` for `agentprof {command}`, which has no such flag"
                         );
                         flags += 1;
