@@ -361,7 +361,12 @@ pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
             out.write_all(crate::pull::render(c).as_bytes())
         };
     })?;
-    Ok(if failed {
+    if failed.network {
+        // As the README's exit codes say: 3 when a server could not be reached or never
+        // answered; what was collected was printed above.
+        return Err(crate::pull::Unreachable.into());
+    }
+    Ok(if failed.any {
         Outcome::RunFailed
     } else {
         Outcome::Success

@@ -203,6 +203,7 @@ impl One<'_, '_> {
             kind: kind.clone(),
             url: redact(&url),
             ok: false,
+            unreachable: false,
             error: None,
             bytes: 0,
             records: 0,
@@ -294,6 +295,7 @@ impl One<'_, '_> {
         let fetched = match res {
             Ok(f) => f,
             Err(e) => {
+                entry.unreachable = matches!(e, crate::pull::fetch::FetchError::Network { .. });
                 entry.error = Some(e.to_string());
                 return None;
             }

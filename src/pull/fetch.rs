@@ -244,6 +244,9 @@ impl Cancel {
 pub enum FetchError {
     #[error("{url}: {message}")]
     Http { url: String, message: String },
+    /// The server could not be reached or never answered: a network failure (exit 3).
+    #[error("{url}: {message}")]
+    Network { url: String, message: String },
     #[error("{url}: {source}")]
     Profile {
         url: String,
@@ -275,12 +278,19 @@ pub fn fetch(
         url: shown.clone(),
         message,
     };
+    let network = |message: String| FetchError::Network {
+        url: shown.clone(),
+        message,
+    };
     let resp = send_interruptible(client, url, deadline, cancel).map_err(|e| match e {
         Sent::Signal => http(cancel.message().into()),
-        Sent::Deadline => http(format!(
+        Sent::Deadline => network(format!(
             "no answer within {setting} {} (it must exceed the profile duration)",
             crate::duration::human(timeout)
         )),
+        Sent::Failed(e) if (e.is_connect() && !tls_refused(&e)) || e.is_timeout() => {
+            network(describe_send_error(&e.without_url(), timeout, setting))
+        }
         Sent::Failed(e) => http(describe_send_error(&e.without_url(), timeout, setting)),
     })?;
     let status = resp.status();
@@ -428,6 +438,34 @@ fn send_interruptible(
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Err(Sent::Deadline),
         }
     }
+}
+
+/// The connection failed in its TLS handshake (a certificate refused, a protocol mismatch):
+/// the server was reached, so this is the configuration's to fix, not the network's.
+fn tls_refused(e: &reqwest::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if c.downcast_ref::<rustls::Error>().is_some()
+            || c.downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some())
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    // The handshake's error as the TLS stack words it, where it reaches here only as text.
+    let text = root_cause(e).to_ascii_lowercase();
+    [
+        "certificate",
+        "handshake",
+        "alert",
+        "invalidcontenttype",
+        "corrupt message",
+        "tls",
+    ]
+    .iter()
+    .any(|w| text.contains(w))
 }
 
 fn describe_send_error(e: &reqwest::Error, timeout: Duration, setting: &str) -> String {

@@ -162,6 +162,8 @@ pub struct Pulled {
     pub url: String,
     pub ok: bool,
     pub error: Option<String>,
+    /// The failure was the network's: the server could not be reached or never answered.
+    pub unreachable: bool,
     /// Compressed bytes received.
     pub bytes: usize,
     /// Sample records in the profile (distinct stacks and labels, as `go tool pprof -raw`
@@ -338,7 +340,7 @@ pub fn run(
     targets: Vec<Target>,
     opts: &PullOptions,
     sink: impl FnMut(&Collection),
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<Failures> {
     let uploader = match &opts.upload {
         Some(u) => Some(
             upload::Uploader::new(
@@ -384,6 +386,22 @@ pub fn run(
     Ok(failed)
 }
 
+/// The end of a pull in which a server could not be reached or never answered (exit 3).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "pull: a server could not be reached or never answered (each failure is shown above; what was collected is kept)"
+)]
+pub struct Unreachable;
+
+/// What failed over a pull's collections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Failures {
+    /// A profile could not be fetched or read.
+    pub any: bool,
+    /// A server could not be reached or never answered (a network failure: exit 3).
+    pub network: bool,
+}
+
 /// What collections share with others running beside them: the delta cache, the uploader,
 /// and what stops them (a signal, or the owner's cancel).
 pub struct Shared<'a> {
@@ -400,7 +418,7 @@ pub fn run_with(
     opts: &PullOptions,
     shared: &Shared<'_>,
     mut sink: impl FnMut(&Collection),
-) -> anyhow::Result<(bool, usize)> {
+) -> anyhow::Result<(Failures, usize)> {
     let mut runners = Vec::new();
     for t in targets {
         let client = fetch::client(t.http_timeout, &t.tls)
@@ -416,7 +434,7 @@ pub fn run_with(
     let started = Instant::now();
     let mut next: Vec<Instant> = runners.iter().map(|_| started).collect();
     let mut done: Vec<u64> = vec![0; runners.len()];
-    let mut failed = false;
+    let mut failed = Failures::default();
     let mut kept = 0;
     loop {
         if cancel.is_set() {
@@ -450,7 +468,8 @@ pub fn run_with(
         let c = collect(&job, opts, shared.cache, shared.uploader);
         done[i] += 1;
         next[i] += runners[i].target.interval;
-        failed |= c.profiles.iter().any(|p| !p.ok);
+        failed.any |= c.profiles.iter().any(|p| !p.ok);
+        failed.network |= c.profiles.iter().any(|p| p.unreachable);
         kept += c.profiles.iter().filter(|p| p.ok).count();
         send_figures(&c, opts, &mut forwarders);
         sink(&c);
