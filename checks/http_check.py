@@ -3,7 +3,8 @@ expire. An agentprof Python check on the Datadog AgentCheck API (standard librar
 runs on plain python3 as well as on datadog_checks_base).
 
 Instance options (conf.d/http_check.yaml.example):
-  url (required), name (tag, default: the url), method (GET), request_timeout (seconds, 10),
+  url (required), name (tag, default: the url), method (GET), timeout (seconds, 10; as the
+  Datadog http_check reads it; request_timeout is taken too),
   http_response_status_code (regex, "(1|2|3)\\d\\d"), content_match (regex, optional),
   tls_verify (true), check_certificate_expiration (true), days_warning (14), days_critical (7),
   headers (mapping).
@@ -42,25 +43,48 @@ def _decode(der):
 
 
 class HTTPCheck(AgentCheck):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # One opener per TLS setting, made at the first run that needs it: building an SSL
+        # context loads the system's CA store (about 20 ms of CPU), which a run must not pay
+        # every time, and an http:// URL never needs.
+        self._openers = {}
+        self._contexts = {}
+
+    def _context(self, verify):
+        context = self._contexts.get(bool(verify))
+        if context is None:
+            context = ssl.create_default_context()
+            if not verify:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            self._contexts[bool(verify)] = context
+        return context
+
+    def _opener(self, https, verify):
+        key = (https, bool(verify))
+        opener = self._openers.get(key)
+        if opener is None:
+            handlers = [urllib.request.ProxyHandler({})]
+            if https:
+                handlers.append(urllib.request.HTTPSHandler(context=self._context(verify)))
+            opener = self._openers[key] = urllib.request.build_opener(*handlers)
+        return opener
+
     def check(self, instance):
         url = instance.get("url")
         if not url:
             raise ValueError("instance has no `url`")
         name = instance.get("name") or url
         tags = list(instance.get("tags") or []) + ["url:%s" % url, "instance:%s" % name]
-        timeout = float(instance.get("request_timeout", 10))
+        timeout = float(instance.get("timeout", instance.get("request_timeout", 10)))
         expected = re.compile(str(instance.get("http_response_status_code", r"(1|2|3)\d\d")))
         content_match = instance.get("content_match")
         verify = instance.get("tls_verify", True)
 
-        context = ssl.create_default_context()
-        if not verify:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
         request = urllib.request.Request(url, method=instance.get("method", "GET"),
                                          headers=dict(instance.get("headers") or {}))
-        opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context),
-                                             urllib.request.ProxyHandler({}))
+        opener = self._opener(url.lower().startswith("https:"), verify)
         start = time.perf_counter()
         status, body, error = None, b"", None
         try:
@@ -93,7 +117,7 @@ class HTTPCheck(AgentCheck):
 
         parts = urllib.parse.urlsplit(url)
         if parts.scheme == "https" and instance.get("check_certificate_expiration", True):
-            self._certificate(parts, context, timeout, tags, instance)
+            self._certificate(parts, self._context(verify), timeout, tags, instance)
 
     def _certificate(self, parts, context, timeout, tags, instance):
         host, port = parts.hostname, parts.port or 443

@@ -204,3 +204,61 @@ fn directory_check_counts_sizes_and_ages_files() {
         .unwrap();
     assert_eq!(m["tags"], serde_json::json!(["dir_name:spool"]));
 }
+
+/// `timeout:` (the option the Agent's http_check reads) bounds the request: a server that
+/// accepts and never answers is a CRITICAL `timed out` within it, not a run that hangs. And an
+/// http:// URL builds no SSL context: the check's own profile never enters
+/// `ssl.create_default_context` (loading the CA store cost every run about 20 ms of CPU).
+#[test]
+fn http_check_honours_timeout_and_builds_no_tls_for_http() {
+    let sb = Sandbox::new();
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap();
+    let up = http_server("200 OK", "ok", 3);
+    sb.write(
+        "conf.d/http_check.yaml",
+        &format!(
+            "instances:\n  - url: http://{addr}/\n    name: silent\n    timeout: 1\n  - url: {up}\n    name: up\n"
+        ),
+    );
+    let r = sb.run(&[
+        "check",
+        "http_check",
+        "--checks",
+        &shipped(),
+        "--instance",
+        "0",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    // The run's own time: the 1 s timeout, not the 10 s default.
+    let took = doc["runs"][0]["run_time_s"].as_f64().unwrap();
+    assert!((1.0..9.0).contains(&took), "{took}");
+    let sc = &doc["service_checks"][0];
+    assert_eq!(sc["status"], 2, "{sc}");
+    assert!(
+        sc["message"].as_str().unwrap().contains("timed out"),
+        "{sc}"
+    );
+    drop(silent);
+    let r = sb.run(&[
+        "check",
+        "http_check",
+        "--checks",
+        &shipped(),
+        "--instance",
+        "1",
+        "-t",
+        "3",
+        "--profile",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let profile = r.stdout.to_string();
+    assert!(
+        profile.contains("http_check.py"),
+        "the profile lists the check's calls"
+    );
+    assert!(!profile.contains("create_default_context"), "{profile}");
+}
