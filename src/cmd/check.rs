@@ -409,7 +409,17 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         Some(host) if opts.profile && !opts.profile_first_run => warm_up(&mut runner, host),
         _ => false,
     };
-    let records = run_all(&mut runner, &opts, &name);
+    let mut spool = if opts.json {
+        Some(render::json::Spool::new().map_err(|e| {
+            anyhow::anyhow!(
+                "cannot make a spool for the runs' metrics in {}: {e}",
+                std::env::temp_dir().display()
+            )
+        })?)
+    } else {
+        None
+    };
+    let records = run_all(&mut runner, &opts, &name, spool.as_mut())?;
     if !opts.delay.is_zero() {
         std::thread::sleep(opts.delay);
     }
@@ -456,11 +466,25 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         python,
         config_warnings,
         metadata,
+        spooled: spool.is_some(),
     };
-    let text = rendered(&report, &opts)?;
-    print(&text)?;
-    if opts.flare {
-        write_flare(&config, &report.check, &text)?;
+    if let Some(spool) = &mut spool {
+        let doc = render::json::render(&report);
+        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+        spool.write(&doc, &report, &mut stdout)?;
+        writeln!(stdout)?;
+        stdout.flush()?;
+        if opts.flare {
+            let mut text = Vec::new();
+            spool.write(&doc, &report, &mut text)?;
+            write_flare(&config, &report.check, &String::from_utf8_lossy(&text))?;
+        }
+    } else {
+        let text = rendered(&report, &opts)?;
+        print(&text)?;
+        if opts.flare {
+            write_flare(&config, &report.check, &text)?;
+        }
     }
     write_outputs(
         &opts,
@@ -539,15 +563,41 @@ fn warm_up(runner: &mut Runner, host: &Arc<Mutex<crate::checks::python::PythonHo
     }
 }
 
-fn run_all(runner: &mut Runner, opts: &CheckOptions, name: &str) -> Vec<crate::profile::RunRecord> {
+/// Every instance, `--times` times with `--pause` between, with a progress bar. What the
+/// runs sent is kept only where it is shown: with `spool` (`--json`) each run's goes to the
+/// spool as it comes; in the table, only each instance's last run's is shown, so an earlier
+/// run's is dropped when the next one comes. Memory then grows by a run's figures only
+/// (about 1 KB), whatever `--times`.
+fn run_all(
+    runner: &mut Runner,
+    opts: &CheckOptions,
+    name: &str,
+    mut spool: Option<&mut render::json::Spool>,
+) -> anyhow::Result<Vec<crate::profile::RunRecord>> {
     let mut progress = Progress::new(
         u64::from(opts.times) * runner.instance_count() as u64,
         &format!("{name}:"),
     );
-    let mut records = Vec::new();
+    let mut records: Vec<crate::profile::RunRecord> = Vec::new();
+    let mut last_of: std::collections::HashMap<usize, usize> = Default::default();
     for run in 1..=opts.times {
         for pos in 0..runner.instance_count() {
-            records.push(runner.run(pos, run));
+            let mut record = runner.run(pos, run);
+            match spool.as_deref_mut() {
+                Some(s) => s
+                    .take(&mut record)
+                    .map_err(|e| anyhow::anyhow!("cannot spool the runs' metrics: {e}"))?,
+                None => {
+                    if let Some(&i) = last_of.get(&record.instance) {
+                        let old = &mut records[i];
+                        old.metrics = Vec::new();
+                        old.service_checks = Vec::new();
+                        old.events = Vec::new();
+                    }
+                }
+            }
+            last_of.insert(record.instance, records.len());
+            records.push(record);
             progress.inc();
         }
         if run < opts.times && !opts.pause.is_zero() {
@@ -555,7 +605,7 @@ fn run_all(runner: &mut Runner, opts: &CheckOptions, name: &str) -> Vec<crate::p
         }
     }
     progress.finish();
-    records
+    Ok(records)
 }
 
 /// What `--profile` shows: pstats' table for a Python check, else the sampled profile's
@@ -607,15 +657,9 @@ fn profile_view(
 }
 
 /// The report on stdout: the table, or `--json`'s document.
-/// The report as it is printed: one JSON document, or the tables.
+/// The report as the tables print it (`--json` is written through its spool).
 fn rendered(report: &CheckReport, opts: &CheckOptions) -> anyhow::Result<String> {
-    Ok(if opts.json {
-        let mut text = serde_json::to_string_pretty(&render::json::render(report))?;
-        text.push('\n');
-        text
-    } else {
-        render::table::render(report, Style::detect(opts.bordered))
-    })
+    Ok(render::table::render(report, Style::detect(opts.bordered)))
 }
 
 fn print(text: &str) -> anyhow::Result<()> {

@@ -29,6 +29,8 @@ pub struct CheckReport {
     pub config_warnings: Vec<String>,
     /// What a Python check set with `set_metadata`, as `agent check` shows it.
     pub metadata: Vec<crate::checks::python::CheckMetadata>,
+    /// The runs' metrics, service checks and events went to a [`json::Spool`] as they came.
+    pub spooled: bool,
 }
 
 /// What `--profile` found: sampled native stacks, or a Python check's cProfile statistics.

@@ -529,6 +529,12 @@ fn cost(out: &mut String, style: Style, recs: &[&RunRecord], measured: &str, lab
         out,
         "  cpu total: the CPU clock; user/system: the kernel's split of it by scheduler-tick samples (one tick, 1-10 ms)"
     );
+    if measured == crate::checks::CheckKind::Builtin.measured_process() && recs.len() > 1 {
+        let _ = writeln!(
+            out,
+            "  rss, vms: agentprof's own process, which also keeps each run's figures (under 1 KB a run) and the last run's metrics; a run's diff is what it changed during the run"
+        );
+    }
 }
 
 fn alloc_table(out: &mut String, style: Style, lines: &[crate::profile::AllocLine]) {
@@ -747,6 +753,7 @@ mod tests {
             python: None,
             config_warnings: vec![],
             metadata: vec![],
+            spooled: false,
         }
     }
 
