@@ -98,7 +98,7 @@ impl Spool {
                 return Ok(());
             };
             // The mark is the array's one element: `[\n    "mark"\n  ]`.
-            out.write_all(rest[..at].as_bytes())?;
+            out.write_all(&rest.as_bytes()[..at])?;
             if k < self.files.len() {
                 self.files[k].seek(SeekFrom::Start(0))?;
                 std::io::copy(&mut self.files[k], out)?;
