@@ -436,6 +436,18 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         python = Some(l.clone());
     }
     let profile = finished_profile(&mut runner);
+    let naming = crate::profile::naming_cost();
+    if naming.addresses > 0 {
+        // Naming the samples reads agentprof's own debug information (DWARF, tens of MB in
+        // a release build whose crates LTO joined into few units): after the runs, outside
+        // their figures, but a user timing `--profile` sees it.
+        eprintln!(
+            "agentprof: naming the profile's {} sampled addresses read agentprof's debug information: {:.2} s and +{} of resident memory, after the runs (their figures do not include it)",
+            naming.addresses,
+            naming.seconds,
+            crate::render::units::bytes(Some(naming.rss_growth))
+        );
+    }
     runner.release_thread();
     let view = profile_view(
         &opts,

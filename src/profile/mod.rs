@@ -17,5 +17,5 @@ pub use pstats::PstatsReport;
 pub use record::{AllocLine, MemoryProfile, PeakScope, RunCost, RunRecord, RunStatus};
 #[cfg(test)]
 pub(crate) use sampler::tests as sampler_tests;
-pub use sampler::{RUN_THREAD_NAME, Sampler, ThreadId, measured_run};
+pub use sampler::{NamingCost, RUN_THREAD_NAME, Sampler, ThreadId, measured_run, naming_cost};
 pub use top::{TopRow, TopTable};

@@ -235,3 +235,26 @@ fn human_profile_table_has_pprof_columns() {
     }
     assert!(r.stdout.contains("by cumulative time"));
 }
+
+/// Naming a built-in's samples reads agentprof's own debug information, after the runs:
+/// `--profile` says what that cost, so a user timing it knows where the time went.
+#[test]
+fn the_cost_of_naming_samples_is_said() {
+    let sb = crate::support::Sandbox::new();
+    let r = sb.run(&["check", "memory", "--profile", "-t", "3"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("read agentprof's debug information"))
+        .unwrap_or_else(|| panic!("{}", r.stderr));
+    assert!(
+        line.contains("sampled addresses")
+            && line.contains(" s and +")
+            && line.contains("after the runs"),
+        "{line}"
+    );
+    // Without --profile nothing is named, and nothing is said.
+    let r = sb.run(&["check", "memory"]);
+    assert!(!r.stderr.contains("debug information"), "{}", r.stderr);
+}

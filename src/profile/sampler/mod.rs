@@ -96,6 +96,23 @@ mod imp {
 pub use imp::Sampler;
 #[cfg(target_os = "linux")]
 pub use linux::Sampler;
+#[cfg(target_os = "linux")]
+pub use symbols::{NamingCost, naming_cost};
+
+/// What naming sampled addresses has cost so far (nothing is sampled off Linux).
+#[cfg(not(target_os = "linux"))]
+pub fn naming_cost() -> NamingCost {
+    NamingCost::default()
+}
+
+/// See the Linux sampler's.
+#[cfg(not(target_os = "linux"))]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct NamingCost {
+    pub addresses: usize,
+    pub seconds: f64,
+    pub rss_growth: u64,
+}
 
 /// Drops the root-side frames that are the runner's, not the check's: the marker and the
 /// closure that calls the check (possibly inlined into the marker's location).

@@ -192,11 +192,54 @@ fn unknown(addr: u64) -> Frame {
     }
 }
 
+/// What naming sampled addresses has cost this process so far: the addresses named, the
+/// time, and the most resident memory it added (the debug information it read).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct NamingCost {
+    pub addresses: usize,
+    pub seconds: f64,
+    pub rss_growth: u64,
+}
+
+static NAMING: std::sync::Mutex<NamingCost> = std::sync::Mutex::new(NamingCost {
+    addresses: 0,
+    seconds: 0.0,
+    rss_growth: 0,
+});
+
+/// What naming sampled addresses has cost so far (`check --profile` says it: naming reads the
+/// binary's DWARF, which the measured runs do not include).
+pub fn naming_cost() -> NamingCost {
+    *crate::sync::lock(&NAMING)
+}
+
+/// This process's resident memory, bytes (Linux; 0 where unknown).
+fn resident() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
 /// Frames of each address (innermost inlined frame first); with `release`, the symbol
 /// tables are dropped afterwards.
 fn resolve_all(keys: &[(u64, bool)], release: bool) -> Vec<Vec<Frame>> {
-    let out = keys
-        .iter()
+    let (t0, rss0) = (std::time::Instant::now(), resident());
+    let out = resolve_each(keys);
+    {
+        let mut n = crate::sync::lock(&NAMING);
+        n.addresses += keys.len();
+        n.seconds += t0.elapsed().as_secs_f64();
+        n.rss_growth = n.rss_growth.max(resident().saturating_sub(rss0));
+    }
+    if release {
+        backtrace::clear_symbol_cache();
+    }
+    out
+}
+
+fn resolve_each(keys: &[(u64, bool)]) -> Vec<Vec<Frame>> {
+    keys.iter()
         .map(|&(ip, leaf)| {
             // A return address points after the call; look up the call itself.
             let addr = if leaf { ip } else { ip.saturating_sub(1) };
@@ -223,9 +266,5 @@ fn resolve_all(keys: &[(u64, bool)], release: bool) -> Vec<Vec<Frame>> {
             }
             frames
         })
-        .collect();
-    if release {
-        backtrace::clear_symbol_cache();
-    }
-    out
+        .collect()
 }
