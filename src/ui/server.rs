@@ -436,7 +436,12 @@ async fn diff_flamegraph(
     let gzip = accepts_gzip(&headers);
     blocking(move || {
         let (base, new, idx) = compared(&ui, &q)?;
-        let title = format!("{} vs {} — {}", q.base, q.id, new.sample_types()[idx.1].0);
+        let title = format!(
+            "{} vs {} — {}",
+            ui.label(&q.base),
+            ui.label(&q.id),
+            new.sample_types()[idx.1].0
+        );
         let mut out = Vec::new();
         crate::pprof::diff::write_diff_flamegraph(&base, &new, idx, q.normalize, &title, &mut out)
             .map_err(|e| Problem::unprocessable(format!("{e:#}")))?;
@@ -500,7 +505,7 @@ async fn pstats_flamegraph(
             )));
         }
         let mut opts = inferno::flamegraph::Options::default();
-        opts.title = format!("{} — cumulative time", q.id);
+        opts.title = format!("{} — cumulative time", ui.label(&q.id));
         opts.count_name = "microseconds".to_string();
         opts.subtitle = Some(
             "a call tree from pstats' caller edges: each callee's time shared out by its callers' (a dump records no stacks)"

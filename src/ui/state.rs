@@ -161,6 +161,27 @@ impl Ui {
         Ok((path, bytes))
     }
 
+    /// A profile's id as a title shows it: its path under its root, after the root's own
+    /// name when several roots are served (`ROOT_INDEX/…` is the page's key, not a name).
+    pub(super) fn label(&self, id: &str) -> String {
+        let Some((ri, rel)) = id.split_once('/') else {
+            return id.to_string();
+        };
+        if self.roots.len() <= 1 {
+            return rel.to_string();
+        }
+        let root = ri
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| self.roots.get(i))
+            .and_then(|r| r.file_name())
+            .map(|n| n.to_string_lossy().into_owned());
+        match root {
+            Some(name) => format!("{name}/{rel}"),
+            None => rel.to_string(),
+        }
+    }
+
     /// A message without the server's own paths: each root is named by its index, as ids
     /// name it.
     pub(super) fn scrub(&self, message: &str) -> String {
@@ -396,7 +417,7 @@ impl Ui {
                 })
         };
         self.once(format!("flamegraph {index} {id}"), cached, || {
-            let title = format!("{id} — {}", p.sample_types()[index].0);
+            let title = format!("{} — {}", self.label(id), p.sample_types()[index].0);
             let mut out = Vec::new();
             crate::pprof::diff::write_flamegraph_with(&p, p.nodes(), index, &title, &mut out)
                 .map_err(|e| Problem::unprocessable(self.scrub(&format!("{e:#}"))))?;
@@ -437,7 +458,11 @@ impl Ui {
         let index = p.sample_index(sample_index).map_err(Problem::bad)?;
         let _room = self.room_like(&p)?;
         let (kept, _) = filter.apply(&p);
-        let title = format!("{id} — {} (filtered)", p.sample_types()[index].0);
+        let title = format!(
+            "{} — {} (filtered)",
+            self.label(id),
+            p.sample_types()[index].0
+        );
         let mut out = Vec::new();
         crate::pprof::diff::write_flamegraph(&kept, index, &title, &mut out)
             .map_err(|e| Problem::unprocessable(self.scrub(&format!("{e:#}"))))?;
