@@ -289,8 +289,15 @@ fn ui_lists_captures_with_their_causes_and_shows_the_clis_numbers() {
     // Its title names the file by its path, not by the page's internal root index.
     let (_, rel) = id.split_once('/').unwrap();
     let text = String::from_utf8_lossy(&svg);
-    assert!(text.contains(&format!("{rel} — ")), "{}", &text[..text.len().min(2000)]);
-    assert!(!text.contains(&format!("{id} — ")), "the id {id} in the title");
+    assert!(
+        text.contains(&format!("{rel} — ")),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    assert!(
+        !text.contains(&format!("{id} — ")),
+        "the id {id} in the title"
+    );
     // Asked with gzip, the flamegraph comes compressed (and is the same drawing).
     let zipped = reqwest::blocking::Client::new()
         .get(format!("{}/api/flamegraph.svg?id={}", ui.base, enc(id)))
