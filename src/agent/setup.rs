@@ -196,7 +196,7 @@ pub(super) fn start_checks(
     };
     let mut builtins = Vec::new();
     for loaded in checks {
-        let intervals = intervals(&loaded);
+        let mut intervals = intervals(&loaded);
         st.shortest = intervals.iter().copied().fold(st.shortest, Duration::min);
         let name = loaded.name.clone();
         st.kinds.insert(name.clone(), loaded.kind);
@@ -206,6 +206,7 @@ pub(super) fn start_checks(
             builtins.push(loaded);
             continue;
         }
+        let mut failed = Vec::new();
         if let Some(host) = &loaded.python {
             // A check that cannot be loaded is reported once and not scheduled, as the
             // Agent's collector does; the other checks run.
@@ -215,16 +216,25 @@ pub(super) fn start_checks(
             }
             for f in crate::checks::python::failed_instances(host) {
                 report.config_errors.push(format!(
-                    "{name}: instances[{}] did not load, the others run: {}",
+                    "{name}: instances[{}] did not load and is not scheduled; the others run: {}",
                     f.instance, f.error
                 ));
+                failed.push(f.instance);
             }
             st.python_hosts.push((name.clone(), Arc::clone(host)));
         }
         // Developer mode profiles Python checks with cProfile, for the periodic top calls.
         let python_profile =
             (opts.developer_mode && loaded.kind == CheckKind::Python).then_some(1000);
-        let runner = Runner::new(loaded, config, None, python_profile, false);
+        // An instance that did not load is not scheduled (its interval goes with it).
+        intervals = intervals
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !failed.contains(i))
+            .map(|(_, iv)| iv)
+            .collect();
+        let runner = Runner::new(loaded, config, None, python_profile, false)
+            .keep_instances(|i| !failed.contains(&i));
         let (tx, stop) = (tx.clone(), Arc::clone(stop));
         match std::thread::Builder::new()
             .name(format!("check-{name}"))

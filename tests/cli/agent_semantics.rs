@@ -455,7 +455,7 @@ fn flare_writes_the_report_with_secrets_scrubbed() {
 }
 
 /// A user at a terminal: runs its arguments on a pseudo-terminal, answers pdb's prompt with
-/// `p answer`, waits for 42, continues, and waits for the end of the JSON report.
+/// `p answer`, waits for 42, continues, and reads to the end.
 const PDB_USER: &str = r#"import os, pty, select, sys, time
 pid, fd = pty.fork()
 if pid == 0:
@@ -482,7 +482,18 @@ read_until(b"(Pdb) ")
 os.write(fd, b"p answer\n")
 read_until(b"42")
 os.write(fd, b"c\n")
-read_until(b'"schema_version"')
+# The rest, to the end: every holder of the terminal has closed it when agentprof is done.
+end = time.monotonic() + 120
+while time.monotonic() < end:
+    if not select.select([fd], [], [], 1)[0]:
+        continue
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
 _, status = os.waitpid(pid, 0)
 sys.stdout.write(out.decode(errors="replace"))
 sys.exit(os.waitstatus_to_exitcode(status))
@@ -521,7 +532,12 @@ fn breakpoint_stops_in_pdb_on_the_terminal() {
     );
     assert!(out.status.success(), "{stdout}{stderr}");
     assert!(stdout.contains("bp.py(7)check()"), "{stdout}");
-    assert!(stdout.contains("\"metric\": \"bp.answer\""), "{stdout}");
+    // The report's JSON after pdb's lines: the gauge the run sent once continued.
+    let report = &stdout[stdout.find("{\r\n").expect("the JSON report")..];
+    let report = report.replace("\r\n", "\n");
+    let doc: serde_json::Value = serde_json::from_str(report.trim()).unwrap();
+    assert_eq!(doc["metrics"][0]["metric"], "bp.answer", "{doc}");
+    assert_eq!(doc["metrics"][0]["value"], 42.0, "{doc}");
     // Without a terminal (a session of its own, whatever runs the tests): refused before
     // any run.
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agentprof"));
@@ -540,4 +556,41 @@ fn breakpoint_stops_in_pdb_on_the_terminal() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("pdb needs a terminal"), "{stderr}");
+}
+
+/// Under `start`, an instance whose constructor fails is reported once and not scheduled,
+/// as the Agent's collector does; the check's other instances run on their interval.
+#[test]
+fn start_schedules_only_the_instances_that_loaded() {
+    let Some(python) = venv_python() else { return };
+    let sb = Sandbox::new();
+    sb.write("checks/svc.py", CHECK);
+    sb.write(
+        "conf.d/svc.yaml",
+        "instances:\n  - min_collection_interval: 1\n  - fail: 1\n    min_collection_interval: 1\n",
+    );
+    let r = sb.run(&[
+        "start",
+        "--python",
+        &python,
+        "--duration",
+        "2500ms",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let errors = doc["config_errors"].to_string();
+    assert!(
+        errors.contains("instances[1] did not load and is not scheduled")
+            && errors.contains("ValueError: bad instance: 1"),
+        "{errors}"
+    );
+    let svc = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "svc")
+        .unwrap();
+    assert!(svc["runs"].as_u64().unwrap() >= 1, "{svc}");
+    assert_eq!(svc["errors"], 0, "{svc}");
 }
