@@ -1,7 +1,7 @@
 //! agentprof: what agent checks, plugins and Go services cost.
 //!
 //! The binary is a thin shell over this library; see `cmd` for the command layer and
-//! DESIGN.md for how checks, run records, renderers and profiles fit together.
+//! ARCHITECTURE.md for how checks, run records, renderers and profiles fit together.
 
 pub mod agent;
 pub mod budget;

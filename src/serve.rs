@@ -67,12 +67,6 @@ impl Bounds {
         }
     }
 
-    /// The memory the connections can hold at most, for documentation and tests: hyper
-    /// reads a request's head into a buffer of at most ~400 KiB (its default maximum),
-    /// usually 8–16 KiB.
-    pub fn worst_case_header_bytes(&self) -> usize {
-        self.max_connections * 408 * 1024
-    }
 }
 
 /// Counts of one server, for its /metrics.

@@ -226,14 +226,6 @@ impl Pprof {
             })
     }
 
-    /// The main binary's file name, as Go's `File:` header (the first mapping's).
-    pub fn main_file(&self) -> Option<&str> {
-        self.proto
-            .mapping
-            .first()
-            .map(|m| self.str(m.filename))
-            .filter(|f| !f.is_empty())
-    }
 }
 
 /// Every string index outside the samples and locations names a string of the table.

@@ -409,13 +409,6 @@ impl Uploader {
         sent
     }
 
-    /// Writes a body to the spool without trying to send it (the target is known down).
-    pub fn spool_body(&mut self, body: &[u8], ctype: &str, headers: &[(String, String)]) {
-        if let Err(e) = self.spool.put(body, ctype, headers) {
-            eprintln!("agentprof: {e}");
-        }
-    }
-
     pub fn pending(&self) -> usize {
         self.spool.pending()
     }
