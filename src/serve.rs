@@ -66,7 +66,6 @@ impl Bounds {
             hosts: None,
         }
     }
-
 }
 
 /// Counts of one server, for its /metrics.

@@ -225,7 +225,6 @@ impl Pprof {
                 types: types.iter().map(|(t, _)| t.to_string()).collect(),
             })
     }
-
 }
 
 /// Every string index outside the samples and locations names a string of the table.
