@@ -204,6 +204,10 @@ impl Conn {
 
 /// Whether the request's Host (or, in HTTP/1, its absolute URI's authority) is one served.
 fn host_allowed(req: &Request<Body>, allowed: &[String]) -> bool {
+    // Two Host headers: which one a proxy or a cache keyed on is anyone's guess.
+    if req.headers().get_all(header::HOST).iter().nth(1).is_some() {
+        return false;
+    }
     let host = req
         .headers()
         .get(header::HOST)
@@ -217,7 +221,7 @@ fn misdirected() -> Response<Body> {
         .status(StatusCode::MISDIRECTED_REQUEST)
         .header(header::CONTENT_TYPE, "application/json")
         .body(Body::from(
-            r#"{"error":"this server answers only requests addressed to the address it listens on (Host header)"}"#,
+            r#"{"error":"this server answers only requests addressed to the address it listens on, or to a name given with --allow-host NAME (one Host header)"}"#,
         ))
         .unwrap_or_default()
 }
@@ -335,6 +339,13 @@ mod tests {
         assert!(host_allowed(&req("LOCALHOST:7070"), &hosts));
         assert!(!host_allowed(&req("attacker.example:7070"), &hosts));
         assert!(!host_allowed(&req("localhost:7071"), &hosts));
+        // Two Host headers, the good one first: refused.
+        let two = Request::get("/api/profiles")
+            .header(header::HOST, "localhost:7070")
+            .header(header::HOST, "attacker.example:7070")
+            .body(Body::empty())
+            .expect("request");
+        assert!(!host_allowed(&two, &hosts));
         assert!(!host_allowed(
             &Request::get("/").body(Body::empty()).expect("request"),
             &hosts

@@ -41,8 +41,23 @@ pub async fn run(opts: UiOptions) -> anyhow::Result<Outcome> {
         dirs.join(", ")
     );
     if !bound.ip().is_loopback() {
+        let names = if opts.allow_hosts.is_empty() {
+            format!(
+                "it answers only requests addressed to {bound}{}; others get 421 until their name is given with --allow-host NAME",
+                if bound.ip().is_unspecified() {
+                    " or localhost"
+                } else {
+                    ""
+                }
+            )
+        } else {
+            format!(
+                "it answers requests addressed to {bound} and to {}",
+                opts.allow_hosts.join(", ")
+            )
+        };
         eprintln!(
-            "agentprof ui: {} is not a loopback address: anyone who reaches it can read these profiles",
+            "agentprof ui: {} is not a loopback address: anyone who reaches it under a name it answers can read these profiles ({names})",
             bound.ip()
         );
     }

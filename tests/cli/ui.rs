@@ -869,10 +869,11 @@ fn ui_says_what_is_wrong_and_what_is_exposed() {
     std::fs::create_dir_all(sb.file("prof")).unwrap();
     let r = sb.run(&["ui", "prof", "--listen", "0.0.0.0:0", "--duration", "1s"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
+    // What is true: only the names it answers reach the profiles; the others get 421
+    // until --allow-host names them.
     assert!(
-        r.stderr.contains(
-            "0.0.0.0 is not a loopback address: anyone who reaches it can read these profiles"
-        ),
+        r.stderr.contains("0.0.0.0 is not a loopback address: anyone who reaches it under a name it answers can read these profiles")
+            && r.stderr.contains("others get 421 until their name is given with --allow-host NAME"),
         "{}",
         r.stderr
     );

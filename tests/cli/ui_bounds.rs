@@ -40,7 +40,11 @@ fn ui_answers_only_its_own_names_and_sandboxes_what_it_draws() {
         &[("host", &format!("attacker.example:{port}"))],
     );
     assert_eq!(foreign.status().as_u16(), 421);
-    assert!(foreign.text().unwrap().contains("Host"));
+    let text = foreign.text().unwrap();
+    assert!(
+        text.contains("Host") && text.contains("--allow-host NAME"),
+        "{text}"
+    );
     for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
         let r = get_with(&ui.base, "/api/profiles", &[("host", &host)]);
         assert_eq!(r.status().as_u16(), 200, "{host}");
@@ -77,7 +81,7 @@ fn ui_answers_only_its_own_names_and_sandboxes_what_it_draws() {
 }
 
 fn foreign_text() -> &'static str {
-    "(\"this server answers only requests addressed to the address it listens on (Host header)\")"
+    "(\"this server answers only requests addressed to the address it listens on, or to a name given with --allow-host NAME (one Host header)\")"
 }
 
 /// FIFOs are not listed (reading one would hang), a file with a backslash in its name is
