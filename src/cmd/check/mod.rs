@@ -1,0 +1,247 @@
+//! `agentprof check NAME`: run one check once or N times, print its metrics and what each run
+//! cost, and optionally its CPU profile, flamegraph, pprof file and collector.log block.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::checks::{CheckKind, Registry, Runner};
+use crate::config::AgentConfig;
+use crate::progress::Progress;
+use crate::render::{self, CheckReport};
+
+use super::Outcome;
+
+mod options;
+mod outputs;
+mod profile;
+
+pub use options::CheckOptions;
+use options::{check_instance_flag, check_profile_flags, selected_instances};
+use outputs::{print, rendered, write_flare, write_outputs};
+use profile::{finished_profile, profile_view, repeat_for_profile, sampling};
+
+/// Fewer samples than this make a table that misleads more than it tells.
+pub const MIN_PROFILE_SAMPLES: u64 = 20;
+
+/// `agentprof check NAME`: the check loaded, each instance run `--times` times, the report
+/// printed (before any file is written: what was collected is not lost), then the files.
+pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
+    let config = AgentConfig::load(&opts.load)?;
+    let registry = Registry::new(&config);
+    let loaded = registry.load(&opts.name)?;
+    check_instance_flag(&opts, &loaded)?;
+    check_profile_flags(&opts, &loaded.name, loaded.kind)?;
+    let profile_hz = sampling(&opts, &loaded);
+    let mut config_warnings = config.warnings.clone();
+    config_warnings.extend(loaded.warnings.iter().cloned());
+    for w in &config_warnings {
+        eprintln!("agentprof: warning: {w}");
+    }
+    let selected = match &opts.instance_filter {
+        Some(f) => Some(selected_instances(&registry, &opts.name, f)?),
+        None => None,
+    };
+    let python_host = loaded.python.clone();
+    if let Some(host) = &python_host {
+        {
+            let mut h = crate::sync::lock(host);
+            h.set_memory_options(opts.memory_options.clone());
+            h.set_breakpoint(opts.breakpoint);
+        }
+        crate::checks::python::load(host)?;
+        for f in crate::checks::python::failed_instances(host) {
+            let w = format!(
+                "instances[{}] did not load, the others run: {}",
+                f.instance, f.error
+            );
+            eprintln!("agentprof: error: {w}");
+            config_warnings.push(w);
+        }
+    }
+    let (name, kind, mut version, source) = (
+        loaded.name.clone(),
+        loaded.kind,
+        loaded.version.clone(),
+        loaded.source.clone(),
+    );
+    let run_timeout = match opts.breakpoint {
+        // A run stopped in the debugger waits for its user.
+        Some(_) => Some(Duration::from_secs(24 * 3600)),
+        None => opts.run_timeout,
+    };
+    let mut runner = Runner::new(loaded, &config, opts.instance, profile_hz, opts.memory)
+        .with_log_level(opts.log_level)
+        .with_run_timeout(run_timeout);
+    if let Some(keep) = &selected {
+        runner = runner.keep_instances(|i| keep.contains(&i));
+    }
+    let warmed = match &python_host {
+        Some(host) if opts.profile && !opts.profile_first_run => warm_up(&mut runner, host),
+        _ => false,
+    };
+    let mut spool = if opts.json {
+        Some(render::json::Spool::new().map_err(|e| {
+            anyhow::anyhow!(
+                "cannot make a spool for the runs' metrics in {}: {e}",
+                std::env::temp_dir().display()
+            )
+        })?)
+    } else {
+        None
+    };
+    let records = run_all(&mut runner, &opts, &name, spool.as_mut())?;
+    if !opts.delay.is_zero() {
+        std::thread::sleep(opts.delay);
+    }
+    let repeated = repeat_for_profile(
+        &mut runner,
+        &records,
+        profile_hz.is_some() && kind == CheckKind::Builtin,
+    );
+    let mut python = None;
+    if let Some(host) = &python_host
+        && let Some(l) = &crate::sync::lock(host).loaded
+    {
+        version = l.version.clone();
+        python = Some(l.clone());
+    }
+    let profile = finished_profile(&mut runner);
+    let naming = crate::profile::naming_cost();
+    if naming.addresses > 0 {
+        // Naming the samples reads agentprof's own debug information (DWARF, tens of MB in
+        // a release build whose crates LTO joined into few units): after the runs, outside
+        // their figures, but a user timing `--profile` sees it.
+        eprintln!(
+            "agentprof: naming the profile's {} sampled addresses read agentprof's debug information: {:.2} s and +{} of resident memory, after the runs (their figures do not include it)",
+            naming.addresses,
+            naming.seconds,
+            crate::render::units::bytes(Some(naming.rss_growth))
+        );
+    }
+    runner.release_thread();
+    let view = profile_view(
+        &opts,
+        &records,
+        profile.as_ref(),
+        repeated,
+        python_host.as_ref(),
+        warmed,
+    );
+    let memory_growth = match (&python_host, opts.memory && opts.times > 1) {
+        (Some(host), true) => crate::sync::lock(host)
+            .memory_growth(usize::from(opts.memory_options.limit))
+            .ok(),
+        _ => None,
+    };
+    let metadata = python_host
+        .as_ref()
+        .and_then(|h| crate::sync::lock(h).metadata().ok())
+        .unwrap_or_default();
+    let report = CheckReport {
+        check: name,
+        kind,
+        version,
+        source,
+        records,
+        profile: view,
+        memory_growth,
+        python,
+        config_warnings,
+        metadata,
+        spooled: spool.is_some(),
+    };
+    if let Some(spool) = &mut spool {
+        let doc = render::json::render(&report);
+        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+        spool.write(&doc, &report, &mut stdout)?;
+        writeln!(stdout)?;
+        stdout.flush()?;
+        if opts.flare {
+            let mut text = Vec::new();
+            spool.write(&doc, &report, &mut text)?;
+            write_flare(&config, &report.check, &String::from_utf8_lossy(&text))?;
+        }
+    } else {
+        let text = rendered(&report, &opts);
+        print(&text)?;
+        if opts.flare {
+            write_flare(&config, &report.check, &text)?;
+        }
+    }
+    write_outputs(
+        &opts,
+        &config,
+        &report,
+        profile.as_ref(),
+        python_host.as_ref(),
+    )?;
+    Ok(if report.failed_runs() > 0 {
+        Outcome::RunFailed
+    } else {
+        Outcome::Success
+    })
+}
+
+/// Every instance, `--times` times with `--pause` between, with a progress bar.
+/// A Python check's first run imports what its later runs only use: one run of each
+/// instance before the measured ones, its statistics dropped, so the profile shows the
+/// check's steady runs. False when the worker could not forget them (then the profile
+/// includes the warm-up, and the title does not say it was left out).
+fn warm_up(runner: &mut Runner, host: &Arc<Mutex<crate::checks::python::PythonHost>>) -> bool {
+    for pos in 0..runner.instance_count() {
+        runner.run(pos, 0);
+    }
+    match crate::sync::lock(host).reset_stats() {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("agentprof: warning: --profile: the warm-up run stays in the profile: {e}");
+            false
+        }
+    }
+}
+
+/// Every instance, `--times` times with `--pause` between, with a progress bar. What the
+/// runs sent is kept only where it is shown: with `spool` (`--json`) each run's goes to the
+/// spool as it comes; in the table, only each instance's last run's is shown, so an earlier
+/// run's is dropped when the next one comes. Memory then grows by a run's figures only
+/// (about 1 KB), whatever `--times`.
+fn run_all(
+    runner: &mut Runner,
+    opts: &CheckOptions,
+    name: &str,
+    mut spool: Option<&mut render::json::Spool>,
+) -> anyhow::Result<Vec<crate::profile::RunRecord>> {
+    let mut progress = Progress::new(
+        u64::from(opts.times) * runner.instance_count() as u64,
+        &format!("{name}:"),
+    );
+    let mut records: Vec<crate::profile::RunRecord> = Vec::new();
+    let mut last_of: std::collections::HashMap<usize, usize> = Default::default();
+    for run in 1..=opts.times {
+        for pos in 0..runner.instance_count() {
+            let mut record = runner.run(pos, run);
+            match spool.as_deref_mut() {
+                Some(s) => s
+                    .take(&mut record)
+                    .map_err(|e| anyhow::anyhow!("cannot spool the runs' metrics: {e}"))?,
+                None => {
+                    if let Some(&i) = last_of.get(&record.instance) {
+                        let old = &mut records[i];
+                        old.metrics = Vec::new();
+                        old.service_checks = Vec::new();
+                        old.events = Vec::new();
+                    }
+                }
+            }
+            last_of.insert(record.instance, records.len());
+            records.push(record);
+            progress.inc();
+        }
+        if run < opts.times && !opts.pause.is_zero() {
+            std::thread::sleep(opts.pause);
+        }
+    }
+    progress.finish();
+    Ok(records)
+}
