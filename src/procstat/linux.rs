@@ -294,6 +294,15 @@ pub fn snapshot(target: Target) -> ProcessSnapshot {
     Probe::new(target).after()
 }
 
+/// agentprof's resident memory now, bytes: /proc/self/status alone, for a figure taken
+/// around work that is not a check's run (no fd or socket tables read).
+pub fn self_rss() -> Option<u64> {
+    let text = std::fs::read("/proc/self/status").ok()?;
+    let mut snap = ProcessSnapshot::default();
+    status_fields(&text, &mut snap);
+    snap.rss
+}
+
 /// How many of `sockets` (inodes) are TCP or UDP sockets in the process's network namespace.
 fn inet_socket_count(proc: &Process, sockets: &HashSet<u64>) -> Option<u64> {
     if sockets.is_empty() {

@@ -7,9 +7,9 @@ mod linux;
 mod other;
 
 #[cfg(target_os = "linux")]
-pub use linux::{Probe, snapshot};
+pub use linux::{Probe, self_rss, snapshot};
 #[cfg(not(target_os = "linux"))]
-pub use other::{Probe, snapshot};
+pub use other::{Probe, self_rss, snapshot};
 
 use serde::Serialize;
 

@@ -5,6 +5,11 @@ use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
 use super::{ProcessSnapshot, Target};
 
+/// agentprof's resident memory now, bytes.
+pub fn self_rss() -> Option<u64> {
+    snapshot(Target::SelfProcess).rss
+}
+
 pub fn snapshot(target: Target) -> ProcessSnapshot {
     let pid = match target {
         Target::SelfProcess => Pid::from_u32(std::process::id()),

@@ -441,20 +441,9 @@ fn send_interruptible(
 }
 
 /// The connection failed in its TLS handshake (a certificate refused, a protocol mismatch):
-/// the server was reached, so this is the configuration's to fix, not the network's.
+/// the server was reached, so this is the configuration's to fix, not the network's. The
+/// TLS stack's error reaches here only as the cause's text.
 fn tls_refused(e: &reqwest::Error) -> bool {
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(c) = cause {
-        if c.downcast_ref::<rustls::Error>().is_some()
-            || c.downcast_ref::<std::io::Error>()
-                .and_then(|io| io.get_ref())
-                .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some())
-        {
-            return true;
-        }
-        cause = c.source();
-    }
-    // The handshake's error as the TLS stack words it, where it reaches here only as text.
     let text = root_cause(e).to_ascii_lowercase();
     [
         "certificate",

@@ -94,10 +94,11 @@ impl CheckOptions {
             ),
             None => None,
         };
+        let defaults = crate::checks::python::MemoryOptions::default();
         let memory_options = crate::checks::python::MemoryOptions {
-            frames: a.m_frames.unwrap_or(1),
-            limit: a.m_limit.unwrap_or(10),
-            sort: a.m_sort.clone().unwrap_or_else(|| "lineno".into()),
+            frames: a.m_frames.unwrap_or(defaults.frames),
+            limit: a.m_limit.unwrap_or(defaults.limit),
+            sort: a.m_sort.clone().unwrap_or(defaults.sort),
             filters: a
                 .m_filters
                 .as_deref()

@@ -213,17 +213,10 @@ pub fn naming_cost() -> NamingCost {
     *crate::sync::lock(&NAMING)
 }
 
-/// This process's resident memory, bytes (Linux; 0 where unknown).
-fn resident() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| pages * 4096)
-}
-
 /// Frames of each address (innermost inlined frame first); with `release`, the symbol
 /// tables are dropped afterwards.
 fn resolve_all(keys: &[(u64, bool)], release: bool) -> Vec<Vec<Frame>> {
+    let resident = || crate::procstat::self_rss().unwrap_or(0);
     let (t0, rss0) = (std::time::Instant::now(), resident());
     let out = resolve_each(keys);
     {
