@@ -1,14 +1,18 @@
 //! The one HTTP stack of agentprof's servers — `start --metrics-listen`, `receive` (and its
 //! `--metrics-listen`), `k8s`'s health and metrics, `ui` — and the one place a tokio runtime
 //! is built: axum's router on hyper on tokio, behind one accept loop that bounds what a
-//! client can hold: a connection cap, a time to send each request's headers (which is also
-//! how long a kept-alive connection may idle), a lifetime per connection, and, where asked,
-//! the Host names accepted. The clients are reqwest (kube for the API server).
+//! client can hold: a connection cap, of which one peer address may hold a share; a time to
+//! send each request's headers (which is also how long a kept-alive connection may idle); a
+//! lifetime per connection; and, where asked, the Host names accepted. At the cap (or at its
+//! share) a new connection closes the connection that has been idle longest — one with no
+//! request in progress — rather than being turned away, so sockets that send nothing cannot
+//! lock honest clients out. The clients are reqwest (kube for the API server).
 
-use std::net::SocketAddr;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
@@ -47,8 +51,10 @@ pub struct Bounds {
     /// Time a client has to send a request's headers (and finish a TLS handshake); a
     /// kept-alive connection that sends nothing for this long is closed too.
     pub header_timeout: Duration,
-    /// Connections open at once; past it a new connection is closed as soon as it is
-    /// accepted, so the accept loop stays responsive and the file descriptors bounded.
+    /// Connections open at once. At the cap a new connection closes the one idle longest (no
+    /// request in progress); when every one is busy the new one is closed as soon as it is
+    /// accepted, so the accept loop stays responsive and the file descriptors bounded. One
+    /// peer address may hold a quarter of them (at least 4; [`Bounds::peer_share`]).
     pub max_connections: usize,
     /// A connection is asked to close after this long, and closed 5 s later.
     pub max_connection_age: Duration,
@@ -57,6 +63,13 @@ pub struct Bounds {
 }
 
 impl Bounds {
+    /// The connections one peer address may hold: a quarter of the cap, at least 4 (or the
+    /// whole cap when it is smaller).
+    pub fn peer_share(&self) -> usize {
+        let cap = self.max_connections.max(1);
+        (cap / 4).max(4).min(cap)
+    }
+
     /// A `/metrics` endpoint: a scraper or two, a few probes.
     pub fn metrics() -> Bounds {
         Bounds {
@@ -72,8 +85,11 @@ impl Bounds {
 #[derive(Debug, Default)]
 pub struct ServerStats {
     pub accepted: AtomicU64,
-    /// Connections closed at once because `max_connections` were open.
+    /// Connections closed at once because `max_connections` (or their peer's share) were open
+    /// and every one of them was busy.
     pub refused_over_cap: AtomicU64,
+    /// Idle connections closed to admit a new one.
+    pub evicted_idle: AtomicU64,
     /// Requests answered 421 for a Host not served.
     pub wrong_host: AtomicU64,
     pub open: AtomicU64,
@@ -100,19 +116,19 @@ pub async fn serve(
     mut stop: Stop,
     stats: Arc<ServerStats>,
 ) {
-    let permits = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections.max(1)));
+    let table = Arc::new(Table::default());
     let hosts: Option<Arc<[String]>> = bounds.hosts.clone().map(Into::into);
     let mut conns = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
             a = listener.accept() => {
-                let Ok((tcp, _)) = a else {
+                let Ok((tcp, peer)) = a else {
                     // EMFILE and the like: wait a moment rather than spin.
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 };
                 stats.accepted.fetch_add(1, Ordering::Relaxed);
-                let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+                let Some(slot) = table.admit(peer.ip(), &bounds, &stats) else {
                     stats.refused_over_cap.fetch_add(1, Ordering::Relaxed);
                     drop(tcp);
                     continue;
@@ -125,19 +141,25 @@ pub async fn serve(
                     stats: Arc::clone(&stats),
                 };
                 let tls = tls.clone();
+                let table = Arc::clone(&table);
                 conns.spawn(async move {
-                    let _permit = permit;
                     let stats = Arc::clone(&conn.stats);
                     stats.open.fetch_add(1, Ordering::Relaxed);
+                    let activity = Arc::clone(&slot.activity);
                     match tls {
-                        None => conn.run(tcp).await,
+                        None => conn.run(tcp, activity).await,
                         Some(acc) => {
                             let t = conn.bounds.header_timeout;
-                            if let Ok(Ok(io)) = tokio::time::timeout(t, acc.accept(tcp)).await {
-                                conn.run(io).await;
+                            let handshake = tokio::time::timeout(t, acc.accept(tcp));
+                            tokio::select! {
+                                r = handshake => if let Ok(Ok(io)) = r {
+                                    conn.run(io, activity).await;
+                                },
+                                () = activity.close.notified() => {}
                             }
                         }
                     }
+                    table.remove(slot.id);
                     stats.open.fetch_sub(1, Ordering::Relaxed);
                 });
             }
@@ -152,6 +174,98 @@ pub async fn serve(
     .await;
 }
 
+/// What the accept loop knows of one open connection.
+struct Entry {
+    peer: IpAddr,
+    activity: Arc<Activity>,
+}
+
+/// A connection's requests in progress and when it last finished one; `close` asks it to go.
+struct Activity {
+    in_flight: AtomicUsize,
+    /// The table's epoch, which `idle_since_ms` counts from.
+    epoch: Instant,
+    /// Milliseconds since `epoch` when it was accepted or last finished a request.
+    idle_since_ms: AtomicU64,
+    close: tokio::sync::Notify,
+}
+
+/// A connection's place in the table: its id, and its activity shared with it.
+struct Slot {
+    id: u64,
+    activity: Arc<Activity>,
+}
+
+/// The open connections, by id.
+struct Table {
+    epoch: Instant,
+    next: AtomicU64,
+    open: std::sync::Mutex<HashMap<u64, Entry>>,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Table {
+            epoch: Instant::now(),
+            next: AtomicU64::new(0),
+            open: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl Table {
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// A place for a new connection from `peer`: at its peer's share, the peer's connection
+    /// idle longest is closed to make room; at the cap, the one idle longest of all; None when
+    /// there is none idle to close.
+    fn admit(&self, peer: IpAddr, bounds: &Bounds, stats: &ServerStats) -> Option<Slot> {
+        let mut open = crate::sync::lock(&self.open);
+        let of_peer = open.values().filter(|e| e.peer == peer).count();
+        let full = if of_peer >= bounds.peer_share() {
+            Some(Some(peer))
+        } else if open.len() >= bounds.max_connections.max(1) {
+            Some(None)
+        } else {
+            None
+        };
+        if let Some(among) = full {
+            let oldest = open
+                .iter()
+                .filter(|(_, e)| among.is_none_or(|p| e.peer == p))
+                .filter(|(_, e)| e.activity.in_flight.load(Ordering::Acquire) == 0)
+                .min_by_key(|(id, e)| (e.activity.idle_since_ms.load(Ordering::Relaxed), **id))
+                .map(|(id, _)| *id)?;
+            if let Some(e) = open.remove(&oldest) {
+                e.activity.close.notify_one();
+                stats.evicted_idle.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let activity = Arc::new(Activity {
+            in_flight: AtomicUsize::new(0),
+            epoch: self.epoch,
+            idle_since_ms: AtomicU64::new(self.now_ms()),
+            close: tokio::sync::Notify::new(),
+        });
+        open.insert(
+            id,
+            Entry {
+                peer,
+                activity: Arc::clone(&activity),
+            },
+        );
+        drop(open);
+        Some(Slot { id, activity })
+    }
+
+    fn remove(&self, id: u64) {
+        crate::sync::lock(&self.open).remove(&id);
+    }
+}
+
 /// One accepted connection and what it is served with.
 struct Conn {
     app: Router,
@@ -162,8 +276,9 @@ struct Conn {
 }
 
 impl Conn {
-    /// HTTP/1 with the header timeout, closed gracefully (5 s) at stop or at its age limit.
-    async fn run<I>(mut self, io: I)
+    /// HTTP/1 with the header timeout, closed gracefully (5 s) at stop or at its age limit;
+    /// closed at once when the accept loop evicts it while it has no request in progress.
+    async fn run<I>(mut self, io: I, activity: Arc<Activity>)
     where
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
@@ -172,8 +287,10 @@ impl Conn {
             self.hosts.clone(),
             Arc::clone(&self.stats),
         );
+        let act = Arc::clone(&activity);
         let svc = tower::service_fn(move |req: Request<hyper::body::Incoming>| {
             let (app, hosts, stats) = (app.clone(), hosts.clone(), Arc::clone(&stats));
+            let busy = Busy::start(Arc::clone(&act));
             async move {
                 let req = req.map(Body::new);
                 if let Some(allowed) = hosts.as_deref()
@@ -183,7 +300,9 @@ impl Conn {
                     return Ok::<_, std::convert::Infallible>(misdirected());
                 }
                 use tower::ServiceExt;
-                app.oneshot(req).await
+                let resp = app.oneshot(req).await?;
+                // Busy until the answer's last byte is handed to hyper.
+                Ok(resp.map(|body| Body::new(Sending { body, _busy: busy })))
             }
         });
         let svc = hyper_util::service::TowerToHyperService::new(svc);
@@ -196,9 +315,60 @@ impl Conn {
             _ = conn.as_mut() => return,
             _ = self.stop.changed() => {}
             () = tokio::time::sleep(self.bounds.max_connection_age) => {}
+            () = activity.close.notified() => {
+                if activity.in_flight.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+            }
         }
         conn.as_mut().graceful_shutdown();
         let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
+    }
+}
+
+/// A request in progress on a connection, from when hyper hands it over until its answer is
+/// made: the connection is not idle meanwhile.
+struct Busy(Arc<Activity>);
+
+impl Busy {
+    fn start(activity: Arc<Activity>) -> Busy {
+        activity.in_flight.fetch_add(1, Ordering::AcqRel);
+        Busy(activity)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let a = &self.0;
+        a.idle_since_ms
+            .store(a.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+        a.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// An answer's body, which keeps its connection busy until it is all sent (or dropped).
+struct Sending {
+    body: Body,
+    _busy: Busy,
+}
+
+impl http_body::Body for Sending {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 

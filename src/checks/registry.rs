@@ -137,13 +137,10 @@ pub struct Registry<'a> {
 }
 
 /// A Python check's instances as JSON, each with its own file's `init_config` (an empty
-/// mapping when absent); with no configuration, one empty instance.
+/// mapping when absent).
 fn python_config(confs: &[CheckConf]) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
     let to_json =
         |v: &serde_yaml_ng::Value| serde_json::to_value(v).unwrap_or(serde_json::Value::Null);
-    if confs.is_empty() {
-        return (vec![serde_json::json!({})], vec![serde_json::json!({})]);
-    }
     let mut inits = Vec::new();
     let mut raws = Vec::new();
     for c in confs {
@@ -326,10 +323,14 @@ impl<'a> Registry<'a> {
             .collect()
     }
 
-    /// NAME's instances as JSON, in the order the runner numbers them (one empty instance
-    /// when NAME has no configuration): what `check --instance-filter` reads.
+    /// NAME's instances as JSON, in the order the runner numbers them (a built-in or exec
+    /// plugin without configuration runs one default instance, seen here as `{}`): what
+    /// `check --instance-filter` reads.
     pub fn instance_values(&self, name: &str) -> Result<Vec<serde_json::Value>, UsageError> {
         let confs = self.confs(name)?;
+        if confs.is_empty() {
+            return Ok(vec![serde_json::json!({})]);
+        }
         Ok(python_config(&confs).1)
     }
 
@@ -496,10 +497,10 @@ impl<'a> Registry<'a> {
         }
         let mut warnings = Vec::new();
         let (confs, source, commons) = self.common(name, None, &mut warnings)?;
-        let (inits, raws) = python_config(&confs);
         if confs.is_empty() {
-            warnings.push(self.no_conf_warning(name, installed.as_ref()));
+            return Err(self.no_conf_error(name, installed.as_ref()));
         }
+        let (inits, raws) = python_config(&confs);
         let check_ids = raws
             .iter()
             .zip(&inits)
@@ -554,19 +555,34 @@ impl<'a> Registry<'a> {
         })
     }
 
-    /// "NAME has no configuration…": where agentprof looked, and the integration's example.
-    fn no_conf_warning(&self, name: &str, installed: Option<&Installed>) -> String {
+    /// "NAME has no configuration…": where agentprof looked, what the Agent does (it runs no
+    /// Python check without one), and the example to start from when there is one.
+    fn no_conf_error(&self, name: &str, installed: Option<&Installed>) -> UsageError {
         let confd = self.config.confd_path.display();
-        let mut msg = format!(
-            "{name} has no configuration (looked for {confd}/{name}.yaml, {confd}/{name}.d/conf.yaml and conf.yaml.default): running one empty instance"
-        );
-        if let Some(example) = installed.and_then(|i| i.example.as_ref()) {
-            msg.push_str(&format!(
-                "; the integration ships {}: copy it to {confd}/{name}.d/conf.yaml and edit it",
+        let local = self
+            .config
+            .confd_path
+            .join(format!("{name}.d/conf.yaml.example"));
+        let example = if local.is_file() {
+            Some(local)
+        } else {
+            installed.and_then(|i| i.example.clone())
+        };
+        let start = match example {
+            Some(example) => format!(
+                "copy {} to {confd}/{name}.d/conf.yaml and edit it",
                 example.display()
-            ));
-        }
-        msg
+            ),
+            None => format!(
+                "write {confd}/{name}.d/conf.yaml with `instances: [{{}}]` to run its defaults"
+            ),
+        };
+        UsageError::config(
+            format!("{confd}/{name}.d/conf.yaml"),
+            format!(
+                "does not exist (nor {confd}/{name}.yaml, {confd}/{name}.d/*.yaml or conf.yaml.default): {name} has no configuration, and the Agent schedules no Python check without one (`agent check {name}`: no valid check found). To run it, {start}; --confd points elsewhere"
+            ),
+        )
     }
 }
 

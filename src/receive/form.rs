@@ -115,6 +115,9 @@ pub struct Upload {
     /// The other keys of event.json (`version`, `process_tags`, `endpoint_counts`…), kept.
     pub event: Option<serde_json::Value>,
     pub attachments: Vec<Attachment>,
+    /// Parts that are neither a profile, `metrics.json`, a file event.json lists, nor a field
+    /// of either form: skipped, as the Datadog intake skips them (their names, for the log).
+    pub skipped: Vec<String>,
 }
 
 impl Upload {
@@ -257,16 +260,25 @@ fn check(
         family: None,
         event: None,
         attachments: Vec::new(),
+        skipped: Vec::new(),
     };
     let mut legacy = Legacy::default();
     let mut files = Vec::new();
     for f in parts {
         if f.name == "event" {
-            read_event(&f.data, &mut up)?;
+            read_event(&f.data, &mut up, held)?;
         } else if !legacy.read(&f, &mut up)? {
             files.push(f);
         }
     }
+    let listed = listed_attachments(up.event.as_ref());
+    let (known, unknown): (Vec<Field>, Vec<Field>) =
+        files.into_iter().partition(|f| is_known(f, &listed));
+    up.skipped = unknown
+        .iter()
+        .map(|f| f.filename.clone().unwrap_or_else(|| f.name.clone()))
+        .collect();
+    let files = known;
     if up.event.is_none() && !legacy.seen {
         return Err(Reject::Event(
             "no `event` part (event.json) and none of the older form's fields".into(),
@@ -307,14 +319,73 @@ fn check(
         .map(|r| r.len() as u64)
         .sum();
     room.held.shrink_to(body_held + raw);
-    if !up.attachments.iter().any(|a| a.kind != Kind::Metrics) {
-        return Err(Reject::Malformed("no profile attached".into()));
+    let is_profile = |a: &Attachment| match a.kind {
+        Kind::Pprof => true,
+        Kind::Other => a.name.ends_with(".jfr") || a.stem.ends_with(".jfr"),
+        Kind::Metrics => false,
+    };
+    if !up.attachments.iter().any(is_profile) {
+        let skipped = if up.skipped.is_empty() {
+            String::new()
+        } else {
+            format!("; skipped as unknown: {}", up.skipped.join(", "))
+        };
+        return Err(Reject::Malformed(format!(
+            "no profile attached (a part `*.pprof`, `*.jfr`, one event.json lists, or the \
+             older form's `data[i]`){skipped}"
+        )));
     }
     Ok(up)
 }
 
+/// The most an `event` part (event.json) may hold: dd-trace's are a few KB (tags, times,
+/// attachment names, endpoint counts, settings).
+pub const EVENT_LIMIT: usize = 64 << 10;
+
+/// What parsing JSON of `len` bytes may cost in memory at most: every two bytes (`0,`) may
+/// become a 32-byte value in a vector that grew by doubling.
+fn parse_cost(len: usize) -> u64 {
+    32 * len as u64 + 4096
+}
+
+/// The names event.json's `attachments` lists.
+fn listed_attachments(event: Option<&serde_json::Value>) -> Vec<&str> {
+    event
+        .and_then(|e| e.get("attachments"))
+        .and_then(|a| a.as_array())
+        .map(|a| a.iter().filter_map(|x| x.as_str()).collect())
+        .unwrap_or_default()
+}
+
+/// Whether a file part is one an upload carries: a profile (`*.pprof`, `*.jfr`, the older
+/// form's `data[i]`), dd-trace-go's `metrics.json`, ddtrace's `code-provenance.json`, or a
+/// file event.json lists by its part or file name.
+fn is_known(f: &Field, listed: &[&str]) -> bool {
+    if f.name.starts_with("data[") {
+        return true;
+    }
+    let names = [Some(f.name.as_str()), f.filename.as_deref()];
+    names.into_iter().flatten().any(|n| {
+        n.ends_with(".pprof")
+            || n.ends_with(".jfr")
+            || matches!(n, "pprof" | "metrics.json" | "code-provenance.json")
+            || listed.contains(&n)
+    })
+}
+
 /// The current form's `event` part (event.json): tags, start, end, family, attachments.
-fn read_event(data: &[u8], up: &mut Upload) -> Result<(), Reject> {
+/// At most [`EVENT_LIMIT`] bytes, its parse reserved from the budget before it is parsed.
+fn read_event(data: &[u8], up: &mut Upload, held: &mut Reservation) -> Result<(), Reject> {
+    if data.len() > EVENT_LIMIT {
+        return Err(Reject::Event(format!(
+            "{} bytes, over the {EVENT_LIMIT} bytes an event part may take (dd-trace's are a \
+             few KB)",
+            data.len()
+        )));
+    }
+    if !held.grow(parse_cost(data.len())) {
+        return Err(busy());
+    }
     let v: serde_json::Value =
         serde_json::from_slice(data).map_err(|e| Reject::Event(format!("not JSON: {e}")))?;
     let obj = v

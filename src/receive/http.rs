@@ -18,7 +18,10 @@ use super::queue::{Queue, QueueError, RecordId};
 use crate::budget::{Budget, Reservation};
 
 /// How long a sender may take to send its headers (or less, with a shorter read timeout).
-pub(super) const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+/// What an upload holds of the memory budget before its body arrives (twice this): the rest is
+/// charged as the bytes come.
+const FIRST_CHARGE: u64 = 64 << 10;
 /// What a 503 or 507 tells the client to wait, seconds.
 const RETRY_AFTER: &str = "5";
 
@@ -162,6 +165,7 @@ async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Body> {
             Ok(x) => x,
             Err(r) => return refuse(m, r),
         };
+    m.skipped(&parsed.skipped);
     // Made durable and handed to a worker by a task of its own: a client that goes away
     // meanwhile neither strands the upload nor has it stored twice.
     let (tx, rx) = tokio::sync::oneshot::channel();
@@ -267,7 +271,10 @@ async fn read(
             )),
         ));
     }
-    let Some(mut held) = state.budget.try_reserve(2 * declared.unwrap_or(64 << 10)) else {
+    // What arrives is charged as it arrives: a sender that states 100 MB and sends 6 KB holds
+    // 2 × 64 KiB, not 200 MB.
+    let first = declared.unwrap_or(FIRST_CHARGE).min(FIRST_CHARGE);
+    let Some(mut held) = state.budget.try_reserve(2 * first) else {
         return Err(refuse(m, super::form::busy()));
     };
     let headers = kept_headers(req.headers());
@@ -292,15 +299,18 @@ async fn read(
     }
 }
 
-/// The body, at most `limit` bytes, the reservation grown as it comes beyond what it holds.
+/// The body, at most `limit` bytes, the reservation grown as it comes beyond what it holds:
+/// twice what arrived (the chunks as they came, then the one buffer they are joined into,
+/// which the parts are cut from).
 async fn collect_body(mut body: Body, limit: u64, held: &mut Reservation) -> Result<Bytes, Reject> {
-    let mut out = bytes::BytesMut::new();
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut len = 0u64;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| Reject::Malformed(format!("the body was cut: {e}")))?;
         let Ok(chunk) = frame.into_data() else {
             continue;
         };
-        let len = (out.len() + chunk.len()) as u64;
+        len += chunk.len() as u64;
         if len > limit {
             return Err(Reject::TooLarge(format!(
                 "the body is over the {limit}-byte limit (body_size_limit_mb)"
@@ -309,9 +319,19 @@ async fn collect_body(mut body: Body, limit: u64, held: &mut Reservation) -> Res
         if 2 * len > held.bytes() && !held.grow(2 * len - held.bytes()) {
             return Err(super::form::busy());
         }
-        out.extend_from_slice(&chunk);
+        chunks.push(chunk);
     }
-    Ok(out.freeze())
+    Ok(match chunks.len() {
+        0 => Bytes::new(),
+        1 => chunks.pop().unwrap_or_default(),
+        _ => {
+            let mut out = bytes::BytesMut::with_capacity(len as usize);
+            for c in chunks {
+                out.extend_from_slice(&c);
+            }
+            out.freeze()
+        }
+    })
 }
 
 pub(super) fn router(state: Arc<State>) -> axum::Router {

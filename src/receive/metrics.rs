@@ -21,6 +21,9 @@ pub struct Metrics {
     pub forwards: Family<Labels, Counter>,
     pub store_failures: Counter,
     pub retention_deleted: Counter,
+    /// Parts of accepted uploads skipped as unknown.
+    pub skipped_parts: Counter,
+    skipped_logged: std::sync::atomic::AtomicBool,
     budget_bytes: Gauge,
     budget: std::sync::OnceLock<crate::budget::Budget>,
     /// Totals for the summary at stop.
@@ -82,6 +85,13 @@ impl Metrics {
             "Stored files deleted to keep out_dir within receive.retention_mb / retention_days",
             retention_deleted.clone(),
         );
+        let skipped_parts = Counter::default();
+        registry.register(
+            "skipped_parts",
+            "Parts of uploads skipped because they are neither a profile, metrics.json, a file \
+             event.json lists, nor a field of the older form",
+            skipped_parts.clone(),
+        );
         let budget_bytes = Gauge::default();
         registry.register(
             "memory_in_flight_bytes",
@@ -92,6 +102,8 @@ impl Metrics {
             forwards,
             store_failures,
             retention_deleted,
+            skipped_parts,
+            skipped_logged: Default::default(),
             budget_bytes,
             budget: std::sync::OnceLock::new(),
             registry,
@@ -110,6 +122,34 @@ impl Metrics {
             .get_or_create(&vec![("reason", reason.to_string())])
             .inc();
         *crate::sync::lock(&self.refused).entry(reason).or_default() += 1;
+    }
+
+    /// Counts the parts an upload skipped, and says so on stderr the first time.
+    pub fn skipped(&self, names: &[String]) {
+        if names.is_empty() {
+            return;
+        }
+        self.skipped_parts.inc_by(names.len() as u64);
+        if !self
+            .skipped_logged
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            let shown: Vec<String> = names
+                .iter()
+                .take(4)
+                .map(|n| {
+                    let short: String = n.chars().take(64).collect();
+                    format!("`{}`", crate::redact::printable(&short))
+                })
+                .collect();
+            eprintln!(
+                "agentprof receive: skipped part{} {} of an upload: neither a profile, \
+                 metrics.json, nor a file its event.json lists (counted in \
+                 agentprof_receive_skipped_parts_total; said once)",
+                if names.len() == 1 { "" } else { "s" },
+                shown.join(", ")
+            );
+        }
     }
 
     /// The budget whose use /metrics shows.

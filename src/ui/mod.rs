@@ -70,7 +70,7 @@ pub async fn run(opts: UiOptions) -> anyhow::Result<Outcome> {
     let app = server::router(ui);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let bounds = crate::serve::Bounds {
-        header_timeout: Duration::from_secs(10),
+        header_timeout: Duration::from_secs(5),
         max_connections: 64,
         max_connection_age: Duration::from_secs(600),
         hosts: Some(crate::serve::local_hosts(bound, &opts.allow_hosts)),

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::support::{Sandbox, venv_python};
+use crate::support::{Sandbox, metric_values, venv_python};
 
 const CHECK: &str = r#"from datadog_checks.base import AgentCheck
 
@@ -365,6 +365,7 @@ fn profile_memory_and_its_m_options() {
         "from datadog_checks.base import AgentCheck\nKEEP = []\n\n\ndef grow():\n    KEEP.append(bytearray(256 * 1024))\n\n\n\
          class Keep(AgentCheck):\n    def check(self, instance):\n        grow()\n        self.gauge('kept', len(KEEP))\n",
     );
+    sb.write("conf.d/keep.yaml", "instances: [{}]\n");
     let run = |extra: &[&str]| {
         let mut args = vec![
             "check", "keep", "--python", &python, "-t", "2", "-m", "--json",
@@ -425,6 +426,7 @@ fn flare_writes_the_report_with_secrets_scrubbed() {
         "from datadog_checks.base import AgentCheck\n\n\nclass Leaky(AgentCheck):\n    def check(self, instance):\n\
          \x20       self.warning('cannot reach http://admin:hunter2@db:5432/ with password: s3cr3t')\n",
     );
+    sb.write("conf.d/leaky.yaml", "instances: [{}]\n");
     let state = sb.file("state");
     let r = sb.run_env(
         &["check", "leaky", "--python", &python, "--flare"],
@@ -510,6 +512,7 @@ fn breakpoint_stops_in_pdb_on_the_terminal() {
         "from datadog_checks.base import AgentCheck\n\n\nclass Bp(AgentCheck):\n    def check(self, instance):\n\
          \x20       answer = 6 * 7\n        self.gauge('bp.answer', answer)\n",
     );
+    sb.write("conf.d/bp.yaml", "instances: [{}]\n");
     let user = sb.write("pdb_user.py", PDB_USER);
     let out = std::process::Command::new(&python)
         .arg(&user)
@@ -593,4 +596,39 @@ fn start_schedules_only_the_instances_that_loaded() {
         .unwrap();
     assert!(svc["runs"].as_u64().unwrap() >= 1, "{svc}");
     assert_eq!(svc["errors"], 0, "{svc}");
+}
+
+/// A Python check with no configuration runs nothing, as `agent check` finds no valid check:
+/// exit 2, where agentprof looked and the line to write; with only the example beside it,
+/// the copy to make.
+#[test]
+fn a_python_check_without_configuration_does_not_run() {
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/solo.py",
+        "from datadog_checks.base import AgentCheck\n\nclass Solo(AgentCheck):\n    def check(self, _):\n        self.gauge('solo.ran', 1)\n",
+    );
+    let r = sb.run(&["check", "solo", "--json"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert!(
+        r.stderr.contains("conf.d/solo.d/conf.yaml: does not exist")
+            && r.stderr.contains("no valid check found")
+            && r.stderr.contains("`instances: [{}]`"),
+        "{}",
+        r.stderr
+    );
+    sb.write("conf.d/solo.d/conf.yaml.example", "instances:\n  - {}\n");
+    let r = sb.run(&["check", "solo"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("copy conf.d/solo.d/conf.yaml.example to conf.d/solo.d/conf.yaml"),
+        "{}",
+        r.stderr
+    );
+    sb.write("conf.d/solo.d/conf.yaml", "instances:\n  - {}\n");
+    let r = sb.run(&["check", "solo", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(metric_values(&r.json(), "solo.ran"), vec![1.0]);
 }

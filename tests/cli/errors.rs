@@ -172,6 +172,7 @@ fn directories_from_flags_must_exist_and_broken_plugins_say_why() {
         "checks/mycheck.py",
         "from datadog_checks.base import AgentCheck\n",
     );
+    sb.write("conf.d/mycheck.yaml", "instances: [{}]\n");
     let r = sb.run(&["check", "mycheck", "--json"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stdout.is_empty(), "{}", r.stdout);

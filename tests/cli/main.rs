@@ -19,6 +19,7 @@ mod python;
 mod readme;
 mod receive;
 mod receive_bounds;
+mod receive_hostile;
 mod shipped;
 mod start;
 mod support;

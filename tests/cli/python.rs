@@ -164,6 +164,7 @@ fn pstats_numbers_are_pythons_own() {
         "from checks import AgentCheck\n\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n\n\
          class Fib(AgentCheck):\n    def check(self, instance):\n        self.gauge('fib', fib(15))\n",
     );
+    sb.write("conf.d/fib.yaml", "instances: [{}]\n");
     let dump = sb.file("fib.prof");
     let r = sb.run(&[
         "check",
@@ -290,6 +291,7 @@ fn invalid_submissions_are_warned_and_skipped() {
          \x20       self.gauge('a', float('nan'))\n        self.gauge('b', 'seven')\n\
          \x20       self.gauge('c', 1, tags=['ok:1', 5, 'bad,tag'])\n        self.service_check('d', 9)\n",
     );
+    sb.write("conf.d/sloppy.yaml", "instances: [{}]\n");
     let r = sb.run(&["check", "sloppy", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let doc = r.json();
@@ -315,6 +317,7 @@ fn memory_tracing_and_the_leak_signal_find_a_leaking_line() {
         "from checks import AgentCheck\nKEEP = []\n\nclass Leaky(AgentCheck):\n    def check(self, instance):\n\
          \x20       KEEP.append(bytearray(2 * 1024 * 1024))\n        self.gauge('leaky.kept', len(KEEP))\n",
     );
+    sb.write("conf.d/leaky.yaml", "instances: [{}]\n");
     let r = sb.run(&["check", "leaky", "-t", "20", "--memory", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let doc = r.json();
@@ -511,9 +514,16 @@ fn an_installed_integration_runs_by_name_with_its_config_model() {
     let Some(python) = venv_python() else { return };
     install_acme(&python);
     let sb = Sandbox::new();
-    // No conf.d file: agentprof says where it looked and points to the shipped example.
+    // No conf.d file: as the Agent, nothing runs (exit 2); agentprof says where it looked
+    // and points to the shipped example.
     let r = sb.run(&["check", "acme", "--python", &python, "--json"]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert!(
+        r.stderr.contains("schedules no Python check without one"),
+        "{}",
+        r.stderr
+    );
     assert!(r.stderr.contains("conf.d/acme.d/conf.yaml"), "{}", r.stderr);
     assert!(
         r.stderr
@@ -588,6 +598,7 @@ fn a_check_that_cannot_be_loaded_is_a_configuration_error_with_file_and_line() {
     ];
     for (name, body, expected) in cases {
         sb.write(&format!("checks/{name}.py"), body);
+        sb.write(&format!("conf.d/{name}.yaml"), "instances: [{}]\n");
         let r = sb.run(&["check", name]);
         assert_eq!(r.code, 2, "{name}: {}\n{}", r.stdout, r.stderr);
         assert!(r.stderr.contains(expected), "{name}: {}", r.stderr);
@@ -600,6 +611,7 @@ fn a_check_that_cannot_be_loaded_is_a_configuration_error_with_file_and_line() {
         "from datadog_checks.base import AgentCheck\nclass Base(AgentCheck):\n    pass\nclass Leaf(Base):\n    def check(self, _):\n        self.gauge('leaf.ok', 1)\n",
     );
     sb.write("checks/reexport.py", "from impl_mod import Leaf\n");
+    sb.write("conf.d/reexport.yaml", "instances: [{}]\n");
     let r = sb.run(&["check", "reexport", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.json()["python"]["class"], "Leaf");
@@ -620,6 +632,7 @@ fn a_rate_is_per_second_between_submissions_and_historate_histograms_rates() {
         "checks/counter.py",
         "import time\ntime.sleep(0.3)  # a slow import, inside run 1's window\nfrom datadog_checks.base import AgentCheck\n\nclass Counter(AgentCheck):\n    def check(self, _):\n        time.sleep(0.05)\n        now = time.time()\n        self.rate('c.rate', 10 * now)\n        self.historate('c.historate', 10 * now)\n",
     );
+    sb.write("conf.d/counter.yaml", "instances: [{}]\n");
     // 250 ms between runs: the submissions are ~0.3 s apart, so a few milliseconds of
     // scheduling delay between the check's clock and its submission (a loaded machine)
     // stays within 1 %; dividing by the time between runs would be off by the 0.3 s import.
@@ -659,6 +672,7 @@ fn a_runs_cpu_is_the_cpu_clock_and_never_exceeds_its_wall_time() {
         "checks/burn.py",
         "import time\nfrom datadog_checks.base import AgentCheck\n\nclass Burn(AgentCheck):\n    def check(self, _):\n        t = time.process_time()\n        while time.process_time() - t < 0.002:\n            pass\n        self.gauge('burn.ok', 1)\n",
     );
+    sb.write("conf.d/burn.yaml", "instances: [{}]\n");
     let r = sb.run(&["check", "burn", "-t", "30", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     for run in r.json()["runs"].as_array().unwrap() {
@@ -683,6 +697,7 @@ fn an_installed_integration_replaces_a_builtin_only_when_an_interpreter_is_chose
         "pp/datadog_checks/__init__.py",
         "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n",
     );
+    sb.write("conf.d/uptime.yaml", "instances: [{}]\n");
     let pp = sb.file("pp");
     let env = [("PYTHONPATH", pp.to_str().unwrap())];
     let r = sb.run_env(&["check", "uptime", "--python", &python, "--json"], &env);
@@ -704,6 +719,7 @@ fn a_tag_that_is_not_valid_unicode_loses_nothing_else() {
         "checks/surrogate.py",
         "from datadog_checks.base import AgentCheck\n\nclass S(AgentCheck):\n    def check(self, _):\n        self.gauge('s.before', 1)\n        self.gauge('s.bad', 2, tags=['k:\\udcff'])\n        self.service_check('s.up', 0, message='m\\udcff')\n        self.gauge('s.after', 3)\n",
     );
+    sb.write("conf.d/surrogate.yaml", "instances: [{}]\n");
     let r = sb.run(&["check", "surrogate", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let doc = r.json();

@@ -1,0 +1,237 @@
+//! `agentprof receive` beside clients that misbehave on purpose: an event part built to cost
+//! memory, senders that claim large bodies and send almost nothing, sockets that send nothing
+//! at all, parts that are no profile. Each test has honest uploads go through beside them.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::receive::{Receiver, multipart, post, recorded_upload};
+use crate::support::{Sandbox, fixture};
+
+fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+fn vm_hwm_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// One value of the receiver's /metrics (0 when the series is not there yet).
+fn metric(metrics: &str, name: &str) -> f64 {
+    let text = reqwest::blocking::get(format!("http://{metrics}/metrics"))
+        .and_then(|r| r.text())
+        .unwrap_or_default();
+    text.lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Polls `f` every 50 ms until it holds; panics with `what` after 60 s.
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let end = std::time::Instant::now() + Duration::from_secs(60);
+    while !f() {
+        assert!(std::time::Instant::now() < end, "waited 60 s for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The recorded upload with its event.json replaced by `event`.
+fn upload_with_event(event: serde_json::Value) -> (Vec<u8>, String) {
+    let cpu = std::fs::read(fixture("cpu.pprof")).unwrap();
+    multipart(&[
+        ("cpu.pprof", Some("cpu.pprof"), cpu),
+        ("event", Some("event.json"), event.to_string().into_bytes()),
+    ])
+}
+
+/// An event.json of 15 MB of `0,0,0,…` (which parsed whole costs ~270 MiB) is refused with
+/// the limit it broke, four at once leave the receiver's peak RSS under 256 MiB, and an honest
+/// event of 60 KB beside them is taken.
+#[test]
+fn an_event_part_cannot_cost_more_than_its_limit() {
+    let sb = Sandbox::new();
+    let rx = Receiver::start(&sb, &[]);
+    let url = rx.url();
+    let zeros = vec![0u8; 7_500_000];
+    let bomb = json!({"start": "2026-12-01T10:00:00Z", "end": "2026-12-01T10:01:00Z",
+        "attachments": ["cpu.pprof"], "family": "go", "version": "4", "endpoint_counts": zeros});
+    let (body, ct) = upload_with_event(bomb);
+    assert!(body.len() > 15_000_000, "{}", body.len());
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (url, body, ct) = (url.clone(), body.clone(), ct.clone());
+            std::thread::spawn(move || post(&url, body, &ct))
+        })
+        .collect();
+    for t in threads {
+        let (code, text) = t.join().unwrap();
+        assert_eq!(code, 400, "{text}");
+        assert!(
+            text.contains("over the 65536 bytes an event part may take"),
+            "{text}"
+        );
+    }
+    let hwm = vm_hwm_kib(rx.pid());
+    eprintln!(
+        "measured: four 15 MB event parts at once: VmHWM {} MiB",
+        hwm / 1024
+    );
+    assert!(hwm < 256 * 1024, "VmHWM {hwm} KiB");
+    let honest = json!({"start": "2026-12-01T10:00:00Z", "end": "2026-12-01T10:01:00Z",
+        "attachments": ["cpu.pprof"], "family": "go", "version": "4",
+        "tags_profiler": "service:big-event", "endpoint_counts": vec![0u8; 30_000]});
+    let (body, ct) = upload_with_event(honest);
+    assert_eq!(post(&url, body, &ct).0, 202);
+    assert_eq!(rx.next()["service"], "big-event");
+}
+
+/// Headers of an upload that claims a 30 MB body, then 100 bytes of it, then nothing.
+fn slow_sender(addr: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    let head = format!(
+        "POST /profiling/v1/input HTTP/1.1\r\nHost: {addr}\r\n\
+         Content-Type: multipart/form-data; boundary=x\r\nContent-Length: 30000000\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(&[b'-'; 100]).unwrap();
+    s
+}
+
+/// 40 connections that state 30 MB bodies and send 100 bytes each hold what they sent (a
+/// small first charge each), not what they claim: honest uploads beside them are taken.
+#[test]
+fn slow_senders_hold_what_they_send_not_what_they_claim() {
+    let sb = Sandbox::new();
+    let metrics = free_addr();
+    let rx = Receiver::start(&sb, &["--metrics-listen", &metrics]);
+    let slow: Vec<TcpStream> = (0..40).map(|_| slow_sender(&rx.addr)).collect();
+    let name = "agentprof_receive_memory_in_flight_bytes";
+    wait_for("the 40 slow senders to be read", || {
+        metric(&metrics, name) >= 40.0 * 128.0 * 1024.0
+    });
+    let held = metric(&metrics, name);
+    let mut accepted = 0;
+    for _ in 0..10 {
+        let (body, ct) = recorded_upload("service:honest");
+        let (code, text) = post(&rx.url(), body, &ct);
+        assert_eq!(code, 202, "{text}");
+        accepted += 1;
+        rx.next();
+    }
+    eprintln!(
+        "measured: 40 slow senders claiming 30 MB each hold {:.1} MiB of the budget; honest uploads beside them: {accepted} of 10 acknowledged",
+        held / 1048576.0
+    );
+    assert!(held < 16.0 * 1048576.0, "{held}");
+    drop(slow);
+}
+
+/// 300 sockets that send nothing cannot lock honest clients out: each new connection closes
+/// the one idle longest; a socket that never sends its request is closed by the header
+/// deadline. The same for the ui's /healthz behind 70 idle sockets.
+#[test]
+fn idle_sockets_cannot_fill_the_connection_cap() {
+    let sb = Sandbox::new();
+    let metrics = free_addr();
+    let rx = Receiver::start(&sb, &["--metrics-listen", &metrics]);
+    let idle: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect(&rx.addr).unwrap())
+        .collect();
+    let mut accepted = 0;
+    for _ in 0..10 {
+        let (body, ct) = recorded_upload("service:honest");
+        let (code, text) = post(&rx.url(), body, &ct);
+        assert_eq!(code, 202, "{text}");
+        accepted += 1;
+        rx.next();
+    }
+    eprintln!("measured: beside 300 idle sockets, {accepted} of 10 honest uploads acknowledged");
+    // The newest idle socket is closed by the header deadline (5 s): read sees the end.
+    let mut last = idle.into_iter().last().unwrap();
+    last.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let n = last.read(&mut buf).unwrap_or(0);
+    assert_eq!(n, 0, "an idle socket was answered instead of closed");
+    rx.stop();
+
+    // The ui: 70 idle sockets, then its health check.
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path().join("prof")).unwrap();
+    let ui = super::ui::Ui::start(&sb, &["prof"]);
+    let addr = ui.base.trim_start_matches("http://").to_string();
+    let idle: Vec<TcpStream> = (0..70)
+        .map(|_| TcpStream::connect(&addr).unwrap())
+        .collect();
+    let (code, _, _) = ui.get("/healthz");
+    drop(idle);
+    assert_eq!(code, 200);
+}
+
+/// A part that is no profile and that event.json does not list (curl's `-F file=@…`) is
+/// skipped, counted, and said once; an upload with no profile part is refused.
+#[test]
+fn unknown_parts_are_skipped_and_an_upload_without_a_profile_is_refused() {
+    let sb = Sandbox::new();
+    let metrics = free_addr();
+    let rx = Receiver::start(&sb, &["--metrics-listen", &metrics]);
+    let cpu = std::fs::read(fixture("cpu.pprof")).unwrap();
+    let event = json!({"start": "2026-12-01T10:00:00Z", "end": "2026-12-01T10:01:00Z",
+        "attachments": ["cpu.pprof"], "tags_profiler": "service:with-extra", "family": "go"})
+    .to_string()
+    .into_bytes();
+    for _ in 0..2 {
+        let (body, ct) = multipart(&[
+            ("cpu.pprof", Some("cpu.pprof"), cpu.clone()),
+            (
+                "file",
+                Some("passwd"),
+                b"root:x:0:0:root:/root:/bin/sh\n".to_vec(),
+            ),
+            ("event", Some("event.json"), event.clone()),
+        ]);
+        assert_eq!(post(&rx.url(), body, &ct).0, 202);
+        let line = rx.next();
+        let names: Vec<&str> = line["attachments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|a| a["name"].as_str())
+            .collect();
+        assert_eq!(names, ["cpu.pprof"], "{line}");
+    }
+    assert_eq!(
+        metric(&metrics, "agentprof_receive_skipped_parts_total"),
+        2.0
+    );
+    let (body, ct) = multipart(&[
+        ("file", Some("passwd"), b"root:x:0:0\n".to_vec()),
+        ("event", Some("event.json"), event.clone()),
+    ]);
+    let (code, text) = post(&rx.url(), body, &ct);
+    assert_eq!(code, 400, "{text}");
+    assert!(text.contains("no profile attached"), "{text}");
+    assert!(text.contains("passwd"), "{text}");
+    let stderr = rx.stop();
+    assert_eq!(
+        stderr.matches("skipped part `passwd`").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        !std::fs::read_dir(sb.path().join("out"))
+            .unwrap()
+            .flatten()
+            .any(|e| e.path().to_string_lossy().contains("passwd"))
+    );
+}
