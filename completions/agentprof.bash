@@ -1272,7 +1272,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__ui)
-            opts="-h -V --listen --allow-host --open --memory-mb --source-path --duration --config --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
+            opts="-h -V --listen --allow-host --open --memory-mb --keep-idle --source-path --duration --config --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1287,6 +1287,10 @@ _agentprof() {
                     return 0
                     ;;
                 --memory-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keep-idle)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

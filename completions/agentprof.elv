@@ -255,6 +255,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --listen 'Address to serve the page on (default 127.0.0.1:7070; another host''s address exposes the profiles to it, and agentprof says so)'
             cand --allow-host 'A name the page is also reached by (NAME or NAME:PORT, repeatable): requests whose Host header is neither the listen address, localhost nor one of these get 421, so a web page on another site cannot read the profiles through DNS rebinding'
             cand --memory-mb 'Memory the profiles being read and kept may hold together (MiB): each file''s bytes, its decompressed size and its decoded model are reserved before they are held, kept profiles given back least recently used first; without room a request gets 503'
+            cand --keep-idle 'After D without a request, the profiles and flamegraphs kept are dropped and their memory given back to the system (the next request reads them again)'
             cand --source-path 'A directory of source files the source view may read (repeatable): a profile''s file names are looked for under it as go tool pprof -source_path does, and nothing outside these directories is read (without one, the view lists the lines with samples and no text)'
             cand --duration 'Stop after D (default: run until SIGTERM or Ctrl-C)'
             cand --config 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)'

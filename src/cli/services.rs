@@ -210,6 +210,10 @@ pub struct UiArgs {
     /// profiles given back least recently used first; without room a request gets 503
     #[arg(long, value_name = "MIB", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(16..=1_048_576))]
     pub memory_mb: u64,
+    /// After D without a request, the profiles and flamegraphs kept are dropped and their
+    /// memory given back to the system (the next request reads them again)
+    #[arg(long = "keep-idle", value_name = "D", default_value = "60s")]
+    pub keep_idle: String,
     /// A directory of source files the source view may read (repeatable): a profile's file
     /// names are looked for under it as go tool pprof -source_path does, and nothing
     /// outside these directories is read (without one, the view lists the lines with

@@ -61,7 +61,10 @@ pub fn run(args: UiArgs) -> anyhow::Result<Outcome> {
         .as_deref()
         .map(|d| crate::duration::parse(d, 1.0).map_err(|e| UsageError::flag("--duration", e)))
         .transpose()?;
+    let keep_idle = crate::duration::parse(&args.keep_idle, 1.0)
+        .map_err(|e| UsageError::flag("--keep-idle", e))?;
     let opts = UiOptions {
+        keep_idle,
         roots,
         listen,
         open: args.open,

@@ -65,6 +65,27 @@ pub struct Nodes {
 }
 
 impl Nodes {
+    /// The bytes the nodes hold on the heap (see [`Pprof::heap_bytes`]).
+    pub fn heap_bytes(&self) -> u64 {
+        use crate::pprof::model::alloc_bytes;
+        let names: u64 = self
+            .names
+            .iter()
+            .map(|n| alloc_bytes::<u8>(n.capacity()))
+            .sum();
+        let locs: u64 = self
+            .loc_nodes
+            .iter()
+            .map(|l| alloc_bytes::<u32>(l.capacity()))
+            .sum();
+        names
+            + locs
+            + alloc_bytes::<KeyAt>(self.keys.capacity())
+            + alloc_bytes::<String>(self.names.capacity())
+            + alloc_bytes::<Vec<u32>>(self.loc_nodes.capacity())
+            + alloc_bytes::<bool>(self.inlined.capacity())
+    }
+
     pub fn new(p: &Pprof) -> Nodes {
         let mut ids: FastMap<NodeKey<'_>, u32> = FastMap::default();
         let mut keys = Vec::new();

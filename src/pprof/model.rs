@@ -97,8 +97,67 @@ pub enum SampleIndexError {
     Unknown { asked: String, types: Vec<String> },
 }
 
+/// What one heap allocation of `cap` elements of `T` takes: its bytes and the allocator's
+/// header and rounding (16 bytes, as glibc's malloc does), nothing for an empty vector.
+pub fn alloc_bytes<T>(cap: usize) -> u64 {
+    let bytes = (cap * std::mem::size_of::<T>()) as u64;
+    if bytes == 0 {
+        0
+    } else {
+        bytes.next_multiple_of(16) + 16
+    }
+}
+
 impl Pprof {
-    pub fn new(proto: Profile) -> Result<Pprof, DecodeError> {
+    /// The bytes the decoded profile holds on the heap, counted allocation by allocation:
+    /// what the ui charges for keeping it.
+    pub fn heap_bytes(&self) -> u64 {
+        let p = &self.proto;
+        let samples: u64 = p
+            .sample
+            .iter()
+            .map(|s| {
+                alloc_bytes::<u64>(s.location_id.capacity())
+                    + alloc_bytes::<i64>(s.value.capacity())
+                    + alloc_bytes::<crate::pprof::proto::Label>(s.label.capacity())
+            })
+            .sum();
+        let lines: u64 = p
+            .location
+            .iter()
+            .map(|l| alloc_bytes::<crate::pprof::proto::Line>(l.line.capacity()))
+            .sum();
+        let strings: u64 = p
+            .string_table
+            .iter()
+            .map(|s| alloc_bytes::<u8>(s.capacity()))
+            .sum();
+        let loc_lines: u64 = self
+            .loc_lines
+            .iter()
+            .map(|l| alloc_bytes::<(Option<usize>, i64)>(l.capacity()))
+            .sum();
+        samples
+            + lines
+            + strings
+            + loc_lines
+            + alloc_bytes::<crate::pprof::proto::Sample>(p.sample.capacity())
+            + alloc_bytes::<crate::pprof::proto::Location>(p.location.capacity())
+            + alloc_bytes::<crate::pprof::proto::Function>(p.function.capacity())
+            + alloc_bytes::<crate::pprof::proto::Mapping>(p.mapping.capacity())
+            + alloc_bytes::<String>(p.string_table.capacity())
+            + alloc_bytes::<crate::pprof::proto::ValueType>(p.sample_type.capacity())
+            + alloc_bytes::<i64>(p.comment.capacity())
+            + alloc_bytes::<Option<usize>>(self.loc_mapping.capacity())
+            + alloc_bytes::<Vec<(Option<usize>, i64)>>(self.loc_lines.capacity())
+            + alloc_bytes::<u32>(self.sample_loc.capacity())
+            + alloc_bytes::<(usize, usize)>(self.sample_span.capacity())
+    }
+
+    /// The profile checked and indexed. Each sample's `location_id` is emptied once its
+    /// positions are in `sample_loc` (read them with [`Pprof::sample_locs`]): kept twice, they
+    /// were a quarter of a large heap profile's memory.
+    pub fn new(mut proto: Profile) -> Result<Pprof, DecodeError> {
         let strings = Strings(proto.string_table.len() as i64);
         check_strings(&proto, strings)?;
         let mappings = Ids::new(&proto.mapping, |m| m.id, "mapping")?;
@@ -106,6 +165,9 @@ impl Pprof {
         let locations = Ids::new(&proto.location, |l| l.id, "location")?;
         let (loc_mapping, loc_lines) = location_tables(&proto, &mappings, &functions)?;
         let (sample_loc, sample_span) = sample_tables(&proto, &locations, strings)?;
+        for s in &mut proto.sample {
+            s.location_id = Vec::new();
+        }
         Ok(Pprof {
             proto,
             loc_mapping,
@@ -113,6 +175,25 @@ impl Pprof {
             sample_loc,
             sample_span,
         })
+    }
+
+    /// Sample `i`'s location ids, leaf first (what its `location_id` held before it was
+    /// emptied).
+    pub fn location_ids(&self, i: usize) -> Vec<u64> {
+        self.sample_locs(i)
+            .iter()
+            .map(|&l| self.proto.location[l as usize].id)
+            .collect()
+    }
+
+    /// The profile as a whole message again, every sample's `location_id` filled (to encode
+    /// it, or to change it and check it anew).
+    pub fn to_proto(&self) -> Profile {
+        let mut p = self.proto.clone();
+        for (i, s) in p.sample.iter_mut().enumerate() {
+            s.location_id = self.location_ids(i);
+        }
+        p
     }
 
     /// Sample `i`'s location positions, leaf first.

@@ -256,7 +256,11 @@ pub(crate) mod reference {
                 }
                 None => {
                     order.push(key);
-                    merged.insert(key, s.clone());
+                    let s = Sample {
+                        location_id: current.location_ids(si),
+                        ..s.clone()
+                    };
+                    merged.insert(key, s);
                 }
             }
         }

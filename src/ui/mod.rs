@@ -26,6 +26,8 @@ pub struct UiOptions {
     pub memory: u64,
     /// `--source-path`: canonical directories the source view may read.
     pub sources: Vec<PathBuf>,
+    /// `--keep-idle`: after this long without a request what is kept is dropped.
+    pub keep_idle: Duration,
 }
 
 /// Serves the page until SIGTERM/SIGINT or `--duration`.
@@ -67,6 +69,7 @@ pub async fn run(opts: UiOptions) -> anyhow::Result<Outcome> {
     if opts.open {
         open_browser(&url);
     }
+    tokio::spawn(release_when_idle(Arc::clone(&ui), opts.keep_idle));
     let app = server::router(ui);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let bounds = crate::serve::Bounds {
@@ -92,6 +95,20 @@ pub async fn run(opts: UiOptions) -> anyhow::Result<Outcome> {
     let _ = server.await;
     eprintln!("agentprof ui: stopped");
     Ok(Outcome::Success)
+}
+
+/// Drops what the page keeps once no request came for `keep` (looked at every `keep / 4`, at
+/// most every 5 s), and gives the freed memory back to the system: a page left open over
+/// lunch holds its listing, not the last profiles it showed.
+async fn release_when_idle(ui: Arc<state::Ui>, keep: Duration) {
+    let tick = (keep / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+    loop {
+        tokio::time::sleep(tick).await;
+        if ui.idle_for() >= keep && ui.holds_any() {
+            let ui = Arc::clone(&ui);
+            let _ = tokio::task::spawn_blocking(move || ui.release()).await;
+        }
+    }
 }
 
 /// The browser on `url`: `$BROWSER` when set (a `:`-separated list of commands, each with

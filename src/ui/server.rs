@@ -81,8 +81,9 @@ fn json(v: serde_json::Value) -> Response {
         .into_response()
 }
 
+/// A flamegraph drawn for one request, with the page's in-place search.
 fn svg(body: Vec<u8>, gzip: bool) -> Response {
-    svg_headers(encoded(body, gzip))
+    svg_headers(encoded(super::state::with_search(body), gzip))
 }
 
 /// A drawn flamegraph, in the form the client takes (compressed once, then kept).
@@ -396,7 +397,7 @@ async fn flamegraph(
 
 fn compared(ui: &Ui, q: &Two) -> Result<Pair, Problem> {
     let base = ui.profile(&q.base)?;
-    let new = ui.profile(&q.id)?;
+    let new = ui.profile_beside(&q.id, base.held())?;
     let idx = crate::pprof::diff::common_index(&base, &new, q.sample_index.as_deref())
         .map_err(|e| Problem::bad(e.to_string()))?;
     Ok((base, new, idx))

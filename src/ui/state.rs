@@ -99,6 +99,9 @@ pub struct Ui {
     drawn: Mutex<Vec<Drawn>>,
     /// Ids being decoded, each with the lock its other askers wait on.
     loading: Mutex<std::collections::HashMap<String, Arc<Mutex<()>>>>,
+    /// When the server started, and the last request for a profile (ms after it).
+    epoch: Instant,
+    last_request_ms: std::sync::atomic::AtomicU64,
 }
 
 impl Ui {
@@ -115,7 +118,38 @@ impl Ui {
             cache: Mutex::new(Vec::new()),
             loading: Mutex::new(std::collections::HashMap::new()),
             drawn: Mutex::new(Vec::new()),
+            epoch: Instant::now(),
+            last_request_ms: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Marks a request for a profile now.
+    fn touch(&self) {
+        let now = self.epoch.elapsed().as_millis() as u64;
+        self.last_request_ms
+            .store(now, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How long since the last request for a profile.
+    pub fn idle_for(&self) -> Duration {
+        let last = self
+            .last_request_ms
+            .load(std::sync::atomic::Ordering::Relaxed);
+        self.epoch
+            .elapsed()
+            .saturating_sub(Duration::from_millis(last))
+    }
+
+    /// Whether any profile or flamegraph is kept.
+    pub fn holds_any(&self) -> bool {
+        !crate::sync::lock(&self.cache).is_empty() || !crate::sync::lock(&self.drawn).is_empty()
+    }
+
+    /// Drops every kept profile and flamegraph no request is using, and gives the memory
+    /// the allocator keeps free back to the system.
+    pub fn release(&self) {
+        while self.evict_one() {}
+        crate::procstat::give_back_free_memory();
     }
 
     /// The current listing (rescanned past its time to live).
@@ -193,25 +227,33 @@ impl Ui {
         m
     }
 
-    /// `bytes` more for `held` (a new reservation when None): what is kept and unused goes
+    /// `bytes` more for `held` (a new reservation when None), beside `pinned` bytes this
+    /// request holds already (the other profile of a compare): what is kept and unused goes
     /// first, least recently used first; then the request waits (at most `ROOM_WAIT`) for
-    /// others to finish; else 503.
+    /// others to finish; else 503. What can never fit is refused at once, with its figure.
     fn room(
         &self,
         held: Option<crate::budget::Reservation>,
         bytes: u64,
+        pinned: u64,
     ) -> Result<crate::budget::Reservation, Problem> {
         let start = Instant::now();
         let mut held = held;
         let total = self.memory.total();
         let asked = bytes.saturating_add(held.as_ref().map_or(0, |h| h.bytes()));
-        if asked > total {
+        if asked.saturating_add(pinned) > total {
+            let mib = |b: u64| b.div_ceil(1 << 20);
+            let beside = if pinned > 0 {
+                format!(" beside the {} MiB the other profile holds", mib(pinned))
+            } else {
+                String::new()
+            };
             return Err(Problem {
                 status: StatusCode::SERVICE_UNAVAILABLE,
                 message: format!(
-                    "this profile needs {} MiB to read, more than the page's memory budget of \
-                     {} MiB (ui --memory-mb)",
-                    asked.div_ceil(1 << 20),
+                    "this profile needs {} MiB to read{beside}, more than the page's memory \
+                     budget of {} MiB (ui --memory-mb)",
+                    mib(asked),
                     total >> 20
                 ),
             });
@@ -287,7 +329,12 @@ impl Ui {
     /// A profile file read and decoded within the memory budget: its bytes, then what it
     /// states it holds decompressed (what it may hold, when it does not say), then its decoded
     /// model's estimate are reserved before each is held.
-    fn load_within(&self, id: &str, path: &std::path::Path) -> Result<Loaded, Problem> {
+    fn load_within(
+        &self,
+        id: &str,
+        path: &std::path::Path,
+        pinned: u64,
+    ) -> Result<Loaded, Problem> {
         let unprocessable = |e: String| Problem::unprocessable(self.scrub(&format!("{id}: {e}")));
         let size = std::fs::metadata(path)
             .map_err(|_| Problem::not_found(id))?
@@ -298,13 +345,13 @@ impl Ui {
                 self.limits.body
             )));
         }
-        let mut held = self.room(None, size)?;
+        let mut held = self.room(None, size, pinned)?;
         let bytes = crate::config::read_limited(path, self.limits.body, "--max-size-mb")
             .map_err(|e| unprocessable(format!("{e:#}")))?;
         let limit = self.limits.decompressed;
         let stated = crate::pprof::decode::stated_size(&bytes).filter(|n| *n <= limit);
         let first = stated.unwrap_or(limit.min(bytes.len() as u64 * 16)).max(1);
-        held = self.room(Some(held), first)?;
+        held = self.room(Some(held), first, pinned)?;
         let at = |n: u64| Limits {
             decompressed: n,
             ..self.limits
@@ -313,27 +360,36 @@ impl Ui {
             Err(crate::pprof::decode::DecodeError::TooLargeDecompressed { .. })
                 if first < limit =>
             {
-                held = self.room(Some(held), limit - first)?;
+                held = self.room(Some(held), limit - first, pinned)?;
                 crate::pprof::decode::decompress(&bytes, &at(limit))
             }
             other => other,
         }
         .map_err(|e| unprocessable(e.to_string()))?;
         drop(bytes);
-        // The decoded model and its report nodes (about as large again) are what is kept.
+        // The decoded model (with agentprof's index of it) is what is kept; its estimate
+        // covers the decoding's peak.
         let model = crate::pprof::decode::memory_estimate(&raw, &self.limits)
             .map(|s| s.memory)
             .unwrap_or(raw.len() as u64 * 4);
-        held = self.room(Some(held), 2 * model)?;
+        held = self.room(Some(held), model, pinned)?;
         let proto = crate::pprof::decode::decode_raw_or_legacy(&raw, &self.limits)
             .map_err(|e| unprocessable(e.to_string()))?;
         drop(raw);
-        held.shrink_to(2 * model);
         let mut p = Pprof::new(proto).map_err(|e| unprocessable(e.to_string()))?;
         p.prepare_for_report();
+        let nodes = Nodes::new(&p);
+        // What is kept is charged at what it holds, counted allocation by allocation, not at
+        // the estimate made before decoding (which must cover the decoding's own peak).
+        let kept = p.heap_bytes() + nodes.heap_bytes();
+        if kept > held.bytes() {
+            let more = kept - held.bytes();
+            held = self.room(Some(held), more, pinned)?;
+        }
+        held.shrink_to(kept);
         Ok(Loaded {
             p,
-            nodes: std::sync::OnceLock::new(),
+            nodes: std::sync::OnceLock::from(nodes),
             _held: held,
         })
     }
@@ -371,6 +427,13 @@ impl Ui {
 
     /// The decoded profile of a listed pprof id (from the cache while the file is unchanged).
     pub fn profile(&self, id: &str) -> Result<Arc<Loaded>, Problem> {
+        self.profile_beside(id, 0)
+    }
+
+    /// [`Ui::profile`] for a request that holds `pinned` bytes of the budget already (the
+    /// other profile of a compare, which cannot be given back while it is compared).
+    pub fn profile_beside(&self, id: &str, pinned: u64) -> Result<Arc<Loaded>, Problem> {
+        self.touch();
         let path = self.file(id)?;
         let meta = std::fs::metadata(&path).map_err(|_| Problem::not_found(id))?;
         let stamp = (meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len());
@@ -385,7 +448,7 @@ impl Ui {
                 })
         };
         self.once(format!("profile {id}"), cached, || {
-            let p = Arc::new(self.load_within(id, &path)?);
+            let p = Arc::new(self.load_within(id, &path, pinned)?);
             let mut cache = crate::sync::lock(&self.cache);
             cache.retain(|(i, _, _, _, _)| i != id);
             if cache.len() >= CACHE {
@@ -405,6 +468,7 @@ impl Ui {
     /// The flamegraph of a listed profile's sample type (`None`: the default), from the
     /// last few drawn while the profile is unchanged.
     pub fn flamegraph(&self, id: &str, sample_index: Option<&str>) -> Result<Arc<Svg>, Problem> {
+        self.touch();
         let p = self.profile(id)?;
         let index = p.sample_index(sample_index).map_err(Problem::bad)?;
         let cached = || {
@@ -423,7 +487,7 @@ impl Ui {
                 .map_err(|e| Problem::unprocessable(self.scrub(&format!("{e:#}"))))?;
             let out = with_frame_picker(out);
             // Kept within the budget too: an SVG can be tens of MiB.
-            let held = self.room(None, out.len() as u64)?;
+            let held = self.room(None, out.len() as u64, 0)?;
             let out = Arc::new(Svg {
                 _held: Some(held),
                 ..Svg::new(out)
@@ -442,7 +506,7 @@ impl Ui {
     /// Room for a filtered copy of `p` while a report is made of it (a filter's profile is
     /// as large as the one it filters, at most).
     pub fn room_like(&self, p: &Loaded) -> Result<crate::budget::Reservation, Problem> {
-        self.room(None, p.held())
+        self.room(None, p.held(), 0)
     }
 
     /// The flamegraph of what `filter` keeps of a listed profile (drawn for this request;
@@ -470,15 +534,35 @@ impl Ui {
     }
 }
 
-/// A script in the SVG (it runs in the frame's sandbox, an origin of its own) that tells the
-/// page which frame was right-clicked: the function's name only, by postMessage.
+/// The script the ui adds to every flamegraph it serves: the page's search box sends its
+/// text as the user types (`{agentprof:'search', term}`), and the SVG highlights the
+/// matches with its own search, in place — nothing is fetched again. Only the page that
+/// framed it is listened to; a term that is no valid regular expression yet (mid-typing)
+/// leaves the last highlight.
+pub const IN_PAGE_SEARCH: &str = "<script><![CDATA[\n(function(){window.addEventListener('message',function(e){\
+if(e.source!==window.parent)return;var d=e.data;if(!d||d.agentprof!=='search'||typeof d.term!=='string'||d.term.length>1024)return;\
+try{new RegExp(d.term);}catch(x){return;}\
+if(typeof searching!=='undefined'&&searching&&typeof search_prompt==='function')search_prompt();\
+if(d.term&&typeof search==='function'){try{search(d.term);}catch(x){}}});})();\n]]></script>";
+
+/// The script the profile view's flamegraph also gets: a right-click on a frame tells the
+/// page which function it is (`{agentprof:'frame', name}`), for its filters.
 pub const FRAME_PICKER: &str = "<script><![CDATA[\n(function(){document.addEventListener('contextmenu',function(e){\
 var g=e.target&&e.target.closest?e.target.closest('g'):null;if(!g)return;var t=g.querySelector('title');if(!t)return;\
 var n=t.textContent.replace(/ \\([^()]*\\)$/,'');e.preventDefault();\
 window.parent.postMessage({agentprof:'frame',name:n},'*');});})();\n]]></script>";
 
-/// `svg` with [`FRAME_PICKER`] before its end.
-pub fn with_frame_picker(mut svg: Vec<u8>) -> Vec<u8> {
+/// `svg` with [`IN_PAGE_SEARCH`] before its end.
+pub fn with_search(mut svg: Vec<u8>) -> Vec<u8> {
+    if let Some(at) = svg.windows(6).rposition(|w| w == b"</svg>") {
+        svg.splice(at..at, IN_PAGE_SEARCH.bytes());
+    }
+    svg
+}
+
+/// `svg` with [`IN_PAGE_SEARCH`] and [`FRAME_PICKER`] before its end.
+pub fn with_frame_picker(svg: Vec<u8>) -> Vec<u8> {
+    let mut svg = with_search(svg);
     if let Some(at) = svg.windows(6).rposition(|w| w == b"</svg>") {
         svg.splice(at..at, FRAME_PICKER.bytes());
     }

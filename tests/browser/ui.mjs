@@ -63,17 +63,19 @@ try {
     [...document.querySelectorAll("#frames g")]
       .map((g) => [parseFloat(g.querySelector("rect").getAttribute("fg:w")), g.querySelector("text").textContent])
       .sort((a, b) => b[0] - a[0]).slice(0, 10).map((l) => l[1]));
-  // Search as a user does: the page's search box (type, Enter), then the SVG's own Search
-  // button, whose dialog the frame may open.
+  // Search as a user does: typed into the page's box, the frame highlights the matches as
+  // the text arrives, in place (no flamegraph fetched again); Enter keeps it in the view's
+  // URL; then the SVG's own Search button, whose dialog the frame may open.
+  let svgFetches = 0;
+  page.on("request", (r) => { if (r.url().includes("/api/flamegraph.svg")) svgFetches++; });
   await page.fill("#p-search", plan.open.search);
+  await frame.waitForFunction(() => /Matched:/.test(document.getElementById("matched").textContent));
+  seen.flame_search = await frame.evaluate(() => document.getElementById("matched").textContent);
   await page.press("#p-search", "Enter");
-  const searched = () => page.frames().find((f) => f.url().includes("/api/flamegraph.svg") && f.url().includes("s="));
-  await page.waitForFunction(() => /[?&]s=/.test(document.getElementById("p-flame").src));
-  await page.waitForTimeout(200);
-  const sframe = searched();
-  await sframe.waitForFunction(() => /Matched:/.test(document.getElementById("matched").textContent));
-  seen.flame_search = await sframe.evaluate(() => document.getElementById("matched").textContent);
+  await page.waitForFunction(() => /[?&]s=/.test(decodeURIComponent(location.hash)));
   seen.search_in_hash = decodeURIComponent(new URL(page.url()).hash);
+  seen.search_fetches = svgFetches;
+  const sframe = frame;
   await sframe.evaluate(() => search_prompt());  // Reset Search (no dialog)
   page.once("dialog", (d) => d.accept(plan.open.search));
   await page.frameLocator("#p-flame").locator("#search").click();

@@ -741,7 +741,9 @@ fn ui_in_a_real_browser() {
             .all(|l| !l.contains("cpu") && !l.contains('(')),
         "{labels:?}"
     );
-    // Searched as a user searches: typed into the page's box, and by the SVG's own button.
+    // Searched as a user searches: typed into the page's box (highlighted in place, the
+    // flamegraph not fetched again), and by the SVG's own button.
+    assert_eq!(seen["search_fetches"], 0, "{seen}");
     for k in ["flame_search", "flame_button_search"] {
         assert!(
             seen[k].as_str().unwrap().starts_with("Matched:"),

@@ -224,6 +224,94 @@ fn ui_memory_stays_within_its_budget() {
     assert!(hwm < 400 * 1024, "VmHWM {hwm} KiB");
 }
 
+/// Two real Go heaps of 262,144 stacks each are compared within a 256 MiB budget: what a
+/// profile keeps is charged at what it holds, not at twice its decoding estimate (which made
+/// the compare wait 10 s and answer "try again shortly", forever). A budget too small for
+/// the pair is refused at once, with the other profile's share named. Left idle
+/// (`--keep-idle 2s`), the page gives the memory back.
+#[test]
+fn two_large_heaps_are_compared_within_the_budget() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let Some(svc) = crate::k8s::collect::pod_process_with("127.0.0.1:0", &["-bigheap", "18"])
+    else {
+        return;
+    };
+    let addr = svc.addrs[0].clone();
+    let sb = Sandbox::new();
+    for t in ["10:00", "10:01"] {
+        let heap = reqwest::blocking::get(format!("http://{addr}/debug/pprof/heap"))
+            .unwrap()
+            .bytes()
+            .unwrap();
+        sb.write_bytes(
+            &format!("prof/svc/heap-2026-12-01T{t}:00.000Z.pb.gz"),
+            &heap,
+        );
+    }
+    drop(svc);
+    let ids = |ui: &Ui| -> Vec<String> {
+        ui.json("/api/profiles")["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let ui = Ui::start(&sb, &["prof", "--memory-mb", "256", "--keep-idle", "2s"]);
+    let id = ids(&ui);
+    let (code, _, body) = ui.get(&format!(
+        "/api/diff?base={}&id={}&nodes=5",
+        enc(&id[0]),
+        enc(&id[1])
+    ));
+    let text = String::from_utf8_lossy(&body);
+    assert_eq!(code, 200, "{text}");
+    let doc: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        !doc["report"]["rows"].as_array().unwrap().is_empty(),
+        "{doc}"
+    );
+    let hwm = vm_hwm_kib(ui.pid());
+    eprintln!(
+        "measured: ui --memory-mb 256 compares two Go heaps of 262,144 stacks: VmHWM {} MiB",
+        hwm / 1024
+    );
+    assert!(hwm < 320 * 1024, "VmHWM {hwm} KiB");
+    let rss = || {
+        std::fs::read_to_string(format!("/proc/{}/status", ui.pid()))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let busy = rss();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while rss() > 64 * 1024 {
+        assert!(
+            std::time::Instant::now() < end,
+            "still {} KiB resident after 60 s idle",
+            rss()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    eprintln!(
+        "measured: after the compare {} MiB resident; idle 2 s later {} MiB",
+        busy / 1024,
+        rss() / 1024
+    );
+    drop(ui);
+    let ui = Ui::start(&sb, &["prof", "--memory-mb", "160"]);
+    let (code, _, body) = ui.get(&format!(
+        "/api/diff?base={}&id={}",
+        enc(&id[0]),
+        enc(&id[1])
+    ));
+    let text = String::from_utf8_lossy(&body);
+    assert_eq!(code, 503, "{text}");
+    assert!(text.contains("beside the"), "{text}");
+}
+
 /// A CPU profile of three functions whose files are `files` (one sample each, in main).
 fn profile_with_files(files: &[&str]) -> Vec<u8> {
     use agentprof::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};

@@ -127,7 +127,7 @@ mod tests {
             .expect("fixture");
             let p = Pprof::new(decode_raw(&raw, &Limits::default()).expect("decode")).expect("ok");
             // "Now" is the fixture with every value doubled.
-            let mut doubled = p.proto.clone();
+            let mut doubled = p.to_proto();
             for s in &mut doubled.sample {
                 for v in &mut s.value {
                     *v *= 2;
@@ -154,7 +154,7 @@ mod tests {
             // the Bloom filter, searches and the table).
             let mut shuffled = Pprof::new(decode_raw(&now_raw, &Limits::default()).expect("d"))
                 .expect("ok")
-                .proto;
+                .to_proto();
             shuffled.sample.reverse();
             let third = shuffled.sample.len() / 3;
             shuffled.sample.rotate_left(third);

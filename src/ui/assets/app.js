@@ -282,13 +282,26 @@ async function loadFlame(frameId, url, search) {
   frame.src = url + (search ? "&" + q({ s: search }) : "");
 }
 
-// The search box under a flamegraph: Enter searches (the SVG's own search, by its URL).
+// The search box under a flamegraph: the SVG highlights what matches as the user types
+// (the text is posted to the frame, whose own search runs in place: nothing is fetched
+// again); Enter also keeps it in the view's URL.
 function searchBox(inputId, frameId, onSearch) {
+  let timer = null;
+  const send = () => {
+    const frame = $(frameId);
+    if (frame && frame.contentWindow && frame.dataset.url) {
+      frame.contentWindow.postMessage({ agentprof: "search", term: $(inputId).value }, "*");
+    }
+  };
+  $(inputId).oninput = () => {
+    clearTimeout(timer);
+    timer = setTimeout(send, 120);
+  };
   $(inputId).onkeydown = (ev) => {
     if (ev.key !== "Enter") return;
     ev.preventDefault();
-    const frame = $(frameId), url = frame.dataset.url;
-    if (url) frame.src = url + ($(inputId).value ? "&" + q({ s: $(inputId).value }) : "");
+    clearTimeout(timer);
+    send();
     if (onSearch) onSearch($(inputId).value);
   };
 }
