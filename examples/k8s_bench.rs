@@ -17,6 +17,11 @@
 //! with deploy/kubernetes/ applied, agentprof runs as the DaemonSet's ServiceAccount, the API
 //! requests are read from the API server's audit log, and halfway the API server is restarted
 //! instead of the watches cut.
+//!
+//! With `--outage S`, halfway the API server is gone for S seconds instead (longer than the
+//! node's Lease of 15 s: each instance stops collecting and leads again after the return),
+//! and the captures in the 60 s after the return are printed: in all, per target at most,
+//! and within its first 10 s.
 
 #![allow(clippy::unwrap_used)]
 
@@ -227,12 +232,19 @@ impl Cluster {
         }
     }
 
-    /// Halfway: the watches cut (loopback) or the API server restarted (real).
-    fn disturb(&mut self) {
-        match self {
-            Cluster::Loopback(api) => api.cut_watches(),
-            Cluster::Real(c, _) => {
+    /// Halfway: the watches cut (loopback) or the API server restarted (real); with an
+    /// outage, the API server gone that long first.
+    fn disturb(&mut self, outage: Option<Duration>) {
+        match (self, outage) {
+            (Cluster::Loopback(api), None) => api.cut_watches(),
+            (Cluster::Loopback(api), Some(d)) => {
+                api.set_down(true);
+                std::thread::sleep(d);
+                api.set_down(false);
+            }
+            (Cluster::Real(c, _), d) => {
                 c.stop_apiserver();
+                std::thread::sleep(d.unwrap_or_default());
                 c.start_apiserver();
             }
         }
@@ -375,6 +387,7 @@ fn counts_of(api: &ApiServer, node: &str) -> BTreeMap<String, u64> {
 fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let minutes: u64 = arg("--minutes").map_or(10, |m| m.parse().unwrap());
+    let outage = arg("--outage").map(|s| Duration::from_secs(s.parse().unwrap()));
     let agentprof = arg("--agentprof").unwrap_or_else(release_agentprof);
     let agentprof = std::fs::canonicalize(&agentprof)
         .unwrap_or_else(|e| panic!("{agentprof}: {e}"))
@@ -420,7 +433,8 @@ fn main() {
     let half = Duration::from_secs(minutes * 30);
     std::thread::sleep(half.saturating_sub(t0.elapsed()));
     let before_cut = api.counts("busy");
-    api.disturb();
+    api.disturb(outage);
+    let returned = jiff::Timestamp::now();
     std::thread::sleep(Duration::from_secs(5));
     let after_cut = api.counts("busy");
     std::thread::sleep((half * 2).saturating_sub(t0.elapsed()));
@@ -454,8 +468,37 @@ fn main() {
         .map(|(k, v)| (k, *v as i64 - *before_cut.get(k).unwrap_or(&0) as i64))
         .filter(|(_, d)| *d != 0)
         .collect();
+    // The captures in the 60 s after the API server came back.
+    let after_return = |within: i64| -> Vec<&serde_json::Value> {
+        lines
+            .iter()
+            .filter(|c| {
+                c["time"]
+                    .as_str()
+                    .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                    .is_some_and(|t| {
+                        let ms = t.as_millisecond() - returned.as_millisecond();
+                        (0..within * 1000).contains(&ms)
+                    })
+            })
+            .collect()
+    };
+    let mut per_target: BTreeMap<String, u64> = BTreeMap::new();
+    for c in after_return(60) {
+        *per_target
+            .entry(c["target"].as_str().unwrap_or("").to_string())
+            .or_default() += 1;
+    }
     let report = json!({
         "minutes": minutes,
+        "outage_s": outage.map(|d| d.as_secs()),
+        "captures_in_60_s_after_the_return": outage.map(|_| json!({
+            "all": after_return(60).len(),
+            "in_the_first_10_s": after_return(10).len(),
+            "targets": per_target.len(),
+            "most_of_one_target": per_target.values().max().copied().unwrap_or(0),
+            "resource_threshold": after_return(60).iter().filter(|c| c["cause"] == "resource_threshold").count(),
+        })),
         "api_server": if real { "real kube-apiserver (audit log)" } else { "loopback" },
         "busy": {
             "api_requests_at_start": at_start.0,

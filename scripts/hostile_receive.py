@@ -97,24 +97,26 @@ def hostile_bodies():
     return bodies
 
 
-def post(host, port, path, body, timeout=60):
-    c = http.client.HTTPConnection(host, port, timeout=timeout)
+def post(host, port, path, body, timeout=60, source=None):
+    c = http.client.HTTPConnection(host, port, timeout=timeout,
+                                   source_address=(source, 0) if source else None)
     try:
         c.request("POST", path, body=body, headers={"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"})
         r = c.getresponse()
         r.read()
         return r.status
-    except (OSError, http.client.HTTPException):
-        return 0
+    except (OSError, http.client.HTTPException) as e:
+        return type(e).__name__
     finally:
         c.close()
 
 
-def raw_hostile(kind, host, port, path, stop):
+def raw_hostile(kind, host, port, path, stop, source=None):
     """slow, lying and idle: raw sockets."""
     while not stop.is_set():
         try:
-            s = socket.create_connection((host, port), timeout=5)
+            s = socket.create_connection((host, port), timeout=5,
+                                         source_address=(source, 0) if source else None)
         except OSError:
             time.sleep(0.05)
             continue
@@ -148,6 +150,8 @@ def main():
     ap.add_argument("--hostile", type=int, default=16)
     ap.add_argument("--kinds", default="all")
     ap.add_argument("--idle-sockets", type=int, default=0, help="this many idle sockets held open besides")
+    ap.add_argument("--hostile-from", default=None,
+                    help="the hostile clients' source address (127.0.0.N: another peer than the honest ones)")
     a = ap.parse_args()
     u = urllib.parse.urlparse(a.url)
     host, port, path = u.hostname, u.port, u.path
@@ -172,16 +176,17 @@ def main():
     def hostile_sender(kind):
         while not stop.is_set():
             if kind in bodies:
-                code = post(host, port, path, bodies[kind])
+                code = post(host, port, path, bodies[kind], source=a.hostile_from)
                 with lock:
                     hostile[f"{kind}:{code}"] = hostile.get(f"{kind}:{code}", 0) + 1
             else:
-                raw_hostile(kind, host, port, path, stop)
+                raw_hostile(kind, host, port, path, stop, a.hostile_from)
 
     held = []
     for _ in range(a.idle_sockets):
         try:
-            held.append(socket.create_connection((host, port), timeout=5))
+            held.append(socket.create_connection(
+                (host, port), timeout=5, source_address=(a.hostile_from, 0) if a.hostile_from else None))
         except OSError:
             break
     threads = [threading.Thread(target=hostile_sender, args=(kinds[i % len(kinds)],), daemon=True)
@@ -218,6 +223,7 @@ def main():
     sent = sum(honest.values())
     print(json.dumps({
         "seconds": a.seconds, "honest_senders": a.honest, "hostile_senders": a.hostile, "kinds": kinds,
+        "hostile_from": a.hostile_from or "the honest senders' address",
         "idle_sockets": len(held), "honest": honest, "honest_sent": sent,
         "acknowledged_share": round(honest.get(202, 0) / sent, 4) if sent else None,
         "acknowledged_stored": len(want & stored), "acknowledged": len(want),

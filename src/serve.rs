@@ -1,12 +1,13 @@
 //! The one HTTP stack of agentprof's servers — `start --metrics-listen`, `receive` (and its
 //! `--metrics-listen`), `k8s`'s health and metrics, `ui` — and the one place a tokio runtime
 //! is built: axum's router on hyper on tokio, behind one accept loop that bounds what a
-//! client can hold: a connection cap, of which one peer address may hold a share; a time to
-//! send each request's headers (which is also how long a kept-alive connection may idle); a
-//! lifetime per connection; and, where asked, the Host names accepted. At the cap (or at its
-//! share) a new connection closes the connection that has been idle longest — one with no
-//! request in progress — rather than being turned away, so sockets that send nothing cannot
-//! lock honest clients out. The clients are reqwest (kube for the API server).
+//! client can hold: a connection cap; a time to send each request's headers (which is also
+//! how long a kept-alive connection may idle); a lifetime per connection; and, where asked,
+//! the Host names accepted. At the cap a connection is closed to make room — one whose client
+//! hung up, else an idle one (no request in progress, nothing unread) of the peer address that
+//! holds the most, else the slowest sender (under 1 KiB/s after 5 s) — and when every one is
+//! busy and quick, new connections wait in the kernel's backlog rather than being reset, so
+//! sockets that send nothing, or almost nothing, cannot lock honest clients out. The clients are reqwest (kube for the API server).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -33,11 +34,15 @@ pub enum Runtime {
 /// The runtime for `what`.
 pub fn runtime(what: Runtime) -> std::io::Result<tokio::runtime::Runtime> {
     match what {
-        Runtime::Server { blocking } => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .max_blocking_threads(blocking)
-            .enable_all()
-            .build(),
+        Runtime::Server { blocking } => {
+            // A server's large buffers go back to the system when its requests end.
+            crate::procstat::return_large_frees();
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .max_blocking_threads(blocking)
+                .enable_all()
+                .build()
+        }
         Runtime::Waiter => tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .max_blocking_threads(64)
@@ -51,10 +56,8 @@ pub struct Bounds {
     /// Time a client has to send a request's headers (and finish a TLS handshake); a
     /// kept-alive connection that sends nothing for this long is closed too.
     pub header_timeout: Duration,
-    /// Connections open at once. At the cap a new connection closes the one idle longest (no
-    /// request in progress); when every one is busy the new one is closed as soon as it is
-    /// accepted, so the accept loop stays responsive and the file descriptors bounded. One
-    /// peer address may hold a quarter of them (at least 4; [`Bounds::peer_share`]).
+    /// Connections open at once (and so file descriptors). At the cap one is closed to make
+    /// room (see the module's note); when none can be, new connections wait to be accepted.
     pub max_connections: usize,
     /// A connection is asked to close after this long, and closed 5 s later.
     pub max_connection_age: Duration,
@@ -63,13 +66,6 @@ pub struct Bounds {
 }
 
 impl Bounds {
-    /// The connections one peer address may hold: a quarter of the cap, at least 4 (or the
-    /// whole cap when it is smaller).
-    pub fn peer_share(&self) -> usize {
-        let cap = self.max_connections.max(1);
-        (cap / 4).max(4).min(cap)
-    }
-
     /// A `/metrics` endpoint: a scraper or two, a few probes.
     pub fn metrics() -> Bounds {
         Bounds {
@@ -85,10 +81,10 @@ impl Bounds {
 #[derive(Debug, Default)]
 pub struct ServerStats {
     pub accepted: AtomicU64,
-    /// Connections closed at once because `max_connections` (or their peer's share) were open
-    /// and every one of them was busy.
-    pub refused_over_cap: AtomicU64,
-    /// Idle connections closed to admit a new one.
+    /// Times the accept loop waited because `max_connections` were open, every one busy and
+    /// quick (new connections wait in the kernel's backlog meanwhile).
+    pub waits_at_cap: AtomicU64,
+    /// Connections closed to make room at the cap: hung up, idle, or the slowest senders.
     pub evicted_idle: AtomicU64,
     /// Requests answered 421 for a Host not served.
     pub wrong_host: AtomicU64,
@@ -119,7 +115,24 @@ pub async fn serve(
     let table = Arc::new(Table::default());
     let hosts: Option<Arc<[String]>> = bounds.hosts.clone().map(Into::into);
     let mut conns = tokio::task::JoinSet::new();
+    let mut waiting = false;
     loop {
+        // Room first: at the cap a connection is closed to make room (see `make_room`), or the
+        // loop waits — new connections wait in the kernel's backlog — until one ends.
+        if table.len() >= bounds.max_connections.max(1) && !table.make_room(&stats) {
+            if !waiting {
+                waiting = true;
+                stats.waits_at_cap.fetch_add(1, Ordering::Relaxed);
+            }
+            tokio::select! {
+                () = table.freed.notified() => {}
+                () = tokio::time::sleep(Duration::from_millis(100)) => {}
+                _ = stop.changed() => break,
+            }
+            while conns.try_join_next().is_some() {}
+            continue;
+        }
+        waiting = false;
         tokio::select! {
             a = listener.accept() => {
                 let Ok((tcp, peer)) = a else {
@@ -128,11 +141,8 @@ pub async fn serve(
                     continue;
                 };
                 stats.accepted.fetch_add(1, Ordering::Relaxed);
-                let Some(slot) = table.admit(peer.ip(), &bounds, &stats) else {
-                    stats.refused_over_cap.fetch_add(1, Ordering::Relaxed);
-                    drop(tcp);
-                    continue;
-                };
+                let fd = std::os::fd::AsRawFd::as_raw_fd(&tcp);
+                let slot = table.admit(peer.ip(), fd);
                 let conn = Conn {
                     app: app.clone(),
                     bounds: bounds.clone(),
@@ -146,6 +156,7 @@ pub async fn serve(
                     let stats = Arc::clone(&conn.stats);
                     stats.open.fetch_add(1, Ordering::Relaxed);
                     let activity = Arc::clone(&slot.activity);
+                    let tcp = Counted { io: tcp, activity: Arc::clone(&activity) };
                     match tls {
                         None => conn.run(tcp, activity).await,
                         Some(acc) => {
@@ -174,10 +185,105 @@ pub async fn serve(
     .await;
 }
 
+/// A connection's socket, counting the bytes it carries (for `make_room`'s slowest).
+struct Counted<I> {
+    io: I,
+    activity: Arc<Activity>,
+}
+
+impl<I: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Counted<I> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = std::pin::Pin::new(&mut self.io).poll_read(cx, buf);
+        let n = buf.filled().len() - before;
+        self.activity.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        r
+    }
+}
+
+impl<I: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Counted<I> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let r = std::pin::Pin::new(&mut self.io).poll_write(cx, buf);
+        if let std::task::Poll::Ready(Ok(n)) = &r {
+            self.activity.bytes.fetch_add(*n as u64, Ordering::Relaxed);
+        }
+        r
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
 /// What the accept loop knows of one open connection.
 struct Entry {
     peer: IpAddr,
+    /// Its socket, to ask the kernel whether it holds bytes not yet read.
+    fd: std::os::fd::RawFd,
     activity: Arc<Activity>,
+}
+
+/// What the kernel says of a connection's socket when the cap is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Socket {
+    /// The client has closed its side: nothing it asked can be answered any more.
+    HungUp,
+    /// Bytes sent and not read yet: a request a busy server has not reached.
+    Unread,
+    Quiet,
+}
+
+/// [`Socket`] of each of `fds`, in one `poll` that does not wait.
+fn sockets(fds: &[std::os::fd::RawFd]) -> Vec<Socket> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let hangup = libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let hangup = libc::POLLHUP | libc::POLLERR;
+    let mut polled: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN | hangup,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `polled` is a live array of `polled.len()` pollfd structs, which poll reads and
+    // writes (revents) within; a timeout of 0 returns at once. The fds are sockets of open
+    // connections (an entry leaves the table when its connection ends); a number reused
+    // meanwhile would answer for another socket, never unsafely.
+    let r = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, 0) };
+    polled
+        .iter()
+        .map(|p| {
+            if r <= 0 {
+                Socket::Quiet
+            } else if p.revents & hangup != 0 {
+                Socket::HungUp
+            } else if p.revents & libc::POLLIN != 0 {
+                Socket::Unread
+            } else {
+                Socket::Quiet
+            }
+        })
+        .collect()
 }
 
 /// A connection's requests in progress and when it last finished one; `close` asks it to go.
@@ -187,6 +293,13 @@ struct Activity {
     epoch: Instant,
     /// Milliseconds since `epoch` when it was accepted or last finished a request.
     idle_since_ms: AtomicU64,
+    /// Set before `close` by the accept loop when the client hung up or sends too slowly:
+    /// it is dropped at once, request or not.
+    dropped: std::sync::atomic::AtomicBool,
+    /// Milliseconds since `epoch` when it was accepted.
+    accepted_ms: u64,
+    /// Bytes read from it and written to it.
+    bytes: AtomicU64,
     close: tokio::sync::Notify,
 }
 
@@ -196,11 +309,12 @@ struct Slot {
     activity: Arc<Activity>,
 }
 
-/// The open connections, by id.
+/// The open connections, by id, and the signal that one ended.
 struct Table {
     epoch: Instant,
     next: AtomicU64,
     open: std::sync::Mutex<HashMap<u64, Entry>>,
+    freed: tokio::sync::Notify,
 }
 
 impl Default for Table {
@@ -209,60 +323,113 @@ impl Default for Table {
             epoch: Instant::now(),
             next: AtomicU64::new(0),
             open: std::sync::Mutex::new(HashMap::new()),
+            freed: tokio::sync::Notify::new(),
         }
     }
 }
+
+/// A connection that has been open this long and carried less than `SLOW_RATE` bytes a
+/// second on average is a slow sender: at the cap it is closed before anyone waits.
+const SLOW_AFTER_MS: u64 = 5_000;
+const SLOW_RATE: u64 = 1024;
 
 impl Table {
     fn now_ms(&self) -> u64 {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    /// A place for a new connection from `peer`: at its peer's share, the peer's connection
-    /// idle longest is closed to make room; at the cap, the one idle longest of all; None when
-    /// there is none idle to close.
-    fn admit(&self, peer: IpAddr, bounds: &Bounds, stats: &ServerStats) -> Option<Slot> {
+    fn len(&self) -> usize {
+        crate::sync::lock(&self.open).len()
+    }
+
+    /// Closes one connection to make room at the cap: one whose client hung up (it can be
+    /// answered no more); else an idle one — no request in progress, nothing sent that is
+    /// not read yet — of the peer address that holds the most (the one idle longest), else
+    /// anyone's idle longest; else the slowest sender, open `SLOW_AFTER_MS` at under
+    /// `SLOW_RATE` bytes a second. False when none is any of these: everyone is busy and
+    /// quick, and the new connection waits.
+    fn make_room(&self, stats: &ServerStats) -> bool {
         let mut open = crate::sync::lock(&self.open);
-        let of_peer = open.values().filter(|e| e.peer == peer).count();
-        let full = if of_peer >= bounds.peer_share() {
-            Some(Some(peer))
-        } else if open.len() >= bounds.max_connections.max(1) {
-            Some(None)
-        } else {
-            None
-        };
-        if let Some(among) = full {
-            let oldest = open
-                .iter()
-                .filter(|(_, e)| among.is_none_or(|p| e.peer == p))
-                .filter(|(_, e)| e.activity.in_flight.load(Ordering::Acquire) == 0)
-                .min_by_key(|(id, e)| (e.activity.idle_since_ms.load(Ordering::Relaxed), **id))
-                .map(|(id, _)| *id)?;
-            if let Some(e) = open.remove(&oldest) {
-                e.activity.close.notify_one();
-                stats.evicted_idle.fetch_add(1, Ordering::Relaxed);
-            }
+        let now = self.now_ms();
+        let ids: Vec<u64> = open.keys().copied().collect();
+        let fds: Vec<std::os::fd::RawFd> = ids.iter().map(|id| open[id].fd).collect();
+        let states = sockets(&fds);
+        let mut by_peer: HashMap<IpAddr, usize> = HashMap::new();
+        for e in open.values() {
+            *by_peer.entry(e.peer).or_default() += 1;
         }
+        let hoarder = by_peer.iter().max_by_key(|(_, n)| **n).map(|(p, _)| *p);
+        let listed = || ids.iter().zip(&states).map(|(id, s)| (*id, *s, &open[id]));
+        let hung_up = listed()
+            .find(|(_, s, _)| *s == Socket::HungUp)
+            .map(|(id, _, _)| id);
+        let idle = || {
+            listed()
+                .filter(|(_, s, e)| {
+                    *s == Socket::Quiet && e.activity.in_flight.load(Ordering::Acquire) == 0
+                })
+                .min_by_key(|(id, _, e)| {
+                    (
+                        Some(e.peer) != hoarder,
+                        e.activity.idle_since_ms.load(Ordering::Relaxed),
+                        *id,
+                    )
+                })
+                .map(|(id, _, _)| id)
+        };
+        let slowest = || {
+            listed()
+                .filter_map(|(id, _, e)| {
+                    let age = now.saturating_sub(e.activity.accepted_ms);
+                    let rate = e.activity.bytes.load(Ordering::Relaxed) * 1000 / age.max(1);
+                    (age >= SLOW_AFTER_MS && rate < SLOW_RATE).then_some((rate, id))
+                })
+                .min()
+                .map(|(_, id)| id)
+        };
+        let (evict, hard) = match (hung_up, idle()) {
+            (Some(id), _) => (id, true),
+            (None, Some(id)) => (id, false),
+            (None, None) => match slowest() {
+                Some(id) => (id, true),
+                None => return false,
+            },
+        };
+        if let Some(e) = open.remove(&evict) {
+            e.activity.dropped.store(hard, Ordering::Release);
+            e.activity.close.notify_one();
+            stats.evicted_idle.fetch_add(1, Ordering::Relaxed);
+        }
+        true
+    }
+
+    /// A place for a new connection from `peer` (room was made before it was accepted).
+    fn admit(&self, peer: IpAddr, fd: std::os::fd::RawFd) -> Slot {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let now = self.now_ms();
         let activity = Arc::new(Activity {
             in_flight: AtomicUsize::new(0),
             epoch: self.epoch,
-            idle_since_ms: AtomicU64::new(self.now_ms()),
+            idle_since_ms: AtomicU64::new(now),
+            dropped: std::sync::atomic::AtomicBool::new(false),
+            accepted_ms: now,
+            bytes: AtomicU64::new(0),
             close: tokio::sync::Notify::new(),
         });
-        open.insert(
+        crate::sync::lock(&self.open).insert(
             id,
             Entry {
                 peer,
+                fd,
                 activity: Arc::clone(&activity),
             },
         );
-        drop(open);
-        Some(Slot { id, activity })
+        Slot { id, activity }
     }
 
     fn remove(&self, id: u64) {
         crate::sync::lock(&self.open).remove(&id);
+        self.freed.notify_one();
     }
 }
 
@@ -316,7 +483,9 @@ impl Conn {
             _ = self.stop.changed() => {}
             () = tokio::time::sleep(self.bounds.max_connection_age) => {}
             () = activity.close.notified() => {
-                if activity.in_flight.load(Ordering::Acquire) == 0 {
+                if activity.dropped.load(Ordering::Acquire)
+                    || activity.in_flight.load(Ordering::Acquire) == 0
+                {
                     return;
                 }
             }

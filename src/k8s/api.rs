@@ -55,8 +55,47 @@ struct Health {
     failing: Option<(Instant, String)>,
 }
 
+/// The wall-clock time of `at`, to the second (RFC 3339, UTC).
+fn wall_time(at: Instant) -> String {
+    let ago = jiff::SignedDuration::try_from(at.elapsed()).unwrap_or_default();
+    let t = jiff::Timestamp::now()
+        .checked_sub(ago)
+        .unwrap_or_else(|_| jiff::Timestamp::now());
+    t.round(jiff::Unit::Second).unwrap_or(t).to_string()
+}
+
+/// `why` (`VERB RESOURCE: OUTCOME`, failing since `at`) as a reason an operator acts on.
+fn describe_failure(at: Instant, why: &str) -> String {
+    let outcome = why.rsplit(": ").next().unwrap_or(why);
+    let request = why
+        .strip_suffix(outcome)
+        .unwrap_or(why)
+        .trim_end_matches(": ");
+    match outcome {
+        "401" | "403" => format!(
+            "unauthorized: the API server answered {outcome} to {request} (agentprof's credentials, or its RBAC, do not allow it)"
+        ),
+        "error" | "timeout" => format!(
+            "the API server is unreachable since {} ({} s): {request} got no answer ({outcome})",
+            wall_time(at),
+            at.elapsed().as_secs()
+        ),
+        code => format!(
+            "the API server refuses the work since {} ({} s): {request} answered {code}",
+            wall_time(at),
+            at.elapsed().as_secs()
+        ),
+    }
+}
+
 impl ApiStats {
-    fn record(&self, verb: &'static str, resource: &'static str, outcome: &str, ok: bool) {
+    pub(super) fn record(
+        &self,
+        verb: &'static str,
+        resource: &'static str,
+        outcome: &str,
+        ok: bool,
+    ) {
         *lock(&self.by)
             .entry((verb, resource, outcome.to_string()))
             .or_default() += 1;
@@ -81,9 +120,17 @@ impl ApiStats {
 
     /// Requests by verb.
     pub fn by_verb(&self) -> BTreeMap<&'static str, u64> {
+        self.by_verb_where(|_| true)
+    }
+
+    /// Requests by verb whose outcome `keep` takes (`error`: no connection was made, or it
+    /// broke before an answer; `timeout`; else the status code).
+    pub fn by_verb_where(&self, keep: impl Fn(&str) -> bool) -> BTreeMap<&'static str, u64> {
         let mut m = BTreeMap::new();
-        for ((v, _, _), n) in lock(&self.by).iter() {
-            *m.entry(*v).or_default() += n;
+        for ((v, _, o), n) in lock(&self.by).iter() {
+            if keep(o) {
+                *m.entry(*v).or_default() += n;
+            }
         }
         m
     }
@@ -99,16 +146,19 @@ impl ApiStats {
     }
 
     /// Whether the API server answers: its latest answer did the work, and one came within
-    /// `SILENT`. None when it does; else why not.
+    /// `SILENT`. None when it does; else why not, in the words an operator acts on: the
+    /// credentials refused (which request), the server unreachable (since when), or
+    /// refusing the work.
     pub fn unhealthy(&self) -> Option<String> {
         let h = lock(&self.health);
-        if let Some((_, why)) = &h.failing {
-            return Some(format!("the API server refuses or does not answer ({why})"));
+        if let Some((at, why)) = &h.failing {
+            return Some(describe_failure(*at, why));
         }
         match h.last_ok {
             None => Some("the API server has not answered yet".into()),
             Some(at) if at.elapsed() > SILENT => Some(format!(
-                "the API server has not answered for {} s",
+                "the API server is unreachable since {} ({} s without an answer)",
+                wall_time(at),
                 at.elapsed().as_secs()
             )),
             Some(_) => None,
@@ -496,8 +546,22 @@ mod tests {
         assert_eq!(s.unhealthy(), None);
         s.record("update", "leases", "401", false);
         let why = s.unhealthy().expect("refused");
-        assert!(why.contains("update leases: 401"), "{why}");
+        assert!(
+            why.starts_with("unauthorized: the API server answered 401 to update leases"),
+            "{why}"
+        );
         s.record("get", "leases", "200", true);
         assert_eq!(s.unhealthy(), None);
+        s.record("list", "pods", "error", false);
+        let why = s.unhealthy().expect("unreachable");
+        assert!(
+            why.starts_with("the API server is unreachable since 20")
+                && why.ends_with("list pods got no answer (error)"),
+            "{why}"
+        );
+        s.record("get", "leases", "200", true);
+        s.record("get", "leases", "503", false);
+        let why = s.unhealthy().expect("refusing");
+        assert!(why.contains("get leases answered 503"), "{why}");
     }
 }

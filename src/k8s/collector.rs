@@ -43,6 +43,23 @@ pub(super) struct TargetState {
     pub(super) waiting_since: Option<Instant>,
 }
 
+/// What a target keeps across a lost and re-taken lease or a relist that missed its pod,
+/// by its id (`podUID/container/endpoint`): its schedule's phase, its trigger history and
+/// cooldown, its failures. A pod's UID is never reused, so the state is its own.
+pub(super) struct Remembered {
+    rule: usize,
+    grid: Instant,
+    monitor: Option<Monitor>,
+    failures: u32,
+    backoff_until: Option<Instant>,
+    seq: u64,
+    at: Instant,
+}
+
+/// Targets remembered at most (the oldest are forgotten first): 20 bytes of id and ~1 KiB of
+/// trigger history each, so ~10 MiB at most.
+const REMEMBERED: usize = 10_000;
+
 /// Everything `agentprof k8s` runs with.
 pub struct RunOptions {
     pub rules: K8sConfig,
@@ -83,6 +100,9 @@ pub(super) struct Collector {
     /// Where every monitoring grid starts: targets of one interval are due together, so one
     /// kubelet read serves them all.
     pub(super) epoch: Instant,
+    /// Targets dropped with the lease, kept until they are found again or their state has
+    /// nothing left to say (see [`Remembered`]).
+    pub(super) remembered: HashMap<String, Remembered>,
 }
 
 /// What the limits say to a capture now.
@@ -157,20 +177,39 @@ impl Collector {
 
     pub(super) fn add(&mut self, found: Found, now: Instant) {
         let rule = self.rule(found.rule).clone();
-        let monitor = (rule.normal.any() || rule.emergency.any()).then(|| Monitor::new(&rule));
-        let first = now + jitter(&found.id, rule.interval);
+        let kept = self
+            .remembered
+            .remove(&found.id)
+            .filter(|r| r.rule == found.rule);
+        // A target seen before keeps its schedule's phase (its next slot on the same grid),
+        // so a re-taken lease captures nothing at once; a new one starts at its jitter.
+        let first = match &kept {
+            Some(r) if r.grid > now => r.grid,
+            Some(r) => grid_after(r.grid, now, rule.interval),
+            None => now + jitter(&found.id, rule.interval),
+        };
         log(
             self.opts.json,
             "discovered",
             serde_json::json!({"target": found.id, "rule": found.rule,
                 "pod": format!("{}/{}", found.facts.namespace, found.facts.pod_name),
-                "container": found.container, "endpoint": found.endpoint, "ready": found.ready}),
+                "container": found.container, "endpoint": found.endpoint, "ready": found.ready,
+                "restored": kept.is_some()}),
         );
         self.metrics
             .discoveries
             .get_or_create(&vec![("event", "added".into())])
             .inc();
         let first_round = grid_after(self.epoch, now, rule.monitor_interval);
+        let (monitor, failures, backoff_until, seq) = match kept {
+            Some(r) => (r.monitor, r.failures, r.backoff_until, r.seq),
+            None => (
+                (rule.normal.any() || rule.emergency.any()).then(|| Monitor::new(&rule)),
+                0,
+                None,
+                0,
+            ),
+        };
         self.targets.insert(
             found.id.clone(),
             TargetState {
@@ -178,10 +217,10 @@ impl Collector {
                 monitor,
                 next_scheduled: first,
                 grid: first,
-                failures: 0,
-                backoff_until: None,
+                failures,
+                backoff_until,
                 inflight: None,
-                seq: 0,
+                seq,
                 waiting_since: None,
                 found,
             },
@@ -218,8 +257,26 @@ impl Collector {
     }
 
     /// Every target dropped (the lease is no longer this instance's): their collections
-    /// cancelled, baselines released; they are found again when the lease comes back.
+    /// cancelled, baselines released; their schedule and trigger state remembered, so that
+    /// when the lease comes back and they are found again, no cooldown is bypassed and
+    /// nothing is captured at once.
     pub(super) fn forget_targets(&mut self) {
+        let now = Instant::now();
+        for (id, t) in &self.targets {
+            self.remembered.insert(
+                id.clone(),
+                Remembered {
+                    rule: t.found.rule,
+                    grid: t.grid,
+                    monitor: t.monitor.clone(),
+                    failures: t.failures,
+                    backoff_until: t.backoff_until,
+                    seq: t.seq,
+                    at: now,
+                },
+            );
+        }
+        self.prune_remembered(now);
         let ids: Vec<String> = self.targets.keys().cloned().collect();
         for id in ids {
             self.remove(&id, "lease_lost");
@@ -229,6 +286,30 @@ impl Collector {
         self.metrics
             .synced
             .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Forgets what nothing needs any more: state older than the longest interval or
+    /// cooldown of any rule (twice, and at least an hour), then the oldest past
+    /// `REMEMBERED` entries.
+    fn prune_remembered(&mut self, now: Instant) {
+        let horizon = self
+            .opts
+            .rules
+            .rules
+            .iter()
+            .map(|r| r.interval.max(r.cooldown).max(r.trigger_window))
+            .max()
+            .unwrap_or_default()
+            .saturating_mul(2)
+            .max(Duration::from_secs(3600));
+        self.remembered
+            .retain(|_, r| now.saturating_duration_since(r.at) < horizon);
+        if self.remembered.len() > REMEMBERED {
+            let mut ats: Vec<Instant> = self.remembered.values().map(|r| r.at).collect();
+            ats.sort();
+            let cut = ats[self.remembered.len() - REMEMBERED];
+            self.remembered.retain(|_, r| r.at >= cut);
+        }
     }
 
     pub(super) fn remove_pod(&mut self, ns: &str, name: &str) {

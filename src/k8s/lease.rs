@@ -46,6 +46,8 @@ pub struct NodeLease {
     /// The record last seen: its resourceVersion, and when it was seen to change.
     seen: Option<(String, Instant)>,
     pub held: bool,
+    /// The holder the last answer named (this instance's identity when it holds it).
+    pub holder: Option<String>,
 }
 
 fn now() -> MicroTime {
@@ -60,6 +62,7 @@ impl NodeLease {
             identity,
             seen: None,
             held: false,
+            holder: None,
         }
     }
 
@@ -103,6 +106,7 @@ impl NodeLease {
                 .is_some_and(|(_, at)| at.elapsed() > Duration::from_secs(duration));
         if !ours && !expired {
             self.held = false;
+            self.holder = spec.holder_identity.clone();
             return Ok(false);
         }
         lease.spec = Some(self.spec(
@@ -121,8 +125,10 @@ impl NodeLease {
             Ok(l) => {
                 self.seen = l.metadata.resource_version.map(|v| (v, Instant::now()));
                 self.held = true;
+                self.holder = Some(self.identity.clone());
                 Ok(true)
             }
+            // Another instance wrote it first: who, the next look says.
             Err(kube::Error::Api(s)) if s.code == 409 => {
                 self.held = false;
                 Ok(false)
@@ -145,6 +151,7 @@ impl NodeLease {
         match self.api.create(&PostParams::default(), &l).await {
             Ok(_) => {
                 self.held = true;
+                self.holder = Some(self.identity.clone());
                 Ok(true)
             }
             // Another instance created it first.
@@ -193,6 +200,8 @@ pub struct Holding {
     pub until: Option<Instant>,
     /// Another instance holds it (the last answer said so).
     pub other: bool,
+    /// Who holds it, as the last answer said (None: nobody, or not known yet).
+    pub holder: Option<String>,
 }
 
 impl Holding {
@@ -252,6 +261,7 @@ async fn keep(
                 tx.send_modify(|h| {
                     h.until = mine.then(|| sent + DURATION - MARGIN);
                     h.other = !mine;
+                    h.holder = lease.holder.clone();
                 });
             }
             Err(e) => {
@@ -301,6 +311,7 @@ mod tests {
         let h = Holding {
             until: Some(sent + DURATION - MARGIN),
             other: false,
+            holder: None,
         };
         assert!(h.held(Instant::now()));
         tokio::time::advance(DURATION - MARGIN).await;

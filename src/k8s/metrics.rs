@@ -2,7 +2,8 @@
 //! reason, collections by cause and status with their durations, the delta cache, kubelet
 //! rounds, API requests by verb, resource and outcome, the server's Retry-After and its
 //! short watches, scheduled captures late or missed; and `/healthz` and `/readyz` for the
-//! DaemonSet's probes: ready while the pod cache has synced and the API server answers.
+//! DaemonSet's probes: ready while this instance leads, the pod cache has synced and the API
+//! server answers; else `/readyz` names the first real cause.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -42,9 +43,12 @@ pub struct Metrics {
     held_seen: std::sync::atomic::AtomicU64,
     short_seen: std::sync::atomic::AtomicU64,
     pub synced: AtomicBool,
-    /// Why the pod watcher's last (re)list failed, until one succeeds: an answer the HTTP
+    /// Why the pod watcher's last (re)list failed (the reason `/readyz` gives), until one
+    /// succeeds: an answer the HTTP
     /// layer counted as 200 may still not be a pod list (a proxy's page, a cut body).
     list_failing: std::sync::Mutex<Option<String>>,
+    /// Whether this instance leads, stands by (and for whom), or has not heard yet.
+    role: std::sync::Mutex<Role>,
     pub started: AtomicI64,
     /// The skips by reason, for the summary at stop.
     skips: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
@@ -165,6 +169,7 @@ impl Metrics {
             short_seen: Default::default(),
             synced: AtomicBool::new(false),
             list_failing: Default::default(),
+            role: Default::default(),
             started: AtomicI64::new(0),
             skips: Default::default(),
         }
@@ -218,15 +223,42 @@ impl Metrics {
         out
     }
 
-    /// None when ready; else why not.
+    /// None when ready; else the first real cause: standing by (and who holds the lease),
+    /// the API server refusing agentprof's credentials (which request), unreachable (since
+    /// when), the pod list failing, the pod cache not synced yet.
     pub fn not_ready(&self) -> Option<String> {
+        let role = crate::sync::lock(&self.role).clone();
+        if let Role::Standby {
+            lease,
+            holder: Some(h),
+        } = &role
+        {
+            return Some(format!(
+                "standby: this node's lease {lease} is held by {h}; this instance takes over when it expires"
+            ));
+        }
+        if let Some(why) = self.api.unhealthy() {
+            return Some(why);
+        }
+        match &role {
+            Role::Standby { lease, .. } => {
+                return Some(format!("standby: waiting for this node's lease {lease}"));
+            }
+            Role::Starting => return Some("waiting for this node's lease".into()),
+            Role::Leading => {}
+        }
+        if let Some(why) = crate::sync::lock(&self.list_failing).as_ref() {
+            return Some(why.clone());
+        }
         if !self.synced.load(Ordering::Relaxed) {
             return Some("the pod cache has not synced".into());
         }
-        if let Some(why) = crate::sync::lock(&self.list_failing).as_ref() {
-            return Some(format!("the pod list fails: {why}"));
-        }
-        self.api.unhealthy()
+        None
+    }
+
+    /// What this instance is now, for `/readyz`.
+    pub fn set_role(&self, role: Role) {
+        *crate::sync::lock(&self.role) = role;
     }
 
     /// The pod watcher's list failed (`Some`), or a list succeeded (`None`).
@@ -236,6 +268,20 @@ impl Metrics {
             *w = why;
         }
     }
+}
+
+/// Whether this instance collects.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub enum Role {
+    /// The lease's first answer has not come.
+    #[default]
+    Starting,
+    /// Another instance holds the node's lease (`holder`, when the answer named it).
+    Standby {
+        lease: String,
+        holder: Option<String>,
+    },
+    Leading,
 }
 
 /// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until the runtime ends.
@@ -261,4 +307,66 @@ pub async fn serve(addr: SocketAddr, m: Arc<Metrics>) -> std::io::Result<SocketA
     );
     crate::serve::spawn(listener, app, crate::serve::Bounds::metrics());
     Ok(bound)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `/readyz` names the first real cause, in this order: a standby (and who holds the
+    /// lease); the API server refusing the credentials, or unreachable; a standby that does
+    /// not know the holder; the pod list failing; the pod cache not synced.
+    #[test]
+    fn readiness_names_the_first_real_cause() {
+        let api = Arc::new(ApiStats::default());
+        let m = Metrics::new(Arc::clone(&api));
+        assert_eq!(
+            m.not_ready().as_deref(),
+            Some("the API server has not answered yet")
+        );
+        api.record("get", "leases", "200", true);
+        assert_eq!(
+            m.not_ready().as_deref(),
+            Some("waiting for this node's lease")
+        );
+        m.set_role(Role::Standby {
+            lease: "agentprof-n1".into(),
+            holder: Some("agentprof-abc".into()),
+        });
+        api.record("list", "pods", "401", false);
+        let why = m.not_ready().expect("standby");
+        assert!(
+            why.starts_with("standby: this node's lease agentprof-n1 is held by agentprof-abc"),
+            "{why}"
+        );
+        m.set_role(Role::Leading);
+        let why = m.not_ready().expect("unauthorized");
+        assert!(
+            why.starts_with("unauthorized: the API server answered 401 to list pods"),
+            "{why}"
+        );
+        api.record("get", "leases", "200", true);
+        m.set_list_failing(Some("the pod list fails: a cut body".into()));
+        assert_eq!(
+            m.not_ready().as_deref(),
+            Some("the pod list fails: a cut body")
+        );
+        m.set_list_failing(None);
+        assert_eq!(
+            m.not_ready().as_deref(),
+            Some("the pod cache has not synced")
+        );
+        m.synced.store(true, Ordering::Relaxed);
+        assert_eq!(m.not_ready(), None);
+        m.set_role(Role::Standby {
+            lease: "agentprof-n1".into(),
+            holder: None,
+        });
+        api.record("get", "leases", "error", false);
+        let why = m.not_ready().expect("unreachable");
+        assert!(
+            why.starts_with("the API server is unreachable since"),
+            "{why}"
+        );
+    }
 }

@@ -115,6 +115,7 @@ async fn prepare(
         failed: 0,
         waiting: std::collections::VecDeque::new(),
         epoch: Instant::now(),
+        remembered: HashMap::new(),
     };
     Ok((c, done_rx))
 }
@@ -125,20 +126,27 @@ async fn stand_by(
     lease: &mut watch::Receiver<Holding>,
     name: &str,
     json: bool,
+    metrics: &Metrics,
     mut stop: Pin<&mut impl Future<Output = ()>>,
 ) -> bool {
-    let mut announced = false;
+    let mut announced: Option<Option<String>> = None;
     loop {
         let h = lease.borrow_and_update().clone();
         if h.held(Instant::now()) {
             return true;
         }
-        if h.other && !announced {
-            announced = true;
+        if h.other {
+            metrics.set_role(super::metrics::Role::Standby {
+                lease: name.to_string(),
+                holder: h.holder.clone(),
+            });
+        }
+        if h.other && announced.as_ref() != Some(&h.holder) {
+            announced = Some(h.holder.clone());
             log(
                 json,
                 "standby",
-                serde_json::json!({"lease": name,
+                serde_json::json!({"lease": name, "holder": h.holder,
                 "why": "another agentprof holds this node's lease; taking over when it expires"}),
             );
         }
@@ -199,8 +207,15 @@ fn on_event(
             let why = super::discover::chain(&e);
             // A list that failed leaves the pod cache stale until one succeeds, even when
             // the server's answer was a 200 (a proxy's page, a cut body).
-            if matches!(e, watcher::Error::InitialListFailed(_)) {
-                c.metrics.set_list_failing(Some(why.clone()));
+            if let watcher::Error::InitialListFailed(inner) = &e {
+                let reason = match inner {
+                    kube::Error::Api(s) if matches!(s.code, 401 | 403) => format!(
+                        "unauthorized: the API server answered {} to list pods ({}; agentprof's credentials, or its RBAC, do not allow it)",
+                        s.code, s.message
+                    ),
+                    _ => format!("the pod list fails: {why}"),
+                };
+                c.metrics.set_list_failing(Some(reason));
             }
             log(
                 c.opts.json,
@@ -310,8 +325,12 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
         .ok()
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| format!("{}-{}", opts.hostname, std::process::id()));
-    let lease =
-        super::lease::NodeLease::new(&cluster.client, &cluster.namespace, &opts.node, identity);
+    let lease = super::lease::NodeLease::new(
+        &cluster.client,
+        &cluster.namespace,
+        &opts.node,
+        identity.clone(),
+    );
     let lease_name = lease.name.clone();
     log(
         opts.json,
@@ -345,9 +364,22 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
         }
     };
     tokio::pin!(stop);
-    while stand_by(&mut keeper.state, &lease_name, json, stop.as_mut()).await {
+    while stand_by(
+        &mut keeper.state,
+        &lease_name,
+        json,
+        &metrics,
+        stop.as_mut(),
+    )
+    .await
+    {
         metrics.lease_held.set(1);
-        log(json, "leader", serde_json::json!({"lease": lease_name}));
+        metrics.set_role(super::metrics::Role::Leading);
+        log(
+            json,
+            "leader",
+            serde_json::json!({"lease": lease_name, "identity": identity}),
+        );
         let statics = start_statics(&mut c);
         let ended = lead(
             &mut c,
@@ -367,10 +399,18 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
         match ended {
             End::Stopped => break,
             End::LeaseLost(why) => {
+                let holder = {
+                    let h = keeper.state.borrow();
+                    h.other.then(|| h.holder.clone()).flatten()
+                };
+                metrics.set_role(super::metrics::Role::Standby {
+                    lease: lease_name.clone(),
+                    holder: holder.clone(),
+                });
                 log(
                     json,
                     "lease_lost",
-                    serde_json::json!({"lease": lease_name, "why": why,
+                    serde_json::json!({"lease": lease_name, "identity": identity, "holder": holder, "why": why,
                         "then": "collecting nothing, standing by until the lease is this instance's again"}),
                 );
                 c.forget_targets();
@@ -547,13 +587,18 @@ fn pod_key(p: &Pod) -> String {
     )
 }
 
+/// The `stopped` event: `api_requests` counts the requests that reached the API server (an
+/// answer, or none within the deadline), as its audit log does; `api_errors` the attempts
+/// that got no connection or lost it before an answer (`code="error"` in /metrics).
 fn summary(c: &Collector, cluster: &super::client::Cluster) -> Outcome {
-    let api = cluster.api.by_verb();
+    let api = cluster.api.by_verb_where(|o| o != "error");
+    let errors = cluster.api.by_verb_where(|o| o == "error");
     log(
         c.opts.json,
         "stopped",
         serde_json::json!({"targets": c.targets.len(), "captures": c.captures,
-            "failed": c.failed, "skipped": c.metrics.skips(), "api_requests": api}),
+            "failed": c.failed, "skipped": c.metrics.skips(), "api_requests": api,
+            "api_errors": errors}),
     );
     Outcome::Success
 }

@@ -1,7 +1,8 @@
 //! When a target is collected: its identity (`podUID/container/endpoint`), the jitter that
-//! spreads scheduled collections of many pods over the interval (`fnv64a(id) % (interval /
-//! 10)`, the same for a target on every restart), and the backoff after failures (1 s·2^(n−1),
-//! n capped at 9).
+//! spreads scheduled collections of many pods over the whole interval (`fnv64a(id) %
+//! interval`, the same for a target on every restart, so a node that starts or leads again
+//! does not capture every pod at once), and the backoff after failures (1 s·2^(n−1), n capped
+//! at 9).
 
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ pub use crate::pull::fnv64a;
 
 /// How long after its interval starts a target's scheduled collection runs.
 pub fn jitter(id: &str, interval: Duration) -> Duration {
-    let span = (interval.as_millis() / 10) as u64;
+    let span = interval.as_millis() as u64;
     if span == 0 {
         return Duration::ZERO;
     }
@@ -42,7 +43,7 @@ mod tests {
     }
 
     #[test]
-    fn jitter_spreads_targets_within_a_tenth_of_the_interval_and_stays_put() {
+    fn jitter_spreads_targets_over_the_interval_and_stays_put() {
         let interval = Duration::from_secs(600);
         let ids: Vec<String> = (0..110)
             .map(|i| {
@@ -54,7 +55,15 @@ mod tests {
             })
             .collect();
         let j: Vec<Duration> = ids.iter().map(|id| jitter(id, interval)).collect();
-        assert!(j.iter().all(|d| *d < Duration::from_secs(60)));
+        assert!(j.iter().all(|d| *d < interval));
+        // Spread over the interval, not bunched at its start: every tenth of it gets some.
+        for tenth in 0..10 {
+            let (lo, hi) = (interval * tenth / 10, interval * (tenth + 1) / 10);
+            assert!(
+                j.iter().any(|d| *d >= lo && *d < hi),
+                "none in {lo:?}..{hi:?}"
+            );
+        }
         assert_eq!(
             j,
             ids.iter()
@@ -69,7 +78,7 @@ mod tests {
             "110 pods land apart: {}",
             distinct.len()
         );
-        assert_eq!(jitter("x", Duration::from_millis(5)), Duration::ZERO);
+        assert_eq!(jitter("x", Duration::ZERO), Duration::ZERO);
         assert_eq!(ids[0], "uid-0/app/http://10.0.0.1:6060/debug/pprof");
     }
 

@@ -81,7 +81,7 @@ fn crossed(usage: &Usage, limits: &Limits, t: &Thresholds, level: Level) -> Opti
 }
 
 /// One target's monitoring state.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Monitor {
     normal: Thresholds,
     emergency: Thresholds,

@@ -367,6 +367,20 @@ fn status_fields(text: &[u8], snap: &mut ProcessSnapshot) {
     }
 }
 
+/// Has every allocation of 256 KiB or more mapped on its own, so that it goes back to the
+/// system when freed (glibc otherwise raises that threshold after the first large free, up
+/// to 32 MiB, and keeps freed buffers resident): for the servers, whose large buffers —
+/// an upload's body, a decompressed profile — come and go with their requests, so their
+/// resident memory follows what the requests hold. Nothing where the C library is not glibc.
+pub fn return_large_frees() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only sets one of the allocator's parameters; called before the
+    // server's threads start.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10);
+    }
+}
+
 /// Gives the memory the allocator holds free back to the system (glibc's `malloc_trim`;
 /// nothing where the C library has none): for a server that dropped its caches.
 pub fn give_back_free_memory() {

@@ -7,9 +7,9 @@ mod linux;
 mod other;
 
 #[cfg(target_os = "linux")]
-pub use linux::{Probe, give_back_free_memory, self_rss, snapshot};
+pub use linux::{Probe, give_back_free_memory, return_large_frees, self_rss, snapshot};
 #[cfg(not(target_os = "linux"))]
-pub use other::{Probe, give_back_free_memory, self_rss, snapshot};
+pub use other::{Probe, give_back_free_memory, return_large_frees, self_rss, snapshot};
 
 use serde::Serialize;
 

@@ -66,3 +66,6 @@ impl Probe {
 /// Gives the memory the allocator holds free back to the system: nothing to do where the
 /// allocator returns it itself.
 pub fn give_back_free_memory() {}
+
+/// Large frees go back to the system: the allocators of these systems do so themselves.
+pub fn return_large_frees() {}

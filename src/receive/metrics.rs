@@ -26,6 +26,10 @@ pub struct Metrics {
     skipped_logged: std::sync::atomic::AtomicBool,
     budget_bytes: Gauge,
     budget: std::sync::OnceLock<crate::budget::Budget>,
+    connections_open: Gauge,
+    connections_evicted: Counter,
+    connections_waits: Counter,
+    server: std::sync::OnceLock<std::sync::Arc<crate::serve::ServerStats>>,
     /// Totals for the summary at stop.
     pub stored: std::sync::atomic::AtomicU64,
     pub refused: std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>>,
@@ -98,7 +102,31 @@ impl Metrics {
             "Bytes the uploads in flight hold of the memory budget (receive.memory_limit_mb)",
             budget_bytes.clone(),
         );
+        let connections_open = Gauge::default();
+        registry.register(
+            "connections_open",
+            "Connections open now (at most max_connections)",
+            connections_open.clone(),
+        );
+        let connections_evicted = Counter::default();
+        registry.register(
+            "connections_evicted_idle",
+            "Connections closed to make room at the cap: hung up, idle (of the peer holding \
+             the most first), or sending under 1 KiB/s",
+            connections_evicted.clone(),
+        );
+        let connections_waits = Counter::default();
+        registry.register(
+            "connections_waits_at_cap",
+            "Times new connections waited (in the kernel's backlog) because max_connections \
+             were open, every one busy and quick",
+            connections_waits.clone(),
+        );
         Metrics {
+            connections_open,
+            connections_evicted,
+            connections_waits,
+            server: std::sync::OnceLock::new(),
             forwards,
             store_failures,
             retention_deleted,
@@ -157,9 +185,21 @@ impl Metrics {
         let _ = self.budget.set(b);
     }
 
+    /// The HTTP server whose connections /metrics shows.
+    pub fn set_server(&self, s: std::sync::Arc<crate::serve::ServerStats>) {
+        let _ = self.server.set(s);
+    }
+
     pub fn render(&self) -> String {
         if let Some(b) = self.budget.get() {
             self.budget_bytes.set(b.used() as i64);
+        }
+        if let Some(s) = self.server.get() {
+            use std::sync::atomic::Ordering::Relaxed;
+            self.connections_open.set(s.open.load(Relaxed) as i64);
+            let catch_up = |c: &Counter, to: u64| c.inc_by(to.saturating_sub(c.get()));
+            catch_up(&self.connections_evicted, s.evicted_idle.load(Relaxed));
+            catch_up(&self.connections_waits, s.waits_at_cap.load(Relaxed));
         }
         let mut out = String::new();
         let _ = encode(&mut out, &self.registry);

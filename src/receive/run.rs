@@ -350,13 +350,15 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
             .max(Duration::from_secs(60)),
         hosts: None,
     };
+    let server_stats = Arc::new(crate::serve::ServerStats::default());
+    metrics.set_server(Arc::clone(&server_stats));
     let server = tokio::spawn(crate::serve::serve(
         listener,
         router(state),
         bounds,
         acceptor,
         stop_rx,
-        Arc::default(),
+        server_stats,
     ));
     eprintln!(
         "agentprof receive: listening on {scheme}://{bound}{} (storing under {})",

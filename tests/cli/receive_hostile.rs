@@ -155,7 +155,15 @@ fn idle_sockets_cannot_fill_the_connection_cap() {
         accepted += 1;
         rx.next();
     }
-    eprintln!("measured: beside 300 idle sockets, {accepted} of 10 honest uploads acknowledged");
+    let evicted = metric(&metrics, "agentprof_receive_connections_evicted_idle_total");
+    let open = metric(&metrics, "agentprof_receive_connections_open");
+    eprintln!(
+        "measured: beside 300 idle sockets, {accepted} of 10 honest uploads acknowledged; {evicted} idle connections closed to admit others, {open} open"
+    );
+    assert!(
+        evicted >= 1.0 && open <= 256.0 + 2.0,
+        "{evicted} evicted, {open} open"
+    );
     // The newest idle socket is closed by the header deadline (5 s): read sees the end.
     let mut last = idle.into_iter().last().unwrap();
     last.set_read_timeout(Some(Duration::from_secs(60)))

@@ -607,9 +607,27 @@ fn the_watch_recovers_with_one_relist_and_a_second_instance_stands_by() {
         "{text}"
     );
     assert!(text.contains("agentprof_k8s_lease_held 1"), "{text}");
-    // A second instance on the node: a standby, collecting nothing.
-    let mut second = Running::start(&sb, &kc, &[]);
-    second.wait("standby", |v| v["event"] == "standby");
+    // A second instance on the node: a standby, collecting nothing; its event and /readyz
+    // name the instance that holds the lease (the first's `leader` event says which).
+    let identity = run.wait("leader", |v| v["event"] == "leader")["identity"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut second = Running::start(&sb, &kc, &["--metrics-listen", "127.0.0.1:0"]);
+    let second_metrics = second.wait("listening", |v| v["event"] == "listening")["metrics"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let standby = second.wait("standby", |v| v["event"] == "standby");
+    assert_eq!(standby["holder"], identity.as_str(), "{standby}");
+    let r = reqwest::blocking::get(format!("http://{second_metrics}/readyz")).unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    let why = r.text().unwrap();
+    assert!(
+        why.contains("standby: this node's lease agentprof-")
+            && why.contains(&format!("is held by {identity}")),
+        "{why}"
+    );
     // The watch is cut: it resumes from its version, without a LIST.
     api.wait_for_watches(1);
     api.cut_watches();
@@ -780,7 +798,12 @@ fn limits_queue_scheduled_captures_and_a_normal_threshold_fires_at_the_required_
             std::time::Duration::from_secs(10),
         )
     };
-    let ja = jitter("ua", 16063, "127.0.0.2");
+    // Jitters spread over the whole interval: a UID whose capture comes in its first 2 s.
+    let ua = (0..1000)
+        .map(|i| format!("ua{i}"))
+        .find(|u| jitter(u, 16063, "127.0.0.2") < std::time::Duration::from_secs(2))
+        .unwrap();
+    let ja = jitter(&ua, 16063, "127.0.0.2");
     let ub = (0..1000)
         .map(|i| format!("ub{i}"))
         .find(|u| {
@@ -798,7 +821,7 @@ fn limits_queue_scheduled_captures_and_a_normal_threshold_fires_at_the_required_
             &[("app", &[("pprof", port)])],
         )
     };
-    api.put_pod(mk("a", "ua", "127.0.0.2", 16063, "web"));
+    api.put_pod(mk("a", &ua, "127.0.0.2", 16063, "web"));
     api.put_pod(mk("b", &ub, "127.0.0.3", 16064, "web"));
     api.put_pod(mk("hot", "uh", "127.0.0.4", 16065, "hot"));
     kubelet.add("shop", "hot", "uh", "app", hot.pid);
@@ -827,7 +850,8 @@ fn limits_queue_scheduled_captures_and_a_normal_threshold_fires_at_the_required_
     };
     run.wait("a's scheduled capture", scheduled_done("a"));
     run.wait("b's scheduled capture", scheduled_done("b"));
-    let starts: Vec<usize> = ["ua/", ub.as_str()]
+    let ua_prefix = format!("{ua}/");
+    let starts: Vec<usize> = [ua_prefix.as_str(), ub.as_str()]
         .iter()
         .map(|u| {
             run.seen
@@ -1105,7 +1129,8 @@ fn https_endpoints_use_their_rules_tls() {
              interval: 10s\n    scheduled_types: [goroutine]\n"
         ),
     );
-    let r = k8s(&sb, &kc, &["--duration", "3s", "--out", "out"]);
+    // The first captures come within one interval (each at its jitter, up to 10 s).
+    let r = k8s(&sb, &kc, &["--duration", "12s", "--out", "out"]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let lines: Vec<Value> = std::fs::read_to_string(sb.file("out/captures.jsonl"))
         .unwrap()

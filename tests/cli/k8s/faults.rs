@@ -287,6 +287,7 @@ fn the_api_server_gone_and_back_resumes_discovery_the_lease_and_readiness() {
         get(&metrics, "/readyz").0 == 503
     });
     let (_, why) = get(&metrics, "/readyz");
+    assert!(why.contains("the API server is unreachable since"), "{why}");
     std::thread::sleep(Duration::from_secs(outage).saturating_sub(gone.elapsed()));
     n.api.set_down(false);
     let back = Instant::now();
@@ -356,6 +357,11 @@ fn short_watches_back_off_and_refused_credentials_make_it_unready() {
     );
     n.api.set_fault(None, Some(Fault::Status(401, None)));
     let unready = until("not ready on 401", 20, || get(&metrics, "/readyz").0 == 503);
+    let (_, why) = get(&metrics, "/readyz");
+    assert!(
+        why.starts_with("not ready: unauthorized: the API server answered 401 to"),
+        "{why}"
+    );
     let (_, text) = get(&metrics, "/metrics");
     assert!(text.contains("code=\"401\""), "{text}");
     n.api.set_fault(None, None);
@@ -1117,4 +1123,107 @@ fn the_output_directory_is_kept_within_its_retention() {
     // Captures go on being written.
     run.wait("a capture", |v| v["event"] == "capture_done");
     let _ = run.stop();
+}
+
+/// An API-server outage longer than the Lease: the node stops collecting, leads again after
+/// the return, and keeps each target's state by pod UID — both pods fired their emergency
+/// capture (10 min cooldown) before the cut; after the return the rounds that still cross
+/// the threshold are cooldown skips, no triggered capture comes, and each target's scheduled
+/// captures keep their place on its grid (nothing is captured at once on re-leading).
+/// /readyz names the outage as it is, then the standby it becomes.
+#[test]
+fn an_outage_keeps_cooldowns_and_schedules_by_pod_uid() {
+    let Some(n) = node(2, 160, 16211) else {
+        return;
+    };
+    n.rules(
+        "",
+        "    interval: 12s\n    scheduled_types: [goroutine]\n    trigger_types: [goroutine]\n    \
+         monitor_interval: 1s\n    trigger_window: 2s\n    mem_emergency_bytes: 1Mi\n    \
+         cooldown: 10m\n    profile_duration: 1s\n",
+    );
+    let (mut run, metrics) = n.start(&[]);
+    let leader = run.wait("leader", |v| v["event"] == "leader");
+    let started = |v: &Value, pod: &str, cause: &str| {
+        v["event"] == "capture_started"
+            && v["cause"] == cause
+            && v["target"].as_str().is_some_and(|t| t.starts_with(pod))
+    };
+    assert!(
+        leader["identity"].as_str().is_some_and(|s| !s.is_empty()),
+        "{leader}"
+    );
+    // Both fire their emergency, then each is captured on its schedule once.
+    let mut before = Vec::new();
+    for uid in ["u160-0/", "u160-1/"] {
+        run.wait_for("an emergency capture", 30, |v| {
+            started(v, uid, "resource_threshold")
+        });
+        before.push(run.wait_for("a scheduled capture", 30, |v| started(v, uid, "scheduled")));
+    }
+    n.api.set_down(true);
+    run.wait_for("the lease lost", 40, |v| v["event"] == "lease_lost");
+    let (code, why) = get(&metrics, "/readyz");
+    assert_eq!(code, 503);
+    assert!(why.contains("the API server is unreachable since"), "{why}");
+    n.api.set_down(false);
+    let back = run.wait_for("leading again", 40, |v| {
+        v["event"] == "leader" && at(v) > at(&leader)
+    });
+    let restored = |v: &Value| v["event"] == "discovered" && v["restored"] == true;
+    run.wait_for("targets restored", 20, restored);
+    // The rounds after the return see both pods over the threshold: cooldown skips.
+    let (_, text) = get(&metrics, "/metrics");
+    let skips0 = metric(&text, "agentprof_k8s_skipped_total{reason=\"cooldown\"}");
+    until("rounds in cooldown after the return", 30, || {
+        let (_, text) = get(&metrics, "/metrics");
+        metric(&text, "agentprof_k8s_skipped_total{reason=\"cooldown\"}") >= skips0 + 4.0
+    });
+    // Each target's first scheduled capture after the return is on its own grid.
+    for (uid, earlier) in ["u160-0/", "u160-1/"].iter().zip(&before) {
+        let after = run.wait_for("a scheduled capture after the return", 30, |v| {
+            started(v, uid, "scheduled") && at(v) > at(&back)
+        });
+        let gap = (at(&after).as_millisecond() - at(earlier).as_millisecond()) as f64 / 1000.0;
+        let off = (gap / 12.0 - (gap / 12.0).round()).abs() * 12.0;
+        assert!(
+            off < 1.5,
+            "{uid}: {gap} s after its earlier capture, {off} s off its grid"
+        );
+        let first = (at(&after).as_millisecond() - at(&back).as_millisecond()) as f64 / 1000.0;
+        eprintln!(
+            "measured: {uid} captured {first:.1} s after leading again, on its grid ({off:.2} s off)"
+        );
+    }
+    // What got no connection is counted apart from what reached the API server: the lease
+    // GETs /metrics counts as answered are at most those the API server saw.
+    let (_, text) = get(&metrics, "/metrics");
+    let prefix = "agentprof_k8s_api_requests_total{verb=\"get\",resource=\"leases\",code=\"";
+    let (mut answered, mut errors) = (0.0, 0.0);
+    for l in text.lines().filter(|l| l.starts_with(prefix)) {
+        let v: f64 = l.rsplit(' ').next().unwrap().parse().unwrap();
+        if l[prefix.len()..].starts_with("error\"") {
+            errors += v;
+        } else {
+            answered += v;
+        }
+    }
+    let seen = n.api.counts().get("get leases").copied().unwrap_or(0) as f64;
+    assert!(
+        answered <= seen && errors >= 1.0,
+        "{answered} answered, {errors} errors, {seen} seen"
+    );
+    let events = run.stop();
+    let late: Vec<&Value> = events
+        .iter()
+        .filter(|v| {
+            v["event"] == "capture_started" && v["cause"] != "scheduled" && at(v) > at(&back)
+        })
+        .collect();
+    assert!(late.is_empty(), "a cooldown was bypassed: {late:?}");
+    let stopped = events.iter().find(|v| v["event"] == "stopped").unwrap();
+    assert!(
+        stopped["api_errors"]["get"].as_u64().unwrap_or(0) >= 1,
+        "{stopped}"
+    );
 }

@@ -33,8 +33,18 @@ fn against_a_real_kube_apiserver_as_the_daemonsets_service_account() {
     let mut c = RealCluster::start(bin, sb.path());
     let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes/");
     let deploy = deploy.to_str().unwrap();
+    // A server-side dry run on the empty cluster fails (the namespace does not exist yet):
+    // kubectl's limit, which the README states next to the apply.
+    let (ok, text) = c.kubectl_status(&["apply", "--dry-run=server", "-f", deploy]);
+    assert!(
+        !ok && text.contains("namespaces \"agentprof\" not found"),
+        "{text}"
+    );
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    assert!(readme.contains("`kubectl apply --dry-run=server -f deploy/kubernetes/` fails"));
     // The README's command on an empty cluster; then the server's own validation of every
-    // object as it stands (a server-side dry run cannot precede the namespace it needs).
+    // object as it stands.
     let (out, warnings) = c.kubectl(&["apply", "-f", deploy], None);
     assert!(out.contains("daemonset.apps/agentprof created"), "{out}");
     assert!(!warnings.contains("PodSecurity"), "{warnings}");

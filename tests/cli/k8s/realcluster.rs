@@ -257,6 +257,23 @@ impl RealCluster {
     }
 
     /// kubectl as the admin; its output (stdout, stderr), panicking when it fails.
+    /// kubectl's exit and its stdout and stderr together, whatever the exit.
+    pub fn kubectl_status(&self, args: &[&str]) -> (bool, String) {
+        let out = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.admin)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    }
+
     pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> (String, String) {
         let mut child = Command::new("kubectl")
             .arg("--kubeconfig")
