@@ -243,3 +243,31 @@ fn unknown_parts_are_skipped_and_an_upload_without_a_profile_is_refused() {
             .any(|e| e.path().to_string_lossy().contains("passwd"))
     );
 }
+
+/// `max_connections: 8` taken by 8 senders that state 30 MB and send 100 bytes: an honest
+/// upload waits (in the backlog) until the slowest sender is closed — 5 s under 1 KiB/s —
+/// and is acknowledged; it is never reset.
+#[test]
+fn the_slowest_senders_make_room_at_the_cap() {
+    let sb = Sandbox::new();
+    sb.write("agentprof.yaml", "receive:\n  max_connections: 8\n");
+    let metrics = free_addr();
+    let rx = Receiver::start(
+        &sb,
+        &["--config", "agentprof.yaml", "--metrics-listen", &metrics],
+    );
+    let slow: Vec<TcpStream> = (0..8).map(|_| slow_sender(&rx.addr)).collect();
+    wait_for("the 8 slow senders to be read", || {
+        metric(&metrics, "agentprof_receive_connections_open") >= 8.0
+    });
+    let (body, ct) = recorded_upload("service:honest");
+    let (code, text) = post(&rx.url(), body, &ct);
+    assert_eq!(code, 202, "{text}");
+    assert_eq!(rx.next()["service"], "honest");
+    let evicted = metric(&metrics, "agentprof_receive_connections_evicted_idle_total");
+    eprintln!(
+        "measured: at a cap of 8 held by slow senders, the honest upload was taken after {evicted} of them were closed"
+    );
+    assert!(evicted >= 1.0, "{evicted}");
+    drop(slow);
+}
