@@ -61,7 +61,7 @@ def event(names, tags, extra=None):
     e = {"start": "2026-12-01T10:00:00Z", "end": "2026-12-01T10:01:00Z", "attachments": names,
          "tags_profiler": tags, "family": "go", "version": "4"}
     e.update(extra or {})
-    return json.dumps(e).encode()
+    return json.dumps(e, separators=(",", ":")).encode()
 
 
 def honest_body(fixtures, tag):

@@ -19,9 +19,14 @@ use crate::budget::{Budget, Reservation};
 
 /// How long a sender may take to send its headers (or less, with a shorter read timeout).
 pub(super) const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
-/// What an upload holds of the memory budget before its body arrives (twice this): the rest is
-/// charged as the bytes come.
+/// What an upload holds of the memory budget before its body arrives (`BODY_COPIES` times
+/// this): the rest is charged as the bytes come.
 const FIRST_CHARGE: u64 = 64 << 10;
+/// The copies of a body an upload holds at its peak, each charged: the network's buffers as
+/// they arrived, the one buffer they are joined into (kept for the durable queue's record),
+/// and the multipart reader's own buffer that the parts are cut from. Measured: with two,
+/// 16 senders of 31 MB bodies took the receiver to 243 MiB under a 192 MiB budget.
+const BODY_COPIES: u64 = 3;
 /// What a 503 or 507 tells the client to wait, seconds.
 const RETRY_AFTER: &str = "5";
 
@@ -232,8 +237,8 @@ fn refuse_busy(text: String) -> Response<Body> {
 }
 
 /// An upload's content type, the headers kept and its body, read within the size limit, the
-/// body timeout and the memory budget (the body is reserved as it arrives, twice: as read,
-/// and as the parts it is cut into); else the answer that refuses it.
+/// body timeout and the memory budget (the body is reserved as it arrives, [`BODY_COPIES`]
+/// times); else the answer that refuses it.
 async fn read(
     state: &State,
     req: Request<Body>,
@@ -272,9 +277,9 @@ async fn read(
         ));
     }
     // What arrives is charged as it arrives: a sender that states 100 MB and sends 6 KB holds
-    // 2 × 64 KiB, not 200 MB.
+    // 3 × 64 KiB, not 300 MB.
     let first = declared.unwrap_or(FIRST_CHARGE).min(FIRST_CHARGE);
-    let Some(mut held) = state.budget.try_reserve(2 * first) else {
+    let Some(mut held) = state.budget.try_reserve(BODY_COPIES * first) else {
         return Err(refuse(m, super::form::busy()));
     };
     let headers = kept_headers(req.headers());
@@ -300,8 +305,7 @@ async fn read(
 }
 
 /// The body, at most `limit` bytes, the reservation grown as it comes beyond what it holds:
-/// twice what arrived (the chunks as they came, then the one buffer they are joined into,
-/// which the parts are cut from).
+/// [`BODY_COPIES`] times what arrived.
 async fn collect_body(mut body: Body, limit: u64, held: &mut Reservation) -> Result<Bytes, Reject> {
     let mut chunks: Vec<Bytes> = Vec::new();
     let mut len = 0u64;
@@ -316,7 +320,7 @@ async fn collect_body(mut body: Body, limit: u64, held: &mut Reservation) -> Res
                 "the body is over the {limit}-byte limit (body_size_limit_mb)"
             )));
         }
-        if 2 * len > held.bytes() && !held.grow(2 * len - held.bytes()) {
+        if BODY_COPIES * len > held.bytes() && !held.grow(BODY_COPIES * len - held.bytes()) {
             return Err(super::form::busy());
         }
         chunks.push(chunk);
