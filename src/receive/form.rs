@@ -319,23 +319,30 @@ fn check(
         .map(|r| r.len() as u64)
         .sum();
     room.held.shrink_to(body_held + raw);
+    require_profile(&up)?;
+    Ok(up)
+}
+
+/// An upload carries at least one profile (pprof or JFR); else why it is refused, with the
+/// parts skipped as unknown.
+fn require_profile(up: &Upload) -> Result<(), Reject> {
     let is_profile = |a: &Attachment| match a.kind {
         Kind::Pprof => true,
         Kind::Other => a.name.ends_with(".jfr") || a.stem.ends_with(".jfr"),
         Kind::Metrics => false,
     };
-    if !up.attachments.iter().any(is_profile) {
-        let skipped = if up.skipped.is_empty() {
-            String::new()
-        } else {
-            format!("; skipped as unknown: {}", up.skipped.join(", "))
-        };
-        return Err(Reject::Malformed(format!(
-            "no profile attached (a part `*.pprof`, `*.jfr`, one event.json lists, or the \
-             older form's `data[i]`){skipped}"
-        )));
+    if up.attachments.iter().any(is_profile) {
+        return Ok(());
     }
-    Ok(up)
+    let skipped = if up.skipped.is_empty() {
+        String::new()
+    } else {
+        format!("; skipped as unknown: {}", up.skipped.join(", "))
+    };
+    Err(Reject::Malformed(format!(
+        "no profile attached (a part `*.pprof`, `*.jfr`, one event.json lists, or the older \
+         form's `data[i]`){skipped}"
+    )))
 }
 
 /// The most an `event` part (event.json) may hold: dd-trace's are a few KB (tags, times,

@@ -42,6 +42,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    // long: one registration per series with its help text, in the order /metrics lists them
     pub fn new() -> Metrics {
         let mut registry = Registry::with_prefix("agentprof_receive");
         let uploads = Family::<Labels, Counter>::default();
