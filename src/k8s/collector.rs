@@ -43,9 +43,9 @@ pub(super) struct TargetState {
     pub(super) waiting_since: Option<Instant>,
 }
 
-/// What a target keeps across a lost and re-taken lease or a relist that missed its pod,
-/// by its id (`podUID/container/endpoint`): its schedule's phase, its trigger history and
-/// cooldown, its failures. A pod's UID is never reused, so the state is its own.
+/// What a target keeps across a lost and re-taken lease (and the relist that follows), by its
+/// id (`podUID/container/endpoint`): its schedule's phase, its trigger history and cooldown,
+/// its failures. A pod's UID is never reused, so the state is its own.
 pub(super) struct Remembered {
     rule: usize,
     grid: Instant,
@@ -56,8 +56,8 @@ pub(super) struct Remembered {
     at: Instant,
 }
 
-/// Targets remembered at most (the oldest are forgotten first): 20 bytes of id and ~1 KiB of
-/// trigger history each, so ~10 MiB at most.
+/// Targets remembered at most (the oldest are forgotten first): an id and a few KiB of
+/// trigger history each, some tens of MiB at the very most.
 const REMEMBERED: usize = 10_000;
 
 /// Everything `agentprof k8s` runs with.
@@ -305,10 +305,16 @@ impl Collector {
         self.remembered
             .retain(|_, r| now.saturating_duration_since(r.at) < horizon);
         if self.remembered.len() > REMEMBERED {
-            let mut ats: Vec<Instant> = self.remembered.values().map(|r| r.at).collect();
-            ats.sort();
-            let cut = ats[self.remembered.len() - REMEMBERED];
-            self.remembered.retain(|_, r| r.at >= cut);
+            let mut by_age: Vec<(Instant, String)> = self
+                .remembered
+                .iter()
+                .map(|(id, r)| (r.at, id.clone()))
+                .collect();
+            by_age.sort();
+            let over = by_age.len() - REMEMBERED;
+            for (_, id) in by_age.into_iter().take(over) {
+                self.remembered.remove(&id);
+            }
         }
     }
 
