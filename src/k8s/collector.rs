@@ -17,6 +17,7 @@ use super::client::Connect;
 use super::config::{K8sConfig, Rule};
 use super::events::log;
 use super::metrics::Metrics;
+use super::remembered::{Memory, Remembered};
 use super::schedule::{backoff, jitter};
 use super::stats::{ContainerRef, Summary};
 use super::targets::{Found, evaluate};
@@ -42,23 +43,6 @@ pub(super) struct TargetState {
     /// A scheduled capture that met a limit waits in `Collector::waiting` since then.
     pub(super) waiting_since: Option<Instant>,
 }
-
-/// What a target keeps across a lost and re-taken lease (and the relist that follows), by its
-/// id (`podUID/container/endpoint`): its schedule's phase, its trigger history and cooldown,
-/// its failures. A pod's UID is never reused, so the state is its own.
-pub(super) struct Remembered {
-    rule: usize,
-    grid: Instant,
-    monitor: Option<Monitor>,
-    failures: u32,
-    backoff_until: Option<Instant>,
-    seq: u64,
-    at: Instant,
-}
-
-/// Targets remembered at most (the oldest are forgotten first): an id and a few KiB of
-/// trigger history each, some tens of MiB at the very most.
-const REMEMBERED: usize = 10_000;
 
 /// Everything `agentprof k8s` runs with.
 pub struct RunOptions {
@@ -102,7 +86,7 @@ pub(super) struct Collector {
     pub(super) epoch: Instant,
     /// Targets dropped with the lease, kept until they are found again or their state has
     /// nothing left to say (see [`Remembered`]).
-    pub(super) remembered: HashMap<String, Remembered>,
+    pub(super) remembered: Memory,
 }
 
 /// What the limits say to a capture now.
@@ -177,10 +161,7 @@ impl Collector {
 
     pub(super) fn add(&mut self, found: Found, now: Instant) {
         let rule = self.rule(found.rule).clone();
-        let kept = self
-            .remembered
-            .remove(&found.id)
-            .filter(|r| r.rule == found.rule);
+        let kept = self.remembered.take(&found.id, found.rule);
         // A target seen before keeps its schedule's phase (its next slot on the same grid),
         // so a re-taken lease captures nothing at once; a new one starts at its jitter.
         let first = match &kept {
@@ -263,7 +244,7 @@ impl Collector {
     pub(super) fn forget_targets(&mut self) {
         let now = Instant::now();
         for (id, t) in &self.targets {
-            self.remembered.insert(
+            self.remembered.keep(
                 id.clone(),
                 Remembered {
                     rule: t.found.rule,
@@ -288,9 +269,8 @@ impl Collector {
             .store(false, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Forgets what nothing needs any more: state older than the longest interval or
-    /// cooldown of any rule (twice, and at least an hour), then the oldest past
-    /// `REMEMBERED` entries.
+    /// How long a forgotten target's state is worth keeping: twice the longest interval,
+    /// cooldown or trigger window of any rule, and at least an hour.
     fn prune_remembered(&mut self, now: Instant) {
         let horizon = self
             .opts
@@ -302,20 +282,7 @@ impl Collector {
             .unwrap_or_default()
             .saturating_mul(2)
             .max(Duration::from_secs(3600));
-        self.remembered
-            .retain(|_, r| now.saturating_duration_since(r.at) < horizon);
-        if self.remembered.len() > REMEMBERED {
-            let mut by_age: Vec<(Instant, String)> = self
-                .remembered
-                .iter()
-                .map(|(id, r)| (r.at, id.clone()))
-                .collect();
-            by_age.sort();
-            let over = by_age.len() - REMEMBERED;
-            for (_, id) in by_age.into_iter().take(over) {
-                self.remembered.remove(&id);
-            }
-        }
+        self.remembered.prune(now, horizon);
     }
 
     pub(super) fn remove_pod(&mut self, ns: &str, name: &str) {

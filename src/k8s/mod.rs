@@ -14,6 +14,7 @@ mod events;
 pub mod kubelet;
 pub mod lease;
 pub mod metrics;
+mod remembered;
 mod rule;
 pub mod run;
 pub mod schedule;

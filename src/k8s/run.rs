@@ -115,7 +115,7 @@ async fn prepare(
         failed: 0,
         waiting: std::collections::VecDeque::new(),
         epoch: Instant::now(),
-        remembered: HashMap::new(),
+        remembered: Default::default(),
     };
     Ok((c, done_rx))
 }

@@ -47,7 +47,7 @@ fn hostile_upload(lie: bool) -> (Vec<u8>, String) {
     multipart(&parts)
 }
 
-fn vm_hwm_kib(pid: u32) -> u64 {
+pub(super) fn vm_hwm_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
         .lines()

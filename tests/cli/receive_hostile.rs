@@ -9,20 +9,12 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::receive::{Receiver, multipart, post, recorded_upload};
+use super::receive_bounds::vm_hwm_kib;
 use crate::support::{Sandbox, fixture};
 
 fn free_addr() -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().to_string()
-}
-
-fn vm_hwm_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 /// One value of the receiver's /metrics (0 when the series is not there yet).
