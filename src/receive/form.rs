@@ -171,41 +171,104 @@ pub fn boundary(content_type: Option<&str>) -> Result<String, Reject> {
         .map_err(|_| Reject::NotMultipart("multipart/form-data without a boundary".into()))
 }
 
-struct Field {
+/// One part of the body as it arrived: its name, file name and bytes.
+pub(super) struct Field {
     name: String,
     filename: Option<String>,
     data: Bytes,
 }
 
-async fn fields(body: Bytes, boundary: String) -> Result<Vec<Field>, Reject> {
-    let stream = futures_util::stream::once(async move { Ok::<_, std::convert::Infallible>(body) });
+/// The most parts an upload may have.
+const MAX_PARTS: usize = 256;
+
+/// Why the parts could not be read: the body's own fault, or the stream's (the body was cut,
+/// went past its limit or the budget: the reader of the stream knows which).
+pub(super) enum FieldsError {
+    Body(Reject),
+    Stream,
+}
+
+/// The parts of a multipart body, read as its bytes arrive: an `event` part is refused as
+/// soon as it passes [`EVENT_LIMIT`], before the rest of the body is sent.
+pub(super) async fn fields<S>(stream: S, boundary: String) -> Result<Vec<Field>, FieldsError>
+where
+    S: futures_util::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
+{
     let mut mp = multer::Multipart::new(stream, boundary);
     let mut out = Vec::new();
+    let failed = |e: multer::Error| match e {
+        multer::Error::StreamReadFailed(_) => FieldsError::Stream,
+        e => FieldsError::Body(Reject::Malformed(e.to_string())),
+    };
     loop {
-        let field = match mp.next_field().await {
+        let mut field = match mp.next_field().await {
             Ok(Some(f)) => f,
             Ok(None) => break,
-            Err(e) => return Err(Reject::Malformed(e.to_string())),
+            Err(e) => return Err(failed(e)),
         };
+        if out.len() == MAX_PARTS {
+            return Err(FieldsError::Body(Reject::Malformed(format!(
+                "more than {MAX_PARTS} parts"
+            ))));
+        }
         let name = field.name().unwrap_or_default().to_string();
         let filename = field.file_name().map(str::to_string);
-        let data = field
-            .bytes()
-            .await
-            .map_err(|e| Reject::Malformed(format!("part {name:?}: {e}")))?;
+        let limit = if name == "event" {
+            EVENT_LIMIT
+        } else {
+            usize::MAX
+        };
+        let mut chunks: Vec<Bytes> = Vec::new();
+        let mut len = 0usize;
+        loop {
+            let chunk = match field.chunk().await {
+                Ok(Some(c)) => c,
+                Ok(None) => break,
+                Err(multer::Error::StreamReadFailed(_)) => return Err(FieldsError::Stream),
+                Err(e) => {
+                    return Err(FieldsError::Body(Reject::Malformed(format!(
+                        "part {name:?}: {e}"
+                    ))));
+                }
+            };
+            len += chunk.len();
+            if len > limit {
+                return Err(FieldsError::Body(event_too_large(len)));
+            }
+            chunks.push(chunk);
+        }
         out.push(Field {
             name,
             filename,
-            data,
+            data: joined(chunks, len),
         });
-        if out.len() > 256 {
-            return Err(Reject::Malformed("more than 256 parts".into()));
-        }
     }
     if out.is_empty() {
-        return Err(Reject::Malformed("no part".into()));
+        return Err(FieldsError::Body(Reject::Malformed("no part".into())));
     }
     Ok(out)
+}
+
+/// Chunks as one buffer (the one chunk itself when there is one).
+pub(super) fn joined(mut chunks: Vec<Bytes>, len: usize) -> Bytes {
+    match chunks.len() {
+        0 => Bytes::new(),
+        1 => chunks.pop().unwrap_or_default(),
+        _ => {
+            let mut out = bytes::BytesMut::with_capacity(len);
+            for c in chunks {
+                out.extend_from_slice(&c);
+            }
+            out.freeze()
+        }
+    }
+}
+
+fn event_too_large(len: usize) -> Reject {
+    Reject::Event(format!(
+        "more than {EVENT_LIMIT} bytes ({len} so far), over what an event part may take \
+         (dd-trace's are a few KB)"
+    ))
 }
 
 fn timestamp(what: &str, s: &str) -> Result<jiff::Timestamp, Reject> {
@@ -224,8 +287,9 @@ fn stem_of(name: &str) -> String {
     }
 }
 
-/// Parses and checks an upload, growing `held` (which holds its body already) by what its
-/// attachments take decompressed: Err says why it is refused.
+/// Parses and checks an upload kept whole (the queue's record of one acknowledged before a
+/// restart), growing `held` (which holds its body already) by what its attachments take
+/// decompressed: Err says why it is refused.
 pub async fn parse(
     content_type: Option<&str>,
     body: Bytes,
@@ -233,7 +297,22 @@ pub async fn parse(
     held: Reservation,
 ) -> Result<(Upload, Reservation), Reject> {
     let b = boundary(content_type)?;
-    let parts = fields(body, b).await?;
+    let stream = futures_util::stream::once(async move { Ok::<_, std::io::Error>(body) });
+    let parts = match fields(stream, b).await {
+        Ok(p) => p,
+        Err(FieldsError::Body(r)) => return Err(r),
+        Err(FieldsError::Stream) => return Err(Reject::Malformed("the body was cut".into())),
+    };
+    checked(parts, limits, held).await
+}
+
+/// The parts read into an upload and checked, growing `held` (which holds its body already)
+/// by what its attachments take decompressed: Err says why it is refused.
+pub(super) async fn checked(
+    parts: Vec<Field>,
+    limits: &UploadLimits,
+    held: Reservation,
+) -> Result<(Upload, Reservation), Reject> {
     // Decompressing and checking is CPU work: on the blocking pool, so the accept loop and
     // the other requests go on meanwhile.
     let limits = *limits;
@@ -384,11 +463,7 @@ fn is_known(f: &Field, listed: &[&str]) -> bool {
 /// At most [`EVENT_LIMIT`] bytes, its parse reserved from the budget before it is parsed.
 fn read_event(data: &[u8], up: &mut Upload, held: &mut Reservation) -> Result<(), Reject> {
     if data.len() > EVENT_LIMIT {
-        return Err(Reject::Event(format!(
-            "{} bytes, over the {EVENT_LIMIT} bytes an event part may take (dd-trace's are a \
-             few KB)",
-            data.len()
-        )));
+        return Err(event_too_large(data.len()));
     }
     if !held.grow(parse_cost(data.len())) {
         return Err(busy());

@@ -22,10 +22,10 @@ pub(super) const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// What an upload holds of the memory budget before its body arrives (`BODY_COPIES` times
 /// this): the rest is charged as the bytes come.
 const FIRST_CHARGE: u64 = 64 << 10;
-/// The copies of a body an upload holds at its peak, each charged: the network's buffers as
-/// they arrived, the one buffer they are joined into (kept for the durable queue's record),
-/// and the multipart reader's own buffer that the parts are cut from. Measured: with two,
-/// 16 senders of 31 MB bodies took the receiver to 243 MiB under a 192 MiB budget.
+/// The copies of a body an upload holds at its peak, each charged: the queue's record it is
+/// written into as it arrives, the multipart reader's buffer the parts are cut from, and a
+/// large part's pieces joined into one. Measured: with two, 16 senders of 31 MB bodies took
+/// the receiver to 243 MiB under a 192 MiB budget.
 const BODY_COPIES: u64 = 3;
 /// What a 503 or 507 tells the client to wait, seconds.
 const RETRY_AFTER: &str = "5";
@@ -70,19 +70,21 @@ fn kept_headers(h: &HeaderMap) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The queue's record of an upload: one JSON line (content type, kept headers, when it
-/// was received), then the body as it came.
-pub(super) fn record(
+/// The head of the queue's record of an upload: one JSON line (content type, kept headers,
+/// when it was received); the body follows as it came. `room` more bytes are reserved for
+/// it.
+fn record_head(
     content_type: &str,
     headers: &[(String, String)],
     at: jiff::Timestamp,
-    body: &[u8],
+    room: usize,
 ) -> Vec<u8> {
     let head = serde_json::json!({"content_type": content_type, "headers": headers,
         "received": at.as_nanosecond().to_string()});
-    let mut out = serde_json::to_vec(&head).unwrap_or_default();
+    let head = serde_json::to_vec(&head).unwrap_or_default();
+    let mut out = Vec::with_capacity(head.len() + 1 + room);
+    out.extend_from_slice(&head);
     out.push(b'\n');
-    out.extend_from_slice(body);
     out
 }
 
@@ -161,41 +163,41 @@ async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Body> {
     if let Some(full) = disk_full(&state) {
         return full;
     }
-    let (ct, headers, body, held) = match read(&state, req).await {
+    let read = match read(&state, req).await {
         Ok(x) => x,
         Err(answered) => return answered,
     };
-    let (parsed, held) =
-        match super::form::parse(Some(&ct), body.clone(), &state.limits, held).await {
-            Ok(x) => x,
-            Err(r) => return refuse(m, r),
-        };
+    let (parsed, held) = match super::form::checked(read.parts, &state.limits, read.held).await {
+        Ok(x) => x,
+        Err(r) => return refuse(m, r),
+    };
     m.skipped(&parsed.skipped);
     // Made durable and handed to a worker by a task of its own: a client that goes away
     // meanwhile neither strands the upload nor has it stored twice.
     let (tx, rx) = tokio::sync::oneshot::channel();
     let st = Arc::clone(&state);
+    let (record, body_len, headers, at) = (read.record, read.body_len, read.headers, read.at);
     tokio::spawn(async move {
-        let r = enqueue(&st, &ct, headers, &body, parsed, held).await;
+        let r = enqueue(&st, record, body_len, headers, at, parsed, held).await;
         let _ = tx.send(r);
     });
     rx.await
         .unwrap_or_else(|_| answer(503, "the receiver is stopping; retry".into()))
 }
 
-/// The upload appended to the queue (synced) and given to the workers: 202, or why not.
+/// The upload's record appended to the queue (synced) and the upload given to the workers:
+/// 202, or why not.
 async fn enqueue(
     state: &State,
-    ct: &str,
+    record: Vec<u8>,
+    body_len: u64,
     headers: Vec<(String, String)>,
-    body: &Bytes,
+    at: jiff::Timestamp,
     upload: Upload,
     held: Reservation,
 ) -> Response<Body> {
     let m = &state.metrics;
-    let at = jiff::Timestamp::now();
-    let rec = record(ct, &headers, at, body);
-    let id = match state.queue.append(rec).await {
+    let id = match state.queue.append(record).await {
         Ok(id) => id,
         Err(e @ QueueError::Full { .. }) => {
             m.reject("queue_full");
@@ -206,7 +208,7 @@ async fn enqueue(
             return refuse_busy(e.to_string());
         }
     };
-    m.bytes.inc_by(body.len() as u64);
+    m.bytes.inc_by(body_len);
     m.queue_depth.inc();
     m.queue_bytes.set(state.queue.used() as i64);
     // Durable now; the worker's copy waits in memory within the budget (a full backlog slows
@@ -236,37 +238,41 @@ fn refuse_busy(text: String) -> Response<Body> {
     a
 }
 
-/// An upload's content type, the headers kept and its body, read within the size limit, the
-/// body timeout and the memory budget (the body is reserved as it arrives, [`BODY_COPIES`]
-/// times); else the answer that refuses it.
-async fn read(
-    state: &State,
-    req: Request<Body>,
-) -> Result<(String, Vec<(String, String)>, Bytes, Reservation), Response<Body>> {
+/// An upload as it was read: the queue's record of it (head and body), its parts, the
+/// headers kept, when it came, and what it holds of the memory budget.
+struct Read {
+    record: Vec<u8>,
+    body_len: u64,
+    parts: Vec<super::form::Field>,
+    headers: Vec<(String, String)>,
+    at: jiff::Timestamp,
+    held: Reservation,
+}
+
+/// An upload read within the size limit, the body timeout and the memory budget, its parts
+/// cut as the body arrives (the body is reserved as it comes, [`BODY_COPIES`] times; an
+/// event part past its limit is refused before the rest is sent); else the answer that
+/// refuses it.
+async fn read(state: &State, req: Request<Body>) -> Result<Read, Response<Body>> {
     let m = &state.metrics;
     let ct = req
         .headers()
         .get("content-type")
         .and_then(|v| v.to_str().ok())
-        .map(String::from);
-    if let Err(r) = super::form::boundary(ct.as_deref()) {
-        return Err(refuse(m, r));
-    }
+        .map(String::from)
+        .unwrap_or_default();
+    let boundary = match super::form::boundary(Some(ct.as_str()).filter(|c| !c.is_empty())) {
+        Ok(b) => b,
+        Err(r) => return Err(refuse(m, r)),
+    };
     let declared = req
         .headers()
         .get("content-length")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if let Some(n) = declared.filter(|n| *n > state.body_limit) {
-        // Read and dropped (up to 4 × the limit, within the body timeout), so the client
-        // finishes sending and reads the 413 instead of a broken pipe.
         if n <= 4 * state.body_limit {
-            let _ = tokio::time::timeout(state.body_timeout, async {
-                use futures_util::StreamExt;
-                let mut s = req.into_body().into_data_stream();
-                while let Some(Ok(_)) = s.next().await {}
-            })
-            .await;
+            drain(req.into_body(), 4 * state.body_limit, state.body_timeout).await;
         }
         return Err(refuse(
             m,
@@ -279,16 +285,35 @@ async fn read(
     // What arrives is charged as it arrives: a sender that states 100 MB and sends 6 KB holds
     // 3 × 64 KiB, not 300 MB.
     let first = declared.unwrap_or(FIRST_CHARGE).min(FIRST_CHARGE);
-    let Some(mut held) = state.budget.try_reserve(BODY_COPIES * first) else {
+    let Some(held) = state.budget.try_reserve(BODY_COPIES * first) else {
         return Err(refuse(m, super::form::busy()));
     };
     let headers = kept_headers(req.headers());
-    let read = tokio::time::timeout(
-        state.body_timeout,
-        collect_body(req.into_body(), state.body_limit, &mut held),
-    )
-    .await;
-    match read {
+    let at = jiff::Timestamp::now();
+    // The record's room is what the sender states (pages the body never fills are never
+    // touched), so it does not move as it grows.
+    let room = declared.unwrap_or(0) as usize;
+    let tap = Arc::new(std::sync::Mutex::new(Tap {
+        record: record_head(&ct, &headers, at, room),
+        body_len: 0,
+        held: Some(held),
+        failure: None,
+    }));
+    let started = tokio::time::Instant::now();
+    let body = Arc::new(tokio::sync::Mutex::new(Some(req.into_body())));
+    let stream = tapped(Arc::clone(&body), state.body_limit, Arc::clone(&tap));
+    let parts = tokio::time::timeout(state.body_timeout, super::form::fields(stream, boundary))
+        .await;
+    if let Ok(Err(super::form::FieldsError::Body(_))) = &parts
+        && let Some(rest) = body.lock().await.take()
+    {
+        // Refused for what it holds (an event part past its limit): the rest is read and
+        // dropped, charged nothing, so the client reads why instead of a broken pipe.
+        let left = state.body_timeout.saturating_sub(started.elapsed());
+        drain(rest, state.body_limit, left).await;
+    }
+    let mut t = crate::sync::lock(&tap);
+    match parts {
         Err(_) => {
             m.reject("slow_sender");
             Err(answer(
@@ -299,43 +324,119 @@ async fn read(
                 ),
             ))
         }
-        Ok(Err(r)) => Err(refuse(m, r)),
-        Ok(Ok(b)) => Ok((ct.unwrap_or_default(), headers, b, held)),
+        Ok(Err(super::form::FieldsError::Body(r))) => Err(refuse(m, r)),
+        Ok(Err(super::form::FieldsError::Stream)) => Err(refuse(
+            m,
+            t.failure
+                .take()
+                .unwrap_or_else(|| Reject::Malformed("the body was cut".into())),
+        )),
+        Ok(Ok(parts)) => match t.held.take() {
+            Some(held) => Ok(Read {
+                record: std::mem::take(&mut t.record),
+                body_len: t.body_len,
+                parts,
+                headers,
+                at,
+                held,
+            }),
+            None => Err(refuse(m, super::form::busy())),
+        },
     }
 }
 
-/// The body, at most `limit` bytes, the reservation grown as it comes beyond what it holds:
-/// [`BODY_COPIES`] times what arrived.
-async fn collect_body(mut body: Body, limit: u64, held: &mut Reservation) -> Result<Bytes, Reject> {
-    let mut chunks: Vec<Bytes> = Vec::new();
-    let mut len = 0u64;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| Reject::Malformed(format!("the body was cut: {e}")))?;
-        let Ok(chunk) = frame.into_data() else {
-            continue;
-        };
-        len += chunk.len() as u64;
-        if len > limit {
+/// What the body's stream keeps as it passes: the queue's record, the bytes so far, the
+/// reservation they are charged to, and why the stream stopped when it is the body's fault.
+struct Tap {
+    record: Vec<u8>,
+    body_len: u64,
+    held: Option<Reservation>,
+    failure: Option<Reject>,
+}
+
+impl Tap {
+    /// `chunk` charged ([`BODY_COPIES`] times all that arrived) and kept in the record; else
+    /// why not.
+    fn take(&mut self, chunk: &[u8], limit: u64) -> Result<(), Reject> {
+        self.body_len += chunk.len() as u64;
+        if self.body_len > limit {
             return Err(Reject::TooLarge(format!(
                 "the body is over the {limit}-byte limit (body_size_limit_mb)"
             )));
         }
-        if BODY_COPIES * len > held.bytes() && !held.grow(BODY_COPIES * len - held.bytes()) {
+        let want = BODY_COPIES * self.body_len;
+        let Some(held) = self.held.as_mut() else {
+            return Err(super::form::busy());
+        };
+        if want > held.bytes() && !held.grow(want - held.bytes()) {
             return Err(super::form::busy());
         }
-        chunks.push(chunk);
+        self.record.extend_from_slice(chunk);
+        Ok(())
     }
-    Ok(match chunks.len() {
-        0 => Bytes::new(),
-        1 => chunks.pop().unwrap_or_default(),
-        _ => {
-            let mut out = bytes::BytesMut::with_capacity(len as usize);
-            for c in chunks {
-                out.extend_from_slice(&c);
-            }
-            out.freeze()
+}
+
+/// The body as a stream of chunks for the multipart reader, each one first charged and kept
+/// by the tap; the stream fails (the tap saying why) when the body is cut, too large or over
+/// the budget. The body stays where the reader of the stream can take it back.
+fn tapped(
+    body: Arc<tokio::sync::Mutex<Option<Body>>>,
+    limit: u64,
+    tap: Arc<std::sync::Mutex<Tap>>,
+) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {
+    futures_util::stream::unfold(body, move |body| {
+        let tap = Arc::clone(&tap);
+        async move {
+            let failed = |r: Reject| {
+                crate::sync::lock(&tap).failure = Some(r);
+                Err(std::io::Error::other("the body stopped"))
+            };
+            let item = {
+                let mut guard = body.lock().await;
+                let b = guard.as_mut()?;
+                loop {
+                    match b.frame().await {
+                        None => {
+                            guard.take();
+                            return None;
+                        }
+                        Some(Err(e)) => {
+                            guard.take();
+                            break failed(Reject::Malformed(format!("the body was cut: {e}")));
+                        }
+                        Some(Ok(frame)) => {
+                            let Ok(chunk) = frame.into_data() else {
+                                continue;
+                            };
+                            let took = crate::sync::lock(&tap).take(&chunk, limit);
+                            break match took {
+                                Ok(()) => Ok(chunk),
+                                Err(r) => {
+                                    guard.take();
+                                    failed(r)
+                                }
+                            };
+                        }
+                    }
+                }
+            };
+            Some((item, body))
         }
     })
+}
+
+/// The rest of a refused body read and dropped (at most `limit` bytes, within `deadline`).
+async fn drain(mut body: Body, limit: u64, deadline: Duration) {
+    let _ = tokio::time::timeout(deadline, async {
+        let mut read = 0u64;
+        while let Some(Ok(frame)) = body.frame().await {
+            read += frame.data_ref().map_or(0, |d| d.len() as u64);
+            if read > limit {
+                break;
+            }
+        }
+    })
+    .await;
 }
 
 pub(super) fn router(state: Arc<State>) -> axum::Router {
