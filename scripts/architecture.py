@@ -1,9 +1,17 @@
 #!/usr/bin/env python3
 """Checks the import rules ARCHITECTURE.md states, so the map stays true: which folders may
-not import which, and no import circle between the files of one folder. Run by .ci/run;
+not import which, and no import circle between the modules of one folder (src/'s folders and
+top-level files included). Run by .ci/run;
 prints each broken rule with the file and line, exits 1 when there is one.
 
-    python3 scripts/architecture.py
+    python3 scripts/architecture.py [--src DIR]
+
+It reads Rust as the compiler does, not line by line: comments and string literals are cut,
+`use` trees are expanded (`use crate::{a::B, c::{D, E}};` over any number of lines), `self`,
+`super` and `super::super` are resolved from the module a line is in (inline `mod` blocks,
+tests included), and paths written in code (`crate::a::f()`, `super::b::C`) count as
+imports. A path whose first name is a module of the current one (`measure::run`) is
+resolved too; anything else is another crate's.
 """
 
 import os
@@ -12,7 +20,6 @@ import sys
 from collections import defaultdict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SRC = os.path.join(ROOT, "src")
 
 # (folder or file of src/, modules of crate:: it must not use, why) — as ARCHITECTURE.md says.
 COMMANDS = ["cmd", "cli"]
@@ -29,84 +36,222 @@ RULES = [
     ("pull", ["k8s", "receive"], "pull never imports k8s or receive"),
     ("receive", ["k8s"], "receive and k8s never import each other"),
     ("k8s", ["receive"], "receive and k8s never import each other"),
+    ("config", ["checks", "agent", "pull", "k8s", "receive", "ui", "gate", "emit", "render",
+                "profile", "pprof", "procstat", "metrics"], "config reads files; it imports no domain folder"),
     ("error.rs", ["checks", "agent", "pull", "k8s", "receive"], "error.rs holds errors only"),
     ("gate", ["cli"], "the gate's options are plain structs"),
 ]
-# Folders whose files must not import each other in a circle.
-NO_CIRCLES = ["k8s", "pprof", "receive", "pull", "agent", "checks", "ui"]
 
-USE = re.compile(r"\bcrate::([a-z_]+(?:::[a-z_]+)*)")
-SUPER = re.compile(r"\bsuper::([a-z_]+)")
+TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|::|\$|.", re.S)
 
 
-def rust_files():
-    for d, _, files in os.walk(SRC):
-        for f in files:
-            if f.endswith(".rs"):
-                yield os.path.join(d, f)
+def strip(text):
+    """The text with comments, strings and character literals blanked (newlines kept, so
+    line numbers hold)."""
+    out = []
+    i, n = 0, len(text)
+
+    def blank(s):
+        return "".join(c if c == "\n" else " " for c in s)
+
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if text.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif text.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            out.append(blank(text[i:j]))
+            i = j
+        elif (m := re.compile(r'b?r(#*)"').match(text, i)) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            end = '"' + m.group(1)
+            j = text.find(end, m.end())
+            j = n if j < 0 else j + len(end)
+            out.append(blank(text[i:j]))
+            i = j
+        elif c == '"' or (c == "b" and text.startswith('b"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_"))):
+            j = i + (2 if c == "b" else 1)
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(blank(text[i:j + 1]))
+            i = j + 1
+        elif c == "'":
+            # A character literal ('a', '\n', '\u{1F600}', '"') or a lifetime ('a).
+            m = re.compile(r"'(\\(u\{[0-9a-fA-F]+\}|x[0-9a-fA-F]{2}|.)|[^\\'])'", re.S).match(text, i)
+            if m:
+                out.append(blank(m.group(0)))
+                i = m.end()
+            else:
+                out.append(c)
+                i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
-def code_lines(path):
-    """Lines before the file's tests, comments cut."""
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            if line.startswith("#[cfg(test)]"):
-                return
-            yield n, line.split("//")[0]
-
-
-def module_of(path):
-    """The module path of a file: src/k8s/run.rs is [k8s, run], src/pprof/legacy/mod.rs
-    [pprof, legacy]."""
-    parts = os.path.relpath(path, SRC)[:-3].split(os.sep)
-    if parts[-1] == "mod":
-        parts = parts[:-1]
-    return parts
-
-
-def main():
-    broken = []
-    edges = defaultdict(set)  # parent module -> {(child, sibling it imports)}
-    for path in rust_files():
-        mod = module_of(path)
-        top = mod[0] if os.sep in os.path.relpath(path, SRC) else mod[0] + ".rs"
-        parent = tuple(mod[:-1])
-        for n, line in code_lines(path):
-            for m in USE.finditer(line):
-                target = m.group(1).split("::")
-                for folder, forbidden, why in RULES:
-                    applies = folder is None and top.removesuffix(".rs") not in COMMANDS \
-                        or folder is not None and top == folder
-                    if applies and target[0] in forbidden:
-                        broken.append(f"src/{os.path.relpath(path, SRC)}:{n}: uses "
-                                      f"crate::{target[0]} ({why})")
-                # crate::PARENT::SIBLING from a child of PARENT
-                if len(mod) >= 2 and tuple(target[:len(parent)]) == parent \
-                        and len(target) > len(parent) and target[len(parent)] != mod[-1]:
-                    edges[parent].add((mod[-1], target[len(parent)]))
-            if len(mod) >= 2:
-                for m in SUPER.finditer(line):
-                    if m.group(1) != mod[-1]:
-                        edges[parent].add((mod[-1], m.group(1)))
-    for parent, pairs in sorted(edges.items()):
-        if not parent or parent[0] not in NO_CIRCLES:
+def tokens(text):
+    """(token, line) pairs of stripped Rust."""
+    line = 1
+    for m in TOKEN.finditer(text):
+        t = m.group(0)
+        if t.isspace():
+            line += t.count("\n")
             continue
-        children = {a for a, _ in pairs}
-        graph = defaultdict(set)
-        for a, b in pairs:
-            if b in children or os.path.exists(os.path.join(SRC, *parent, b + ".rs")) \
-                    or os.path.isdir(os.path.join(SRC, *parent, b)):
-                graph[a].add(b)
-        for cycle in circles(graph):
-            hops = " -> ".join(cycle + [cycle[0]])
-            broken.append(f"src/{'/'.join(parent)}/: an import circle {hops}")
-    for b in broken:
-        print(b)
-    if broken:
-        print(f"{len(broken)} rule(s) of ARCHITECTURE.md broken", file=sys.stderr)
-        return 1
-    print("ARCHITECTURE.md's import rules hold")
-    return 0
+        yield t, line
+
+
+def use_tree(toks, i, prefix, out, line):
+    """Parses one use tree at toks[i]; appends (path, line) for each leaf; returns the index
+    after it."""
+    path = list(prefix)
+    while i < len(toks):
+        t = toks[i][0]
+        if t == "{":
+            i += 1
+            while i < len(toks) and toks[i][0] != "}":
+                if toks[i][0] == ",":
+                    i += 1
+                    continue
+                i = use_tree(toks, i, path, out, toks[i][1])
+            return i + 1
+        if t == "*":
+            out.append((path, line))
+            return i + 1
+        if t == "::":
+            i += 1
+            continue
+        if re.match(r"[A-Za-z_]", t):
+            path = path + [t]
+            i += 1
+            if i < len(toks) and toks[i][0] == "as":
+                i += 2
+            if i >= len(toks) or toks[i][0] != "::":
+                out.append((path, line))
+                return i
+            continue
+        return i
+    return i
+
+
+class Module:
+    def __init__(self, src, path):
+        self.src = src
+        self.rel = os.path.relpath(path, src)
+        parts = self.rel[:-3].split(os.sep)
+        if parts[-1] in ("mod", "lib", "main") and (len(parts) > 1 or parts[-1] != "main"):
+            parts = parts[:-1]
+        self.path = parts
+
+    def top(self):
+        """The folder (`k8s`) or top-level file (`error.rs`) the module is in."""
+        if os.sep in self.rel:
+            return self.rel.split(os.sep)[0]
+        return self.rel
+
+
+def is_module(src, path):
+    """Whether crate::path names a module (a file or folder of src/)."""
+    if not path:
+        return True
+    base = os.path.join(src, *path)
+    return os.path.isfile(base + ".rs") or os.path.isdir(base)
+
+
+def imports(src, file):
+    """(absolute module path, line) for every path of this crate the file names."""
+    mod = Module(src, file)
+    with open(file) as f:
+        toks = list(tokens(strip(f.read())))
+    found = []
+    stack = []  # (inline mod name, brace depth at its opening)
+    depth = 0
+    i = 0
+    while i < len(toks):
+        t, line = toks[i]
+        here = mod.path + [name for name, _ in stack]
+        if t == "mod" and i + 2 < len(toks) and toks[i + 2][0] == "{":
+            stack.append((toks[i + 1][0], depth))
+            depth += 1
+            i += 3
+            continue
+        if t == "{":
+            depth += 1
+        elif t == "}":
+            depth -= 1
+            if stack and stack[-1][1] == depth:
+                stack.pop()
+        elif t == "use" and (i == 0 or toks[i - 1][0] != "$"):
+            leaves = []
+            j = use_tree(toks, i + 1, [], leaves, line)
+            for path, ln in leaves:
+                r = resolve(src, here, path, use=True)
+                if r is not None:
+                    found.append((r, ln))
+            i = j
+            continue
+        elif t in ("crate", "super", "self") and (i == 0 or toks[i - 1][0] not in ("$", "::")) \
+                and i + 1 < len(toks) and toks[i + 1][0] == "::":
+            path, j = [t], i + 1
+            while j + 1 < len(toks) and toks[j][0] == "::" and re.match(r"[A-Za-z_]", toks[j + 1][0]):
+                path.append(toks[j + 1][0])
+                j += 2
+            r = resolve(src, here, path, use=False)
+            if r is not None:
+                found.append((r, line))
+            i = j
+            continue
+        elif re.match(r"[a-z_][a-z0-9_]*$", t) and (i == 0 or toks[i - 1][0] not in ("::", "$", ".")) \
+                and i + 1 < len(toks) and toks[i + 1][0] == "::" and is_module(src, here + [t]) \
+                and (i == 0 or toks[i - 1][0] != "mod"):
+            path, j = [t], i + 1
+            while j + 1 < len(toks) and toks[j][0] == "::" and re.match(r"[A-Za-z_]", toks[j + 1][0]):
+                path.append(toks[j + 1][0])
+                j += 2
+            r = resolve(src, here, path, use=False)
+            if r is not None:
+                found.append((r, line))
+            i = j
+            continue
+        i += 1
+    return mod, found
+
+
+def resolve(src, here, path, use):
+    """The module path of crate:: that `path`, written in module `here`, names (its longest
+    prefix that is a module), or None for another crate's."""
+    if not path:
+        return None
+    if path[0] == "crate":
+        absolute = path[1:]
+    elif path[0] in ("super", "self"):
+        at = list(here)
+        k = 0
+        while k < len(path) and path[k] in ("super", "self"):
+            if path[k] == "super":
+                if not at:
+                    return None
+                at.pop()
+            k += 1
+        absolute = at + path[k:]
+    elif is_module(src, here + [path[0]]):
+        absolute = here + path
+    else:
+        return None
+    # The longest prefix that is a module: `crate::checks::Registry` is in `checks`.
+    k = len(absolute)
+    while k > 0 and not is_module(src, absolute[:k]):
+        k -= 1
+    return absolute[:k]
 
 
 def circles(graph):
@@ -133,5 +278,54 @@ def circles(graph):
     return out
 
 
+def check(src):
+    """The broken rules, one line each."""
+    broken = []
+    edges = defaultdict(lambda: defaultdict(set))  # folder -> child -> {sibling}
+    for d, _, files in sorted(os.walk(src)):
+        for f in sorted(files):
+            if not f.endswith(".rs"):
+                continue
+            mod, found = imports(src, os.path.join(d, f))
+            top = mod.top()
+            for target, line in found:
+                if not target:
+                    continue
+                for folder, forbidden, why in RULES:
+                    applies = (folder is None and top.removesuffix(".rs") not in COMMANDS) \
+                        or (folder is not None and top == folder)
+                    if applies and target[0] in forbidden:
+                        broken.append(f"src/{mod.rel}:{line}: uses crate::{'::'.join(target)} ({why})")
+                # Within each folder the file is in (src/ itself too): the child of that
+                # folder it is in importing another child of the same folder.
+                for k in range(len(mod.path)):
+                    folder = tuple(mod.path[:k])
+                    if tuple(target[:k]) == folder and len(target) > k and target[k] != mod.path[k]:
+                        edges[folder][mod.path[k]].add(target[k])
+    for folder, graph in sorted(edges.items()):
+        for cycle in circles(graph):
+            hops = " -> ".join(cycle + [cycle[0]])
+            where = "".join(f"{f}/" for f in folder)
+            broken.append(f"src/{where}: an import circle {hops}")
+    return broken
+
+
+def main(argv):
+    src = os.path.join(ROOT, "src")
+    if len(argv) == 2 and argv[0] == "--src":
+        src = argv[1]
+    elif argv:
+        print("usage: architecture.py [--src DIR]", file=sys.stderr)
+        return 2
+    broken = check(src)
+    for b in broken:
+        print(b)
+    if broken:
+        print(f"{len(broken)} rule(s) of ARCHITECTURE.md broken", file=sys.stderr)
+        return 1
+    print("ARCHITECTURE.md's import rules hold")
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -128,12 +128,15 @@ def raw_hostile(kind, host, port, path, stop, source=None):
                 length = 30_000_000 if kind == "slow" else 20_000_000
                 s.sendall(f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: multipart/form-data; "
                           f"boundary={BOUNDARY}\r\nContent-Length: {length}\r\n\r\n".encode())
+                # The body begins as an upload does (a body that does not is refused at once).
+                opening = (f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"cpu.pprof\"; "
+                           f"filename=\"cpu.pprof\"\r\n\r\n").encode()
                 if kind == "slow":
-                    s.sendall(b"-" * 100)
+                    s.sendall(opening + b"\0" * 20)
                     s.settimeout(None)
                     s.recv(1)
                 else:
-                    s.sendall(b"-" * (1 << 20))
+                    s.sendall(opening + b"\0" * (1 << 20))
         except OSError:
             pass
         finally:

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::validate_tag;
 use crate::error::UsageError;
-use crate::metrics::validate_tag;
 
 use super::checkconf::{find_key_line, suggest};
 

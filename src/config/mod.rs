@@ -3,11 +3,13 @@
 mod agent;
 mod checkconf;
 mod log;
+mod tags;
 pub mod yaml11;
 
 pub use agent::{AgentConfig, ApiKey, HistogramConfig, LoadOptions};
 pub use checkconf::{CheckConf, InstanceCommon, find_key_line, suggest};
 pub use log::{Level, parse_size};
+pub use tags::validate_tag;
 
 use std::io::Read;
 use std::path::Path;

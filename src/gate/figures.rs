@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use super::GateStats;
+use super::finding::{Finding, GateConfig, Status, bytes, size};
 use super::stats;
-use super::verdict::{Finding, GateConfig, Status, bytes, size};
 
 /// RSS growth per run (a leak) and peak RSS.
 pub(super) fn memory(base: &GateStats, new: &GateStats, cfg: &GateConfig, f: &mut Vec<Finding>) {

@@ -6,6 +6,7 @@
 pub mod against;
 pub mod config;
 mod figures;
+mod finding;
 pub mod instructions;
 pub mod measure;
 mod measured;
@@ -15,9 +16,10 @@ pub mod stats;
 mod timing;
 mod verdict;
 
+pub use finding::{Finding, GateConfig, Measure, Mode, Status};
 pub use measured::{FunctionCalls, GateStats};
 pub use report::write_flamegraph_diff;
-pub use verdict::{Finding, GateConfig, Measure, Mode, Outcome, Status, Verdict, compare};
+pub use verdict::{Outcome, Verdict, compare};
 
 #[cfg(test)]
 mod tests {

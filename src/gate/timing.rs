@@ -2,8 +2,8 @@
 //! (pairs), and instruction counts; each with the smallest slowdown it could detect.
 
 use super::GateStats;
+use super::finding::{Finding, GateConfig, Status, secs};
 use super::stats;
-use super::verdict::{Finding, GateConfig, Status, secs};
 
 fn grouped(n: f64) -> String {
     crate::render::units::grouped(n.round() as u64)

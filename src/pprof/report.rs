@@ -512,6 +512,21 @@ pub(super) fn header(
 #[cfg(test)]
 mod tests {
     use super::call_top as top;
+
+    /// Found by the fuzz run: legacy heap values whose sums overflow while the report adds
+    /// them up (Go's sums wrap; so do agentprof's, and neither panics).
+    #[test]
+    fn values_past_64_bits_neither_panic_nor_lie() {
+        let heap = format!(
+            "heap profile: 1: 1 [1: 1] @ heapprofile\n1: {m} [1: {m}] @ 0x1000\n1: {m} [1: {m}] @ 0x1000 0x2000\n",
+            m = i64::MAX
+        );
+        let p = crate::pprof::legacy::parse(heap.as_bytes())
+            .unwrap()
+            .unwrap();
+        let p = crate::pprof::model::Pprof::new(p).unwrap();
+        assert!(super::top(&p, &Default::default()).is_ok());
+    }
     use crate::profile::{CallProfile, Frame, ProfileKind};
 
     fn frame(p: &mut CallProfile, name: &str) -> Vec<usize> {

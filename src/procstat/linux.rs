@@ -367,17 +367,18 @@ fn status_fields(text: &[u8], snap: &mut ProcessSnapshot) {
     }
 }
 
-/// Has every allocation of 256 KiB or more mapped on its own, so that it goes back to the
+/// Has every allocation of 64 KiB or more mapped on its own, so that it goes back to the
 /// system when freed (glibc otherwise raises that threshold after the first large free, up
 /// to 32 MiB, and keeps freed buffers resident): for the servers, whose large buffers —
-/// an upload's body, a decompressed profile — come and go with their requests, so their
-/// resident memory follows what the requests hold. Nothing where the C library is not glibc.
+/// an upload's body as it grows, the network's read buffers, a decompressed profile — come
+/// and go with their requests, so their resident memory follows what the requests hold.
+/// Nothing where the C library is not glibc.
 pub fn return_large_frees() {
     #[cfg(target_env = "gnu")]
     // SAFETY: mallopt only sets one of the allocator's parameters; called before the
     // server's threads start.
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 10);
     }
 }
 

@@ -293,8 +293,11 @@ async fn read(state: &State, req: Request<Body>) -> Result<Read, Response<Body>>
     // The record's room is what the sender states (pages the body never fills are never
     // touched), so it does not move as it grows.
     let room = declared.unwrap_or(0) as usize;
+    let record = record_head(&ct, &headers, at, room);
     let tap = Arc::new(std::sync::Mutex::new(Tap {
-        record: record_head(&ct, &headers, at, room),
+        head: record.len(),
+        record,
+        opening: format!("--{boundary}").into_bytes(),
         body_len: 0,
         held: Some(held),
         failure: None,
@@ -302,8 +305,8 @@ async fn read(state: &State, req: Request<Body>) -> Result<Read, Response<Body>>
     let started = tokio::time::Instant::now();
     let body = Arc::new(tokio::sync::Mutex::new(Some(req.into_body())));
     let stream = tapped(Arc::clone(&body), state.body_limit, Arc::clone(&tap));
-    let parts = tokio::time::timeout(state.body_timeout, super::form::fields(stream, boundary))
-        .await;
+    let parts =
+        tokio::time::timeout(state.body_timeout, super::form::fields(stream, boundary)).await;
     if let Ok(Err(super::form::FieldsError::Body(_))) = &parts
         && let Some(rest) = body.lock().await.take()
     {
@@ -349,6 +352,10 @@ async fn read(state: &State, req: Request<Body>) -> Result<Read, Response<Body>>
 /// reservation they are charged to, and why the stream stopped when it is the body's fault.
 struct Tap {
     record: Vec<u8>,
+    /// Where the body starts in the record.
+    head: usize,
+    /// What the body must begin with: `--` and the boundary (no preamble).
+    opening: Vec<u8>,
     body_len: u64,
     held: Option<Reservation>,
     failure: Option<Reject>,
@@ -372,6 +379,16 @@ impl Tap {
             return Err(super::form::busy());
         }
         self.record.extend_from_slice(chunk);
+        // A body that does not begin with its boundary is refused at once, before the
+        // multipart reader holds all of it looking for one: every client writes none
+        // (curl, Go's mime/multipart, urllib3, OkHttp, dd-trace's).
+        let body = &self.record[self.head..];
+        let n = body.len().min(self.opening.len());
+        if body[..n] != self.opening[..n] {
+            return Err(Reject::Malformed(
+                "the body does not begin with `--` and the boundary of its Content-Type".into(),
+            ));
+        }
         Ok(())
     }
 }

@@ -299,6 +299,7 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     let (jobs_tx, jobs_rx) = mpsc::channel::<Job>(IN_MEMORY);
     let budget = crate::budget::Budget::new(opts.memory_limit);
     metrics.set_budget(budget.clone());
+    tokio::spawn(budget.clone().give_back_after_bursts());
     let limits = super::form::UploadLimits {
         part: opts.store.limits,
         decompressed: opts.upload_decompressed,

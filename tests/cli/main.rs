@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod agent_semantics;
+mod architecture;
 mod check;
 mod errors;
 mod exec;
