@@ -266,6 +266,29 @@ impl Runner {
         self
     }
 
+    /// One run of every instance before the measured ones, then the Python host's statistics
+    /// (cProfile, call counts) reset: a check's first run imports and caches what its later
+    /// runs only use, so what is measured after this is its steady runs. The warm-up runs'
+    /// records, and whether the statistics were reset (Err: the host could not forget them).
+    pub fn warm_up(
+        &mut self,
+        host: Option<&std::sync::Arc<std::sync::Mutex<crate::checks::python::PythonHost>>>,
+    ) -> (
+        Vec<RunRecord>,
+        Result<(), crate::checks::python::WorkerError>,
+    ) {
+        let warm = (0..self.instance_count())
+            .map(|pos| self.run(pos, 0))
+            .collect();
+        let reset = match host {
+            Some(h) => crate::sync::lock_unless_poisoned(h)
+                .ok_or(crate::checks::python::WorkerError::Unusable)
+                .and_then(|mut h| h.reset_stats()),
+            None => Ok(()),
+        };
+        (warm, reset)
+    }
+
     pub fn instance_count(&self) -> usize {
         self.instances.len()
     }

@@ -421,25 +421,22 @@ fn load_figures(
     )
 }
 
-/// The warm-up run, which must succeed; then the Python host's statistics are reset, so
-/// call counts and stacks are of the timed runs: the warm-up's one-time imports and caches
-/// are not a cost of every run.
+/// The warm-up run (`Runner::warm_up`), which must succeed, as must the reset of the Python
+/// host's statistics: call counts and stacks are of the timed runs.
 fn warm_up(
     runner: &mut Runner,
     host: &Option<Arc<Mutex<PythonHost>>>,
     name: &str,
 ) -> anyhow::Result<crate::profile::RunRecord> {
-    let warm = runner.run(0, 0);
+    let (warm, reset) = runner.warm_up(host.as_ref());
+    let warm = warm
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("{name}: no instance to warm up"))?;
     if let Some(e) = &warm.error {
         return Err(anyhow::anyhow!("{name}: the warm-up run failed: {e}"));
     }
-    if let Some(h) = host
-        && let Err(e) = crate::sync::lock_unless_poisoned(h)
-            .ok_or(crate::checks::python::WorkerError::Unusable)
-            .and_then(|mut h| h.reset_stats())
-    {
-        return Err(anyhow::anyhow!("{name}: {e}"));
-    }
+    reset.map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
     Ok(warm)
 }
 

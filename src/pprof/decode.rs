@@ -9,7 +9,7 @@ use std::io::Read;
 
 use prost::Message;
 
-use super::proto::{Profile, varint};
+use super::proto::{Profile, put_varint, varint};
 
 const MIB: u64 = 1 << 20;
 
@@ -508,8 +508,8 @@ fn lossy_strings(raw: &[u8]) -> Vec<u8> {
         .min(raw.len());
         if field == 6 && wire == 2 {
             let text = String::from_utf8_lossy(&raw[at..end]);
-            push_varint(&mut out, key);
-            push_varint(&mut out, text.len() as u64);
+            put_varint(&mut out, key);
+            put_varint(&mut out, text.len() as u64);
             out.extend_from_slice(text.as_bytes());
         } else {
             out.extend_from_slice(&raw[start..end]);
@@ -517,14 +517,6 @@ fn lossy_strings(raw: &[u8]) -> Vec<u8> {
         at = end;
     }
     out
-}
-
-fn push_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
 }
 
 /// The length-delimited top-level fields of a profile: (field number, payload).

@@ -1,66 +1,42 @@
-//! A fast hasher for the integer keys of profile tables (ids, node pairs): one multiply-mix
-//! per word, seeded per process so crafted input cannot aim for collisions it cannot see.
+//! agentprof's hashing, in one place: the maps' hasher, and the fingerprints `pull`'s deltas
+//! key stacks by.
+//!
+//! The maps hash with foldhash, seeded per process, so crafted input cannot aim for
+//! collisions it cannot see (the metrics aggregator's maps are the same). A fingerprint is
+//! the same for the same input in every profile a process reads, so a stack's key in one
+//! profile is its key in the next: `mix` finishes one with good avalanche, `fold` combines
+//! many values cheaply before it, `hash_bytes` fingerprints a string.
 
-use std::hash::{BuildHasher, Hasher};
-use std::sync::OnceLock;
-
-#[inline(always)]
-fn mix(h: u64, v: u64) -> u64 {
-    let x = (h ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    x ^ (x >> 29)
-}
-
-#[derive(Default)]
-pub struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        let x = self.0.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        x ^ (x >> 31)
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for c in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..c.len()].copy_from_slice(c);
-            self.0 = mix(self.0, u64::from_le_bytes(w));
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, v: u64) {
-        self.0 = mix(self.0, v);
-    }
-    #[inline]
-    fn write_u32(&mut self, v: u32) {
-        self.0 = mix(self.0, u64::from(v));
-    }
-    #[inline]
-    fn write_usize(&mut self, v: usize) {
-        self.0 = mix(self.0, v as u64);
-    }
-}
-
-#[derive(Clone, Copy)]
-pub struct FastState(u64);
-
-impl Default for FastState {
-    fn default() -> Self {
-        static SEED: OnceLock<u64> = OnceLock::new();
-        FastState(
-            *SEED.get_or_init(|| {
-                std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64)
-            }),
-        )
-    }
-}
-
-impl BuildHasher for FastState {
-    type Hasher = FastHasher;
-    #[inline]
-    fn build_hasher(&self) -> FastHasher {
-        FastHasher(self.0)
-    }
-}
+/// The maps' hasher.
+pub type FastState = foldhash::fast::RandomState;
 
 pub type FastMap<K, V> = std::collections::HashMap<K, V, FastState>;
+
+/// A multiply-xorshift step with good avalanche (as in splitmix64).
+#[inline(always)]
+pub fn mix(h: u64, v: u64) -> u64 {
+    let mut x = (h ^ v).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// A cheap step for combining many values (FxHash's); `mix` finishes the key.
+#[inline(always)]
+pub fn fold(h: u64, v: u64) -> u64 {
+    (h.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95)
+}
+
+/// The fingerprint of a string's bytes.
+pub fn hash_bytes(b: &[u8]) -> u64 {
+    let mut h = 0x517c_c1b7_2722_0a95 ^ b.len() as u64;
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = mix(h, u64::from_le_bytes(w));
+    }
+    let mut w = [0u8; 8];
+    w[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    mix(h, u64::from_le_bytes(w))
+}

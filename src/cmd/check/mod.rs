@@ -183,16 +183,11 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     })
 }
 
-/// Every instance, `--times` times with `--pause` between, with a progress bar.
-/// A Python check's first run imports what its later runs only use: one run of each
-/// instance before the measured ones, its statistics dropped, so the profile shows the
-/// check's steady runs. False when the worker could not forget them (then the profile
-/// includes the warm-up, and the title does not say it was left out).
+/// The warm-up runs of a profiled Python check (`Runner::warm_up`): false when the worker
+/// could not forget them (then the profile includes them, and the title does not say they
+/// were left out).
 fn warm_up(runner: &mut Runner, host: &Arc<Mutex<crate::checks::python::PythonHost>>) -> bool {
-    for pos in 0..runner.instance_count() {
-        runner.run(pos, 0);
-    }
-    match crate::sync::lock(host).reset_stats() {
+    match runner.warm_up(Some(host)).1 {
         Ok(()) => true,
         Err(e) => {
             eprintln!("agentprof: warning: --profile: the warm-up run stays in the profile: {e}");
