@@ -22,6 +22,10 @@ fn units(bytes: u64) -> u32 {
 pub struct Budget {
     permits: Arc<Semaphore>,
     total: u64,
+    /// A reservation that grows past `small` bytes must leave `lane` bytes free, so that
+    /// large requests together cannot starve small ones (0: no lane).
+    small: u64,
+    lane: u64,
 }
 
 impl Budget {
@@ -30,7 +34,25 @@ impl Budget {
         Budget {
             permits: Arc::new(Semaphore::new(n.min(Semaphore::MAX_PERMITS))),
             total: bytes,
+            small: u64::MAX,
+            lane: 0,
         }
+    }
+
+    /// The same budget with `lane` bytes that only reservations of at most `small` bytes may
+    /// take: however many large requests arrive, small ones still find room (`receive`'s
+    /// dd-trace uploads hold a few hundred KiB; a sender of large bodies waits or gets 503).
+    pub fn with_lane(mut self, small: u64, lane: u64) -> Budget {
+        self.small = small;
+        self.lane = lane.min(self.total);
+        self
+    }
+
+    /// Whether a reservation that will hold `after` bytes may take `more` of them now: one
+    /// that may use the lane, up to `small`; else only while `lane` bytes stay free.
+    fn lane_allows(&self, lane: bool, after: u64, more: u64) -> bool {
+        (lane && after <= self.small)
+            || self.permits.available_permits() as u64 * UNIT >= more.saturating_add(self.lane)
     }
 
     /// Bytes of the budget.
@@ -71,6 +93,7 @@ impl Budget {
             Ok(permit) => Reservation {
                 budget: self.clone(),
                 permit,
+                lane: true,
             },
             // The semaphore is never closed.
             Err(_) => unreachable!("the budget's semaphore is never closed"),
@@ -79,12 +102,16 @@ impl Budget {
 
     /// A reservation of `bytes` now, or None when the budget has no room for them.
     pub fn try_reserve(&self, bytes: u64) -> Option<Reservation> {
+        if !self.lane_allows(true, bytes, bytes) {
+            return None;
+        }
         let permit = Arc::clone(&self.permits)
             .try_acquire_many_owned(units(bytes).max(1))
             .ok()?;
         Some(Reservation {
             budget: self.clone(),
             permit,
+            lane: true,
         })
     }
 }
@@ -93,6 +120,8 @@ impl Budget {
 pub struct Reservation {
     budget: Budget,
     permit: OwnedSemaphorePermit,
+    /// May take the lane kept for small reservations (while it is small).
+    lane: bool,
 }
 
 impl Reservation {
@@ -103,13 +132,34 @@ impl Reservation {
 
     /// `bytes` more, or false (nothing taken) when the budget has no room.
     pub fn grow(&mut self, bytes: u64) -> bool {
-        match self.budget.try_reserve(bytes) {
+        if !self
+            .budget
+            .lane_allows(self.lane, self.bytes().saturating_add(bytes), bytes)
+        {
+            return false;
+        }
+        let more = Arc::clone(&self.budget.permits)
+            .try_acquire_many_owned(units(bytes).max(1))
+            .ok()
+            .map(|permit| Reservation {
+                budget: self.budget.clone(),
+                permit,
+                lane: self.lane,
+            });
+        match more {
             Some(more) => {
                 self.permit.merge(more.permit);
                 true
             }
             None => false,
         }
+    }
+
+    /// The same reservation, held to leave the lane free from now on: for a request that
+    /// says it is large (or does not say).
+    pub fn without_lane(mut self) -> Reservation {
+        self.lane = false;
+        self
     }
 
     /// Gives back what is held beyond `bytes`.
@@ -140,5 +190,28 @@ mod tests {
         assert_eq!(b.used(), 100 << 10);
         drop(a);
         assert_eq!(b.used(), 0);
+    }
+
+    #[test]
+    fn large_reservations_leave_the_lane_to_small_ones() {
+        let b = Budget::new(10 << 20).with_lane(1 << 20, 4 << 20);
+        // A large one takes what leaves the lane free, and no more.
+        let mut big = b.try_reserve(2 << 20).expect("room");
+        assert!(big.grow(4 << 20));
+        assert!(!big.grow(1 << 10), "into the lane");
+        assert!(b.try_reserve(2 << 20).is_none(), "a second large one");
+        // Small ones take the lane.
+        let smalls: Vec<_> = (0..4).map(|_| b.try_reserve(1 << 20).expect("lane")).collect();
+        assert!(b.try_reserve(1 << 10).is_none(), "all of it held");
+        drop(smalls);
+        // A small one growing past `small` is held to the lane too.
+        let mut s = b.try_reserve(512 << 10).expect("room");
+        assert!(!s.grow(1 << 20));
+        // As is one that said it would be large, however small it is yet.
+        let mut l = b.try_reserve(256 << 10).expect("lane").without_lane();
+        assert!(!l.grow(1 << 10));
+        drop(big);
+        assert!(s.grow(1 << 20));
+        assert!(l.grow(1 << 10));
     }
 }

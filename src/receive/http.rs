@@ -27,6 +27,9 @@ const FIRST_CHARGE: u64 = 64 << 10;
 /// joined into one, and the network's read buffer. Measured: with three, 16 senders that
 /// each send 1 MiB of a part and hang up took the receiver 46 MiB past its 192 MiB budget.
 const BODY_COPIES: u64 = 4;
+/// A body this small (as its Content-Length states) may use the budget's lane kept for
+/// small uploads: dd-trace's are tens to hundreds of KB.
+pub(super) const SMALL_BODY: u64 = 1 << 20;
 /// What a 503 or 507 tells the client to wait, seconds.
 const RETRY_AFTER: &str = "5";
 
@@ -274,9 +277,12 @@ async fn read(state: &State, req: Request<Body>) -> Result<Read, Response<Body>>
     // What arrives is charged as it arrives: a sender that states 100 MB and sends 6 KB holds
     // 4 × 64 KiB, not 400 MB.
     let first = declared.unwrap_or(FIRST_CHARGE).min(FIRST_CHARGE);
-    let Some(held) = state.budget.try_reserve(BODY_COPIES * first) else {
+    let Some(mut held) = state.budget.try_reserve(BODY_COPIES * first) else {
         return Err(refuse(m, super::form::busy()));
     };
+    if declared.is_none_or(|n| n > SMALL_BODY) {
+        held = held.without_lane();
+    }
     let headers = kept_headers(req.headers());
     let at = jiff::Timestamp::now();
     // The record's room is what the sender states, up to 8 MiB (pages the body never fills

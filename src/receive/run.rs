@@ -16,6 +16,10 @@ use super::queue::Queue;
 use super::store::{StoreOptions, Stored};
 use crate::error::Outcome;
 
+/// What an upload may hold and still use the eighth of the budget kept for small ones (one
+/// whose Content-Length says at most `http::SMALL_BODY`).
+const SMALL_UPLOAD: u64 = 4 << 20;
+
 /// Everything `agentprof receive` runs with.
 pub struct ReceiveOptions {
     pub listen: SocketAddr,
@@ -297,7 +301,11 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         serve_metrics(addr, &metrics).await?;
     }
     let (jobs_tx, jobs_rx) = mpsc::channel::<Job>(IN_MEMORY);
-    let budget = crate::budget::Budget::new(opts.memory_limit);
+    // An eighth of the budget is kept for uploads that state small bodies and hold at most
+    // 4 MiB (dd-trace's hold a few hundred KiB): senders of large or lying bodies cannot
+    // take all of it.
+    let budget = crate::budget::Budget::new(opts.memory_limit)
+        .with_lane(SMALL_UPLOAD, opts.memory_limit / 8);
     metrics.set_budget(budget.clone());
     tokio::spawn(budget.clone().give_back_after_bursts());
     let limits = super::form::UploadLimits {
