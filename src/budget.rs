@@ -102,7 +102,17 @@ impl Budget {
 
     /// A reservation of `bytes` now, or None when the budget has no room for them.
     pub fn try_reserve(&self, bytes: u64) -> Option<Reservation> {
-        if !self.lane_allows(true, bytes, bytes) {
+        self.try_reserve_in(true, bytes)
+    }
+
+    /// As `try_reserve`, for a request that says it is large (or does not say): it leaves the
+    /// lane kept for small ones free, from its first byte.
+    pub fn try_reserve_large(&self, bytes: u64) -> Option<Reservation> {
+        self.try_reserve_in(false, bytes)
+    }
+
+    fn try_reserve_in(&self, lane: bool, bytes: u64) -> Option<Reservation> {
+        if !self.lane_allows(lane, bytes, bytes) {
             return None;
         }
         let permit = Arc::clone(&self.permits)
@@ -111,7 +121,7 @@ impl Budget {
         Some(Reservation {
             budget: self.clone(),
             permit,
-            lane: true,
+            lane,
         })
     }
 }
@@ -155,13 +165,6 @@ impl Reservation {
         }
     }
 
-    /// The same reservation, held to leave the lane free from now on: for a request that
-    /// says it is large (or does not say).
-    pub fn without_lane(mut self) -> Reservation {
-        self.lane = false;
-        self
-    }
-
     /// Gives back what is held beyond `bytes`.
     pub fn shrink_to(&mut self, bytes: u64) {
         let keep = units(bytes).max(1) as usize;
@@ -201,17 +204,20 @@ mod tests {
         assert!(!big.grow(1 << 10), "into the lane");
         assert!(b.try_reserve(2 << 20).is_none(), "a second large one");
         // Small ones take the lane.
-        let smalls: Vec<_> = (0..4).map(|_| b.try_reserve(1 << 20).expect("lane")).collect();
+        let smalls: Vec<_> = (0..4)
+            .map(|_| b.try_reserve(1 << 20).expect("lane"))
+            .collect();
         assert!(b.try_reserve(1 << 10).is_none(), "all of it held");
         drop(smalls);
         // A small one growing past `small` is held to the lane too.
         let mut s = b.try_reserve(512 << 10).expect("room");
         assert!(!s.grow(1 << 20));
-        // As is one that said it would be large, however small it is yet.
-        let mut l = b.try_reserve(256 << 10).expect("lane").without_lane();
-        assert!(!l.grow(1 << 10));
+        // One that says it is large leaves the lane free from its first byte.
+        assert!(b.try_reserve_large(1 << 10).is_none());
+        let mut l = b.try_reserve(256 << 10).expect("lane");
         drop(big);
         assert!(s.grow(1 << 20));
         assert!(l.grow(1 << 10));
+        assert!(b.try_reserve_large(1 << 10).is_some());
     }
 }

@@ -277,12 +277,15 @@ async fn read(state: &State, req: Request<Body>) -> Result<Read, Response<Body>>
     // What arrives is charged as it arrives: a sender that states 100 MB and sends 6 KB holds
     // 4 × 64 KiB, not 400 MB.
     let first = declared.unwrap_or(FIRST_CHARGE).min(FIRST_CHARGE);
-    let Some(mut held) = state.budget.try_reserve(BODY_COPIES * first) else {
+    let reserve = BODY_COPIES * first;
+    let held = if declared.is_some_and(|n| n <= SMALL_BODY) {
+        state.budget.try_reserve(reserve)
+    } else {
+        state.budget.try_reserve_large(reserve)
+    };
+    let Some(held) = held else {
         return Err(refuse(m, super::form::busy()));
     };
-    if declared.is_none_or(|n| n > SMALL_BODY) {
-        held = held.without_lane();
-    }
     let headers = kept_headers(req.headers());
     let at = jiff::Timestamp::now();
     // The record's room is what the sender states, up to 8 MiB (pages the body never fills

@@ -139,6 +139,48 @@ fn bodies_without_their_boundary_are_refused_as_they_begin() {
     assert_eq!(rx.next()["service"], "honest");
 }
 
+/// Senders that state 20 MB bodies, send 1 MiB of a part and hang up, over and over, fill a
+/// 16 MiB budget between them; uploads that state small bodies still find room in the
+/// eighth kept for them: 30 of 30 acknowledged (before the lane, such senders took all of
+/// it and honest uploads got 503).
+#[test]
+fn senders_of_large_bodies_cannot_starve_small_uploads() {
+    let sb = Sandbox::new();
+    sb.write("agentprof.yaml", "receive:\n  memory_limit_mb: 16\n");
+    let rx = Receiver::start(&sb, &["--config", "agentprof.yaml"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let senders: Vec<_> = (0..12)
+        .map(|_| {
+            let (addr, stop) = (rx.addr.clone(), std::sync::Arc::clone(&stop));
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let Ok(mut s) = TcpStream::connect(&addr) else {
+                        continue;
+                    };
+                    let head = format!(
+                        "POST /profiling/v1/input HTTP/1.1\r\nHost: {addr}\r\n\
+                         Content-Type: multipart/form-data; boundary=x\r\n\
+                         Content-Length: 20000000\r\n\r\n--x\r\n\
+                         Content-Disposition: form-data; name=\"cpu.pprof\"\r\n\r\n"
+                    );
+                    let _ = s.write_all(head.as_bytes());
+                    let _ = s.write_all(&vec![0u8; 1 << 20]);
+                }
+            })
+        })
+        .collect();
+    let mut codes = std::collections::BTreeMap::new();
+    for i in 0..30 {
+        let (body, ct) = recorded_upload(&format!("service:small,run:{i}"));
+        *codes.entry(post(&rx.url(), body, &ct).0).or_insert(0) += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in senders {
+        t.join().unwrap();
+    }
+    assert_eq!(codes, [(202, 30)].into_iter().collect(), "{codes:?}");
+}
+
 /// Headers of an upload that claims a 30 MB body, then the first 100 bytes of it, then
 /// nothing.
 fn slow_sender(addr: &str) -> TcpStream {
