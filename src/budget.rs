@@ -49,7 +49,9 @@ impl Budget {
     }
 
     /// Whether a reservation that will hold `after` bytes may take `more` of them now: one
-    /// that may use the lane, up to `small`; else only while `lane` bytes stay free.
+    /// that may use the lane, up to `small`; else only while `lane` bytes stay free. (Checked
+    /// before the permits are taken: two large requests at the same instant may each see the
+    /// lane free and take a part of it, by at most what they take then.)
     fn lane_allows(&self, lane: bool, after: u64, more: u64) -> bool {
         (lane && after <= self.small)
             || self.permits.available_permits() as u64 * UNIT >= more.saturating_add(self.lane)

@@ -308,8 +308,14 @@ async fn read(state: &State, req: Request<Body>) -> Result<Read, Response<Body>>
     if let Ok(Err(super::form::FieldsError::Body(_))) = &parts
         && let Some(rest) = body.lock().await.take()
     {
-        // Refused for what it holds (an event part past its limit): the rest is read and
-        // dropped, charged nothing, so the client reads why instead of a broken pipe.
+        // Refused for what it holds (an event part past its limit): what it held is given
+        // back, and the rest is read and dropped, charged nothing, so the client reads why
+        // instead of a broken pipe.
+        {
+            let mut t = crate::sync::lock(&tap);
+            t.held = None;
+            t.record = Vec::new();
+        }
         let left = state.body_timeout.saturating_sub(started.elapsed());
         drain(rest, state.body_limit, left).await;
     }
