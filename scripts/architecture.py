@@ -199,20 +199,8 @@ def imports(src, file):
                     found.append((r, ln))
             i = j
             continue
-        elif t in ("crate", "super", "self") and (i == 0 or toks[i - 1][0] not in ("$", "::")) \
-                and i + 1 < len(toks) and toks[i + 1][0] == "::":
-            path, j = [t], i + 1
-            while j + 1 < len(toks) and toks[j][0] == "::" and re.match(r"[A-Za-z_]", toks[j + 1][0]):
-                path.append(toks[j + 1][0])
-                j += 2
-            r = resolve(src, here, path, use=False)
-            if r is not None:
-                found.append((r, line))
-            i = j
-            continue
-        elif re.match(r"[a-z_][a-z0-9_]*$", t) and (i == 0 or toks[i - 1][0] not in ("::", "$", ".")) \
-                and i + 1 < len(toks) and toks[i + 1][0] == "::" and is_module(src, here + [t]) \
-                and (i == 0 or toks[i - 1][0] != "mod"):
+        elif path_start(src, toks, i, here):
+            # A path written in code: `crate::a::f()`, `super::b::C`, `measure::run`.
             path, j = [t], i + 1
             while j + 1 < len(toks) and toks[j][0] == "::" and re.match(r"[A-Za-z_]", toks[j + 1][0]):
                 path.append(toks[j + 1][0])
@@ -224,6 +212,20 @@ def imports(src, file):
             continue
         i += 1
     return mod, found
+
+
+def path_start(src, toks, i, here):
+    """Whether toks[i] begins a path of this crate written in code: `crate`, `super` or `self`,
+    or a module of the current one, followed by `::` (and not itself after `::`, `$` or a
+    field's `.`)."""
+    t = toks[i][0]
+    before = toks[i - 1][0] if i else ""
+    if i + 1 >= len(toks) or toks[i + 1][0] != "::" or before in ("::", "$"):
+        return False
+    if t in ("crate", "super", "self"):
+        return True
+    return re.match(r"[a-z_][a-z0-9_]*$", t) is not None and before not in (".", "mod") \
+        and is_module(src, here + [t])
 
 
 def resolve(src, here, path, use):

@@ -114,17 +114,22 @@ impl Budget {
     }
 
     fn try_reserve_in(&self, lane: bool, bytes: u64) -> Option<Reservation> {
-        if !self.lane_allows(lane, bytes, bytes) {
-            return None;
-        }
-        let permit = Arc::clone(&self.permits)
-            .try_acquire_many_owned(units(bytes).max(1))
-            .ok()?;
         Some(Reservation {
             budget: self.clone(),
-            permit,
+            permit: self.take(lane, bytes, bytes)?,
             lane,
         })
+    }
+
+    /// `more` bytes' permits for a reservation that will hold `after` bytes, when the budget
+    /// (and the lane) has room.
+    fn take(&self, lane: bool, after: u64, more: u64) -> Option<OwnedSemaphorePermit> {
+        if !self.lane_allows(lane, after, more) {
+            return None;
+        }
+        Arc::clone(&self.permits)
+            .try_acquire_many_owned(units(more).max(1))
+            .ok()
     }
 }
 
@@ -144,23 +149,10 @@ impl Reservation {
 
     /// `bytes` more, or false (nothing taken) when the budget has no room.
     pub fn grow(&mut self, bytes: u64) -> bool {
-        if !self
-            .budget
-            .lane_allows(self.lane, self.bytes().saturating_add(bytes), bytes)
-        {
-            return false;
-        }
-        let more = Arc::clone(&self.budget.permits)
-            .try_acquire_many_owned(units(bytes).max(1))
-            .ok()
-            .map(|permit| Reservation {
-                budget: self.budget.clone(),
-                permit,
-                lane: self.lane,
-            });
-        match more {
+        let after = self.bytes().saturating_add(bytes);
+        match self.budget.take(self.lane, after, bytes) {
             Some(more) => {
-                self.permit.merge(more.permit);
+                self.permit.merge(more);
                 true
             }
             None => false,

@@ -250,7 +250,7 @@ where
 }
 
 /// Chunks as one buffer (the one chunk itself when there is one).
-pub(super) fn joined(mut chunks: Vec<Bytes>, len: usize) -> Bytes {
+fn joined(mut chunks: Vec<Bytes>, len: usize) -> Bytes {
     match chunks.len() {
         0 => Bytes::new(),
         1 => chunks.pop().unwrap_or_default(),

@@ -5,6 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::support::Sandbox;
+
 fn script() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/architecture.py")
 }
@@ -29,8 +31,7 @@ fn the_tree_keeps_its_rules() {
 
 #[test]
 fn imports_the_line_reader_missed_are_caught() {
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path();
+    let sb = Sandbox::new();
     let files: &[(&str, &str)] = &[
         (
             "lib.rs",
@@ -67,11 +68,9 @@ fn imports_the_line_reader_missed_are_caught() {
         ),
     ];
     for (path, text) in files {
-        let p = src.join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
+        sb.write(&format!("src/{path}"), text);
     }
-    let (code, out) = run(&["--src", src.to_str().unwrap()]);
+    let (code, out) = run(&["--src", sb.file("src").to_str().unwrap()]);
     assert_eq!(code, 1, "{out}");
     let mut lines: Vec<&str> = out.lines().collect();
     lines.sort();
