@@ -3,29 +3,33 @@
 //! The binary is a thin shell over this library; see `cmd` for the command layer and
 //! ARCHITECTURE.md for how checks, run records, renderers and profiles fit together.
 
-pub mod agent;
-pub mod budget;
+mod agent;
+mod budget;
 pub mod checks;
 pub mod cli;
-pub mod cmd;
+mod cmd;
 pub mod config;
-pub mod duration;
-pub mod emit;
-pub mod error;
-pub mod gate;
-pub mod http;
+mod duration;
+mod emit;
+mod error;
+mod gate;
+mod http;
 pub mod k8s;
 pub mod metrics;
-pub mod pprof;
+pub use ::pprof;
 pub mod procstat;
 pub mod profile;
-pub mod progress;
+mod progress;
 pub mod pull;
-pub mod receive;
-pub mod redact;
-pub mod render;
-pub mod retention;
-pub mod serve;
-pub mod signal;
-pub mod sync;
-pub mod ui;
+mod receive;
+mod redact;
+mod render;
+mod retention;
+mod serve;
+mod signal;
+mod sync;
+mod ui;
+
+/// The command line: what the binary runs, and the generated completions and man pages
+/// (their test checks the committed files are current).
+pub use cmd::{completion_file_name, completion_script, main, man_pages};

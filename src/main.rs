@@ -1,5 +1,5 @@
 //! Thin binary: parse arguments, call the library, map the outcome to one exit-code policy.
 
 fn main() -> std::process::ExitCode {
-    std::process::ExitCode::from(agentprof::cmd::main())
+    std::process::ExitCode::from(agentprof::main())
 }

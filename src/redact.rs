@@ -5,6 +5,9 @@
 
 use reqwest::Url;
 
+pub use crate::pprof::text::flame_frame;
+use crate::pprof::text::is_unsafe;
+
 /// `url` without its user name and password.
 pub fn url(url: &Url) -> String {
     let mut u = url.clone();
@@ -22,12 +25,6 @@ pub fn url_text(text: &str) -> String {
         Ok(u) => url(&u),
         Err(_) => "<not a URL>".to_string(),
     }
-}
-
-/// Whether `c` would act on a terminal instead of showing: C0 and C1 controls, DEL, and the
-/// bidirectional overrides and isolates that reorder what follows them.
-fn is_unsafe(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// `text` with every control character (line breaks and tabs too) written as an escape
@@ -59,25 +56,6 @@ fn escaped(text: &str, bad: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> 
     std::borrow::Cow::Owned(out)
 }
 
-/// A function name as one frame of a flamegraph's folded stacks: `;` (which separates frames)
-/// made `,`, and every control character and XML non-character escaped, so the SVG it is
-/// drawn into stays well-formed XML whatever the profile holds.
-pub fn flame_frame(name: &str) -> String {
-    let bad = |c: char| c == ';' || is_unsafe(c) || matches!(c, '\u{fffe}' | '\u{ffff}');
-    if !name.chars().any(bad) {
-        return name.to_string();
-    }
-    let mut out = String::with_capacity(name.len() + 8);
-    for c in name.chars() {
-        match c {
-            ';' => out.push(','),
-            c if bad(c) => out.extend(c.escape_unicode()),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,15 +68,6 @@ mod tests {
         );
         assert_eq!(url_text("https://only-user@host/"), "https://host/");
         assert_eq!(url_text("not a url with s3cret"), "<not a URL>");
-    }
-
-    #[test]
-    fn flame_frames_are_well_formed_xml() {
-        assert_eq!(flame_frame("main.(*T).f;g"), "main.(*T).f,g");
-        assert_eq!(
-            flame_frame("a\u{0}b\u{1f}c\u{fffe}"),
-            "a\\u{0}b\\u{1f}c\\u{fffe}"
-        );
     }
 
     #[test]

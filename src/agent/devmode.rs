@@ -44,7 +44,7 @@ pub(super) const AGENT_HZ: u32 = 99;
 
 /// The agent's top 20 functions by cumulative samples, `go tool pprof -top -cum` style.
 pub(super) fn agent_top_calls(p: &crate::profile::CallProfile) -> String {
-    let t = crate::pprof::report::call_top(p, 20);
+    let t = crate::profile::call_top(p, 20);
     let ms = |n: u64| n as f64 * p.period_ns as f64 / 1e6;
     let pct = |n: u64| n as f64 / t.total_samples.max(1) as f64 * 100.0;
     let origin = format!("collector(profile.rs:{})", line!());
@@ -92,7 +92,7 @@ pub(super) fn write_agent_profile(dir: &Path, p: &crate::profile::CallProfile) -
     let stem = format!("agent-{}", crate::duration::file_stamp());
     let mut written = Vec::new();
     let pb = dir.join(format!("{stem}.pb.gz"));
-    match crate::pprof::encode_gzip(p).and_then(|b| std::fs::write(&pb, b)) {
+    match crate::profile::encode_gzip(p).and_then(|b| std::fs::write(&pb, b)) {
         Ok(()) => written.push(pb),
         Err(e) => eprintln!("agentprof: cannot write {}: {e}", pb.display()),
     }

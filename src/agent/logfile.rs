@@ -5,7 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-pub use crate::config::{Level, parse_size};
+pub use crate::config::Level;
 
 pub enum LogSink {
     File(RotatingFile),
@@ -92,6 +92,7 @@ impl RotatingFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::parse_size;
 
     #[test]
     fn rotates_by_size_keeping_rolls() {

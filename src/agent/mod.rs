@@ -13,7 +13,7 @@ mod setup;
 mod stats;
 mod summary;
 
-pub use logfile::{Level, parse_size};
+pub use logfile::Level;
 pub use summary::CheckSummary;
 
 use std::collections::HashMap;

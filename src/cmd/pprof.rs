@@ -6,8 +6,9 @@ use std::path::Path;
 
 use crate::cli::{DeltaArgs, DiffArgs, FlamegraphArgs, NameFilterArgs, ProfileLimitArgs, TopArgs};
 use crate::error::UsageError;
-use crate::pprof::decode::Limits;
+use crate::pprof::decode::{DecodeError, Limits, decode};
 use crate::pprof::filter::NameFilter;
+use crate::pprof::model::Pprof;
 use crate::pprof::report::{TopOptions, top_filtered};
 use crate::pprof::source::SourceAccess;
 
@@ -22,7 +23,37 @@ pub(crate) fn limits(a: &ProfileLimitArgs) -> Limits {
     }
 }
 
-pub use crate::pprof::load;
+/// Reads and checks a profile file; what is wrong with it is a usage error naming the file.
+pub fn load(path: &Path, limits: &Limits) -> anyhow::Result<Pprof> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| UsageError::config(path, format!("cannot read: {e}")))?;
+    if meta.len() > limits.body {
+        return Err(UsageError::config(
+            path,
+            format!(
+                "{} bytes is over the {}-byte limit (raise it with --max-size-mb)",
+                meta.len(),
+                limits.body
+            ),
+        )
+        .into());
+    }
+    let bytes = crate::config::read_limited(path, limits.body, "--max-size-mb")?;
+    let hint = |e: &DecodeError| match e {
+        DecodeError::TooLargeDecompressed { .. } => " (raise it with --max-decompressed-mb)",
+        DecodeError::Budget { .. } => " (raise it with --max-fields)",
+        DecodeError::Memory { .. } => " (raise it with --max-memory-mb)",
+        _ => "",
+    };
+    let proto =
+        decode(&bytes, limits).map_err(|e| UsageError::config(path, format!("{e}{}", hint(&e))))?;
+    let mut p = Pprof::new(proto).map_err(|e| UsageError::config(path, e.to_string()))?;
+    // Names and drop_frames as go tool pprof reads them, so the rows are the same.
+    if let Some(warning) = p.prepare_for_report() {
+        eprintln!("agentprof: {}: {warning}", path.display());
+    }
+    Ok(p)
+}
 
 /// The name filters of the flags, compiled; a bad expression is a usage error naming its flag.
 pub(crate) fn name_filter(a: &NameFilterArgs) -> anyhow::Result<NameFilter> {

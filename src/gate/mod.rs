@@ -16,8 +16,8 @@ pub mod stats;
 mod timing;
 mod verdict;
 
-pub use finding::{Finding, GateConfig, Measure, Mode, Status};
-pub use measured::{FunctionCalls, GateStats};
+pub use finding::{GateConfig, Measure, Mode, Status};
+pub use measured::GateStats;
 pub use report::write_flamegraph_diff;
 pub use verdict::{Outcome, Verdict, compare};
 

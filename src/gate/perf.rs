@@ -20,6 +20,7 @@ pub const INSTRUCTIONS: Event = Event { kind: 0, config: 1 };
 /// The task's CPU clock in nanoseconds (PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK): a
 /// software event every kernel with perf events has, which counts through the same paths
 /// (the tests use it where there is no hardware counter).
+#[cfg(test)]
 pub const TASK_CLOCK: Event = Event { kind: 1, config: 1 };
 
 /// perf_event_attr as of its first version (PERF_ATTR_SIZE_VER0, 64 bytes): the fields

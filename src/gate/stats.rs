@@ -1,7 +1,7 @@
 //! The statistics a performance gate needs to tell a slowdown from noise: medians, a one-sided
-//! Mann-Whitney U test (is the new sample stochastically larger?), and a bootstrap confidence
-//! interval of the ratio of medians. Deterministic: the bootstrap draws from a fixed-seed
-//! generator, so the same timings always give the same verdict.
+//! Mann-Whitney U test (is the new sample stochastically larger?), the Hodges-Lehmann ratio
+//! with its exact distribution-free interval, and the Wilcoxon signed-rank test for paired
+//! runs. Deterministic: the same timings always give the same verdict.
 
 /// The median (mean of the middle two for an even count); None when empty.
 pub fn median(xs: &[f64]) -> Option<f64> {
@@ -91,61 +91,6 @@ pub fn smallest_p(n1: usize, n2: usize) -> f64 {
         return 1.0;
     }
     normal_sf((a * b / 2.0 - 0.5) / var.sqrt())
-}
-
-/// A small fixed-seed generator (xorshift64*), for reproducible bootstraps.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-/// The ratio of medians (new / base) and its bootstrap confidence interval at `level`
-/// (e.g. 0.95), from `resamples` resamples of each side.
-pub fn median_ratio_ci(
-    base: &[f64],
-    new: &[f64],
-    level: f64,
-    resamples: usize,
-) -> Option<(f64, f64, f64)> {
-    let (mb, mn) = (median(base)?, median(new)?);
-    if mb <= 0.0 {
-        return None;
-    }
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut ratios = Vec::with_capacity(resamples);
-    let mut sb = vec![0.0; base.len()];
-    let mut sn = vec![0.0; new.len()];
-    for _ in 0..resamples {
-        for x in sb.iter_mut() {
-            *x = base[rng.below(base.len())];
-        }
-        for x in sn.iter_mut() {
-            *x = new[rng.below(new.len())];
-        }
-        let (b, n) = (median(&sb)?, median(&sn)?);
-        if b > 0.0 {
-            ratios.push(n / b);
-        }
-    }
-    if ratios.is_empty() {
-        return None;
-    }
-    ratios.sort_by(f64::total_cmp);
-    let q =
-        |p: f64| ratios[((p * (ratios.len() - 1) as f64).round() as usize).min(ratios.len() - 1)];
-    let tail = (1.0 - level) / 2.0;
-    Some((mn / mb, q(tail), q(1.0 - tail)))
 }
 
 /// Least-squares slope of `ys` against 0, 1, 2, …
@@ -390,16 +335,6 @@ mod tests {
             mann_whitney_greater(&[1.0; 4], &[1.0; 4]).map(|x| x.1),
             Some(0.5)
         );
-    }
-
-    #[test]
-    fn bootstrap_interval_brackets_the_ratio_and_is_reproducible() {
-        let base: Vec<f64> = (0..10).map(|i| 100.0 + f64::from(i % 5)).collect();
-        let new: Vec<f64> = base.iter().map(|x| x * 2.0).collect();
-        let (r, lo, hi) = median_ratio_ci(&base, &new, 0.95, 2000).expect("ci");
-        assert!((r - 2.0).abs() < 1e-9);
-        assert!(lo <= r && r <= hi && lo > 1.9 && hi < 2.1, "{lo} {hi}");
-        assert_eq!(median_ratio_ci(&base, &new, 0.95, 2000), Some((r, lo, hi)));
     }
 
     #[test]

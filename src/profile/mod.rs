@@ -4,6 +4,7 @@
 mod callprofile;
 mod flamegraph;
 pub mod leak;
+mod pprof_out;
 mod pstats;
 mod record;
 mod sampler;
@@ -13,9 +14,10 @@ mod top;
 
 pub use callprofile::{CallProfile, Frame, ProfileKind, Sample};
 pub use flamegraph::{folded, write_flamegraph};
+pub use pprof_out::{encode_gzip, to_proto};
 pub use pstats::PstatsReport;
 pub use record::{AllocLine, MemoryProfile, PeakScope, RunCost, RunRecord, RunStatus};
 #[cfg(test)]
 pub(crate) use sampler::tests as sampler_tests;
 pub use sampler::{NamingCost, RUN_THREAD_NAME, Sampler, ThreadId, measured_run, naming_cost};
-pub use top::{TopRow, TopTable};
+pub use top::{TopRow, TopTable, call_top};

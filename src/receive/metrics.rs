@@ -30,6 +30,9 @@ pub struct Metrics {
     connections_evicted: Counter,
     connections_waits: Counter,
     server: std::sync::OnceLock<std::sync::Arc<crate::serve::ServerStats>>,
+    forward_pending: Gauge,
+    forward_sent: Family<Labels, Counter>,
+    forward: std::sync::OnceLock<std::sync::Arc<super::forward::Forwarder>>,
     /// Totals for the summary at stop.
     pub stored: std::sync::atomic::AtomicU64,
     pub refused: std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>>,
@@ -123,7 +126,23 @@ impl Metrics {
              were open, every one busy and quick",
             connections_waits.clone(),
         );
+        let forward_pending = Gauge::default();
+        registry.register(
+            "forward_spool_uploads",
+            "Uploads in the forward spool waiting to be sent (--forward)",
+            forward_pending.clone(),
+        );
+        let forward_sent = Family::<Labels, Counter>::default();
+        registry.register(
+            "forward_sends",
+            "What the forwarder did with spooled uploads, by result (sent, retried, refused: \
+             for good, dropped: to keep the spool within its size)",
+            forward_sent.clone(),
+        );
         Metrics {
+            forward_pending,
+            forward_sent,
+            forward: std::sync::OnceLock::new(),
             connections_open,
             connections_evicted,
             connections_waits,
@@ -191,14 +210,34 @@ impl Metrics {
         let _ = self.server.set(s);
     }
 
+    /// The forwarder whose spool /metrics shows.
+    pub fn set_forward(&self, f: std::sync::Arc<super::forward::Forwarder>) {
+        let _ = self.forward.set(f);
+    }
+
     pub fn render(&self) -> String {
+        use std::sync::atomic::Ordering::Relaxed;
+        let catch_up = |c: &Counter, to: u64| c.inc_by(to.saturating_sub(c.get()));
         if let Some(b) = self.budget.get() {
             self.budget_bytes.set(b.used() as i64);
         }
+        if let Some(f) = self.forward.get() {
+            self.forward_pending.set(f.pending() as i64);
+            let st = f.stats();
+            for (result, n) in [
+                ("sent", &st.sent),
+                ("retried", &st.retried),
+                ("refused", &st.refused),
+                ("dropped", &st.dropped),
+            ] {
+                let c = self
+                    .forward_sent
+                    .get_or_create(&vec![("result", result.into())]);
+                catch_up(&c, n.load(Relaxed));
+            }
+        }
         if let Some(s) = self.server.get() {
-            use std::sync::atomic::Ordering::Relaxed;
             self.connections_open.set(s.open.load(Relaxed) as i64);
-            let catch_up = |c: &Counter, to: u64| c.inc_by(to.saturating_sub(c.get()));
             catch_up(&self.connections_evicted, s.evicted_idle.load(Relaxed));
             catch_up(&self.connections_waits, s.waits_at_cap.load(Relaxed));
         }

@@ -325,6 +325,9 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         min_free: opts.min_free,
     });
     let forward = opts.forward.map(Arc::new);
+    if let Some(f) = &forward {
+        metrics.set_forward(Arc::clone(f));
+    }
     let figures = Arc::new(std::sync::Mutex::new(opts.figures));
     let worker = Arc::new(Worker {
         store: opts.store.clone(),

@@ -35,7 +35,7 @@ fn imports_the_line_reader_missed_are_caught() {
     let files: &[(&str, &str)] = &[
         (
             "lib.rs",
-            "pub mod checks;\npub mod metrics;\npub mod pprof;\npub mod pull;\npub mod ui;\npub mod gate;\n",
+            "pub mod checks;\npub mod metrics;\npub mod profile;\npub mod pull;\npub mod ui;\npub mod gate;\nmod cmd;\n// The crate root names what the binary runs.\npub use cmd::main;\n",
         ),
         // With metrics' import below, a circle between two folders.
         (
@@ -49,9 +49,10 @@ fn imports_the_line_reader_missed_are_caught() {
             "metrics/mod.rs",
             "// use crate::checks::Commented;\nconst S: &str = \"crate::checks::InAString\";\nuse crate::{checks::Registry};\n",
         ),
-        ("pprof/mod.rs", "pub mod legacy;\n"),
+        ("profile/mod.rs", "pub mod legacy;\n"),
+        ("cmd/mod.rs", "pub fn main() {}\n"),
         // Two levels up, then into a command's folder.
-        ("pprof/legacy/mod.rs", "use super::super::pull::fetch;\n"),
+        ("profile/legacy/mod.rs", "use super::super::pull::fetch;\n"),
         // A multi-line grouped import.
         ("ui/mod.rs", "use crate::{\n    checks::Runner,\n};\n"),
         // A circle between two files of a folder, one side written in code.
@@ -63,7 +64,7 @@ fn imports_the_line_reader_missed_are_caught() {
         ),
         // Below the tests' attribute still counts.
         (
-            "pprof/names.rs",
+            "profile/names.rs",
             "pub fn n() {}\n#[cfg(test)]\nmod tests {\n    use crate::ui;\n}\n",
         ),
     ];
@@ -80,8 +81,8 @@ fn imports_the_line_reader_missed_are_caught() {
             "src/: an import circle checks -> metrics -> checks",
             "src/gate/: an import circle a -> b -> a",
             "src/metrics/mod.rs:3: uses crate::checks (metrics is below checks)",
-            "src/pprof/legacy/mod.rs:1: uses crate::pull::fetch (pprof never imports a command's folder)",
-            "src/pprof/names.rs:4: uses crate::ui (pprof never imports a command's folder)",
+            "src/profile/legacy/mod.rs:1: uses crate::pull::fetch (profile imports nothing of the commands)",
+            "src/profile/names.rs:4: uses crate::ui (profile imports nothing of the commands)",
             "src/ui/mod.rs:2: uses crate::checks (ui reads files through pprof and render)",
         ],
         "{out}"

@@ -2,7 +2,7 @@
 //! Regenerate with `scripts/generate.sh`.
 
 use agentprof::cli::Shell;
-use agentprof::cmd::{completion_file_name, completion_script, man_pages};
+use agentprof::{completion_file_name, completion_script, man_pages};
 
 fn repo(rel: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)

@@ -897,10 +897,16 @@ fn dd_trace_java_recordings_arrive_and_are_stored_readable() {
 /// `--forward` to a target that answers 503 for a while, then recovers: every upload
 /// reaches it exactly once, in the current form whatever form it came in, with
 /// agentprof.yaml's tags merged into tags_profiler and its api_key as DD-API-KEY (which the
-/// spool never holds).
+/// spool never holds). /metrics shows what the forwarder did and what its spool holds.
 #[test]
 fn forwards_reach_a_target_that_recovers_exactly_once() {
     let sb = Sandbox::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let metrics = format!("127.0.0.1:{port}");
     sb.write(
         "agentprof.yaml",
         "tags: [team:forwarded]\napi_key: fwd-key-123\n",
@@ -923,6 +929,8 @@ fn forwards_reach_a_target_that_recovers_exactly_once() {
             &fwd,
             "--spool",
             "spool",
+            "--metrics-listen",
+            &metrics,
         ],
     );
     for i in 0..4 {
@@ -961,6 +969,41 @@ fn forwards_reach_a_target_that_recovers_exactly_once() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let bodies = accepted();
+    let scrape = || {
+        reqwest::blocking::get(format!("http://{metrics}/metrics"))
+            .unwrap()
+            .text()
+            .unwrap()
+    };
+    let series = |text: &str, name: &str| -> Option<f64> {
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        line.rsplit(' ').next()?.parse().ok()
+    };
+    // The forwarder counts a send once the target has answered, just after the body is in.
+    let mut text = scrape();
+    while series(
+        &text,
+        "agentprof_receive_forward_sends_total{result=\"sent\"}",
+    ) != Some(5.0)
+        && t0.elapsed() < Duration::from_secs(40)
+    {
+        std::thread::sleep(Duration::from_millis(100));
+        text = scrape();
+    }
+    let sends = |r: &str| {
+        series(
+            &text,
+            &format!("agentprof_receive_forward_sends_total{{result=\"{r}\"}}"),
+        )
+    };
+    assert_eq!(sends("sent"), Some(5.0), "{text}");
+    assert!(sends("retried").unwrap_or(0.0) >= 2.0, "{text}");
+    assert_eq!(sends("refused"), Some(0.0), "{text}");
+    assert_eq!(
+        series(&text, "agentprof_receive_forward_spool_uploads"),
+        Some(0.0),
+        "{text}"
+    );
     let stderr = rx.stop();
     let mut seqs: Vec<String> = bodies
         .iter()

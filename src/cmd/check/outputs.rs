@@ -124,7 +124,7 @@ pub(super) fn write_outputs(
         return Ok(());
     };
     if let Some(path) = &opts.pprof {
-        let bytes = crate::pprof::encode_gzip(profile).context("encoding the pprof profile")?;
+        let bytes = crate::profile::encode_gzip(profile).context("encoding the pprof profile")?;
         std::fs::write(path, bytes).map_err(|e| {
             UsageError::flag("--pprof", format!("cannot write {}: {e}", path.display()))
         })?;

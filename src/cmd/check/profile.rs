@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::checks::{CheckKind, LoadedCheck, Runner};
-use crate::pprof::report::call_top;
 use crate::profile::CallProfile;
+use crate::profile::call_top;
 use crate::progress::Progress;
 use crate::render::pstats::PstatsView;
 use crate::render::{ProfileSummary, ProfileView};

@@ -627,7 +627,7 @@ mod tests {
     #[test]
     fn compressed_parts_say_their_size_before_they_are_decompressed() {
         let raw = vec![7u8; 300_000];
-        let gz = crate::pprof::gzip_fast(&raw);
+        let gz = crate::gzip_fast(&raw);
         assert_eq!(stated_size(&gz), Some(300_000));
         let mut lz = lz4_flex::frame::FrameEncoder::with_frame_info(
             lz4_flex::frame::FrameInfo::new().content_size(Some(300_000)),
@@ -646,7 +646,7 @@ mod tests {
 
     fn fixture(name: &str) -> Vec<u8> {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/dd-trace-go-upload")
+            .join("../../tests/fixtures/dd-trace-go-upload")
             .join(name);
         std::fs::read(p).expect("fixture")
     }

@@ -119,13 +119,13 @@ impl Pprof {
             .map(|s| {
                 alloc_bytes::<u64>(s.location_id.capacity())
                     + alloc_bytes::<i64>(s.value.capacity())
-                    + alloc_bytes::<crate::pprof::proto::Label>(s.label.capacity())
+                    + alloc_bytes::<crate::proto::Label>(s.label.capacity())
             })
             .sum();
         let lines: u64 = p
             .location
             .iter()
-            .map(|l| alloc_bytes::<crate::pprof::proto::Line>(l.line.capacity()))
+            .map(|l| alloc_bytes::<crate::proto::Line>(l.line.capacity()))
             .sum();
         let strings: u64 = p
             .string_table
@@ -141,12 +141,12 @@ impl Pprof {
             + lines
             + strings
             + loc_lines
-            + alloc_bytes::<crate::pprof::proto::Sample>(p.sample.capacity())
-            + alloc_bytes::<crate::pprof::proto::Location>(p.location.capacity())
-            + alloc_bytes::<crate::pprof::proto::Function>(p.function.capacity())
-            + alloc_bytes::<crate::pprof::proto::Mapping>(p.mapping.capacity())
+            + alloc_bytes::<crate::proto::Sample>(p.sample.capacity())
+            + alloc_bytes::<crate::proto::Location>(p.location.capacity())
+            + alloc_bytes::<crate::proto::Function>(p.function.capacity())
+            + alloc_bytes::<crate::proto::Mapping>(p.mapping.capacity())
             + alloc_bytes::<String>(p.string_table.capacity())
-            + alloc_bytes::<crate::pprof::proto::ValueType>(p.sample_type.capacity())
+            + alloc_bytes::<crate::proto::ValueType>(p.sample_type.capacity())
             + alloc_bytes::<i64>(p.comment.capacity())
             + alloc_bytes::<Option<usize>>(self.loc_mapping.capacity())
             + alloc_bytes::<Vec<(Option<usize>, i64)>>(self.loc_lines.capacity())
@@ -412,7 +412,7 @@ fn sample_tables(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pprof::proto::{Function, Line, Location, Sample, ValueType};
+    use crate::proto::{Function, Line, Location, Sample, ValueType};
 
     /// Two functions and two locations with the ids given, one sample per list of locations.
     fn profile(fn_ids: [u64; 2], loc_ids: [u64; 2], samples: &[&[u64]]) -> Profile {

@@ -131,7 +131,7 @@ impl Tree {
                     if *n == u32::MAX {
                         let text = nodes.name(node as usize);
                         *n = *interned.entry(text).or_insert_with(|| {
-                            names.push(crate::redact::flame_frame(text));
+                            names.push(crate::text::flame_frame(text));
                             (names.len() - 1) as u32
                         });
                     }

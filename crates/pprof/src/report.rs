@@ -127,56 +127,33 @@ fn go_time(nanos: i64) -> String {
     z.strftime("%Y-%m-%d %H:%M:%S %Z").to_string()
 }
 
-/// A call profile's `n` functions with the highest cum — `check --profile`'s and the
-/// agent's top calls. They come from the same nodes, sums and order as `go tool pprof
-/// -top -cum -nodefraction=0 -nodecount=N` of the profile agentprof writes (inlined frames
-/// are functions of their own; recursion counts once in cum); file and line are where the
-/// function was first seen.
-pub fn call_top(profile: &crate::profile::CallProfile, n: usize) -> crate::profile::TopTable {
-    use crate::profile::{TopRow as CallRow, TopTable};
-    let empty = |functions| TopTable {
-        total_samples: profile.total_samples(),
-        functions,
-        rows: Vec::new(),
-    };
-    let Ok(p) = Pprof::new(super::encode::to_proto(profile)) else {
-        return empty(0);
-    };
-    let opts = TopOptions {
-        sample_index: Some("samples".into()),
-        cum: true,
-        nodes: n,
-        node_fraction: 0.0,
-        edge_fraction: 0.0,
-    };
-    let nodes = Nodes::new(&p);
-    let Ok(index) = p.sample_index(opts.sample_index.as_deref()) else {
-        return empty(0);
-    };
-    let sel = select(&p, &nodes, index, &opts);
-    let mut rows: Vec<CallRow> = sel
+/// One node of [`top_nodes`]: its name and its values, unformatted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopNode {
+    pub name: String,
+    pub flat: i64,
+    pub cum: i64,
+}
+
+/// The nodes `go tool pprof -top` shows with `opts`, in its order; and how many nodes there
+/// were before `opts.nodes` cut the list.
+pub fn top_nodes(p: &Pprof, opts: &TopOptions) -> Result<(Vec<TopNode>, usize), SampleIndexError> {
+    let nodes = Nodes::new(p);
+    let index = p.sample_index(opts.sample_index.as_deref())?;
+    let sel = select(p, &nodes, index, opts);
+    let rows = sel
         .list
         .iter()
-        .take(n)
-        .map(|&i| CallRow {
-            function: nodes.name(i as usize).to_string(),
-            file: None,
-            line: None,
-            flat: sel.graph.flat[i as usize].unsigned_abs(),
-            cum: sel.graph.cum[i as usize].unsigned_abs(),
+        .map(|&i| {
+            let i = i as usize;
+            TopNode {
+                name: nodes.name(i).to_string(),
+                flat: sel.graph.flat[i],
+                cum: sel.graph.cum[i],
+            }
         })
         .collect();
-    for r in &mut rows {
-        if let Some(f) = profile.frames.iter().find(|f| f.function == r.function) {
-            r.file.clone_from(&f.file);
-            r.line = f.line;
-        }
-    }
-    TopTable {
-        total_samples: profile.total_samples(),
-        functions: sel.orig_count,
-        rows,
-    }
+    Ok((rows, sel.orig_count))
 }
 
 /// The `go tool pprof -top` report of `p`: the nodes kept and shown, their inline marks,
@@ -511,8 +488,6 @@ pub(super) fn header(
 
 #[cfg(test)]
 mod tests {
-    use super::call_top as top;
-
     /// Found by the fuzz run: legacy heap values whose sums overflow while the report adds
     /// them up (Go's sums wrap; so do agentprof's, and neither panics).
     #[test]
@@ -521,68 +496,8 @@ mod tests {
             "heap profile: 1: 1 [1: 1] @ heapprofile\n1: {m} [1: {m}] @ 0x1000\n1: {m} [1: {m}] @ 0x1000 0x2000\n",
             m = i64::MAX
         );
-        let p = crate::pprof::legacy::parse(heap.as_bytes())
-            .unwrap()
-            .unwrap();
-        let p = crate::pprof::model::Pprof::new(p).unwrap();
+        let p = crate::legacy::parse(heap.as_bytes()).unwrap().unwrap();
+        let p = crate::model::Pprof::new(p).unwrap();
         assert!(super::top(&p, &Default::default()).is_ok());
-    }
-    use crate::profile::{CallProfile, Frame, ProfileKind};
-
-    fn frame(p: &mut CallProfile, name: &str) -> Vec<usize> {
-        vec![p.intern(Frame {
-            function: name.into(),
-            ..Frame::default()
-        })]
-    }
-
-    #[test]
-    fn recursion_counts_once_in_cum_and_flat_is_the_leaf() {
-        let mut p = CallProfile::new(ProfileKind::Cpu, 100, 0);
-        let (main, fib, leaf) = (
-            frame(&mut p, "main"),
-            frame(&mut p, "fib"),
-            frame(&mut p, "leaf"),
-        );
-        // main -> fib -> fib -> fib (leaf fib), 3 samples
-        p.add(vec![fib.clone(), fib.clone(), fib.clone(), main.clone()], 3);
-        // main -> fib -> leaf, 2 samples
-        p.add(vec![leaf.clone(), fib.clone(), main.clone()], 2);
-        // main alone, 1 sample
-        p.add(vec![main.clone()], 1);
-        let t = top(&p, 20);
-        assert_eq!(t.total_samples, 6);
-        let get = |n: &str| t.rows.iter().find(|r| r.function == n).unwrap().clone();
-        assert_eq!((get("main").flat, get("main").cum), (1, 6));
-        assert_eq!((get("fib").flat, get("fib").cum), (3, 5));
-        assert_eq!((get("leaf").flat, get("leaf").cum), (2, 2));
-        assert_eq!(t.rows[0].function, "main");
-        assert_eq!(t.rows[1].function, "fib");
-        assert_eq!(top(&p, 2).rows.len(), 2);
-        assert_eq!(top(&p, 2).functions, 3);
-    }
-
-    #[test]
-    fn inlined_frames_count_as_their_own_functions() {
-        let mut p = CallProfile::new(ProfileKind::Cpu, 100, 0);
-        let a = p.intern(Frame {
-            function: "inner".into(),
-            line: Some(3),
-            ..Frame::default()
-        });
-        let b = p.intern(Frame {
-            function: "outer".into(),
-            line: Some(9),
-            ..Frame::default()
-        });
-        p.add(vec![vec![a, b]], 4);
-        let t = top(&p, 5);
-        assert_eq!(
-            t.rows
-                .iter()
-                .map(|r| (r.function.as_str(), r.flat, r.cum))
-                .collect::<Vec<_>>(),
-            vec![("inner", 4, 4), ("outer", 0, 4)]
-        );
     }
 }

@@ -502,38 +502,82 @@ pub fn write_diff_flamegraph(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{CallProfile, Frame, ProfileKind};
+    use crate::proto::{Function, Line, Location, Profile, Sample, ValueType};
 
-    fn frame(p: &mut CallProfile, name: &str) -> usize {
-        p.intern(Frame {
-            function: name.into(),
-            ..Frame::default()
-        })
+    /// A CPU profile (samples/count) of `stacks`, each of function names, leaf first, and
+    /// its count: one location and one function per name.
+    struct Builder {
+        p: Profile,
+        ids: std::collections::HashMap<String, u64>,
+    }
+
+    impl Builder {
+        fn new() -> Self {
+            let p = Profile {
+                string_table: vec!["".into(), "samples".into(), "count".into()],
+                sample_type: vec![ValueType { r#type: 1, unit: 2 }],
+                ..Profile::default()
+            };
+            Builder {
+                p,
+                ids: Default::default(),
+            }
+        }
+
+        fn id(&mut self, name: &str) -> u64 {
+            if let Some(&id) = self.ids.get(name) {
+                return id;
+            }
+            let id = self.p.function.len() as u64 + 1;
+            self.p.string_table.push(name.into());
+            let name_id = self.p.string_table.len() as i64 - 1;
+            self.p.function.push(Function {
+                id,
+                name: name_id,
+                system_name: name_id,
+                ..Function::default()
+            });
+            self.p.location.push(Location {
+                id,
+                line: vec![Line {
+                    function_id: id,
+                    ..Line::default()
+                }],
+                ..Location::default()
+            });
+            self.ids.insert(name.into(), id);
+            id
+        }
+
+        fn add(&mut self, stack: &[&str], count: i64) {
+            let location_id = stack.iter().map(|n| self.id(n)).collect();
+            self.p.sample.push(Sample {
+                location_id,
+                value: vec![count],
+                label: Vec::new(),
+            });
+        }
     }
 
     /// A profile of one wide path and thousands of frames far under a pixel, at depths 2–5.
     fn many_small() -> Pprof {
-        let mut c = CallProfile::new(ProfileKind::Cpu, 1000, 0);
-        let main = frame(&mut c, "main");
-        let work = frame(&mut c, "work;semicolon");
-        let spin = frame(&mut c, "spin");
-        c.add(vec![vec![spin], vec![work], vec![main]], 5_000_000);
-        c.add(vec![vec![work], vec![main]], 700_000);
-        c.add(vec![vec![main]], 3);
+        let mut c = Builder::new();
+        c.add(&["spin", "work;semicolon", "main"], 5_000_000);
+        c.add(&["work;semicolon", "main"], 700_000);
+        c.add(&["main"], 3);
         for i in 0..6000u32 {
-            let leaf = frame(&mut c, &format!("tiny{i}"));
-            let mid = frame(&mut c, &format!("mid{}", i % 37));
+            let leaf = format!("tiny{i}");
+            let mid = format!("mid{}", i % 37);
             let stack = match i % 3 {
-                0 => vec![vec![leaf], vec![main]],
-                1 => vec![vec![leaf], vec![mid], vec![main]],
-                _ => vec![vec![leaf], vec![mid], vec![work], vec![main]],
+                0 => vec![leaf.as_str(), "main"],
+                1 => vec![&leaf, &mid, "main"],
+                _ => vec![&leaf, &mid, "work;semicolon", "main"],
             };
-            c.add(stack, 1 + u64::from(i % 5));
+            c.add(&stack, 1 + i64::from(i % 5));
         }
-        let bytes = prost::Message::encode_to_vec(&crate::pprof::to_proto(&c));
+        let bytes = prost::Message::encode_to_vec(&c.p);
         let proto =
-            crate::pprof::decode::decode_raw(&bytes, &crate::pprof::decode::Limits::local())
-                .expect("decode");
+            crate::decode::decode_raw(&bytes, &crate::decode::Limits::local()).expect("decode");
         Pprof::new(proto).expect("model")
     }
 

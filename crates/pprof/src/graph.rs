@@ -67,7 +67,7 @@ pub struct Nodes {
 impl Nodes {
     /// The bytes the nodes hold on the heap (see [`Pprof::heap_bytes`]).
     pub fn heap_bytes(&self) -> u64 {
-        use crate::pprof::model::alloc_bytes;
+        use crate::model::alloc_bytes;
         let names: u64 = self
             .names
             .iter()

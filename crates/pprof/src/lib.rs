@@ -1,0 +1,24 @@
+//! The pprof format (profile.proto) as agentprof reads, reports and writes it: the
+//! prost-derived types, decoding within limits, the model every report is built on, the
+//! reports `go tool pprof` prints (top, peek, list, diff, flamegraph) with its numbers, and
+//! gzip. It knows nothing of checks, servers or the command line: the rest of agentprof
+//! depends on it, never the other way round (the compiler holds that, as a crate).
+
+pub mod decode;
+pub mod diff;
+mod encode;
+pub mod fasthash;
+pub mod filter;
+mod fold;
+pub mod graph;
+pub mod legacy;
+pub mod measure;
+pub mod model;
+pub mod names;
+pub mod peek;
+pub mod proto;
+pub mod report;
+pub mod source;
+pub mod text;
+
+pub use encode::gzip_fast;
