@@ -33,7 +33,7 @@ const MAX_TABLE_BYTES: u64 = 64 << 20;
 
 impl SymbolTable {
     /// The running executable's table; `None` where it has none (stripped) or is not a
-    /// 64-bit little-endian ELF file.
+    /// 64-bit ELF file.
     pub fn of_this_executable() -> Option<SymbolTable> {
         let file = File::open("/proc/self/exe").ok()?;
         let mut table = Self::read(file)?;
@@ -41,48 +41,41 @@ impl SymbolTable {
         Some(table)
     }
 
+    /// The function symbols of `file`, read with `object`'s ELF reader through a cache that
+    /// reads only the headers and the symbol table (dropped once the addresses are kept).
     fn read(file: File) -> Option<SymbolTable> {
-        let mut ehdr = [0u8; 64];
-        file.read_exact_at(&mut ehdr, 0).ok()?;
-        // "\x7fELF", 64-bit, little-endian.
-        if &ehdr[..4] != b"\x7fELF" || ehdr[4] != 2 || ehdr[5] != 1 {
-            return None;
-        }
-        let shoff = u64_at(&ehdr, 0x28);
-        let shentsize = u64::from(u16_at(&ehdr, 0x3a));
-        let shnum = u64::from(u16_at(&ehdr, 0x3c));
-        if shentsize != 64 || shnum == 0 || shnum > 65_535 {
-            return None;
-        }
-        let mut shdrs = vec![0u8; (shnum * 64) as usize];
-        file.read_exact_at(&mut shdrs, shoff).ok()?;
-        let section = |i: u64| shdrs.get((i * 64) as usize..(i * 64 + 64) as usize);
-        // SHT_SYMTAB = 2; its sh_link is the string table's index.
-        let symtab = (0..shnum).filter_map(section).find(|s| u32_at(s, 4) == 2)?;
-        let strtab = section(u64::from(u32_at(symtab, 0x28)))?;
-        let (offset, size) = (u64_at(symtab, 0x18), u64_at(symtab, 0x20));
-        if size > MAX_TABLE_BYTES {
-            return None;
-        }
-        let mut syms = vec![0u8; size as usize];
-        file.read_exact_at(&mut syms, offset).ok()?;
-        let strtab = (u64_at(strtab, 0x18), u64_at(strtab, 0x20));
-        let mut funcs: Vec<(u64, u64, u32)> = syms
-            .chunks_exact(24)
-            .filter_map(|s| {
-                let name = u32_at(s, 0);
-                let kind = s[4] & 0xf; // STT_FUNC = 2
-                let (value, size) = (u64_at(s, 8), u64_at(s, 16));
-                (kind == 2 && size > 0 && value > 0 && u64::from(name) < strtab.1).then_some((
-                    value,
-                    value.saturating_add(size),
-                    name,
-                ))
-            })
-            .collect();
-        drop(syms);
-        funcs.sort_unstable();
-        funcs.shrink_to_fit();
+        use object::elf::{FileHeader64, SHT_SYMTAB, STT_FUNC};
+        use object::read::elf::{FileHeader, SectionHeader, Sym};
+        let (funcs, strtab) = {
+            let data = object::ReadCache::new(&file);
+            let header = FileHeader64::<object::Endianness>::parse(&data).ok()?;
+            let endian = header.endian().ok()?;
+            let sections = header.sections(endian, &data).ok()?;
+            let (index, section) = sections
+                .enumerate()
+                .find(|(_, s)| s.sh_type(endian) == SHT_SYMTAB)?;
+            let strings = sections.section(object::SectionIndex(section.sh_link(endian) as usize));
+            let strtab = strings.ok()?.file_range(endian)?;
+            if section.sh_size(endian) > MAX_TABLE_BYTES || strtab.1 > MAX_TABLE_BYTES {
+                return None;
+            }
+            let symbols =
+                object::read::elf::SymbolTable::parse(endian, &data, &sections, index, section)
+                    .ok()?;
+            let mut funcs: Vec<(u64, u64, u32)> = symbols
+                .symbols()
+                .iter()
+                .filter_map(|s| {
+                    let (name, value, size) =
+                        (s.st_name(endian), s.st_value(endian), s.st_size(endian));
+                    (s.st_type() == STT_FUNC && size > 0 && value > 0 && u64::from(name) < strtab.1)
+                        .then_some((value, value.saturating_add(size), name))
+                })
+                .collect();
+            funcs.sort_unstable();
+            funcs.shrink_to_fit();
+            (funcs, strtab)
+        };
         Some(SymbolTable {
             bias: 0,
             funcs,
@@ -159,18 +152,6 @@ fn load_bias() -> Option<u64> {
     // SAFETY: the callback writes only through the pointer to `bias`, which outlives the call.
     unsafe { libc::dl_iterate_phdr(Some(first), (&raw mut bias).cast()) };
     (bias != u64::MAX).then_some(bias)
-}
-
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or_default())
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default())
 }
 
 #[cfg(test)]
