@@ -9,7 +9,7 @@
 use super::fasthash::FastMap;
 
 use super::filter::NameFilter;
-use super::graph::{Graph, Nodes, build, total};
+use super::graph::{self, Graph, Nodes, total};
 use super::measure::{percentage, scale, scaled_label};
 use super::model::{Pprof, SampleIndexError};
 
@@ -279,58 +279,49 @@ struct Selection {
 }
 
 fn select(p: &Pprof, nodes: &Nodes, index: usize, opts: &TopOptions) -> Selection {
-    let mut g = build(p, nodes, index, None, false);
-    let graph_sum = g.flat.iter().fold(0i64, |a, &v| a.wrapping_add(v));
-    let present = |g: &Graph| -> Vec<u32> {
-        (0..nodes.len() as u32)
-            .filter(|&i| g.flat[i as usize] != 0 || g.cum[i as usize] != 0)
-            .collect()
+    let weights = graph::weights(p, index);
+    let (flat, cum) = graph::flat_cum(p, nodes, &weights, None);
+    let mut g = Graph {
+        flat,
+        cum,
+        edges: Default::default(),
     };
-    let mut list = present(&g);
+    let graph_sum = g.flat.iter().fold(0i64, |a, &v| a.wrapping_add(v));
+    let mut list: Vec<u32> = (0..nodes.len() as u32)
+        .filter(|&i| g.flat[i as usize] != 0 || g.cum[i as usize] != 0)
+        .collect();
+    let present = list.len();
     let node_cutoff = ((graph_sum as f64 * opts.node_fraction) as i64).wrapping_abs();
-    let mut dropped = 0;
-    let mut kept: Option<Vec<bool>> = None;
-    // The pass that builds the final graph also collects its edges, which say which nodes
-    // are reached only through inlined calls.
-    let mut edges: Option<FastMap<(u32, u32), (i64, bool)>> = None;
-    let final_after_drop = opts.nodes == 0;
     if node_cutoff > 0 {
-        let keep: Vec<u32> = list
-            .iter()
-            .copied()
-            .filter(|&i| g.cum[i as usize].wrapping_abs() >= node_cutoff)
-            .collect();
-        if keep.len() != list.len() {
-            dropped = list.len() - keep.len();
-            let mut mask = vec![false; nodes.len()];
-            for &i in &keep {
-                mask[i as usize] = true;
-            }
-            g = build(p, nodes, index, Some(&mask), final_after_drop);
-            if final_after_drop {
-                edges = Some(std::mem::take(&mut g.edges));
-            }
-            list = present(&g);
-            kept = Some(mask);
-        }
+        list.retain(|&i| g.cum[i as usize].wrapping_abs() >= node_cutoff);
     }
+    let dropped = present - list.len();
     let orig_count = list.len();
     sort_nodes(&mut list, p, &g, nodes, opts.cum);
     if opts.nodes > 0 && opts.nodes < list.len() {
         list.truncate(opts.nodes);
+    }
+    // pprof builds its graph again with only these nodes. A node's flat and cum do not
+    // depend on which others are kept (see `graph::build`), so the nodes left keep the
+    // first pass's figures and the others have none; only the edges between the nodes
+    // left, which say which are reached through inlined calls, need another pass.
+    let edge_cutoff = ((graph_sum as f64 * opts.edge_fraction) as i64).wrapping_abs();
+    let marks = graph::EdgeSet::InlineMarks {
+        cutoff: edge_cutoff,
+    };
+    let edges = if list.len() == present {
+        graph::edges(p, nodes, &weights, None, marks)
+    } else {
         let mut mask = vec![false; nodes.len()];
         for &i in &list {
             mask[i as usize] = true;
         }
-        g = build(p, nodes, index, Some(&mask), true);
-        edges = Some(std::mem::take(&mut g.edges));
-        list = present(&g);
-        sort_nodes(&mut list, p, &g, nodes, opts.cum);
-        kept = Some(mask);
-    }
-    let edges = match edges {
-        Some(e) => e,
-        None => build(p, nodes, index, kept.as_deref(), true).edges,
+        for (i, kept) in mask.iter().enumerate() {
+            if !kept {
+                (g.flat[i], g.cum[i]) = (0, 0);
+            }
+        }
+        graph::edges(p, nodes, &weights, Some(&mask), marks)
     };
     Selection {
         graph: g,
