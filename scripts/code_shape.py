@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The shape of agentprof's source: its longest functions and largest files.
+"""The shape of agentprof's source (src/ and the crates/ of the workspace): its longest
+functions and largest files.
 
     python3 scripts/code_shape.py [--limit 80] [--top 25] [--json]
 
@@ -71,7 +72,13 @@ def main():
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     fns, files = [], []
-    for d, _, names in os.walk(os.path.join(ROOT, "src")):
+    # The library and every crate of the workspace.
+    crates = os.path.join(ROOT, "crates")
+    roots = [os.path.join(ROOT, "src")] + sorted(
+        os.path.join(crates, c, "src") for c in os.listdir(crates) if os.path.isdir(os.path.join(crates, c, "src"))
+    )
+    walked = [w for r in roots for w in sorted(os.walk(r))]
+    for d, _, names in walked:
         for n in names:
             if n.endswith(".rs"):
                 p = os.path.join(d, n)

@@ -218,53 +218,7 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         return Err(UsageError::flag("--baseline", "give a baseline file, or --against").into());
     };
     // The baseline is read before the runs, so a missing or unusable one costs no time.
-    let base = if args.update_baseline {
-        None
-    } else {
-        let base = read_stats(baseline)?;
-        if base.check != *name {
-            return Err(UsageError::flag(
-                "--baseline",
-                format!(
-                    "{} is the baseline of check `{}`, not of `{name}` (make one with --update-baseline)",
-                    baseline.display(),
-                    crate::redact::printable(&base.check)
-                ),
-            )
-            .into());
-        }
-        if args.memory && !base.tracemalloc {
-            return Err(UsageError::flag(
-                "--memory",
-                format!(
-                    "{} has no traced allocations: make it again with --memory",
-                    baseline.display()
-                ),
-            )
-            .into());
-        }
-        if cfg.measure == Measure::Instructions && base.instructions_per_run.is_empty() {
-            return Err(UsageError::flag(
-                "--measure instructions",
-                format!(
-                    "{} has no instruction counts: make it again with --measure instructions",
-                    baseline.display()
-                ),
-            )
-            .into());
-        }
-        if args.flamegraph_diff.is_some() && base.stacks_ns_per_run.is_empty() {
-            return Err(UsageError::flag(
-                "--flamegraph-diff",
-                format!(
-                    "the baseline {} has no stacks: make it again with --update-baseline",
-                    baseline.display()
-                ),
-            )
-            .into());
-        }
-        Some(base)
-    };
+    let base = read_baseline(&args, baseline, name, &cfg)?;
     // Counted as the baseline was, where this machine can.
     let counter = counter_for(
         &cfg,
@@ -279,22 +233,84 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
     plan.times = plan.times.max(plan.processes);
     let current = measure(&side, &plan, first)?;
     let Some(base) = base else {
-        let text = serde_json::to_string_pretty(&current)?;
-        // docs/ci.md's `--baseline perf/x.json`: the folder is made when it is not there.
-        if let Some(dir) = baseline.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| UsageError::flag("--baseline", format!("{}: {e}", dir.display())))?;
-        }
-        std::fs::write(baseline, text + "\n")
-            .map_err(|e| UsageError::flag("--baseline", format!("{}: {e}", baseline.display())))?;
-        eprintln!(
-            "agentprof: wrote the baseline {} ({} runs)",
-            baseline.display(),
-            current.runs
-        );
+        write_baseline(baseline, &current)?;
         return Ok(Outcome::Success);
     };
     report(&args, &cfg, &base, &current, Mode::Baseline)
+}
+
+/// The baseline `gate` compares with (None with `--update-baseline`), refused when it was
+/// made for another check or lacks what the flags ask to compare.
+fn read_baseline(
+    args: &GateArgs,
+    baseline: &Path,
+    name: &str,
+    cfg: &GateConfig,
+) -> anyhow::Result<Option<GateStats>> {
+    if args.update_baseline {
+        return Ok(None);
+    }
+    let base = read_stats(baseline)?;
+    if base.check != *name {
+        return Err(UsageError::flag(
+            "--baseline",
+            format!(
+                "{} is the baseline of check `{}`, not of `{name}` (make one with --update-baseline)",
+                baseline.display(),
+                crate::redact::printable(&base.check)
+            ),
+        )
+        .into());
+    }
+    if args.memory && !base.tracemalloc {
+        return Err(UsageError::flag(
+            "--memory",
+            format!(
+                "{} has no traced allocations: make it again with --memory",
+                baseline.display()
+            ),
+        )
+        .into());
+    }
+    if cfg.measure == Measure::Instructions && base.instructions_per_run.is_empty() {
+        return Err(UsageError::flag(
+            "--measure instructions",
+            format!(
+                "{} has no instruction counts: make it again with --measure instructions",
+                baseline.display()
+            ),
+        )
+        .into());
+    }
+    if args.flamegraph_diff.is_some() && base.stacks_ns_per_run.is_empty() {
+        return Err(UsageError::flag(
+            "--flamegraph-diff",
+            format!(
+                "the baseline {} has no stacks: make it again with --update-baseline",
+                baseline.display()
+            ),
+        )
+        .into());
+    }
+    Ok(Some(base))
+}
+
+/// `--update-baseline`: the figures written where `--baseline` names, its folder made.
+fn write_baseline(baseline: &Path, current: &GateStats) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(current)?;
+    // docs/ci.md's `--baseline perf/x.json`: the folder is made when it is not there.
+    if let Some(dir) = baseline.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| UsageError::flag("--baseline", format!("{}: {e}", dir.display())))?;
+    }
+    std::fs::write(baseline, text + "\n")
+        .map_err(|e| UsageError::flag("--baseline", format!("{}: {e}", baseline.display())))?;
+    eprintln!(
+        "agentprof: wrote the baseline {} ({} runs)",
+        baseline.display(),
+        current.runs
+    );
+    Ok(())
 }
 
 /// What counts instructions, when they are the measure.

@@ -162,7 +162,63 @@ pub fn list(
     };
     let (stype, sunit) = p.sample_types()[index];
     let fmt = |v: i64| scaled_label(v, sunit, "minimum");
-    let dot = |v: i64| if v == 0 { ".".to_string() } else { fmt(v) };
+    let (search_path, trim, given_path) = paths(access);
+    let (keys, loc_nodes) = line_nodes(p, &trim, &given_path);
+    let n = keys.len();
+    let (flat, cum) = line_figures(p, index, &loc_nodes, n);
+    // Matching functions (nodes with samples whose name matches), by name, then file.
+    let mut by_name: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+    for i in 0..n {
+        if flat[i] == 0 && cum[i] == 0 {
+            continue;
+        }
+        let name = p.str(keys[i].name);
+        if symbol.is_match(name) {
+            by_name.entry(name).or_default().push(i);
+        }
+    }
+    if by_name.is_empty() {
+        return Err(ReportError::NoMatches(symbol.as_str().to_string()));
+    }
+    let mut reader = Reader::new(search_path, trim, access);
+    let mut report = ListReport {
+        sample_type: stype.to_string(),
+        unit: sunit.to_string(),
+        total: whole,
+        total_fmt: fmt(whole),
+        routines: Vec::new(),
+        no_source: Vec::new(),
+        order: Vec::new(),
+    };
+    for (name, nodes) in by_name {
+        let mut by_file: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+        for &i in &nodes {
+            if !keys[i].file.is_empty() {
+                by_file.entry(keys[i].file.as_str()).or_default().push(i);
+            }
+        }
+        if by_file.is_empty() {
+            report.order.push(Item::NoSource(report.no_source.len()));
+            report.no_source.push(name.to_string());
+            continue;
+        }
+        for (file, fns) in by_file {
+            let lines = Lines {
+                keys: &keys,
+                flat: &flat,
+                cum: &cum,
+            };
+            let routine = routine(name, file, &fns, &lines, whole, sunit, &mut reader);
+            report.order.push(Item::Routine(report.routines.len()));
+            report.routines.push(routine);
+        }
+    }
+    Ok((report, warnings))
+}
+
+/// Where a listing searches for source files, the prefix trimmed from recorded paths, and
+/// the path the user gave (what the report's file names are trimmed with).
+fn paths(access: &SourceAccess) -> (String, String, String) {
     let (search_path, trim) = match access {
         SourceAccess::Go {
             search_path,
@@ -180,6 +236,12 @@ pub fn list(
     } else {
         search_path
     };
+    (search_path, trim, given_path)
+}
+
+/// The line nodes of `p` and, per location, its nodes innermost first; file names trimmed
+/// of `trim` (go tool pprof's `-trim_path`) and of the source path the user gave.
+fn line_nodes(p: &Pprof, trim: &str, given_path: &str) -> (Vec<LineKey>, Vec<Vec<u32>>) {
     let mut files: FastMap<i64, String> = FastMap::default();
     let mut file_of = |p: &Pprof, f: i64| -> String {
         files
@@ -189,7 +251,7 @@ pub fn list(
                 if raw.is_empty() {
                     String::new()
                 } else {
-                    clean(&trim_path(raw, &trim, &given_path))
+                    clean(&trim_path(raw, trim, given_path))
                 }
             })
             .clone()
@@ -231,7 +293,11 @@ pub fn list(
         }
         loc_nodes.push(nodes);
     }
-    let n = keys.len();
+    (keys, loc_nodes)
+}
+
+/// Flat and cum per line node over the samples of `index`.
+fn line_figures(p: &Pprof, index: usize, loc_nodes: &[Vec<u32>], n: usize) -> (Vec<i64>, Vec<i64>) {
     let (mut flat, mut cum, mut seen) = (vec![0i64; n], vec![0i64; n], vec![0u32; n]);
     for si in 0..p.proto.sample.len() {
         let w = p.proto.sample[si].value[index];
@@ -253,114 +319,96 @@ pub fn list(
             flat[l as usize] = flat[l as usize].wrapping_add(w);
         }
     }
-    // Matching functions (nodes with samples whose name matches), by name, then file.
-    let mut by_name: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
-    for i in 0..n {
-        if flat[i] == 0 && cum[i] == 0 {
-            continue;
+    (flat, cum)
+}
+
+/// The line nodes of a listing with their figures.
+struct Lines<'a> {
+    keys: &'a [LineKey],
+    flat: &'a [i64],
+    cum: &'a [i64],
+}
+
+/// One function's listing in `file`, of the line nodes `fns`: its source lines around those
+/// with samples, or, when the file cannot be read, the lines with samples and why.
+fn routine(
+    name: &str,
+    file: &str,
+    fns: &[usize],
+    l: &Lines<'_>,
+    whole: i64,
+    sunit: &str,
+    reader: &mut Reader<'_>,
+) -> Routine {
+    let (keys, flat, cum) = (l.keys, l.flat, l.cum);
+    let fmt = |v: i64| scaled_label(v, sunit, "minimum");
+    let dot = |v: i64| if v == 0 { ".".to_string() } else { fmt(v) };
+    let flat_sum = fns.iter().fold(0i64, |a, &i| a.wrapping_add(flat[i]));
+    let cum_sum = fns.iter().fold(0i64, |a, &i| a.wrapping_add(cum[i]));
+    // Five lines around the lines with samples (the start line when pprof keeps it).
+    let start_of = |i: usize| {
+        let k = &keys[i];
+        if k.start_line != 0 {
+            k.start_line
+        } else {
+            k.line - MARGIN
         }
-        let name = p.str(keys[i].name);
-        if symbol.is_match(name) {
-            by_name.entry(name).or_default().push(i);
-        }
-    }
-    if by_name.is_empty() {
-        return Err(ReportError::NoMatches(symbol.as_str().to_string()));
-    }
-    let mut reader = Reader::new(search_path, trim, access);
-    let mut report = ListReport {
-        sample_type: stype.to_string(),
-        unit: sunit.to_string(),
-        total: whole,
-        total_fmt: fmt(whole),
-        routines: Vec::new(),
-        no_source: Vec::new(),
-        order: Vec::new(),
     };
-    for (name, nodes) in by_name {
-        let mut by_file: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
-        for &i in &nodes {
-            if !keys[i].file.is_empty() {
-                by_file.entry(keys[i].file.as_str()).or_default().push(i);
+    let start = fns.iter().map(|&i| start_of(i)).min().unwrap_or(1).max(1);
+    let end = fns.iter().map(|&i| keys[i].line).max().unwrap_or(0) + MARGIN;
+    let mut per_line: FastMap<i64, (i64, i64)> = FastMap::default();
+    for &i in fns {
+        let e = per_line.entry(keys[i].line).or_default();
+        e.0 = e.0.wrapping_add(flat[i]);
+        e.1 = e.1.wrapping_add(cum[i]);
+    }
+    let mut routine = Routine {
+        function: name.to_string(),
+        file: file.to_string(),
+        flat: flat_sum,
+        cum: cum_sum,
+        flat_fmt: fmt(flat_sum),
+        cum_fmt: fmt(cum_sum),
+        cum_pct: percentage(cum_sum, whole),
+        error: None,
+        lines: Vec::new(),
+    };
+    match reader.lines(file) {
+        Ok(text) => {
+            for line in start..=end {
+                let Some(t) = usize::try_from(line - 1).ok().and_then(|l| text.get(l)) else {
+                    break;
+                };
+                let (f, c) = per_line.get(&line).copied().unwrap_or_default();
+                routine.lines.push(SourceLine {
+                    line,
+                    flat: f,
+                    cum: c,
+                    flat_fmt: dot(f),
+                    cum_fmt: dot(c),
+                    text: Some(t.clone()),
+                });
             }
         }
-        if by_file.is_empty() {
-            report.order.push(Item::NoSource(report.no_source.len()));
-            report.no_source.push(name.to_string());
-            continue;
-        }
-        for (file, fns) in by_file {
-            let flat_sum = fns.iter().fold(0i64, |a, &i| a.wrapping_add(flat[i]));
-            let cum_sum = fns.iter().fold(0i64, |a, &i| a.wrapping_add(cum[i]));
-            // Five lines around the lines with samples (the start line when pprof keeps it).
-            let start_of = |i: usize| {
-                let k = &keys[i];
-                if k.start_line != 0 {
-                    k.start_line
-                } else {
-                    k.line - MARGIN
-                }
-            };
-            let start = fns.iter().map(|&i| start_of(i)).min().unwrap_or(1).max(1);
-            let end = fns.iter().map(|&i| keys[i].line).max().unwrap_or(0) + MARGIN;
-            let mut per_line: FastMap<i64, (i64, i64)> = FastMap::default();
-            for &i in &fns {
-                let e = per_line.entry(keys[i].line).or_default();
-                e.0 = e.0.wrapping_add(flat[i]);
-                e.1 = e.1.wrapping_add(cum[i]);
-            }
-            let mut routine = Routine {
-                function: name.to_string(),
-                file: file.to_string(),
-                flat: flat_sum,
-                cum: cum_sum,
-                flat_fmt: fmt(flat_sum),
-                cum_fmt: fmt(cum_sum),
-                cum_pct: percentage(cum_sum, whole),
-                error: None,
-                lines: Vec::new(),
-            };
-            match reader.lines(file) {
-                Ok(text) => {
-                    for line in start..=end {
-                        let Some(t) = usize::try_from(line - 1).ok().and_then(|l| text.get(l))
-                        else {
-                            break;
-                        };
-                        let (f, c) = per_line.get(&line).copied().unwrap_or_default();
-                        routine.lines.push(SourceLine {
-                            line,
-                            flat: f,
-                            cum: c,
-                            flat_fmt: dot(f),
-                            cum_fmt: dot(c),
-                            text: Some(t.clone()),
-                        });
-                    }
-                }
-                Err(e) => {
-                    // The lines with samples still say where the time went.
-                    let mut sampled: Vec<_> = per_line.into_iter().collect();
-                    sampled.sort_unstable_by_key(|&(l, _)| l);
-                    routine.lines = sampled
-                        .into_iter()
-                        .map(|(line, (f, c))| SourceLine {
-                            line,
-                            flat: f,
-                            cum: c,
-                            flat_fmt: dot(f),
-                            cum_fmt: dot(c),
-                            text: None,
-                        })
-                        .collect();
-                    routine.error = Some(e);
-                }
-            }
-            report.order.push(Item::Routine(report.routines.len()));
-            report.routines.push(routine);
+        Err(e) => {
+            // The lines with samples still say where the time went.
+            let mut sampled: Vec<_> = per_line.into_iter().collect();
+            sampled.sort_unstable_by_key(|&(l, _)| l);
+            routine.lines = sampled
+                .into_iter()
+                .map(|(line, (f, c))| SourceLine {
+                    line,
+                    flat: f,
+                    cum: c,
+                    flat_fmt: dot(f),
+                    cum_fmt: dot(c),
+                    text: None,
+                })
+                .collect();
+            routine.error = Some(e);
         }
     }
-    Ok((report, warnings))
+    routine
 }
 
 fn join_paths(dirs: &[PathBuf]) -> String {

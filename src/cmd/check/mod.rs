@@ -44,20 +44,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     };
     let python_host = loaded.python.clone();
     if let Some(host) = &python_host {
-        {
-            let mut h = crate::sync::lock(host);
-            h.set_memory_options(opts.memory_options.clone());
-            h.set_breakpoint(opts.breakpoint);
-        }
-        crate::checks::python::load(host)?;
-        for f in crate::checks::python::failed_instances(host) {
-            let w = format!(
-                "instances[{}] did not load, the others run: {}",
-                f.instance, f.error
-            );
-            eprintln!("agentprof: error: {w}");
-            config_warnings.push(w);
-        }
+        load_python(host, &opts, &mut config_warnings)?;
     }
     let (name, kind, mut version, source) = (
         loaded.name.clone(),
@@ -107,18 +94,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         python = Some(l.clone());
     }
     let profile = finished_profile(&mut runner);
-    let naming = crate::profile::naming_cost();
-    if naming.addresses > 0 {
-        // Naming the samples reads agentprof's own debug information (DWARF, tens of MB in
-        // a release build whose crates LTO joined into few units): after the runs, outside
-        // their figures, but a user timing `--profile` sees it.
-        eprintln!(
-            "agentprof: naming the profile's {} sampled addresses read agentprof's debug information: {:.2} s and +{} of resident memory, after the runs (their figures do not include it)",
-            naming.addresses,
-            naming.seconds,
-            crate::render::units::bytes(Some(naming.rss_growth))
-        );
-    }
+    say_naming_cost();
     runner.release_thread();
     let view = profile_view(
         &opts,
@@ -151,24 +127,7 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         metadata,
         spooled: spool.is_some(),
     };
-    if let Some(spool) = &mut spool {
-        let doc = render::json::render(&report);
-        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-        spool.write(&doc, &report, &mut stdout)?;
-        writeln!(stdout)?;
-        stdout.flush()?;
-        if opts.flare {
-            let mut text = Vec::new();
-            spool.write(&doc, &report, &mut text)?;
-            write_flare(&config, &report.check, &String::from_utf8_lossy(&text))?;
-        }
-    } else {
-        let text = rendered(&report, &opts);
-        print(&text)?;
-        if opts.flare {
-            write_flare(&config, &report.check, &text)?;
-        }
-    }
+    print_report(&report, &opts, &config, spool.as_mut())?;
     write_outputs(
         &opts,
         &config,
@@ -181,6 +140,75 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     } else {
         Outcome::Success
     })
+}
+
+/// The Python worker started with the run's memory and debugger options; each instance
+/// that did not load is said and kept as a warning of the report.
+fn load_python(
+    host: &Arc<Mutex<crate::checks::python::PythonHost>>,
+    opts: &CheckOptions,
+    config_warnings: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    {
+        let mut h = crate::sync::lock(host);
+        h.set_memory_options(opts.memory_options.clone());
+        h.set_breakpoint(opts.breakpoint);
+    }
+    crate::checks::python::load(host)?;
+    for f in crate::checks::python::failed_instances(host) {
+        let w = format!(
+            "instances[{}] did not load, the others run: {}",
+            f.instance, f.error
+        );
+        eprintln!("agentprof: error: {w}");
+        config_warnings.push(w);
+    }
+    Ok(())
+}
+
+/// The report on stdout: JSON (its runs' metrics from the spool) or the tables; and the
+/// flare file with the same text when `--flare` asks for one.
+fn print_report(
+    report: &CheckReport,
+    opts: &CheckOptions,
+    config: &AgentConfig,
+    spool: Option<&mut render::json::Spool>,
+) -> anyhow::Result<()> {
+    if let Some(spool) = spool {
+        let doc = render::json::render(report);
+        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+        spool.write(&doc, report, &mut stdout)?;
+        writeln!(stdout)?;
+        stdout.flush()?;
+        if opts.flare {
+            let mut text = Vec::new();
+            spool.write(&doc, report, &mut text)?;
+            write_flare(config, &report.check, &String::from_utf8_lossy(&text))?;
+        }
+    } else {
+        let text = rendered(report, opts);
+        print(&text)?;
+        if opts.flare {
+            write_flare(config, &report.check, &text)?;
+        }
+    }
+    Ok(())
+}
+
+/// What naming the profile's samples cost, said on stderr when there were any.
+fn say_naming_cost() {
+    let naming = crate::profile::naming_cost();
+    if naming.addresses > 0 {
+        // Naming the samples reads agentprof's own debug information (DWARF, tens of MB in
+        // a release build whose crates LTO joined into few units): after the runs, outside
+        // their figures, but a user timing `--profile` sees it.
+        eprintln!(
+            "agentprof: naming the profile's {} sampled addresses read agentprof's debug information: {:.2} s and +{} of resident memory, after the runs (their figures do not include it)",
+            naming.addresses,
+            naming.seconds,
+            crate::render::units::bytes(Some(naming.rss_growth))
+        );
+    }
 }
 
 /// The warm-up runs of a profiled Python check (`Runner::warm_up`): false when the worker
