@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::cli::{DeltaArgs, DiffArgs, FlamegraphArgs, NameFilterArgs, ProfileLimitArgs, TopArgs};
 use crate::error::UsageError;
-use crate::pprof::decode::{DecodeError, Limits, decode};
+use crate::pprof::decode::{DecodeError, Limits, decode_pprof};
 use crate::pprof::filter::NameFilter;
 use crate::pprof::model::Pprof;
 use crate::pprof::report::{TopOptions, top_filtered};
@@ -45,9 +45,8 @@ pub fn load(path: &Path, limits: &Limits) -> anyhow::Result<Pprof> {
         DecodeError::Memory { .. } => " (raise it with --max-memory-mb)",
         _ => "",
     };
-    let proto =
-        decode(&bytes, limits).map_err(|e| UsageError::config(path, format!("{e}{}", hint(&e))))?;
-    let mut p = Pprof::new(proto).map_err(|e| UsageError::config(path, e.to_string()))?;
+    let mut p = decode_pprof(&bytes, limits)
+        .map_err(|e| UsageError::config(path, format!("{e}{}", hint(&e))))?;
     // Names and drop_frames as go tool pprof reads them, so the rows are the same.
     if let Some(warning) = p.prepare_for_report() {
         eprintln!("agentprof: {}: {warning}", path.display());

@@ -373,10 +373,9 @@ impl Ui {
             .map(|s| s.memory)
             .unwrap_or(raw.len() as u64 * 4);
         held = self.room(Some(held), model, pinned)?;
-        let proto = crate::pprof::decode::decode_raw_or_legacy(&raw, &self.limits)
+        let mut p = crate::pprof::decode::decode_raw_pprof(&raw, &self.limits)
             .map_err(|e| unprocessable(e.to_string()))?;
         drop(raw);
-        let mut p = Pprof::new(proto).map_err(|e| unprocessable(e.to_string()))?;
         p.prepare_for_report();
         let nodes = Nodes::new(&p);
         // What is kept is charged at what it holds, counted allocation by allocation, not at

@@ -279,7 +279,7 @@ pub fn edges(
     let into_node: Vec<bool> = match set {
         EdgeSet::All => (0..nodes.len() as u32).map(is_kept).collect(),
         EdgeSet::InlineMarks { cutoff } => {
-            let inlined_weight = inlined_weight(p, nodes, weights, cutoff);
+            let inlined_weight = inlined_weight(p, nodes, weights, kept, cutoff);
             (0..nodes.len())
                 .map(|n| {
                     is_kept(n as u32)
@@ -338,13 +338,21 @@ pub fn edges(
     into.finish()
 }
 
-/// Per node, at most what its inlined calls weigh (the absolute values of the samples it is
-/// an inlined frame in, each time it is): no edge it is inlined along can weigh more. None
-/// when there is no cutoff to compare it with.
-fn inlined_weight(p: &Pprof, nodes: &Nodes, weights: &[i64], cutoff: i64) -> Option<Vec<u64>> {
+/// Per node, at most what any one edge it is inlined along can weigh: the absolute values of
+/// the samples it is an inlined frame in, each time it is, summed per caller where the
+/// location names the caller (its kept outer line), plus those where it does not (the caller
+/// is then the frame before, whichever it is). None when there is no cutoff to compare with.
+fn inlined_weight(
+    p: &Pprof,
+    nodes: &Nodes,
+    weights: &[i64],
+    kept: Option<&[bool]>,
+    cutoff: i64,
+) -> Option<Vec<u64>> {
     if cutoff == 0 {
         return None;
     }
+    let is_kept = |n: u32| kept.is_none_or(|k| k[n as usize]);
     let locs = nodes.loc_start.len() - 1;
     let mut at_loc = vec![0u64; locs];
     for (si, w) in weights.iter().enumerate() {
@@ -353,12 +361,27 @@ fn inlined_weight(p: &Pprof, nodes: &Nodes, weights: &[i64], cutoff: i64) -> Opt
             at_loc[loc as usize] = at_loc[loc as usize].saturating_add(w);
         }
     }
-    let mut out = vec![0u64; nodes.len()];
+    let mut by_caller: FastMap<(u32, u32), u64> = FastMap::default();
+    let mut any_caller = vec![0u64; nodes.len()];
     for (li, &w) in at_loc.iter().enumerate() {
         let ln = nodes.loc(li);
-        for &node in &ln[..ln.len() - 1] {
-            out[node as usize] = out[node as usize].saturating_add(w);
+        for (i, &node) in ln[..ln.len() - 1].iter().enumerate() {
+            match ln[i + 1..].iter().copied().find(|&c| is_kept(c)) {
+                Some(caller) => {
+                    let e = by_caller.entry((caller, node)).or_default();
+                    *e = e.saturating_add(w);
+                }
+                None => any_caller[node as usize] = any_caller[node as usize].saturating_add(w),
+            }
         }
+    }
+    let mut out = any_caller.clone();
+    let mut most = vec![0u64; nodes.len()];
+    for ((_, node), w) in by_caller {
+        most[node as usize] = most[node as usize].max(w);
+    }
+    for (o, m) in out.iter_mut().zip(most) {
+        *o = o.saturating_add(m);
     }
     Some(out)
 }

@@ -81,6 +81,21 @@ impl Ids {
     }
 }
 
+/// The string table's size, the locations' positions by id, and each location's mapping
+/// and lines: every reference but the samples' checked.
+fn tables(proto: &Profile) -> Result<(Strings, Ids, LocationTables), DecodeError> {
+    let strings = Strings(proto.string_table.len() as i64);
+    check_strings(proto, strings)?;
+    let mappings = Ids::new(&proto.mapping, |m| m.id, "mapping")?;
+    let functions = Ids::new(&proto.function, |f| f.id, "function")?;
+    let locations = Ids::new(&proto.location, |l| l.id, "location")?;
+    Ok((
+        strings,
+        locations,
+        location_tables(proto, &mappings, &functions)?,
+    ))
+}
+
 /// Every sample's location positions, and where each sample's are among them.
 type SampleTables = (Vec<u32>, Vec<(usize, usize)>);
 /// Per location: its mapping's position and its lines' (function position, line).
@@ -158,12 +173,7 @@ impl Pprof {
     /// positions are in `sample_loc` (read them with [`Pprof::sample_locs`]): kept twice, they
     /// were a quarter of a large heap profile's memory.
     pub fn new(mut proto: Profile) -> Result<Pprof, DecodeError> {
-        let strings = Strings(proto.string_table.len() as i64);
-        check_strings(&proto, strings)?;
-        let mappings = Ids::new(&proto.mapping, |m| m.id, "mapping")?;
-        let functions = Ids::new(&proto.function, |f| f.id, "function")?;
-        let locations = Ids::new(&proto.location, |l| l.id, "location")?;
-        let (loc_mapping, loc_lines) = location_tables(&proto, &mappings, &functions)?;
+        let (strings, locations, (loc_mapping, loc_lines)) = tables(&proto)?;
         let (sample_loc, sample_span) = sample_tables(&proto, &locations, strings)?;
         for s in &mut proto.sample {
             s.location_id = Vec::new();
@@ -174,6 +184,32 @@ impl Pprof {
             loc_lines,
             sample_loc,
             sample_span,
+        })
+    }
+
+    /// [`Pprof::new`] of a profile whose samples' location ids were read into one array
+    /// (`ids[span.0..span.1]` for each sample, in `spans`), their own `location_id` left
+    /// empty: the ids become positions where they are.
+    pub(crate) fn with_location_ids(
+        proto: Profile,
+        mut ids: Vec<u32>,
+        spans: Vec<(usize, usize)>,
+    ) -> Result<Pprof, DecodeError> {
+        let (strings, locations, (loc_mapping, loc_lines)) = tables(&proto)?;
+        for (n, (s, &(a, b))) in proto.sample.iter().zip(&spans).enumerate() {
+            check_sample(n, s, proto.sample_type.len(), strings)?;
+            for id in &mut ids[a..b] {
+                *id = locations
+                    .get(u64::from(*id))
+                    .ok_or_else(|| unknown_location(n, *id))? as u32;
+            }
+        }
+        Ok(Pprof {
+            proto,
+            loc_mapping,
+            loc_lines,
+            sample_loc: ids,
+            sample_span: spans,
         })
     }
 
@@ -385,28 +421,41 @@ fn sample_tables(
     let mut sample_loc = Vec::with_capacity(all);
     let mut sample_span = Vec::with_capacity(proto.sample.len());
     for (n, s) in proto.sample.iter().enumerate() {
-        if s.value.len() != types {
-            return Err(bad(format!(
-                "sample {n} has {} values for {types} sample types",
-                s.value.len()
-            )));
-        }
+        check_sample(n, s, types, strings)?;
         let start = sample_loc.len();
         for &id in &s.location_id {
-            sample_loc.push(locations.get(id).ok_or_else(|| {
-                bad(format!(
-                    "sample {n} names location {id}, which is not in the profile"
-                ))
-            })? as u32);
-        }
-        for l in &s.label {
-            strings.check(l.key, "a label key")?;
-            strings.check(l.str, "a label value")?;
-            strings.check(l.num_unit, "a label unit")?;
+            sample_loc.push(locations.get(id).ok_or_else(|| unknown_location(n, id))? as u32);
         }
         sample_span.push((start, sample_loc.len()));
     }
     Ok((sample_loc, sample_span))
+}
+
+/// Sample `n` has one value per sample type, and its labels name strings that exist.
+fn check_sample(
+    n: usize,
+    s: &super::proto::Sample,
+    types: usize,
+    strings: Strings,
+) -> Result<(), DecodeError> {
+    if s.value.len() != types {
+        return Err(bad(format!(
+            "sample {n} has {} values for {types} sample types",
+            s.value.len()
+        )));
+    }
+    for l in &s.label {
+        strings.check(l.key, "a label key")?;
+        strings.check(l.str, "a label value")?;
+        strings.check(l.num_unit, "a label unit")?;
+    }
+    Ok(())
+}
+
+fn unknown_location(n: usize, id: impl std::fmt::Display) -> DecodeError {
+    bad(format!(
+        "sample {n} names location {id}, which is not in the profile"
+    ))
 }
 
 #[cfg(test)]

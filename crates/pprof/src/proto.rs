@@ -35,6 +35,79 @@ pub struct Profile {
     pub doc_url: i64,
 }
 
+/// [`Profile`] without its samples: field 2 is not declared, so prost skips each sample
+/// without reading it. `decode::decode_pprof` reads the samples itself, their location ids
+/// into one array.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct ProfileWithoutSamples {
+    #[prost(message, repeated, tag = "1")]
+    pub sample_type: Vec<ValueType>,
+    #[prost(message, repeated, tag = "3")]
+    pub mapping: Vec<Mapping>,
+    #[prost(message, repeated, tag = "4")]
+    pub location: Vec<Location>,
+    #[prost(message, repeated, tag = "5")]
+    pub function: Vec<Function>,
+    #[prost(string, repeated, tag = "6")]
+    pub string_table: Vec<String>,
+    #[prost(int64, tag = "7")]
+    pub drop_frames: i64,
+    #[prost(int64, tag = "8")]
+    pub keep_frames: i64,
+    #[prost(int64, tag = "9")]
+    pub time_nanos: i64,
+    #[prost(int64, tag = "10")]
+    pub duration_nanos: i64,
+    #[prost(message, optional, tag = "11")]
+    pub period_type: Option<ValueType>,
+    #[prost(int64, tag = "12")]
+    pub period: i64,
+    #[prost(int64, repeated, tag = "13")]
+    pub comment: Vec<i64>,
+    #[prost(int64, tag = "14")]
+    pub default_sample_type: i64,
+    #[prost(int64, tag = "15")]
+    pub doc_url: i64,
+}
+
+impl ProfileWithoutSamples {
+    pub(crate) fn with_samples(self, sample: Vec<Sample>) -> Profile {
+        let ProfileWithoutSamples {
+            sample_type,
+            mapping,
+            location,
+            function,
+            string_table,
+            drop_frames,
+            keep_frames,
+            time_nanos,
+            duration_nanos,
+            period_type,
+            period,
+            comment,
+            default_sample_type,
+            doc_url,
+        } = self;
+        Profile {
+            sample_type,
+            sample,
+            mapping,
+            location,
+            function,
+            string_table,
+            drop_frames,
+            keep_frames,
+            time_nanos,
+            duration_nanos,
+            period_type,
+            period,
+            comment,
+            default_sample_type,
+            doc_url,
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, prost::Message)]
 pub struct ValueType {
     #[prost(int64, tag = "1")]
@@ -153,17 +226,25 @@ fn merge_varints<T, B: prost::bytes::Buf>(
 /// format's varints (the decoder's budget scan, totals, and `pull`'s deltas on the wire).
 #[inline(always)]
 pub fn varint(buf: &[u8], at: &mut usize) -> Option<u64> {
-    // Most values fit one or two bytes.
+    // Most values fit one to three bytes (a large profile's location ids take three).
     if let Some(&b) = buf.get(*at) {
         if b < 0x80 {
             *at += 1;
             return Some(u64::from(b));
         }
-        if let Some(&c) = buf.get(*at + 1)
-            && c < 0x80
-        {
-            *at += 2;
-            return Some(u64::from(b & 0x7f) | (u64::from(c) << 7));
+        if let Some(&c) = buf.get(*at + 1) {
+            if c < 0x80 {
+                *at += 2;
+                return Some(u64::from(b & 0x7f) | (u64::from(c) << 7));
+            }
+            if let Some(&d) = buf.get(*at + 2)
+                && d < 0x80
+            {
+                *at += 3;
+                return Some(
+                    u64::from(b & 0x7f) | (u64::from(c & 0x7f) << 7) | (u64::from(d) << 14),
+                );
+            }
         }
     }
     let (v, next) = varint_slow(buf, *at)?;
