@@ -209,6 +209,7 @@ impl Parser {
     }
 }
 
+// long: one match arm per token of the jq subset, each with its own error
 fn tokenize(text: &str) -> Result<Vec<Token>, String> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();

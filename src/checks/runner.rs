@@ -316,9 +316,8 @@ impl Runner {
 
     /// Lets the run thread end on its own instead of waiting for it: for a command that
     /// exits once its runs are over (`check`), where joining the idle thread only delays the
-    /// exit (~70 µs on the 2-core VM agentprof is measured on, in a program that only spawns,
-    /// hands over one job and joins, against one that does not join). The thread sees its
-    /// job channel closed and returns, or ends with the process.
+    /// exit (by how much: docs/details.md, "Measured choices"). The thread sees its job
+    /// channel closed and returns, or ends with the process.
     pub fn release_thread(&mut self) {
         if let Some(w) = self.worker.take() {
             w.abandon();

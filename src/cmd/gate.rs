@@ -45,8 +45,8 @@ fn read_stats(path: &Path) -> anyhow::Result<GateStats> {
 /// Worker processes the timed runs are spread over: a process's memory layout shifts a
 /// check's run time by tens of percent from one process to the next, so timings from one
 /// process alone would call that a regression. With five, the one-sided test at 0.01 needs
-/// every new process slower than every baseline one: with two busy processes beside the gate,
-/// 2 of 20 checks made 1.5× slower came out CANNOT TELL; eight leave room for overlap.
+/// every new process slower than every baseline one, which a busy machine breaks too often
+/// (docs/details.md, "Measured choices"); eight leave room for overlap.
 const PROCESSES: u32 = 8;
 /// The most processes the gate runs to reach a small alpha.
 const MAX_PROCESSES: u32 = 40;
@@ -323,10 +323,9 @@ fn counter_for(cfg: &GateConfig, prefer: Option<&str>) -> Result<Option<Counter>
 
 /// Rounds of the A/B mode. Each round loads both versions afresh, and a fresh process moves a
 /// check's run time by several percent (its memory layout), so the rounds, not the runs in
-/// each, are what narrows the ratio: with two busy processes beside the gate on 2 cores, 10
-/// rounds detected +7.4 % (median of 50 gates) and caught 14 of 20 checks made 1.10× slower;
-/// 20 rounds are the default. (The signed-rank test's smallest p-value is 2^-rounds; more
-/// rounds are run for an alpha that needs them.)
+/// each, are what narrows the ratio: ten rounds missed too many 10 % slowdowns on a busy
+/// machine (docs/details.md, "Measured choices"), so 20 are the default. (The signed-rank
+/// test's smallest p-value is 2^-rounds; more rounds are run for an alpha that needs them.)
 const ROUNDS: u32 = 20;
 
 /// `--against DIR|REV`: the baseline version's checks directory, or that directory as a git

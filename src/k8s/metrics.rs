@@ -55,6 +55,7 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    // long: one registration per series with its help text, in the order /metrics lists them
     pub fn new(api: Arc<ApiStats>) -> Metrics {
         let mut registry = Registry::with_prefix("agentprof_k8s");
         let targets = Gauge::default();

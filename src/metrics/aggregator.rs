@@ -13,9 +13,9 @@
 //!   Agent's does;
 //! - set: the number of distinct values of the run, as a gauge.
 
-/// The maps keyed by metric contexts hash with foldhash (randomly seeded per process):
-/// std's SipHash took ~700 instructions for a context of a few tags, a tenth of a cold
-/// `check disk`.
+/// The maps keyed by metric contexts hash with foldhash (randomly seeded per process): std's
+/// SipHash was a large share of a cold `check disk` (figures: docs/details.md, "Measured
+/// choices").
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 

@@ -2,12 +2,11 @@
 //! log.
 //!
 //! Naming addresses through the debug information (inlined frames, files and lines) parses
-//! tens of MiB of DWARF: on the release binary, 0.14 s of CPU and 30 MiB of heap each time
-//! the agent logs its top calls. Here the executable's function symbols are read once (their
-//! addresses: 20 bytes a function, 0.4 MiB for the release binary) and each new address's
-//! name is read from the file when it is first seen; it names the function an address is in,
-//! without inlined frames. The whole-run profile written at stop still goes through the
-//! debug information.
+//! tens of MiB of DWARF each time the agent logs its top calls. Here the executable's
+//! function symbols are read once (their addresses: 20 bytes a function) and each new
+//! address's name is read from the file when it is first seen; it names the function an
+//! address is in, without inlined frames. The whole-run profile written at stop still goes
+//! through the debug information. (What each costs: docs/details.md, "Measured choices".)
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;

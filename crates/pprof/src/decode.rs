@@ -343,8 +343,7 @@ fn nested(msg: Msg, field: u64) -> Option<Option<Msg>> {
 
 /// What decoding takes, per part of the profile, in bytes: the decoded structs (a sample is
 /// three vectors), each vector's allocation, and agentprof's own index of the profile built
-/// after it. Measured: `top` of a profile of 15M one-frame samples peaked at 3.3 GB when this
-/// was not checked, about 220 bytes a sample.
+/// after it (what a sample took when it was measured: docs/details.md, "Measured choices").
 const SAMPLE_BYTES: u64 = 200;
 const MESSAGE_BYTES: u64 = 96;
 const ELEMENT_BYTES: u64 = 12;
@@ -591,9 +590,8 @@ pub fn decode_raw_or_legacy(raw: &[u8], limits: &Limits) -> Result<Profile, Deco
 }
 
 /// [`decode`] and [`Pprof::new`] at once, for a report: the samples' location ids go
-/// straight into the model's one array instead of a vector per sample (a CPU profile's
-/// 100,000 samples of 28 frames were 100,000 allocations and 22 MiB touched once, a sixth of
-/// `agentprof top`'s time on it). A profile this reader does not take (an id past 32 bits,
+/// straight into the model's one array instead of a vector per sample (one allocation per
+/// sample, and memory touched once, were much of `agentprof top`'s time on a large profile). A profile this reader does not take (an id past 32 bits,
 /// a field of a wire type it should not have, anything malformed) is read the ordinary way,
 /// with the same errors.
 pub fn decode_pprof(bytes: &[u8], limits: &Limits) -> Result<Pprof, DecodeError> {

@@ -388,8 +388,7 @@ fn inlined_weight(
 
 /// Callers a node's in-edges keep beside it; the rest go to a map. Most nodes have few
 /// callers, and reading one node's callers is one cache line where a map's probe is two
-/// places anywhere in a table of every edge (`top` of a 8 MiB profile spent 30 % of its
-/// time in that map).
+/// places anywhere in a table of every edge.
 const SLOTS: usize = 16;
 
 /// The weight of each call edge, counted once per sample, and whether every call along it

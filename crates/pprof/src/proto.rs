@@ -118,7 +118,7 @@ pub struct ValueType {
 
 /// A sample. Its `Message` is written here, not derived: a packed list is counted before it
 /// is read, so each of a large profile's millions of lists is allocated once at its size
-/// (the derived code pushes one element at a time; growing them was a sixth of decoding).
+/// (the derived code pushes one element at a time, growing each list as it goes).
 #[derive(Clone, PartialEq, Default, Debug)]
 pub struct Sample {
     /// Field 1.

@@ -39,7 +39,8 @@ impl Check for LoadCheck {
 }
 
 /// CPUs online, as the Agent's `psutil.cpu_count()` counts them: from the kernel's online
-/// list through sysconf (a few µs), not by formatting /proc/cpuinfo at every run (40 µs).
+/// list through sysconf, not by formatting /proc/cpuinfo at every run (which costs ten times
+/// as much).
 fn online_cpus() -> anyhow::Result<f64> {
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };

@@ -2,8 +2,8 @@
 //! the package `datadog_checks.NAME` on the interpreter's `sys.path` (a wheel, an
 //! integrations-core checkout installed with `pip install -e .`, or `PYTHONPATH`).
 //!
-//! Finding one costs a Python start (~20 ms), so it is asked only when a name could be an
-//! installed integration: never for a built-in when no interpreter was chosen.
+//! Finding one costs a Python start, so it is asked only when a name could be an installed
+//! integration: never for a built-in when no interpreter was chosen.
 
 use std::path::PathBuf;
 use std::process::Command;

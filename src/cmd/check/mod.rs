@@ -86,12 +86,12 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         &records,
         profile_hz.is_some() && kind == CheckKind::Builtin,
     );
-    let mut python = None;
-    if let Some(host) = &python_host
-        && let Some(l) = &crate::sync::lock(host).loaded
-    {
+    let after = python_host
+        .as_ref()
+        .map(|h| python_after(h, &opts))
+        .unwrap_or_default();
+    if let Some(l) = &after.loaded {
         version = l.version.clone();
-        python = Some(l.clone());
     }
     let profile = finished_profile(&mut runner);
     say_naming_cost();
@@ -104,16 +104,6 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         python_host.as_ref(),
         warmed,
     );
-    let memory_growth = match (&python_host, opts.memory && opts.times > 1) {
-        (Some(host), true) => crate::sync::lock(host)
-            .memory_growth(usize::from(opts.memory_options.limit))
-            .ok(),
-        _ => None,
-    };
-    let metadata = python_host
-        .as_ref()
-        .and_then(|h| crate::sync::lock(h).metadata().ok())
-        .unwrap_or_default();
     let report = CheckReport {
         check: name,
         kind,
@@ -121,10 +111,10 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         source,
         records,
         profile: view,
-        memory_growth,
-        python,
+        memory_growth: after.memory_growth,
+        python: after.loaded,
         config_warnings,
-        metadata,
+        metadata: after.metadata,
         spooled: spool.is_some(),
     };
     print_report(&report, &opts, &config, spool.as_mut())?;
@@ -208,6 +198,30 @@ fn say_naming_cost() {
             naming.seconds,
             crate::render::units::bytes(Some(naming.rss_growth))
         );
+    }
+}
+
+/// What the Python worker tells after the runs.
+#[derive(Default)]
+struct PythonAfter {
+    loaded: Option<crate::checks::python::Loaded>,
+    /// With `--memory` and more than one run: the allocations that grew across them.
+    memory_growth: Option<Vec<crate::profile::AllocLine>>,
+    /// What the check set with `set_metadata`.
+    metadata: Vec<crate::checks::python::CheckMetadata>,
+}
+
+fn python_after(
+    host: &Arc<Mutex<crate::checks::python::PythonHost>>,
+    opts: &CheckOptions,
+) -> PythonAfter {
+    let mut h = crate::sync::lock(host);
+    PythonAfter {
+        loaded: h.loaded.clone(),
+        memory_growth: (opts.memory && opts.times > 1)
+            .then(|| h.memory_growth(usize::from(opts.memory_options.limit)).ok())
+            .flatten(),
+        metadata: h.metadata().ok().unwrap_or_default(),
     }
 }
 

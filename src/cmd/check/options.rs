@@ -51,6 +51,7 @@ pub struct CheckOptions {
 }
 
 impl CheckOptions {
+    // long: one line or check per flag of `check`, in the order `--help` lists them
     pub fn from_args(a: CheckArgs) -> Result<CheckOptions, UsageError> {
         let mut pause = match &a.pause {
             Some(p) => {

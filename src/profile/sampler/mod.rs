@@ -4,8 +4,8 @@
 //! and `stop` symbolises them after the run. Only the check's thread is sampled, and each
 //! stack is cut at `measured_run`, so the runner's own work never shows in the profile.
 //!
-//! A general-purpose sampler (pprof-rs) preallocates ~170 MiB of stack buckets and takes most
-//! of a second to start; that would dwarf the few milliseconds and MiB a check costs.
+//! A general-purpose sampler (pprof-rs) preallocates its stack buckets and is slow to start:
+//! both would dwarf what a check costs (figures: docs/details.md, "Measured choices").
 
 /// Name of the thread a built-in check runs on.
 pub const RUN_THREAD_NAME: &str = "agentprof-run";

@@ -64,9 +64,8 @@ impl Sampler {
     /// its memory does not grow with the number of stacks it has named.
     ///
     /// A snapshot names functions from the executable's symbol table (see
-    /// [`crate::profile::symtab`]): a few milliseconds, where the debug information costs
-    /// 0.14 s of CPU and 30 MiB each time. Inlined frames, files and lines are in the
-    /// profile `finish` makes.
+    /// [`crate::profile::symtab`]), far cheaper than reading the debug information each time.
+    /// Inlined frames, files and lines are in the profile `finish` makes.
     pub fn snapshot(&mut self, into: &mut CallProfile) {
         self.name_new();
         for (stack, &super::linux::Sampled { count, .. }) in &self.raw {
