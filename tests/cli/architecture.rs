@@ -88,3 +88,33 @@ fn imports_the_line_reader_missed_are_caught() {
         "{out}"
     );
 }
+
+/// ARCHITECTURE.md's table of what each folder owns names every folder and top-level file of
+/// src/ and every crate of the workspace, so a new one cannot be left off the map.
+#[test]
+fn the_map_names_every_folder_file_and_crate() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let map = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let mut missing = Vec::new();
+    for e in std::fs::read_dir(root.join("src")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let shown = if e.path().is_dir() {
+            format!("`{name}/`")
+        } else {
+            format!("`{name}`")
+        };
+        if !map.contains(&shown) {
+            missing.push(shown);
+        }
+    }
+    for e in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
+        let shown = format!("`crates/{}/`", e.file_name().to_string_lossy());
+        if !map.contains(&shown) {
+            missing.push(shown);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not on ARCHITECTURE.md's map: {missing:?}"
+    );
+}
