@@ -105,6 +105,7 @@ pub(super) fn write_agent_profile(dir: &Path, p: &crate::profile::CallProfile) -
                 "agentprof start — the agent",
                 std::io::BufWriter::new(f),
             )
+            .map_err(anyhow::Error::from)
         });
     match drawn {
         Ok(()) => written.push(svg),

@@ -393,7 +393,7 @@ impl Runner {
         }
         let (reply_tx, reply_rx) = mpsc::channel();
         if let (Some(p), Some(w)) = (self.profile.as_mut(), self.worker.as_mut())
-            && let Err(e) = w.thread().and_then(|t| p.sampler.start(t))
+            && let Err(e) = w.thread().and_then(|t| Ok(p.sampler.start(t)?))
         {
             self.instances[pos].check = Some(check);
             return self.failed(pos, run, format!("{e:#}"));

@@ -452,6 +452,7 @@ fn report(
             .map_err(anyhow::Error::from)
             .and_then(|f| {
                 crate::gate::write_flamegraph_diff(base, current, std::io::BufWriter::new(f))
+                    .map_err(anyhow::Error::from)
             });
         match written {
             Ok(()) => eprintln!("agentprof: wrote {}", path.display()),

@@ -49,7 +49,8 @@ impl Baseline {
                 Command::new("git").arg("-C").arg(&checks).args(args),
                 &[],
                 GIT_TIMEOUT,
-            )?;
+            )
+            .map_err(|e| e.to_string())?;
             Ok(String::from_utf8_lossy(&out).trim().to_string())
         };
         let top = git(&["rev-parse", "--show-toplevel"]).map_err(|e| {
@@ -95,7 +96,7 @@ impl Baseline {
             refuse(format!(
                 "{} at {against} could not be extracted: {}",
                 rel.display(),
-                e.lines().last().unwrap_or("")
+                e.to_string().lines().last().unwrap_or("")
             ))
         })?;
         stdout_of(

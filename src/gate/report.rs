@@ -111,9 +111,10 @@ pub fn write_flamegraph_diff(
     base: &GateStats,
     new: &GateStats,
     out: impl std::io::Write,
-) -> anyhow::Result<()> {
+) -> Result<(), crate::pprof::diff::DrawError> {
+    use crate::pprof::diff::DrawError;
     if base.stacks_ns_per_run.is_empty() || new.stacks_ns_per_run.is_empty() {
-        anyhow::bail!("no stacks to compare");
+        return Err(DrawError::Empty("no stacks to compare"));
     }
     let before = base.stacks_ns_per_run.join("\n");
     let after = new.stacks_ns_per_run.join("\n");
@@ -124,7 +125,7 @@ pub fn write_flamegraph_diff(
         after.as_bytes(),
         &mut merged,
     )
-    .map_err(|e| anyhow::anyhow!("cannot merge the stacks: {e}"))?;
+    .map_err(DrawError::Merge)?;
     let text = String::from_utf8_lossy(&merged);
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = format!(
@@ -132,8 +133,7 @@ pub fn write_flamegraph_diff(
         new.check
     );
     opts.count_name = "ns per run".into();
-    inferno::flamegraph::from_lines(&mut opts, text.lines(), out)
-        .map_err(|e| anyhow::anyhow!("cannot draw the flamegraph: {e}"))
+    inferno::flamegraph::from_lines(&mut opts, text.lines(), out).map_err(DrawError::Draw)
 }
 
 fn status_word(s: Status) -> &'static str {

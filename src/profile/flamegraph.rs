@@ -3,18 +3,23 @@
 use std::io::Write;
 
 use super::CallProfile;
+use crate::pprof::diff::DrawError;
 
 /// Writes an SVG flamegraph titled `title`; refuses an empty profile rather than drawing nothing.
-pub fn write_flamegraph(profile: &CallProfile, title: &str, out: impl Write) -> anyhow::Result<()> {
+pub fn write_flamegraph(
+    profile: &CallProfile,
+    title: &str,
+    out: impl Write,
+) -> Result<(), DrawError> {
     let lines = folded(profile);
     if lines.is_empty() {
-        anyhow::bail!("no samples were taken, so there is nothing to draw");
+        return Err(DrawError::Empty("no samples were taken"));
     }
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
     opts.count_name = "samples".into();
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
-        .map_err(|e| anyhow::anyhow!("cannot draw the flamegraph: {e}"))
+        .map_err(DrawError::Draw)
 }
 
 /// `root;…;leaf count` lines, one per distinct stack.

@@ -445,6 +445,7 @@ impl One<'_, '_> {
                         &format!("{} {kind} — {stamp}", t.service),
                         std::io::BufWriter::new(file),
                     )
+                    .map_err(anyhow::Error::from)
                 });
             match drawn {
                 Ok(()) => entry.files.push(f),

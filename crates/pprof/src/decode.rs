@@ -571,7 +571,7 @@ pub fn decode_raw_or_legacy(raw: &[u8], limits: &Limits) -> Result<Profile, Deco
         Err(e @ (DecodeError::Malformed(_) | DecodeError::NotAProfile(_))) => {
             match super::legacy::parse(raw) {
                 Ok(Some(p)) => Ok(p),
-                Err(why) => Err(DecodeError::Legacy(why)),
+                Err(why) => Err(DecodeError::Legacy(why.0)),
                 Ok(None) => Err(match super::legacy::describe_unread(raw) {
                     Some(what) => DecodeError::NotAProfile(format!(
                         "{what}, which agentprof does not read; {CONVERT}"

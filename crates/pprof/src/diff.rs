@@ -378,6 +378,19 @@ fn cut_note(cut: usize) -> Option<String> {
     })
 }
 
+/// Why a flamegraph was not drawn.
+#[derive(Debug, thiserror::Error)]
+pub enum DrawError {
+    /// Nothing to draw, and why.
+    #[error("{0}: nothing to draw")]
+    Empty(&'static str),
+    #[error("cannot merge the stacks: {0}")]
+    Merge(std::io::Error),
+    /// inferno's error, which includes writing the SVG out.
+    #[error("cannot draw the flamegraph: {0}")]
+    Draw(std::io::Error),
+}
+
 /// Writes a flamegraph of `p`'s `index` values. A profile that holds negative values (a
 /// diff, such as `go tool pprof -proto -diff_base` writes) is drawn as a differential
 /// flamegraph: sized by its positive samples, coloured by the change the negative ones
@@ -387,7 +400,7 @@ pub fn write_flamegraph(
     index: usize,
     title: &str,
     out: impl std::io::Write,
-) -> anyhow::Result<()> {
+) -> Result<(), DrawError> {
     draw(p, &Nodes::new(p), index, title, true, out)
 }
 
@@ -398,7 +411,7 @@ pub fn write_flamegraph_with(
     index: usize,
     title: &str,
     out: impl std::io::Write,
-) -> anyhow::Result<()> {
+) -> Result<(), DrawError> {
     draw(p, nodes, index, title, true, out)
 }
 
@@ -411,7 +424,7 @@ fn draw(
     title: &str,
     prune: bool,
     out: impl std::io::Write,
-) -> anyhow::Result<()> {
+) -> Result<(), DrawError> {
     let tree = super::fold::Tree::with_nodes(p, nodes, index, false);
     let (stype, unit) = p.sample_types()[index];
     let mut opts = inferno::flamegraph::Options::default();
@@ -449,11 +462,13 @@ fn draw(
     };
     let lines = tree.lines(min_value);
     if lines.is_empty() {
-        anyhow::bail!("the profile has no samples of this type with a value: nothing to draw");
+        return Err(DrawError::Empty(
+            "the profile has no samples of this type with a value",
+        ));
     }
     opts.subtitle = cut_note(tree.cut);
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
-        .map_err(|e| anyhow::anyhow!("cannot draw the flamegraph: {e}"))
+        .map_err(DrawError::Draw)
 }
 
 fn draw_differential(
@@ -462,10 +477,10 @@ fn draw_differential(
     normalize: bool,
     mut opts: inferno::flamegraph::Options<'_>,
     out: impl std::io::Write,
-) -> anyhow::Result<()> {
+) -> Result<(), DrawError> {
     let (before, after) = (before.join("\n"), after.join("\n"));
     if after.is_empty() && before.is_empty() {
-        anyhow::bail!("no samples of this type with a value: nothing to draw");
+        return Err(DrawError::Empty("no samples of this type with a value"));
     }
     let mut merged = Vec::new();
     let dopt = inferno::differential::Options {
@@ -473,10 +488,9 @@ fn draw_differential(
         ..Default::default()
     };
     inferno::differential::from_readers(dopt, before.as_bytes(), after.as_bytes(), &mut merged)
-        .map_err(|e| anyhow::anyhow!("cannot merge the stacks: {e}"))?;
+        .map_err(DrawError::Merge)?;
     let text = String::from_utf8_lossy(&merged);
-    inferno::flamegraph::from_lines(&mut opts, text.lines(), out)
-        .map_err(|e| anyhow::anyhow!("cannot draw the flamegraph: {e}"))
+    inferno::flamegraph::from_lines(&mut opts, text.lines(), out).map_err(DrawError::Draw)
 }
 
 /// Writes a differential flamegraph: frames are sized by the new profile and coloured by the
@@ -488,7 +502,7 @@ pub fn write_diff_flamegraph(
     normalize: bool,
     title: &str,
     out: impl std::io::Write,
-) -> anyhow::Result<()> {
+) -> Result<(), DrawError> {
     let before = folded_signed(base, bi, false);
     let after = folded_signed(new, ni, false);
     let (stype, unit) = new.sample_types()[ni];

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
-use anyhow::bail;
+use super::SamplerError;
 
 use super::super::{CallProfile, Frame};
 use super::ThreadId;
@@ -78,9 +78,9 @@ impl Sampler {
     }
 
     /// Starts sampling every thread of agentprof on the process's CPU clock.
-    pub fn start_process(&mut self) -> anyhow::Result<()> {
+    pub fn start_process(&mut self) -> Result<(), SamplerError> {
         if !install() {
-            bail!("cannot allocate the sample buffer");
+            return Err(SamplerError::Buffer);
         }
         NEXT.store(0, Ordering::Relaxed);
         if self.timer.is_none() {
@@ -91,10 +91,7 @@ impl Sampler {
                 sev.sigev_signo = libc::SIGPROF;
                 let mut timer: libc::timer_t = std::ptr::null_mut();
                 if libc::timer_create(libc::CLOCK_PROCESS_CPUTIME_ID, &mut sev, &mut timer) != 0 {
-                    bail!(
-                        "cannot create the sampling timer: {}",
-                        std::io::Error::last_os_error()
-                    );
+                    return Err(SamplerError::Timer(std::io::Error::last_os_error()));
                 }
                 timer
             };
@@ -106,7 +103,7 @@ impl Sampler {
         Ok(())
     }
 
-    fn arm(&self, timer: libc::timer_t) -> anyhow::Result<()> {
+    fn arm(&self, timer: libc::timer_t) -> Result<(), SamplerError> {
         let period = 1_000_000_000i64 / i64::from(self.frequency_hz);
         let ts = libc::timespec {
             tv_sec: period / 1_000_000_000,
@@ -118,10 +115,7 @@ impl Sampler {
         };
         // SAFETY: the timer was just created by this sampler.
         if unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) } != 0 {
-            bail!(
-                "cannot start the sampling timer: {}",
-                std::io::Error::last_os_error()
-            );
+            return Err(SamplerError::Arm(std::io::Error::last_os_error()));
         }
         Ok(())
     }
@@ -137,9 +131,9 @@ impl Sampler {
     /// still sampled in proportion to its CPU, because the clock counts the thread's CPU,
     /// not the run's. A run on another thread (the runner replaces a thread whose run
     /// timed out) gets a timer of its own, the old one deleted.
-    pub fn start(&mut self, thread: ThreadId) -> anyhow::Result<()> {
+    pub fn start(&mut self, thread: ThreadId) -> Result<(), SamplerError> {
         if !install() {
-            bail!("cannot allocate the sample buffer");
+            return Err(SamplerError::Buffer);
         }
         NEXT.store(0, Ordering::Relaxed);
         if self.timer_thread != Some(thread.tid)
@@ -156,12 +150,12 @@ impl Sampler {
         Ok(())
     }
 
-    fn create_timer(&self, thread: ThreadId) -> anyhow::Result<libc::timer_t> {
+    fn create_timer(&self, thread: ThreadId) -> Result<libc::timer_t, SamplerError> {
         // SAFETY: plain libc calls on values we own; errors are checked.
         unsafe {
             let mut clock: libc::clockid_t = 0;
             if libc::pthread_getcpuclockid(thread.pthread, &mut clock) != 0 {
-                bail!("cannot read the run thread's CPU clock");
+                return Err(SamplerError::Clock);
             }
             let mut sev: libc::sigevent = std::mem::zeroed();
             sev.sigev_notify = libc::SIGEV_THREAD_ID;
@@ -169,10 +163,7 @@ impl Sampler {
             sev.sigev_notify_thread_id = thread.tid;
             let mut timer: libc::timer_t = std::ptr::null_mut();
             if libc::timer_create(clock, &mut sev, &mut timer) != 0 {
-                bail!(
-                    "cannot create the sampling timer: {}",
-                    std::io::Error::last_os_error()
-                );
+                return Err(SamplerError::Timer(std::io::Error::last_os_error()));
             }
             TIMER.store(timer, Ordering::Release);
             if let Err(e) = self.arm(timer) {

@@ -82,17 +82,22 @@ pub fn describe_unread(raw: &[u8]) -> Option<&'static str> {
     }
 }
 
+/// A legacy profile that is malformed: what is wrong and where.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct LegacyError(pub String);
+
 /// The profile in `raw` if it is one of the legacy formats agentprof reads; `Ok(None)` when
 /// it is none of them. A legacy profile that is malformed is an error saying where.
-pub fn parse(raw: &[u8]) -> Result<Option<Profile>, String> {
-    if let Some(l) = parse_cpu(raw)? {
+pub fn parse(raw: &[u8]) -> Result<Option<Profile>, LegacyError> {
+    if let Some(l) = parse_cpu(raw).map_err(LegacyError)? {
         return Ok(Some(l.into_profile()));
     }
     let Ok(text) = std::str::from_utf8(raw) else {
         return Ok(None);
     };
     for parser in [parse_heap, parse_contention, parse_go_count] {
-        if let Some(l) = parser(text)? {
+        if let Some(l) = parser(text).map_err(LegacyError)? {
             return Ok(Some(l.into_profile()));
         }
     }
@@ -367,7 +372,7 @@ mod tests {
         for w in [0u64, 3, 0, u64::MAX / 2, 0, 1, 1, 0x1000, 0, 1, 0] {
             cpu.extend_from_slice(&w.to_le_bytes());
         }
-        assert!(parse(&cpu).unwrap_err().contains("sampling period"));
+        assert!(parse(&cpu).unwrap_err().0.contains("sampling period"));
     }
 
     #[test]
