@@ -1,12 +1,12 @@
 //! Checks: the contract every kind of check meets, the registry that finds them, the runner
 //! that measures each run, and the built-in system checks.
 
-pub mod builtin;
-pub mod child;
-pub mod exec;
+pub(crate) mod builtin;
+pub(crate) mod child;
+pub(crate) mod exec;
 #[cfg(target_os = "linux")]
 mod exec_trace;
-pub mod filter;
+pub(crate) mod filter;
 #[cfg(not(target_os = "linux"))]
 mod exec_trace_none {
     /// Elsewhere plugins are not traced: only their end is reported (the other variants
@@ -20,7 +20,7 @@ mod exec_trace_none {
     }
 }
 mod listing;
-pub mod python;
+pub(crate) mod python;
 mod registry;
 mod runner;
 

@@ -140,11 +140,6 @@ impl ApiStats {
         self.ok.load(Ordering::Relaxed)
     }
 
-    /// Requests of `verb` so far.
-    pub fn get(&self, verb: &str) -> u64 {
-        self.by_verb().get(verb).copied().unwrap_or(0)
-    }
-
     /// Whether the API server answers: its latest answer did the work, and one came within
     /// `SILENT`. None when it does; else why not, in the words an operator acts on: the
     /// credentials refused (which request), the server unreachable (since when), or

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-pub use super::api::{ApiStats, resource, verb};
+pub use super::api::ApiStats;
 use crate::error::UsageError;
 
 /// Where the API server is, as the user asked for it.

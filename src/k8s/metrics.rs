@@ -7,7 +7,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -49,7 +49,6 @@ pub struct Metrics {
     list_failing: std::sync::Mutex<Option<String>>,
     /// Whether this instance leads, stands by (and for whom), or has not heard yet.
     role: std::sync::Mutex<Role>,
-    pub started: AtomicI64,
     /// The skips by reason, for the summary at stop.
     skips: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
 }
@@ -171,7 +170,6 @@ impl Metrics {
             synced: AtomicBool::new(false),
             list_failing: Default::default(),
             role: Default::default(),
-            started: AtomicI64::new(0),
             skips: Default::default(),
         }
     }

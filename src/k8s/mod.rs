@@ -4,22 +4,22 @@
 //! schedule), the kubelet's usage and the trigger window (kubelet, stats, trigger), one
 //! collector per node (lease), and the loop that ties them (run, metrics).
 
-pub mod api;
-pub mod capture;
-pub mod client;
-pub mod collector;
+pub(crate) mod api;
+pub(crate) mod capture;
+pub(crate) mod client;
+pub(crate) mod collector;
 pub mod config;
-pub mod discover;
+pub(crate) mod discover;
 mod events;
-pub mod kubelet;
-pub mod lease;
-pub mod metrics;
+pub(crate) mod kubelet;
+pub(crate) mod lease;
+pub(crate) mod metrics;
 mod remembered;
 mod rule;
-pub mod run;
+pub(crate) mod run;
 pub mod schedule;
-pub mod selector;
-pub mod stats;
-pub mod tags;
-pub mod targets;
-pub mod trigger;
+pub(crate) mod selector;
+pub(crate) mod stats;
+pub(crate) mod tags;
+pub(crate) mod targets;
+pub(crate) mod trigger;

@@ -8,8 +8,6 @@ use serde::{Deserialize, Deserializer};
 
 #[derive(Debug, Deserialize)]
 pub struct Summary {
-    #[serde(default)]
-    pub node: Node,
     #[serde(default, deserialize_with = "lenient_list")]
     pub pods: Vec<PodStats>,
 }
@@ -39,12 +37,6 @@ fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error>
         serde_json::Value::Number(n) => n.as_u64(),
         _ => None,
     })
-}
-
-#[derive(Debug, Default, Deserialize)]
-pub struct Node {
-    #[serde(rename = "nodeName", default)]
-    pub node_name: String,
 }
 
 #[derive(Debug, Deserialize)]

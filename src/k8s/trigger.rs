@@ -109,6 +109,7 @@ impl Monitor {
     }
 
     /// How many violating samples within the window fire a normal trigger.
+    #[cfg(test)]
     pub fn needed(&self) -> usize {
         self.needed
     }

@@ -4,7 +4,7 @@
 mod aggregator;
 pub mod dogstatsd;
 mod sink;
-pub mod sketch;
+pub(crate) mod sketch;
 
 pub use aggregator::{Aggregator, Flushed};
 pub use sink::{LogLine, Sink, Submission};

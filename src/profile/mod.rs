@@ -3,7 +3,7 @@
 
 mod callprofile;
 mod flamegraph;
-pub mod leak;
+pub(crate) mod leak;
 mod pprof_out;
 mod pstats;
 mod record;

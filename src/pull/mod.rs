@@ -4,9 +4,9 @@
 //! uploads in dd-trace-go's format, and the Go runtime figures DataKit derives.
 
 mod collect;
-pub mod delta;
-pub mod fetch;
-pub mod upload;
+pub(crate) mod delta;
+pub(crate) mod fetch;
+pub(crate) mod upload;
 pub mod wiredelta;
 
 use std::path::{Path, PathBuf};

@@ -113,11 +113,6 @@ pub fn read_procfs(path: &str, hint: usize) -> std::io::Result<Vec<u8>> {
     Ok(raw)
 }
 
-/// `key:value` tags.
-pub fn tags(pairs: &[(&str, &str)]) -> Vec<String> {
-    pairs.iter().map(|(k, v)| format!("{k}:{v}")).collect()
-}
-
 #[cfg(target_os = "linux")]
 pub static BUILTINS: &[BuiltinSpec] = &[
     BuiltinSpec {
