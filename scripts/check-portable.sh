@@ -10,16 +10,17 @@ trap 'rm -rf "$work"' EXIT
 git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} cp --parents {} "$work"
 cp Cargo.lock "$work/" 2>/dev/null || true
 cd "$work"
-grep -rl 'target_os = "linux"' src | xargs sed -i 's/target_os = "linux"/target_os = "agentprof_not_linux"/g'
+grep -rl --include='*.rs' 'target_os = "linux"' src crates | xargs sed -i 's/target_os = "linux"/target_os = "agentprof_not_linux"/g'
 python3 - <<'PY'
 import re
-s = open("Cargo.toml").read()
-s = s.replace("""[target.'cfg(target_os = "linux")'.dependencies]""",
-              """[target.'cfg(target_os = "agentprof_not_linux")'.dependencies]""")
-m = re.search(r"""\[target\.'cfg\(not\(target_os = "linux"\)\)'\.dependencies\]\n(sysinfo = [^\n]+)\n""", s)
-s = s.replace(m.group(0), "")
-s = s.replace("[dependencies]\n", "[dependencies]\n" + m.group(1) + "\n", 1)
-open("Cargo.toml", "w").write(s)
+for manifest in ("Cargo.toml", "crates/procstat/Cargo.toml"):
+    s = open(manifest).read()
+    s = s.replace("""[target.'cfg(target_os = "linux")'.dependencies]""",
+                  """[target.'cfg(target_os = "agentprof_not_linux")'.dependencies]""")
+    m = re.search(r"""\[target\.'cfg\(not\(target_os = "linux"\)\)'\.dependencies\]\n(sysinfo = [^\n]+)\n""", s)
+    s = s.replace(m.group(0), "")
+    s = s.replace("[dependencies]\n", "[dependencies]\n" + m.group(1) + "\n", 1)
+    open(manifest, "w").write(s)
 PY
 RUSTFLAGS="--check-cfg=cfg(target_os,values(\"agentprof_not_linux\"))" \
   CARGO_TARGET_DIR="${CARGO_TARGET_DIR_PORTABLE:-/tmp/agentprof-portable-target}" \

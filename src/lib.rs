@@ -17,7 +17,7 @@ mod http;
 pub mod k8s;
 pub mod metrics;
 pub use ::pprof;
-pub mod procstat;
+pub use ::procstat;
 pub mod profile;
 mod progress;
 pub mod pull;
