@@ -59,7 +59,7 @@ pub struct Sink {
 
 /// Metric submissions one run of one instance may make: past it they are dropped and counted,
 /// so a plugin printing hundreds of thousands of distinct series cannot take agentprof's
-/// memory with it (about 200 bytes a submission: 20 MiB at the limit).
+/// memory with it (what a submission holds: docs/details.md, "Measured choices").
 pub const MAX_SUBMISSIONS: usize = 100_000;
 
 impl Sink {

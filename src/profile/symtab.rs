@@ -3,10 +3,10 @@
 //!
 //! Naming addresses through the debug information (inlined frames, files and lines) parses
 //! tens of MiB of DWARF each time the agent logs its top calls. Here the executable's
-//! function symbols are read once (their addresses: 20 bytes a function) and each new
-//! address's name is read from the file when it is first seen; it names the function an
-//! address is in, without inlined frames. The whole-run profile written at stop still goes
-//! through the debug information. (What each costs: docs/details.md, "Measured choices".)
+//! function symbols are read once (their addresses only) and each new address's name is read
+//! from the file when it is first seen; it names the function an address is in, without
+//! inlined frames. The whole-run profile written at stop still goes through the debug
+//! information. (What each costs: docs/details.md, "Measured choices".)
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;

@@ -24,8 +24,8 @@ pub(super) const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 const FIRST_CHARGE: u64 = 64 << 10;
 /// What an upload is charged for each byte of its body that arrived: the queue's record it is
 /// written into, the multipart reader's buffer the parts are cut from, a large part's pieces
-/// joined into one, and the network's read buffer. Measured: with three, 16 senders that
-/// each send 1 MiB of a part and hang up took the receiver 46 MiB past its 192 MiB budget.
+/// joined into one, and the network's read buffer. With three, senders of large parts that
+/// hang up took the receiver past its budget (docs/details.md, "Measured choices").
 const BODY_COPIES: u64 = 4;
 /// A body this small (as its Content-Length states) may use the budget's lane kept for
 /// small uploads: dd-trace's are tens to hundreds of KB.

@@ -170,8 +170,8 @@ impl Pprof {
     }
 
     /// The profile checked and indexed. Each sample's `location_id` is emptied once its
-    /// positions are in `sample_loc` (read them with [`Pprof::sample_locs`]): kept twice, they
-    /// were a quarter of a large heap profile's memory.
+    /// positions are in `sample_loc` (read them with [`Pprof::sample_locs`]): a large
+    /// profile's ids are much of its memory, and they are not kept twice.
     pub fn new(mut proto: Profile) -> Result<Pprof, DecodeError> {
         let (strings, locations, (loc_mapping, loc_lines)) = tables(&proto)?;
         let (sample_loc, sample_span) = sample_tables(&proto, &locations, strings)?;

@@ -241,8 +241,8 @@ fn warm_up(runner: &mut Runner, host: &Arc<Mutex<crate::checks::python::PythonHo
 /// Every instance, `--times` times with `--pause` between, with a progress bar. What the
 /// runs sent is kept only where it is shown: with `spool` (`--json`) each run's goes to the
 /// spool as it comes; in the table, only each instance's last run's is shown, so an earlier
-/// run's is dropped when the next one comes. Memory then grows by a run's figures only
-/// (about 1 KB), whatever `--times`.
+/// run's is dropped when the next one comes. Memory then grows by a run's figures only,
+/// whatever `--times`.
 fn run_all(
     runner: &mut Runner,
     opts: &CheckOptions,

@@ -300,7 +300,7 @@ pub(super) fn parse_both(previous: Vec<u8>, current: &[u8]) -> R<(Prev, Tables, 
 /// position, no table needed. At the first stack that is not where the order says, a Bloom
 /// filter of the previous keys is built, which says for sure when a stack is new (a stack
 /// whose allocations were not yet counted in the previous profile has no `bytes` label
-/// there: half of a fresh service's stacks can be new to the next profile); a stack it may
+/// there: many of a fresh service's stacks are new to the next profile); a stack it may
 /// hold is looked up in an index of every previous key, built the first time one is.
 /// Matches each current stack to a previous one; the previous ones taken, as a bitmap.
 pub(super) fn match_slots(prev: &Prev, cur: &mut [u64]) -> Vec<u64> {
