@@ -306,7 +306,7 @@ pub fn edges(
     if !wanted.contains(&true) {
         return FastMap::default();
     }
-    let mut into = InEdges::new(nodes.len());
+    let mut into = InEdges::new(&into_node);
     for (si, &w) in weights.iter().enumerate() {
         if w == 0 {
             continue;
@@ -389,35 +389,51 @@ fn inlined_weight(
 /// Callers a node's in-edges keep beside it; the rest go to a map. Most nodes have few
 /// callers, and reading one node's callers is one cache line where a map's probe is two
 /// places anywhere in a table of every edge.
-const SLOTS: usize = 16;
+const SLOTS: usize = 8;
 
 /// The weight of each call edge, counted once per sample, and whether every call along it
-/// was inlined; by callee.
+/// was inlined; by callee. Only the callees edges are counted into have slots, so its memory
+/// is that of the nodes asked for (a few for inline marks; a peek's, every node).
 struct InEdges {
+    /// Each node's row in the arrays below (`u32::MAX`: none, no edge into it is counted).
+    row: Vec<u32>,
+    /// The node of each row.
+    node: Vec<u32>,
     /// Callers per callee (`u32::MAX`: a free slot).
     callers: Vec<[u32; SLOTS]>,
     weight: Vec<[i64; SLOTS]>,
     /// The last sample (its stamp) that added to the edge.
     stamp: Vec<[u32; SLOTS]>,
     /// Bit `i`: every call along slot `i`'s edge was inlined so far.
-    inline: Vec<u16>,
+    inline: Vec<u8>,
     /// Weight, stamp, inlined so far.
     more: FastMap<(u32, u32), (i64, u32, bool)>,
 }
 
 impl InEdges {
-    fn new(nodes: usize) -> InEdges {
+    /// Room for the edges into each node `into` marks.
+    fn new(into: &[bool]) -> InEdges {
+        let mut row = vec![u32::MAX; into.len()];
+        let mut node = Vec::new();
+        for (n, _) in into.iter().enumerate().filter(|(_, w)| **w) {
+            row[n] = node.len() as u32;
+            node.push(n as u32);
+        }
+        let rows = node.len();
         InEdges {
-            callers: vec![[u32::MAX; SLOTS]; nodes],
-            weight: vec![[0; SLOTS]; nodes],
-            stamp: vec![[0; SLOTS]; nodes],
-            inline: vec![0; nodes],
+            row,
+            node,
+            callers: vec![[u32::MAX; SLOTS]; rows],
+            weight: vec![[0; SLOTS]; rows],
+            stamp: vec![[0; SLOTS]; rows],
+            inline: vec![0; rows],
             more: FastMap::default(),
         }
     }
 
+    /// Adds a call from `caller` into `callee`, a node [`InEdges::new`] was asked for.
     fn add(&mut self, caller: u32, callee: u32, w: i64, stamp: u32, inline: bool) {
-        let at = callee as usize;
+        let at = self.row[callee as usize] as usize;
         let callers = &mut self.callers[at];
         let slot = callers.iter().position(|&c| c == caller).or_else(|| {
             let i = callers.iter().position(|&c| c == u32::MAX)?;
@@ -444,11 +460,11 @@ impl InEdges {
 
     fn finish(self) -> FastMap<(u32, u32), (i64, bool)> {
         let mut out: FastMap<(u32, u32), (i64, bool)> = FastMap::default();
-        for (callee, callers) in self.callers.iter().enumerate() {
+        for (at, callers) in self.callers.iter().enumerate() {
             for (i, &caller) in callers.iter().enumerate() {
                 if caller != u32::MAX {
-                    let inline = self.inline[callee] & (1 << i) != 0;
-                    out.insert((caller, callee as u32), (self.weight[callee][i], inline));
+                    let inline = self.inline[at] & (1 << i) != 0;
+                    out.insert((caller, self.node[at]), (self.weight[at][i], inline));
                 }
             }
         }
