@@ -369,11 +369,10 @@ impl Ui {
         drop(bytes);
         // The decoded model (with agentprof's index of it) is what is kept; its estimate
         // covers the decoding's peak.
-        let model = crate::pprof::decode::memory_estimate(&raw, &self.limits)
-            .map(|s| s.memory)
-            .unwrap_or(raw.len() as u64 * 4);
+        let scan = crate::pprof::decode::memory_estimate(&raw, &self.limits);
+        let model = scan.as_ref().map_or(raw.len() as u64 * 4, |s| s.memory);
         held = self.room(Some(held), model, pinned)?;
-        let mut p = crate::pprof::decode::decode_raw_pprof(&raw, &self.limits)
+        let mut p = crate::pprof::decode::decode_scanned(&raw, &self.limits, scan)
             .map_err(|e| unprocessable(e.to_string()))?;
         drop(raw);
         p.prepare_for_report();

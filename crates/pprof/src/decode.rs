@@ -600,7 +600,19 @@ pub fn decode_pprof(bytes: &[u8], limits: &Limits) -> Result<Pprof, DecodeError>
 
 /// [`decode_pprof`] of decompressed bytes.
 pub fn decode_raw_pprof(raw: &[u8], limits: &Limits) -> Result<Pprof, DecodeError> {
-    if let Some(p) = read_apart(raw, limits) {
+    decode_scanned(raw, limits, memory_estimate(raw, limits))
+}
+
+/// [`decode_raw_pprof`] with the pre-scan a caller already made of `raw` (the ui charges its
+/// memory estimate to the budget before decoding), so it is not made twice.
+pub fn decode_scanned(
+    raw: &[u8],
+    limits: &Limits,
+    scan: Result<Scan, DecodeError>,
+) -> Result<Pprof, DecodeError> {
+    if let Ok(scan) = scan
+        && let Some(p) = read_apart(raw, &scan)
+    {
         return p;
     }
     Pprof::new(decode_raw_or_legacy(raw, limits)?)
@@ -608,11 +620,10 @@ pub fn decode_raw_pprof(raw: &[u8], limits: &Limits) -> Result<Pprof, DecodeErro
 
 /// The profile with its samples read apart from prost's reading of the rest; None when the
 /// ordinary reader is to read it.
-fn read_apart(raw: &[u8], limits: &Limits) -> Option<Result<Pprof, DecodeError>> {
+fn read_apart(raw: &[u8], scan: &Scan) -> Option<Result<Pprof, DecodeError>> {
     if raw.is_empty() || !strings_are_utf8(raw) {
         return None;
     }
-    let scan = memory_estimate(raw, limits).ok()?;
     let room = |n: u64| usize::try_from(n).unwrap_or(0);
     let mut rest = ProfileWithoutSamples::default();
     rest.location.reserve_exact(room(scan.locations));
@@ -749,7 +760,8 @@ mod tests {
     }
 
     fn taken_apart(raw: &[u8]) -> bool {
-        read_apart(raw, &Limits::local()).is_some_and(|p| p.is_ok())
+        memory_estimate(raw, &Limits::local())
+            .is_ok_and(|scan| read_apart(raw, &scan).is_some_and(|p| p.is_ok()))
     }
 
     #[test]

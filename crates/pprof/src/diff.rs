@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::graph::{Nodes, build, total};
+use super::graph::{Nodes, flat_cum, total, weights};
 use super::measure::{scale, scaled_label};
 use super::model::{Pprof, SampleIndexError};
 
@@ -58,15 +58,15 @@ pub struct DiffReport {
 
 /// Flat and cum per function name over every sample of `index`.
 fn per_function(p: &Pprof, nodes: &Nodes, index: usize) -> HashMap<String, (i64, i64)> {
-    let g = build(p, nodes, index, None, false);
+    let (flat, cum) = flat_cum(p, nodes, &weights(p, index));
     let mut out: HashMap<String, (i64, i64)> = HashMap::new();
     for i in 0..nodes.len() {
-        if g.flat[i] == 0 && g.cum[i] == 0 {
+        if flat[i] == 0 && cum[i] == 0 {
             continue;
         }
         let e = out.entry(nodes.name(i).to_string()).or_default();
-        e.0 = e.0.wrapping_add(g.flat[i]);
-        e.1 = e.1.wrapping_add(g.cum[i]);
+        e.0 = e.0.wrapping_add(flat[i]);
+        e.1 = e.1.wrapping_add(cum[i]);
     }
     out
 }

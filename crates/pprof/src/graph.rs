@@ -169,35 +169,10 @@ pub struct Graph {
     pub edges: FastMap<(u32, u32), (i64, bool)>,
 }
 
-/// Flat and cum per node over the samples of `index`, as pprof's newGraph adds them up:
-/// `kept` drops nodes (their frames are skipped, and a sample whose leaf is dropped adds to
-/// no flat); recursion counts once in cum. With `with_edges`, the call edges too: those
-/// into frames inlined somewhere, which are all an inline mark needs.
-///
-/// A node's flat and cum do not depend on which other nodes are kept, so a report that drops
-/// nodes keeps the first pass's figures and asks [`edges`] for the kept nodes' edges alone.
-pub fn build(
-    p: &Pprof,
-    nodes: &Nodes,
-    index: usize,
-    kept: Option<&[bool]>,
-    with_edges: bool,
-) -> Graph {
-    let w = weights(p, index);
-    let (flat, cum) = flat_cum(p, nodes, &w, kept);
-    let edges = if with_edges {
-        edges(p, nodes, &w, kept, EdgeSet::InlineMarks { cutoff: 0 })
-    } else {
-        FastMap::default()
-    };
-    Graph { flat, cum, edges }
-}
-
-/// [`build`] of every node with every call edge (what a peek at callers and callees needs;
-/// `build` keeps only the edges that can make an inline mark).
+/// The graph of every node with every call edge: what a peek at callers and callees needs.
 pub fn build_all_edges(p: &Pprof, nodes: &Nodes, index: usize) -> Graph {
     let w = weights(p, index);
-    let (flat, cum) = flat_cum(p, nodes, &w, None);
+    let (flat, cum) = flat_cum(p, nodes, &w);
     let edges = edges(p, nodes, &w, None, EdgeSet::All);
     Graph { flat, cum, edges }
 }
@@ -208,13 +183,13 @@ pub fn weights(p: &Pprof, index: usize) -> Vec<i64> {
     p.proto.sample.iter().map(|s| s.value[index]).collect()
 }
 
-/// Flat and cum per node with the samples' `weights` (see [`build`]).
-pub fn flat_cum(
-    p: &Pprof,
-    nodes: &Nodes,
-    weights: &[i64],
-    kept: Option<&[bool]>,
-) -> (Vec<i64>, Vec<i64>) {
+/// Flat and cum per node with the samples' `weights`, as pprof's newGraph adds them up:
+/// recursion counts once in cum; the leaf has the flat.
+///
+/// A node's flat and cum do not depend on which other nodes pprof keeps (dropped frames are
+/// skipped, and a sample whose leaf is dropped adds to no flat), so a report that drops nodes
+/// keeps these figures for the nodes left and asks [`edges`] for their edges alone.
+pub fn flat_cum(p: &Pprof, nodes: &Nodes, weights: &[i64]) -> (Vec<i64>, Vec<i64>) {
     let n = nodes.len();
     let mut flat = vec![0i64; n];
     let mut cum = vec![0i64; n];
@@ -232,19 +207,15 @@ pub fn flat_cum(
                 start[loc as usize + 1] as usize,
             );
             for &node in &all[a..b] {
-                if kept.is_some_and(|k| !k[node as usize]) {
-                    continue;
-                }
                 if seen[node as usize] != stamp {
                     seen[node as usize] = stamp;
                     cum[node as usize] = cum[node as usize].wrapping_add(w);
                 }
             }
         }
-        // The leaf (the first location's innermost frame) has the flat, when it is kept.
+        // The leaf: the first location's innermost frame.
         if let Some(&loc) = locs.first()
             && let Some(&leaf) = nodes.loc(loc as usize).first()
-            && kept.is_none_or(|k| k[leaf as usize])
         {
             flat[leaf as usize] = flat[leaf as usize].wrapping_add(w);
         }
@@ -551,21 +522,28 @@ mod tests {
         .expect("a sound profile")
     }
 
-    /// The edges as pprof's newGraph finds them, one sample and one frame at a time.
-    fn reference(
-        p: &Pprof,
-        nodes: &Nodes,
-        kept: Option<&[bool]>,
-    ) -> Vec<((u32, u32), (i64, bool))> {
+    type Edges = Vec<((u32, u32), (i64, bool))>;
+
+    /// The graph as pprof's newGraph builds it with only the `kept` nodes, one sample and one
+    /// frame at a time: flat, cum and edges.
+    fn reference(p: &Pprof, nodes: &Nodes, kept: Option<&[bool]>) -> (Vec<i64>, Vec<i64>, Edges) {
         let mut edges: std::collections::HashMap<(u32, u32), (i64, bool, usize)> =
             Default::default();
+        let (mut flat, mut cum) = (vec![0; nodes.len()], vec![0; nodes.len()]);
         for (si, s) in p.proto.sample.iter().enumerate() {
             let mut parent: Option<u32> = None;
+            let mut residual = false;
+            let mut seen = std::collections::HashSet::new();
             for &loc in p.sample_locs(si).iter().rev() {
                 let ln = nodes.loc(loc as usize);
                 for (ni, &node) in ln.iter().enumerate().rev() {
                     if kept.is_some_and(|k| !k[node as usize]) {
+                        residual = true;
                         continue;
+                    }
+                    residual = false;
+                    if seen.insert(node) {
+                        cum[node as usize] += s.value[0];
                     }
                     if let Some(par) = parent
                         && par != node
@@ -581,13 +559,16 @@ mod tests {
                     parent = Some(node);
                 }
             }
+            if let (Some(leaf), false) = (parent, residual) {
+                flat[leaf as usize] += s.value[0];
+            }
         }
         let mut out: Vec<_> = edges
             .into_iter()
             .map(|(k, (w, i, _))| (k, (w, i)))
             .collect();
         out.sort();
-        out
+        (flat, cum, out)
     }
 
     fn sorted(m: FastMap<(u32, u32), (i64, bool)>) -> Vec<((u32, u32), (i64, bool))> {
@@ -620,12 +601,15 @@ mod tests {
         let nodes = Nodes::new(&p);
         let w = weights(&p, 0);
         let all = sorted(edges(&p, &nodes, &w, None, EdgeSet::All));
-        assert_eq!(all, reference(&p, &nodes, None));
+        let (flat, cum) = flat_cum(&p, &nodes, &w);
+        assert_eq!(
+            (flat.clone(), cum.clone(), all.clone()),
+            reference(&p, &nodes, None)
+        );
         assert!(all.iter().filter(|((_, to), _)| *to == 1).count() > SLOTS);
-        let (flat, cum) = flat_cum(&p, &nodes, &w, None);
         // Every third node dropped: the kept ones keep their figures; the edges skip them.
         let mask: Vec<bool> = (0..nodes.len()).map(|i| i % 3 != 2).collect();
-        let (kflat, kcum) = flat_cum(&p, &nodes, &w, Some(&mask));
+        let (kflat, kcum, kedges) = reference(&p, &nodes, Some(&mask));
         for i in (0..nodes.len()).filter(|&i| mask[i]) {
             assert_eq!(
                 (kflat[i], kcum[i]),
@@ -636,7 +620,7 @@ mod tests {
         }
         assert_eq!(
             sorted(edges(&p, &nodes, &w, Some(&mask), EdgeSet::All)),
-            reference(&p, &nodes, Some(&mask))
+            kedges
         );
         // The inline marks' edges: those into inlined frames, all of them with no cutoff,
         // and with one none of f2's (its inlined calls weigh 41 × 3 in all).

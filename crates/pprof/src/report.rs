@@ -212,8 +212,7 @@ fn top_of(
 ) -> Result<TopReport, SampleIndexError> {
     let (stype, sunit) = p.sample_types()[index];
     let sel = select(p, nodes, index, opts);
-    let edge_cutoff = ((sel.graph_sum as f64 * opts.edge_fraction) as i64).wrapping_abs();
-    let inline_in = inline_marks(&sel.edges, edge_cutoff, nodes.len());
+    let inline_in = inline_marks(&sel.edges, sel.edge_cutoff, nodes.len());
     let (g, list) = (&sel.graph, &sel.list);
     let out_unit = output_unit(list, g, total, sunit);
     let fmt = |v: i64| scaled_label(v, sunit, &out_unit);
@@ -272,15 +271,16 @@ struct Selection {
     dropped: usize,
     /// Nodes present before `nodes` cut the list.
     orig_count: usize,
-    /// The flat sum of the first graph, which the cutoffs are fractions of (pprof's
-    /// `g.Nodes.Sum()`: the total when nothing is filtered out).
-    graph_sum: i64,
+    /// Edges under this weight mark nothing: `-edgefraction` of the first graph's flat sum,
+    /// which the cutoffs are fractions of (pprof's `g.Nodes.Sum()`: the total when nothing is
+    /// filtered out).
+    edge_cutoff: i64,
     edges: FastMap<(u32, u32), (i64, bool)>,
 }
 
 fn select(p: &Pprof, nodes: &Nodes, index: usize, opts: &TopOptions) -> Selection {
     let weights = graph::weights(p, index);
-    let (flat, cum) = graph::flat_cum(p, nodes, &weights, None);
+    let (flat, cum) = graph::flat_cum(p, nodes, &weights);
     let mut g = Graph {
         flat,
         cum,
@@ -302,7 +302,7 @@ fn select(p: &Pprof, nodes: &Nodes, index: usize, opts: &TopOptions) -> Selectio
         list.truncate(opts.nodes);
     }
     // pprof builds its graph again with only these nodes. A node's flat and cum do not
-    // depend on which others are kept (see `graph::build`), so the nodes left keep the
+    // depend on which others are kept (see `graph::flat_cum`), so the nodes left keep the
     // first pass's figures and the others have none; only the edges between the nodes
     // left, which say which are reached through inlined calls, need another pass.
     let edge_cutoff = ((graph_sum as f64 * opts.edge_fraction) as i64).wrapping_abs();
@@ -328,7 +328,7 @@ fn select(p: &Pprof, nodes: &Nodes, index: usize, opts: &TopOptions) -> Selectio
         list,
         dropped,
         orig_count,
-        graph_sum,
+        edge_cutoff,
         edges,
     }
 }
