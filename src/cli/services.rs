@@ -80,6 +80,17 @@ pub struct PullArgs {
     /// POST each collection here in dd-trace-go's format (DataKit: http://host:9529/profiling/v1/input)
     #[arg(long, value_name = "URL")]
     pub upload: Option<String>,
+    /// Also send each collection as OTLP profiles to an OpenTelemetry Collector
+    /// (http://host:4318; a URL without a path gets /v1development/profiles)
+    #[arg(long, value_name = "URL")]
+    pub otlp: Option<String>,
+    /// A header of every OTLP request, NAME=VALUE (repeatable; for credentials: never
+    /// written to the spool)
+    #[arg(long = "otlp-header", value_name = "NAME=VALUE")]
+    pub otlp_headers: Vec<String>,
+    /// Attach each pprof profile to its OTLP profiles as original_payload (larger requests)
+    #[arg(long)]
+    pub otlp_original_payload: bool,
     /// Where uploads that failed wait to be sent (default: $AGENTPROF_STATE_DIR or the XDG state dir)
     #[arg(long, value_name = "DIR")]
     pub spool: Option<PathBuf>,
@@ -128,6 +139,19 @@ pub struct K8sArgs {
     /// POST each capture in dd-trace-go's format here (default: profile.yaml's upload_url)
     #[arg(long, value_name = "URL")]
     pub upload: Option<String>,
+    /// Also send each capture as OTLP profiles to an OpenTelemetry Collector
+    /// (http://host:4318; a URL without a path gets /v1development/profiles; default:
+    /// profile.yaml's otlp_url)
+    #[arg(long, value_name = "URL")]
+    pub otlp: Option<String>,
+    /// A header of every OTLP request, NAME=VALUE (repeatable; for credentials: never
+    /// written to the spool; default: profile.yaml's otlp_headers)
+    #[arg(long = "otlp-header", value_name = "NAME=VALUE")]
+    pub otlp_headers: Vec<String>,
+    /// Attach each pprof profile to its OTLP profiles as original_payload (larger requests;
+    /// default: profile.yaml's otlp_original_payload)
+    #[arg(long)]
+    pub otlp_original_payload: bool,
     /// Where uploads that failed wait to be sent (default: $AGENTPROF_STATE_DIR or the XDG state dir)
     #[arg(long, value_name = "DIR")]
     pub spool: Option<PathBuf>,
@@ -163,8 +187,21 @@ pub struct ReceiveArgs {
     /// agentprof.yaml's api_key) with agentprof.yaml's tags added (default: receive.forward_url)
     #[arg(long, value_name = "URL")]
     pub forward: Option<String>,
+    /// Also send each upload's pprof profiles on as OTLP profiles to an OpenTelemetry
+    /// Collector (http://host:4318; a URL without a path gets /v1development/profiles;
+    /// default: receive.forward_otlp_url)
+    #[arg(long, value_name = "URL")]
+    pub forward_otlp: Option<String>,
+    /// A header of every OTLP request, NAME=VALUE (repeatable; for credentials: never
+    /// written to the spool; default: receive.otlp_headers)
+    #[arg(long = "otlp-header", value_name = "NAME=VALUE")]
+    pub otlp_headers: Vec<String>,
+    /// Attach each pprof profile to its OTLP profiles as original_payload (larger requests;
+    /// default: receive.otlp_original_payload)
+    #[arg(long)]
+    pub otlp_original_payload: bool,
     /// Where forwards that failed wait to be sent (default: receive.spool_dir, else
-    /// $AGENTPROF_STATE_DIR or the XDG state dir's receive-spool)
+    /// $AGENTPROF_STATE_DIR or the XDG state dir's receive-spool; OTLP's in otlp/ under it)
     #[arg(long, value_name = "DIR")]
     pub spool: Option<PathBuf>,
     /// Listen over TLS with this certificate chain (PEM; default: receive.tls_cert)

@@ -324,7 +324,14 @@ pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
         .map(parse_upload)
         .transpose()
         .map_err(|e| flag("--upload", e))?;
+    let otlp = otlp_target(
+        args.otlp.as_deref(),
+        &args.otlp_headers,
+        args.otlp_original_payload,
+        "--otlp",
+    )?;
     let opts = PullOptions {
+        otlp,
         count,
         out: args.out.clone(),
         top: args.top.unwrap_or(0),
@@ -345,7 +352,7 @@ pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
                 .map(|d| std::time::Duration::from_secs(d * 86_400)),
         },
     };
-    if opts.out.is_none() && opts.upload.is_none() {
+    if opts.out.is_none() && !opts.uploads() {
         eprintln!(
             "agentprof: pull: without --out the profiles are read and summarised, and nothing is kept (--out DIR keeps them)"
         );
@@ -371,6 +378,35 @@ pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
     } else {
         Outcome::Success
     })
+}
+
+/// The OTLP target of `flag` (`--otlp`, `--forward-otlp`) and `--otlp-header`s.
+pub(super) fn otlp_target(
+    url: Option<&str>,
+    headers: &[String],
+    original_payload: bool,
+    flag: &'static str,
+) -> Result<Option<crate::pull::otlp::OtlpTarget>, UsageError> {
+    let Some(url) = url else {
+        if !headers.is_empty() || original_payload {
+            return Err(UsageError::flag(
+                "--otlp-header",
+                format!("--otlp-header and --otlp-original-payload go with {flag}"),
+            ));
+        }
+        return Ok(None);
+    };
+    let url = crate::pull::otlp::endpoint(url).map_err(|e| UsageError::flag(flag, e))?;
+    let headers = headers
+        .iter()
+        .map(|h| crate::pull::otlp::header(h))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| UsageError::flag("--otlp-header", e))?;
+    Ok(Some(crate::pull::otlp::OtlpTarget {
+        url,
+        headers,
+        original_payload,
+    }))
 }
 
 pub(super) fn parse_upload(text: &str) -> Result<reqwest::Url, String> {

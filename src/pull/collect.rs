@@ -126,11 +126,7 @@ pub fn collect(
         uploaded: None,
         upload_queued: false,
         upload_error: None,
-        upload_waiting: if opts.upload.is_some() {
-            waiting
-        } else {
-            Vec::new()
-        },
+        upload_waiting: if opts.uploads() { waiting } else { Vec::new() },
     };
     if let Some(up) = uploader
         && !attachments.is_empty()
@@ -140,6 +136,7 @@ pub fn collect(
             tags: upload_tags(job, opts),
             start,
             end,
+            family: "go".into(),
         };
         match up.submit(&u) {
             Ok(true) => c.uploaded = Some(true),
@@ -250,7 +247,7 @@ impl One<'_, '_> {
         // What is uploaded: cpu, goroutines and the deltas, as dd-trace-go sends them; heap
         // without its delta too (its live-heap types need none, and dd-trace-go's first
         // upload has heap); the other cumulative types wait for a second collection.
-        if self.opts.upload.is_some() {
+        if self.opts.uploads() {
             if let Some(bytes) = got.delta_gz {
                 attachments.push((upload::attachment_name(kind, true), bytes));
             } else if !got.cumulative || kind == "heap" {

@@ -6,6 +6,7 @@
 mod collect;
 pub(crate) mod delta;
 pub(crate) mod fetch;
+pub(crate) mod otlp;
 pub(crate) mod upload;
 pub mod wiredelta;
 
@@ -143,6 +144,9 @@ pub struct PullOptions {
     pub top: usize,
     pub flamegraph: bool,
     pub upload: Option<Url>,
+    /// `--otlp`: each collection also (or only) as OTLP profiles.
+    pub otlp: Option<otlp::OtlpTarget>,
+    /// The dd-trace upload's spool; the OTLP export's is `otlp/` under it.
     pub spool: PathBuf,
     pub body_size_limit_mb: u64,
     pub delta_cache_mb: u64,
@@ -152,6 +156,13 @@ pub struct PullOptions {
     /// What is kept under `out` (`--retention-mb`, `--retention-days`), enforced after each
     /// collection: the oldest files go first.
     pub retention: crate::retention::Retention,
+}
+
+impl PullOptions {
+    /// Whether collections are uploaded anywhere (`--upload` or `--otlp`).
+    pub fn uploads(&self) -> bool {
+        self.upload.is_some() || self.otlp.is_some()
+    }
 }
 
 /// One profile of one collection.
@@ -341,25 +352,16 @@ pub fn run(
     opts: &PullOptions,
     sink: impl FnMut(&Collection),
 ) -> anyhow::Result<Failures> {
-    let uploader = match &opts.upload {
-        Some(u) => Some(
-            upload::Uploader::new(
-                u.clone(),
-                opts.spool.clone(),
-                64 << 20,
-                Duration::from_secs(30),
-            )
-            .map_err(|e| crate::error::UsageError::flag("--upload", e))?,
-        ),
-        None => None,
-    }
-    .map(std::sync::Mutex::new);
+    let uploaders: Vec<std::sync::Mutex<upload::Uploader>> = uploaders(opts)?
+        .into_iter()
+        .map(std::sync::Mutex::new)
+        .collect();
     let cache = std::sync::Mutex::new(DeltaCache::new((opts.delta_cache_mb << 20) as usize));
     crate::signal::install();
     let cancel = fetch::Cancel::default();
     let shared = Shared {
         cache: &cache,
-        uploader: uploader.as_ref().map(|u| u as &dyn upload::Submit),
+        uploader: (!uploaders.is_empty()).then_some(&uploaders as &dyn upload::Submit),
         cancel: &cancel,
     };
     let (failed, kept) = run_with(targets, opts, &shared, sink)?;
@@ -368,7 +370,7 @@ pub fn run(
             "agentprof: stopped by a signal; the {kept} profile(s) already fetched are kept (a second Ctrl-C exits at once)"
         );
     }
-    if let Some(u) = &uploader {
+    for u in &uploaders {
         let mut u = lock(u);
         // After a signal the spool keeps what is pending for the next run: no waiting on an
         // intake now.
@@ -379,11 +381,45 @@ pub fn run(
         if pending > 0 {
             eprintln!(
                 "agentprof: {pending} upload(s) wait in {} and will be sent by the next run",
-                opts.spool.display()
+                u.spool.dir().display()
             );
         }
     }
     Ok(failed)
+}
+
+/// The uploaders of `--upload` (dd-trace's format, in `spool`) and `--otlp` (OTLP profiles,
+/// in `spool/otlp`), each with 64 MiB of spool and 30 s per request.
+pub fn uploaders(opts: &PullOptions) -> anyhow::Result<Vec<upload::Uploader>> {
+    let flag = crate::error::UsageError::flag;
+    let mut out = Vec::new();
+    if let Some(u) = &opts.upload {
+        out.push(
+            upload::Uploader::new(
+                u.clone(),
+                opts.spool.clone(),
+                64 << 20,
+                Duration::from_secs(30),
+            )
+            .map_err(|e| flag("--upload", e))?,
+        );
+    }
+    if let Some(t) = &opts.otlp {
+        out.push(
+            upload::Uploader::new(
+                t.url.clone(),
+                opts.spool.join("otlp"),
+                64 << 20,
+                Duration::from_secs(30),
+            )
+            .map_err(|e| flag("--otlp", e))?
+            .with_format(upload::Format::Otlp {
+                original: t.original_payload,
+            })
+            .with_secret_headers(t.headers.clone()),
+        );
+    }
+    Ok(out)
 }
 
 /// The end of a pull in which a server could not be reached or never answered (exit 3).

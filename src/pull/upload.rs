@@ -31,6 +31,25 @@ pub fn attachment_name(kind: &str, delta: bool) -> String {
     }
 }
 
+/// How an upload is written on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// dd-trace-go's multipart form (DataKit, the Datadog Agent and intake, agentprof receive).
+    #[default]
+    DdTrace,
+    /// OTLP profiles, protobuf with gzip (an OpenTelemetry Collector); the pprof profile
+    /// rides along as `original_payload` when `original`.
+    Otlp { original: bool },
+}
+
+/// A body as it is posted: bytes, content type, and the headers that go with them (spooled
+/// with the body).
+pub struct Encoded {
+    pub body: Vec<u8>,
+    pub content_type: String,
+    pub headers: Vec<(String, String)>,
+}
+
 /// One collection's upload.
 pub struct Upload {
     pub attachments: Vec<(String, Vec<u8>)>,
@@ -38,6 +57,8 @@ pub struct Upload {
     pub tags: Vec<String>,
     pub start: jiff::Timestamp,
     pub end: jiff::Timestamp,
+    /// event.json's `family` (`go` for what agentprof pulls).
+    pub family: String,
 }
 
 impl Upload {
@@ -47,9 +68,31 @@ impl Upload {
             "tags_profiler": self.tags.join(","),
             "start": rfc3339_nano(self.start),
             "end": rfc3339_nano(self.end),
-            "family": "go",
+            "family": self.family,
             "version": "4",
         })
+    }
+
+    /// The body in `format`, or None when there is nothing that format carries (OTLP
+    /// carries pprof profiles only).
+    pub fn encode(&self, format: Format) -> Result<Option<Encoded>, UploadError> {
+        match format {
+            Format::DdTrace => {
+                let (body, content_type) = self.body();
+                Ok(Some(Encoded {
+                    body,
+                    content_type,
+                    headers: Vec::new(),
+                }))
+            }
+            Format::Otlp { original } => {
+                Ok(super::otlp::encode(self, original)?.map(|body| Encoded {
+                    body,
+                    content_type: "application/x-protobuf".into(),
+                    headers: vec![("Content-Encoding".into(), "gzip".into())],
+                }))
+            }
+        }
     }
 
     /// The multipart body and its content type.
@@ -131,6 +174,13 @@ pub enum UploadError {
     Client(#[source] reqwest::Error),
     #[error("cannot start the upload thread: {0}")]
     Thread(#[source] std::io::Error),
+    /// The upload could not be written in the target's format (a profile that does not
+    /// decode, for OTLP).
+    #[error("cannot encode the upload: {0}")]
+    Encode(String),
+    /// More than one target failed.
+    #[error("{0}")]
+    Several(String),
 }
 
 /// Counts of an uploader, shared with whoever reports them (the background sender's owner).
@@ -267,6 +317,7 @@ pub struct Uploader {
     pub stats: Arc<UploadStats>,
     /// Headers of every request, never spooled (the intake's API key).
     secret_headers: Vec<(String, String)>,
+    format: Format,
 }
 
 impl Uploader {
@@ -286,7 +337,14 @@ impl Uploader {
             spool: Arc::new(Spool::new(spool, spool_limit, Arc::clone(&stats))),
             stats,
             secret_headers: Vec::new(),
+            format: Format::DdTrace,
         })
+    }
+
+    /// Writes uploads in `format` (dd-trace's by default).
+    pub fn with_format(mut self, format: Format) -> Uploader {
+        self.format = format;
+        self
     }
 
     /// Adds headers to every request (credentials: they are never written to the spool).
@@ -340,8 +398,10 @@ impl Uploader {
 
     /// Sends what is spooled (oldest first), then `up`; spools `up` if it cannot be sent.
     pub fn send(&mut self, up: &Upload) -> Result<(), UploadError> {
-        let (body, ctype) = up.body();
-        self.send_body(&body, &ctype, &[])
+        match up.encode(self.format)? {
+            Some(e) => self.send_body(&e.body, &e.content_type, &e.headers),
+            None => Ok(()),
+        }
     }
 
     /// Sends what is spooled, then this body with its headers; spools it (headers too) if
@@ -426,12 +486,39 @@ impl Submit for std::sync::Mutex<Uploader> {
     }
 }
 
+/// Every target of a run (dd-trace's upload and the OTLP export): each gets the upload;
+/// delivered when every one delivered it, an error when any failed (all of theirs said).
+impl<T: Submit> Submit for Vec<T> {
+    fn submit(&self, up: &Upload) -> Result<bool, UploadError> {
+        let mut delivered = true;
+        let mut failed = Vec::new();
+        for s in self {
+            match s.submit(up) {
+                Ok(d) => delivered &= d,
+                Err(e) => failed.push(e),
+            }
+        }
+        match failed.len() {
+            0 => Ok(delivered),
+            1 => Err(failed.remove(0)),
+            _ => Err(UploadError::Several(
+                failed
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )),
+        }
+    }
+}
+
 /// An uploader on a thread of its own: uploads are written to the spool at once (so a
 /// collection never waits on the intake, and nothing acknowledged is lost at a stop), and
 /// the thread sends them oldest first, waking when one comes and every 5 s.
 pub struct Background {
     pub spool: Arc<Spool>,
     pub stats: Arc<UploadStats>,
+    pub format: Format,
     wake: Arc<(std::sync::Mutex<Wake>, std::sync::Condvar)>,
     done: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
 }
@@ -449,6 +536,7 @@ impl Background {
             std::sync::Condvar::new(),
         ));
         let (spool, stats) = (Arc::clone(&uploader.spool), Arc::clone(&uploader.stats));
+        let format = uploader.format;
         let (done_tx, done) = std::sync::mpsc::channel();
         let w = Arc::clone(&wake);
         std::thread::Builder::new()
@@ -474,6 +562,7 @@ impl Background {
         Ok(Background {
             spool,
             stats,
+            format,
             wake,
             done: std::sync::Mutex::new(done),
         })
@@ -506,8 +595,12 @@ impl Background {
 
 impl Submit for Background {
     fn submit(&self, up: &Upload) -> Result<bool, UploadError> {
-        let (body, ctype) = up.body();
-        self.put(&body, &ctype, &[]).map(|()| false)
+        match up.encode(self.format)? {
+            Some(e) => self
+                .put(&e.body, &e.content_type, &e.headers)
+                .map(|()| false),
+            None => Ok(true),
+        }
     }
 }
 
@@ -545,6 +638,7 @@ mod tests {
             tags: vec!["service:a".into(), "runtime:go".into()],
             start: t,
             end: t,
+            family: "go".into(),
         };
         let ev = up.event();
         assert_eq!(ev["attachments"][0], "cpu.pprof");

@@ -173,9 +173,9 @@ pub fn boundary(content_type: Option<&str>) -> Result<String, Reject> {
 
 /// One part of the body as it arrived: its name, file name and bytes.
 pub(super) struct Field {
-    name: String,
-    filename: Option<String>,
-    data: Bytes,
+    pub(super) name: String,
+    pub(super) filename: Option<String>,
+    pub(super) data: Bytes,
 }
 
 /// The most parts an upload may have.

@@ -485,6 +485,17 @@ pub(super) fn router(state: Arc<State>) -> axum::Router {
             axum::routing::post(move |req: Request<Body>| upload(Arc::clone(&s), req)),
         );
     }
+    // Pyroscope's and OTLP's ingest, beside the dd-trace endpoints.
+    for (path, kind) in [("/ingest", Ingest::Pyroscope), (otlp::PATH, Ingest::Otlp)] {
+        if state.endpoints.iter().any(|e| e == path) {
+            continue;
+        }
+        let s = Arc::clone(&state);
+        app = app.route(
+            path,
+            axum::routing::post(move |req: Request<Body>| ingest(Arc::clone(&s), req, kind)),
+        );
+    }
     app
 }
 
@@ -510,4 +521,203 @@ pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, 
         .with_single_cert(certs, key)
         .map(Arc::new)
         .map_err(|e| format!("--tls-cert/--tls-key: {e}"))
+}
+
+/// Which other profilers' API a request came to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ingest {
+    /// Pyroscope's `POST /ingest`.
+    Pyroscope,
+    /// OTLP/HTTP's `POST /v1development/profiles`.
+    Otlp,
+}
+
+/// A body read whole (not multipart-streamed): what it is, what it holds of the budget.
+struct Whole {
+    body: Bytes,
+    content_type: String,
+    gzip: bool,
+    query: String,
+    headers: Vec<(String, String)>,
+    at: jiff::Timestamp,
+    held: Reservation,
+}
+
+/// A body read whole within the size limit, the body timeout and the memory budget (charged
+/// [`BODY_COPIES`] times as it arrives, as an upload's is); else the answer that refuses it.
+async fn read_whole(state: &State, req: Request<Body>) -> Result<Whole, Response<Body>> {
+    let m = &state.metrics;
+    let header = |h: &HeaderMap, n: &str| {
+        h.get(n)
+            .and_then(|v| v.to_str().ok())
+            .map(|s| s.trim().to_ascii_lowercase())
+    };
+    let content_type = header(req.headers(), "content-type").unwrap_or_default();
+    let encoding = header(req.headers(), "content-encoding");
+    let gzip = encoding.as_deref() == Some("gzip");
+    if let Some(e) = encoding.filter(|e| e != "gzip" && e != "identity") {
+        return Err(refuse(
+            m,
+            Reject::NotMultipart(format!(
+                "Content-Encoding {e}: agentprof takes gzip or none"
+            )),
+        ));
+    }
+    let query = req.uri().query().unwrap_or_default().to_string();
+    let declared = header(req.headers(), "content-length").and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = declared.filter(|n| *n > state.body_limit) {
+        return Err(too_large(state, req.into_body(), n).await);
+    }
+    let first = declared.unwrap_or(FIRST_CHARGE).min(FIRST_CHARGE);
+    let held = if declared.is_some_and(|n| n <= SMALL_BODY) {
+        state.budget.try_reserve(BODY_COPIES * first)
+    } else {
+        state.budget.try_reserve_large(BODY_COPIES * first)
+    };
+    let Some(held) = held else {
+        return Err(refuse(m, super::form::busy()));
+    };
+    let headers = kept_headers(req.headers());
+    let room = declared.unwrap_or(0).min(8 << 20) as usize;
+    let tap = Arc::new(std::sync::Mutex::new(Tap {
+        head: 0,
+        record: Vec::with_capacity(room),
+        opening: Vec::new(),
+        body_len: 0,
+        held: Some(held),
+        failure: None,
+    }));
+    let body = Arc::new(tokio::sync::Mutex::new(Some(req.into_body())));
+    let stream = tapped(body, state.body_limit, Arc::clone(&tap));
+    let read = tokio::time::timeout(state.body_timeout, async move {
+        use futures_util::StreamExt;
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = stream.next().await {
+            item?;
+        }
+        Ok::<(), std::io::Error>(())
+    })
+    .await;
+    let mut t = crate::sync::lock(&tap);
+    match read {
+        Err(_) => {
+            m.reject("slow_sender");
+            Err(answer(
+                408,
+                format!(
+                    "the body did not arrive within {:?} (read_timeout_s)",
+                    state.body_timeout
+                ),
+            ))
+        }
+        Ok(Err(_)) => Err(refuse(
+            m,
+            t.failure
+                .take()
+                .unwrap_or_else(|| Reject::Malformed("the body was cut".into())),
+        )),
+        Ok(Ok(())) => match t.held.take() {
+            Some(held) => Ok(Whole {
+                body: Bytes::from(std::mem::take(&mut t.record)),
+                content_type,
+                gzip,
+                query,
+                headers,
+                at: jiff::Timestamp::now(),
+                held,
+            }),
+            None => Err(refuse(m, super::form::busy())),
+        },
+    }
+}
+
+/// A Pyroscope or OTLP request: read whole, made into dd-trace uploads (on the blocking
+/// pool), each checked as an upload is and made durable in the queue; 200 when all are
+/// (with OTLP's empty answer, in the request's encoding), else why not.
+async fn ingest(state: Arc<State>, req: Request<Body>, kind: Ingest) -> Response<Body> {
+    let m = &state.metrics;
+    if let Some(full) = disk_full(&state) {
+        return full;
+    }
+    let w = match read_whole(&state, req).await {
+        Ok(w) => w,
+        Err(answered) => return answered,
+    };
+    let fields = if kind == Ingest::Pyroscope && w.content_type.starts_with("multipart/") {
+        let b = match super::form::boundary(Some(&w.content_type)) {
+            Ok(b) => b,
+            Err(r) => return refuse(m, r),
+        };
+        let body = w.body.clone();
+        let stream = futures_util::stream::once(async move { Ok::<_, std::io::Error>(body) });
+        match super::form::fields(stream, b).await {
+            Ok(f) => Some(f),
+            Err(super::form::FieldsError::Body(r)) => return refuse(m, r),
+            Err(super::form::FieldsError::Stream) => {
+                return refuse(m, Reject::Malformed("the body was cut".into()));
+            }
+        }
+    } else {
+        None
+    };
+    let limits = state.limits;
+    let (body, ctype, query, gzip, at) = (w.body, w.content_type, w.query, w.gzip, w.at);
+    let mut held = w.held;
+    let made = tokio::task::spawn_blocking(move || {
+        let r = match kind {
+            Ingest::Pyroscope => {
+                super::ingest::pyroscope(&query, &body, fields, &limits, at, &mut held)
+                    .map(|u| (vec![u], false))
+            }
+            Ingest::Otlp => super::ingest::otlp(&ctype, gzip, &body, &limits, at, &mut held),
+        };
+        (r, held)
+    })
+    .await;
+    let ((uploads, json), mut held) = match made {
+        Ok((Ok(x), held)) => (x, held),
+        Ok((Err(r), _)) => return refuse(m, r),
+        Err(e) => return answer(500, format!("the conversion failed: {e}")),
+    };
+    held.shrink_to(0);
+    for up in uploads {
+        let (body, ct) = up.body();
+        let charge = 2 * body.len() as u64;
+        let Some(r) = held
+            .split(charge)
+            .or_else(|| state.budget.try_reserve(charge))
+        else {
+            return refuse(m, super::form::busy());
+        };
+        let mut record = record_head(&ct, &w.headers, at, body.len());
+        record.extend_from_slice(&body);
+        let body_len = body.len() as u64;
+        let (parsed, r) =
+            match super::form::parse(Some(&ct), Bytes::from(body), &state.limits, r).await {
+                Ok(x) => x,
+                Err(r) => return refuse(m, r),
+            };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let st = Arc::clone(&state);
+        let headers = w.headers.clone();
+        tokio::spawn(async move {
+            let r = enqueue(&st, record, body_len, headers, at, parsed, r).await;
+            let _ = tx.send(r);
+        });
+        let answered = rx
+            .await
+            .unwrap_or_else(|_| answer(503, "the receiver is stopping; retry".into()));
+        if answered.status() != StatusCode::ACCEPTED {
+            return answered;
+        }
+    }
+    let (ctype, body) = match (kind, json) {
+        (Ingest::Otlp, false) => ("application/x-protobuf", Vec::new()),
+        _ => ("application/json", b"{}".to_vec()),
+    };
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", ctype)
+        .body(Body::from(body))
+        .unwrap_or_default()
 }

@@ -7,6 +7,7 @@ pub mod config;
 pub mod form;
 pub mod forward;
 pub mod http;
+mod ingest;
 pub mod metrics;
 pub mod queue;
 pub mod run;

@@ -176,20 +176,28 @@ impl Export {
     /// Adds one pprof profile: one OTLP profile per sample type, under the resource with
     /// `src.resource`'s attributes (made when it is new).
     pub fn add(&mut self, p: &pp::Profile, src: &Source) {
-        let s = |i: i64| p.string_table.get(i as usize).map(String::as_str).unwrap_or("");
+        let s = |i: i64| {
+            p.string_table
+                .get(i as usize)
+                .map(String::as_str)
+                .unwrap_or("")
+        };
         let strings: Vec<i32> = p.string_table.iter().map(|t| self.string(t)).collect();
         let si = |i: i64| strings.get(i as usize).copied().unwrap_or(0);
         let mut fn_index = HashMap::new();
         for f in &p.function {
             let key = (si(f.name), si(f.system_name), si(f.filename), f.start_line);
-            let i = Self::interned(&mut self.functions, &mut self.dict.function_table, key, || {
-                Function {
+            let i = Self::interned(
+                &mut self.functions,
+                &mut self.dict.function_table,
+                key,
+                || Function {
                     name_strindex: key.0,
                     system_name_strindex: key.1,
                     filename_strindex: key.2,
                     start_line: key.3,
-                }
-            });
+                },
+            );
             fn_index.insert(f.id, i);
         }
         let mut map_index = HashMap::new();
@@ -216,15 +224,18 @@ impl Export {
                 attrs,
             };
             let made = key.clone();
-            let i = Self::interned(&mut self.mappings, &mut self.dict.mapping_table, key, || {
-                Mapping {
+            let i = Self::interned(
+                &mut self.mappings,
+                &mut self.dict.mapping_table,
+                key,
+                || Mapping {
                     memory_start: made.start,
                     memory_limit: made.limit,
                     file_offset: made.offset,
                     filename_strindex: made.file,
                     attribute_indices: made.attrs,
-                }
-            });
+                },
+            );
             map_index.insert(m.id, i);
         }
         let mut loc_index = HashMap::new();
@@ -248,8 +259,11 @@ impl Export {
                 attrs,
             };
             let made = key.clone();
-            let i = Self::interned(&mut self.locations, &mut self.dict.location_table, key, || {
-                Location {
+            let i = Self::interned(
+                &mut self.locations,
+                &mut self.dict.location_table,
+                key,
+                || Location {
                     mapping_index: made.mapping,
                     address: made.address,
                     lines: made
@@ -262,8 +276,8 @@ impl Export {
                         })
                         .collect(),
                     attribute_indices: made.attrs,
-                }
-            });
+                },
+            );
             loc_index.insert(l.id, i);
         }
         // Each sample's stack and attributes, shared by every sample type's profile.
@@ -340,7 +354,11 @@ impl Export {
                 period: p.period,
                 profile_id: self.ids.next().to_vec(),
                 dropped_attributes_count: 0,
-                original_payload_format: if original.is_some() { "pprof".into() } else { String::new() },
+                original_payload_format: if original.is_some() {
+                    "pprof".into()
+                } else {
+                    String::new()
+                },
                 original_payload: original.map(<[u8]>::to_vec).unwrap_or_default(),
                 attribute_indices: attrs.clone(),
             });
@@ -360,11 +378,11 @@ impl Export {
             .iter()
             .map(|(k, v)| KeyValue::string(k, v))
             .collect();
-        match self
-            .resources
-            .iter_mut()
-            .find(|r| r.resource.as_ref().is_some_and(|x| x.attributes == attributes))
-        {
+        match self.resources.iter_mut().find(|r| {
+            r.resource
+                .as_ref()
+                .is_some_and(|x| x.attributes == attributes)
+        }) {
             Some(r) => r.scope_profiles.push(scope),
             None => self.resources.push(ResourceProfiles {
                 resource: Some(Resource {

@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use pprof::proto as pp;
 
 use crate::export::keys;
-use crate::proto::{AnyValue, ExportProfilesServiceRequest, KeyValue, Profile, ProfilesDictionary, Value};
+use crate::proto::{
+    AnyValue, ExportProfilesServiceRequest, KeyValue, Profile, ProfilesDictionary, Value,
+};
 
 /// One pprof profile read from a request.
 #[derive(Debug, Clone)]
@@ -42,7 +44,13 @@ pub enum ImportError {
     NoDictionary,
 }
 
-fn check(at: &dyn Fn() -> String, what: &'static str, table: &'static str, i: i32, len: usize) -> Result<usize, ImportError> {
+fn check(
+    at: &dyn Fn() -> String,
+    what: &'static str,
+    table: &'static str,
+    i: i32,
+    len: usize,
+) -> Result<usize, ImportError> {
     if i < 0 || i as usize >= len {
         return Err(ImportError::Index {
             at: at(),
@@ -61,7 +69,9 @@ pub fn value_text(v: Option<&AnyValue>, strings: &[String]) -> String {
     match v.and_then(|v| v.value.as_ref()) {
         None => String::new(),
         Some(Value::StringValue(s)) => s.clone(),
-        Some(Value::StringValueStrindex(i)) => strings.get(*i as usize).cloned().unwrap_or_default(),
+        Some(Value::StringValueStrindex(i)) => {
+            strings.get(*i as usize).cloned().unwrap_or_default()
+        }
         Some(Value::BoolValue(b)) => b.to_string(),
         Some(Value::IntValue(n)) => n.to_string(),
         Some(Value::DoubleValue(f)) => f.to_string(),
@@ -78,7 +88,11 @@ pub fn value_text(v: Option<&AnyValue>, strings: &[String]) -> String {
             "{{{}}}",
             l.values
                 .iter()
-                .map(|kv| format!("{}={}", key_text(kv, strings), value_text(kv.value.as_ref(), strings)))
+                .map(|kv| format!(
+                    "{}={}",
+                    key_text(kv, strings),
+                    value_text(kv.value.as_ref(), strings)
+                ))
                 .collect::<Vec<_>>()
                 .join(",")
         ),
@@ -87,7 +101,10 @@ pub fn value_text(v: Option<&AnyValue>, strings: &[String]) -> String {
 
 fn key_text(kv: &KeyValue, strings: &[String]) -> String {
     if kv.key.is_empty() && kv.key_strindex > 0 {
-        strings.get(kv.key_strindex as usize).cloned().unwrap_or_default()
+        strings
+            .get(kv.key_strindex as usize)
+            .cloned()
+            .unwrap_or_default()
     } else {
         kv.key.clone()
     }
@@ -113,10 +130,19 @@ pub fn import(req: &ExportProfilesServiceRequest) -> Result<Vec<Imported>, Impor
             .resource
             .iter()
             .flat_map(|r| &r.attributes)
-            .map(|kv| (key_text(kv, strings), value_text(kv.value.as_ref(), strings)))
+            .map(|kv| {
+                (
+                    key_text(kv, strings),
+                    value_text(kv.value.as_ref(), strings),
+                )
+            })
             .collect();
         for (si, sp) in rp.scope_profiles.iter().enumerate() {
-            let scope = sp.scope.as_ref().map(|s| s.name.clone()).unwrap_or_default();
+            let scope = sp
+                .scope
+                .as_ref()
+                .map(|s| s.name.clone())
+                .unwrap_or_default();
             let mut i = 0;
             while i < sp.profiles.len() {
                 let mut j = i + 1;
@@ -130,7 +156,12 @@ pub fn import(req: &ExportProfilesServiceRequest) -> Result<Vec<Imported>, Impor
                     .iter()
                     .map(|(_, p)| p)
                     .find(|p| !p.original_payload.is_empty())
-                    .map(|p| (p.original_payload_format.clone(), p.original_payload.clone()));
+                    .map(|p| {
+                        (
+                            p.original_payload_format.clone(),
+                            p.original_payload.clone(),
+                        )
+                    });
                 out.push(Imported {
                     resource: resource.clone(),
                     scope: scope.clone(),
@@ -198,7 +229,12 @@ impl<'a> Builder<'a> {
         i
     }
 
-    fn string(&mut self, i: i32, at: &dyn Fn() -> String, what: &'static str) -> Result<i64, ImportError> {
+    fn string(
+        &mut self,
+        i: i32,
+        at: &dyn Fn() -> String,
+        what: &'static str,
+    ) -> Result<i64, ImportError> {
         if let Some(&s) = self.strings.get(&i) {
             return Ok(s);
         }
@@ -208,15 +244,37 @@ impl<'a> Builder<'a> {
         Ok(s)
     }
 
-    fn attribute(&self, i: i32, at: &dyn Fn() -> String) -> Result<(String, &'a crate::proto::KeyValueAndUnit), ImportError> {
-        let k = check(at, "attribute index", "attribute table", i, self.dict.attribute_table.len())?;
+    fn attribute(
+        &self,
+        i: i32,
+        at: &dyn Fn() -> String,
+    ) -> Result<(String, &'a crate::proto::KeyValueAndUnit), ImportError> {
+        let k = check(
+            at,
+            "attribute index",
+            "attribute table",
+            i,
+            self.dict.attribute_table.len(),
+        )?;
         let a = &self.dict.attribute_table[k];
-        check(at, "attribute key", "string table", a.key_strindex, self.dict.string_table.len())?;
+        check(
+            at,
+            "attribute key",
+            "string table",
+            a.key_strindex,
+            self.dict.string_table.len(),
+        )?;
         Ok((self.dict.string_table[a.key_strindex as usize].clone(), a))
     }
 
     fn function(&mut self, i: i32, at: &dyn Fn() -> String) -> Result<u64, ImportError> {
-        let k = check(at, "function index", "function table", i, self.dict.function_table.len())?;
+        let k = check(
+            at,
+            "function index",
+            "function table",
+            i,
+            self.dict.function_table.len(),
+        )?;
         if let Some(&id) = self.functions.get(&k) {
             return Ok(id);
         }
@@ -238,7 +296,13 @@ impl<'a> Builder<'a> {
         if i == 0 {
             return Ok(0);
         }
-        let k = check(at, "mapping index", "mapping table", i, self.dict.mapping_table.len())?;
+        let k = check(
+            at,
+            "mapping index",
+            "mapping table",
+            i,
+            self.dict.mapping_table.len(),
+        )?;
         if let Some(&id) = self.mappings.get(&k) {
             return Ok(id);
         }
@@ -253,7 +317,10 @@ impl<'a> Builder<'a> {
         };
         for &a in &m.attribute_indices {
             let (key, attr) = self.attribute(a, at)?;
-            let on = matches!(attr.value.as_ref().and_then(|v| v.value.as_ref()), Some(Value::BoolValue(true)));
+            let on = matches!(
+                attr.value.as_ref().and_then(|v| v.value.as_ref()),
+                Some(Value::BoolValue(true))
+            );
             match key.as_str() {
                 keys::BUILD_ID => {
                     let t = value_text(attr.value.as_ref(), &self.dict.string_table);
@@ -273,7 +340,13 @@ impl<'a> Builder<'a> {
     }
 
     fn location(&mut self, i: i32, at: &dyn Fn() -> String) -> Result<u64, ImportError> {
-        let k = check(at, "location index", "location table", i, self.dict.location_table.len())?;
+        let k = check(
+            at,
+            "location index",
+            "location table",
+            i,
+            self.dict.location_table.len(),
+        )?;
         if let Some(&id) = self.locations.get(&k) {
             return Ok(id);
         }
@@ -295,7 +368,10 @@ impl<'a> Builder<'a> {
         for &a in &l.attribute_indices {
             let (key, attr) = self.attribute(a, at)?;
             if key == keys::IS_FOLDED {
-                loc.is_folded = matches!(attr.value.as_ref().and_then(|v| v.value.as_ref()), Some(Value::BoolValue(true)));
+                loc.is_folded = matches!(
+                    attr.value.as_ref().and_then(|v| v.value.as_ref()),
+                    Some(Value::BoolValue(true))
+                );
             }
         }
         loc.id = self.p.location.len() as u64 + 1;
@@ -308,7 +384,10 @@ impl<'a> Builder<'a> {
     fn label(&mut self, a: i32, at: &dyn Fn() -> String) -> Result<pp::Label, ImportError> {
         let (key, attr) = self.attribute(a, at)?;
         let key = self.text(&key);
-        let mut label = pp::Label { key, ..Default::default() };
+        let mut label = pp::Label {
+            key,
+            ..Default::default()
+        };
         match attr.value.as_ref().and_then(|v| v.value.as_ref()) {
             Some(Value::IntValue(n)) => {
                 label.num = *n;
@@ -374,7 +453,13 @@ impl<'a> Builder<'a> {
         let n = group.len();
         for (si, smp) in first.samples.iter().enumerate() {
             let at = || format!("{}, sample {si}", at0());
-            let sk = check(&at, "stack index", "stack table", smp.stack_index, self.dict.stack_table.len())?;
+            let sk = check(
+                &at,
+                "stack index",
+                "stack table",
+                smp.stack_index,
+                self.dict.stack_table.len(),
+            )?;
             let stack = &self.dict.stack_table[sk];
             let mut location_id = Vec::with_capacity(stack.location_indices.len());
             for &l in &stack.location_indices {
@@ -385,24 +470,41 @@ impl<'a> Builder<'a> {
                 label.push(self.label(a, &at)?);
             }
             if smp.link_index != 0 {
-                let li = check(&at, "link index", "link table", smp.link_index, self.dict.link_table.len())?;
+                let li = check(
+                    &at,
+                    "link index",
+                    "link table",
+                    smp.link_index,
+                    self.dict.link_table.len(),
+                )?;
                 let link = &self.dict.link_table[li];
                 for (k, v) in [("trace_id", &link.trace_id), ("span_id", &link.span_id)] {
                     let key = self.text(k);
                     let hex: String = v.iter().map(|b| format!("{b:02x}")).collect();
                     let str = self.text(&hex);
-                    label.push(pp::Label { key, str, ..Default::default() });
+                    label.push(pp::Label {
+                        key,
+                        str,
+                        ..Default::default()
+                    });
                 }
             }
             let mut value = Vec::with_capacity(n);
             for &(k, prof) in group {
                 let v = &prof.samples[si].values;
                 if v.len() > 1 {
-                    return Err(ImportError::Values { at: format!("{base}, profile {k}, sample {si}"), values: v.len() });
+                    return Err(ImportError::Values {
+                        at: format!("{base}, profile {k}, sample {si}"),
+                        values: v.len(),
+                    });
                 }
                 value.push(v.first().copied().unwrap_or(0));
             }
-            self.p.sample.push(pp::Sample { location_id, value, label });
+            self.p.sample.push(pp::Sample {
+                location_id,
+                value,
+                label,
+            });
         }
         Ok((self.p, attributes))
     }

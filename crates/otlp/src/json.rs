@@ -4,8 +4,8 @@
 //! base64, trace, span and profile ids as hex, a oneof as the one key it holds.
 
 use base64::Engine;
-use serde::de::{self, Deserializer};
 use serde::Deserialize;
+use serde::de::{self, Deserializer};
 
 use crate::proto::{AnyValue, ArrayValue, ExportProfilesServiceRequest, KeyValueList, Value};
 
@@ -59,8 +59,7 @@ pub(crate) fn u64s<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error
         .into_iter()
         .map(|v| {
             let n = wide(v)?;
-            u64::try_from(n)
-                .map_err(|_| de::Error::custom(format!("{n} is out of uint64's range")))
+            u64::try_from(n).map_err(|_| de::Error::custom(format!("{n} is out of uint64's range")))
         })
         .collect()
 }
@@ -157,12 +156,19 @@ mod tests {
         let r = from_json(j).expect("parses");
         let p = &r.resource_profiles[0].scope_profiles[0].profiles[0];
         assert_eq!(p.samples[0].values, vec![5, 6]);
-        assert_eq!(p.samples[0].timestamps_unix_nano, vec![1_700_000_000_000_000_000]);
+        assert_eq!(
+            p.samples[0].timestamps_unix_nano,
+            vec![1_700_000_000_000_000_000]
+        );
         assert_eq!(p.time_unix_nano, 1_700_000_000_000_000_000);
         assert_eq!(p.period, 10_000_000);
         assert_eq!(p.profile_id.len(), 16);
         assert_eq!(p.original_payload, vec![0, 1, 2]);
-        let attrs = &r.resource_profiles[0].resource.as_ref().expect("resource").attributes;
+        let attrs = &r.resource_profiles[0]
+            .resource
+            .as_ref()
+            .expect("resource")
+            .attributes;
         assert_eq!(attrs[1].value, Some(AnyValue::int(7)));
         let d = r.dictionary.expect("dictionary");
         assert_eq!(d.stack_table[1].location_indices, vec![1]);
@@ -170,11 +176,15 @@ mod tests {
 
     #[test]
     fn says_what_is_wrong() {
-        let e = from_json(br#"{"resourceProfiles":[{"scopeProfiles":[{"profiles":[{"period":"x"}]}]}]}"#)
-            .expect_err("not an integer");
+        let e = from_json(
+            br#"{"resourceProfiles":[{"scopeProfiles":[{"profiles":[{"period":"x"}]}]}]}"#,
+        )
+        .expect_err("not an integer");
         assert!(e.to_string().contains("not an integer"), "{e}");
-        let e = from_json(br#"{"resourceProfiles":[{"scopeProfiles":[{"profiles":[{"profileId":"zz"}]}]}]}"#)
-            .expect_err("not hex");
+        let e = from_json(
+            br#"{"resourceProfiles":[{"scopeProfiles":[{"profiles":[{"profileId":"zz"}]}]}]}"#,
+        )
+        .expect_err("not hex");
         assert!(e.to_string().contains("not hex"), "{e}");
     }
 }
