@@ -486,7 +486,11 @@ pub(super) fn router(state: Arc<State>) -> axum::Router {
         );
     }
     // Pyroscope's and OTLP's ingest, beside the dd-trace endpoints.
-    for (path, kind) in [("/ingest", Ingest::Pyroscope), (otlp::PATH, Ingest::Otlp)] {
+    for (path, kind) in [
+        ("/ingest", Ingest::Pyroscope),
+        ("/push.v1.PusherService/Push", Ingest::Push),
+        (otlp::PATH, Ingest::Otlp),
+    ] {
         if state.endpoints.iter().any(|e| e == path) {
             continue;
         }
@@ -530,6 +534,8 @@ enum Ingest {
     Pyroscope,
     /// OTLP/HTTP's `POST /v1development/profiles`.
     Otlp,
+    /// Pyroscope's push API (`POST /push.v1.PusherService/Push`).
+    Push,
 }
 
 /// A body read whole (not multipart-streamed): what it is, what it holds of the budget.
@@ -670,6 +676,9 @@ async fn ingest(state: Arc<State>, req: Request<Body>, kind: Ingest) -> Response
                     .map(|u| (vec![u], false))
             }
             Ingest::Otlp => super::ingest::otlp(&ctype, gzip, &body, &limits, at, &mut held),
+            Ingest::Push => {
+                super::ingest::pyroscope_push(&ctype, gzip, &body, &limits, at, &mut held)
+            }
         };
         (r, held)
     })
@@ -713,6 +722,7 @@ async fn ingest(state: Arc<State>, req: Request<Body>, kind: Ingest) -> Response
     }
     let (ctype, body) = match (kind, json) {
         (Ingest::Otlp, false) => ("application/x-protobuf", Vec::new()),
+        (Ingest::Push, false) => ("application/proto", Vec::new()),
         _ => ("application/json", b"{}".to_vec()),
     };
     Response::builder()

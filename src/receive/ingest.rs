@@ -550,6 +550,177 @@ fn folded(
     Ok(p)
 }
 
+/// Pyroscope's push API (`push.v1.PusherService/Push`, Connect over HTTP), as its SDKs
+/// built on pyroscope-rs send it: series of labels and raw pprof profiles.
+mod push {
+    use serde::Deserialize;
+
+    #[derive(Clone, PartialEq, prost::Message, Deserialize)]
+    #[serde(default)]
+    pub struct PushRequest {
+        #[prost(message, repeated, tag = "1")]
+        pub series: Vec<RawProfileSeries>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message, Deserialize)]
+    #[serde(default)]
+    pub struct RawProfileSeries {
+        #[prost(message, repeated, tag = "1")]
+        pub labels: Vec<LabelPair>,
+        #[prost(message, repeated, tag = "2")]
+        pub samples: Vec<RawSample>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message, Deserialize)]
+    #[serde(default)]
+    pub struct LabelPair {
+        #[prost(string, tag = "1")]
+        pub name: String,
+        #[prost(string, tag = "2")]
+        pub value: String,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message, Deserialize)]
+    #[serde(default, rename_all = "camelCase")]
+    pub struct RawSample {
+        #[prost(bytes = "vec", tag = "1")]
+        #[serde(deserialize_with = "base64")]
+        pub raw_profile: Vec<u8>,
+        #[prost(string, tag = "2")]
+        #[serde(rename = "ID")]
+        pub id: String,
+    }
+
+    fn base64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        use base64::Engine;
+        let s = String::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(s.trim())
+            .map_err(|e| serde::de::Error::custom(format!("rawProfile is not base64: {e}")))
+    }
+}
+
+/// The stem a push series' `__name__` gives its profiles (`process_cpu` → `cpu`).
+fn push_stem(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "process_cpu" | "cpu" => "cpu",
+        "memory" | "alloc" | "heap" => "heap",
+        "goroutine" | "goroutines" => "goroutine",
+        "mutex" => "mutex",
+        "block" => "block",
+        "wall" => "wall",
+        _ => return None,
+    })
+}
+
+/// A push request (protobuf or Connect's JSON, gzip or not) as uploads: one per series, its
+/// labels as tags (`service_name` the service), each raw profile an attachment stored as
+/// sent. `Ok((uploads, json))`.
+pub(super) fn pyroscope_push(
+    content_type: &str,
+    gzip: bool,
+    body: &[u8],
+    limits: &UploadLimits,
+    received: jiff::Timestamp,
+    held: &mut Reservation,
+) -> Result<(Vec<Upload>, bool), Reject> {
+    let json = content_type.starts_with("application/json");
+    let raw;
+    let body =
+        if gzip || crate::pprof::decode::sniff(body) == crate::pprof::decode::Compression::Gzip {
+            if !held.grow(limits.decompressed) {
+                return Err(super::form::busy());
+            }
+            let lim = Limits {
+                body: body.len() as u64 + 1,
+                decompressed: limits.decompressed,
+                ..limits.part
+            };
+            raw = crate::pprof::decode::decompress(body, &lim)
+                .map_err(|e| Reject::Malformed(format!("gzip: {e}")))?;
+            raw.as_slice()
+        } else {
+            body
+        };
+    if !held.grow(2 * body.len() as u64 + if json { 32 * body.len() as u64 } else { 0 }) {
+        return Err(super::form::busy());
+    }
+    let req: push::PushRequest = if json {
+        serde_json::from_slice(body).map_err(|e| Reject::Malformed(format!("push (JSON): {e}")))?
+    } else {
+        use prost::Message;
+        push::PushRequest::decode(body)
+            .map_err(|e| Reject::Malformed(format!("push (protobuf): {e}")))?
+    };
+    let mut out = Vec::new();
+    for (i, series) in req.series.iter().enumerate() {
+        let label = |n: &str| {
+            series
+                .labels
+                .iter()
+                .find(|l| l.name == n)
+                .map(|l| l.value.as_str())
+        };
+        let service = label("service_name")
+            .or(label("__name_app__"))
+            .unwrap_or("unknown_service");
+        let mut tags = vec![tag("service", service)];
+        for l in &series.labels {
+            if l.name == "service_name" || (l.name.starts_with("__") && l.name.ends_with("__")) {
+                continue;
+            }
+            let value = match (l.name.as_str(), l.value.as_str()) {
+                ("process.runtime.name", "cpython") => "python",
+                (_, v) => v,
+            };
+            tags.push(tag(otel_tag_name(&l.name), value));
+        }
+        tags.push("ingest:pyroscope".into());
+        let family = label("process.runtime.name")
+            .map(|r| if r == "cpython" { "python" } else { r })
+            .unwrap_or("unknown")
+            .to_string();
+        let mut up = Upload {
+            attachments: Vec::new(),
+            tags,
+            start: received,
+            end: received,
+            family,
+        };
+        for (j, smp) in series.samples.iter().enumerate() {
+            let p = decode(
+                &format!("series {i}, sample {j}"),
+                &smp.raw_profile,
+                &limits.part,
+                held,
+            )?;
+            if j == 0 && p.time_nanos > 0 {
+                up.start =
+                    jiff::Timestamp::from_nanosecond(p.time_nanos as i128).unwrap_or(received);
+                up.end = jiff::Timestamp::from_nanosecond(
+                    p.time_nanos as i128 + p.duration_nanos as i128,
+                )
+                .unwrap_or(up.start);
+            }
+            let stem = label("__name__")
+                .and_then(push_stem)
+                .map(String::from)
+                .unwrap_or_else(|| stem_of(&p, &[]));
+            let mut name = format!("{stem}.pprof");
+            let mut n = 2;
+            while up.attachments.iter().any(|(a, _)| *a == name) {
+                name = format!("{stem}-{n}.pprof");
+                n += 1;
+            }
+            up.attachments.push((name, smp.raw_profile.clone()));
+        }
+        if !up.attachments.is_empty() {
+            out.push(up);
+        }
+    }
+    Ok((out, json))
+}
+
 /// The tag an OTel resource or profile attribute becomes: dd-trace's name where there is
 /// one (`service.name` → `service`), else its own.
 fn otel_tag_name(key: &str) -> &str {
