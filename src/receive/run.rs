@@ -373,9 +373,11 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         server_stats,
     ));
     eprintln!(
-        "agentprof receive: listening on {scheme}://{bound}{} (storing under {})",
+        "agentprof receive: listening on {scheme}://{bound}{} (storing under {}; Pyroscope's \
+         /ingest and /push.v1.PusherService/Push, OTLP's {} too)",
         opts.endpoints.first().map(String::as_str).unwrap_or(""),
-        opts.store.out.display()
+        opts.store.out.display(),
+        otlp::PATH
     );
     until_stopped(opts.duration).await;
     let _ = stop_tx.send(true);

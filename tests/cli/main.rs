@@ -11,6 +11,7 @@ mod gate;
 mod gate_check;
 mod generated;
 mod k8s;
+mod otlp;
 mod pprof;
 mod pprof_fidelity;
 mod pprof_views;

@@ -546,33 +546,11 @@ fn stalled_senders_are_timed_out_without_holding_others() {
     assert!(stderr.contains("stopped: 1 stored"), "{stderr}");
 }
 
-/// A Go program profiled by dd-trace-go's profiler, built once: tests/go/ddprof (the v2
-/// import) or tests/go/ddprof-v1 (the reference's v1 import, gopkg.in/DataDog/dd-trace-go.v1,
-/// a module of its own so that it runs on the v2 release v1 itself requires).
+/// A Go program profiled by dd-trace-go's profiler: tests/go/ddprof (the v2 import) or
+/// tests/go/ddprof-v1 (the reference's v1 import, gopkg.in/DataDog/dd-trace-go.v1, a module
+/// of its own so that it runs on the v2 release v1 itself requires).
 fn ddprof_binary(which: &'static str) -> Option<std::path::PathBuf> {
-    static BINS: std::sync::Mutex<Vec<(&str, std::path::PathBuf)>> =
-        std::sync::Mutex::new(Vec::new());
-    if !crate::support::require_go() {
-        return None;
-    }
-    let mut bins = BINS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, b)) = bins.iter().find(|(w, _)| *w == which) {
-        return Some(b.clone());
-    }
-    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(which);
-    let src = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/go")
-        .join(which);
-    let st = Command::new("go")
-        .args(["build", "-o"])
-        .arg(&out)
-        .arg(".")
-        .current_dir(&src)
-        .status()
-        .expect("go build");
-    assert!(st.success(), "go build of tests/go/{which} failed");
-    bins.push((which, out.clone()));
-    Some(out)
+    crate::support::go_peer(which)
 }
 
 /// What every dd-trace-go upload must be: service, env, version, the tags `k:1`, `k:2`,

@@ -176,6 +176,33 @@ pub fn browser() -> Option<PathBuf> {
     None
 }
 
+/// The Go program of `tests/go/<which>`, built once per test process (Go's build cache
+/// makes a later process's build quick); None when Go is missing (a failure under CI).
+pub fn go_peer(which: &'static str) -> Option<PathBuf> {
+    static BINS: std::sync::Mutex<Vec<(&str, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    if !require_go() {
+        return None;
+    }
+    let mut bins = BINS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, b)) = bins.iter().find(|(w, _)| *w == which) {
+        return Some(b.clone());
+    }
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(which);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/go")
+        .join(which);
+    let st = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(".")
+        .current_dir(&src)
+        .status()
+        .expect("go build");
+    assert!(st.success(), "go build of tests/go/{which} failed");
+    bins.push((which, out.clone()));
+    Some(out)
+}
+
 /// `go ARGS…`: stdout, or None when go failed.
 pub fn go(args: &[&str]) -> Option<String> {
     let out = Command::new("go").args(args).output().expect("go");

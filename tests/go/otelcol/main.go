@@ -45,7 +45,8 @@ func (e *dirExporter) Shutdown(context.Context) error               { return nil
 func (e *dirExporter) Capabilities() consumer.Capabilities        { return consumer.Capabilities{} }
 
 // One file per OTLP profile: <request>-<resource>-<scope>-<profile>.pb.gz, and beside it
-// a .json with the resource's and the profile's attributes and the sample type.
+// a .json with the resource's and the profile's attributes and the sample type, and the
+// profile's original_payload (when it has one) as .original.
 func (e *dirExporter) ConsumeProfiles(_ context.Context, pd pprofile.Profiles) error {
 	req := e.n.Add(1)
 	dict := pd.Dictionary()
@@ -81,6 +82,11 @@ func (e *dirExporter) ConsumeProfiles(_ context.Context, pd pprofile.Profiles) e
 				})
 				if err := os.WriteFile(stem+".json", meta, 0o644); err != nil {
 					return err
+				}
+				if orig := ps.At(i).OriginalPayload(); orig.Len() > 0 {
+					if err := os.WriteFile(stem+".original", orig.AsRaw(), 0o644); err != nil {
+						return err
+					}
 				}
 				if err := os.Rename(stem+".pb.gz.partial", stem+".pb.gz"); err != nil {
 					return err

@@ -1,0 +1,332 @@
+//! OTLP profiles against the real OpenTelemetry Collector (otelcol, otlpreceiver and
+//! otlphttpexporter v0.165.0, tests/go/otelcol): `pull --otlp` sends what it captured, the
+//! collector's own exporter writes what it got back as pprof with code that shares nothing
+//! with agentprof's, and its OTLP exporter (protobuf and JSON) sends it on to `agentprof
+//! receive`; every profile read by `go tool pprof` the same at each step.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::receive::Receiver;
+use crate::support::{Sandbox, go};
+
+/// The test collector, running with its `pprofdir` exporter (and any others given).
+pub struct Collector {
+    child: Child,
+    pub endpoint: String,
+    pub dir: PathBuf,
+    log: Arc<Mutex<String>>,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+impl Collector {
+    /// Starts it with `exporters` (YAML under `exporters:`, indented two spaces) beside
+    /// `pprofdir`, waiting for it to say it is ready (at most 120 s: a cold build's first
+    /// start). None when Go is missing (a failure under CI).
+    pub fn start(sb: &Sandbox, exporters: &str, names: &[&str]) -> Option<Collector> {
+        let bin = crate::support::go_peer("otelcol")?;
+        let port = free_port();
+        let dir = sb.file("collected");
+        let mut list = vec!["pprofdir"];
+        list.extend_from_slice(names);
+        let config = format!(
+            "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{port}\n\
+             exporters:\n  pprofdir:\n    dir: {}\n{exporters}\
+             service:\n  telemetry:\n    metrics:\n      level: none\n  pipelines:\n    profiles:\n      \
+             receivers: [otlp]\n      exporters: [{}]\n",
+            dir.display(),
+            list.join(", ")
+        );
+        let path = sb.write("otelcol.yaml", &config);
+        let mut child = Command::new(bin)
+            .arg("--config")
+            .arg(&path)
+            .arg("--feature-gates=service.profilesSupport")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the collector");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (ready_tx, ready) = std::sync::mpsc::channel();
+        let err = child.stderr.take().expect("stderr");
+        let l = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if line.contains("Everything is ready") {
+                    let _ = ready_tx.send(());
+                }
+                let mut s = l.lock().unwrap_or_else(|e| e.into_inner());
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        if ready.recv_timeout(Duration::from_secs(120)).is_err() {
+            let _ = child.kill();
+            panic!("the collector did not start:\n{}", log.lock().unwrap());
+        }
+        Some(Collector {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+            dir,
+            log,
+        })
+    }
+
+    /// The profiles it wrote, once there are at least `n` (at most 60 s): each file's stem
+    /// (`<request>-<resource>-<scope>-<profile>`) and what its .json says.
+    pub fn received(&self, n: usize) -> BTreeMap<String, Value> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let got = self.profiles();
+            if got.len() >= n {
+                return got;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the collector wrote {} of {n} profiles:\n{}",
+                got.len(),
+                self.log.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn profiles(&self) -> BTreeMap<String, Value> {
+        let Ok(rd) = std::fs::read_dir(&self.dir) else {
+            return BTreeMap::new();
+        };
+        rd.flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let stem = name.strip_suffix(".pb.gz")?.to_string();
+                let meta = std::fs::read(self.dir.join(format!("{stem}.json"))).ok()?;
+                Some((stem, serde_json::from_slice(&meta).ok()?))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `go tool pprof -traces` of one sample type, without the header lines that name the
+/// file (the stacks, their values and labels).
+fn traces(file: &Path, sample_index: Option<&str>) -> String {
+    let path = file.to_str().expect("utf-8 path");
+    let index = sample_index.map(|s| format!("-sample_index={s}"));
+    let mut args = vec!["tool", "pprof", "-traces"];
+    if let Some(i) = &index {
+        args.push(i);
+    }
+    args.push(path);
+    let out = go(&args).unwrap_or_else(|| panic!("go tool pprof -traces {path}"));
+    out.lines()
+        .filter(|l| !l.starts_with("File:") && !l.starts_with("Build ID:"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn top(file: &Path, sample_index: Option<&str>) -> String {
+    let path = file.to_str().expect("utf-8 path");
+    let index = sample_index.map(|s| format!("-sample_index={s}"));
+    let mut args = vec!["tool", "pprof", "-top", "-nodecount=100000"];
+    if let Some(i) = &index {
+        args.push(i);
+    }
+    args.push(path);
+    let out = go(&args).unwrap_or_else(|| panic!("go tool pprof -top {path}"));
+    out.lines()
+        .filter(|l| !l.starts_with("File:") && !l.starts_with("Build ID:"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A Go service with net/http/pprof (tests/go/pprofsvc) and its address.
+struct Service(Child, String);
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn service() -> Option<Service> {
+    let bin = crate::pull::service_binary()?;
+    let mut child = Command::new(bin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the service");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("address");
+    let addr = line.split_whitespace().next().expect("addr").to_string();
+    Some(Service(child, addr))
+}
+
+/// Two collections of every Go profile type from a real service, sent by `pull --otlp`
+/// (with the original attached) to the real collector: each OTLP profile, converted back to
+/// pprof by the collector's side, reads in `go tool pprof -traces` and `-top` as the capture
+/// it came from does for that sample type; the original is byte for byte the file pull
+/// stored; the resource is named by the semantic conventions. The collector's OTLP exporter
+/// sends the same on to `agentprof receive` in protobuf and in JSON, and every profile
+/// receive stores reads as one of the captures does.
+#[test]
+fn captures_cross_the_collector_and_come_back_identical() {
+    let sb = Sandbox::new();
+    let rx = Receiver::start(&sb, &[]);
+    let exporters = format!(
+        "  otlp_http/proto:\n    endpoint: http://{0}\n    encoding: proto\n    retry_on_failure:\n      enabled: false\n\
+         \x20 otlp_http/json:\n    endpoint: http://{0}\n    encoding: json\n    retry_on_failure:\n      enabled: false\n",
+        rx.addr
+    );
+    let Some(col) = Collector::start(&sb, &exporters, &["otlp_http/proto", "otlp_http/json"])
+    else {
+        return;
+    };
+    let Some(svc) = service() else {
+        return;
+    };
+    let _cpu = crate::support::cpu_exclusive();
+    let target = format!("http://{}", svc.1);
+    let run = sb.run(&[
+        "pull",
+        &target,
+        "--types",
+        "cpu,heap,goroutine,mutex,block",
+        "--profile-duration",
+        "1s",
+        "--count",
+        "2",
+        "--interval",
+        "10s",
+        "--out",
+        "pulled",
+        "--service",
+        "shop",
+        "--env",
+        "prod",
+        "--version",
+        "1.2",
+        "--otlp",
+        &col.endpoint,
+        "--otlp-original-payload",
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let uploads = run
+        .stdout
+        .lines()
+        .filter(|l| l.trim() == "uploaded")
+        .count();
+    assert_eq!(uploads, 2, "{}", run.stdout);
+    // First collection: cpu (2 types) and goroutine (1); second: cpu, goroutine, and the
+    // deltas of heap (4), mutex (2) and block (2).
+    let got = col.received(3 + 11);
+    let pulled = files_under(&sb.file("pulled"));
+    let mut types = Vec::new();
+    for (stem, meta) in &got {
+        let group = stem.rsplit_once('-').expect("stem").0;
+        let original = col.dir.join(format!("{group}-0.original"));
+        let ty = meta["type"].as_str().expect("type");
+        types.push(ty.to_string());
+        let converted = col.dir.join(format!("{stem}.pb.gz"));
+        assert_eq!(
+            traces(&converted, None),
+            traces(&original, Some(ty)),
+            "{stem} ({ty}) against the profile sent"
+        );
+        assert_eq!(
+            top(&converted, None),
+            top(&original, Some(ty)),
+            "{stem} ({ty})"
+        );
+        let bytes = std::fs::read(&original).expect("original");
+        assert!(
+            pulled
+                .iter()
+                .any(|p| std::fs::read(p).is_ok_and(|b| b == bytes)),
+            "{group}: the original is no file pull stored"
+        );
+        let res = &meta["resource"];
+        assert_eq!(res["service.name"], "shop", "{meta}");
+        assert_eq!(res["deployment.environment.name"], "prod");
+        assert_eq!(res["service.version"], "1.2");
+        assert_eq!(res["process.runtime.name"], "go");
+        assert!(res["host.name"].is_string(), "{meta}");
+        assert!(res.get("profile_seq").is_none(), "{meta}");
+        assert_eq!(meta["scope"], "agentprof");
+    }
+    for t in [
+        "samples",
+        "cpu",
+        "goroutine",
+        "alloc_objects",
+        "alloc_space",
+        "inuse_objects",
+        "inuse_space",
+        "contentions",
+        "delay",
+    ] {
+        assert!(types.iter().any(|x| x == t), "{t}: {types:?}");
+    }
+    // The same two requests, on to agentprof receive in protobuf and in JSON: four uploads.
+    let lines: Vec<Value> = (0..4).map(|_| rx.next()).collect();
+    let captured: Vec<String> = pulled
+        .iter()
+        .filter(|p| p.to_string_lossy().ends_with(".pb.gz"))
+        .map(|p| traces(p, None))
+        .collect();
+    for l in &lines {
+        assert_eq!(l["service"], "shop", "{l}");
+        assert_eq!(l["env"], "prod");
+        assert_eq!(l["version"], "1.2");
+        assert_eq!(l["language"], "go");
+        let tags = l["tags"].to_string();
+        assert!(tags.contains("ingest:otlp"), "{tags}");
+        for a in l["attachments"].as_array().expect("attachments") {
+            assert!(a["error"].is_null(), "{a}");
+            let stored = sb.file(a["file"].as_str().expect("file"));
+            let want = traces(&stored, None);
+            assert!(
+                captured.contains(&want),
+                "{}: no capture reads as it does",
+                stored.display()
+            );
+        }
+    }
+    rx.stop();
+}
