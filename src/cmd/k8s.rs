@@ -119,6 +119,15 @@ fn collect(args: K8sArgs) -> anyhow::Result<Outcome> {
     let opts = crate::k8s::run::RunOptions {
         out: args.out.clone().or_else(|| s.rules.out_dir.clone()),
         upload,
+        otlp: match super::pull::otlp_target(
+            args.otlp.as_deref(),
+            &args.otlp_headers,
+            args.otlp_original_payload,
+            "--otlp",
+        )? {
+            Some(t) => Some(t),
+            None => s.rules.otlp.clone(),
+        },
         spool: args
             .spool
             .clone()

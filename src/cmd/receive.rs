@@ -38,29 +38,50 @@ fn tls(
     )
 }
 
-/// `--forward` (or receive.forward_url): where each upload goes on, with its spool.
+/// `--forward` (or receive.forward_url) and `--forward-otlp` (or receive.forward_otlp_url):
+/// where each upload goes on, with their spool.
 fn forwarder(
     args: &ReceiveArgs,
     file: &crate::receive::config::ReceiveFile,
     agent: &AgentConfig,
 ) -> anyhow::Result<Option<crate::receive::forward::Forwarder>> {
     let flag = UsageError::flag;
-    Ok(match args.forward.clone().or(file.forward_url.clone()) {
-        Some(u) => {
-            let url = super::pull::parse_upload(&u).map_err(|e| flag("--forward", e))?;
-            let spool = args
-                .spool
-                .clone()
-                .or(file.spool_dir.clone())
-                .unwrap_or_else(|| crate::checks::python::state_dir().join("receive-spool"));
-            let key = agent.api_key.as_ref().map(|k| k.0.clone());
-            Some(
-                crate::receive::forward::Forwarder::new(url, spool, agent.tags.clone(), key)
-                    .map_err(|e| UsageError::flag("--forward", e))?,
-            )
-        }
-        None => None,
-    })
+    let url = args
+        .forward
+        .clone()
+        .or(file.forward_url.clone())
+        .map(|u| super::pull::parse_upload(&u).map_err(|e| flag("--forward", e)))
+        .transpose()?;
+    let otlp_url = args.forward_otlp.clone().or(file.forward_otlp_url.clone());
+    let headers: Vec<String> = if args.otlp_headers.is_empty() {
+        file.otlp_headers
+            .iter()
+            .flatten()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect()
+    } else {
+        args.otlp_headers.clone()
+    };
+    let otlp = super::pull::otlp_target(
+        otlp_url.as_deref(),
+        &headers,
+        args.otlp_original_payload || file.otlp_original_payload.unwrap_or(false),
+        "--forward-otlp",
+    )?;
+    if url.is_none() && otlp.is_none() {
+        return Ok(None);
+    }
+    let spool = args
+        .spool
+        .clone()
+        .or(file.spool_dir.clone())
+        .unwrap_or_else(|| crate::checks::python::state_dir().join("receive-spool"));
+    let key = agent.api_key.as_ref().map(|k| k.0.clone());
+    let which = if url.is_some() { "--forward" } else { "--forward-otlp" };
+    Ok(Some(
+        crate::receive::forward::Forwarder::new(url, otlp, spool, agent.tags.clone(), key)
+            .map_err(|e| UsageError::flag(which, e))?,
+    ))
 }
 
 pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {

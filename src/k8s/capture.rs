@@ -49,7 +49,8 @@ pub(super) struct Shared {
     pub(super) cache: Mutex<DeltaCache>,
     /// Uploads go to its spool and are sent from there by a thread of its own: a capture
     /// never waits on the intake, and none is lost at a stop.
-    pub(super) uploader: Option<crate::pull::upload::Background>,
+    /// One per target (dd-trace's upload, the OTLP export), each with its spool.
+    pub(super) uploaders: Vec<crate::pull::upload::Background>,
     pub(super) captures: Option<Mutex<std::fs::File>>,
     pub(super) out: Option<PathBuf>,
     pub(super) hostname: String,
@@ -63,10 +64,8 @@ impl Shared {
         PullOptions {
             out: self.out.clone(),
             top: 1,
-            upload: self
-                .uploader
-                .as_ref()
-                .map(|_| reqwest::Url::parse("http://upload.invalid/").expect("a constant URL")),
+            upload: (!self.uploaders.is_empty())
+                .then(|| reqwest::Url::parse("http://upload.invalid/").expect("a constant URL")),
             body_size_limit_mb,
             hostname: self.hostname.clone(),
             ..Default::default()
@@ -162,10 +161,8 @@ impl Capture {
             cache_key: self.id.clone(),
             cancel: &self.cancel,
         };
-        let uploader = shared
-            .uploader
-            .as_ref()
-            .map(|u| u as &dyn crate::pull::upload::Submit);
+        let uploader = (!shared.uploaders.is_empty())
+            .then_some(&shared.uploaders as &dyn crate::pull::upload::Submit);
         let c = crate::pull::collect(&job, &pull_opts, &shared.cache, uploader);
         // Cancelled: a fetch was cut short. A capture that had everything when its pod
         // went away (its upload still running) is a capture like any other.

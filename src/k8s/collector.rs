@@ -56,6 +56,9 @@ pub struct RunOptions {
     pub hostname: String,
     pub out: Option<PathBuf>,
     pub upload: Option<reqwest::Url>,
+    /// `--otlp` (or profile.yaml's `otlp_url`): captures also as OTLP profiles, spooled in
+    /// `spool/otlp`.
+    pub otlp: Option<crate::pull::otlp::OtlpTarget>,
     pub spool: PathBuf,
     pub metrics_listen: Option<SocketAddr>,
     pub duration: Option<Duration>,

@@ -20,6 +20,8 @@ pub struct K8sConfig {
     pub max_concurrency: usize,
     pub delta_cache_mb: u64,
     pub upload_url: Option<reqwest::Url>,
+    /// `otlp_url`, `otlp_headers`, `otlp_original_payload`: captures also as OTLP profiles.
+    pub otlp: Option<crate::pull::otlp::OtlpTarget>,
     pub out_dir: Option<PathBuf>,
     pub kubelet_url: Option<reqwest::Url>,
     pub kubelet_tls_verify: bool,
@@ -39,6 +41,9 @@ struct RawInit {
     kubernetes_max_concurrency: Option<i64>,
     kubernetes_delta_cache_mb: Option<i64>,
     upload_url: Option<String>,
+    otlp_url: Option<String>,
+    otlp_headers: Option<std::collections::BTreeMap<String, String>>,
+    otlp_original_payload: Option<bool>,
     out_dir: Option<PathBuf>,
     kubelet_url: Option<String>,
     kubelet_tls_verify: Option<bool>,
@@ -140,6 +145,30 @@ impl K8sConfig {
                 MAX_DELTA_CACHE_MB,
             )? as u64,
             upload_url: url("upload_url", init.upload_url)?,
+            otlp: match init.otlp_url {
+                Some(u) => {
+                    let url = crate::pull::otlp::endpoint(&u).map_err(|e| init_err("otlp_url", e))?;
+                    let mut headers = Vec::new();
+                    for (k, v) in init.otlp_headers.unwrap_or_default() {
+                        headers.push(
+                            crate::pull::otlp::header(&format!("{k}={v}"))
+                                .map_err(|e| init_err("otlp_headers", e))?,
+                        );
+                    }
+                    Some(crate::pull::otlp::OtlpTarget {
+                        url,
+                        headers,
+                        original_payload: init.otlp_original_payload.unwrap_or(false),
+                    })
+                }
+                None if init.otlp_headers.is_some() || init.otlp_original_payload.is_some() => {
+                    return Err(init_err(
+                        "otlp_headers",
+                        "otlp_headers and otlp_original_payload go with otlp_url".into(),
+                    ));
+                }
+                None => None,
+            },
             out_dir: init.out_dir,
             kubelet_url: url("kubelet_url", init.kubelet_url)?,
             kubelet_tls_verify: init.kubelet_tls_verify.unwrap_or(true),

@@ -60,7 +60,6 @@ async fn prepare(
     opts: RunOptions,
     metrics: &Arc<Metrics>,
 ) -> anyhow::Result<(Collector, mpsc::UnboundedReceiver<Done>)> {
-    let flag = crate::error::UsageError::flag;
     let captures = match &opts.out {
         Some(dir) => Some(Mutex::new(crate::pull::open_records(
             dir,
@@ -68,26 +67,25 @@ async fn prepare(
         )?)),
         None => None,
     };
-    // The uploader's blocking client is made (and later dropped) on the blocking pool.
-    let uploader = match opts.upload.clone() {
-        Some(u) => {
-            let spool = opts.spool.clone();
-            let made = tokio::task::spawn_blocking(move || {
-                crate::pull::upload::Uploader::new(u, spool, 64 << 20, Duration::from_secs(30))
-            })
-            .await?;
-            let uploader = made.map_err(|e| flag("--upload", e))?;
-            Some(
-                crate::pull::upload::Background::start(uploader)
-                    .map_err(|e| anyhow::anyhow!("cannot start the upload thread: {e}"))?,
-            )
-        }
-        None => None,
+    // The uploaders' blocking clients are made (and later dropped) on the blocking pool.
+    let pull_opts = crate::pull::PullOptions {
+        upload: opts.upload.clone(),
+        otlp: opts.otlp.clone(),
+        spool: opts.spool.clone(),
+        ..Default::default()
     };
+    let made = tokio::task::spawn_blocking(move || crate::pull::uploaders(&pull_opts)).await??;
+    let mut uploaders = Vec::with_capacity(made.len());
+    for u in made {
+        uploaders.push(
+            crate::pull::upload::Background::start(u)
+                .map_err(|e| anyhow::anyhow!("cannot start the upload thread: {e}"))?,
+        );
+    }
     let clients = rule_clients(&opts.rules).await?;
     let shared = Arc::new(Shared {
         cache: Mutex::new(DeltaCache::new((opts.rules.delta_cache_mb << 20) as usize)),
-        uploader,
+        uploaders,
         captures,
         out: opts.out.clone(),
         hostname: opts.hostname.clone(),
@@ -277,10 +275,8 @@ fn start_statics(c: &mut Collector) -> Option<(Cancel, tokio::task::JoinHandle<(
         let opts = shared.pull_options(32);
         let on = crate::pull::Shared {
             cache: &shared.cache,
-            uploader: shared
-                .uploader
-                .as_ref()
-                .map(|u| u as &dyn crate::pull::upload::Submit),
+            uploader: (!shared.uploaders.is_empty())
+                .then_some(&shared.uploaders as &dyn crate::pull::upload::Submit),
             cancel: &stop,
         };
         let by_url: HashMap<String, crate::pull::Target> = targets
@@ -561,7 +557,7 @@ async fn finish(c: Collector, cluster: &super::client::Cluster) -> Outcome {
     let shared = Arc::clone(&c.shared);
     let json = c.opts.json;
     let _ = tokio::task::spawn_blocking(move || {
-        if let Some(u) = &shared.uploader {
+        for u in &shared.uploaders {
             // The upload being sent gets a moment; the rest is on disk already.
             let pending = u.stop(Duration::from_secs(2));
             if pending > 0 {

@@ -23,6 +23,13 @@ pub struct ReceiveFile {
     pub top: Option<usize>,
     /// Where each upload is posted on (DataKit's, an Agent's or Datadog's intake URL).
     pub forward_url: Option<String>,
+    /// Where each upload's pprof profiles are also sent as OTLP profiles (an OpenTelemetry
+    /// Collector; a URL without a path gets /v1development/profiles).
+    pub forward_otlp_url: Option<String>,
+    /// Headers of every OTLP request (credentials; never written to the spool).
+    pub otlp_headers: Option<std::collections::BTreeMap<String, String>>,
+    /// Attach each pprof profile to its OTLP profiles as original_payload (default false).
+    pub otlp_original_payload: Option<bool>,
     pub spool_dir: Option<PathBuf>,
     /// Listen over TLS (PEM certificate chain and key).
     pub tls_cert: Option<PathBuf>,

@@ -8,10 +8,12 @@
 //! sent after the next start.
 
 use super::form::{Form, Kind, Upload};
-use crate::pull::upload::UploadError;
+use crate::pull::upload::{Background, Format, UploadError};
 
 pub struct Forwarder {
-    sender: crate::pull::upload::Background,
+    /// `--forward` (dd-trace's form) and `--forward-otlp` (OTLP profiles), each with its
+    /// spool and sending thread.
+    senders: Vec<Background>,
     tags: Vec<String>,
 }
 
@@ -32,34 +34,69 @@ fn quoted(name: &str) -> String {
 }
 
 impl Forwarder {
+    /// The forwarder of `url` (dd-trace's form, in `spool`) and `otlp` (in `spool/otlp`),
+    /// each with 256 MiB of spool and 30 s per request.
     pub fn new(
-        url: reqwest::Url,
+        url: Option<reqwest::Url>,
+        otlp: Option<crate::pull::otlp::OtlpTarget>,
         spool: std::path::PathBuf,
         tags: Vec<String>,
         api_key: Option<String>,
     ) -> Result<Forwarder, UploadError> {
-        let up = crate::pull::upload::Uploader::new(
-            url,
-            spool,
-            256 << 20,
-            std::time::Duration::from_secs(30),
-        )?;
-        let secret = api_key
-            .map(|k| vec![("DD-API-KEY".to_string(), k)])
-            .unwrap_or_default();
-        let sender = crate::pull::upload::Background::start(up.with_secret_headers(secret))
-            .map_err(UploadError::Thread)?;
-        Ok(Forwarder { sender, tags })
+        let timeout = std::time::Duration::from_secs(30);
+        let mut senders = Vec::new();
+        if let Some(url) = url {
+            let up = crate::pull::upload::Uploader::new(url, spool.clone(), 256 << 20, timeout)?;
+            let secret = api_key
+                .map(|k| vec![("DD-API-KEY".to_string(), k)])
+                .unwrap_or_default();
+            senders.push(
+                Background::start(up.with_secret_headers(secret)).map_err(UploadError::Thread)?,
+            );
+        }
+        if let Some(t) = otlp {
+            let up = crate::pull::upload::Uploader::new(t.url, spool.join("otlp"), 256 << 20, timeout)?
+                .with_format(Format::Otlp {
+                    original: t.original_payload,
+                })
+                .with_secret_headers(t.headers);
+            senders.push(Background::start(up).map_err(UploadError::Thread)?);
+        }
+        Ok(Forwarder { senders, tags })
     }
 
-    /// The upload as forwarded: the multipart body and its content type.
-    pub fn body(&self, up: &Upload) -> (Vec<u8>, String) {
+    /// The upload as pull's uploader sends it (its profiles named `<type>.pprof`, the tags
+    /// merged), for the OTLP export.
+    fn as_pull(&self, up: &Upload) -> crate::pull::upload::Upload {
+        let received = jiff::Timestamp::now();
+        let start = up.start.unwrap_or(received);
+        crate::pull::upload::Upload {
+            attachments: up
+                .attachments
+                .iter()
+                .filter(|a| a.kind == Kind::Pprof)
+                .map(|a| (format!("{}.pprof", a.stem), a.data.to_vec()))
+                .collect(),
+            tags: self.merged_tags(up),
+            start,
+            end: up.end.unwrap_or(start),
+            family: up.language(),
+        }
+    }
+
+    fn merged_tags(&self, up: &Upload) -> Vec<String> {
         let mut tags = up.tags.clone();
         for t in &self.tags {
             if !tags.contains(t) {
                 tags.push(t.clone());
             }
         }
+        tags
+    }
+
+    /// The upload as forwarded: the multipart body and its content type.
+    pub fn body(&self, up: &Upload) -> (Vec<u8>, String) {
+        let tags = self.merged_tags(up);
         // The older form's data[i] parts are named as the current form names them.
         let name = |a: &super::form::Attachment| match (up.form, &a.kind) {
             (Form::Legacy, Kind::Pprof) => format!("{}.pprof", a.stem),
@@ -111,24 +148,46 @@ impl Forwarder {
     /// Puts the upload in the forward spool for the sending thread; Err when it could not
     /// be written there.
     pub fn forward(&self, up: &Upload, headers: &[(String, String)]) -> Result<(), UploadError> {
-        let (body, ctype) = self.body(up);
-        self.sender.put(&body, &ctype, headers)
+        for s in &self.senders {
+            match s.format {
+                Format::DdTrace => {
+                    let (body, ctype) = self.body(up);
+                    s.put(&body, &ctype, headers)?;
+                }
+                Format::Otlp { .. } => {
+                    if let Some(e) = self.as_pull(up).encode(s.format)? {
+                        s.put(&e.body, &e.content_type, &e.headers)?;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
-    /// Uploads waiting in the spool.
+    /// Uploads waiting in the spools.
     pub fn pending(&self) -> usize {
-        self.sender.spool.pending()
+        self.senders.iter().map(|s| s.spool.pending()).sum()
     }
 
-    /// Sent, retried, refused for good, dropped from a full spool.
-    pub fn stats(&self) -> &crate::pull::upload::UploadStats {
-        &self.sender.stats
+    /// Each target's name (`ddtrace`, `otlp`) and its counts: sent, retried, refused for
+    /// good, dropped from a full spool.
+    pub fn stats(&self) -> Vec<(&'static str, &crate::pull::upload::UploadStats)> {
+        self.senders
+            .iter()
+            .map(|s| {
+                let name = match s.format {
+                    Format::DdTrace => "ddtrace",
+                    Format::Otlp { .. } => "otlp",
+                };
+                (name, &*s.stats)
+            })
+            .collect()
     }
 
-    /// Stops the sending thread (the upload being sent gets `grace`); what is left waits in
-    /// the spool. Returns how many.
+    /// Stops the sending threads (the upload each is sending gets `grace`); what is left
+    /// waits in the spools. Returns how many.
     pub fn stop(&self, grace: std::time::Duration) -> usize {
-        self.sender.stop(grace)
+        self.senders.iter().map(|s| s.stop(grace)).sum()
     }
 }
 

@@ -792,7 +792,7 @@ pub(super) fn otlp(
         otlp::json::from_json(body).map_err(|e| Reject::Malformed(format!("OTLP/JSON: {e}")))?
     } else {
         // Every message counted, and the memory it takes charged, before it is decoded.
-        let fields = limits.part.fields.saturating_mul(20);
+        let fields = limits.part.fields;
         let scan = otlp::scan::scan(body, fields, limits.part.memory)
             .map_err(|e| Reject::TooLarge(format!("OTLP request: {e}")))?;
         if !held.grow(scan.memory) {

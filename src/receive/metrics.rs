@@ -129,14 +129,15 @@ impl Metrics {
         let forward_pending = Gauge::default();
         registry.register(
             "forward_spool_uploads",
-            "Uploads in the forward spool waiting to be sent (--forward)",
+            "Uploads in the forward spools waiting to be sent (--forward, --forward-otlp)",
             forward_pending.clone(),
         );
         let forward_sent = Family::<Labels, Counter>::default();
         registry.register(
             "forward_sends",
             "What the forwarder did with spooled uploads, by result (sent, retried, refused: \
-             for good, dropped: to keep the spool within its size)",
+             for good, dropped: to keep the spool within its size) and target (ddtrace: \
+             --forward, otlp: --forward-otlp)",
             forward_sent.clone(),
         );
         Metrics {
@@ -223,17 +224,19 @@ impl Metrics {
         }
         if let Some(f) = self.forward.get() {
             self.forward_pending.set(f.pending() as i64);
-            let st = f.stats();
-            for (result, n) in [
-                ("sent", &st.sent),
-                ("retried", &st.retried),
-                ("refused", &st.refused),
-                ("dropped", &st.dropped),
-            ] {
-                let c = self
-                    .forward_sent
-                    .get_or_create(&vec![("result", result.into())]);
-                catch_up(&c, n.load(Relaxed));
+            for (target, st) in f.stats() {
+                for (result, n) in [
+                    ("sent", &st.sent),
+                    ("retried", &st.retried),
+                    ("refused", &st.refused),
+                    ("dropped", &st.dropped),
+                ] {
+                    let c = self.forward_sent.get_or_create(&vec![
+                        ("result", result.into()),
+                        ("target", target.into()),
+                    ]);
+                    catch_up(&c, n.load(Relaxed));
+                }
             }
         }
         if let Some(s) = self.server.get() {

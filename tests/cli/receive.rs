@@ -961,7 +961,7 @@ fn forwards_reach_a_target_that_recovers_exactly_once() {
     let mut text = scrape();
     while series(
         &text,
-        "agentprof_receive_forward_sends_total{result=\"sent\"}",
+        "agentprof_receive_forward_sends_total{result=\"sent\",target=\"ddtrace\"}",
     ) != Some(5.0)
         && t0.elapsed() < Duration::from_secs(40)
     {
@@ -971,7 +971,9 @@ fn forwards_reach_a_target_that_recovers_exactly_once() {
     let sends = |r: &str| {
         series(
             &text,
-            &format!("agentprof_receive_forward_sends_total{{result=\"{r}\"}}"),
+            &format!(
+                "agentprof_receive_forward_sends_total{{result=\"{r}\",target=\"ddtrace\"}}"
+            ),
         )
     };
     assert_eq!(sends("sent"), Some(5.0), "{text}");
