@@ -77,7 +77,11 @@ fn forwarder(
         .or(file.spool_dir.clone())
         .unwrap_or_else(|| crate::checks::python::state_dir().join("receive-spool"));
     let key = agent.api_key.as_ref().map(|k| k.0.clone());
-    let which = if url.is_some() { "--forward" } else { "--forward-otlp" };
+    let which = if url.is_some() {
+        "--forward"
+    } else {
+        "--forward-otlp"
+    };
     Ok(Some(
         crate::receive::forward::Forwarder::new(url, otlp, spool, agent.tags.clone(), key)
             .map_err(|e| UsageError::flag(which, e))?,

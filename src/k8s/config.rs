@@ -147,7 +147,8 @@ impl K8sConfig {
             upload_url: url("upload_url", init.upload_url)?,
             otlp: match init.otlp_url {
                 Some(u) => {
-                    let url = crate::pull::otlp::endpoint(&u).map_err(|e| init_err("otlp_url", e))?;
+                    let url =
+                        crate::pull::otlp::endpoint(&u).map_err(|e| init_err("otlp_url", e))?;
                     let mut headers = Vec::new();
                     for (k, v) in init.otlp_headers.unwrap_or_default() {
                         headers.push(

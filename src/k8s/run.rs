@@ -557,9 +557,12 @@ async fn finish(c: Collector, cluster: &super::client::Cluster) -> Outcome {
     let shared = Arc::clone(&c.shared);
     let json = c.opts.json;
     let _ = tokio::task::spawn_blocking(move || {
+        // The upload each sender is sending gets a moment, the same one for all; the rest is
+        // on disk already.
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        shared.uploaders.iter().for_each(crate::pull::upload::Background::ask_stop);
         for u in &shared.uploaders {
-            // The upload being sent gets a moment; the rest is on disk already.
-            let pending = u.stop(Duration::from_secs(2));
+            let pending = u.stop_by(deadline);
             if pending > 0 {
                 log(
                     json,

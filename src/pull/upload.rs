@@ -585,10 +585,22 @@ impl Background {
     /// Stops the sender, waiting for the upload it is sending at most `grace`; whatever is
     /// not sent stays in the spool for the next start. Returns how many wait there.
     pub fn stop(&self, grace: Duration) -> usize {
+        self.stop_by(std::time::Instant::now() + grace)
+    }
+
+    /// Tells the sender to stop after the upload it is sending, without waiting.
+    pub fn ask_stop(&self) {
         let (m, cv) = &*self.wake;
         crate::sync::lock(m).stop = true;
         cv.notify_one();
-        let _ = crate::sync::lock(&self.done).recv_timeout(grace);
+    }
+
+    /// As `stop`, waiting until `deadline` at most: several senders asked first
+    /// (`ask_stop`) share one grace.
+    pub fn stop_by(&self, deadline: std::time::Instant) -> usize {
+        self.ask_stop();
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let _ = crate::sync::lock(&self.done).recv_timeout(left);
         self.spool.pending()
     }
 }

@@ -55,11 +55,12 @@ impl Forwarder {
             );
         }
         if let Some(t) = otlp {
-            let up = crate::pull::upload::Uploader::new(t.url, spool.join("otlp"), 256 << 20, timeout)?
-                .with_format(Format::Otlp {
-                    original: t.original_payload,
-                })
-                .with_secret_headers(t.headers);
+            let up =
+                crate::pull::upload::Uploader::new(t.url, spool.join("otlp"), 256 << 20, timeout)?
+                    .with_format(Format::Otlp {
+                        original: t.original_payload,
+                    })
+                    .with_secret_headers(t.headers);
             senders.push(Background::start(up).map_err(UploadError::Thread)?);
         }
         Ok(Forwarder { senders, tags })
@@ -187,7 +188,9 @@ impl Forwarder {
     /// Stops the sending threads (the upload each is sending gets `grace`); what is left
     /// waits in the spools. Returns how many.
     pub fn stop(&self, grace: std::time::Duration) -> usize {
-        self.senders.iter().map(|s| s.stop(grace)).sum()
+        let deadline = std::time::Instant::now() + grace;
+        self.senders.iter().for_each(Background::ask_stop);
+        self.senders.iter().map(|s| s.stop_by(deadline)).sum()
     }
 }
 

@@ -231,10 +231,9 @@ impl Metrics {
                     ("refused", &st.refused),
                     ("dropped", &st.dropped),
                 ] {
-                    let c = self.forward_sent.get_or_create(&vec![
-                        ("result", result.into()),
-                        ("target", target.into()),
-                    ]);
+                    let c = self
+                        .forward_sent
+                        .get_or_create(&vec![("result", result.into()), ("target", target.into())]);
                     catch_up(&c, n.load(Relaxed));
                 }
             }

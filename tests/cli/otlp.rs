@@ -330,3 +330,136 @@ fn captures_cross_the_collector_and_come_back_identical() {
     }
     rx.stop();
 }
+
+/// A loopback pprof endpoint that serves only the recorded goroutine profile.
+fn goroutine_target() -> String {
+    crate::support::serve(|p, _| match p {
+        "/debug/pprof/goroutine" => crate::support::reply(
+            "200 OK",
+            std::fs::read(crate::support::fixture("goroutines.pprof")).expect("fixture"),
+        ),
+        _ => crate::support::reply("404 Not Found", "404 page not found\n"),
+    })
+    .0
+}
+
+fn spooled(sb: &Sandbox) -> usize {
+    std::fs::read_dir(sb.file("spool/otlp"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "upload"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// The real collector answers 503 while its exporter cannot write: the capture is kept and
+/// its OTLP request waits in the spool (the dd-trace upload is not held up), and the next
+/// run delivers it before its own. A 429 with Retry-After is waited and sent again; a 400
+/// is refused for good, not spooled. Credentials of `--otlp-header` go with every request
+/// and never into the spool.
+#[test]
+fn an_otlp_target_that_is_busy_or_down_loses_nothing() {
+    let sb = Sandbox::new();
+    let Some(col) = Collector::start(&sb, "", &[]) else {
+        return;
+    };
+    let target = format!("http://{}", goroutine_target());
+    let pull = |otlp: &str| {
+        sb.run(&[
+            "pull",
+            &target,
+            "--types",
+            "goroutine",
+            "--spool",
+            "spool",
+            "--service",
+            "svc",
+            "--otlp",
+            otlp,
+            "--otlp-header",
+            "Authorization=Bearer s3cret",
+        ])
+    };
+    std::fs::remove_dir_all(&col.dir).expect("make the exporter fail");
+    let r = pull(&col.endpoint);
+    assert_eq!(
+        r.code, 0,
+        "the profile was pulled; the request waits: {}",
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("HTTP 503") && r.stdout.contains("spooled"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(spooled(&sb), 1);
+    let spool_text: String = files_under(&sb.file("spool"))
+        .iter()
+        .map(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned())
+        .collect();
+    assert!(!spool_text.contains("s3cret"), "a credential in the spool");
+    std::fs::create_dir_all(&col.dir).expect("the exporter can write again");
+    let r = pull(&col.endpoint);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(spooled(&sb), 0, "{}", r.stdout);
+    let got = col.received(2);
+    assert_eq!(got.len(), 2, "the spooled request and this run's: {got:?}");
+    for meta in got.values() {
+        assert_eq!(meta["type"], "goroutine");
+        assert_eq!(meta["resource"]["service.name"], "svc");
+    }
+
+    // 429 then 200: the Retry-After is waited, the request sent again.
+    let (busy, seen) = crate::support::serve(|_, n| {
+        let mut r = crate::support::reply(
+            if n == 0 {
+                "429 Too Many Requests"
+            } else {
+                "200 OK"
+            },
+            "",
+        );
+        r.headers.push(("Retry-After".into(), "1".into()));
+        r
+    });
+    let r = pull(&format!("http://{busy}"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("uploaded"), "{}", r.stdout);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "sent twice");
+    for (path, headers, body) in &seen {
+        assert_eq!(path, "/v1development/profiles");
+        let h = |k: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(h("content-type"), Some("application/x-protobuf"));
+        assert_eq!(h("content-encoding"), Some("gzip"));
+        assert_eq!(h("authorization"), Some("Bearer s3cret"));
+        let raw = pprof_raw(body);
+        let req =
+            <otlp::proto::ExportProfilesServiceRequest as prost::Message>::decode(raw.as_slice())
+                .expect("an ExportProfilesServiceRequest");
+        assert_eq!(req.resource_profiles.len(), 1);
+    }
+    // 400: refused for good, not spooled.
+    let (refusing, _) =
+        crate::support::serve(|_, _| crate::support::reply("400 Bad Request", "no"));
+    let r = pull(&format!("http://{refusing}"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("refused for good"), "{}", r.stdout);
+    assert_eq!(spooled(&sb), 0);
+}
+
+/// gzip's bytes, inflated.
+fn pprof_raw(gz: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_end(&mut out)
+        .expect("gzip");
+    out
+}

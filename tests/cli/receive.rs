@@ -971,9 +971,7 @@ fn forwards_reach_a_target_that_recovers_exactly_once() {
     let sends = |r: &str| {
         series(
             &text,
-            &format!(
-                "agentprof_receive_forward_sends_total{{result=\"{r}\",target=\"ddtrace\"}}"
-            ),
+            &format!("agentprof_receive_forward_sends_total{{result=\"{r}\",target=\"ddtrace\"}}"),
         )
     };
     assert_eq!(sends("sent"), Some(5.0), "{text}");

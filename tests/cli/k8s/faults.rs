@@ -445,8 +445,8 @@ fn the_kubelet_gets_the_clusters_rotated_credentials_and_one_read_per_round() {
 
 /// Eight targets whose 1 s CPU captures all fall due in the first second of a 10 s interval,
 /// under `kubernetes_max_concurrency: 1`: each gets its scheduled captures (none skipped,
-/// none missed), and an upload intake that accepts and never answers holds none of them;
-/// SIGTERM exits at once with the uploads left in the spool.
+/// none missed), and an upload intake and an OTLP collector that accept and never answer
+/// hold none of them; SIGTERM exits at once with the uploads left in their spools.
 #[test]
 fn scheduled_captures_all_run_under_a_small_limit_whatever_the_intake_does() {
     let Some(n) = node(8, 100, 16206) else {
@@ -460,12 +460,15 @@ fn scheduled_captures_all_run_under_a_small_limit_whatever_the_intake_does() {
         "http://{}/profiling/v1/input",
         crate::support::hung_server()
     );
+    let collector = format!("http://{}", crate::support::hung_server());
     let mut run = Running::start(
         &n.sb,
         &n.kc,
         &[
             "--upload",
             &intake,
+            "--otlp",
+            &collector,
             "--spool",
             "spool",
             "--metrics-listen",
@@ -506,18 +509,22 @@ fn scheduled_captures_all_run_under_a_small_limit_whatever_the_intake_does() {
         run.seen
     );
     let exit = run.sigterm_timed();
-    let spooled = std::fs::read_dir(n.sb.file("spool"))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.path().extension().is_some_and(|x| x == "upload"))
-                .count()
-        })
-        .unwrap_or(0);
+    let in_spool = |dir: &str| {
+        std::fs::read_dir(n.sb.file(dir))
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "upload"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let (spooled, otlp) = (in_spool("spool"), in_spool("spool/otlp"));
     eprintln!(
-        "measured: 8 targets, 1 slot, an intake that never answers: every target captured twice in {took:.1} s ({late} waited, {missed} missed); exit {exit:.2} s after SIGTERM, {spooled} uploads left in the spool"
+        "measured: 8 targets, 1 slot, an intake and a collector that never answer: every target captured twice in {took:.1} s ({late} waited, {missed} missed); exit {exit:.2} s after SIGTERM, {spooled} uploads and {otlp} OTLP requests left in the spools"
     );
     assert!(exit <= 3.0, "{exit:.2} s");
     assert!(spooled >= 8, "the uploads wait in the spool: {spooled}");
+    assert!(otlp >= 8, "the OTLP requests wait in theirs: {otlp}");
 }
 
 /// `--out` whose captures.jsonl cannot be written (the disk full: /dev/full) and whose
