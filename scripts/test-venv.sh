@@ -2,13 +2,14 @@
 # The Python virtualenv agentprof's tests run Python checks in: datadog-checks-base with its
 # dependencies, markdown-it-py (the gate's markdown report is read by a real parser) and
 # hatchling (an integration is installed with `pip install -e`, as integrations-core builds),
-# and ddtrace (its profiler is a real client of `agentprof receive`).
+# ddtrace (its profiler is a real client of `agentprof receive`) and pyroscope-io 1.4.0
+# (Pyroscope's Python SDK, another).
 # Creates target/test-venv when it is missing or incomplete, then prints its interpreter.
 # The tests call this themselves; .ci/run calls it first so the install shows in the log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=target/test-venv
-want='import datadog_checks.base, markdown_it, hatchling, ddtrace'
+want='import datadog_checks.base, markdown_it, hatchling, ddtrace, pyroscope'
 mkdir -p target
 exec 9>target/test-venv.lock
 flock 9
@@ -19,7 +20,7 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "$want" 2>/dev/null; t
     exit 1
   fi
   "$venv/bin/pip" install -q --disable-pip-version-check \
-    'datadog-checks-base[deps]' markdown-it-py hatchling ddtrace >&2
+    'datadog-checks-base[deps]' markdown-it-py hatchling ddtrace 'pyroscope-io==1.4.0' >&2
   "$venv/bin/python" -c "$want"
 fi
 echo "$PWD/$venv/bin/python"

@@ -17,6 +17,7 @@ mod pprof_fidelity;
 mod pprof_views;
 mod profile;
 mod pull;
+mod pyroscope;
 mod python;
 mod readme;
 mod receive;
