@@ -32,6 +32,12 @@ pub enum Reject {
     NotMultipart(String),
     #[error("malformed multipart body: {0}")]
     Malformed(String),
+    /// A Pyroscope or OTLP request that is not what its API says.
+    #[error("{0}")]
+    Invalid(String),
+    /// A content type or encoding the endpoint does not take.
+    #[error("{0}")]
+    Unsupported(String),
     #[error("event.json: {0}")]
     Event(String),
     #[error("{0}")]
@@ -46,7 +52,7 @@ pub enum Reject {
 impl Reject {
     pub fn status(&self) -> u16 {
         match self {
-            Reject::NotMultipart(_) => 415,
+            Reject::NotMultipart(_) | Reject::Unsupported(_) => 415,
             Reject::TooLarge(_) => 413,
             Reject::Busy(_) => 503,
             _ => 400,
@@ -58,6 +64,8 @@ impl Reject {
         match self {
             Reject::NotMultipart(_) => "not_multipart",
             Reject::Malformed(_) => "malformed_multipart",
+            Reject::Invalid(_) => "malformed_request",
+            Reject::Unsupported(_) => "unsupported_type",
             Reject::Event(_) => "bad_event",
             Reject::TooLarge(_) => "too_large",
             Reject::Attachment { .. } => "bad_attachment",

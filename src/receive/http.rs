@@ -564,7 +564,7 @@ async fn read_whole(state: &State, req: Request<Body>) -> Result<Whole, Response
     if let Some(e) = encoding.filter(|e| e != "gzip" && e != "identity") {
         return Err(refuse(
             m,
-            Reject::NotMultipart(format!(
+            Reject::Unsupported(format!(
                 "Content-Encoding {e}: agentprof takes gzip or none"
             )),
         ));
@@ -620,7 +620,7 @@ async fn read_whole(state: &State, req: Request<Body>) -> Result<Whole, Response
             m,
             t.failure
                 .take()
-                .unwrap_or_else(|| Reject::Malformed("the body was cut".into())),
+                .unwrap_or_else(|| Reject::Invalid("the body was cut".into())),
         )),
         Ok(Ok(())) => match t.held.take() {
             Some(held) => Ok(Whole {

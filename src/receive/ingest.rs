@@ -288,7 +288,7 @@ fn query(q: &str) -> Result<Query, Reject> {
         format: None,
     };
     let bad = |k: &str, v: &str| {
-        Reject::Malformed(format!(
+        Reject::Invalid(format!(
             "query {k}={v:?}: not a time (seconds to nanoseconds since the epoch)"
         ))
     };
@@ -300,7 +300,7 @@ fn query(q: &str) -> Result<Query, Reject> {
             "spyName" => out.spy = v.into_owned(),
             "sampleRate" => {
                 out.sample_rate = Some(v.trim().parse().map_err(|_| {
-                    Reject::Malformed(format!("query sampleRate={v:?}: not a whole number"))
+                    Reject::Invalid(format!("query sampleRate={v:?}: not a whole number"))
                 })?)
             }
             "units" if !v.is_empty() => out.units = Some(v.into_owned()),
@@ -309,7 +309,7 @@ fn query(q: &str) -> Result<Query, Reject> {
         }
     }
     if out.name.is_empty() {
-        return Err(Reject::Malformed(
+        return Err(Reject::Invalid(
             "no `name` in the query (app.cpu{k=v,…})".into(),
         ));
     }
@@ -354,13 +354,13 @@ pub(super) fn pyroscope(
         "pprof" => {
             let profile = part(&fields, "profile")
                 .or_else(|| fields.is_none().then(|| body.clone()))
-                .ok_or_else(|| Reject::Malformed("format=pprof: no part `profile`".into()))?;
+                .ok_or_else(|| Reject::Invalid("format=pprof: no part `profile`".into()))?;
             let config: HashMap<String, serde_json::Value> =
                 match part(&fields, "sample_type_config") {
                     Some(c) if c.len() <= super::form::EVENT_LIMIT => serde_json::from_slice(&c)
-                        .map_err(|e| Reject::Malformed(format!("sample_type_config: {e}")))?,
+                        .map_err(|e| Reject::Invalid(format!("sample_type_config: {e}")))?,
                     Some(_) => {
-                        return Err(Reject::Malformed(
+                        return Err(Reject::Invalid(
                             "sample_type_config: larger than 64 KiB".into(),
                         ));
                     }
@@ -416,7 +416,7 @@ pub(super) fn pyroscope(
             }
         }
         other => {
-            return Err(Reject::Malformed(format!(
+            return Err(Reject::Invalid(format!(
                 "format={other}: agentprof takes pprof, folded, lines and jfr"
             )));
         }
@@ -448,7 +448,7 @@ fn folded(
         )));
     }
     let text = std::str::from_utf8(data)
-        .map_err(|e| Reject::Malformed(format!("the profile is not UTF-8 text: {e}")))?;
+        .map_err(|e| Reject::Invalid(format!("the profile is not UTF-8 text: {e}")))?;
     let mut p = pp::Profile::default();
     let mut strings: HashMap<String, i64> = HashMap::new();
     let mut intern = |p: &mut pp::Profile, s: &str| -> i64 {
@@ -486,12 +486,12 @@ fn folded(
             (line, 1)
         } else {
             let (s, c) = line.rsplit_once(' ').ok_or_else(|| {
-                Reject::Malformed(format!("line {}: no count after the stack", n + 1))
+                Reject::Invalid(format!("line {}: no count after the stack", n + 1))
             })?;
             let c: i64 = c
                 .trim()
                 .parse()
-                .map_err(|_| Reject::Malformed(format!("line {}: {c:?} is not a count", n + 1)))?;
+                .map_err(|_| Reject::Invalid(format!("line {}: {c:?} is not a count", n + 1)))?;
             (s, c)
         };
         let mut ids = Vec::new();
@@ -637,7 +637,7 @@ pub(super) fn pyroscope_push(
                 ..limits.part
             };
             raw = crate::pprof::decode::decompress(body, &lim)
-                .map_err(|e| Reject::Malformed(format!("gzip: {e}")))?;
+                .map_err(|e| Reject::Invalid(format!("gzip: {e}")))?;
             raw.as_slice()
         } else {
             body
@@ -646,11 +646,11 @@ pub(super) fn pyroscope_push(
         return Err(super::form::busy());
     }
     let req: push::PushRequest = if json {
-        serde_json::from_slice(body).map_err(|e| Reject::Malformed(format!("push (JSON): {e}")))?
+        serde_json::from_slice(body).map_err(|e| Reject::Invalid(format!("push (JSON): {e}")))?
     } else {
         use prost::Message;
         push::PushRequest::decode(body)
-            .map_err(|e| Reject::Malformed(format!("push (protobuf): {e}")))?
+            .map_err(|e| Reject::Invalid(format!("push (protobuf): {e}")))?
     };
     let mut out = Vec::new();
     for (i, series) in req.series.iter().enumerate() {
@@ -758,7 +758,7 @@ pub(super) fn otlp(
         && !content_type.starts_with("application/x-protobuf")
         && !content_type.starts_with("application/protobuf")
     {
-        return Err(Reject::NotMultipart(format!(
+        return Err(Reject::Unsupported(format!(
             "Content-Type {content_type}: OTLP/HTTP is application/x-protobuf or application/json"
         )));
     }
@@ -778,7 +778,7 @@ pub(super) fn otlp(
             crate::pprof::decode::DecodeError::TooLargeDecompressed { limit } => Reject::TooLarge(
                 format!("the request is over {limit} bytes decompressed (upload_decompressed_mb)"),
             ),
-            e => Reject::Malformed(format!("gzip: {e}")),
+            e => Reject::Invalid(format!("gzip: {e}")),
         })?;
         held.shrink_to(held.bytes().saturating_sub(limits.decompressed) + raw.len() as u64);
         raw.as_slice()
@@ -789,21 +789,22 @@ pub(super) fn otlp(
         if !held.grow(32 * body.len() as u64 + 4096) {
             return Err(super::form::busy());
         }
-        otlp::json::from_json(body).map_err(|e| Reject::Malformed(format!("OTLP/JSON: {e}")))?
+        otlp::json::from_json(body).map_err(|e| Reject::Invalid(format!("OTLP/JSON: {e}")))?
     } else {
         // Every message counted, and the memory it takes charged, before it is decoded.
         let fields = limits.part.fields;
-        let scan = otlp::scan::scan(body, fields, limits.part.memory)
-            .map_err(|e| Reject::TooLarge(format!("OTLP request: {e}")))?;
+        let scan = otlp::scan::scan(body, fields, limits.part.memory).map_err(|e| match e {
+            otlp::scan::ScanError::Malformed(_) => Reject::Invalid(format!("OTLP protobuf: {e}")),
+            e => Reject::TooLarge(format!("OTLP request: {e}")),
+        })?;
         if !held.grow(scan.memory) {
             return Err(super::form::busy());
         }
         use prost::Message;
         otlp::proto::ExportProfilesServiceRequest::decode(body)
-            .map_err(|e| Reject::Malformed(format!("OTLP protobuf: {e}")))?
+            .map_err(|e| Reject::Invalid(format!("OTLP protobuf: {e}")))?
     };
-    let imported =
-        otlp::import::import(&req).map_err(|e| Reject::Malformed(format!("OTLP: {e}")))?;
+    let imported = otlp::import::import(&req).map_err(|e| Reject::Invalid(format!("OTLP: {e}")))?;
     // One upload per resource and scope, in the order they came.
     let mut uploads: Vec<(Vec<(String, String)>, String, Upload)> = Vec::new();
     for im in imported {

@@ -59,7 +59,7 @@ impl Metrics {
         let rejected = Family::<Labels, Counter>::default();
         registry.register(
             "rejected",
-            "Uploads refused, by reason (not_multipart, malformed_multipart, bad_event, too_large, bad_attachment, slow_sender, queue_full, queue_error)",
+            "Uploads refused, by reason (not_multipart, malformed_multipart, malformed_request: a Pyroscope or OTLP request, unsupported_type, bad_event, too_large, bad_attachment, slow_sender, queue_full, queue_error)",
             rejected.clone(),
         );
         let queue_depth = Gauge::default();

@@ -463,3 +463,130 @@ fn pprof_raw(gz: &[u8]) -> Vec<u8> {
         .expect("gzip");
     out
 }
+
+fn post(url: &str, headers: &[(&str, &str)], body: Vec<u8>) -> (u16, String) {
+    let c = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client");
+    let mut r = c.post(url).body(body);
+    for (k, v) in headers {
+        r = r.header(*k, *v);
+    }
+    let r = r.send().expect("post");
+    let code = r.status().as_u16();
+    (code, r.text().unwrap_or_default())
+}
+
+/// An honest request of the dd-trace-go CPU fixture.
+fn honest() -> otlp::proto::ExportProfilesServiceRequest {
+    let bytes = std::fs::read(crate::support::fixture("cpu.pprof")).expect("fixture");
+    let p = agentprof::pprof::decode::decode(&bytes, &agentprof::pprof::decode::Limits::local())
+        .expect("decodes");
+    let mut e = otlp::export::Export::new();
+    let resource = vec![("service.name".to_string(), "honest".to_string())];
+    e.add(
+        &p,
+        &otlp::export::Source {
+            resource: &resource,
+            original: None,
+        },
+    );
+    e.finish()
+}
+
+/// OTLP requests that are cut, malformed, point outside their tables, hold a million empty
+/// samples, inflate past the limit or come in a type OTLP does not have: each is
+/// refused with what is wrong (400, 413, 415) before it is stored (five million empty samples
+/// in 10 MB before they are decoded), and an honest request
+/// after them is stored.
+#[test]
+fn hostile_otlp_requests_are_refused_with_what_is_wrong() {
+    use prost::Message;
+    let sb = Sandbox::new();
+    let rx = Receiver::start(&sb, &[]);
+    let url = format!("http://{}/v1development/profiles", rx.addr);
+    let proto = [("content-type", "application/x-protobuf")];
+    let good = honest().encode_to_vec();
+    let mut outside = honest();
+    outside.resource_profiles[0].scope_profiles[0].profiles[0].samples[0].stack_index = 1 << 20;
+    let mut million = Vec::new();
+    for _ in 0..5_000_000 {
+        million.extend_from_slice(&[0x12, 0x00]);
+    }
+    let nest = |field: u8, inner: &[u8]| {
+        let mut out = vec![field];
+        agentprof::pprof::proto::put_varint(&mut out, inner.len() as u64);
+        out.extend_from_slice(inner);
+        out
+    };
+    let million = nest(0x0a, &nest(0x12, &nest(0x12, &million)));
+    let bomb = {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(&vec![0u8; 200 << 20]).expect("gzip");
+        gz.finish().expect("gzip")
+    };
+    let cases: Vec<(&str, Vec<(&str, &str)>, Vec<u8>, u16, &str)> = vec![
+        (
+            "cut",
+            proto.to_vec(),
+            good[..good.len() / 2].to_vec(),
+            400,
+            "OTLP protobuf",
+        ),
+        (
+            "outside",
+            proto.to_vec(),
+            outside.encode_to_vec(),
+            400,
+            "stack index 1048576",
+        ),
+        ("millions", proto.to_vec(), million, 413, "bytes, over the"),
+        (
+            "bomb",
+            vec![
+                ("content-type", "application/x-protobuf"),
+                ("content-encoding", "gzip"),
+            ],
+            bomb,
+            413,
+            "decompressed",
+        ),
+        (
+            "json",
+            vec![("content-type", "application/json")],
+            b"{\"resourceProfiles\": 3}".to_vec(),
+            400,
+            "OTLP/JSON",
+        ),
+        (
+            "type",
+            vec![("content-type", "text/plain")],
+            good.clone(),
+            415,
+            "application/x-protobuf",
+        ),
+        (
+            "encoding",
+            vec![
+                ("content-type", "application/x-protobuf"),
+                ("content-encoding", "br"),
+            ],
+            good.clone(),
+            415,
+            "Content-Encoding br",
+        ),
+    ];
+    for (what, headers, body, code, words) in cases {
+        let (got, text) = post(&url, &headers, body);
+        assert_eq!(got, code, "{what}: {text}");
+        assert!(text.contains(words), "{what}: {text}");
+    }
+    let (got, text) = post(&url, &proto, good);
+    assert_eq!(got, 200, "{text}");
+    let l = rx.next();
+    assert_eq!(l["service"], "honest");
+    let stderr = rx.stop();
+    assert!(stderr.contains("stopped: 1 stored"), "{stderr}");
+}
