@@ -128,6 +128,12 @@ impl Drop for Collector {
 /// `go tool pprof -traces` of one sample type, without the header lines that name the
 /// file (the stacks, their values and labels).
 fn traces(file: &Path, sample_index: Option<&str>) -> String {
+    try_traces(file, sample_index)
+        .unwrap_or_else(|| panic!("go tool pprof -traces {}", file.display()))
+}
+
+/// `traces`, or None when go tool pprof cannot read it so (no such sample type).
+fn try_traces(file: &Path, sample_index: Option<&str>) -> Option<String> {
     let path = file.to_str().expect("utf-8 path");
     let index = sample_index.map(|s| format!("-sample_index={s}"));
     let mut args = vec!["tool", "pprof", "-traces"];
@@ -135,11 +141,13 @@ fn traces(file: &Path, sample_index: Option<&str>) -> String {
         args.push(i);
     }
     args.push(path);
-    let out = go(&args).unwrap_or_else(|| panic!("go tool pprof -traces {path}"));
-    out.lines()
-        .filter(|l| !l.starts_with("File:") && !l.starts_with("Build ID:"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    let out = go(&args)?;
+    Some(
+        out.lines()
+            .filter(|l| !l.starts_with("File:") && !l.starts_with("Build ID:"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
 }
 
 fn top(file: &Path, sample_index: Option<&str>) -> String {
@@ -587,6 +595,60 @@ fn hostile_otlp_requests_are_refused_with_what_is_wrong() {
     assert_eq!(got, 200, "{text}");
     let l = rx.next();
     assert_eq!(l["service"], "honest");
+    let stderr = rx.stop();
+    assert!(stderr.contains("stopped: 1 stored"), "{stderr}");
+}
+
+/// `receive --forward-otlp` to the real collector: a recorded dd-trace-go upload (five
+/// profiles, one of them gzip, and metrics.json) goes on as one OTLP request whose profiles,
+/// converted back by the collector, read in go tool pprof as the five files do, under the
+/// upload's service, env and version and agentprof.yaml's tags.
+#[test]
+fn receive_forwards_uploads_to_the_collector_as_otlp() {
+    let sb = Sandbox::new();
+    let Some(col) = Collector::start(&sb, "", &[]) else {
+        return;
+    };
+    sb.write("agentprof.yaml", "tags: [team:core]\n");
+    let rx = Receiver::start(
+        &sb,
+        &[
+            "--config",
+            "agentprof.yaml",
+            "--forward-otlp",
+            &col.endpoint,
+            "--spool",
+            "fspool",
+        ],
+    );
+    let (body, ct) = crate::receive::recorded_upload("service:fwd,env:prod,version:3,runtime:go");
+    let (code, text) =
+        crate::receive::post(&format!("http://{}/profiling/v1/input", rx.addr), body, &ct);
+    assert_eq!(code, 202, "{text}");
+    rx.next();
+    // cpu (2 types), heap (4), block (2), mutex (2), goroutine (1).
+    let got = col.received(11);
+    assert_eq!(got.len(), 11, "{got:?}");
+    let names = [
+        "cpu.pprof",
+        "delta-heap.pprof",
+        "delta-block.pprof",
+        "delta-mutex.pprof",
+        "goroutines.pprof",
+    ];
+    for (stem, meta) in &got {
+        let res = &meta["resource"];
+        assert_eq!(res["service.name"], "fwd", "{meta}");
+        assert_eq!(res["deployment.environment.name"], "prod");
+        assert_eq!(res["service.version"], "3");
+        assert_eq!(res["team"], "core");
+        let ty = meta["type"].as_str().expect("type");
+        let converted = traces(&col.dir.join(format!("{stem}.pb.gz")), None);
+        let matched = names
+            .iter()
+            .any(|n| try_traces(&crate::support::fixture(n), Some(ty)) == Some(converted.clone()));
+        assert!(matched, "{stem} ({ty}) reads as none of the files sent");
+    }
     let stderr = rx.stop();
     assert!(stderr.contains("stopped: 1 stored"), "{stderr}");
 }

@@ -2,6 +2,7 @@
 //! pods that are real Go pprof services on 127.0.0.N and a loopback kubelet reporting their
 //! real CPU and memory.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
@@ -296,6 +297,8 @@ fn captures_are_scheduled_and_triggered_and_say_why() {
     let (intake, uploads) =
         crate::support::serve(|_, _| crate::support::reply("202 Accepted", "{}"));
     let upload = format!("http://{intake}/profiling/v1/input");
+    let (collector, exported) = crate::support::serve(|_, _| crate::support::reply("200 OK", ""));
+    let otlp = format!("http://{collector}");
     let r = k8s(
         &sb,
         &kc,
@@ -306,6 +309,8 @@ fn captures_are_scheduled_and_triggered_and_say_why() {
             "out",
             "--upload",
             &upload,
+            "--otlp",
+            &otlp,
             "--spool",
             "spool",
         ],
@@ -413,6 +418,58 @@ fn captures_are_scheduled_and_triggered_and_say_why() {
     assert!(
         bodies.iter().any(|b| b.contains("service:local-static")),
         "the static target's upload"
+    );
+    // And as OTLP profiles, the capture's tags as the semantic conventions name them.
+    let resources: Vec<BTreeMap<String, String>> = exported
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|(path, _, body)| {
+            assert_eq!(path, "/v1development/profiles");
+            let mut raw = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&body[..]), &mut raw)
+                .unwrap();
+            let req = <otlp::proto::ExportProfilesServiceRequest as prost::Message>::decode(
+                raw.as_slice(),
+            )
+            .unwrap();
+            req.resource_profiles
+                .iter()
+                .map(|r| {
+                    r.resource
+                        .iter()
+                        .flat_map(|x| &x.attributes)
+                        .map(|kv| {
+                            let v = otlp::import::value_text(kv.value.as_ref(), &[]);
+                            (kv.key.clone(), v)
+                        })
+                        .collect()
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let web = resources
+        .iter()
+        .find(|r| {
+            r.get("k8s.pod.name").map(String::as_str) == Some("web-0")
+                && r.get("trigger_level").map(String::as_str) == Some("emergency")
+        })
+        .unwrap_or_else(|| panic!("{resources:?}"));
+    for (k, v) in [
+        ("k8s.namespace.name", "shop"),
+        ("k8s.pod.uid", "u0"),
+        ("k8s.node.name", "node-a"),
+        ("container.name", "app"),
+        ("k8s.cluster.name", "loop-cluster"),
+        ("process.runtime.name", "go"),
+    ] {
+        assert_eq!(web.get(k).map(String::as_str), Some(v), "{k}: {web:?}");
+    }
+    assert!(
+        resources
+            .iter()
+            .any(|r| r.get("service.name").map(String::as_str) == Some("local-static")),
+        "the static target's export: {resources:?}"
     );
     // One LIST, one WATCH, no per-pod GET; the node's lease taken and given back.
     let counts = api.counts();
