@@ -814,7 +814,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__k8s)
-            opts="-h --node --kubeconfig --context --config --confd --out --upload --spool --metrics-listen --duration --json --help targets help"
+            opts="-h --node --kubeconfig --context --config --confd --out --upload --otlp --otlp-header --otlp-original-payload --spool --metrics-listen --duration --json --help targets help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -845,6 +845,14 @@ _agentprof() {
                     return 0
                     ;;
                 --upload)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --otlp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --otlp-header)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -992,7 +1000,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__pull)
-            opts="-h --types --profile-duration --interval --once --count --http-timeout --out --top --flamegraph --retention-mb --retention-days --service --env --version --tag --tls-ca --tls-cert --tls-key --insecure-skip-verify --upload --spool --body-size-limit-mb --delta-cache-mb --json --config --confd --help"
+            opts="-h --types --profile-duration --interval --once --count --http-timeout --out --top --flamegraph --retention-mb --retention-days --service --env --version --tag --tls-ca --tls-cert --tls-key --insecure-skip-verify --upload --otlp --otlp-header --otlp-original-payload --spool --body-size-limit-mb --delta-cache-mb --json --config --confd --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1066,6 +1074,14 @@ _agentprof() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --otlp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --otlp-header)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --spool)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1094,7 +1110,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__receive)
-            opts="-h -V --listen --out --queue --top --forward --spool --tls-cert --tls-key --metrics-listen --duration --json --config --help --version"
+            opts="-h -V --listen --out --queue --top --forward --forward-otlp --otlp-header --otlp-original-payload --spool --tls-cert --tls-key --metrics-listen --duration --json --config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1117,6 +1133,14 @@ _agentprof() {
                     return 0
                     ;;
                 --forward)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --forward-otlp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --otlp-header)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -171,6 +171,8 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l tls-ca -d '
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l tls-cert -d 'Client certificate (PEM) for https targets that ask for one' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l tls-key -d 'The client certificate\'s private key (PEM)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l upload -d 'POST each collection here in dd-trace-go\'s format (DataKit: http://host:9529/profiling/v1/input)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l otlp -d 'Also send each collection as OTLP profiles to an OpenTelemetry Collector (http://host:4318; a URL without a path gets /v1development/profiles)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l otlp-header -d 'A header of every OTLP request, NAME=VALUE (repeatable; for credentials: never written to the spool)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l spool -d 'Where uploads that failed wait to be sent (default: $AGENTPROF_STATE_DIR or the XDG state dir)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l body-size-limit-mb -d 'Largest response accepted (MiB); decompressed at most min(this, 8 MiB)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l delta-cache-mb -d 'Memory for delta baselines (MiB), least recently used evicted first' -r
@@ -179,6 +181,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l confd -d 'D
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l once -d 'Collect once (the default without --interval)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l flamegraph -d 'Also write an SVG flamegraph of each profile next to it (needs --out)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l insecure-skip-verify -d 'Do not verify the target\'s certificate (not for production)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l otlp-original-payload -d 'Attach each pprof profile to its OTLP profiles as original_payload (larger requests)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -l json -d 'Print one JSON document per collection (see docs/json.md)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand pull" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l node -d 'This node\'s name (default: $NODE_NAME, from the downward API\'s spec.nodeName)' -r
@@ -188,9 +191,12 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l confd -d 'Directory of check configurations (NAME.yaml and NAME.d/*.yaml; profile.yaml for pull and k8s)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l out -d 'Write captures under DIR/<namespace>/<pod>/<container>/ and DIR/captures.jsonl (default: profile.yaml\'s out_dir)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l upload -d 'POST each capture in dd-trace-go\'s format here (default: profile.yaml\'s upload_url)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l otlp -d 'Also send each capture as OTLP profiles to an OpenTelemetry Collector (http://host:4318; a URL without a path gets /v1development/profiles; default: profile.yaml\'s otlp_url)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l otlp-header -d 'A header of every OTLP request, NAME=VALUE (repeatable; for credentials: never written to the spool; default: profile.yaml\'s otlp_headers)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l spool -d 'Where uploads that failed wait to be sent (default: $AGENTPROF_STATE_DIR or the XDG state dir)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l metrics-listen -d 'Serve /metrics (OpenMetrics), /healthz and /readyz here, e.g. 0.0.0.0:9090' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l duration -d 'Stop after D (default: run until SIGTERM or Ctrl-C)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l otlp-original-payload -d 'Attach each pprof profile to its OTLP profiles as original_payload (larger requests; default: profile.yaml\'s otlp_original_payload)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -l json -d 'Print one JSON line per event (target found or removed, capture, skip) instead of text'
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand k8s; and not __fish_seen_subcommand_from targets help" -f -a "targets" -d 'Print once every pod on the node, the rule that matched, the endpoints that would be collected, and why each other pod or container is not a target'
@@ -209,12 +215,15 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l out -d '
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l queue -d 'The durable queue of uploads acknowledged and not yet stored (default: receive.queue_dir, else $AGENTPROF_STATE_DIR or the XDG state dir\'s receive-queue)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l top -d 'Print each profile\'s top N functions with its upload' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l forward -d 'Post each upload on to URL (DataKit, a Datadog Agent, Datadog\'s intake with agentprof.yaml\'s api_key) with agentprof.yaml\'s tags added (default: receive.forward_url)' -r
-complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l spool -d 'Where forwards that failed wait to be sent (default: receive.spool_dir, else $AGENTPROF_STATE_DIR or the XDG state dir\'s receive-spool)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l forward-otlp -d 'Also send each upload\'s pprof profiles on as OTLP profiles to an OpenTelemetry Collector (http://host:4318; a URL without a path gets /v1development/profiles; default: receive.forward_otlp_url)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l otlp-header -d 'A header of every OTLP request, NAME=VALUE (repeatable; for credentials: never written to the spool; default: receive.otlp_headers)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l spool -d 'Where forwards that failed wait to be sent (default: receive.spool_dir, else $AGENTPROF_STATE_DIR or the XDG state dir\'s receive-spool; OTLP\'s in otlp/ under it)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l tls-cert -d 'Listen over TLS with this certificate chain (PEM; default: receive.tls_cert)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l tls-key -d 'The certificate\'s private key (PEM; default: receive.tls_key)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l metrics-listen -d 'Serve /metrics (OpenMetrics) and /healthz here, e.g. 127.0.0.1:9091' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l duration -d 'Stop after D (default: run until SIGTERM or Ctrl-C)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l otlp-original-payload -d 'Attach each pprof profile to its OTLP profiles as original_payload (larger requests; default: receive.otlp_original_payload)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -l json -d 'Print one JSON line per upload (an uploads.jsonl line, see docs/json.md) instead of text'
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand receive" -s V -l version -d 'Print version'

@@ -159,17 +159,6 @@ impl Reservation {
         }
     }
 
-    /// `bytes` of this reservation made a reservation of their own (all of it when it holds
-    /// less), for a request that becomes several jobs.
-    pub fn split(&mut self, bytes: u64) -> Option<Reservation> {
-        let n = (units(bytes).max(1) as usize).min(self.permit.num_permits());
-        Some(Reservation {
-            budget: self.budget.clone(),
-            permit: self.permit.split(n)?,
-            lane: self.lane,
-        })
-    }
-
     /// Gives back what is held beyond `bytes`.
     pub fn shrink_to(&mut self, bytes: u64) {
         let keep = units(bytes).max(1) as usize;

@@ -145,31 +145,12 @@ impl K8sConfig {
                 MAX_DELTA_CACHE_MB,
             )? as u64,
             upload_url: url("upload_url", init.upload_url)?,
-            otlp: match init.otlp_url {
-                Some(u) => {
-                    let url =
-                        crate::pull::otlp::endpoint(&u).map_err(|e| init_err("otlp_url", e))?;
-                    let mut headers = Vec::new();
-                    for (k, v) in init.otlp_headers.unwrap_or_default() {
-                        headers.push(
-                            crate::pull::otlp::header(&format!("{k}={v}"))
-                                .map_err(|e| init_err("otlp_headers", e))?,
-                        );
-                    }
-                    Some(crate::pull::otlp::OtlpTarget {
-                        url,
-                        headers,
-                        original_payload: init.otlp_original_payload.unwrap_or(false),
-                    })
-                }
-                None if init.otlp_headers.is_some() || init.otlp_original_payload.is_some() => {
-                    return Err(init_err(
-                        "otlp_headers",
-                        "otlp_headers and otlp_original_payload go with otlp_url".into(),
-                    ));
-                }
-                None => None,
-            },
+            otlp: otlp_target(
+                init.otlp_url,
+                init.otlp_headers,
+                init.otlp_original_payload,
+                &init_err,
+            )?,
             out_dir: init.out_dir,
             kubelet_url: url("kubelet_url", init.kubelet_url)?,
             kubelet_tls_verify: init.kubelet_tls_verify.unwrap_or(true),
@@ -236,6 +217,37 @@ fn init_config(path: &Path, v: Option<serde_yaml_ng::Value>) -> Result<RawInit, 
 }
 
 /// A rule from the lines after `kubernetes:\n  - port: 6060\n`, for tests.
+/// profile.yaml's `otlp_url`, `otlp_headers` and `otlp_original_payload`.
+fn otlp_target(
+    url: Option<String>,
+    headers: Option<std::collections::BTreeMap<String, String>>,
+    original_payload: Option<bool>,
+    init_err: &dyn Fn(&str, String) -> UsageError,
+) -> Result<Option<crate::pull::otlp::OtlpTarget>, UsageError> {
+    let Some(u) = url else {
+        if headers.is_some() || original_payload.is_some() {
+            return Err(init_err(
+                "otlp_headers",
+                "otlp_headers and otlp_original_payload go with otlp_url".into(),
+            ));
+        }
+        return Ok(None);
+    };
+    let url = crate::pull::otlp::endpoint(&u).map_err(|e| init_err("otlp_url", e))?;
+    let mut list = Vec::new();
+    for (k, v) in headers.unwrap_or_default() {
+        list.push(
+            crate::pull::otlp::header(&format!("{k}={v}"))
+                .map_err(|e| init_err("otlp_headers", e))?,
+        );
+    }
+    Ok(Some(crate::pull::otlp::OtlpTarget {
+        url,
+        headers: list,
+        original_payload: original_payload.unwrap_or(false),
+    }))
+}
+
 #[cfg(test)]
 pub fn test_rule(extra: &str) -> Rule {
     let text = format!("kubernetes:\n  - port: 6060\n{extra}");

@@ -6,8 +6,6 @@
 
 use reqwest::Url;
 
-use super::upload::{Upload, UploadError};
-
 /// Where OTLP profiles go, with the headers every request carries (credentials, never
 /// spooled) and whether the pprof profile rides along as `original_payload`.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,18 +92,23 @@ pub fn resource(tags: &[String]) -> Vec<(String, String)> {
     out
 }
 
-/// The request of an upload's pprof attachments (gzip), or None when it has none.
-pub fn encode(up: &Upload, original_payload: bool) -> Result<Option<Vec<u8>>, UploadError> {
+/// The request (gzip) of an upload's pprof attachments (`name.pprof`, bytes) under the
+/// resource of its tags, or None when it has none; Err names the profile that does not
+/// decode.
+pub fn request(
+    attachments: &[(String, Vec<u8>)],
+    tags: &[String],
+    original_payload: bool,
+) -> Result<Option<Vec<u8>>, String> {
     use prost::Message;
-    let resource = resource(&up.tags);
+    let resource = resource(tags);
     let mut export = otlp::export::Export::new();
     let limits = crate::pprof::decode::Limits::local();
-    for (name, bytes) in &up.attachments {
+    for (name, bytes) in attachments {
         if !name.ends_with(".pprof") {
             continue;
         }
-        let p = crate::pprof::decode::decode(bytes, &limits)
-            .map_err(|e| UploadError::Encode(format!("{name}: {e}")))?;
+        let p = crate::pprof::decode::decode(bytes, &limits).map_err(|e| format!("{name}: {e}"))?;
         export.add(
             &p,
             &otlp::export::Source {

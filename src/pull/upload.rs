@@ -86,7 +86,9 @@ impl Upload {
                 }))
             }
             Format::Otlp { original } => {
-                Ok(super::otlp::encode(self, original)?.map(|body| Encoded {
+                let body = super::otlp::request(&self.attachments, &self.tags, original)
+                    .map_err(UploadError::Encode)?;
+                Ok(body.map(|body| Encoded {
                     body,
                     content_type: "application/x-protobuf".into(),
                     headers: vec![("Content-Encoding".into(), "gzip".into())],
@@ -582,12 +584,6 @@ impl Background {
         Ok(())
     }
 
-    /// Stops the sender, waiting for the upload it is sending at most `grace`; whatever is
-    /// not sent stays in the spool for the next start. Returns how many wait there.
-    pub fn stop(&self, grace: Duration) -> usize {
-        self.stop_by(std::time::Instant::now() + grace)
-    }
-
     /// Tells the sender to stop after the upload it is sending, without waiting.
     pub fn ask_stop(&self) {
         let (m, cv) = &*self.wake;
@@ -595,8 +591,9 @@ impl Background {
         cv.notify_one();
     }
 
-    /// As `stop`, waiting until `deadline` at most: several senders asked first
-    /// (`ask_stop`) share one grace.
+    /// Stops the sender, waiting for the upload it is sending until `deadline` at most
+    /// (several senders asked first with `ask_stop` share one grace); whatever is not sent
+    /// stays in the spool for the next start. Returns how many wait there.
     pub fn stop_by(&self, deadline: std::time::Instant) -> usize {
         self.ask_stop();
         let left = deadline.saturating_duration_since(std::time::Instant::now());

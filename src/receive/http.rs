@@ -649,74 +649,17 @@ async fn ingest(state: Arc<State>, req: Request<Body>, kind: Ingest) -> Response
         Ok(w) => w,
         Err(answered) => return answered,
     };
-    let fields = if kind == Ingest::Pyroscope && w.content_type.starts_with("multipart/") {
-        let b = match super::form::boundary(Some(&w.content_type)) {
-            Ok(b) => b,
-            Err(r) => return refuse(m, r),
-        };
-        let body = w.body.clone();
-        let stream = futures_util::stream::once(async move { Ok::<_, std::io::Error>(body) });
-        match super::form::fields(stream, b).await {
-            Ok(f) => Some(f),
-            Err(super::form::FieldsError::Body(r)) => return refuse(m, r),
-            Err(super::form::FieldsError::Stream) => {
-                return refuse(m, Reject::Malformed("the body was cut".into()));
-            }
-        }
-    } else {
-        None
+    let fields = match multipart_fields(kind, &w).await {
+        Ok(f) => f,
+        Err(r) => return refuse(m, r),
     };
-    let limits = state.limits;
-    let (body, ctype, query, gzip, at) = (w.body, w.content_type, w.query, w.gzip, w.at);
-    let mut held = w.held;
-    let made = tokio::task::spawn_blocking(move || {
-        let r = match kind {
-            Ingest::Pyroscope => {
-                super::ingest::pyroscope(&query, &body, fields, &limits, at, &mut held)
-                    .map(|u| (vec![u], false))
-            }
-            Ingest::Otlp => super::ingest::otlp(&ctype, gzip, &body, &limits, at, &mut held),
-            Ingest::Push => {
-                super::ingest::pyroscope_push(&ctype, gzip, &body, &limits, at, &mut held)
-            }
-        };
-        (r, held)
-    })
-    .await;
-    let ((uploads, json), mut held) = match made {
-        Ok((Ok(x), held)) => (x, held),
-        Ok((Err(r), _)) => return refuse(m, r),
-        Err(e) => return answer(500, format!("the conversion failed: {e}")),
+    let (headers, at) = (w.headers.clone(), w.at);
+    let (uploads, json) = match convert(&state, kind, w, fields).await {
+        Ok(x) => x,
+        Err(answered) => return answered,
     };
-    held.shrink_to(0);
     for up in uploads {
-        let (body, ct) = up.body();
-        let charge = 2 * body.len() as u64;
-        let Some(r) = held
-            .split(charge)
-            .or_else(|| state.budget.try_reserve(charge))
-        else {
-            return refuse(m, super::form::busy());
-        };
-        let mut record = record_head(&ct, &w.headers, at, body.len());
-        record.extend_from_slice(&body);
-        let body_len = body.len() as u64;
-        let (parsed, r) =
-            match super::form::parse(Some(&ct), Bytes::from(body), &state.limits, r).await {
-                Ok(x) => x,
-                Err(r) => return refuse(m, r),
-            };
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let st = Arc::clone(&state);
-        let headers = w.headers.clone();
-        tokio::spawn(async move {
-            let r = enqueue(&st, record, body_len, headers, at, parsed, r).await;
-            let _ = tx.send(r);
-        });
-        let answered = rx
-            .await
-            .unwrap_or_else(|_| answer(503, "the receiver is stopping; retry".into()));
-        if answered.status() != StatusCode::ACCEPTED {
+        if let Err(answered) = durable(&state, up, &headers, at).await {
             return answered;
         }
     }
@@ -730,4 +673,97 @@ async fn ingest(state: Arc<State>, req: Request<Body>, kind: Ingest) -> Response
         .header("content-type", ctype)
         .body(Body::from(body))
         .unwrap_or_default()
+}
+
+/// The parts of a Pyroscope request's multipart body (None for any other body).
+async fn multipart_fields(
+    kind: Ingest,
+    w: &Whole,
+) -> Result<Option<Vec<super::form::Field>>, Reject> {
+    if kind != Ingest::Pyroscope || !w.content_type.starts_with("multipart/") {
+        return Ok(None);
+    }
+    let b = super::form::boundary(Some(&w.content_type))?;
+    let body = w.body.clone();
+    let stream = futures_util::stream::once(async move { Ok::<_, std::io::Error>(body) });
+    match super::form::fields(stream, b).await {
+        Ok(f) => Ok(Some(f)),
+        Err(super::form::FieldsError::Body(r)) => Err(r),
+        Err(super::form::FieldsError::Stream) => Err(Reject::Malformed("the body was cut".into())),
+    }
+}
+
+/// The request made into dd-trace uploads, on the blocking pool within what it holds of
+/// the budget (given back when it is done); and whether it was JSON.
+async fn convert(
+    state: &State,
+    kind: Ingest,
+    w: Whole,
+    fields: Option<Vec<super::form::Field>>,
+) -> Result<(Vec<crate::pull::upload::Upload>, bool), Response<Body>> {
+    let limits = state.limits;
+    let Whole {
+        body,
+        content_type: ctype,
+        query,
+        gzip,
+        at,
+        mut held,
+        ..
+    } = w;
+    let made = tokio::task::spawn_blocking(move || match kind {
+        Ingest::Pyroscope => {
+            super::ingest::pyroscope::pyroscope(&query, &body, fields, &limits, at, &mut held)
+                .map(|u| (vec![u], false))
+        }
+        Ingest::Otlp => super::ingest::otlp::otlp(&ctype, gzip, &body, &limits, at, &mut held),
+        Ingest::Push => super::ingest::push::push(&ctype, gzip, &body, &limits, at, &mut held),
+    })
+    .await;
+    match made {
+        Ok(Ok(x)) => Ok(x),
+        Ok(Err(r)) => Err(refuse(&state.metrics, r)),
+        Err(e) => Err(answer(500, format!("the conversion failed: {e}"))),
+    }
+}
+
+/// One converted upload checked as a dd-trace upload is and made durable in the queue, as
+/// `upload` does; Err is the answer when it could not be.
+async fn durable(
+    state: &Arc<State>,
+    up: crate::pull::upload::Upload,
+    headers: &[(String, String)],
+    at: jiff::Timestamp,
+) -> Result<(), Response<Body>> {
+    let m = &state.metrics;
+    let (body, ct) = up.body();
+    let charge = 2 * body.len() as u64;
+    let Some(held) = state.budget.try_reserve_large(charge) else {
+        return Err(refuse(m, super::form::busy()));
+    };
+    let mut record = record_head(&ct, headers, at, body.len());
+    record.extend_from_slice(&body);
+    let body_len = body.len() as u64;
+    let (parsed, held) =
+        match super::form::parse(Some(&ct), Bytes::from(body), &state.limits, held).await {
+            Ok(x) => x,
+            Err(r) => return Err(refuse(m, r)),
+        };
+    // Made durable by a task of its own, as an upload is: a client that goes away
+    // meanwhile neither strands it nor has it stored twice.
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let st = Arc::clone(state);
+    let headers = headers.to_vec();
+    tokio::spawn(async move {
+        let r = enqueue(&st, record, body_len, headers, at, parsed, held).await;
+        let _ = tx.send(r);
+    });
+    let answered = rx
+        .await
+        .unwrap_or_else(|_| answer(503, "the receiver is stopping; retry".into()));
+    if answered.status() == StatusCode::ACCEPTED {
+        Ok(())
+    } else {
+        Err(answered)
+    }
 }

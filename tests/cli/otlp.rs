@@ -535,7 +535,9 @@ fn hostile_otlp_requests_are_refused_with_what_is_wrong() {
         gz.write_all(&vec![0u8; 200 << 20]).expect("gzip");
         gz.finish().expect("gzip")
     };
-    let cases: Vec<(&str, Vec<(&str, &str)>, Vec<u8>, u16, &str)> = vec![
+    // What is sent (name, headers, body) and what must come back (status, words).
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, Vec<u8>, u16, &'a str);
+    let cases: Vec<Case> = vec![
         (
             "cut",
             proto.to_vec(),

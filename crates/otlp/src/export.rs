@@ -176,17 +176,69 @@ impl Export {
     /// Adds one pprof profile: one OTLP profile per sample type, under the resource with
     /// `src.resource`'s attributes (made when it is new).
     pub fn add(&mut self, p: &pp::Profile, src: &Source) {
-        let s = |i: i64| {
-            p.string_table
-                .get(i as usize)
-                .map(String::as_str)
-                .unwrap_or("")
-        };
         let strings: Vec<i32> = p.string_table.iter().map(|t| self.string(t)).collect();
-        let si = |i: i64| strings.get(i as usize).copied().unwrap_or(0);
-        let mut fn_index = HashMap::new();
-        for f in &p.function {
-            let key = (si(f.name), si(f.system_name), si(f.filename), f.start_line);
+        let at = Indices {
+            p,
+            strings: &strings,
+        };
+        let functions = self.functions_of(&at);
+        let mappings = self.mappings_of(&at);
+        let locations = self.locations_of(&at, &functions, &mappings);
+        let rows = self.rows_of(&at, &locations);
+        let attrs = self.profile_attributes(&at);
+        let period_type = p.period_type.as_ref().map(|v| ValueType {
+            type_strindex: at.si(v.r#type),
+            unit_strindex: at.si(v.unit),
+        });
+        let mut profiles = Vec::with_capacity(p.sample_type.len());
+        for (t, st) in p.sample_type.iter().enumerate() {
+            let samples = p
+                .sample
+                .iter()
+                .zip(&rows)
+                .map(|(smp, (stack, attrs))| Sample {
+                    stack_index: *stack,
+                    attribute_indices: attrs.clone(),
+                    link_index: 0,
+                    values: vec![smp.value.get(t).copied().unwrap_or(0)],
+                    timestamps_unix_nano: Vec::new(),
+                })
+                .collect();
+            let original = src.original.filter(|_| t == 0);
+            profiles.push(Profile {
+                sample_type: Some(ValueType {
+                    type_strindex: at.si(st.r#type),
+                    unit_strindex: at.si(st.unit),
+                }),
+                samples,
+                time_unix_nano: p.time_nanos.max(0) as u64,
+                duration_nano: p.duration_nanos.max(0) as u64,
+                period_type: period_type.clone(),
+                period: p.period,
+                profile_id: self.ids.next().to_vec(),
+                dropped_attributes_count: 0,
+                original_payload_format: if original.is_some() {
+                    "pprof".into()
+                } else {
+                    String::new()
+                },
+                original_payload: original.map(<[u8]>::to_vec).unwrap_or_default(),
+                attribute_indices: attrs.clone(),
+            });
+        }
+        self.put(src.resource, profiles);
+    }
+
+    /// Each pprof function's index in the function table, by its id.
+    fn functions_of(&mut self, at: &Indices) -> HashMap<u64, i32> {
+        let mut out = HashMap::new();
+        for f in &at.p.function {
+            let key = (
+                at.si(f.name),
+                at.si(f.system_name),
+                at.si(f.filename),
+                f.start_line,
+            );
             let i = Self::interned(
                 &mut self.functions,
                 &mut self.dict.function_table,
@@ -198,13 +250,19 @@ impl Export {
                     start_line: key.3,
                 },
             );
-            fn_index.insert(f.id, i);
+            out.insert(f.id, i);
         }
-        let mut map_index = HashMap::new();
-        for m in &p.mapping {
+        out
+    }
+
+    /// Each pprof mapping's index in the mapping table, by its id (its build id and flags
+    /// as attributes).
+    fn mappings_of(&mut self, at: &Indices) -> HashMap<u64, i32> {
+        let mut out = HashMap::new();
+        for m in &at.p.mapping {
             let mut attrs = Vec::new();
             if m.build_id != 0 {
-                attrs.push(self.str_attribute(keys::BUILD_ID, s(m.build_id)));
+                attrs.push(self.str_attribute(keys::BUILD_ID, at.s(m.build_id)));
             }
             for (on, key) in [
                 (m.has_functions, keys::HAS_FUNCTIONS),
@@ -220,7 +278,7 @@ impl Export {
                 start: m.memory_start,
                 limit: m.memory_limit,
                 offset: m.file_offset,
-                file: si(m.filename),
+                file: at.si(m.filename),
                 attrs,
             };
             let made = key.clone();
@@ -236,23 +294,33 @@ impl Export {
                     attribute_indices: made.attrs,
                 },
             );
-            map_index.insert(m.id, i);
+            out.insert(m.id, i);
         }
-        let mut loc_index = HashMap::new();
-        for l in &p.location {
+        out
+    }
+
+    /// Each pprof location's index in the location table, by its id.
+    fn locations_of(
+        &mut self,
+        at: &Indices,
+        functions: &HashMap<u64, i32>,
+        mappings: &HashMap<u64, i32>,
+    ) -> HashMap<u64, i32> {
+        let mut out = HashMap::new();
+        for l in &at.p.location {
             let attrs = if l.is_folded {
                 vec![self.attribute(keys::IS_FOLDED, AttrValue::Bool(true), 0)]
             } else {
                 Vec::new()
             };
             let key = LocKey {
-                mapping: map_index.get(&l.mapping_id).copied().unwrap_or(0),
+                mapping: mappings.get(&l.mapping_id).copied().unwrap_or(0),
                 address: l.address,
                 lines: l
                     .line
                     .iter()
                     .map(|ln| {
-                        let f = fn_index.get(&ln.function_id).copied().unwrap_or(0);
+                        let f = functions.get(&ln.function_id).copied().unwrap_or(0);
                         (f, ln.line, ln.column)
                     })
                     .collect(),
@@ -278,15 +346,20 @@ impl Export {
                     attribute_indices: made.attrs,
                 },
             );
-            loc_index.insert(l.id, i);
+            out.insert(l.id, i);
         }
-        // Each sample's stack and attributes, shared by every sample type's profile.
-        let mut rows = Vec::with_capacity(p.sample.len());
-        for smp in &p.sample {
+        out
+    }
+
+    /// Each sample's stack index and attributes (its labels), shared by every sample
+    /// type's profile.
+    fn rows_of(&mut self, at: &Indices, locations: &HashMap<u64, i32>) -> Vec<(i32, Vec<i32>)> {
+        let mut rows = Vec::with_capacity(at.p.sample.len());
+        for smp in &at.p.sample {
             let stack: Vec<i32> = smp
                 .location_id
                 .iter()
-                .map(|id| loc_index.get(id).copied().unwrap_or(0))
+                .map(|id| locations.get(id).copied().unwrap_or(0))
                 .collect();
             let made = stack.clone();
             let stack = Self::interned(&mut self.stacks, &mut self.dict.stack_table, stack, || {
@@ -299,19 +372,25 @@ impl Export {
                 .iter()
                 .map(|lb| {
                     if lb.str != 0 {
-                        let v = si(lb.str);
-                        self.attribute(s(lb.key), AttrValue::Str(v), 0)
+                        let v = at.si(lb.str);
+                        self.attribute(at.s(lb.key), AttrValue::Str(v), 0)
                     } else {
-                        let unit = si(lb.num_unit);
-                        self.attribute(s(lb.key), AttrValue::Int(lb.num), unit)
+                        let unit = at.si(lb.num_unit);
+                        self.attribute(at.s(lb.key), AttrValue::Int(lb.num), unit)
                     }
                 })
                 .collect();
             rows.push((stack, attrs));
         }
+        rows
+    }
+
+    /// The profile's own fields OTLP has none for, as `pprof.profile.*` attributes.
+    fn profile_attributes(&mut self, at: &Indices) -> Vec<i32> {
+        let p = at.p;
         let mut attrs = Vec::new();
         for c in &p.comment {
-            attrs.push(self.str_attribute(keys::COMMENT, s(*c)));
+            attrs.push(self.str_attribute(keys::COMMENT, at.s(*c)));
         }
         for (i, key) in [
             (p.drop_frames, keys::DROP_FRAMES),
@@ -320,49 +399,15 @@ impl Export {
             (p.doc_url, keys::DOC_URL),
         ] {
             if i != 0 {
-                attrs.push(self.str_attribute(key, s(i)));
+                attrs.push(self.str_attribute(key, at.s(i)));
             }
         }
-        let period_type = p.period_type.as_ref().map(|v| ValueType {
-            type_strindex: si(v.r#type),
-            unit_strindex: si(v.unit),
-        });
-        let mut profiles = Vec::with_capacity(p.sample_type.len());
-        for (t, st) in p.sample_type.iter().enumerate() {
-            let samples = p
-                .sample
-                .iter()
-                .zip(&rows)
-                .map(|(smp, (stack, attrs))| Sample {
-                    stack_index: *stack,
-                    attribute_indices: attrs.clone(),
-                    link_index: 0,
-                    values: vec![smp.value.get(t).copied().unwrap_or(0)],
-                    timestamps_unix_nano: Vec::new(),
-                })
-                .collect();
-            let original = src.original.filter(|_| t == 0);
-            profiles.push(Profile {
-                sample_type: Some(ValueType {
-                    type_strindex: si(st.r#type),
-                    unit_strindex: si(st.unit),
-                }),
-                samples,
-                time_unix_nano: p.time_nanos.max(0) as u64,
-                duration_nano: p.duration_nanos.max(0) as u64,
-                period_type: period_type.clone(),
-                period: p.period,
-                profile_id: self.ids.next().to_vec(),
-                dropped_attributes_count: 0,
-                original_payload_format: if original.is_some() {
-                    "pprof".into()
-                } else {
-                    String::new()
-                },
-                original_payload: original.map(<[u8]>::to_vec).unwrap_or_default(),
-                attribute_indices: attrs.clone(),
-            });
-        }
+        attrs
+    }
+
+    /// `profiles` as one scope (agentprof's) under the resource of `resource`, made when
+    /// it is new.
+    fn put(&mut self, resource: &[(String, String)], profiles: Vec<Profile>) {
         let scope = ScopeProfiles {
             scope: Some(InstrumentationScope {
                 name: "agentprof".into(),
@@ -373,8 +418,7 @@ impl Export {
             profiles,
             schema_url: String::new(),
         };
-        let attributes: Vec<KeyValue> = src
-            .resource
+        let attributes: Vec<KeyValue> = resource
             .iter()
             .map(|(k, v)| KeyValue::string(k, v))
             .collect();
@@ -400,6 +444,28 @@ impl Export {
             resource_profiles: self.resources,
             dictionary: Some(self.dict),
         }
+    }
+}
+
+/// A pprof profile with its strings' indices in the request's string table.
+struct Indices<'a> {
+    p: &'a pp::Profile,
+    strings: &'a [i32],
+}
+
+impl Indices<'_> {
+    /// A string of the pprof profile.
+    fn s(&self, i: i64) -> &str {
+        self.p
+            .string_table
+            .get(i as usize)
+            .map(String::as_str)
+            .unwrap_or("")
+    }
+
+    /// A pprof string index as the request's.
+    fn si(&self, i: i64) -> i32 {
+        self.strings.get(i as usize).copied().unwrap_or(0)
     }
 }
 

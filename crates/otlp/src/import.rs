@@ -405,17 +405,18 @@ impl<'a> Builder<'a> {
         Ok(label)
     }
 
+    /// The pprof profile of `group` (the OTLP profiles of one pprof profile, one sample
+    /// type each) and the profile-level attributes that are not pprof's own fields.
     fn build(
         mut self,
         group: &[(usize, &Profile)],
         base: &str,
     ) -> Result<(pp::Profile, Vec<(String, String)>), ImportError> {
-        let at = |k: usize| move || format!("{base}, profile {k}");
         let Some(&(first_k, first)) = group.first() else {
             return Ok((self.p, Vec::new()));
         };
         for &(k, prof) in group {
-            let at = at(k);
+            let at = || format!("{base}, profile {k}");
             let st = prof.sample_type.clone().unwrap_or_default();
             let vt = pp::ValueType {
                 r#type: self.string(st.type_strindex, &at, "sample type")?,
@@ -423,12 +424,26 @@ impl<'a> Builder<'a> {
             };
             self.p.sample_type.push(vt);
         }
-        let at0 = at(first_k);
-        let at0 = &at0;
+        let at0 = format!("{base}, profile {first_k}");
+        let attributes = self.header(first, &|| at0.clone())?;
+        for si in 0..first.samples.len() {
+            let sample = self.sample(group, si, base)?;
+            self.p.sample.push(sample);
+        }
+        Ok((self.p, attributes))
+    }
+
+    /// The period, time and duration of `first`, and its attributes: pprof's own fields
+    /// (`pprof.profile.*`) set, the others returned as text.
+    fn header(
+        &mut self,
+        first: &Profile,
+        at: &dyn Fn() -> String,
+    ) -> Result<Vec<(String, String)>, ImportError> {
         if let Some(pt) = &first.period_type {
             self.p.period_type = Some(pp::ValueType {
-                r#type: self.string(pt.type_strindex, at0, "period type")?,
-                unit: self.string(pt.unit_strindex, at0, "period unit")?,
+                r#type: self.string(pt.type_strindex, at, "period type")?,
+                unit: self.string(pt.unit_strindex, at, "period unit")?,
             });
         }
         self.p.period = first.period;
@@ -436,7 +451,7 @@ impl<'a> Builder<'a> {
         self.p.duration_nanos = i64::try_from(first.duration_nano).unwrap_or(i64::MAX);
         let mut attributes = Vec::new();
         for &a in &first.attribute_indices {
-            let (key, attr) = self.attribute(a, at0)?;
+            let (key, attr) = self.attribute(a, at)?;
             let t = value_text(attr.value.as_ref(), &self.dict.string_table);
             match key.as_str() {
                 keys::COMMENT => {
@@ -450,62 +465,71 @@ impl<'a> Builder<'a> {
                 _ => attributes.push((key, t)),
             }
         }
-        let n = group.len();
-        for (si, smp) in first.samples.iter().enumerate() {
-            let at = || format!("{}, sample {si}", at0());
-            let sk = check(
-                &at,
-                "stack index",
-                "stack table",
-                smp.stack_index,
-                self.dict.stack_table.len(),
-            )?;
-            let stack = &self.dict.stack_table[sk];
-            let mut location_id = Vec::with_capacity(stack.location_indices.len());
-            for &l in &stack.location_indices {
-                location_id.push(self.location(l, &at)?);
-            }
-            let mut label = Vec::with_capacity(smp.attribute_indices.len());
-            for &a in &smp.attribute_indices {
-                label.push(self.label(a, &at)?);
-            }
-            if smp.link_index != 0 {
-                let li = check(
-                    &at,
-                    "link index",
-                    "link table",
-                    smp.link_index,
-                    self.dict.link_table.len(),
-                )?;
-                let link = &self.dict.link_table[li];
-                for (k, v) in [("trace_id", &link.trace_id), ("span_id", &link.span_id)] {
-                    let key = self.text(k);
-                    let hex: String = v.iter().map(|b| format!("{b:02x}")).collect();
-                    let str = self.text(&hex);
-                    label.push(pp::Label {
-                        key,
-                        str,
-                        ..Default::default()
-                    });
-                }
-            }
-            let mut value = Vec::with_capacity(n);
-            for &(k, prof) in group {
-                let v = &prof.samples[si].values;
-                if v.len() > 1 {
-                    return Err(ImportError::Values {
-                        at: format!("{base}, profile {k}, sample {si}"),
-                        values: v.len(),
-                    });
-                }
-                value.push(v.first().copied().unwrap_or(0));
-            }
-            self.p.sample.push(pp::Sample {
-                location_id,
-                value,
-                label,
-            });
+        Ok(attributes)
+    }
+
+    /// Sample `si` of the group: the first profile's stack, attributes and link, and each
+    /// profile's value.
+    fn sample(
+        &mut self,
+        group: &[(usize, &Profile)],
+        si: usize,
+        base: &str,
+    ) -> Result<pp::Sample, ImportError> {
+        let (first_k, first) = group[0];
+        let smp = &first.samples[si];
+        let at = || format!("{base}, profile {first_k}, sample {si}");
+        let sk = check(
+            &at,
+            "stack index",
+            "stack table",
+            smp.stack_index,
+            self.dict.stack_table.len(),
+        )?;
+        let stack = &self.dict.stack_table[sk];
+        let mut location_id = Vec::with_capacity(stack.location_indices.len());
+        for &l in &stack.location_indices {
+            location_id.push(self.location(l, &at)?);
         }
-        Ok((self.p, attributes))
+        let mut label = Vec::with_capacity(smp.attribute_indices.len());
+        for &a in &smp.attribute_indices {
+            label.push(self.label(a, &at)?);
+        }
+        if smp.link_index != 0 {
+            let li = check(
+                &at,
+                "link index",
+                "link table",
+                smp.link_index,
+                self.dict.link_table.len(),
+            )?;
+            let link = &self.dict.link_table[li];
+            for (k, v) in [("trace_id", &link.trace_id), ("span_id", &link.span_id)] {
+                let key = self.text(k);
+                let hex: String = v.iter().map(|b| format!("{b:02x}")).collect();
+                let str = self.text(&hex);
+                label.push(pp::Label {
+                    key,
+                    str,
+                    ..Default::default()
+                });
+            }
+        }
+        let mut value = Vec::with_capacity(group.len());
+        for &(k, prof) in group {
+            let v = &prof.samples[si].values;
+            if v.len() > 1 {
+                return Err(ImportError::Values {
+                    at: format!("{base}, profile {k}, sample {si}"),
+                    values: v.len(),
+                });
+            }
+            value.push(v.first().copied().unwrap_or(0));
+        }
+        Ok(pp::Sample {
+            location_id,
+            value,
+            label,
+        })
     }
 }
