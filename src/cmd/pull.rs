@@ -295,7 +295,6 @@ fn url_target(args: &PullArgs, url: &str) -> anyhow::Result<crate::pull::Target>
 
 pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
     let config = AgentConfig::load(&confd_options(&args.config))?;
-    let flag = UsageError::flag;
     let targets = match &args.url {
         Some(url) => vec![url_target(&args, url)?],
         None => {
@@ -309,49 +308,7 @@ pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
             from_file(&path)?
         }
     };
-    let count = if args.once {
-        Some(1)
-    } else if args.count.is_some() {
-        args.count
-    } else if args.interval.is_some() || args.url.is_none() {
-        None
-    } else {
-        Some(1)
-    };
-    let upload = args
-        .upload
-        .as_deref()
-        .map(parse_upload)
-        .transpose()
-        .map_err(|e| flag("--upload", e))?;
-    let otlp = otlp_target(
-        args.otlp.as_deref(),
-        &args.otlp_headers,
-        args.otlp_original_payload,
-        "--otlp",
-    )?;
-    let opts = PullOptions {
-        otlp,
-        count,
-        out: args.out.clone(),
-        top: args.top.unwrap_or(0),
-        flamegraph: args.flamegraph,
-        upload,
-        spool: args
-            .spool
-            .clone()
-            .unwrap_or_else(|| crate::checks::python::state_dir().join("upload-spool")),
-        body_size_limit_mb: args.body_size_limit_mb,
-        delta_cache_mb: args.delta_cache_mb,
-        hostname: config.hostname.clone(),
-        forward: Some(config),
-        retention: crate::retention::Retention {
-            max_bytes: args.retention_mb.map(|m| m << 20),
-            max_age: args
-                .retention_days
-                .map(|d| std::time::Duration::from_secs(d * 86_400)),
-        },
-    };
+    let opts = options(&args, config)?;
     if opts.out.is_none() && !opts.uploads() {
         eprintln!(
             "agentprof: pull: without --out the profiles are read and summarised, and nothing is kept (--out DIR keeps them)"
@@ -377,6 +334,54 @@ pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
         Outcome::RunFailed
     } else {
         Outcome::Success
+    })
+}
+
+/// What the run does besides collecting, from the flags: how many collections, where
+/// files and uploads go, the limits.
+fn options(args: &PullArgs, config: AgentConfig) -> anyhow::Result<PullOptions> {
+    let count = if args.once {
+        Some(1)
+    } else if args.count.is_some() {
+        args.count
+    } else if args.interval.is_some() || args.url.is_none() {
+        None
+    } else {
+        Some(1)
+    };
+    let upload = args
+        .upload
+        .as_deref()
+        .map(parse_upload)
+        .transpose()
+        .map_err(|e| UsageError::flag("--upload", e))?;
+    let otlp = otlp_target(
+        args.otlp.as_deref(),
+        &args.otlp_headers,
+        args.otlp_original_payload,
+        "--otlp",
+    )?;
+    Ok(PullOptions {
+        otlp,
+        count,
+        out: args.out.clone(),
+        top: args.top.unwrap_or(0),
+        flamegraph: args.flamegraph,
+        upload,
+        spool: args
+            .spool
+            .clone()
+            .unwrap_or_else(|| crate::checks::python::state_dir().join("upload-spool")),
+        body_size_limit_mb: args.body_size_limit_mb,
+        delta_cache_mb: args.delta_cache_mb,
+        hostname: config.hostname.clone(),
+        forward: Some(config),
+        retention: crate::retention::Retention {
+            max_bytes: args.retention_mb.map(|m| m << 20),
+            max_age: args
+                .retention_days
+                .map(|d| std::time::Duration::from_secs(d * 86_400)),
+        },
     })
 }
 

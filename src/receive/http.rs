@@ -274,16 +274,7 @@ async fn read(state: &State, req: Request<Body>) -> Result<Read, Response<Body>>
     if let Some(n) = declared.filter(|n| *n > state.body_limit) {
         return Err(too_large(state, req.into_body(), n).await);
     }
-    // What arrives is charged as it arrives: a sender that states 100 MB and sends 6 KB holds
-    // 4 × 64 KiB, not 400 MB.
-    let first = declared.unwrap_or(FIRST_CHARGE).min(FIRST_CHARGE);
-    let reserve = BODY_COPIES * first;
-    let held = if declared.is_some_and(|n| n <= SMALL_BODY) {
-        state.budget.try_reserve(reserve)
-    } else {
-        state.budget.try_reserve_large(reserve)
-    };
-    let Some(held) = held else {
+    let Some(held) = first_charge(state, declared) else {
         return Err(refuse(m, super::form::busy()));
     };
     let headers = kept_headers(req.headers());
@@ -321,16 +312,7 @@ async fn read(state: &State, req: Request<Body>) -> Result<Read, Response<Body>>
     }
     let mut t = crate::sync::lock(&tap);
     match parts {
-        Err(_) => {
-            m.reject("slow_sender");
-            Err(answer(
-                408,
-                format!(
-                    "the body did not arrive within {:?} (read_timeout_s)",
-                    state.body_timeout
-                ),
-            ))
-        }
+        Err(_) => Err(slow(state)),
         Ok(Err(super::form::FieldsError::Body(r))) => Err(refuse(m, r)),
         Ok(Err(super::form::FieldsError::Stream)) => Err(refuse(
             m,
@@ -350,6 +332,30 @@ async fn read(state: &State, req: Request<Body>) -> Result<Read, Response<Body>>
             None => Err(refuse(m, super::form::busy())),
         },
     }
+}
+
+/// What a request holds of the budget before its body arrives: what arrives is charged as
+/// it arrives, so a sender that states 100 MB and sends 6 KB holds 4 × 64 KiB, not 400 MB;
+/// one that states a small body may use the lane kept for small ones.
+fn first_charge(state: &State, declared: Option<u64>) -> Option<Reservation> {
+    let first = declared.unwrap_or(FIRST_CHARGE).min(FIRST_CHARGE);
+    if declared.is_some_and(|n| n <= SMALL_BODY) {
+        state.budget.try_reserve(BODY_COPIES * first)
+    } else {
+        state.budget.try_reserve_large(BODY_COPIES * first)
+    }
+}
+
+/// The 408 of a body that did not arrive within the body timeout, counted.
+fn slow(state: &State) -> Response<Body> {
+    state.metrics.reject("slow_sender");
+    answer(
+        408,
+        format!(
+            "the body did not arrive within {:?} (read_timeout_s)",
+            state.body_timeout
+        ),
+    )
 }
 
 /// The 413 of a body that states more than the limit: read and dropped first (up to 4 × the
@@ -574,13 +580,7 @@ async fn read_whole(state: &State, req: Request<Body>) -> Result<Whole, Response
     if let Some(n) = declared.filter(|n| *n > state.body_limit) {
         return Err(too_large(state, req.into_body(), n).await);
     }
-    let first = declared.unwrap_or(FIRST_CHARGE).min(FIRST_CHARGE);
-    let held = if declared.is_some_and(|n| n <= SMALL_BODY) {
-        state.budget.try_reserve(BODY_COPIES * first)
-    } else {
-        state.budget.try_reserve_large(BODY_COPIES * first)
-    };
-    let Some(held) = held else {
+    let Some(held) = first_charge(state, declared) else {
         return Err(refuse(m, super::form::busy()));
     };
     let headers = kept_headers(req.headers());
@@ -606,16 +606,7 @@ async fn read_whole(state: &State, req: Request<Body>) -> Result<Whole, Response
     .await;
     let mut t = crate::sync::lock(&tap);
     match read {
-        Err(_) => {
-            m.reject("slow_sender");
-            Err(answer(
-                408,
-                format!(
-                    "the body did not arrive within {:?} (read_timeout_s)",
-                    state.body_timeout
-                ),
-            ))
-        }
+        Err(_) => Err(slow(state)),
         Ok(Err(_)) => Err(refuse(
             m,
             t.failure
