@@ -22,6 +22,9 @@
 //! node's Lease of 15 s: each instance stops collecting and leads again after the return),
 //! and the captures in the 60 s after the return are printed: in all, per target at most,
 //! and within its first 10 s.
+//!
+//! With `--export`, the busy rules run on two nodes instead, one instance uploading in
+//! dd-trace-go's format and one exporting OTLP profiles, each to a counting sink.
 
 #![allow(clippy::unwrap_used)]
 
@@ -280,6 +283,17 @@ fn real_cluster(dir: &Path) -> Cluster {
 }
 
 fn start(agentprof: &str, api: &Cluster, dir: &Path, node: &str, rules: &str) -> Instance {
+    start_with(agentprof, api, dir, node, rules, &[])
+}
+
+fn start_with(
+    agentprof: &str,
+    api: &Cluster,
+    dir: &Path,
+    node: &str,
+    rules: &str,
+    extra: &[String],
+) -> Instance {
     let d = dir.join(node);
     std::fs::create_dir_all(d.join("conf.d")).unwrap();
     std::fs::write(
@@ -296,6 +310,7 @@ fn start(agentprof: &str, api: &Cluster, dir: &Path, node: &str, rules: &str) ->
         ])
         .arg("--kubeconfig")
         .arg(&kc)
+        .args(extra)
         // As the DaemonSet runs it: its allocator settings, read from the manifest.
         .env("GLIBC_TUNABLES", daemonset_env("GLIBC_TUNABLES"))
         .env("AGENTPROF_STATE_DIR", d.join("state"))
@@ -422,6 +437,10 @@ fn main() {
     }
     let busy_rules = "  - selector: app=a\n    port: pprof\n    interval: 1m\n    scheduled_types: [heap, allocs, goroutine]\n  \
                       - selector: app=b\n    port: pprof\n    interval: 2m\n    scheduled_types: [heap, allocs, goroutine]\n";
+    if std::env::args().any(|a| a == "--export") {
+        export(&agentprof, &api, dir.path(), minutes, busy_rules);
+        return;
+    }
     let idle_rules = "  - selector: app=a\n    port: pprof\n    scheduled_types: []\n  \
                       - selector: app=b\n    port: pprof\n    scheduled_types: []\n";
     let t0 = Instant::now();
@@ -526,6 +545,111 @@ fn main() {
         },
     });
     println!("{}", serde_json::to_string_pretty(&report).unwrap());
+}
+
+/// A sink that counts the requests and body bytes posted to it (any path), answering 200;
+/// its address and its counts.
+fn sink() -> (String, std::sync::Arc<[std::sync::atomic::AtomicU64; 2]>) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let counts = std::sync::Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let c = std::sync::Arc::clone(&counts);
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let app = axum::Router::new().fallback(move |body: axum::body::Bytes| {
+                let c = std::sync::Arc::clone(&c);
+                async move {
+                    c[0].fetch_add(1, Ordering::Relaxed);
+                    c[1].fetch_add(body.len() as u64, Ordering::Relaxed);
+                    "{}"
+                }
+            });
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(l.local_addr().unwrap().to_string()).unwrap();
+            axum::serve(l, app).await.unwrap();
+        });
+    });
+    (rx.recv().unwrap(), counts)
+}
+
+/// `--export`: the busy node's 110 pods twice, on nodes `dd` and `otlp`, one instance
+/// uploading every capture in dd-trace-go's format, the other exporting it as OTLP profiles,
+/// each to a counting sink, for M minutes: captures, requests, bytes, CPU seconds and peak
+/// RSS of each.
+fn export(agentprof: &str, api: &Cluster, dir: &Path, minutes: u64, rules: &str) {
+    use std::sync::atomic::Ordering;
+    for (node, net) in [("dd", 3), ("otlp", 4)] {
+        for i in 0..110u32 {
+            let app = if i % 2 == 0 { "a" } else { "b" };
+            let ip = format!("127.0.{net}.{}", i + 2);
+            api.put_pod(
+                node,
+                &format!("{node}-{i}"),
+                &format!("{node}-uid-{i}"),
+                &ip,
+                app,
+            );
+        }
+    }
+    let (dd_addr, dd_counts) = sink();
+    let (otlp_addr, otlp_counts) = sink();
+    let mut dd = start_with(
+        agentprof,
+        api,
+        dir,
+        "dd",
+        rules,
+        &[
+            "--upload".into(),
+            format!("http://{dd_addr}/profiling/v1/input"),
+        ],
+    );
+    let mut otlp = start_with(
+        agentprof,
+        api,
+        dir,
+        "otlp",
+        rules,
+        &["--otlp".into(), format!("http://{otlp_addr}")],
+    );
+    std::thread::sleep(Duration::from_secs(minutes * 60));
+    let mut report = serde_json::Map::new();
+    for (name, i, counts) in [
+        ("dd-trace upload", &mut dd, &dd_counts),
+        ("OTLP export", &mut otlp, &otlp_counts),
+    ] {
+        let (hwm, cpu) = usage(i.child.id());
+        unsafe { libc::kill(i.child.id() as i32, libc::SIGTERM) };
+        let _ = i.child.wait();
+        let captures = std::fs::read_to_string(i.dir.join("out/captures.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .count();
+        let (requests, bytes) = (
+            counts[0].load(Ordering::Relaxed),
+            counts[1].load(Ordering::Relaxed),
+        );
+        report.insert(
+            name.into(),
+            json!({
+                "captures": captures,
+                "requests": requests,
+                "bytes": bytes,
+                "bytes_per_request": if requests > 0 { bytes / requests } else { 0 },
+                "cpu_seconds": cpu,
+                "peak_rss_mib": hwm as f64 / 1048576.0,
+            }),
+        );
+    }
+    report.insert("minutes".into(), minutes.into());
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&serde_json::Value::Object(report)).unwrap()
+    );
 }
 
 #[path = "support/release.rs"]

@@ -298,6 +298,17 @@ fn captures_cross_the_collector_and_come_back_identical() {
         assert!(res.get("profile_seq").is_none(), "{meta}");
         assert_eq!(meta["scope"], "agentprof");
     }
+    let groups: std::collections::BTreeSet<&str> = got
+        .keys()
+        .filter_map(|k| Some(k.rsplit_once('-')?.0))
+        .collect();
+    eprintln!(
+        "measured: pull --otlp → the collector: 2 requests, {} pprof profiles as {} OTLP profiles; \
+         the collector received {}, each identical to what was sent in go tool pprof -traces and -top",
+        groups.len(),
+        got.len(),
+        got.len()
+    );
     for t in [
         "samples",
         "cpu",
@@ -336,6 +347,15 @@ fn captures_cross_the_collector_and_come_back_identical() {
             );
         }
     }
+    let attachments: usize = lines
+        .iter()
+        .map(|l| l["attachments"].as_array().map_or(0, Vec::len))
+        .sum();
+    eprintln!(
+        "measured: the collector's otlp_http exporter (protobuf and JSON) → receive: {} requests, \
+         {attachments} pprof profiles stored, each identical to a capture in go tool pprof -traces",
+        lines.len()
+    );
     rx.stop();
 }
 
@@ -651,6 +671,11 @@ fn receive_forwards_uploads_to_the_collector_as_otlp() {
             .any(|n| try_traces(&crate::support::fixture(n), Some(ty)) == Some(converted.clone()));
         assert!(matched, "{stem} ({ty}) reads as none of the files sent");
     }
+    eprintln!(
+        "measured: receive --forward-otlp → the collector: 1 upload of 5 pprof profiles, {} OTLP \
+         profiles received, each identical to the profile sent in go tool pprof -traces",
+        got.len()
+    );
     let stderr = rx.stop();
     assert!(stderr.contains("stopped: 1 stored"), "{stderr}");
 }

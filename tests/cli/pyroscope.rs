@@ -80,6 +80,13 @@ fn pyroscope_go_profiles_are_stored_as_sent() {
     for t in ["cpu", "heap", "goroutine", "mutex", "block"] {
         assert!(types.iter().any(|x| x == t), "{t}: {types:?}");
     }
+    eprintln!(
+        "measured: pyroscope-go v1.5.0 → receive /ingest: {} requests, {} profiles, all answered \
+         200 and stored byte for byte ({})",
+        requests.len(),
+        types.len(),
+        types.join(" ")
+    );
     for l in &lines {
         assert_eq!(l["service"], "pyro.app", "{l}");
         assert_eq!(l["language"], "go");
@@ -274,6 +281,12 @@ pyroscope.shutdown()
             "a pushed profile is not stored as sent"
         );
     }
+    eprintln!(
+        "measured: pyroscope-io 1.4.0 → receive /push.v1.PusherService/Push: {} pushes, {} \
+         profiles, all answered 200 and stored as sent",
+        bodies.len(),
+        pushed.len()
+    );
     for l in &lines {
         assert_eq!(l["service"], "py.app", "{l}");
         assert_eq!(l["language"], "python");

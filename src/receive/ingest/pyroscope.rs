@@ -105,22 +105,25 @@ fn epoch(text: &str) -> Option<jiff::Timestamp> {
     jiff::Timestamp::from_nanosecond(ns).ok()
 }
 
-/// A sample's identity across two profiles: its frames (function, file, line of every
-/// line of every location) and labels.
-fn sample_key(p: &pp::Profile, smp: &pp::Sample) -> Vec<String> {
+/// Each sample's identity across two profiles: its frames (function, file and line of every
+/// line of every location) and labels, as one text. Each location's frames are written once.
+fn sample_keys(p: &pp::Profile) -> Vec<String> {
     let s = |i: i64| {
         p.string_table
             .get(i as usize)
             .map(String::as_str)
             .unwrap_or("")
     };
-    let mut key = Vec::with_capacity(smp.location_id.len() + smp.label.len());
-    for id in &smp.location_id {
-        let frames = p.location.iter().find(|l| l.id == *id).map(|l| {
-            l.line
+    let functions: HashMap<u64, &pp::Function> = p.function.iter().map(|f| (f.id, f)).collect();
+    let locations: HashMap<u64, String> = p
+        .location
+        .iter()
+        .map(|l| {
+            let frames: Vec<String> = l
+                .line
                 .iter()
                 .map(|ln| {
-                    let f = p.function.iter().find(|f| f.id == ln.function_id);
+                    let f = functions.get(&ln.function_id);
                     format!(
                         "{}@{}:{}",
                         f.map(|f| s(f.name)).unwrap_or(""),
@@ -128,21 +131,33 @@ fn sample_key(p: &pp::Profile, smp: &pp::Sample) -> Vec<String> {
                         ln.line
                     )
                 })
-                .collect::<Vec<_>>()
-                .join("|")
-        });
-        key.push(frames.unwrap_or_else(|| format!("#{:x}", id)));
-    }
-    for l in &smp.label {
-        key.push(format!(
-            "{}={}/{}{}",
-            s(l.key),
-            s(l.str),
-            l.num,
-            s(l.num_unit)
-        ));
-    }
-    key
+                .collect();
+            (l.id, frames.join("|"))
+        })
+        .collect();
+    p.sample
+        .iter()
+        .map(|smp| {
+            let mut key = String::new();
+            for id in &smp.location_id {
+                match locations.get(id) {
+                    Some(t) => key.push_str(t),
+                    None => key.push_str(&format!("#{id:x}")),
+                }
+                key.push('\n');
+            }
+            for l in &smp.label {
+                key.push_str(&format!(
+                    "{}={}/{}{}\n",
+                    s(l.key),
+                    s(l.str),
+                    l.num,
+                    s(l.num_unit)
+                ));
+            }
+            key
+        })
+        .collect()
 }
 
 /// `profile − prev_profile` for the sample types Pyroscope's `sample_type_config` marks
@@ -150,11 +165,11 @@ fn sample_key(p: &pp::Profile, smp: &pp::Sample) -> Vec<String> {
 /// not go below 0.
 fn subtract(p: &mut pp::Profile, prev: &pp::Profile, cumulative: &dyn Fn(&str) -> bool) {
     let s = |q: &pp::Profile, i: i64| q.string_table.get(i as usize).cloned().unwrap_or_default();
-    let mut before: HashMap<Vec<String>, Vec<i64>> = HashMap::new();
+    let mut before: HashMap<String, Vec<i64>> = HashMap::new();
     let prev_types: Vec<String> = prev.sample_type.iter().map(|t| s(prev, t.r#type)).collect();
-    for smp in &prev.sample {
+    for (smp, key) in prev.sample.iter().zip(sample_keys(prev)) {
         let e = before
-            .entry(sample_key(prev, smp))
+            .entry(key)
             .or_insert_with(|| vec![0; prev_types.len()]);
         for (v, x) in e.iter_mut().zip(&smp.value) {
             *v += x;
@@ -172,7 +187,7 @@ fn subtract(p: &mut pp::Profile, prev: &pp::Profile, cumulative: &dyn Fn(&str) -
             (i, j)
         })
         .collect();
-    let keys: Vec<Vec<String>> = p.sample.iter().map(|smp| sample_key(p, smp)).collect();
+    let keys = sample_keys(p);
     for (smp, key) in p.sample.iter_mut().zip(keys) {
         let Some(old) = before.get_mut(&key) else {
             continue;
@@ -274,6 +289,10 @@ pub(crate) fn pyroscope(
         }
         "folded" | "lines" => {
             let data = parts.get("profile").unwrap_or_else(|| body.clone());
+            // The profile made of it: its strings, functions, locations and samples.
+            if !held.grow(8 * data.len() as u64 + 4096) {
+                return Err(super::super::form::busy());
+            }
             let p = folded(&data, format == "lines", name.kind, &q, limits)?;
             let stem = name.kind.unwrap_or("cpu");
             vec![(format!("{stem}.pprof"), encode(&p))]
@@ -341,6 +360,12 @@ fn pprof_form(
     let bytes = match parts.get("prev_profile").filter(|b| !b.is_empty()) {
         Some(prev) => {
             let before = decode("prev_profile", &prev, &limits.part, held)?;
+            // Each sample's key (its frames as text), in both profiles.
+            let keys = 64 * (p.sample.len() + before.sample.len()) as u64
+                + 4 * (p.string_table.len() + before.string_table.len()) as u64 * 16;
+            if !held.grow(keys) {
+                return Err(super::super::form::busy());
+            }
             let cumulative = |t: &str| {
                 config.is_empty()
                     || config
