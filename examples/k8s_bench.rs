@@ -639,7 +639,7 @@ fn export(agentprof: &str, api: &Cluster, dir: &Path, minutes: u64, rules: &str)
                 "captures": captures,
                 "requests": requests,
                 "bytes": bytes,
-                "bytes_per_request": if requests > 0 { bytes / requests } else { 0 },
+                "bytes_per_request": bytes.checked_div(requests).unwrap_or(0),
                 "cpu_seconds": cpu,
                 "peak_rss_mib": hwm as f64 / 1048576.0,
             }),
