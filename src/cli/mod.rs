@@ -46,7 +46,8 @@ pub enum Command {
     #[command(disable_version_flag = true)]
     K8s(Box<K8sArgs>),
     /// Receive the uploads of dd-trace profilers (Go, Python, Java…) on DataKit's port and
-    /// path: each stored under <out>/<service>/, listed in uploads.jsonl, printed
+    /// path, Pyroscope's SDKs (/ingest, push) and OTLP profiles (/v1development/profiles):
+    /// each stored under <out>/<service>/, listed in uploads.jsonl, printed
     Receive(Box<ReceiveArgs>),
     /// A local web page over the profiles agentprof wrote or received: lists with the cause of
     /// each capture, top tables, flamegraphs and comparisons (read-only, offline)

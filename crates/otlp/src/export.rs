@@ -5,8 +5,9 @@
 //! in attributes named `pprof.*` (docs/otlp.md lists them), so a profile that crosses twice
 //! comes back whole.
 
-use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
+
+use pprof::fasthash::FastMap as HashMap;
 
 use pprof::proto as pp;
 
@@ -104,12 +105,12 @@ impl Export {
                 stack_table: vec![Stack::default()],
             },
             resources: Vec::new(),
-            strings: HashMap::new(),
-            functions: HashMap::new(),
-            mappings: HashMap::new(),
-            locations: HashMap::new(),
-            stacks: HashMap::new(),
-            attributes: HashMap::new(),
+            strings: HashMap::default(),
+            functions: HashMap::default(),
+            mappings: HashMap::default(),
+            locations: HashMap::default(),
+            stacks: HashMap::default(),
+            attributes: HashMap::default(),
             ids: IdSource::new(),
         };
         e.string("");
@@ -231,7 +232,7 @@ impl Export {
 
     /// Each pprof function's index in the function table, by its id.
     fn functions_of(&mut self, at: &Indices) -> HashMap<u64, i32> {
-        let mut out = HashMap::new();
+        let mut out = HashMap::default();
         for f in &at.p.function {
             let key = (
                 at.si(f.name),
@@ -258,7 +259,7 @@ impl Export {
     /// Each pprof mapping's index in the mapping table, by its id (its build id and flags
     /// as attributes).
     fn mappings_of(&mut self, at: &Indices) -> HashMap<u64, i32> {
-        let mut out = HashMap::new();
+        let mut out = HashMap::default();
         for m in &at.p.mapping {
             let mut attrs = Vec::new();
             if m.build_id != 0 {
@@ -306,7 +307,7 @@ impl Export {
         functions: &HashMap<u64, i32>,
         mappings: &HashMap<u64, i32>,
     ) -> HashMap<u64, i32> {
-        let mut out = HashMap::new();
+        let mut out = HashMap::default();
         for l in &at.p.location {
             let attrs = if l.is_folded {
                 vec![self.attribute(keys::IS_FOLDED, AttrValue::Bool(true), 0)]
