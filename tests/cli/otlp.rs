@@ -298,15 +298,26 @@ fn captures_cross_the_collector_and_come_back_identical() {
         assert!(res.get("profile_seq").is_none(), "{meta}");
         assert_eq!(meta["scope"], "agentprof");
     }
+    // Every sample type of every profile sent (each group's original) arrived.
     let groups: std::collections::BTreeSet<&str> = got
         .keys()
         .filter_map(|k| Some(k.rsplit_once('-')?.0))
         .collect();
+    let sent: usize = groups
+        .iter()
+        .map(|g| {
+            let bytes = std::fs::read(col.dir.join(format!("{g}-0.original"))).expect("original");
+            agentprof::pprof::decode::decode(&bytes, &agentprof::pprof::decode::Limits::local())
+                .expect("the original decodes")
+                .sample_type
+                .len()
+        })
+        .sum();
+    assert_eq!(sent, got.len(), "OTLP profiles sent and received");
     eprintln!(
-        "measured: pull --otlp → the collector: 2 requests, {} pprof profiles as {} OTLP profiles; \
+        "measured: pull --otlp → the collector: {} pprof profiles sent as {sent} OTLP profiles; \
          the collector received {}, each identical to what was sent in go tool pprof -traces and -top",
         groups.len(),
-        got.len(),
         got.len()
     );
     for t in [
