@@ -159,6 +159,11 @@ impl Reservation {
         }
     }
 
+    /// The whole budget this reservation is part of.
+    pub fn total(&self) -> u64 {
+        self.budget.total()
+    }
+
     /// Gives back what is held beyond `bytes`.
     pub fn shrink_to(&mut self, bytes: u64) {
         let keep = units(bytes).max(1) as usize;

@@ -595,6 +595,19 @@ fn hostile_otlp_requests_are_refused_with_what_is_wrong() {
             "decompressed",
         ),
         (
+            // 7 MB of JSON would take more to parse than the whole memory budget: 413, not a
+            // 503 the client would retry for ever.
+            "json-huge",
+            vec![("content-type", "application/json")],
+            format!(
+                "{{\"resourceProfiles\": [], \"pad\": \"{}\"}}",
+                " ".repeat(7 << 20)
+            )
+            .into_bytes(),
+            413,
+            "memory_limit_mb",
+        ),
+        (
             "json",
             vec![("content-type", "application/json")],
             b"{\"resourceProfiles\": 3}".to_vec(),

@@ -87,14 +87,14 @@ fn decode(
         name: name.to_string(),
         why: e.to_string(),
     };
-    if !held.grow(limits.decompressed.min(64 * data.len() as u64 + 4096)) {
-        return Err(super::form::busy());
-    }
+    charge(
+        held,
+        limits.decompressed.min(64 * data.len() as u64 + 4096),
+        name,
+    )?;
     let raw = crate::pprof::decode::decompress(data, limits).map_err(bad)?;
     let scan = crate::pprof::decode::memory_estimate(&raw, limits).map_err(bad)?;
-    if !held.grow(scan.memory) {
-        return Err(super::form::busy());
-    }
+    charge(held, scan.memory, name)?;
     crate::pprof::decode::decode_raw(&raw, limits).map_err(bad)
 }
 
@@ -135,9 +135,7 @@ fn inflated<'a>(
     if !gzip && !sniffed {
         return Ok(body);
     }
-    if !held.grow(limits.decompressed) {
-        return Err(super::form::busy());
-    }
+    charge(held, limits.decompressed, "inflating the request")?;
     let lim = Limits {
         body: body.len() as u64 + 1,
         decompressed: limits.decompressed,
@@ -151,6 +149,23 @@ fn inflated<'a>(
     })?;
     held.shrink_to(held.bytes().saturating_sub(limits.decompressed) + buf.len() as u64);
     Ok(buf.as_slice())
+}
+
+/// `bytes` more charged to `held` for `what`: a request that could never fit the budget is
+/// refused as too large (413: retrying cannot help); one that does not fit now, as busy
+/// (503 with Retry-After).
+fn charge(held: &mut Reservation, bytes: u64, what: &str) -> Result<(), Reject> {
+    if held.grow(bytes) {
+        return Ok(());
+    }
+    if held.bytes().saturating_add(bytes) > held.total() {
+        return Err(Reject::TooLarge(format!(
+            "{what} would take {bytes} bytes of memory, over the receiver's whole budget of {} \
+             (memory_limit_mb)",
+            held.total()
+        )));
+    }
+    Err(super::form::busy())
 }
 
 /// `name.pprof`, or `name-2.pprof`, `name-3.pprof` … when `taken` has it.

@@ -3,7 +3,7 @@
 //! again.
 
 use super::super::form::{Reject, UploadLimits};
-use super::{encode, inflated, otel_tag_name, stem_of, tag, unique};
+use super::{charge, encode, inflated, otel_tag_name, stem_of, tag, unique};
 use crate::budget::Reservation;
 use crate::pull::upload::Upload;
 
@@ -82,9 +82,11 @@ fn request(
     held: &mut Reservation,
 ) -> Result<otlp::proto::ExportProfilesServiceRequest, Reject> {
     if json {
-        if !held.grow(32 * body.len() as u64 + 4096) {
-            return Err(super::super::form::busy());
-        }
+        charge(
+            held,
+            32 * body.len() as u64 + 4096,
+            "parsing the OTLP/JSON request",
+        )?;
         return otlp::json::from_json(body).map_err(|e| Reject::Invalid(format!("OTLP/JSON: {e}")));
     }
     let scan =
@@ -92,9 +94,7 @@ fn request(
             otlp::scan::ScanError::Malformed(_) => Reject::Invalid(format!("OTLP protobuf: {e}")),
             e => Reject::TooLarge(format!("OTLP request: {e}")),
         })?;
-    if !held.grow(scan.memory) {
-        return Err(super::super::form::busy());
-    }
+    charge(held, scan.memory, "decoding the OTLP request")?;
     use prost::Message;
     otlp::proto::ExportProfilesServiceRequest::decode(body)
         .map_err(|e| Reject::Invalid(format!("OTLP protobuf: {e}")))

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use super::super::form::{Reject, UploadLimits};
-use super::{decode, inflated, otel_tag_name, stem_of, tag, unique};
+use super::{charge, decode, inflated, otel_tag_name, stem_of, tag, unique};
 use crate::budget::Reservation;
 use crate::pull::upload::Upload;
 
@@ -81,9 +81,11 @@ pub(crate) fn push(
     let mut buf = Vec::new();
     let body = inflated(body, gzip, limits, held, &mut buf)?;
     let parse = if json { 32 } else { 2 };
-    if !held.grow(parse * body.len() as u64 + 4096) {
-        return Err(super::super::form::busy());
-    }
+    charge(
+        held,
+        parse * body.len() as u64 + 4096,
+        "parsing the push request",
+    )?;
     let req: PushRequest = if json {
         serde_json::from_slice(body).map_err(|e| Reject::Invalid(format!("push (JSON): {e}")))?
     } else {

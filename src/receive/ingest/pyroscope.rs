@@ -8,7 +8,7 @@ use bytes::Bytes;
 use pprof::proto as pp;
 
 use super::super::form::{Field, Reject, UploadLimits};
-use super::{decode, encode, stem_of, tag};
+use super::{charge, decode, encode, stem_of, tag};
 use crate::budget::Reservation;
 use crate::pull::upload::Upload;
 
@@ -290,9 +290,7 @@ pub(crate) fn pyroscope(
         "folded" | "lines" => {
             let data = parts.get("profile").unwrap_or_else(|| body.clone());
             // The profile made of it: its strings, functions, locations and samples.
-            if !held.grow(8 * data.len() as u64 + 4096) {
-                return Err(super::super::form::busy());
-            }
+            charge(held, 8 * data.len() as u64 + 4096, "the folded profile")?;
             let p = folded(&data, format == "lines", name.kind, &q, limits)?;
             let stem = name.kind.unwrap_or("cpu");
             vec![(format!("{stem}.pprof"), encode(&p))]
@@ -363,9 +361,7 @@ fn pprof_form(
             // Each sample's key (its frames as text), in both profiles.
             let keys = 64 * (p.sample.len() + before.sample.len()) as u64
                 + 4 * (p.string_table.len() + before.string_table.len()) as u64 * 16;
-            if !held.grow(keys) {
-                return Err(super::super::form::busy());
-            }
+            charge(held, keys, "profile − prev_profile")?;
             let cumulative = |t: &str| {
                 config.is_empty()
                     || config
