@@ -1,7 +1,6 @@
-//! OTLP/JSON as the OTLP specification writes it: field names in lowerCamelCase (the
-//! protobuf names are accepted too where serde's rename does not cover them, so only the
-//! spec's form is promised), 64-bit integers as decimal strings or numbers, `bytes` as
-//! base64, trace, span and profile ids as hex, a oneof as the one key it holds.
+//! OTLP/JSON as the OTLP specification writes it: field names in lowerCamelCase, 64-bit
+//! integers as decimal strings or numbers, `bytes` as base64, trace, span and profile ids
+//! as hex, a oneof as the one key it holds. Unknown fields are skipped.
 
 use base64::Engine;
 use serde::Deserialize;

@@ -80,7 +80,7 @@ fn nested(m: Msg, f: u64) -> Option<Msg> {
         (Dictionary, 6) => Attribute,
         (Dictionary, 7) => Stack,
         (Location, 3) => Line,
-        (Line, _) | (Function, _) | (Link, _) | (Stack, _) => return None,
+        // Everything else is a scalar, a string, bytes or a packed list.
         _ => return None,
     })
 }

@@ -41,8 +41,8 @@ type dirExporter struct {
 }
 
 func (e *dirExporter) Start(context.Context, component.Host) error { return os.MkdirAll(e.dir, 0o755) }
-func (e *dirExporter) Shutdown(context.Context) error               { return nil }
-func (e *dirExporter) Capabilities() consumer.Capabilities        { return consumer.Capabilities{} }
+func (e *dirExporter) Shutdown(context.Context) error              { return nil }
+func (e *dirExporter) Capabilities() consumer.Capabilities         { return consumer.Capabilities{} }
 
 // One file per OTLP profile: <request>-<resource>-<scope>-<profile>.pb.gz, and beside it
 // a .json with the resource's and the profile's attributes and the sample type, and the
@@ -193,13 +193,13 @@ func convert(dict pprofile.ProfilesDictionary, op pprofile.Profile) (*profile.Pr
 	}
 	samples := op.Samples()
 	for i := 0; i < samples.Len(); i++ {
-		os := samples.At(i)
-		stack := dict.StackTable().At(int(os.StackIndex()))
-		s := &profile.Sample{Value: os.Values().AsRaw()}
+		sample := samples.At(i)
+		stack := dict.StackTable().At(int(sample.StackIndex()))
+		s := &profile.Sample{Value: sample.Values().AsRaw()}
 		for _, li := range stack.LocationIndices().AsRaw() {
 			s.Location = append(s.Location, location(li))
 		}
-		for _, ai := range os.AttributeIndices().AsRaw() {
+		for _, ai := range sample.AttributeIndices().AsRaw() {
 			a := at.At(int(ai))
 			k := str(dict, a.KeyStrindex())
 			if a.Value().Type() == pcommon.ValueTypeInt {
