@@ -88,7 +88,26 @@ fn against_a_directory_and_a_revision_catches_ten_percent() {
             "for i in range(int(instance.get(\"work\", 20000)) * 11 // 10):",
         );
     sb.write("checks/work.py", &slower);
-    let r = ab("old");
+    // On a VM whose neighbours load the host, the gate may rightly say CANNOT TELL (the noise
+    // it measured hides 10 %); it is asked again, up to five times. It must never call the
+    // slower version no regression, and must catch it once the machine lets it.
+    let caught = |against: &str| {
+        let mut said = Vec::new();
+        for _ in 0..5 {
+            let r = ab(against);
+            let doc = r.json();
+            assert_ne!(
+                doc["outcome"], "pass",
+                "10% slower called no regression:\n{doc}"
+            );
+            if r.code == 1 {
+                return r;
+            }
+            said.push(doc["summary"].to_string());
+        }
+        panic!("10% slower not caught in five tries: {said:#?}");
+    };
+    let r = caught("old");
     assert_eq!(r.code, 1, "10% slower:\n{}{}", r.stdout, r.stderr);
     let doc = r.json();
     let cpu = &doc["findings"][0];
@@ -123,7 +142,7 @@ fn against_a_directory_and_a_revision_catches_ten_percent() {
     git(&["add", "checks/work.py"]);
     git(&["commit", "-qm", "base"]);
     sb.write("checks/work.py", &slower);
-    let r = ab("HEAD");
+    let r = caught("HEAD");
     assert_eq!(r.code, 1, "against HEAD:\n{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("HEAD ("), "{}", r.stderr);
     let r = ab("no-such-rev");
