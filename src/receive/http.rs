@@ -21,12 +21,12 @@ use crate::budget::{Budget, Reservation};
 pub(super) const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// What an upload holds of the memory budget before its body arrives (`BODY_COPIES` times
 /// this): the rest is charged as the bytes come.
-const FIRST_CHARGE: u64 = 64 << 10;
+pub(super) const FIRST_CHARGE: u64 = 64 << 10;
 /// What an upload is charged for each byte of its body that arrived: the queue's record it is
 /// written into, the multipart reader's buffer the parts are cut from, a large part's pieces
 /// joined into one, and the network's read buffer. With three, senders of large parts that
 /// hang up took the receiver past its budget (docs/details.md, "Measured choices").
-const BODY_COPIES: u64 = 4;
+pub(super) const BODY_COPIES: u64 = 4;
 /// A body this small (as its Content-Length states) may use the budget's lane kept for
 /// small uploads: dd-trace's are tens to hundreds of KB.
 pub(super) const SMALL_BODY: u64 = 1 << 20;
@@ -61,7 +61,7 @@ pub(super) struct State {
 
 /// The headers kept with an upload: the client's own (`DD-EVP-ORIGIN`,
 /// `DD-EVP-ORIGIN-VERSION`, `Datadog-Container-ID`, `User-Agent` …), never credentials.
-fn kept_headers(h: &HeaderMap) -> Vec<(String, String)> {
+pub(super) fn kept_headers(h: &HeaderMap) -> Vec<(String, String)> {
     h.iter()
         .filter(|(k, _)| {
             let k = k.as_str();
@@ -76,7 +76,7 @@ fn kept_headers(h: &HeaderMap) -> Vec<(String, String)> {
 /// The head of the queue's record of an upload: one JSON line (content type, kept headers,
 /// when it was received); the body follows as it came. `room` more bytes are reserved for
 /// it.
-fn record_head(
+pub(super) fn record_head(
     content_type: &str,
     headers: &[(String, String)],
     at: jiff::Timestamp,
@@ -110,7 +110,7 @@ pub(super) fn unrecord(payload: Vec<u8>) -> Option<Parsed> {
 
 /// A refused upload: counted by its reason, answered with its status and words (a 503 with
 /// Retry-After).
-fn refuse(m: &Metrics, r: Reject) -> Response<Body> {
+pub(super) fn refuse(m: &Metrics, r: Reject) -> Response<Body> {
     m.reject(r.reason());
     let busy = r.status() == 503;
     let mut a = answer(r.status(), r.to_string());
@@ -121,7 +121,7 @@ fn refuse(m: &Metrics, r: Reject) -> Response<Body> {
     a
 }
 
-fn answer(code: u16, text: String) -> Response<Body> {
+pub(super) fn answer(code: u16, text: String) -> Response<Body> {
     let body = serde_json::json!({ "error": text }).to_string();
     Response::builder()
         .status(code)
@@ -132,7 +132,7 @@ fn answer(code: u16, text: String) -> Response<Body> {
 
 /// 507 when a disk uploads go to has less than `min_free` bytes free: an upload that could
 /// not be stored is not acknowledged.
-fn disk_full(state: &State) -> Option<Response<Body>> {
+pub(super) fn disk_full(state: &State) -> Option<Response<Body>> {
     for d in &state.disks {
         if let Some(free) = free_bytes(d)
             && free < state.min_free
@@ -161,7 +161,7 @@ fn free_bytes(dir: &Path) -> Option<u64> {
     Some(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
-async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Body> {
+pub(super) async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Body> {
     let m = &state.metrics;
     if let Some(full) = disk_full(&state) {
         return full;
@@ -190,7 +190,7 @@ async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Body> {
 
 /// The upload's record appended to the queue (synced) and the upload given to the workers:
 /// 202, or why not.
-async fn enqueue(
+pub(super) async fn enqueue(
     state: &State,
     record: Vec<u8>,
     body_len: u64,
@@ -337,7 +337,7 @@ async fn read(state: &State, req: Request<Body>) -> Result<Read, Response<Body>>
 /// What a request holds of the budget before its body arrives: what arrives is charged as
 /// it arrives, so a sender that states 100 MB and sends 6 KB holds 4 × 64 KiB, not 400 MB;
 /// one that states a small body may use the lane kept for small ones.
-fn first_charge(state: &State, declared: Option<u64>) -> Option<Reservation> {
+pub(super) fn first_charge(state: &State, declared: Option<u64>) -> Option<Reservation> {
     let first = declared.unwrap_or(FIRST_CHARGE).min(FIRST_CHARGE);
     if declared.is_some_and(|n| n <= SMALL_BODY) {
         state.budget.try_reserve(BODY_COPIES * first)
@@ -347,7 +347,7 @@ fn first_charge(state: &State, declared: Option<u64>) -> Option<Reservation> {
 }
 
 /// The 408 of a body that did not arrive within the body timeout, counted.
-fn slow(state: &State) -> Response<Body> {
+pub(super) fn slow(state: &State) -> Response<Body> {
     state.metrics.reject("slow_sender");
     answer(
         408,
@@ -361,7 +361,7 @@ fn slow(state: &State) -> Response<Body> {
 /// The 413 of a body that states more than the limit: read and dropped first (up to 4 × the
 /// limit, within the body timeout), so the client finishes sending and reads it instead of a
 /// broken pipe.
-async fn too_large(state: &State, body: Body, declared: u64) -> Response<Body> {
+pub(super) async fn too_large(state: &State, body: Body, declared: u64) -> Response<Body> {
     if declared <= 4 * state.body_limit {
         drain(body, 4 * state.body_limit, state.body_timeout).await;
     }
@@ -376,15 +376,15 @@ async fn too_large(state: &State, body: Body, declared: u64) -> Response<Body> {
 
 /// What the body's stream keeps as it passes: the queue's record, the bytes so far, the
 /// reservation they are charged to, and why the stream stopped when it is the body's fault.
-struct Tap {
-    record: Vec<u8>,
+pub(super) struct Tap {
+    pub(super) record: Vec<u8>,
     /// Where the body starts in the record.
-    head: usize,
+    pub(super) head: usize,
     /// What the body must begin with: `--` and the boundary (no preamble).
-    opening: Vec<u8>,
-    body_len: u64,
-    held: Option<Reservation>,
-    failure: Option<Reject>,
+    pub(super) opening: Vec<u8>,
+    pub(super) body_len: u64,
+    pub(super) held: Option<Reservation>,
+    pub(super) failure: Option<Reject>,
 }
 
 impl Tap {
@@ -422,7 +422,7 @@ impl Tap {
 /// The body as a stream of chunks for the multipart reader, each one first charged and kept
 /// by the tap; the stream fails (the tap saying why) when the body is cut, too large or over
 /// the budget. The body stays where the reader of the stream can take it back.
-fn tapped(
+pub(super) fn tapped(
     body: Arc<tokio::sync::Mutex<Option<Body>>>,
     limit: u64,
     tap: Arc<std::sync::Mutex<Tap>>,
@@ -482,33 +482,6 @@ async fn drain(mut body: Body, limit: u64, deadline: Duration) {
     .await;
 }
 
-pub(super) fn router(state: Arc<State>) -> axum::Router {
-    let mut app = axum::Router::new().route("/healthz", axum::routing::get(|| async { "ok\n" }));
-    for e in &state.endpoints {
-        let s = Arc::clone(&state);
-        app = app.route(
-            e,
-            axum::routing::post(move |req: Request<Body>| upload(Arc::clone(&s), req)),
-        );
-    }
-    // Pyroscope's and OTLP's ingest, beside the dd-trace endpoints.
-    for (path, kind) in [
-        ("/ingest", Ingest::Pyroscope),
-        ("/push.v1.PusherService/Push", Ingest::Push),
-        (otlp::PATH, Ingest::Otlp),
-    ] {
-        if state.endpoints.iter().any(|e| e == path) {
-            continue;
-        }
-        let s = Arc::clone(&state);
-        app = app.route(
-            path,
-            axum::routing::post(move |req: Request<Body>| ingest(Arc::clone(&s), req, kind)),
-        );
-    }
-    app
-}
-
 /// The TLS settings of `--tls-cert`/`--tls-key` (PEM), checked now.
 pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, String> {
     use rustls::pki_types::pem::PemObject;
@@ -531,230 +504,4 @@ pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, 
         .with_single_cert(certs, key)
         .map(Arc::new)
         .map_err(|e| format!("--tls-cert/--tls-key: {e}"))
-}
-
-/// Which other profilers' API a request came to.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Ingest {
-    /// Pyroscope's `POST /ingest`.
-    Pyroscope,
-    /// OTLP/HTTP's `POST /v1development/profiles`.
-    Otlp,
-    /// Pyroscope's push API (`POST /push.v1.PusherService/Push`).
-    Push,
-}
-
-/// A body read whole (not multipart-streamed): what it is, what it holds of the budget.
-struct Whole {
-    body: Bytes,
-    content_type: String,
-    gzip: bool,
-    query: String,
-    headers: Vec<(String, String)>,
-    at: jiff::Timestamp,
-    held: Reservation,
-}
-
-/// A body read whole within the size limit, the body timeout and the memory budget (charged
-/// [`BODY_COPIES`] times as it arrives, as an upload's is); else the answer that refuses it.
-async fn read_whole(state: &State, req: Request<Body>) -> Result<Whole, Response<Body>> {
-    let m = &state.metrics;
-    let header = |h: &HeaderMap, n: &str| {
-        h.get(n)
-            .and_then(|v| v.to_str().ok())
-            .map(|s| s.trim().to_ascii_lowercase())
-    };
-    let content_type = header(req.headers(), "content-type").unwrap_or_default();
-    let encoding = header(req.headers(), "content-encoding");
-    let gzip = encoding.as_deref() == Some("gzip");
-    if let Some(e) = encoding.filter(|e| e != "gzip" && e != "identity") {
-        return Err(refuse(
-            m,
-            Reject::Unsupported(format!(
-                "Content-Encoding {e}: agentprof takes gzip or none"
-            )),
-        ));
-    }
-    let query = req.uri().query().unwrap_or_default().to_string();
-    let declared = header(req.headers(), "content-length").and_then(|v| v.parse::<u64>().ok());
-    if let Some(n) = declared.filter(|n| *n > state.body_limit) {
-        return Err(too_large(state, req.into_body(), n).await);
-    }
-    let Some(held) = first_charge(state, declared) else {
-        return Err(refuse(m, super::form::busy()));
-    };
-    let headers = kept_headers(req.headers());
-    let room = declared.unwrap_or(0).min(8 << 20) as usize;
-    let tap = Arc::new(std::sync::Mutex::new(Tap {
-        head: 0,
-        record: Vec::with_capacity(room),
-        opening: Vec::new(),
-        body_len: 0,
-        held: Some(held),
-        failure: None,
-    }));
-    let body = Arc::new(tokio::sync::Mutex::new(Some(req.into_body())));
-    let stream = tapped(body, state.body_limit, Arc::clone(&tap));
-    let read = tokio::time::timeout(state.body_timeout, async move {
-        use futures_util::StreamExt;
-        let mut stream = std::pin::pin!(stream);
-        while let Some(item) = stream.next().await {
-            item?;
-        }
-        Ok::<(), std::io::Error>(())
-    })
-    .await;
-    let mut t = crate::sync::lock(&tap);
-    match read {
-        Err(_) => Err(slow(state)),
-        Ok(Err(_)) => Err(refuse(
-            m,
-            t.failure
-                .take()
-                .unwrap_or_else(|| Reject::Invalid("the body was cut".into())),
-        )),
-        Ok(Ok(())) => match t.held.take() {
-            Some(held) => Ok(Whole {
-                body: Bytes::from(std::mem::take(&mut t.record)),
-                content_type,
-                gzip,
-                query,
-                headers,
-                at: jiff::Timestamp::now(),
-                held,
-            }),
-            None => Err(refuse(m, super::form::busy())),
-        },
-    }
-}
-
-/// A Pyroscope or OTLP request: read whole, made into dd-trace uploads (on the blocking
-/// pool), each checked as an upload is and made durable in the queue; 200 when all are
-/// (with OTLP's empty answer, in the request's encoding), else why not.
-async fn ingest(state: Arc<State>, req: Request<Body>, kind: Ingest) -> Response<Body> {
-    let m = &state.metrics;
-    if let Some(full) = disk_full(&state) {
-        return full;
-    }
-    let w = match read_whole(&state, req).await {
-        Ok(w) => w,
-        Err(answered) => return answered,
-    };
-    let fields = match multipart_fields(kind, &w).await {
-        Ok(f) => f,
-        Err(r) => return refuse(m, r),
-    };
-    let (headers, at) = (w.headers.clone(), w.at);
-    let (uploads, json) = match convert(&state, kind, w, fields).await {
-        Ok(x) => x,
-        Err(answered) => return answered,
-    };
-    for up in uploads {
-        if let Err(answered) = durable(&state, up, &headers, at).await {
-            return answered;
-        }
-    }
-    let (ctype, body) = match (kind, json) {
-        (Ingest::Otlp, false) => ("application/x-protobuf", Vec::new()),
-        (Ingest::Push, false) => ("application/proto", Vec::new()),
-        _ => ("application/json", b"{}".to_vec()),
-    };
-    Response::builder()
-        .status(StatusCode::OK)
-        .header("content-type", ctype)
-        .body(Body::from(body))
-        .unwrap_or_default()
-}
-
-/// The parts of a Pyroscope request's multipart body (None for any other body).
-async fn multipart_fields(
-    kind: Ingest,
-    w: &Whole,
-) -> Result<Option<Vec<super::form::Field>>, Reject> {
-    if kind != Ingest::Pyroscope || !w.content_type.starts_with("multipart/") {
-        return Ok(None);
-    }
-    let b = super::form::boundary(Some(&w.content_type))?;
-    let body = w.body.clone();
-    let stream = futures_util::stream::once(async move { Ok::<_, std::io::Error>(body) });
-    match super::form::fields(stream, b).await {
-        Ok(f) => Ok(Some(f)),
-        Err(super::form::FieldsError::Body(r)) => Err(r),
-        Err(super::form::FieldsError::Stream) => Err(Reject::Malformed("the body was cut".into())),
-    }
-}
-
-/// The request made into dd-trace uploads, on the blocking pool within what it holds of
-/// the budget (given back when it is done); and whether it was JSON.
-async fn convert(
-    state: &State,
-    kind: Ingest,
-    w: Whole,
-    fields: Option<Vec<super::form::Field>>,
-) -> Result<(Vec<crate::pull::upload::Upload>, bool), Response<Body>> {
-    let limits = state.limits;
-    let Whole {
-        body,
-        content_type: ctype,
-        query,
-        gzip,
-        at,
-        mut held,
-        ..
-    } = w;
-    let made = tokio::task::spawn_blocking(move || match kind {
-        Ingest::Pyroscope => {
-            super::ingest::pyroscope::pyroscope(&query, &body, fields, &limits, at, &mut held)
-                .map(|u| (vec![u], false))
-        }
-        Ingest::Otlp => super::ingest::otlp::otlp(&ctype, gzip, &body, &limits, at, &mut held),
-        Ingest::Push => super::ingest::push::push(&ctype, gzip, &body, &limits, at, &mut held),
-    })
-    .await;
-    match made {
-        Ok(Ok(x)) => Ok(x),
-        Ok(Err(r)) => Err(refuse(&state.metrics, r)),
-        Err(e) => Err(answer(500, format!("the conversion failed: {e}"))),
-    }
-}
-
-/// One converted upload checked as a dd-trace upload is and made durable in the queue, as
-/// `upload` does; Err is the answer when it could not be.
-async fn durable(
-    state: &Arc<State>,
-    up: crate::pull::upload::Upload,
-    headers: &[(String, String)],
-    at: jiff::Timestamp,
-) -> Result<(), Response<Body>> {
-    let m = &state.metrics;
-    let (body, ct) = up.body();
-    let charge = 2 * body.len() as u64;
-    let Some(held) = state.budget.try_reserve_large(charge) else {
-        return Err(refuse(m, super::form::busy()));
-    };
-    let mut record = record_head(&ct, headers, at, body.len());
-    record.extend_from_slice(&body);
-    let body_len = body.len() as u64;
-    let (parsed, held) =
-        match super::form::parse(Some(&ct), Bytes::from(body), &state.limits, held).await {
-            Ok(x) => x,
-            Err(r) => return Err(refuse(m, r)),
-        };
-    // Made durable by a task of its own, as an upload is: a client that goes away
-    // meanwhile neither strands it nor has it stored twice.
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let st = Arc::clone(state);
-    let headers = headers.to_vec();
-    tokio::spawn(async move {
-        let r = enqueue(&st, record, body_len, headers, at, parsed, held).await;
-        let _ = tx.send(r);
-    });
-    let answered = rx
-        .await
-        .unwrap_or_else(|_| answer(503, "the receiver is stopping; retry".into()));
-    if answered.status() == StatusCode::ACCEPTED {
-        Ok(())
-    } else {
-        Err(answered)
-    }
 }

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::http::{HEADER_TIMEOUT, Job, State, router, unrecord};
+use super::http::{HEADER_TIMEOUT, Job, State, unrecord};
+use super::intake::router;
 use super::metrics::Metrics;
 use super::queue::Queue;
 use super::store::{StoreOptions, Stored};
