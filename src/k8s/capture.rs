@@ -107,6 +107,8 @@ pub(super) struct CaptureProfile<'a> {
     delta: bool,
     no_delta: Option<crate::pull::delta::NoDelta>,
     files: &'a [PathBuf],
+    /// Each pprof file's totals.
+    totals: &'a [crate::pull::FileTotals],
     top_function: Option<&'a str>,
 }
 
@@ -121,6 +123,7 @@ fn profiles_of(c: &Collection) -> Vec<CaptureProfile<'_>> {
             delta: p.delta,
             no_delta: p.no_delta,
             files: &p.files,
+            totals: &p.totals,
             top_function: p
                 .top
                 .as_ref()

@@ -181,6 +181,9 @@ struct One<'a, 'j> {
 struct Shown {
     gz: Vec<u8>,
     delta_gz: Option<Vec<u8>>,
+    /// The totals of the profile and of its delta, for the record.
+    totals: crate::pprof::decode::Totals,
+    delta_totals: Option<crate::pprof::decode::Totals>,
     shown: Option<Pprof>,
     cumulative: bool,
 }
@@ -211,6 +214,7 @@ impl One<'_, '_> {
             fetch_s: 0.0,
             delta_s: None,
             top: None,
+            totals: Vec::new(),
         };
         let Some(mut got) = self.fetch(&url, &mut entry, figures) else {
             return entry;
@@ -306,6 +310,7 @@ impl One<'_, '_> {
             }
         };
         entry.records = profile.proto.sample.len();
+        let totals = profile.totals();
         entry.samples = counted_samples(&profile);
         entry.ok = true;
         let gz = gzip_of(&fetched.bytes, &fetched.raw);
@@ -334,13 +339,17 @@ impl One<'_, '_> {
         }
         let mut shown = Some(profile);
         let mut delta_gz = None;
+        let mut delta_totals = None;
         if cumulative && let Some((d, raw)) = self.delta(fetched.raw, &gz, &mut shown, entry) {
+            delta_totals = Some(d.totals());
             shown = Some(d);
             delta_gz = Some(gzip_raw(&raw));
         }
         Some(Shown {
             gz,
             delta_gz,
+            totals,
+            delta_totals,
             shown,
             cumulative,
         })
@@ -415,15 +424,22 @@ impl One<'_, '_> {
             failed(entry, format!("cannot create {}: {e}", dir.display()));
             return;
         }
+        let written = |entry: &mut Pulled, f: PathBuf, totals: &crate::pprof::decode::Totals| {
+            entry.totals.push(super::FileTotals {
+                file: f.clone(),
+                totals: totals.clone(),
+            });
+            entry.files.push(f);
+        };
         let f = dir.join(format!("{kind}-{stamp}.pb.gz"));
         match super::write_whole(&f, &got.gz) {
-            Ok(()) => entry.files.push(f),
+            Ok(()) => written(entry, f, &got.totals),
             Err(e) => failed(entry, format!("cannot write {}: {e}", f.display())),
         }
-        if let Some(bytes) = &got.delta_gz {
+        if let (Some(bytes), Some(totals)) = (&got.delta_gz, &got.delta_totals) {
             let f = dir.join(format!("delta-{kind}-{stamp}.pb.gz"));
             match super::write_whole(&f, bytes) {
-                Ok(()) => entry.files.push(f),
+                Ok(()) => written(entry, f, totals),
                 Err(e) => failed(entry, format!("cannot write {}: {e}", f.display())),
             }
         }

@@ -192,6 +192,16 @@ pub struct Pulled {
     pub delta_s: Option<f64>,
     /// With --top: the rows of the profile shown (the delta when there is one).
     pub top: Option<crate::pprof::report::TopReport>,
+    /// Each pprof file written, with its totals (the ui's timeline reads them here).
+    pub totals: Vec<FileTotals>,
+}
+
+/// A file written and its totals per sample type.
+#[derive(Debug, Serialize, Clone)]
+pub struct FileTotals {
+    pub file: PathBuf,
+    #[serde(flatten)]
+    pub totals: crate::pprof::decode::Totals,
 }
 
 /// The heap profile's sample types behind `prof_go_lifetime_heap_objects` and

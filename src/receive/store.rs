@@ -37,6 +37,8 @@ pub struct StoredAttachment {
     pub file: Option<PathBuf>,
     /// Sample records (pprof only).
     pub samples: Option<usize>,
+    /// Its totals per sample type (pprof only).
+    pub totals: Option<crate::pprof::decode::Totals>,
     pub error: Option<String>,
     /// The top functions by flat value (with `--top N`), as `agentprof top` lists them,
     /// and of which sample type.
@@ -331,6 +333,7 @@ fn contents<'a>(
             match crate::pprof::decode::totals(raw) {
                 Some(t) => {
                     s.samples = Some(t.samples);
+                    s.totals = Some(t.clone());
                     decoded.push((a.stem.clone(), t));
                 }
                 None => s.error = Some("not a well-formed pprof profile".into()),
@@ -418,6 +421,7 @@ pub fn store(
             compression: a.compression,
             file: None,
             samples: None,
+            totals: None,
             error: None,
             top: None,
             top_sample_type: None,

@@ -39,6 +39,48 @@ pub struct Entry {
     pub tags: Vec<String>,
     /// Which record described it: `captures.jsonl`, `uploads.jsonl`, or null.
     pub record: Option<&'static str>,
+    /// Its totals as its record states them (for the timeline; not in the listing).
+    #[serde(skip)]
+    pub figures: Option<std::sync::Arc<Figures>>,
+}
+
+/// Totals read off files, by id: the file's mtime and length, and what it held.
+pub type FiguresCache =
+    HashMap<String, (std::time::SystemTime, u64, std::sync::Arc<Figures>)>;
+
+/// A profile's totals: when it was taken, over how long, and per sample type the sum of
+/// its values — what `captures.jsonl` and `uploads.jsonl` record of each file, and what the
+/// ui reads off a file the records do not describe.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Figures {
+    pub time_nanos: i64,
+    pub duration_nanos: i64,
+    /// (type, unit, total).
+    pub types: Vec<(String, String, f64)>,
+}
+
+impl Figures {
+    /// A record's `totals` object: `time_nanos`, `duration_nanos`, `types[]` of `type`,
+    /// `unit`, `value`.
+    fn read(v: &serde_json::Value) -> Option<Figures> {
+        let types = v
+            .get("types")?
+            .as_array()?
+            .iter()
+            .map(|t| {
+                Some((
+                    t.get("type")?.as_str()?.to_string(),
+                    t.get("unit")?.as_str()?.to_string(),
+                    t.get("value")?.as_f64()?,
+                ))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Figures {
+            time_nanos: v.get("time_nanos").and_then(|x| x.as_i64()).unwrap_or(0),
+            duration_nanos: v.get("duration_nanos").and_then(|x| x.as_i64()).unwrap_or(0),
+            types,
+        })
+    }
 }
 
 /// What a record line says of one of its files.
@@ -53,6 +95,7 @@ struct Said {
     trigger: Option<serde_json::Value>,
     tags: Vec<String>,
     record: Option<&'static str>,
+    figures: Option<std::sync::Arc<Figures>>,
 }
 
 /// The listing, and what did not fit in it.
@@ -174,8 +217,17 @@ fn read_line(line: &str, record: &'static str, out: &mut HashMap<String, Said>) 
         said.cause = str_field(&v, "cause");
         said.trigger = v.get("trigger").filter(|t| !t.is_null()).cloned();
         for p in v["profiles"].as_array().into_iter().flatten() {
+            let totals: Vec<(&str, Figures)> = p["totals"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| Some((t.get("file")?.as_str()?, Figures::read(t)?)))
+                .collect();
             for f in p["files"].as_array().into_iter().flatten() {
-                files.extend(f.as_str().map(String::from));
+                if let Some(f) = f.as_str() {
+                    let fig = totals.iter().find(|(n, _)| *n == f).map(|(_, t)| t.clone());
+                    files.push((f.to_string(), fig));
+                }
             }
         }
     } else {
@@ -183,10 +235,16 @@ fn read_line(line: &str, record: &'static str, out: &mut HashMap<String, Said>) 
         said.service = str_field(&v, "service");
         said.cause = Some("upload".into());
         for a in v["attachments"].as_array().into_iter().flatten() {
-            files.extend(str_field(a, "file"));
+            if let Some(f) = str_field(a, "file") {
+                files.push((f, a.get("totals").and_then(Figures::read)));
+            }
         }
     }
-    for f in files {
+    for (f, fig) in files {
+        let said = Said {
+            figures: fig.map(std::sync::Arc::new),
+            ..said.clone()
+        };
         for k in keys(&f) {
             out.insert(k, said.clone());
         }
@@ -387,6 +445,7 @@ fn entry(
         trigger: s.trigger,
         tags: s.tags,
         record: s.record,
+        figures: s.figures,
         path: rel,
     })
 }

@@ -2,8 +2,13 @@
 
 pub mod index;
 pub mod pstats;
+pub mod range;
+pub mod reply;
+pub mod select;
 pub mod server;
 pub mod state;
+pub mod svg;
+pub mod timeline;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -6,11 +6,12 @@
 use crate::pprof::report::ReportError;
 use std::sync::Arc;
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
+use super::reply::{Q, accepts_gzip, blocking, encoded, gzip_response, json};
 use super::state::{Pair, Problem, Ui};
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
@@ -36,58 +37,13 @@ const SVG_CSP_SANDBOXED: &str = "default-src 'none'; script-src 'unsafe-inline';
 
 type Shared = Arc<Ui>;
 
-/// A request's query, or a JSON 400 that says which parameter is wrong (axum's own
-/// rejection is plain text).
-struct Q<T>(T);
-
-impl<T, S> axum::extract::FromRequestParts<S> for Q<T>
-where
-    T: serde::de::DeserializeOwned,
-    S: Send + Sync,
-{
-    type Rejection = Problem;
-
-    async fn from_request_parts(
-        parts: &mut axum::http::request::Parts,
-        state: &S,
-    ) -> Result<Self, Problem> {
-        match Query::<T>::from_request_parts(parts, state).await {
-            Ok(Query(v)) => Ok(Q(v)),
-            Err(e) => Err(Problem::bad(e.body_text())),
-        }
-    }
-}
-
-/// CPU work off the runtime's threads.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, Problem> + Send + 'static,
-) -> Result<T, Problem> {
-    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
-        Err(Problem {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            message: format!("the request failed: {e}"),
-        })
-    })
-}
-
-fn json(v: serde_json::Value) -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, "application/json"),
-            (header::CACHE_CONTROL, "no-store"),
-        ],
-        v.to_string(),
-    )
-        .into_response()
-}
-
 /// A flamegraph drawn for one request, with the page's in-place search.
 fn svg(body: Vec<u8>, gzip: bool) -> Response {
-    svg_headers(encoded(super::state::with_search(body), gzip))
+    svg_headers(encoded(super::svg::with_search(body), gzip))
 }
 
 /// A drawn flamegraph, in the form the client takes (compressed once, then kept).
-fn drawn_svg(d: &super::state::Svg, gzip: bool) -> Response {
+fn drawn_svg(d: &super::svg::Svg, gzip: bool) -> Response {
     svg_headers(if gzip && d.plain.len() > 4096 {
         gzip_response(d.gzipped())
     } else {
@@ -262,44 +218,6 @@ async fn profiles(
     .await
 }
 
-/// The client takes gzip (`Accept-Encoding`, without `gzip;q=0`).
-fn accepts_gzip(headers: &axum::http::HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|c| {
-            let mut parts = c.split(';').map(str::trim);
-            parts.next().is_some_and(|n| n.eq_ignore_ascii_case("gzip"))
-                && !parts.any(|p| p.replace(' ', "") == "q=0")
-        })
-}
-
-/// A body, gzip-compressed when the client takes it and it is worth it (listings and
-/// flamegraphs are megabytes of repetitive text).
-fn encoded(body: Vec<u8>, gzip: bool) -> Response {
-    if gzip && body.len() > 4096 {
-        gzip_response(crate::pprof::gzip_fast(&body).into())
-    } else {
-        body.into_response()
-    }
-}
-
-/// A gzip-compressed body, said so.
-fn gzip_response(z: bytes::Bytes) -> Response {
-    let mut r = z.into_response();
-    r.headers_mut().insert(
-        header::CONTENT_ENCODING,
-        header::HeaderValue::from_static("gzip"),
-    );
-    r.headers_mut().insert(
-        header::VARY,
-        header::HeaderValue::from_static("accept-encoding"),
-    );
-    r
-}
-
 /// `agentprof top --json`'s document for a listed profile, made by the same code.
 async fn top(State(ui): State<Shared>, Q(q): Q<One>) -> Result<Response, Problem> {
     blocking(move || {
@@ -313,11 +231,16 @@ async fn top(State(ui): State<Shared>, Q(q): Q<One>) -> Result<Response, Problem
             let _room = ui.room_like(&p)?;
             crate::pprof::report::top_filtered(&p, &filter, &opts).map_err(Problem::bad)?
         };
+        let selection = super::select::Selection::parse_id(&q.id)
+            .and_then(Result::ok)
+            .map(|sel| ui.selection_figures(&sel));
         Ok(json(serde_json::json!({
             "schema": 1,
             "id": q.id,
             "sample_types": sample_types(&p),
             "warnings": warnings,
+            "selection": selection,
+            "duration_nanos": p.proto.duration_nanos,
             "report": report,
         })))
     })
@@ -523,11 +446,18 @@ async fn pstats_flamegraph(
 /// The file as it is on disk, to save.
 async fn download(State(ui): State<Shared>, Q(q): Q<Id>) -> Result<Response, Problem> {
     blocking(move || {
-        let (path, bytes) = ui.bytes(&q.id)?;
-        let name: String = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
+        let (name, bytes) = match super::select::Selection::parse_id(&q.id) {
+            Some(sel) => super::timeline::merged_file(&ui, &sel.map_err(Problem::bad)?)?,
+            None => {
+                let (path, bytes) = ui.bytes(&q.id)?;
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                (name, bytes)
+            }
+        };
+        let name: String = name
             .chars()
             .filter(|c| c.is_ascii_graphic() && *c != '"' && *c != '\\')
             .collect();
@@ -569,6 +499,7 @@ pub fn router(ui: Shared) -> axum::Router {
         )
         .route("/api/profiles", get(profiles))
         .route("/api/top", get(top))
+        .route("/api/series", get(super::timeline::series))
         .route("/api/flamegraph.svg", get(flamegraph))
         .route("/api/peek", get(peek))
         .route("/api/source", get(source))

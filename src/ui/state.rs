@@ -14,6 +14,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::index::{Listing, Records, scan};
+use super::svg::{Svg, with_frame_picker};
 use crate::pprof::decode::Limits;
 use crate::pprof::graph::Nodes;
 use crate::pprof::model::Pprof;
@@ -57,29 +58,6 @@ type Cached = (String, std::time::SystemTime, u64, Arc<Loaded>, Instant);
 /// A flamegraph drawn: of which decoded profile, which sample type, the SVG, last asked for.
 type Drawn = (Arc<Loaded>, usize, Arc<Svg>, Instant);
 
-/// A drawn flamegraph's SVG, and its gzip-compressed form, made once the first client that
-/// takes gzip asks (the page asks twice: a prefetch, then the frame).
-pub struct Svg {
-    pub plain: bytes::Bytes,
-    gzipped: std::sync::OnceLock<bytes::Bytes>,
-    _held: Option<crate::budget::Reservation>,
-}
-
-impl Svg {
-    pub fn new(plain: Vec<u8>) -> Svg {
-        Svg {
-            plain: plain.into(),
-            gzipped: std::sync::OnceLock::new(),
-            _held: None,
-        }
-    }
-
-    pub fn gzipped(&self) -> bytes::Bytes {
-        self.gzipped
-            .get_or_init(|| crate::pprof::gzip_fast(&self.plain).into())
-            .clone()
-    }
-}
 /// Two profiles to compare and the sample types compared.
 pub(super) type Pair = (Arc<Loaded>, Arc<Loaded>, (usize, usize));
 
@@ -99,6 +77,9 @@ pub struct Ui {
     drawn: Mutex<Vec<Drawn>>,
     /// Ids being decoded, each with the lock its other askers wait on.
     loading: Mutex<std::collections::HashMap<String, Arc<Mutex<()>>>>,
+    /// Totals read off files the records do not describe, by id, with the file's mtime and
+    /// length.
+    pub(super) figures: Mutex<super::index::FiguresCache>,
     /// When the server started, and the last request for a profile (ms after it).
     epoch: Instant,
     last_request_ms: std::sync::atomic::AtomicU64,
@@ -118,13 +99,14 @@ impl Ui {
             cache: Mutex::new(Vec::new()),
             loading: Mutex::new(std::collections::HashMap::new()),
             drawn: Mutex::new(Vec::new()),
+            figures: Mutex::default(),
             epoch: Instant::now(),
             last_request_ms: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
     /// Marks a request for a profile now.
-    fn touch(&self) {
+    pub(super) fn touch(&self) {
         let now = self.epoch.elapsed().as_millis() as u64;
         self.last_request_ms
             .store(now, std::sync::atomic::Ordering::Relaxed);
@@ -172,6 +154,12 @@ impl Ui {
         if !listing.entries.iter().any(|e| e.id == id) {
             return Err(Problem::not_found(id));
         }
+        self.listed_file(id)
+    }
+
+    /// The file of an id taken from the listing, checked again: a regular file under its
+    /// root.
+    pub(super) fn listed_file(&self, id: &str) -> Result<PathBuf, Problem> {
         let (ri, rel) = id.split_once('/').ok_or_else(|| Problem::not_found(id))?;
         let root = ri
             .parse::<usize>()
@@ -198,6 +186,9 @@ impl Ui {
     /// A profile's id as a title shows it: its path under its root, after the root's own
     /// name when several roots are served (`ROOT_INDEX/…` is the page's key, not a name).
     pub(super) fn label(&self, id: &str) -> String {
+        if let Some(Ok(sel)) = super::select::Selection::parse_id(id) {
+            return sel.describe();
+        }
         let Some((ri, rel)) = id.split_once('/') else {
             return id.to_string();
         };
@@ -231,7 +222,7 @@ impl Ui {
     /// request holds already (the other profile of a compare): what is kept and unused goes
     /// first, least recently used first; then the request waits (at most `ROOM_WAIT`) for
     /// others to finish; else 503. What can never fit is refused at once, with its figure.
-    fn room(
+    pub(super) fn room(
         &self,
         held: Option<crate::budget::Reservation>,
         bytes: u64,
@@ -328,13 +319,14 @@ impl Ui {
 
     /// A profile file read and decoded within the memory budget: its bytes, then what it
     /// states it holds decompressed (what it may hold, when it does not say), then its decoded
-    /// model's estimate are reserved before each is held.
-    fn load_within(
+    /// model's estimate are reserved before each is held. The model as read, and what it
+    /// holds of the budget.
+    pub(super) fn read_pprof(
         &self,
         id: &str,
         path: &std::path::Path,
         pinned: u64,
-    ) -> Result<Loaded, Problem> {
+    ) -> Result<(Pprof, crate::budget::Reservation), Problem> {
         let unprocessable = |e: String| Problem::unprocessable(self.scrub(&format!("{id}: {e}")));
         let size = std::fs::metadata(path)
             .map_err(|_| Problem::not_found(id))?
@@ -372,13 +364,33 @@ impl Ui {
         let scan = crate::pprof::decode::memory_estimate(&raw, &self.limits);
         let model = scan.as_ref().map_or(raw.len() as u64 * 4, |s| s.memory);
         held = self.room(Some(held), model, pinned)?;
-        let mut p = crate::pprof::decode::decode_scanned(&raw, &self.limits, scan)
+        let p = crate::pprof::decode::decode_scanned(&raw, &self.limits, scan)
             .map_err(|e| unprocessable(e.to_string()))?;
-        drop(raw);
+        Ok((p, held))
+    }
+
+    /// [`Ui::read_pprof`], made ready for reports and charged at what it keeps.
+    fn load_within(
+        &self,
+        id: &str,
+        path: &std::path::Path,
+        pinned: u64,
+    ) -> Result<Loaded, Problem> {
+        let (p, held) = self.read_pprof(id, path, pinned)?;
+        self.loaded(p, held, pinned)
+    }
+
+    /// A decoded profile made ready for reports (go tool pprof's names, drop_frames) with
+    /// its report nodes, charged at what it holds, counted allocation by allocation, not at
+    /// the estimate made before decoding (which must cover the decoding's own peak).
+    pub(super) fn loaded(
+        &self,
+        mut p: Pprof,
+        mut held: crate::budget::Reservation,
+        pinned: u64,
+    ) -> Result<Loaded, Problem> {
         p.prepare_for_report();
         let nodes = Nodes::new(&p);
-        // What is kept is charged at what it holds, counted allocation by allocation, not at
-        // the estimate made before decoding (which must cover the decoding's own peak).
         let kept = p.heap_bytes() + nodes.heap_bytes();
         if kept > held.bytes() {
             let more = kept - held.bytes();
@@ -395,7 +407,7 @@ impl Ui {
     /// What `cached` finds, else `make`'s, made by one request at a time per `key`: the
     /// page asks for a profile's table and flamegraph at once, and for the flamegraph twice
     /// (ahead, then in its frame); one does the work, the others wait for it and find it.
-    fn once<T>(
+    pub(super) fn once<T>(
         &self,
         key: String,
         cached: impl Fn() -> Option<T>,
@@ -432,21 +444,22 @@ impl Ui {
     /// other profile of a compare, which cannot be given back while it is compared).
     pub fn profile_beside(&self, id: &str, pinned: u64) -> Result<Arc<Loaded>, Problem> {
         self.touch();
+        if let Some(sel) = super::select::Selection::parse_id(id) {
+            return self.merged(id, &sel.map_err(Problem::bad)?, pinned);
+        }
         let path = self.file(id)?;
         let meta = std::fs::metadata(&path).map_err(|_| Problem::not_found(id))?;
         let stamp = (meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len());
-        let cached = || {
-            let mut cache = crate::sync::lock(&self.cache);
-            cache
-                .iter_mut()
-                .find(|(i, m, l, _, _)| i == id && (*m, *l) == stamp)
-                .map(|(_, _, _, p, used)| {
-                    *used = Instant::now();
-                    Arc::clone(p)
-                })
-        };
-        self.once(format!("profile {id}"), cached, || {
+        self.once(format!("profile {id}"), || self.kept(id, stamp), || {
             let p = Arc::new(self.load_within(id, &path, pinned)?);
+            self.keep(id, stamp, &p);
+            Ok(p)
+        })
+    }
+
+    /// A decoded profile kept, by its id and the stamp it was read at.
+    pub(super) fn keep(&self, id: &str, stamp: (std::time::SystemTime, u64), p: &Arc<Loaded>) {
+        {
             let mut cache = crate::sync::lock(&self.cache);
             cache.retain(|(i, _, _, _, _)| i != id);
             if cache.len() >= CACHE {
@@ -456,11 +469,22 @@ impl Ui {
                 id.to_string(),
                 stamp.0,
                 stamp.1,
-                Arc::clone(&p),
+                Arc::clone(p),
                 Instant::now(),
             ));
-            Ok(p)
-        })
+        }
+    }
+
+    /// The kept profile of `id` read at `stamp`, marked used.
+    pub(super) fn kept(&self, id: &str, stamp: (std::time::SystemTime, u64)) -> Option<Arc<Loaded>> {
+        let mut cache = crate::sync::lock(&self.cache);
+        cache
+            .iter_mut()
+            .find(|(i, m, l, _, _)| i == id && (*m, *l) == stamp)
+            .map(|(_, _, _, p, used)| {
+                *used = Instant::now();
+                Arc::clone(p)
+            })
     }
 
     /// The flamegraph of a listed profile's sample type (`None`: the default), from the
@@ -530,41 +554,6 @@ impl Ui {
             .map_err(|e| Problem::unprocessable(self.scrub(&format!("{e:#}"))))?;
         Ok(Svg::new(with_frame_picker(out)))
     }
-}
-
-/// The script the ui adds to every flamegraph it serves: the page's search box sends its
-/// text as the user types (`{agentprof:'search', term}`), and the SVG highlights the
-/// matches with its own search, in place — nothing is fetched again. Only the page that
-/// framed it is listened to; a term that is no valid regular expression yet (mid-typing)
-/// leaves the last highlight.
-pub const IN_PAGE_SEARCH: &str = "<script><![CDATA[\n(function(){window.addEventListener('message',function(e){\
-if(e.source!==window.parent)return;var d=e.data;if(!d||d.agentprof!=='search'||typeof d.term!=='string'||d.term.length>1024)return;\
-try{new RegExp(d.term);}catch(x){return;}\
-if(typeof searching!=='undefined'&&searching&&typeof search_prompt==='function')search_prompt();\
-if(d.term&&typeof search==='function'){try{search(d.term);}catch(x){}}});})();\n]]></script>";
-
-/// The script the profile view's flamegraph also gets: a right-click on a frame tells the
-/// page which function it is (`{agentprof:'frame', name}`), for its filters.
-pub const FRAME_PICKER: &str = "<script><![CDATA[\n(function(){document.addEventListener('contextmenu',function(e){\
-var g=e.target&&e.target.closest?e.target.closest('g'):null;if(!g)return;var t=g.querySelector('title');if(!t)return;\
-var n=t.textContent.replace(/ \\([^()]*\\)$/,'');e.preventDefault();\
-window.parent.postMessage({agentprof:'frame',name:n},'*');});})();\n]]></script>";
-
-/// `svg` with [`IN_PAGE_SEARCH`] before its end.
-pub fn with_search(mut svg: Vec<u8>) -> Vec<u8> {
-    if let Some(at) = svg.windows(6).rposition(|w| w == b"</svg>") {
-        svg.splice(at..at, IN_PAGE_SEARCH.bytes());
-    }
-    svg
-}
-
-/// `svg` with [`IN_PAGE_SEARCH`] and [`FRAME_PICKER`] before its end.
-pub fn with_frame_picker(svg: Vec<u8>) -> Vec<u8> {
-    let mut svg = with_search(svg);
-    if let Some(at) = svg.windows(6).rposition(|w| w == b"</svg>") {
-        svg.splice(at..at, FRAME_PICKER.bytes());
-    }
-    svg
 }
 
 /// A request that cannot be answered, as JSON with the reason.

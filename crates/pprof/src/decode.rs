@@ -999,7 +999,36 @@ mod tests {
 pub struct Totals {
     pub types: Vec<(String, String, f64)>,
     pub samples: usize,
+    pub time_nanos: i64,
     pub duration_nanos: i64,
+}
+
+/// As records keep it (`captures.jsonl`'s and `uploads.jsonl`'s `totals`, docs/json.md):
+/// `time_nanos`, `duration_nanos`, `types[]` of `type`, `unit`, `value`.
+impl serde::Serialize for Totals {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        #[derive(serde::Serialize)]
+        struct Type<'a> {
+            r#type: &'a str,
+            unit: &'a str,
+            value: f64,
+        }
+        let types: Vec<Type> = self
+            .types
+            .iter()
+            .map(|(t, u, v)| Type {
+                r#type: t,
+                unit: u,
+                value: *v,
+            })
+            .collect();
+        let mut st = s.serialize_struct("Totals", 3)?;
+        st.serialize_field("time_nanos", &self.time_nanos)?;
+        st.serialize_field("duration_nanos", &self.duration_nanos)?;
+        st.serialize_field("types", &types)?;
+        st.end()
+    }
 }
 
 pub fn totals(raw: &[u8]) -> Option<Totals> {
@@ -1083,6 +1112,7 @@ pub fn totals(raw: &[u8]) -> Option<Totals> {
                 })?;
             }
             (6, 2) => strings.push(b),
+            (9, 0) => t.time_nanos = v as i64,
             (10, 0) => t.duration_nanos = v as i64,
             _ => {}
         }

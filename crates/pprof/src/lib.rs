@@ -13,6 +13,7 @@ mod fold;
 pub mod graph;
 pub mod legacy;
 pub mod measure;
+pub mod merge;
 pub mod model;
 pub mod names;
 pub mod peek;

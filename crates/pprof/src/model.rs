@@ -292,6 +292,27 @@ impl Pprof {
         *a = (*a + n).min(*b);
     }
 
+    /// Its totals per sample type, as [`crate::decode::totals`] reads them off the bytes.
+    pub fn totals(&self) -> crate::decode::Totals {
+        let mut sums = vec![0i128; self.proto.sample_type.len()];
+        for s in &self.proto.sample {
+            for (sum, v) in sums.iter_mut().zip(&s.value) {
+                *sum += i128::from(*v);
+            }
+        }
+        crate::decode::Totals {
+            types: self
+                .sample_types()
+                .iter()
+                .zip(sums)
+                .map(|((t, u), v)| (t.to_string(), u.to_string(), v as f64))
+                .collect(),
+            samples: self.proto.sample.len(),
+            time_nanos: self.proto.time_nanos,
+            duration_nanos: self.proto.duration_nanos,
+        }
+    }
+
     pub fn str(&self, i: i64) -> &str {
         usize::try_from(i)
             .ok()

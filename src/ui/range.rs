@@ -1,0 +1,427 @@
+//! Time and groups: the timeline of a selection (each capture's total of one sample type,
+//! per group), and a selection's captures merged into one profile. A capture's total is
+//! read from its record where `captures.jsonl` or `uploads.jsonl` states it, else off the
+//! file once (kept while the file is unchanged); sample labels need the file decoded.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use super::index::{Entry, Figures};
+use super::select::{Selection, all_keys_match, instant, tags_of};
+use super::state::{Loaded, Problem, Ui};
+use crate::pprof::model::Pprof;
+
+/// Totals kept at most; past it the cache starts again (a listing holds 200,000 files).
+const FIGURES_KEPT: usize = 250_000;
+/// Captures one merge or one timeline of sample labels reads at most.
+pub const MAX_CAPTURES: usize = 20_000;
+/// Groups a timeline draws at most (the largest; the others are summed into `other`).
+const MAX_GROUPS: usize = 12;
+
+/// One capture on the timeline.
+#[derive(Serialize)]
+pub struct Point {
+    pub id: String,
+    pub time: String,
+    /// The capture's total of the sample type (of the samples the labels select).
+    pub value: f64,
+    /// Its recording's length (0: not stated).
+    pub seconds: f64,
+}
+
+#[derive(Serialize)]
+pub struct Group {
+    /// `key:value` of the group-by, or `all`.
+    pub key: String,
+    pub total: f64,
+    pub points: Vec<Point>,
+}
+
+/// The timeline of a selection (`/api/series`, docs/json.md).
+#[derive(Serialize)]
+pub struct Series {
+    pub schema: u32,
+    pub selection: String,
+    pub sample_type: String,
+    pub unit: String,
+    pub sample_types: Vec<serde_json::Value>,
+    /// Every capture states its length and the type is one of rates (cpu, wall, the
+    /// deltas): the page draws value per second.
+    pub per_second: bool,
+    pub groups: Vec<Group>,
+    pub captures: usize,
+    /// Where the totals came from: the records, files read now, files read before.
+    pub from_records: usize,
+    pub from_files: usize,
+    pub from_cache: usize,
+    /// Captures that could not be read (their ids, at most 20, with why).
+    pub unreadable: Vec<String>,
+    pub left_out: usize,
+}
+
+/// Whether a type's figure is a rate over the recording, not a snapshot.
+fn is_rate(profile_type: &str, sample_type: &str) -> bool {
+    let snapshot = sample_type.starts_with("inuse")
+        || matches!(
+            profile_type,
+            "heap" | "goroutine" | "goroutines" | "threadcreate" | "allocs" | "block" | "mutex"
+        );
+    !snapshot
+}
+
+/// The labels of sample `i` as `key`/`value` pairs (a number label as its number).
+pub fn sample_labels(p: &Pprof, i: usize) -> Vec<(String, String)> {
+    p.proto.sample[i]
+        .label
+        .iter()
+        .map(|l| {
+            let v = if l.str != 0 {
+                p.str(l.str).to_string()
+            } else {
+                l.num.to_string()
+            };
+            (p.str(l.key).to_string(), v)
+        })
+        .collect()
+}
+
+enum Source {
+    Record,
+    File,
+    Cache,
+}
+
+impl Ui {
+    /// A capture's totals: its record's, else read off its file (once while it is unchanged).
+    fn figures_of(&self, e: &Entry) -> Result<(Arc<Figures>, Source), Problem> {
+        if let Some(f) = &e.figures {
+            return Ok((Arc::clone(f), Source::Record));
+        }
+        let path = self.listed_file(&e.id)?;
+        let meta = std::fs::metadata(&path).map_err(|_| Problem::not_found(&e.id))?;
+        let stamp = (meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), meta.len());
+        if let Some((m, l, f)) = crate::sync::lock(&self.figures).get(&e.id)
+            && (*m, *l) == stamp
+        {
+            return Ok((Arc::clone(f), Source::Cache));
+        }
+        let held = self.room(None, meta.len(), 0)?;
+        let bytes = crate::config::read_limited(&path, self.limits.body, "--max-size-mb")
+            .map_err(|x| Problem::unprocessable(self.scrub(&format!("{}: {x:#}", e.id))))?;
+        let stated = crate::pprof::decode::stated_size(&bytes)
+            .unwrap_or(self.limits.decompressed)
+            .min(self.limits.decompressed);
+        let mut held = held;
+        held = self.room(Some(held), stated, 0)?;
+        let raw = crate::pprof::decode::decompress(&bytes, &self.limits)
+            .map_err(|x| Problem::unprocessable(format!("{}: {x}", e.id)))?;
+        drop(bytes);
+        let t = crate::pprof::decode::totals(&raw).ok_or_else(|| {
+            Problem::unprocessable(format!("{}: not a well-formed pprof profile", e.id))
+        })?;
+        drop((raw, held));
+        let f = Arc::new(Figures {
+            time_nanos: t.time_nanos,
+            duration_nanos: t.duration_nanos,
+            types: t.types,
+        });
+        let mut cache = crate::sync::lock(&self.figures);
+        if cache.len() >= FIGURES_KEPT {
+            cache.clear();
+        }
+        cache.insert(e.id.clone(), (stamp.0, stamp.1, Arc::clone(&f)));
+        Ok((f, Source::File))
+    }
+
+    /// Per value of the sample label `group` (None: all samples together), the totals of
+    /// the samples `labels` selects, decoded off the file.
+    fn label_totals(
+        &self,
+        e: &Entry,
+        labels: &[(String, String)],
+        group: Option<&str>,
+        index: usize,
+    ) -> Result<Vec<(String, f64)>, Problem> {
+        let path = self.listed_file(&e.id)?;
+        let (p, _held) = self.read_pprof(&e.id, &path, 0)?;
+        let mut sums: HashMap<String, f64> = HashMap::new();
+        for (i, s) in p.proto.sample.iter().enumerate() {
+            let have = sample_labels(&p, i);
+            if !labels.is_empty() && !all_keys_match(labels, &have) {
+                continue;
+            }
+            let key = match group {
+                None => "all".to_string(),
+                Some(g) => have
+                    .iter()
+                    .find(|(k, _)| k == g)
+                    .map_or_else(|| format!("{g}:(none)"), |(k, v)| format!("{k}:{v}")),
+            };
+            *sums.entry(key).or_default() += s.value.get(index).copied().unwrap_or(0) as f64;
+        }
+        Ok(sums.into_iter().collect())
+    }
+
+    /// The timeline of a selection: per capture the total of `sample_index` (a name; None:
+    /// the last type, go tool pprof's default), grouped by a capture tag's key or, as
+    /// `label:KEY`, by a sample label.
+    pub fn series(
+        &self,
+        sel: &Selection,
+        sample_index: Option<&str>,
+        group_by: Option<&str>,
+    ) -> Result<Series, Problem> {
+        self.touch();
+        let listing = self.listing();
+        let mut caps = sel.captures(&listing.entries);
+        let mut out = Series {
+            schema: 1,
+            selection: sel.describe(),
+            sample_type: String::new(),
+            unit: String::new(),
+            sample_types: Vec::new(),
+            per_second: false,
+            groups: Vec::new(),
+            captures: caps.len(),
+            from_records: 0,
+            from_files: 0,
+            from_cache: 0,
+            unreadable: Vec::new(),
+            left_out: 0,
+        };
+        let label_group = group_by.and_then(|g| g.strip_prefix("label:"));
+        let by_labels = !sel.labels.is_empty() || label_group.is_some();
+        if by_labels && caps.len() > MAX_CAPTURES {
+            out.left_out = caps.len() - MAX_CAPTURES;
+            caps.drain(..out.left_out);
+        }
+        let mut groups: HashMap<String, Vec<Point>> = HashMap::new();
+        let mut index = None;
+        let mut all_stated = true;
+        for e in caps {
+            let figures = match self.figures_of(e) {
+                Ok((f, src)) => {
+                    match src {
+                        Source::Record => out.from_records += 1,
+                        Source::File => out.from_files += 1,
+                        Source::Cache => out.from_cache += 1,
+                    }
+                    f
+                }
+                Err(p) => {
+                    if out.unreadable.len() < 20 {
+                        out.unreadable.push(p.message);
+                    }
+                    continue;
+                }
+            };
+            let i = match index {
+                Some(i) => i,
+                None => {
+                    let i = type_index(&figures, sample_index)?;
+                    let (t, u, _) = &figures.types[i];
+                    out.sample_type = t.clone();
+                    out.unit = u.clone();
+                    out.sample_types = figures
+                        .types
+                        .iter()
+                        .map(|(t, u, _)| serde_json::json!({"type": t, "unit": u}))
+                        .collect();
+                    index = Some(i);
+                    i
+                }
+            };
+            // A capture of other sample types (another runtime's under one name) is left
+            // out of this type's line.
+            if figures.types.get(i).map(|t| &t.0) != Some(&out.sample_type) {
+                continue;
+            }
+            let seconds = figures.duration_nanos as f64 / 1e9;
+            all_stated &= seconds > 0.0;
+            let totals: Vec<(String, f64)> = if by_labels {
+                match self.label_totals(e, &sel.labels, label_group, i) {
+                    Ok(t) => t,
+                    Err(p) => {
+                        if out.unreadable.len() < 20 {
+                            out.unreadable.push(p.message);
+                        }
+                        continue;
+                    }
+                }
+            } else {
+                let key = match group_by {
+                    None | Some("") => "all".to_string(),
+                    Some(g) => tags_of(e)
+                        .into_iter()
+                        .find(|(k, _)| k == g)
+                        .map_or_else(|| format!("{g}:(none)"), |(k, v)| format!("{k}:{v}")),
+                };
+                vec![(key, figures.types[i].2)]
+            };
+            for (key, value) in totals {
+                groups.entry(key).or_default().push(Point {
+                    id: e.id.clone(),
+                    time: e.time.clone(),
+                    value,
+                    seconds,
+                });
+            }
+        }
+        out.per_second = all_stated && is_rate(&sel.profile_type, &out.sample_type);
+        out.groups = largest_groups(groups);
+        Ok(out)
+    }
+
+    /// A selection's captures merged into one profile, as read (not made ready for
+    /// reports), with what it holds of the budget beside `pinned`; and how many captures.
+    pub fn merge_selection(
+        &self,
+        sel: &Selection,
+        pinned: u64,
+    ) -> Result<(Pprof, crate::budget::Reservation, usize), Problem> {
+        let listing = self.listing();
+        let caps = sel.captures(&listing.entries);
+        if caps.is_empty() {
+            return Err(Problem {
+                status: axum::http::StatusCode::NOT_FOUND,
+                message: format!("no capture in the listing is in {}", sel.describe()),
+            });
+        }
+        if caps.len() > MAX_CAPTURES {
+            return Err(Problem::bad(format!(
+                "{} captures are in {}; a merge reads at most {MAX_CAPTURES}: choose a shorter range",
+                caps.len(),
+                sel.describe()
+            )));
+        }
+        let mut m = crate::pprof::merge::Merger::new();
+        let mut held = self.room(None, 1 << 16, pinned)?;
+        for e in &caps {
+            let path = self.listed_file(&e.id)?;
+            let (p, one) = self.read_pprof(&e.id, &path, pinned + held.bytes())?;
+            let keep = |i: usize| {
+                sel.labels.is_empty() || all_keys_match(&sel.labels, &sample_labels(&p, i))
+            };
+            m.add_where(&p, keep).map_err(|x| {
+                Problem::unprocessable(format!("{} cannot be merged with those before it: {x}", e.id))
+            })?;
+            drop((p, one));
+            let now = m.heap_bytes();
+            if now > held.bytes() {
+                let more = now - held.bytes();
+                held = self.room(Some(held), more, pinned)?;
+            }
+        }
+        let n = caps.len();
+        let p = m
+            .finish()
+            .map_err(|x| Problem::unprocessable(x.to_string()))?;
+        Ok((p, held, n))
+    }
+
+    /// The merged profile a selection's id names, made ready for reports and kept while its
+    /// captures are the same.
+    pub fn merged(&self, id: &str, sel: &Selection, pinned: u64) -> Result<Arc<Loaded>, Problem> {
+        let listing = self.listing();
+        let stamp = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            for e in sel.captures(&listing.entries) {
+                (&e.id, e.bytes, &e.time).hash(&mut h);
+            }
+            (SystemTime::UNIX_EPOCH, h.finish())
+        };
+        drop(listing);
+        self.once(format!("profile {id}"), || self.kept(id, stamp), || {
+            let (p, held, _) = self.merge_selection(sel, pinned)?;
+            let p = Arc::new(self.loaded(p, held, pinned)?);
+            self.keep(id, stamp, &p);
+            Ok(p)
+        })
+    }
+
+    /// What a selection's merged profile says of it: captures, seconds of recording, the
+    /// total per second of each sample type.
+    pub fn selection_figures(&self, sel: &Selection) -> serde_json::Value {
+        let listing = self.listing();
+        let caps = sel.captures(&listing.entries);
+        let (first, last) = (
+            caps.first().map(|e| e.time.clone()),
+            caps.last().map(|e| e.time.clone()),
+        );
+        serde_json::json!({
+            "captures": caps.len(),
+            "first": first,
+            "last": last,
+            "from": sel.from.map(|t| t.to_string()),
+            "to": sel.to.map(|t| t.to_string()),
+        })
+    }
+}
+
+/// The sample type a name (or number) picks among a capture's totals; None: the last.
+fn type_index(f: &Figures, asked: Option<&str>) -> Result<usize, Problem> {
+    if f.types.is_empty() {
+        return Err(Problem::unprocessable("the profile has no sample types".into()));
+    }
+    let Some(name) = asked.filter(|n| !n.is_empty()) else {
+        return Ok(f.types.len() - 1);
+    };
+    if let Ok(i) = name.parse::<usize>()
+        && i < f.types.len()
+    {
+        return Ok(i);
+    }
+    f.types.iter().position(|(t, _, _)| t == name).ok_or_else(|| {
+        let names: Vec<&str> = f.types.iter().map(|(t, _, _)| t.as_str()).collect();
+        Problem::bad(format!(
+            "sample index {name:?} must be one of: {}",
+            names.join(", ")
+        ))
+    })
+}
+
+/// The groups by total, largest first: the first `MAX_GROUPS - 1` as they are, the rest
+/// summed by capture into `other`.
+fn largest_groups(groups: HashMap<String, Vec<Point>>) -> Vec<Group> {
+    let mut v: Vec<Group> = groups
+        .into_iter()
+        .map(|(key, points)| Group {
+            total: points.iter().map(|p| p.value).sum(),
+            key,
+            points,
+        })
+        .collect();
+    v.sort_by(|a, b| b.total.total_cmp(&a.total).then(a.key.cmp(&b.key)));
+    if v.len() > MAX_GROUPS {
+        let rest = v.split_off(MAX_GROUPS - 1);
+        let mut summed: HashMap<String, Point> = HashMap::new();
+        for g in rest {
+            for p in g.points {
+                match summed.get_mut(&p.id) {
+                    Some(q) => q.value += p.value,
+                    None => {
+                        summed.insert(p.id.clone(), p);
+                    }
+                }
+            }
+        }
+        let by_id: Vec<Point> = summed.into_values().collect();
+        v.push(Group {
+            key: "other".into(),
+            total: by_id.iter().map(|p| p.value).sum(),
+            points: by_id,
+        });
+    }
+    for g in &mut v {
+        g.points
+            .sort_by(|a, b| match (instant(&a.time), instant(&b.time)) {
+                (Some(x), Some(y)) => x.cmp(&y),
+                _ => a.time.cmp(&b.time),
+            });
+    }
+    v
+}
