@@ -88,6 +88,9 @@ struct One {
     show: Option<String>,
     /// The functions a peek or a source view is of (a regular expression).
     re: Option<String>,
+    /// A flamegraph drawn upside down (the roots at the top).
+    #[serde(default)]
+    icicle: bool,
 }
 
 impl One {
@@ -309,9 +312,14 @@ async fn flamegraph(
     blocking(move || {
         let filter = q.filter()?;
         let out = if filter.is_empty() {
-            ui.flamegraph(&q.id, q.sample_index.as_deref())?
+            ui.flamegraph(&q.id, q.sample_index.as_deref(), q.icicle)?
         } else {
-            Arc::new(ui.flamegraph_filtered(&q.id, q.sample_index.as_deref(), &filter)?)
+            Arc::new(ui.flamegraph_filtered(
+                &q.id,
+                q.sample_index.as_deref(),
+                &filter,
+                q.icicle,
+            )?)
         };
         Ok(drawn_svg(&out, gzip))
     })

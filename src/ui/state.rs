@@ -489,23 +489,30 @@ impl Ui {
 
     /// The flamegraph of a listed profile's sample type (`None`: the default), from the
     /// last few drawn while the profile is unchanged.
-    pub fn flamegraph(&self, id: &str, sample_index: Option<&str>) -> Result<Arc<Svg>, Problem> {
+    pub fn flamegraph(
+        &self,
+        id: &str,
+        sample_index: Option<&str>,
+        icicle: bool,
+    ) -> Result<Arc<Svg>, Problem> {
         self.touch();
         let p = self.profile(id)?;
         let index = p.sample_index(sample_index).map_err(Problem::bad)?;
+        // Kept by sample type and direction.
+        let look = index * 2 + usize::from(icicle);
         let cached = || {
             crate::sync::lock(&self.drawn)
                 .iter_mut()
-                .find(|(pp, i, _, _)| Arc::ptr_eq(pp, &p) && *i == index)
+                .find(|(pp, i, _, _)| Arc::ptr_eq(pp, &p) && *i == look)
                 .map(|(_, _, svg, used)| {
                     *used = Instant::now();
                     Arc::clone(svg)
                 })
         };
-        self.once(format!("flamegraph {index} {id}"), cached, || {
+        self.once(format!("flamegraph {look} {id}"), cached, || {
             let title = format!("{} — {}", self.label(id), p.sample_types()[index].0);
             let mut out = Vec::new();
-            crate::pprof::diff::write_flamegraph_with(&p, p.nodes(), index, &title, &mut out)
+            crate::pprof::diff::write_flamegraph_facing(&p, p.nodes(), index, &title, icicle, &mut out)
                 .map_err(|e| Problem::unprocessable(self.scrub(&format!("{e:#}"))))?;
             let out = with_frame_picker(out);
             // Kept within the budget too: an SVG can be tens of MiB.
@@ -518,7 +525,7 @@ impl Ui {
             if drawn.len() >= CACHE {
                 drawn.remove(0);
             }
-            drawn.push((Arc::clone(&p), index, Arc::clone(&out), Instant::now()));
+            drawn.push((Arc::clone(&p), look, Arc::clone(&out), Instant::now()));
             Ok(out)
         })
     }
@@ -539,6 +546,7 @@ impl Ui {
         id: &str,
         sample_index: Option<&str>,
         filter: &crate::pprof::filter::NameFilter,
+        icicle: bool,
     ) -> Result<Svg, Problem> {
         let p = self.profile(id)?;
         let index = p.sample_index(sample_index).map_err(Problem::bad)?;
@@ -550,7 +558,8 @@ impl Ui {
             p.sample_types()[index].0
         );
         let mut out = Vec::new();
-        crate::pprof::diff::write_flamegraph(&kept, index, &title, &mut out)
+        let nodes = crate::pprof::graph::Nodes::new(&kept);
+        crate::pprof::diff::write_flamegraph_facing(&kept, &nodes, index, &title, icicle, &mut out)
             .map_err(|e| Problem::unprocessable(self.scrub(&format!("{e:#}"))))?;
         Ok(Svg::new(with_frame_picker(out)))
     }

@@ -28,3 +28,4 @@ mod start;
 mod support;
 mod ui;
 mod ui_bounds;
+mod ui_range;

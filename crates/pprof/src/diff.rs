@@ -401,7 +401,7 @@ pub fn write_flamegraph(
     title: &str,
     out: impl std::io::Write,
 ) -> Result<(), DrawError> {
-    draw(p, &Nodes::new(p), index, title, true, out)
+    draw(p, &Nodes::new(p), index, title, (true, false), out)
 }
 
 /// [`write_flamegraph`] with the nodes of `p` already built.
@@ -412,23 +412,40 @@ pub fn write_flamegraph_with(
     title: &str,
     out: impl std::io::Write,
 ) -> Result<(), DrawError> {
-    draw(p, nodes, index, title, true, out)
+    draw(p, nodes, index, title, (true, false), out)
+}
+
+/// [`write_flamegraph_with`], drawn as an icicle when `icicle`: the roots at the top and
+/// the callees below them (inferno's inverted direction), as Pyroscope and go tool pprof's
+/// web view draw it.
+pub fn write_flamegraph_facing(
+    p: &Pprof,
+    nodes: &Nodes,
+    index: usize,
+    title: &str,
+    icicle: bool,
+    out: impl std::io::Write,
+) -> Result<(), DrawError> {
+    draw(p, nodes, index, title, (true, icicle), out)
 }
 
 /// [`write_flamegraph`], with `prune` false giving inferno every line (for the test that the
-/// picture is the same).
+/// picture is the same), upside down when `icicle`.
 fn draw(
     p: &Pprof,
     nodes: &Nodes,
     index: usize,
     title: &str,
-    prune: bool,
+    (prune, icicle): (bool, bool),
     out: impl std::io::Write,
 ) -> Result<(), DrawError> {
     let tree = super::fold::Tree::with_nodes(p, nodes, index, false);
     let (stype, unit) = p.sample_types()[index];
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
+    if icicle {
+        opts.direction = inferno::flamegraph::Direction::Inverted;
+    }
     // No parentheses in the count's name: the SVG's script labels a frame with its title
     // less its last parenthesised part (the value and share).
     opts.count_name = format!("{stype} [{unit}]");
@@ -616,8 +633,8 @@ mod tests {
         };
         assert_eq!(sum(&all), sum(&pruned), "the pruned lines keep every value");
         let (mut a, mut b) = (Vec::new(), Vec::new());
-        draw(&p, &Nodes::new(&p), idx, "t", false, &mut a).unwrap();
-        draw(&p, &Nodes::new(&p), idx, "t", true, &mut b).unwrap();
+        draw(&p, &Nodes::new(&p), idx, "t", (false, false), &mut a).unwrap();
+        draw(&p, &Nodes::new(&p), idx, "t", (true, false), &mut b).unwrap();
         // The frames drawn: each one's title (name, value, share), row and width. inferno
         // picks colours at random; where an undrawn gap sits may differ by the order of names.
         let frames = |svg: &[u8]| -> Vec<String> {

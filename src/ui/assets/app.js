@@ -102,7 +102,13 @@ function renderList() {
     const b = el("button", (folded.has(k) ? "▸ " : "▾ ") + k);
     b.type = "button";
     b.onclick = () => { folded.has(k) ? folded.delete(k) : folded.add(k); renderList(); };
-    td.append(b, el("span", ` ${list.length} profile${list.length === 1 ? "" : "s"}, latest ${latest(list)}`, "muted"));
+    td.append(b, el("span", ` ${list.length} profile${list.length === 1 ? "" : "s"}, latest ${latest(list)} `, "muted"));
+    const first = list.find((e) => e.kind === "pprof" && e.service);
+    if (first) {
+      const t = el("a", "timeline");
+      t.href = "#/t?" + q({ service: first.service, type: first.type });
+      td.append(t);
+    }
     head.append(td);
     frag.append(head);
     if (folded.has(k)) continue;
@@ -124,6 +130,9 @@ function renderList() {
   $("count").textContent = `${rows.length} of ${entries.length} profiles in ${groups.size} group${groups.size === 1 ? "" : "s"}` +
     (rows.length > 1000 ? " (first 1000 shown)" : "");
 }
+
+// The first listing's arrival (the timeline's choices come from it).
+let listed = Promise.resolve();
 
 // The listing's ETag as last received: the next ask names it and gets only what changed.
 let tag = null;
@@ -375,6 +384,13 @@ async function showProfile(params) {
   $("p-detail").hidden = true;
   $("p-detail-body").replaceChildren();
   $("p-download").href = "/file?" + q({ id });
+  $("p-icicle").checked = params.get("icicle") === "true";
+  const isSel = id.startsWith("sel:");
+  $("p-timeline").hidden = !isSel;
+  if (isSel) {
+    const u = new URLSearchParams(id.slice(4));
+    $("p-timeline").href = "#/t?" + q({ service: u.get("service"), type: u.get("type"), tags: u.getAll("tag").join(" "), labels: u.getAll("label").join(",") });
+  }
   $("p-base").value = "";
   $("p-base-find").value = "";
   $("p-sort").value = params.get("sort") === "cum" ? "cum" : "flat";
@@ -392,7 +408,7 @@ async function showProfile(params) {
   const settings = () => ({ id, si: $("p-sample").value || wanted, sort: $("p-sort").value === "cum" ? "cum" : "",
     nodes: $("p-nodes").value !== "20" ? $("p-nodes").value : "", ...names(),
     peek: detail && detail.kind === "peek" ? detail.re : "", list: detail && detail.kind === "list" ? detail.re : "",
-    s: $("p-search").value });
+    s: $("p-search").value, icicle: $("p-icicle").checked });
   const showDetail = async () => {
     if (!detail) { $("p-detail").hidden = true; return; }
     const si = $("p-sample").value || wanted;
@@ -439,10 +455,11 @@ async function showProfile(params) {
     const nodes = $("p-nodes").value;
     // The flamegraph is drawn beside the table (the server decodes the profile once), of
     // what the filters keep.
-    const flameKey = JSON.stringify([si, names()]);
+    const icicle = $("p-icicle").checked;
+    const flameKey = JSON.stringify([si, names(), icicle]);
     if (flameFor === null || flameKey !== flameFor) {
       flameFor = flameKey;
-      loadFlame("p-flame", "/api/flamegraph.svg?" + q({ id, sample_index: si, ...names() }), $("p-search").value);
+      loadFlame("p-flame", "/api/flamegraph.svg?" + q({ id, sample_index: si, ...names(), icicle }), $("p-search").value);
     }
     const doc = await getJSON("/api/top?" + q({ id, sample_index: si, cum, nodes, ...names() }));
     const sel = $("p-sample");
@@ -452,13 +469,18 @@ async function showProfile(params) {
       wanted = "";
     }
     $("p-warn").textContent = (doc.warnings || []).join(" · ");
+    if (doc.selection) {
+      const sx = doc.selection, r = doc.report, secs = doc.duration_nanos / 1e9;
+      $("p-meta").textContent = `${sx.captures} captures merged, ${sx.first} – ${sx.last}` +
+        (secs > 0 ? ` · ${secs.toFixed(1)} s recorded · ${unitText(r.total / secs, r.unit)}/s of ${r.sample_type} on average` : "");
+    }
     $("p-header").textContent = doc.report.header.join("\n");
     topTable($("p-top"), doc.report, pick);
     keepInHash("p", settings());
     await showDetail();
   };
   $("p-sample").replaceChildren();
-  for (const c of ["p-sample", "p-sort", "p-nodes", ...NAME_FILTERS.map((f) => "p-" + f)]) $(c).onchange = () => draw().catch(showError);
+  for (const c of ["p-sample", "p-sort", "p-nodes", "p-icicle", ...NAME_FILTERS.map((f) => "p-" + f)]) $(c).onchange = () => draw().catch(showError);
   $("p-clear").onclick = () => { for (const f of NAME_FILTERS) $("p-" + f).value = ""; draw().catch(showError); };
   $("p-detail-close").onclick = () => { detail = null; $("p-detail").hidden = true; keepInHash("p", settings()); };
   searchBox("p-search", "p-flame", () => keepInHash("p", settings()));
@@ -545,12 +567,201 @@ async function showPstats(params) {
   loadFlame("s-flame", "/api/pstats.svg?" + q({ id }), $("s-search").value);
 }
 
+// ---- The timeline: one service's captures of one type over time, per group; a range
+// brushed on it opens merged, or compared with the range before it.
+
+const SVGNS = "http://www.w3.org/2000/svg";
+function svgEl(tag, attrs, text) {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+  if (text !== undefined) e.textContent = String(text);
+  return e;
+}
+
+// A selection's id, as the server reads it: `sel:` and the selection as a query.
+function selId(s, from, to) {
+  const u = new URLSearchParams();
+  if (s.service) u.append("service", s.service);
+  u.append("type", s.type);
+  if (from) u.append("from", from);
+  if (to) u.append("to", to);
+  for (const t of s.tags) u.append("tag", t);
+  for (const l of s.labels) u.append("label", l);
+  return "sel:" + u.toString();
+}
+
+function words(v, sep) {
+  return v.split(sep).map((x) => x.trim()).filter(Boolean);
+}
+
+// A value in the unit the timeline's type has, shortly.
+function unitText(v, unit) {
+  const a = Math.abs(v);
+  const scaled = (div, names) => {
+    for (const [d, n] of names) if (a >= d) return (v / d).toFixed(a / d >= 100 ? 0 : 2) + n;
+    return v.toFixed(0) + names[names.length - 1][1];
+  };
+  if (unit === "nanoseconds") return scaled(0, [[1e9, "s"], [1e6, "ms"], [1e3, "µs"], [1, "ns"]]);
+  if (unit === "bytes") return scaled(0, [[1 << 30, "GiB"], [1 << 20, "MiB"], [1 << 10, "KiB"], [1, "B"]]);
+  return scaled(0, [[1e9, "G"], [1e6, "M"], [1e3, "k"], [1, ""]]);
+}
+
+const LAST = { "1h": 3600e3, "6h": 6 * 3600e3, "1d": 86400e3, "7d": 7 * 86400e3 };
+const COLORS = ["#7b3fe4", "#e4572e", "#17bebb", "#f3a712", "#2e86ab", "#a23b72", "#3b8b2e", "#d1242f", "#6c757d", "#ff7f0e", "#1f77b4", "#8c564b"];
+
+// The range brushed last, and the one kept as a base.
+let brushed = null, baseRange = null;
+
+async function showTimeline(params) {
+  await listed;
+  const svc = $("t-service"), type = $("t-type");
+  const services = new Set(entries.filter((e) => e.kind === "pprof" && e.service).map((e) => e.service));
+  svc.replaceChildren(...[...services].sort().map((s) => new Option(s, s)));
+  svc.value = params.get("service") || svc.value || (svc.options[0] && svc.options[0].value) || "";
+  const types = () => new Set(entries.filter((e) => e.kind === "pprof" && e.service === svc.value).map((e) => e.type));
+  const fillTypes = (want) => {
+    type.replaceChildren(...[...types()].sort().map((t) => new Option(t, t)));
+    type.value = want && types().has(want) ? want : (types().has("cpu") ? "cpu" : (type.options[0] && type.options[0].value) || "");
+  };
+  fillTypes(params.get("type"));
+  $("t-last").value = params.get("last") || "";
+  $("t-group").value = params.get("group") || "";
+  $("t-tags").value = params.get("tags") || "";
+  $("t-labels").value = params.get("labels") || "";
+  let wantSample = params.get("si") || "";
+  // The keys the listing's captures carry, offered for the group-by.
+  const keys = new Set(["pod", "namespace", "container", "cause", "trigger"]);
+  for (const e of entries) for (const t of e.tags) { const i = t.indexOf(":"); if (i > 0) keys.add(t.slice(0, i)); }
+  $("t-group-keys").replaceChildren(...[...keys].sort().map((k) => new Option(k)));
+  const sel = () => ({ service: svc.value, type: type.value, tags: words($("t-tags").value, /\s+/), labels: words($("t-labels").value, ",") });
+  const draw = async () => {
+    const s = sel();
+    if (!s.type) { $("t-state").textContent = "no pprof captures listed yet"; return; }
+    const last = LAST[$("t-last").value];
+    const from = last ? new Date(Date.now() - last).toISOString() : "";
+    const u = new URLSearchParams(selId(s, from, "").slice(4));
+    const si = $("t-sample").value || wantSample;
+    if (si) u.append("sample_index", si);
+    if ($("t-group").value) u.append("group_by", $("t-group").value);
+    keepInHash("t", { service: s.service, type: s.type, si, last: $("t-last").value, group: $("t-group").value,
+      tags: $("t-tags").value, labels: $("t-labels").value });
+    $("t-state").textContent = "reading the captures…";
+    const t0 = performance.now();
+    const doc = await getJSON("/api/series?" + u.toString());
+    const ts = $("t-sample");
+    if (ts.options.length !== doc.sample_types.length + 1) {
+      ts.replaceChildren(new Option("default", ""), ...doc.sample_types.map((t) => new Option(`${t.type} (${t.unit})`, t.type)));
+    }
+    ts.value = si && doc.sample_types.some((t) => t.type === si) ? si : "";
+    wantSample = "";
+    chart(doc, s);
+    const ms = Math.round(performance.now() - t0);
+    $("t-state").textContent = `${doc.captures} captures · ${doc.sample_type} (${doc.unit})${doc.per_second ? " per second of recording" : ""}` +
+      ` · totals from ${doc.from_records} records, ${doc.from_files + doc.from_cache} files` +
+      (doc.unreadable.length ? ` · ${doc.unreadable.length} unreadable: ${doc.unreadable[0]}` : "") +
+      (doc.left_out ? ` · the ${doc.left_out} oldest left out` : "") + ` · ${ms} ms`;
+    $("t-chart").dataset.drawnMs = String(ms);
+  };
+  svc.onchange = () => { fillTypes(type.value); draw().catch(showError); };
+  for (const c of ["t-type", "t-sample", "t-last"]) $(c).onchange = () => draw().catch(showError);
+  for (const c of ["t-group", "t-tags", "t-labels"]) $(c).onchange = () => draw().catch(showError);
+  $("t-range").hidden = true;
+  await draw();
+}
+
+// The chart: x the capture's time, y its total (per second when the type is a rate and
+// every capture says how long it recorded); a line per group. Hover names the capture,
+// a click opens it, a drag selects a range.
+function chart(doc, s) {
+  const box = $("t-chart");
+  const W = Math.max(320, box.clientWidth || 900), H = 260, L = 70, R = 10, T = 10, B = 30;
+  const y = (p) => (doc.per_second && p.seconds > 0 ? p.value / p.seconds : p.value);
+  const all = doc.groups.flatMap((g) => g.points.map((p) => ({ t: Date.parse(p.time), v: y(p), p, g: g.key })));
+  const svg = svgEl("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "timeline" });
+  if (!all.length) { box.replaceChildren(el("p", "no capture in this selection", "muted")); return; }
+  let t0 = Math.min(...all.map((a) => a.t)), t1 = Math.max(...all.map((a) => a.t));
+  if (t1 === t0) { t0 -= 60e3; t1 += 60e3; }
+  const vmax = Math.max(...all.map((a) => a.v), 1e-9);
+  const X = (t) => L + ((t - t0) / (t1 - t0)) * (W - L - R), Yp = (v) => T + (1 - v / vmax) * (H - T - B);
+  const unit = doc.unit + (doc.per_second ? "/s" : "");
+  for (let i = 0; i <= 4; i++) {
+    const v = (vmax * i) / 4;
+    svg.append(svgEl("line", { x1: L, x2: W - R, y1: Yp(v), y2: Yp(v), class: "grid" }));
+    svg.append(svgEl("text", { x: L - 4, y: Yp(v) + 4, "text-anchor": "end", class: "axis" }, unitText(v, doc.unit) + (doc.per_second ? "/s" : "")));
+  }
+  for (let i = 0; i <= 4; i++) {
+    const t = t0 + ((t1 - t0) * i) / 4;
+    svg.append(svgEl("text", { x: X(t), y: H - 8, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle", class: "axis" },
+      new Date(t).toISOString().replace("T", " ").slice(0, 16)));
+  }
+  const legend = [];
+  doc.groups.forEach((g, gi) => {
+    const c = COLORS[gi % COLORS.length];
+    const pts = g.points.map((p) => `${X(Date.parse(p.time)).toFixed(1)},${Yp(y(p)).toFixed(1)}`).join(" ");
+    svg.append(svgEl("polyline", { points: pts, fill: "none", stroke: c, "stroke-width": 1.5 }));
+    if (g.points.length <= 1500) for (const p of g.points) svg.append(svgEl("circle", { cx: X(Date.parse(p.time)), cy: Yp(y(p)), r: 2.5, fill: c }));
+    legend.push([c, `${g.key} (${g.points.length})`]);
+  });
+  const cursor = svgEl("line", { y1: T, y2: H - B, class: "cursor", visibility: "hidden" });
+  const band = svgEl("rect", { y: T, height: H - T - B, class: "brush", visibility: "hidden" });
+  svg.append(band, cursor);
+  box.replaceChildren(svg);
+  $("t-legend").replaceChildren(...legend.map(([c, t]) => { const sp = el("span", t); sp.style.borderLeft = `10px solid ${c}`; return sp; }));
+  const sorted = all.slice().sort((a, b) => a.t - b.t);
+  const tAt = (px) => t0 + ((px - L) / (W - L - R)) * (t1 - t0);
+  const nearest = (t) => {
+    let lo = 0, hi = sorted.length - 1;
+    while (lo < hi) { const m = (lo + hi) >> 1; if (sorted[m].t < t) lo = m + 1; else hi = m; }
+    const c = [sorted[lo], sorted[lo - 1]].filter(Boolean);
+    return c.sort((a, b) => Math.abs(a.t - t) - Math.abs(b.t - t))[0];
+  };
+  const px = (ev) => { const r = svg.getBoundingClientRect(); return Math.min(W - R, Math.max(L, ((ev.clientX - r.left) * W) / r.width)); };
+  let down = null;
+  svg.onmousemove = (ev) => {
+    const x = px(ev), n = nearest(tAt(x));
+    cursor.setAttribute("x1", X(n.t)); cursor.setAttribute("x2", X(n.t)); cursor.setAttribute("visibility", "visible");
+    $("t-tip").textContent = `${n.p.time} · ${n.g} · ${unitText(n.v, doc.unit)}${doc.per_second ? "/s" : ""}` +
+      (n.p.seconds ? ` over ${n.p.seconds.toFixed(1)} s` : "") + " · click to open";
+    if (down !== null) {
+      band.setAttribute("x", Math.min(down, x)); band.setAttribute("width", Math.abs(x - down)); band.setAttribute("visibility", "visible");
+    }
+  };
+  svg.onmousedown = (ev) => { down = px(ev); band.setAttribute("visibility", "hidden"); ev.preventDefault(); };
+  svg.onmouseup = (ev) => {
+    const x = px(ev), start = down;
+    down = null;
+    if (start === null) return;
+    if (Math.abs(x - start) < 4) { location.hash = "#/p?" + q({ id: nearest(tAt(x)).p.id }); return; }
+    const a = tAt(Math.min(start, x)), b = tAt(Math.max(start, x));
+    pickRange(s, a, b, all.filter((p) => p.t >= a && p.t < b).length);
+  };
+  svg.dataset.points = String(all.length);
+}
+
+// A range brushed (ms since the epoch): its captures merged, or compared with another.
+function pickRange(s, a, b, n) {
+  const iso = (t) => new Date(t).toISOString();
+  brushed = { s, from: iso(a), to: iso(b) };
+  $("t-range").hidden = false;
+  $("t-range-text").textContent = `${iso(a)} – ${iso(b)}: ${n} captures`;
+  const open = (id, base) => { location.hash = base ? "#/d?" + q({ base, id }) : "#/p?" + q({ id }); };
+  const shifted = (d) => selId(s, iso(a - d), iso(b - d));
+  const id = selId(s, brushed.from, brushed.to);
+  $("t-merge").onclick = () => open(id);
+  $("t-prev").onclick = () => open(id, shifted(b - a));
+  $("t-hour").onclick = () => open(id, shifted(3600e3));
+  $("t-day").onclick = () => open(id, shifted(86400e3));
+  $("t-base").onclick = () => { baseRange = id; $("t-vsbase").hidden = false; };
+  $("t-vsbase").hidden = !baseRange;
+  $("t-vsbase").onclick = () => open(id, baseRange);
+}
+
 async function route() {
   showError(null);
   current = null;
   const [path, query] = (location.hash.slice(1) || "/").split("?");
   const params = new URLSearchParams(query || "");
-  const views = { "/": "list-view", "/p": "profile-view", "/d": "diff-view", "/s": "pstats-view" };
+  const views = { "/": "list-view", "/t": "timeline-view", "/p": "profile-view", "/d": "diff-view", "/s": "pstats-view" };
   for (const [p, id] of Object.entries(views)) {
     const hide = p !== path;
     // A flamegraph left in a hidden view would lay itself out at width 0: it is unloaded.
@@ -561,6 +772,7 @@ async function route() {
     if (path === "/p") await showProfile(params);
     else if (path === "/d") await showDiff(params);
     else if (path === "/s") await showPstats(params);
+    else if (path === "/t") await showTimeline(params);
     else renderList();
   } catch (e) {
     showError(e);
@@ -576,6 +788,7 @@ for (const id of ["f-service", "f-type", "f-cause", "f-from", "f-to", "f-text"])
 document.addEventListener("DOMContentLoaded", async () => {
   // A profile's page asks for its table at once; the listing follows (it can be megabytes).
   const listing = refresh();
+  listed = listing;
   route();
   await listing;
   // New captures appear without a reload.

@@ -1,0 +1,181 @@
+//! `agentprof ui` over time: a service's timeline (each capture's total from its record or
+//! its file, grouped by a capture tag or a sample label), a range merged with go tool
+//! pprof's numbers, two ranges compared, and selections that say what is wrong.
+
+use serde_json::{Value, json};
+
+use crate::support::{Sandbox, fixture};
+use crate::ui::{Ui, enc, gz};
+
+/// Six CPU captures of `web`, a minute apart, alternately of pods web-1 and web-2, the
+/// i-th with the fixture's values times i + 1 and recording 10 s + i s. captures.jsonl
+/// describes all six, with the totals of the first three only. Returns the files' paths
+/// under the sandbox, oldest first.
+pub fn web_corpus(sb: &Sandbox) -> Vec<String> {
+    use prost::Message;
+    let cpu = std::fs::read(fixture("cpu.pprof")).unwrap();
+    let mut files = Vec::new();
+    let mut lines = String::new();
+    for i in 0..6i64 {
+        let mut p = agentprof::pprof::proto::Profile::decode(&cpu[..]).unwrap();
+        for s in &mut p.sample {
+            for v in &mut s.value {
+                *v *= i + 1;
+            }
+        }
+        p.time_nanos = 1_796_119_200_000_000_000 + i * 60_000_000_000;
+        p.duration_nanos = (10 + i) * 1_000_000_000;
+        let time = format!("2026-12-01T10:0{i}:00.000Z");
+        let rel = format!("prof/web/cpu-{time}.pb.gz");
+        sb.write_bytes(&rel, &gz(&p.encode_to_vec()));
+        let pod = if i % 2 == 0 { "web-1" } else { "web-2" };
+        let totals = if i < 3 {
+            let sum = |k: usize| p.sample.iter().map(|s| s.value[k]).sum::<i64>();
+            json!([{"file": format!("out/web/cpu-{time}.pb.gz"), "time_nanos": p.time_nanos,
+                "duration_nanos": p.duration_nanos,
+                "types": [{"type": "samples", "unit": "count", "value": sum(0)},
+                          {"type": "cpu", "unit": "nanoseconds", "value": sum(1)}]}])
+        } else {
+            json!([])
+        };
+        let line = json!({"time": time, "target": "web", "namespace": "shop", "pod": pod,
+            "container": "app", "cause": "scheduled", "tags": [format!("pod_name:{pod}")],
+            "profiles": [{"type": "cpu", "files": [format!("out/web/cpu-{time}.pb.gz")], "totals": totals}]});
+        lines.push_str(&format!("{line}\n"));
+        files.push(rel);
+    }
+    sb.write("prof/captures.jsonl", &lines);
+    files
+}
+
+/// A selection's id as the page writes it.
+pub fn sel(query: &str) -> String {
+    enc(&format!("sel:{query}"))
+}
+
+fn go_top(files: &[std::path::PathBuf]) -> String {
+    let mut args = vec!["tool", "pprof", "-top", "-nodecount=25"];
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    args.extend(names.iter().map(String::as_str));
+    crate::support::go(&args).expect("go tool pprof -top")
+}
+
+/// The timeline's figures are each capture's totals, read from the record where it states
+/// them and off the file where it does not; a range merged is go tool pprof's merge of the
+/// same files, in the table, the header and the file saved; two ranges compare as
+/// `agentprof diff` of the two merges.
+#[test]
+fn a_range_merges_as_go_tool_pprof_merges_and_the_timeline_shows_each_capture() {
+    if !crate::support::require_go() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let files = web_corpus(&sb);
+    let ui = Ui::start(&sb, &["prof"]);
+    let series = ui.json(&format!("/api/series?service=web&type=cpu"));
+    assert_eq!(series["captures"], 6, "{series:#}");
+    assert_eq!(series["sample_type"], "cpu");
+    assert_eq!(series["per_second"], true);
+    assert_eq!(
+        (series["from_records"].as_u64(), series["from_files"].as_u64()),
+        (Some(3), Some(3)),
+        "{series:#}"
+    );
+    let points = series["groups"][0]["points"].as_array().unwrap();
+    for (i, (p, f)) in points.iter().zip(&files).enumerate() {
+        let want = crate::support::go_total_ns(&sb.file(f), "cpu");
+        assert_eq!(p["value"].as_f64().unwrap(), want, "capture {i}: {p}");
+        assert_eq!(p["seconds"].as_f64().unwrap(), 10.0 + i as f64);
+    }
+    // Asked again, the files' totals are the ones read before.
+    let again = ui.json("/api/series?service=web&type=cpu");
+    assert_eq!(again["from_cache"], 3, "{again:#}");
+    // By pod: two lines of three captures.
+    let by_pod = ui.json("/api/series?service=web&type=cpu&group_by=pod");
+    let keys: Vec<&str> = by_pod["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["pod:web-2", "pod:web-1"], "the larger first");
+    // By a sample label, and filtered by one: the fixture's span ids.
+    let by_span = ui.json("/api/series?service=web&type=cpu&group_by=label:local%20root%20span%20id");
+    assert!(
+        by_span["groups"].to_string().contains("local root span id:8167443446631090604"),
+        "{by_span:#}"
+    );
+
+    // 10:01–10:04: three captures merged.
+    let range = "service=web&type=cpu&from=2026-12-01T10:01:00Z&to=2026-12-01T10:04:00Z";
+    let id = sel(range);
+    let top = ui.json(&format!("/api/top?id={id}&nodes=25"));
+    assert_eq!(top["selection"]["captures"], 3, "{top:#}");
+    let merged = sb.file("go-merged.pb.gz");
+    let three: Vec<_> = files[1..4].iter().map(|f| sb.file(f)).collect();
+    let mut args = vec!["tool".to_string(), "pprof".into(), "-proto".into()];
+    args.extend(three.iter().map(|f| f.display().to_string()));
+    let out = std::process::Command::new("go").args(&args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(&merged, &out.stdout).unwrap();
+    let cli = sb.run(&["top", "--json", "-n", "25", merged.to_str().unwrap()]);
+    let cli: Value = serde_json::from_str(&cli.stdout).unwrap();
+    assert_eq!(top["report"], cli["report"], "the merge's table and header");
+    // The file saved is go's merge as go tool pprof reads it.
+    let (status, _, body) = ui.get(&format!("/file?id={id}"));
+    assert_eq!(status, 200);
+    let saved = sb.write_bytes("saved.pb.gz", &body);
+    assert_eq!(go_top(&[saved]), go_top(&three));
+    // The flamegraph of the merge, and of a sample label's share of it.
+    let (status, _, svg) = ui.get(&format!("/api/flamegraph.svg?id={id}&icicle=true"));
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&svg));
+    let labelled = sel(&format!("{range}&label=local%20root%20span%20id%3D8167443446631090604"));
+    let part = ui.json(&format!("/api/top?id={labelled}"));
+    let go_tags = crate::support::go(&[
+        "tool",
+        "pprof",
+        "-tags",
+        &three[0].display().to_string(),
+        &three[1].display().to_string(),
+        &three[2].display().to_string(),
+    ])
+    .unwrap();
+    // go tool pprof -tags: "local root span id: Total …" then "  18.18s (33.28%): 8167…".
+    let section = go_tags.split("local root span id:").nth(1).unwrap();
+    let line = section
+        .lines()
+        .find(|l| l.trim_end().ends_with(": 8167443446631090604"))
+        .unwrap();
+    let kept = line.trim().split(' ').next().unwrap();
+    let total = part["report"]["header"].to_string();
+    assert!(total.contains(&format!("of {kept} total")), "{total} vs go's {line}");
+
+    // The range before (10:00–10:01 has one capture; 10:-2 none): compared as two merges.
+    let before = sel("service=web&type=cpu&from=2026-12-01T09:58:00Z&to=2026-12-01T10:01:00Z");
+    let diff = ui.json(&format!("/api/diff?base={before}&id={id}"));
+    let base_file = sb.file(&files[0]);
+    let cli = sb.run(&[
+        "diff",
+        "--json",
+        base_file.to_str().unwrap(),
+        merged.to_str().unwrap(),
+    ]);
+    assert_eq!(cli.code, 0, "{}", cli.stderr);
+    let cli: Value = serde_json::from_str(&cli.stdout).unwrap();
+    assert_eq!(diff["report"]["rows"], cli["report"]["rows"]);
+    let (status, _, _) = ui.get(&format!("/api/diff.svg?base={before}&id={id}"));
+    assert_eq!(status, 200);
+
+    // What is wrong is said.
+    let (status, _, body) = ui.get(&format!("/api/top?id={}", sel("type=cpu&from=yesterday")));
+    assert_eq!(status, 400);
+    assert!(String::from_utf8_lossy(&body).contains("from=\\\"yesterday\\\""), "{}", String::from_utf8_lossy(&body));
+    let (status, _, body) = ui.get(&format!(
+        "/api/top?id={}",
+        sel("service=web&type=cpu&from=2027-01-01T00:00:00Z")
+    ));
+    assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
+    let (status, _, body) = ui.get("/api/series?service=web");
+    assert_eq!(status, 400);
+    assert!(String::from_utf8_lossy(&body).contains("type"));
+}
