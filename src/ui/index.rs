@@ -45,8 +45,7 @@ pub struct Entry {
 }
 
 /// Totals read off files, by id: the file's mtime and length, and what it held.
-pub type FiguresCache =
-    HashMap<String, (std::time::SystemTime, u64, std::sync::Arc<Figures>)>;
+pub type FiguresCache = HashMap<String, (std::time::SystemTime, u64, std::sync::Arc<Figures>)>;
 
 /// A profile's totals: when it was taken, over how long, and per sample type the sum of
 /// its values — what `captures.jsonl` and `uploads.jsonl` record of each file, and what the
@@ -77,7 +76,10 @@ impl Figures {
             .collect::<Option<Vec<_>>>()?;
         Some(Figures {
             time_nanos: v.get("time_nanos").and_then(|x| x.as_i64()).unwrap_or(0),
-            duration_nanos: v.get("duration_nanos").and_then(|x| x.as_i64()).unwrap_or(0),
+            duration_nanos: v
+                .get("duration_nanos")
+                .and_then(|x| x.as_i64())
+                .unwrap_or(0),
             types,
         })
     }

@@ -70,6 +70,7 @@ pub async fn run(opts: UiOptions) -> anyhow::Result<Outcome> {
     }
     let mut ui = state::Ui::new(opts.roots, opts.limits, opts.memory);
     ui.sources = opts.sources;
+    ui.local = bound.ip().is_loopback();
     let ui = Arc::new(ui);
     if opts.open {
         open_browser(&url);

@@ -102,7 +102,10 @@ impl Ui {
         }
         let path = self.listed_file(&e.id)?;
         let meta = std::fs::metadata(&path).map_err(|_| Problem::not_found(&e.id))?;
-        let stamp = (meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), meta.len());
+        let stamp = (
+            meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            meta.len(),
+        );
         if let Some((m, l, f)) = crate::sync::lock(&self.figures).get(&e.id)
             && (*m, *l) == stamp
         {
@@ -306,7 +309,10 @@ impl Ui {
                 sel.labels.is_empty() || all_keys_match(&sel.labels, &sample_labels(&p, i))
             };
             m.add_where(&p, keep).map_err(|x| {
-                Problem::unprocessable(format!("{} cannot be merged with those before it: {x}", e.id))
+                Problem::unprocessable(format!(
+                    "{} cannot be merged with those before it: {x}",
+                    e.id
+                ))
             })?;
             drop((p, one));
             let now = m.heap_bytes();
@@ -335,12 +341,16 @@ impl Ui {
             (SystemTime::UNIX_EPOCH, h.finish())
         };
         drop(listing);
-        self.once(format!("profile {id}"), || self.kept(id, stamp), || {
-            let (p, held, _) = self.merge_selection(sel, pinned)?;
-            let p = Arc::new(self.loaded(p, held, pinned)?);
-            self.keep(id, stamp, &p);
-            Ok(p)
-        })
+        self.once(
+            format!("profile {id}"),
+            || self.kept(id, stamp),
+            || {
+                let (p, held, _) = self.merge_selection(sel, pinned)?;
+                let p = Arc::new(self.loaded(p, held, pinned)?);
+                self.keep(id, stamp, &p);
+                Ok(p)
+            },
+        )
     }
 
     /// What a selection's merged profile says of it: captures, seconds of recording, the
@@ -365,7 +375,9 @@ impl Ui {
 /// The sample type a name (or number) picks among a capture's totals; None: the last.
 fn type_index(f: &Figures, asked: Option<&str>) -> Result<usize, Problem> {
     if f.types.is_empty() {
-        return Err(Problem::unprocessable("the profile has no sample types".into()));
+        return Err(Problem::unprocessable(
+            "the profile has no sample types".into(),
+        ));
     }
     let Some(name) = asked.filter(|n| !n.is_empty()) else {
         return Ok(f.types.len() - 1);
@@ -375,13 +387,16 @@ fn type_index(f: &Figures, asked: Option<&str>) -> Result<usize, Problem> {
     {
         return Ok(i);
     }
-    f.types.iter().position(|(t, _, _)| t == name).ok_or_else(|| {
-        let names: Vec<&str> = f.types.iter().map(|(t, _, _)| t.as_str()).collect();
-        Problem::bad(format!(
-            "sample index {name:?} must be one of: {}",
-            names.join(", ")
-        ))
-    })
+    f.types
+        .iter()
+        .position(|(t, _, _)| t == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = f.types.iter().map(|(t, _, _)| t.as_str()).collect();
+            Problem::bad(format!(
+                "sample index {name:?} must be one of: {}",
+                names.join(", ")
+            ))
+        })
 }
 
 /// The groups by total, largest first: the first `MAX_GROUPS - 1` as they are, the rest

@@ -89,4 +89,3 @@ pub fn gzip_response(z: bytes::Bytes) -> Response {
     );
     r
 }
-

@@ -75,10 +75,13 @@ pub fn all_keys_match(want: &[(String, String)], have: &[(String, String)]) -> b
 
 impl Selection {
     /// Reads a selection from a query's pairs; says which is wrong.
-    pub fn from_pairs<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Result<Selection, String> {
+    pub fn from_pairs<'a>(
+        pairs: impl Iterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Selection, String> {
         let mut s = Selection::default();
         let time = |k: &str, v: &str| {
-            instant(v).ok_or_else(|| format!("{k}={v:?} is not an RFC 3339 time (2026-12-05T10:00:00Z)"))
+            instant(v)
+                .ok_or_else(|| format!("{k}={v:?} is not an RFC 3339 time (2026-12-05T10:00:00Z)"))
         };
         for (k, v) in pairs {
             match k {
@@ -186,7 +189,9 @@ mod tests {
         assert_eq!(s.tags.len(), 2);
         assert_eq!(s.labels, vec![("region".into(), "eu".into())]);
         assert!(Selection::parse_id("0/web/cpu.pb.gz").is_none());
-        let e = Selection::parse_id("sel:type=cpu&from=yesterday").unwrap().unwrap_err();
+        let e = Selection::parse_id("sel:type=cpu&from=yesterday")
+            .unwrap()
+            .unwrap_err();
         assert!(e.contains("from=\"yesterday\""), "{e}");
         assert!(Selection::parse_id("sel:service=web").unwrap().is_err());
         let have = vec![("pod".to_string(), "b".to_string())];

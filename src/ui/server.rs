@@ -283,7 +283,13 @@ async fn source(State(ui): State<Shared>, Q(q): Q<One>) -> Result<Response, Prob
         let (filter, symbol) = (q.filter()?, q.symbol()?);
         let p = ui.profile(&q.id)?;
         let _room = ui.room_like(&p)?;
-        let access = crate::pprof::source::SourceAccess::Within(ui.sources.clone());
+        // Without --source-path, the source files at the paths the profile records (on a
+        // loopback address only: a page others reach reads only what --source-path gives).
+        let access = if ui.sources.is_empty() && ui.local {
+            crate::pprof::source::SourceAccess::Recorded
+        } else {
+            crate::pprof::source::SourceAccess::Within(ui.sources.clone())
+        };
         let (mut report, warnings) =
             crate::pprof::source::list(&p, &filter, &symbol, q.sample_index.as_deref(), &access)
                 .map_err(report_refused)?;
@@ -296,7 +302,11 @@ async fn source(State(ui): State<Shared>, Q(q): Q<One>) -> Result<Response, Prob
             "schema": 1,
             "id": q.id,
             "warnings": warnings,
-            "sources": !ui.sources.is_empty(),
+            "sources": match (ui.sources.is_empty(), ui.local) {
+                (false, _) => "source_path",
+                (true, true) => "recorded",
+                (true, false) => "none",
+            },
             "report": report,
         })))
     })
@@ -314,12 +324,7 @@ async fn flamegraph(
         let out = if filter.is_empty() {
             ui.flamegraph(&q.id, q.sample_index.as_deref(), q.icicle)?
         } else {
-            Arc::new(ui.flamegraph_filtered(
-                &q.id,
-                q.sample_index.as_deref(),
-                &filter,
-                q.icicle,
-            )?)
+            Arc::new(ui.flamegraph_filtered(&q.id, q.sample_index.as_deref(), &filter, q.icicle)?)
         };
         Ok(drawn_svg(&out, gzip))
     })

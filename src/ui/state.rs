@@ -65,6 +65,9 @@ pub struct Ui {
     pub roots: Vec<PathBuf>,
     /// Directories the source view may read (none: it shows no source text).
     pub sources: Vec<PathBuf>,
+    /// It listens on a loopback address only: without `--source-path` the source view reads
+    /// the files at the paths a profile records.
+    pub local: bool,
     pub limits: Limits,
     /// What profiles being read and kept may hold together.
     memory: crate::budget::Budget,
@@ -91,6 +94,7 @@ impl Ui {
         Ui {
             roots,
             sources: Vec::new(),
+            local: true,
             limits,
             memory: crate::budget::Budget::new(memory),
             listing: Mutex::new(None),
@@ -450,11 +454,15 @@ impl Ui {
         let path = self.file(id)?;
         let meta = std::fs::metadata(&path).map_err(|_| Problem::not_found(id))?;
         let stamp = (meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len());
-        self.once(format!("profile {id}"), || self.kept(id, stamp), || {
-            let p = Arc::new(self.load_within(id, &path, pinned)?);
-            self.keep(id, stamp, &p);
-            Ok(p)
-        })
+        self.once(
+            format!("profile {id}"),
+            || self.kept(id, stamp),
+            || {
+                let p = Arc::new(self.load_within(id, &path, pinned)?);
+                self.keep(id, stamp, &p);
+                Ok(p)
+            },
+        )
     }
 
     /// A decoded profile kept, by its id and the stamp it was read at.
@@ -476,7 +484,11 @@ impl Ui {
     }
 
     /// The kept profile of `id` read at `stamp`, marked used.
-    pub(super) fn kept(&self, id: &str, stamp: (std::time::SystemTime, u64)) -> Option<Arc<Loaded>> {
+    pub(super) fn kept(
+        &self,
+        id: &str,
+        stamp: (std::time::SystemTime, u64),
+    ) -> Option<Arc<Loaded>> {
         let mut cache = crate::sync::lock(&self.cache);
         cache
             .iter_mut()
@@ -512,8 +524,15 @@ impl Ui {
         self.once(format!("flamegraph {look} {id}"), cached, || {
             let title = format!("{} — {}", self.label(id), p.sample_types()[index].0);
             let mut out = Vec::new();
-            crate::pprof::diff::write_flamegraph_facing(&p, p.nodes(), index, &title, icicle, &mut out)
-                .map_err(|e| Problem::unprocessable(self.scrub(&format!("{e:#}"))))?;
+            crate::pprof::diff::write_flamegraph_look(
+                &p,
+                p.nodes(),
+                index,
+                &title,
+                look_of(icicle),
+                &mut out,
+            )
+            .map_err(|e| Problem::unprocessable(self.scrub(&format!("{e:#}"))))?;
             let out = with_frame_picker(out);
             // Kept within the budget too: an SVG can be tens of MiB.
             let held = self.room(None, out.len() as u64, 0)?;
@@ -559,9 +578,29 @@ impl Ui {
         );
         let mut out = Vec::new();
         let nodes = crate::pprof::graph::Nodes::new(&kept);
-        crate::pprof::diff::write_flamegraph_facing(&kept, &nodes, index, &title, icicle, &mut out)
-            .map_err(|e| Problem::unprocessable(self.scrub(&format!("{e:#}"))))?;
+        crate::pprof::diff::write_flamegraph_look(
+            &kept,
+            &nodes,
+            index,
+            &title,
+            look_of(icicle),
+            &mut out,
+        )
+        .map_err(|e| Problem::unprocessable(self.scrub(&format!("{e:#}"))))?;
         Ok(Svg::new(with_frame_picker(out)))
+    }
+}
+
+/// Frames a flamegraph of the page draws at most: past it the narrowest fold into their
+/// callers, and the picture says so. 113,000 frames made a 25 MB SVG that took seconds
+/// to open and to search; 12,000 open and search within a second.
+pub const MAX_FRAMES: usize = 12_000;
+
+fn look_of(icicle: bool) -> crate::pprof::diff::Look {
+    crate::pprof::diff::Look {
+        icicle,
+        max_frames: Some(MAX_FRAMES),
+        ..Default::default()
     }
 }
 

@@ -58,4 +58,3 @@ pub fn with_frame_picker(svg: Vec<u8>) -> Vec<u8> {
     }
     svg
 }
-

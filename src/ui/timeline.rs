@@ -38,7 +38,8 @@ pub async fn series(
                 .map(|(_, v)| v.as_str())
         };
         let series = ui.series(&sel, get("sample_index"), get("group_by"))?;
-        let body = serde_json::to_vec(&series).map_err(|e| Problem::unprocessable(e.to_string()))?;
+        let body =
+            serde_json::to_vec(&series).map_err(|e| Problem::unprocessable(e.to_string()))?;
         let mut r = encoded(body, gzip);
         r.headers_mut().insert(
             header::CONTENT_TYPE,

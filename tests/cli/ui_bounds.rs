@@ -372,7 +372,8 @@ fn profile_with_files(files: &[&str]) -> Vec<u8> {
 
 /// The source view reads files only under `ui --source-path`: a profile that names
 /// /etc/passwd, a path out of the directory or a link out of it gets no text of them; a file
-/// under it is shown with its lines; without the flag nothing is read.
+/// under it is shown with its lines. Without the flag it reads the source files at the
+/// paths the profile records (a link to one is one), never a file not named as source.
 #[test]
 fn ui_reads_sources_only_under_its_source_path() {
     let sb = Sandbox::new();
@@ -416,10 +417,21 @@ fn ui_reads_sources_only_under_its_source_path() {
             .filter_map(|l| l["text"].as_str())
             .collect::<Vec<_>>()
             .join("\n");
-        assert!(!text.contains("secret") && !text.contains("root:"), "{doc}");
+        assert!(!text.contains("root:"), "{doc}");
         let ok = &routines[0];
         assert_eq!(ok["function"], "main.f0");
+        assert!(ok["error"].is_null(), "{ok}");
+        assert_eq!(ok["lines"][2]["text"], "func f0() {", "{ok}");
+        assert!(
+            routines[1]["error"]
+                .as_str()
+                .unwrap()
+                .contains("etc/passwd"),
+            "{}",
+            routines[1]
+        );
         if text_for_ok {
+            assert!(!text.contains("secret"), "{doc}");
             assert!(ok["error"].is_null(), "{ok}");
             assert_eq!(ok["lines"][2]["text"], "func f0() {", "{ok}");
             assert_eq!(ok["lines"][2]["flat_fmt"], "10ms", "{ok}");
@@ -427,14 +439,19 @@ fn ui_reads_sources_only_under_its_source_path() {
                 assert!(r["error"].is_string(), "{r}");
             }
         } else {
+            assert_eq!(doc["sources"], "recorded");
             assert!(
-                ok["error"].as_str().unwrap().contains("--source-path"),
-                "{ok}"
+                routines[1]["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("not a source file"),
+                "{}",
+                routines[1]
             );
+            assert!(routines[2]["error"].is_string(), "{}", routines[2]);
             assert_eq!(
-                ok["lines"].as_array().unwrap().len(),
-                1,
-                "the line with samples: {ok}"
+                routines[3]["lines"][0]["text"], "top secret line 1",
+                "a .go file"
             );
         }
         // A function that is not there, and an expression that is not one.

@@ -77,7 +77,10 @@ fn a_range_merges_as_go_tool_pprof_merges_and_the_timeline_shows_each_capture() 
     assert_eq!(series["sample_type"], "cpu");
     assert_eq!(series["per_second"], true);
     assert_eq!(
-        (series["from_records"].as_u64(), series["from_files"].as_u64()),
+        (
+            series["from_records"].as_u64(),
+            series["from_files"].as_u64()
+        ),
         (Some(3), Some(3)),
         "{series:#}"
     );
@@ -100,9 +103,12 @@ fn a_range_merges_as_go_tool_pprof_merges_and_the_timeline_shows_each_capture() 
         .collect();
     assert_eq!(keys, ["pod:web-2", "pod:web-1"], "the larger first");
     // By a sample label, and filtered by one: the fixture's span ids.
-    let by_span = ui.json("/api/series?service=web&type=cpu&group_by=label:local%20root%20span%20id");
+    let by_span =
+        ui.json("/api/series?service=web&type=cpu&group_by=label:local%20root%20span%20id");
     assert!(
-        by_span["groups"].to_string().contains("local root span id:8167443446631090604"),
+        by_span["groups"]
+            .to_string()
+            .contains("local root span id:8167443446631090604"),
         "{by_span:#}"
     );
 
@@ -115,8 +121,15 @@ fn a_range_merges_as_go_tool_pprof_merges_and_the_timeline_shows_each_capture() 
     let three: Vec<_> = files[1..4].iter().map(|f| sb.file(f)).collect();
     let mut args = vec!["tool".to_string(), "pprof".into(), "-proto".into()];
     args.extend(three.iter().map(|f| f.display().to_string()));
-    let out = std::process::Command::new("go").args(&args).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = std::process::Command::new("go")
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::write(&merged, &out.stdout).unwrap();
     let cli = sb.run(&["top", "--json", "-n", "25", merged.to_str().unwrap()]);
     let cli: Value = serde_json::from_str(&cli.stdout).unwrap();
@@ -129,7 +142,9 @@ fn a_range_merges_as_go_tool_pprof_merges_and_the_timeline_shows_each_capture() 
     // The flamegraph of the merge, and of a sample label's share of it.
     let (status, _, svg) = ui.get(&format!("/api/flamegraph.svg?id={id}&icicle=true"));
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&svg));
-    let labelled = sel(&format!("{range}&label=local%20root%20span%20id%3D8167443446631090604"));
+    let labelled = sel(&format!(
+        "{range}&label=local%20root%20span%20id%3D8167443446631090604"
+    ));
     let part = ui.json(&format!("/api/top?id={labelled}"));
     let go_tags = crate::support::go(&[
         "tool",
@@ -148,7 +163,10 @@ fn a_range_merges_as_go_tool_pprof_merges_and_the_timeline_shows_each_capture() 
         .unwrap();
     let kept = line.trim().split(' ').next().unwrap();
     let total = part["report"]["header"].to_string();
-    assert!(total.contains(&format!("of {kept} total")), "{total} vs go's {line}");
+    assert!(
+        total.contains(&format!("of {kept} total")),
+        "{total} vs go's {line}"
+    );
 
     // The range before (10:00–10:01 has one capture; 10:-2 none): compared as two merges.
     let before = sel("service=web&type=cpu&from=2026-12-01T09:58:00Z&to=2026-12-01T10:01:00Z");
@@ -169,7 +187,11 @@ fn a_range_merges_as_go_tool_pprof_merges_and_the_timeline_shows_each_capture() 
     // What is wrong is said.
     let (status, _, body) = ui.get(&format!("/api/top?id={}", sel("type=cpu&from=yesterday")));
     assert_eq!(status, 400);
-    assert!(String::from_utf8_lossy(&body).contains("from=\\\"yesterday\\\""), "{}", String::from_utf8_lossy(&body));
+    assert!(
+        String::from_utf8_lossy(&body).contains("from=\\\"yesterday\\\""),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
     let (status, _, body) = ui.get(&format!(
         "/api/top?id={}",
         sel("service=web&type=cpu&from=2027-01-01T00:00:00Z")

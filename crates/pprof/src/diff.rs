@@ -401,7 +401,7 @@ pub fn write_flamegraph(
     title: &str,
     out: impl std::io::Write,
 ) -> Result<(), DrawError> {
-    draw(p, &Nodes::new(p), index, title, (true, false), out)
+    draw(p, &Nodes::new(p), index, title, Look::default(), out)
 }
 
 /// [`write_flamegraph`] with the nodes of `p` already built.
@@ -412,38 +412,60 @@ pub fn write_flamegraph_with(
     title: &str,
     out: impl std::io::Write,
 ) -> Result<(), DrawError> {
-    draw(p, nodes, index, title, (true, false), out)
+    draw(p, nodes, index, title, Look::default(), out)
 }
 
-/// [`write_flamegraph_with`], drawn as an icicle when `icicle`: the roots at the top and
-/// the callees below them (inferno's inverted direction), as Pyroscope and go tool pprof's
-/// web view draw it.
-pub fn write_flamegraph_facing(
+/// How a flamegraph is drawn beyond its profile.
+#[derive(Clone, Copy, Debug)]
+pub struct Look {
+    /// Frames inferno would not draw are left out before it reads the lines (false: every
+    /// line, for the test that the picture is the same).
+    pub prune: bool,
+    /// Upside down: the roots at the top, the callees below them (inferno's inverted
+    /// direction), as Pyroscope and go tool pprof's web view draw it.
+    pub icicle: bool,
+    /// At most this many frames: the narrowest beyond it are folded into their callers and
+    /// the subtitle says how many and under what share (a page opens a 100,000-frame
+    /// picture slowly and searches it slower).
+    pub max_frames: Option<usize>,
+}
+
+impl Default for Look {
+    fn default() -> Look {
+        Look {
+            prune: true,
+            icicle: false,
+            max_frames: None,
+        }
+    }
+}
+
+/// [`write_flamegraph_with`], drawn as `look` says.
+pub fn write_flamegraph_look(
     p: &Pprof,
     nodes: &Nodes,
     index: usize,
     title: &str,
-    icicle: bool,
+    look: Look,
     out: impl std::io::Write,
 ) -> Result<(), DrawError> {
-    draw(p, nodes, index, title, (true, icicle), out)
+    draw(p, nodes, index, title, look, out)
 }
 
-/// [`write_flamegraph`], with `prune` false giving inferno every line (for the test that the
-/// picture is the same), upside down when `icicle`.
+/// [`write_flamegraph`], drawn as `look` says.
 fn draw(
     p: &Pprof,
     nodes: &Nodes,
     index: usize,
     title: &str,
-    (prune, icicle): (bool, bool),
+    look: Look,
     out: impl std::io::Write,
 ) -> Result<(), DrawError> {
     let tree = super::fold::Tree::with_nodes(p, nodes, index, false);
     let (stype, unit) = p.sample_types()[index];
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
-    if icicle {
+    if look.icicle {
         opts.direction = inferno::flamegraph::Direction::Inverted;
     }
     // No parentheses in the count's name: the SVG's script labels a frame with its title
@@ -472,18 +494,30 @@ fn draw(
     // The frames inferno would leave out as narrower than its `min_width` (a share of the
     // whole, computed as it computes it) are left out before it reads the lines: a
     // million-stack profile becomes the few thousand lines it draws, the same picture.
-    let min_value = if prune {
+    let mut min_value = if look.prune {
         opts.min_width / (100.0 / tree.total() as f64)
     } else {
         0.0
     };
+    let mut folded = None;
+    if let Some(max) = look.max_frames
+        && let Some((at, n)) = tree.value_keeping(max)
+        && at > min_value
+    {
+        min_value = at;
+        folded = Some(format!(
+            "{n} frames under {:.3}% of the total each folded into their callers (focus on a function to see them)",
+            100.0 * at / tree.total().max(1) as f64
+        ));
+    }
     let lines = tree.lines(min_value);
     if lines.is_empty() {
         return Err(DrawError::Empty(
             "the profile has no samples of this type with a value",
         ));
     }
-    opts.subtitle = cut_note(tree.cut);
+    let notes: Vec<String> = [cut_note(tree.cut), folded].into_iter().flatten().collect();
+    opts.subtitle = (!notes.is_empty()).then(|| notes.join("; "));
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
         .map_err(DrawError::Draw)
 }
@@ -633,8 +667,19 @@ mod tests {
         };
         assert_eq!(sum(&all), sum(&pruned), "the pruned lines keep every value");
         let (mut a, mut b) = (Vec::new(), Vec::new());
-        draw(&p, &Nodes::new(&p), idx, "t", (false, false), &mut a).unwrap();
-        draw(&p, &Nodes::new(&p), idx, "t", (true, false), &mut b).unwrap();
+        draw(
+            &p,
+            &Nodes::new(&p),
+            idx,
+            "t",
+            Look {
+                prune: false,
+                ..Look::default()
+            },
+            &mut a,
+        )
+        .unwrap();
+        draw(&p, &Nodes::new(&p), idx, "t", Look::default(), &mut b).unwrap();
         // The frames drawn: each one's title (name, value, share), row and width. inferno
         // picks colours at random; where an undrawn gap sits may differ by the order of names.
         let frames = |svg: &[u8]| -> Vec<String> {

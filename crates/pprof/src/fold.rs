@@ -161,6 +161,20 @@ impl Tree {
         self.total[0]
     }
 
+    /// The value under which frames are folded so that at most `max` are drawn, and how
+    /// many are folded; None when the tree has no more than `max` frames.
+    pub fn value_keeping(&self, max: usize) -> Option<(f64, usize)> {
+        let n = self.total.len().saturating_sub(1);
+        if n <= max {
+            return None;
+        }
+        let mut values: Vec<u64> = self.total[1..].to_vec();
+        let (_, &mut at, _) = values.select_nth_unstable_by(max, |a, b| b.cmp(a));
+        // Frames of exactly that value go too, so the count holds.
+        let folded = self.total[1..].iter().filter(|&&v| v <= at).count();
+        Some((at as f64 + 0.5, folded))
+    }
+
     /// `root;…;leaf value` lines, one per path with a value of its own, sorted. A frame whose
     /// whole value is under `min_value` is written as one line of that value, what is under
     /// it left out (inferno does not draw it, nor anything under it; the frames it draws

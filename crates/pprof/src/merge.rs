@@ -126,7 +126,10 @@ impl Merger {
                     other: self.type_name(&types),
                 });
             }
-            let (a, b) = (self.period_type.unwrap_or((0, 0)), period_type.unwrap_or((0, 0)));
+            let (a, b) = (
+                self.period_type.unwrap_or((0, 0)),
+                period_type.unwrap_or((0, 0)),
+            );
             if a != b {
                 return Err(MergeError::PeriodTypes {
                     first: self.type_name(&[a]),
@@ -404,12 +407,21 @@ mod tests {
     #[test]
     fn same_stacks_add_up_and_the_header_is_both() {
         let a = profile(&[&["f", "main"], &["g", "main"]], &[10, 5], 200, 10);
-        let b = profile(&[&["g", "main"], &["h", "main"], &["f", "x"]], &[1, 2, 0], 100, 30);
+        let b = profile(
+            &[&["g", "main"], &["h", "main"], &["f", "x"]],
+            &[1, 2, 0],
+            100,
+            30,
+        );
         let mut m = Merger::new();
         m.add(&a).unwrap();
         m.add(&b).unwrap();
         let p = m.finish().unwrap();
-        assert_eq!(p.proto.sample.len(), 3, "f, g and h under main; the zero sample left out");
+        assert_eq!(
+            p.proto.sample.len(),
+            3,
+            "f, g and h under main; the zero sample left out"
+        );
         let total: i64 = p.proto.sample.iter().map(|s| s.value[0]).sum();
         assert_eq!(total, 18);
         assert_eq!(p.proto.function.len(), 5);

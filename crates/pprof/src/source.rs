@@ -37,6 +37,29 @@ pub enum SourceAccess {
     /// Only files under these directories (none: no source is read, the lines with samples
     /// are listed without their text).
     Within(Vec<PathBuf>),
+    /// The files at the paths the profile records (absolute, or under the working
+    /// directory and its parents, as go tool pprof looks without `-source_path`), when they
+    /// are source files: a regular file named as source (`.go`, `.py`, `.rs`, `.c`, `.java`
+    /// …), outside `/proc`, `/sys` and `/dev`, links followed. A profile names any path it
+    /// likes; these are the only ones read.
+    Recorded,
+}
+
+/// The file names the source view reads under [`SourceAccess::Recorded`].
+const SOURCE_EXTENSIONS: &[&str] = &[
+    "go", "py", "pyx", "rs", "c", "h", "cc", "cpp", "cxx", "hh", "hpp", "java", "kt", "scala",
+    "js", "mjs", "ts", "rb", "php", "cs", "swift", "m", "s", "S",
+];
+
+/// Whether a path the profile recorded may be read as source without a directory given.
+fn readable_source(real: &std::path::Path) -> bool {
+    let ext = real.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let s = real.to_string_lossy();
+    SOURCE_EXTENSIONS.contains(&ext)
+        && real.is_file()
+        && !["/proc/", "/sys/", "/dev/"]
+            .iter()
+            .any(|p| s.starts_with(p))
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -225,6 +248,7 @@ fn paths(access: &SourceAccess) -> (String, String, String) {
             trim_path,
         } => (search_path.clone(), trim_path.clone()),
         SourceAccess::Within(dirs) => (join_paths(dirs), String::new()),
+        SourceAccess::Recorded => (String::new(), String::new()),
     };
     // The report's file names: go tool pprof trims them with the source path it was given
     // (not the working directory it searches by default).
@@ -451,9 +475,17 @@ impl<'a> Reader<'a> {
                 return Err("source not read (agentprof ui --source-path DIR reads it)".into());
             }
             SourceAccess::Within(dirs) => Some(dirs),
-            SourceAccess::Go { .. } => None,
+            SourceAccess::Go { .. } | SourceAccess::Recorded => None,
         };
         let f = open_source(file, &self.search_path, &self.trim)?;
+        if matches!(self.access, SourceAccess::Recorded) {
+            let real = std::fs::canonicalize(&f.1).map_err(|e| e.to_string())?;
+            if !readable_source(&real) {
+                return Err(format!(
+                    "{file} is not read: not a source file (agentprof ui --source-path DIR reads what is under DIR)"
+                ));
+            }
+        }
         if let Some(dirs) = dirs {
             // Only what lies under the directories given, links followed.
             let real = std::fs::canonicalize(&f.1).map_err(|e| e.to_string())?;

@@ -424,7 +424,9 @@ async function showProfile(params) {
         $("p-detail-body").replaceChildren(peekTable(doc.report));
       } else {
         $("p-detail-header").textContent = `Total: ${doc.report.total_fmt}` +
-          (doc.sources ? "" : " · no source text: start agentprof ui with --source-path DIR to read it");
+          (!doc.report.routines.every((r) => r.error) ? "" : doc.sources === "recorded" ?
+            " · no source file found at the paths the profile records: start agentprof ui with --source-path DIR to read them from DIR" :
+            doc.sources === "none" ? " · no source text: start agentprof ui with --source-path DIR to read it" : "");
         $("p-detail-body").replaceChildren(sourceTables(doc));
       }
     } catch (e) {
