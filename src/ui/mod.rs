@@ -9,6 +9,7 @@ pub mod server;
 pub mod state;
 pub mod svg;
 pub mod timeline;
+pub mod views;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

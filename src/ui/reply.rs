@@ -2,10 +2,22 @@
 //! off the runtime's threads, JSON, and bodies gzip-compressed for clients that take it.
 
 use axum::extract::Query;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::state::Problem;
+
+/// inferno's SVG carries its own script and style (search, zoom), inline; nothing else; only
+/// the page itself may frame it.
+const SVG_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+    style-src 'unsafe-inline'; frame-ancestors 'self'";
+/// And it is sandboxed whoever opens it: in the page's frame by the frame's own `sandbox`
+/// attribute, anywhere else (a user at its URL, a link) by this, so its script runs in an
+/// origin of its own and cannot act on the page's (no requests with its origin, no reading
+/// of the profiles); it may ask with a dialog (its search button and Ctrl+F).
+pub const SVG_CSP_SANDBOXED: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+    style-src 'unsafe-inline'; frame-ancestors 'self'; sandbox allow-scripts allow-modals";
+
 
 /// A request's query, or a JSON 400 that says which parameter is wrong (axum's own
 /// rejection is plain text).
@@ -89,3 +101,32 @@ pub fn gzip_response(z: bytes::Bytes) -> Response {
     );
     r
 }
+
+/// A flamegraph drawn for one request, with the page's in-place search.
+pub fn svg(body: Vec<u8>, gzip: bool) -> Response {
+    svg_headers(encoded(super::svg::with_search(body), gzip))
+}
+
+/// A drawn flamegraph, in the form the client takes (compressed once, then kept).
+pub fn drawn_svg(d: &super::svg::Svg, gzip: bool) -> Response {
+    svg_headers(if gzip && d.plain.len() > 4096 {
+        gzip_response(d.gzipped())
+    } else {
+        d.plain.clone().into_response()
+    })
+}
+
+fn svg_headers(mut r: Response) -> Response {
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("image/svg+xml"),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(SVG_CSP),
+    );
+    r
+}
+

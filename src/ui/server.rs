@@ -11,7 +11,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::reply::{Q, accepts_gzip, blocking, encoded, gzip_response, json};
+use super::reply::{Q, SVG_CSP_SANDBOXED, accepts_gzip, blocking, drawn_svg, encoded, json, svg};
 use super::state::{Pair, Problem, Ui};
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
@@ -24,46 +24,7 @@ const FAVICON: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 1
 /// The page's own policy: its script and style only, data from this server only.
 const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
     connect-src 'self'; frame-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'";
-/// inferno's SVG carries its own script and style (search, zoom), inline; nothing else; only
-/// the page itself may frame it.
-const SVG_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
-    style-src 'unsafe-inline'; frame-ancestors 'self'";
-/// And it is sandboxed whoever opens it: in the page's frame by the frame's own `sandbox`
-/// attribute, anywhere else (a user at its URL, a link) by this, so its script runs in an
-/// origin of its own and cannot act on the page's (no requests with its origin, no reading
-/// of the profiles); it may ask with a dialog (its search button and Ctrl+F).
-const SVG_CSP_SANDBOXED: &str = "default-src 'none'; script-src 'unsafe-inline'; \
-    style-src 'unsafe-inline'; frame-ancestors 'self'; sandbox allow-scripts allow-modals";
-
 type Shared = Arc<Ui>;
-
-/// A flamegraph drawn for one request, with the page's in-place search.
-fn svg(body: Vec<u8>, gzip: bool) -> Response {
-    svg_headers(encoded(super::svg::with_search(body), gzip))
-}
-
-/// A drawn flamegraph, in the form the client takes (compressed once, then kept).
-fn drawn_svg(d: &super::svg::Svg, gzip: bool) -> Response {
-    svg_headers(if gzip && d.plain.len() > 4096 {
-        gzip_response(d.gzipped())
-    } else {
-        d.plain.clone().into_response()
-    })
-}
-
-fn svg_headers(mut r: Response) -> Response {
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("image/svg+xml"),
-    );
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    r.headers_mut().insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(SVG_CSP),
-    );
-    r
-}
 
 fn asset(ctype: &'static str, body: &'static str) -> Response {
     let mut r = ([(header::CONTENT_TYPE, ctype)], body).into_response();
@@ -513,6 +474,8 @@ pub fn router(ui: Shared) -> axum::Router {
         .route("/api/profiles", get(profiles))
         .route("/api/top", get(top))
         .route("/api/series", get(super::timeline::series))
+        .route("/api/sandwich.svg", get(super::views::sandwich))
+        .route("/api/graph.svg", get(super::views::call_graph))
         .route("/api/flamegraph.svg", get(flamegraph))
         .route("/api/peek", get(peek))
         .route("/api/source", get(source))

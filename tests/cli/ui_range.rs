@@ -201,3 +201,225 @@ fn a_range_merges_as_go_tool_pprof_merges_and_the_timeline_shows_each_capture() 
     assert_eq!(status, 400);
     assert!(String::from_utf8_lossy(&body).contains("type"));
 }
+
+/// A CPU profile of about 113,000 distinct frames: 60,000 stacks eight calls deep through a
+/// tree five wide at each level, 20,000 functions with long package paths.
+pub fn large_profile() -> Vec<u8> {
+    use agentprof::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};
+    use prost::Message;
+    let mut p = Profile {
+        string_table: vec![
+            String::new(),
+            "samples".into(),
+            "count".into(),
+            "cpu".into(),
+            "nanoseconds".into(),
+        ],
+        sample_type: vec![
+            ValueType { r#type: 1, unit: 2 },
+            ValueType { r#type: 3, unit: 4 },
+        ],
+        period_type: Some(ValueType { r#type: 3, unit: 4 }),
+        period: 10_000_000,
+        duration_nanos: 60_000_000_000,
+        ..Profile::default()
+    };
+    const FUNCS: u64 = 20_000;
+    for f in 0..FUNCS {
+        p.string_table.push(format!(
+            "github.com/acme/checkout/internal/pkg{}.(*Handler{}).Serve{}",
+            f % 97,
+            f % 13,
+            f
+        ));
+        let name = p.string_table.len() as i64 - 1;
+        p.function.push(Function {
+            id: f + 1,
+            name,
+            system_name: name,
+            ..Function::default()
+        });
+        p.location.push(Location {
+            id: f + 1,
+            line: vec![Line {
+                function_id: f + 1,
+                line: 10 + (f % 300) as i64,
+                column: 0,
+            }],
+            ..Location::default()
+        });
+    }
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    for _ in 0..60_000 {
+        let mut path = 0u64;
+        let mut stack = Vec::with_capacity(8);
+        for level in 0..8u64 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            path = path * 5 + seed % 5;
+            stack.push((path.wrapping_mul(0x9e37_79b9) ^ level) % FUNCS + 1);
+        }
+        stack.reverse();
+        p.sample.push(Sample {
+            location_id: stack,
+            value: vec![1, 10_000_000],
+            label: Vec::new(),
+        });
+    }
+    p.encode_to_vec()
+}
+
+/// The time views in the system's Chromium: the timeline drawn, hovered and brushed; the
+/// range opened merged (the table the API's for the same selection, of the captures in
+/// it) as a flamegraph, an icicle, a call graph and a sandwich, with two functions ticked
+/// and focused on together; the range compared with the one before; the timeline grouped
+/// by pod; a 113,000-frame flamegraph opened and searched. Times go to the test's output
+/// (`measured:`), the screenshots to target/tmp/ui-range-screenshots.
+#[test]
+fn the_time_views_in_a_real_browser() {
+    let Some(chromium) = crate::support::browser() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let files = web_corpus(&sb);
+    sb.write_bytes(
+        "prof/checkout/cpu-2026-12-01T09:00:00.000Z.pb.gz",
+        &gz(&large_profile()),
+    );
+    let ui = Ui::start(&sb, &["prof"]);
+    let listing = ui.json("/api/profiles");
+    let large = listing["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["service"] == "checkout")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let artefacts =
+        std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ui-range-screenshots");
+    std::fs::create_dir_all(&artefacts).unwrap();
+    let plan = json!({
+        "base": ui.base, "chromium": chromium, "artefacts": artefacts,
+        "service": "web", "type": "cpu", "brush": [0.15, 0.85], "compare": [0.55, 0.99],
+        "pick": "main.fibonacci", "group": "pod",
+        "large": {"id": large, "search": "Serve1234"},
+    });
+    sb.write("plan.json", &plan.to_string());
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/timeline.mjs");
+    let out = std::process::Command::new("node")
+        .arg(&script)
+        .arg(sb.file("plan.json"))
+        .output()
+        .unwrap();
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(out.status.success(), "{seen:#}");
+    assert_eq!(seen["timeline_points"], 6, "{seen:#}");
+    assert!(seen["hover"].as_str().unwrap().contains("click to open"));
+    // The merged range is the API's selection, of the captures in it.
+    let hash = seen["merged_id"].as_str().unwrap();
+    let id = hash.split("id=").nth(1).unwrap().split("&si").next().unwrap();
+    let sel = agentprof_sel_range(id);
+    let inside = files
+        .iter()
+        .filter(|f| {
+            let t = f.trim_start_matches("prof/web/cpu-").trim_end_matches(".pb.gz");
+            t >= sel.0.as_str() && t < sel.1.as_str()
+        })
+        .count();
+    assert!(inside >= 2, "{hash}");
+    assert!(
+        seen["merged_meta"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{inside} captures merged")),
+        "{seen:#}"
+    );
+    let api = ui.json(&format!("/api/top?id={}&nodes=20", enc(id)));
+    let rows: Vec<Value> = api["report"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            json!([r["flat_fmt"], r["flat_pct"], r["sum_pct"], r["cum_fmt"], r["cum_pct"],
+                format!("{}{}", r["function"].as_str().unwrap(),
+                    match r["inline"].as_str().unwrap() { "" => String::new(), i => format!(" {i}") })])
+        })
+        .collect();
+    assert_eq!(seen["merged_rows"], Value::Array(rows));
+    assert!(seen["icicle_src"].as_str().unwrap().contains("icicle=true"));
+    let graph = seen["graph_nodes"].to_string();
+    assert!(graph.contains("main.fibonacci"), "{graph}");
+    assert!(seen["graph_edges"].as_u64().unwrap() > 0);
+    for side in ["callers", "callees"] {
+        let frames = seen["sandwich"][side].to_string();
+        assert!(frames.contains("main.fibonacci"), "{side}: {frames}");
+    }
+    assert!(seen["sandwich_hash"].as_str().unwrap().contains("sandwich="));
+    let ticked: Vec<&str> = seen["ticked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(ticked.len(), 2, "{seen:#}");
+    let focus = seen["multi_focus"].as_str().unwrap();
+    for t in &ticked {
+        assert!(focus.contains(&t.replace('.', "\\.")), "{t}: {focus}");
+    }
+    assert!(seen["compare_hash"].as_str().unwrap().contains("base=sel:"));
+    assert!(!seen["compare_rows"].as_array().unwrap().is_empty());
+    assert_eq!(
+        seen["legend"],
+        json!(["pod:web-2 (3)", "pod:web-1 (3)"]),
+        "{seen:#}"
+    );
+    let frames = seen["large_frames"].as_u64().unwrap();
+    assert!(
+        frames <= 12_100 && frames > 1000,
+        "{frames} frames drawn of the large profile"
+    );
+    assert!(
+        seen["large_subtitle"].as_str().unwrap().contains("folded"),
+        "{seen:#}"
+    );
+    assert!(seen["large_matched"].as_str().unwrap().contains("Matched:"));
+    assert_eq!(seen["outside_requests"], json!([]));
+    assert_eq!(seen["console_errors"], json!([]), "{seen:#}");
+    println!(
+        "measured: timeline {} ms ({} ms its request), merge {} ms, compare {} ms, 113k-frame flamegraph {} frames drawn, opened {} ms, searched {} ms ({})",
+        seen["timeline_ms"],
+        seen["timeline_request_ms"],
+        seen["merge_ms"],
+        seen["compare_ms"],
+        frames,
+        seen["large_open_ms"],
+        seen["large_search_ms"],
+        seen["large_subtitle"]
+    );
+}
+
+/// The `from` and `to` of a selection's id, in the files' time form.
+fn agentprof_sel_range(id: &str) -> (String, String) {
+    let q = id.trim_start_matches("sel:");
+    let get = |k: &str| {
+        form_urlencoded::parse(q.as_bytes())
+            .find(|(kk, _)| kk == k)
+            .map(|(_, v)| v.into_owned())
+            .unwrap()
+    };
+    let norm = |t: String| {
+        let ts: jiff::Timestamp = t.parse().unwrap();
+        ts.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+    };
+    (norm(get("from")), norm(get("to")))
+}

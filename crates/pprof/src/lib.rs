@@ -21,5 +21,6 @@ pub mod proto;
 pub mod report;
 pub mod source;
 pub mod text;
+pub mod views;
 
 pub use encode::gzip_fast;

@@ -166,7 +166,7 @@ async function refresh() {
   }
 }
 
-function topTable(table, report, onPick) {
+function topTable(table, report, onPick, ticked) {
   const head = document.createElement("tr");
   for (const h of ["flat", "flat%", "sum%", "cum", "cum%", "function"]) head.append(el("th", h));
   table.tHead.replaceChildren(head);
@@ -176,6 +176,16 @@ function topTable(table, report, onPick) {
     tr.append(el("td", r.flat_fmt, "num"), el("td", r.flat_pct, "num"), el("td", r.sum_pct, "num"),
       el("td", r.cum_fmt, "num"), el("td", r.cum_pct, "num"),
       el("td", r.function + (r.inline ? " " + r.inline : ""), "fn"));
+    if (ticked) {
+      const box = document.createElement("input");
+      box.type = "checkbox";
+      box.className = "tick";
+      box.title = "select with others";
+      box.checked = ticked.has(r.function);
+      box.onclick = (ev) => ev.stopPropagation();
+      box.onchange = () => { box.checked ? ticked.add(r.function) : ticked.delete(r.function); ticked.changed(); };
+      tr.cells[5].prepend(box);
+    }
     if (onPick) {
       tr.tabIndex = 0;
       tr.onclick = () => onPick(r.function, tr);
@@ -384,7 +394,7 @@ async function showProfile(params) {
   $("p-detail").hidden = true;
   $("p-detail-body").replaceChildren();
   $("p-download").href = "/file?" + q({ id });
-  $("p-icicle").checked = params.get("icicle") === "true";
+  $("p-view").value = ["icicle", "graph"].includes(params.get("view")) ? params.get("view") : "flame";
   const isSel = id.startsWith("sel:");
   $("p-timeline").hidden = !isSel;
   if (isSel) {
@@ -399,7 +409,15 @@ async function showProfile(params) {
   for (const f of NAME_FILTERS) $("p-" + f).value = params.get(f) || "";
   // A peek or source view open ("peek" or "list", and the expression).
   let detail = params.get("peek") ? { kind: "peek", re: params.get("peek") } :
-    params.get("list") ? { kind: "list", re: params.get("list") } : null;
+    params.get("list") ? { kind: "list", re: params.get("list") } :
+    params.get("sandwich") ? { kind: "sandwich", re: params.get("sandwich") } : null;
+  // Functions ticked in the table, to act on together.
+  const ticked = new Set();
+  ticked.changed = () => {
+    $("p-multi").hidden = ticked.size === 0;
+    $("p-multi-text").textContent = `${ticked.size} selected`;
+  };
+  ticked.changed();
   profileContext(id);
   let wanted = params.get("si") || "";
   // What the flamegraph shows (null until it is first drawn).
@@ -408,12 +426,27 @@ async function showProfile(params) {
   const settings = () => ({ id, si: $("p-sample").value || wanted, sort: $("p-sort").value === "cum" ? "cum" : "",
     nodes: $("p-nodes").value !== "20" ? $("p-nodes").value : "", ...names(),
     peek: detail && detail.kind === "peek" ? detail.re : "", list: detail && detail.kind === "list" ? detail.re : "",
-    s: $("p-search").value, icicle: $("p-icicle").checked });
+    s: $("p-search").value, view: $("p-view").value !== "flame" ? $("p-view").value : "",
+    sandwich: detail && detail.kind === "sandwich" ? detail.re : "" });
   const showDetail = async () => {
     if (!detail) { $("p-detail").hidden = true; return; }
     const si = $("p-sample").value || wanted;
-    const url = detail.kind === "peek" ? "/api/peek?" : "/api/source?";
     $("p-detail").hidden = false;
+    if (detail.kind === "sandwich") {
+      $("p-detail-title").textContent = "callers and callees of " + detail.re;
+      $("p-detail-header").textContent = "";
+      const frames = ["callers", "callees"].map((side) => {
+        const f = document.createElement("iframe");
+        f.setAttribute("sandbox", "allow-scripts allow-modals");
+        f.title = side;
+        f.className = "sandwich";
+        f.src = "/api/sandwich.svg?" + q({ id, sample_index: si, re: detail.re, side, ...names() });
+        return f;
+      });
+      $("p-detail-body").replaceChildren(...frames);
+      return;
+    }
+    const url = detail.kind === "peek" ? "/api/peek?" : "/api/source?";
     $("p-detail-title").textContent = (detail.kind === "peek" ? "callers and callees of " : "source lines of ") + detail.re;
     $("p-detail-header").textContent = "";
     $("p-detail-body").replaceChildren(el("p", "…", "muted"));
@@ -457,11 +490,13 @@ async function showProfile(params) {
     const nodes = $("p-nodes").value;
     // The flamegraph is drawn beside the table (the server decodes the profile once), of
     // what the filters keep.
-    const icicle = $("p-icicle").checked;
-    const flameKey = JSON.stringify([si, names(), icicle]);
+    const view = $("p-view").value;
+    const flameKey = JSON.stringify([si, names(), view]);
     if (flameFor === null || flameKey !== flameFor) {
       flameFor = flameKey;
-      loadFlame("p-flame", "/api/flamegraph.svg?" + q({ id, sample_index: si, ...names(), icicle }), $("p-search").value);
+      const url = view === "graph" ? "/api/graph.svg?" + q({ id, sample_index: si, ...names() }) :
+        "/api/flamegraph.svg?" + q({ id, sample_index: si, ...names(), icicle: view === "icicle" });
+      loadFlame("p-flame", url, $("p-search").value);
     }
     const doc = await getJSON("/api/top?" + q({ id, sample_index: si, cum, nodes, ...names() }));
     const sel = $("p-sample");
@@ -477,12 +512,25 @@ async function showProfile(params) {
         (secs > 0 ? ` · ${secs.toFixed(1)} s recorded · ${unitText(r.total / secs, r.unit)}/s of ${r.sample_type} on average` : "");
     }
     $("p-header").textContent = doc.report.header.join("\n");
-    topTable($("p-top"), doc.report, pick);
+    topTable($("p-top"), doc.report, pick, ticked);
     keepInHash("p", settings());
     await showDetail();
   };
   $("p-sample").replaceChildren();
-  for (const c of ["p-sample", "p-sort", "p-nodes", "p-icicle", ...NAME_FILTERS.map((f) => "p-" + f)]) $(c).onchange = () => draw().catch(showError);
+  for (const b of $("p-multi").querySelectorAll("button")) {
+    b.onclick = () => {
+      const act = b.dataset.multi;
+      if (act !== "clear" && ticked.size) {
+        const re = [...ticked].map(exactly).join("|");
+        const box = $("p-" + act);
+        box.value = act === "focus" || !box.value ? re : box.value + "|" + re;
+      }
+      ticked.clear();
+      ticked.changed();
+      draw().catch(showError);
+    };
+  }
+  for (const c of ["p-sample", "p-sort", "p-nodes", "p-view", ...NAME_FILTERS.map((f) => "p-" + f)]) $(c).onchange = () => draw().catch(showError);
   $("p-clear").onclick = () => { for (const f of NAME_FILTERS) $("p-" + f).value = ""; draw().catch(showError); };
   $("p-detail-close").onclick = () => { detail = null; $("p-detail").hidden = true; keepInHash("p", settings()); };
   searchBox("p-search", "p-flame", () => keepInHash("p", settings()));
