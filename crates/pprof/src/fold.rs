@@ -161,18 +161,27 @@ impl Tree {
         self.total[0]
     }
 
-    /// The value under which frames are folded so that at most `max` are drawn, and how
-    /// many are folded; None when the tree has no more than `max` frames.
-    pub fn value_keeping(&self, max: usize) -> Option<(f64, usize)> {
-        let n = self.total.len().saturating_sub(1);
-        if n <= max {
+    /// The frames kept when at most `max` are drawn: the widest, the shallowest first
+    /// among equals (so every kept frame's caller is kept), and how many are folded into
+    /// their callers; None when the tree has no more than `max` frames.
+    pub fn keeping(&self, max: usize) -> Option<(Vec<bool>, usize)> {
+        let n = self.total.len();
+        if n.saturating_sub(1) <= max {
             return None;
         }
-        let mut values: Vec<u64> = self.total[1..].to_vec();
-        let (_, &mut at, _) = values.select_nth_unstable_by(max, |a, b| b.cmp(a));
-        // Frames of exactly that value go too, so the count holds.
-        let folded = self.total[1..].iter().filter(|&&v| v <= at).count();
-        Some((at as f64 + 0.5, folded))
+        let mut depth = vec![0u32; n];
+        for i in 1..n {
+            depth[i] = depth[self.parent[i] as usize] + 1;
+        }
+        let mut order: Vec<u32> = (1..n as u32).collect();
+        let rank = |&i: &u32| (std::cmp::Reverse(self.total[i as usize]), depth[i as usize], i);
+        order.select_nth_unstable_by_key(max, rank);
+        let mut keep = vec![false; n];
+        keep[0] = true;
+        for &i in &order[..max] {
+            keep[i as usize] = true;
+        }
+        Some((keep, n - 1 - max))
     }
 
     /// `root;…;leaf value` lines, one per path with a value of its own, sorted. A frame whose
@@ -180,6 +189,12 @@ impl Tree {
     /// it left out (inferno does not draw it, nor anything under it; the frames it draws
     /// are as wide as before, where they were); the outermost frames are all kept.
     pub fn lines(&self, min_value: f64) -> Vec<String> {
+        self.lines_keeping(min_value, None)
+    }
+
+    /// [`Tree::lines`] of the frames `keep` holds (see [`Tree::keeping`]): one that is not
+    /// is cut short as a frame under `min_value` is.
+    pub fn lines_keeping(&self, min_value: f64, keep: Option<&[bool]>) -> Vec<String> {
         let n = self.name.len();
         // Each node's line value: its leaf value, or for a node cut short, its whole value.
         let mut own = self.leaf.clone();
@@ -190,7 +205,9 @@ impl Tree {
             let p = self.parent[i] as usize;
             if state[p] != 0 {
                 state[i] = 2;
-            } else if p != 0 && (self.total[i] as f64) < min_value {
+            } else if p != 0
+                && ((self.total[i] as f64) < min_value || keep.is_some_and(|k| !k[i]))
+            {
                 state[i] = 1;
                 own[i] = self.total[i];
             }
