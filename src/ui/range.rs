@@ -14,8 +14,9 @@ use super::select::{Selection, all_keys_match, instant, tags_of};
 use super::state::{Loaded, Problem, Ui};
 use crate::pprof::model::Pprof;
 
-/// Totals kept at most; past it the cache starts again (a listing holds 200,000 files).
-const FIGURES_KEPT: usize = 250_000;
+/// Totals read off files kept at most, as many as a listing holds (about 250 bytes each);
+/// past it the cache starts again.
+const FIGURES_KEPT: usize = 200_000;
 /// Captures one merge or one timeline of sample labels reads at most.
 pub const MAX_CAPTURES: usize = 20_000;
 /// Groups a timeline draws at most (the largest; the others are summed into `other`).

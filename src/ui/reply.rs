@@ -18,7 +18,6 @@ const SVG_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; \
 pub const SVG_CSP_SANDBOXED: &str = "default-src 'none'; script-src 'unsafe-inline'; \
     style-src 'unsafe-inline'; frame-ancestors 'self'; sandbox allow-scripts allow-modals";
 
-
 /// A request's query, or a JSON 400 that says which parameter is wrong (axum's own
 /// rejection is plain text).
 pub struct Q<T>(pub T);
@@ -129,4 +128,3 @@ fn svg_headers(mut r: Response) -> Response {
     );
     r
 }
-

@@ -32,7 +32,12 @@ pub struct ViewQuery {
 fn viewed(
     ui: &Ui,
     q: &ViewQuery,
-    draw: impl FnOnce(&crate::pprof::model::Pprof, &crate::pprof::graph::Nodes, usize, String) -> Result<Vec<u8>, Problem>,
+    draw: impl FnOnce(
+        &crate::pprof::model::Pprof,
+        &crate::pprof::graph::Nodes,
+        usize,
+        String,
+    ) -> Result<Vec<u8>, Problem>,
 ) -> Result<Vec<u8>, Problem> {
     let filter = crate::pprof::filter::NameFilter::new(
         q.focus.as_deref(),
@@ -42,7 +47,9 @@ fn viewed(
     )
     .map_err(|e| Problem::bad(e.to_string()))?;
     let p = ui.profile(&q.id)?;
-    let index = p.sample_index(q.sample_index.as_deref()).map_err(Problem::bad)?;
+    let index = p
+        .sample_index(q.sample_index.as_deref())
+        .map_err(Problem::bad)?;
     let title = format!("{} — {}", ui.label(&q.id), p.sample_types()[index].0);
     if filter.is_empty() {
         return draw(&p, p.nodes(), index, title);
@@ -69,14 +76,20 @@ pub async fn sandwich(
             Some("callers") | None => crate::pprof::views::Side::Callers,
             Some("callees") => crate::pprof::views::Side::Callees,
             Some(other) => {
-                return Err(Problem::bad(format!(
-                    "side={other:?}: callers or callees"
-                )));
+                return Err(Problem::bad(format!("side={other:?}: callers or callees")));
             }
         };
         let svg = viewed(&ui, &q, |p, nodes, index, title| {
             let mut out = Vec::new();
-            let title = format!("{title} — {} of {}", if side == crate::pprof::views::Side::Callers { "callers" } else { "callees" }, re.as_str());
+            let title = format!(
+                "{title} — {} of {}",
+                if side == crate::pprof::views::Side::Callers {
+                    "callers"
+                } else {
+                    "callees"
+                },
+                re.as_str()
+            );
             crate::pprof::views::write_sandwich(p, nodes, index, &re, side, &title, &mut out)
                 .map_err(|e| match e {
                     crate::pprof::diff::DrawError::Empty(_) => Problem {

@@ -4,7 +4,8 @@
 // flamegraph, an icicle, a call graph and a sandwich, with functions ticked together;
 // the range compared with the one before; the timeline grouped; a large flamegraph opened
 // and searched. Prints one JSON document of what it saw (with times in ms); exits 1 with
-// the reason when the page does not behave.
+// the reason when the page does not behave. With `bench` in the plan it stops after the
+// range merged (examples/ui_bench.rs measures a week of captures).
 import { readFileSync } from "node:fs";
 import { chromium } from "playwright-core";
 
@@ -47,7 +48,7 @@ try {
   // The timeline, from the page's load to its line drawn.
   let t0 = Date.now();
   await page.goto(timeline);
-  await page.waitForFunction(() => document.querySelectorAll("#t-chart svg polyline").length > 0);
+  await page.locator("#t-chart svg polyline").first().waitFor({ state: "visible" });
   seen.timeline_ms = Date.now() - t0;
   seen.timeline_request_ms = Number(await page.getAttribute("#t-chart", "data-drawn-ms"));
   seen.timeline_points = Number(await page.getAttribute("#t-chart svg", "data-points"));
@@ -72,6 +73,8 @@ try {
   seen.merged_rows = await cells("#p-top tbody tr");
   await page.frameLocator("#p-flame").locator("svg #frames g").first().waitFor();
   await shot("merged");
+  // A measurement (examples/ui_bench.rs) stops here.
+  if (plan.bench) throw "done";
   await page.selectOption("#p-view", "icicle");
   await page.waitForFunction(() => /icicle=true/.test(document.getElementById("p-flame").src));
   await page.frameLocator("#p-flame").locator("svg #frames g").first().waitFor();
@@ -118,7 +121,7 @@ try {
 
   // The range compared with the one before it, in one click.
   await page.goto(timeline);
-  await page.waitForFunction(() => document.querySelectorAll("#t-chart svg polyline").length > 0);
+  await page.locator("#t-chart svg polyline").first().waitFor({ state: "visible" });
   await brush(plan.compare[0], plan.compare[1]);
   t0 = Date.now();
   await page.click("#t-prev");
@@ -159,7 +162,7 @@ try {
   }
   seen.outside_requests = outside;
 } catch (e) {
-  seen.error = String(e && e.stack || e);
+  if (e !== "done") seen.error = String(e && e.stack || e);
 } finally {
   await browser.close();
 }

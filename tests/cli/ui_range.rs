@@ -324,12 +324,20 @@ fn the_time_views_in_a_real_browser() {
     assert!(seen["hover"].as_str().unwrap().contains("click to open"));
     // The merged range is the API's selection, of the captures in it.
     let hash = seen["merged_id"].as_str().unwrap();
-    let id = hash.split("id=").nth(1).unwrap().split("&si").next().unwrap();
+    let id = hash
+        .split("id=")
+        .nth(1)
+        .unwrap()
+        .split("&si")
+        .next()
+        .unwrap();
     let sel = agentprof_sel_range(id);
     let inside = files
         .iter()
         .filter(|f| {
-            let t = f.trim_start_matches("prof/web/cpu-").trim_end_matches(".pb.gz");
+            let t = f
+                .trim_start_matches("prof/web/cpu-")
+                .trim_end_matches(".pb.gz");
             t >= sel.0.as_str() && t < sel.1.as_str()
         })
         .count();
@@ -347,9 +355,21 @@ fn the_time_views_in_a_real_browser() {
         .unwrap()
         .iter()
         .map(|r| {
-            json!([r["flat_fmt"], r["flat_pct"], r["sum_pct"], r["cum_fmt"], r["cum_pct"],
-                format!("{}{}", r["function"].as_str().unwrap(),
-                    match r["inline"].as_str().unwrap() { "" => String::new(), i => format!(" {i}") })])
+            json!([
+                r["flat_fmt"],
+                r["flat_pct"],
+                r["sum_pct"],
+                r["cum_fmt"],
+                r["cum_pct"],
+                format!(
+                    "{}{}",
+                    r["function"].as_str().unwrap(),
+                    match r["inline"].as_str().unwrap() {
+                        "" => String::new(),
+                        i => format!(" {i}"),
+                    }
+                )
+            ])
         })
         .collect();
     assert_eq!(seen["merged_rows"], Value::Array(rows));
@@ -361,7 +381,12 @@ fn the_time_views_in_a_real_browser() {
         let frames = seen["sandwich"][side].to_string();
         assert!(frames.contains("main.fibonacci"), "{side}: {frames}");
     }
-    assert!(seen["sandwich_hash"].as_str().unwrap().contains("sandwich="));
+    assert!(
+        seen["sandwich_hash"]
+            .as_str()
+            .unwrap()
+            .contains("sandwich=")
+    );
     let ticked: Vec<&str> = seen["ticked"]
         .as_array()
         .unwrap()
@@ -403,6 +428,9 @@ fn the_time_views_in_a_real_browser() {
         seen["large_search_ms"],
         seen["large_subtitle"]
     );
+    for shot in seen["screenshots"].as_array().unwrap() {
+        println!("screenshot: {}", shot.as_str().unwrap());
+    }
 }
 
 /// The `from` and `to` of a selection's id, in the files' time form.

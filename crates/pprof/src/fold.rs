@@ -174,7 +174,13 @@ impl Tree {
             depth[i] = depth[self.parent[i] as usize] + 1;
         }
         let mut order: Vec<u32> = (1..n as u32).collect();
-        let rank = |&i: &u32| (std::cmp::Reverse(self.total[i as usize]), depth[i as usize], i);
+        let rank = |&i: &u32| {
+            (
+                std::cmp::Reverse(self.total[i as usize]),
+                depth[i as usize],
+                i,
+            )
+        };
         order.select_nth_unstable_by_key(max, rank);
         let mut keep = vec![false; n];
         keep[0] = true;
@@ -205,8 +211,7 @@ impl Tree {
             let p = self.parent[i] as usize;
             if state[p] != 0 {
                 state[i] = 2;
-            } else if p != 0
-                && ((self.total[i] as f64) < min_value || keep.is_some_and(|k| !k[i]))
+            } else if p != 0 && ((self.total[i] as f64) < min_value || keep.is_some_and(|k| !k[i]))
             {
                 state[i] = 1;
                 own[i] = self.total[i];

@@ -150,14 +150,24 @@ fn colour(b: f64, a: f64, floor: f64) -> String {
     let t = 0.25 + 0.75 * rel;
     let mix = |from: f64, to: f64| (from + (to - from) * t).round() as u8;
     if d > 0.0 {
-        format!("rgb({},{},{})", mix(250.0, 215.0), mix(200.0, 35.0), mix(200.0, 35.0))
+        format!(
+            "rgb({},{},{})",
+            mix(250.0, 215.0),
+            mix(200.0, 35.0),
+            mix(200.0, 35.0)
+        )
     } else {
-        format!("rgb({},{},{})", mix(200.0, 40.0), mix(210.0, 90.0), mix(250.0, 220.0))
+        format!(
+            "rgb({},{},{})",
+            mix(200.0, 40.0),
+            mix(210.0, 90.0),
+            mix(250.0, 220.0)
+        )
     }
 }
 
 /// inferno's SVG of the new profile with every frame's fill its change's colour and its
-/// tooltip ending with the base and new values; `scale` multiplies the base's values
+/// tooltip's figures ending with the base and new values; `scale` multiplies the base's values
 /// (normalized comparisons), `fmt` writes a value.
 pub fn recolor(
     svg: &str,
@@ -208,10 +218,17 @@ pub fn recolor(
         } else {
             "new".into()
         };
+        // Inside the title's last parentheses: inferno's script labels a frame with the
+        // title less that part.
+        let at = if svg[..f.title_end].ends_with(')') {
+            f.title_end - 1
+        } else {
+            f.title_end
+        };
         edits.push((
-            f.title_end,
-            f.title_end,
-            xml_escape(&format!(" — base {} → {} ({change})", fmt(b), fmt(a))),
+            at,
+            at,
+            xml_escape(&format!("; base {} → {}, {change}", fmt(b), fmt(a))),
         ));
     }
     edits.sort_by(|x, y| y.0.cmp(&x.0).then(y.1.cmp(&x.1)));
@@ -223,7 +240,9 @@ pub fn recolor(
 }
 
 fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 #[cfg(test)]
@@ -233,7 +252,11 @@ mod tests {
     #[test]
     fn colours_say_how_much_each_frame_changed() {
         assert_eq!(colour(100.0, 100.0, 1.0), "rgb(225,225,225)");
-        assert_eq!(colour(100.0, 200.0, 1.0), colour(0.0, 5.0, 1.0), "doubled reads as new");
+        assert_eq!(
+            colour(100.0, 200.0, 1.0),
+            colour(0.0, 5.0, 1.0),
+            "doubled reads as new"
+        );
         assert_ne!(colour(100.0, 110.0, 1.0), colour(100.0, 200.0, 1.0));
         // Halved: blue, half way to the deepest.
         assert_eq!(colour(100.0, 50.0, 1.0), "rgb(100,135,231)");

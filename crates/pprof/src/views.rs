@@ -24,8 +24,8 @@ pub enum Side {
 }
 
 /// Writes one half of a sandwich of the functions `re` matches: per stack through one of
-/// them, the part above its outermost match (callees) or the part from its innermost match
-/// up to the root (callers). Returns how many samples' values went in.
+/// them, from its outermost match to the leaf (callees) or from there up to the root
+/// (callers). Returns how many stacks went in.
 pub fn write_sandwich(
     p: &Pprof,
     nodes: &Nodes,
@@ -46,11 +46,10 @@ pub fn write_sandwich(
             continue;
         };
         let frames: Vec<&str> = path.split(';').collect();
-        let at = match side {
-            Side::Callees => frames.iter().position(|f| re.is_match(f)),
-            Side::Callers => frames.iter().rposition(|f| re.is_match(f)),
+        // The outermost call of it: its callers are those outside its own recursion.
+        let Some(at) = frames.iter().position(|f| re.is_match(f)) else {
+            continue;
         };
-        let Some(at) = at else { continue };
         stacks += 1;
         let half = match side {
             Side::Callees => frames[at..].join(";"),
@@ -63,9 +62,14 @@ pub fn write_sandwich(
         *halves.entry(half).or_default() += value;
     }
     if halves.is_empty() {
-        return Err(DrawError::Empty("no stack goes through a function it matches"));
+        return Err(DrawError::Empty(
+            "no stack goes through a function it matches",
+        ));
     }
-    let mut lines: Vec<String> = halves.into_iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let mut lines: Vec<String> = halves
+        .into_iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
     lines.sort_unstable();
     let (stype, unit) = p.sample_types()[index];
     let mut opts = inferno::flamegraph::Options::default();
@@ -187,7 +191,9 @@ pub fn write_call_graph(
     let graph = crate::graph::build_all_edges(p, nodes, index);
     let total = crate::graph::total(p, index);
     if total == 0 {
-        return Err(DrawError::Empty("the profile has no samples of this type with a value"));
+        return Err(DrawError::Empty(
+            "the profile has no samples of this type with a value",
+        ));
     }
     let (_, unit) = p.sample_types()[index];
     let mut order: Vec<usize> = (0..nodes.len()).filter(|&i| graph.cum[i] != 0).collect();
@@ -210,7 +216,9 @@ pub fn write_call_graph(
         crate::graph::edges(p, nodes, &w, Some(&kept), EdgeSet::All)
             .into_iter()
             .filter(|(_, (wt, _))| wt.unsigned_abs() >= min_edge.max(1))
-            .filter_map(|((a, b), (wt, _))| Some((*at.get(&(a as usize))?, *at.get(&(b as usize))?, wt)))
+            .filter_map(|((a, b), (wt, _))| {
+                Some((*at.get(&(a as usize))?, *at.get(&(b as usize))?, wt))
+            })
             .collect();
     edges.sort_by(|a, b| b.2.abs().cmp(&a.2.abs()).then((a.0, a.1).cmp(&(b.0, b.1))));
     let n = order.len();
@@ -295,7 +303,12 @@ pub fn write_call_graph(
         y += h + gap;
     }
     let height = y;
-    let max_edge = edges.iter().map(|e| e.2.unsigned_abs()).max().unwrap_or(1).max(1) as f64;
+    let max_edge = edges
+        .iter()
+        .map(|e| e.2.unsigned_abs())
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
     let mut s = String::new();
     let _ = write!(
         s,
@@ -308,7 +321,7 @@ pub fn write_call_graph(
         size.edge_fraction * 100.0,
         esc(&scaled_label(total, unit, "auto")),
     );
-    s.push_str(r##"<defs><marker id="a" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0L10,5L0,10z" fill="#444"/></marker></defs>"##);
+    s.push_str(r##"<defs><marker id="a" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="11" markerHeight="11" orient="auto"><path d="M0,0L10,5L0,10z" fill="#444"/></marker></defs>"##);
     for &(a, b, wt) in &edges {
         let (ax, ay) = (xy[a].0 + boxes[a].0 / 2.0, xy[a].1 + boxes[a].1);
         let (bx, by) = (xy[b].0 + boxes[b].0 / 2.0, xy[b].1);
@@ -331,7 +344,11 @@ pub fn write_call_graph(
             let out = rx.max(tx) + 60.0;
             format!("M{rx:.1},{ry:.1} C{out:.1},{ry:.1} {out:.1},{ty:.1} {tx:.1},{ty:.1}")
         };
-        let dash = if layer[b] > layer[a] { "" } else { r#" stroke-dasharray="5,4""# };
+        let dash = if layer[b] > layer[a] {
+            ""
+        } else {
+            r#" stroke-dasharray="5,4""#
+        };
         let _ = write!(
             s,
             r#"<g><title>{} → {}: {}</title><path class="e" d="{d}" stroke="{color}" stroke-width="{sw:.1}"{dash} marker-end="url(#a)"/><text class="el" x="{:.1}" y="{:.1}">{}</text></g>"#,

@@ -385,7 +385,7 @@ window.addEventListener("message", (ev) => {
 async function showProfile(params) {
   const id = params.get("id");
   current = id;
-  $("p-title").textContent = id;
+  $("p-title").textContent = id.startsWith("sel:") ? selTitle(id) : id;
   // Nothing of the profile shown before stays while this one loads.
   $("p-header").textContent = "";
   $("p-warn").textContent = "";
@@ -539,7 +539,8 @@ async function showProfile(params) {
 
 async function showDiff(params) {
   const base = params.get("base"), id = params.get("id");
-  $("d-title").textContent = `${base} → ${id}`;
+  const named = (x) => (x.startsWith("sel:") ? selTitle(x) : x);
+  $("d-title").textContent = `${named(base)} → ${named(id)}`;
   $("d-header").textContent = "";
   $("d-table").tBodies[0].replaceChildren();
   $("d-back").href = "#/p?" + q({ id });
@@ -628,6 +629,15 @@ function svgEl(tag, attrs, text) {
   return e;
 }
 
+// What a selection's id selects, in words: "web cpu, 10:00 – 11:00 UTC, pod:web-1 (merged)".
+function selTitle(id) {
+  const u = new URLSearchParams(id.slice(4));
+  const t = (x) => (x ? x.replace("T", " ").replace(/\.\d+Z$|Z$/, "") : "…");
+  const range = u.get("from") || u.get("to") ? `, ${t(u.get("from"))} – ${t(u.get("to"))} UTC` : "";
+  return `${u.get("service") || "every service"} ${u.get("type")}${range}` +
+    [...u.getAll("tag"), ...u.getAll("label")].map((x) => " " + x).join("") + " (merged)";
+}
+
 // A selection's id, as the server reads it: `sel:` and the selection as a query.
 function selId(s, from, to) {
   const u = new URLSearchParams();
@@ -663,6 +673,10 @@ const COLORS = ["#7b3fe4", "#e4572e", "#17bebb", "#f3a712", "#2e86ab", "#a23b72"
 let brushed = null, baseRange = null;
 
 async function showTimeline(params) {
+  // Nothing of the timeline shown before stays while this one is read.
+  $("t-chart").replaceChildren();
+  $("t-legend").replaceChildren();
+  $("t-tip").textContent = "";
   await listed;
   const svc = $("t-service"), type = $("t-type");
   const services = new Set(entries.filter((e) => e.kind === "pprof" && e.service).map((e) => e.service));

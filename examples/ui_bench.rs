@@ -1,0 +1,222 @@
+//! `agentprof ui` over a week of one service's captures, for the figures the ui's time
+//! views are measured by:
+//!
+//!   cargo run --release --example ui_bench -- [--captures N] [--agentprof PATH]
+//!
+//! Writes N (default 10,000) CPU captures of service `web` over 7 days (the fixture's
+//! profile, its values scaled per capture, alternately of pods web-1 and web-2) with the
+//! captures.jsonl lines `agentprof k8s` writes (each file's totals in them), starts the
+//! ui, and prints: the timeline of the week in Chromium (page load to line drawn, and its
+//! request), a 1-hour and a 1-day range merged (time, the ui's peak RSS after each) with
+//! the merge's table against `agentprof top` of `go tool pprof -proto`'s merge of the same
+//! files, and the last hour compared with the hour before.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+fn arg(name: &str) -> Option<String> {
+    let a: Vec<String> = std::env::args().collect();
+    a.iter()
+        .position(|x| x == name)
+        .and_then(|i| a.get(i + 1).cloned())
+}
+
+fn gz(b: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(b).unwrap();
+    e.finish().unwrap()
+}
+
+fn enc(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+/// The week's captures under `dir/prof`, oldest first: (time as the file names it, path).
+fn corpus(dir: &Path, n: usize) -> Vec<(String, PathBuf)> {
+    use prost::Message;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cpu = std::fs::read(root.join("tests/fixtures/dd-trace-go-upload/cpu.pprof")).unwrap();
+    let start = jiff::Timestamp::from_second(1_796_119_200).unwrap();
+    let step = 7 * 86_400 * 1_000_000_000i64 / n as i64;
+    let mut lines = String::new();
+    let mut out = Vec::new();
+    std::fs::create_dir_all(dir.join("prof/web")).unwrap();
+    for i in 0..n {
+        let mut p = agentprof::pprof::proto::Profile::decode(&cpu[..]).unwrap();
+        let k = 1 + (i % 7) as i64;
+        for s in &mut p.sample {
+            for v in &mut s.value {
+                *v *= k;
+            }
+        }
+        let t = start + jiff::SignedDuration::from_nanos(step * i as i64);
+        p.time_nanos = t.as_nanosecond() as i64;
+        p.duration_nanos = 60_000_000_000;
+        let stamp = t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+        let file = dir.join(format!("prof/web/cpu-{stamp}.pb.gz"));
+        std::fs::write(&file, gz(&p.encode_to_vec())).unwrap();
+        let sum = |j: usize| p.sample.iter().map(|s| s.value[j]).sum::<i64>();
+        let pod = if i % 2 == 0 { "web-1" } else { "web-2" };
+        let line = json!({"time": stamp, "target": "web", "namespace": "shop", "pod": pod,
+            "container": "app", "cause": "scheduled", "tags": [format!("pod_name:{pod}")],
+            "profiles": [{"type": "cpu", "files": [format!("out/web/cpu-{stamp}.pb.gz")],
+                "totals": [{"file": format!("out/web/cpu-{stamp}.pb.gz"), "time_nanos": p.time_nanos,
+                    "duration_nanos": p.duration_nanos,
+                    "types": [{"type": "samples", "unit": "count", "value": sum(0)},
+                              {"type": "cpu", "unit": "nanoseconds", "value": sum(1)}]}]}]});
+        lines.push_str(&format!("{line}\n"));
+        out.push((stamp, file));
+    }
+    std::fs::write(dir.join("prof/captures.jsonl"), lines).unwrap();
+    out
+}
+
+fn vm_hwm_mib(pid: u32) -> f64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|k| k.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+fn main() {
+    let n: usize = arg("--captures").map_or(10_000, |s| s.parse().unwrap());
+    let bin = arg("--agentprof").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/agentprof"),
+        PathBuf::from,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = Instant::now();
+    let files = corpus(dir.path(), n);
+    eprintln!(
+        "{n} captures written in {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let mut ui = Command::new(&bin)
+        .current_dir(dir.path())
+        .args(["ui", "prof", "--listen", "127.0.0.1:0", "--duration", "1h"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = BufReader::new(ui.stderr.take().unwrap());
+    let mut base = String::new();
+    for l in err.lines().map_while(Result::ok) {
+        if let Some(rest) = l.split("serving ").nth(1) {
+            base = rest
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .trim_end_matches('/')
+                .into();
+            break;
+        }
+    }
+    let client = reqwest::blocking::Client::builder()
+        .timeout(std::time::Duration::from_secs(600))
+        .build()
+        .unwrap();
+    let get = |path: &str| -> (f64, Value) {
+        let t = Instant::now();
+        let r = client.get(format!("{base}{path}")).send().unwrap();
+        let status = r.status();
+        let body: Value = r.json().unwrap();
+        assert!(status.is_success(), "{path}: {body}");
+        (t.elapsed().as_secs_f64() * 1000.0, body)
+    };
+    let (_, listing) = get("/api/profiles");
+    println!("listed: {}", listing["entries"].as_array().unwrap().len());
+    let (ms, series) = get("/api/series?service=web&type=cpu");
+    println!(
+        "series of the week: {ms:.0} ms, {} captures, {} totals from records, {} from files",
+        series["captures"], series["from_records"], series["from_files"]
+    );
+    // The timeline in Chromium, then a small range brushed and opened merged.
+    let artefacts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tmp/ui-bench");
+    std::fs::create_dir_all(&artefacts).unwrap();
+    let plan = json!({"base": base, "chromium": std::env::var("AGENTPROF_CHROMIUM").unwrap_or("/usr/bin/chromium".into()),
+        "artefacts": artefacts, "service": "web", "type": "cpu", "brush": [0.995, 1.0], "bench": true,
+        "timeout_ms": 120000});
+    std::fs::write(dir.path().join("plan.json"), plan.to_string()).unwrap();
+    let out = Command::new("node")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/timeline.mjs"))
+        .arg(dir.path().join("plan.json"))
+        .output()
+        .unwrap();
+    let seen: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or(json!({"error": String::from_utf8_lossy(&out.stderr)}));
+    println!(
+        "chromium: timeline of {} points drawn {} ms after the page's load ({} ms its request); a brushed range ({}) opened merged in {} ms{}",
+        seen["timeline_points"],
+        seen["timeline_ms"],
+        seen["timeline_request_ms"],
+        seen["range_text"],
+        seen["merge_ms"],
+        if seen["error"].is_null() {
+            String::new()
+        } else {
+            format!("; error: {}", seen["error"])
+        }
+    );
+    let pid = ui.id();
+    println!("ui peak RSS before merging: {:.1} MiB", vm_hwm_mib(pid));
+    let last = &files.last().unwrap().0;
+    let end: jiff::Timestamp = last.parse().unwrap();
+    let end = end + jiff::SignedDuration::from_secs(1);
+    for (name, secs) in [("1 hour", 3600i64), ("1 day", 86_400)] {
+        let from = end - jiff::SignedDuration::from_secs(secs);
+        let sel = format!("sel:service=web&type=cpu&from={from}&to={end}");
+        let (ms, top) = get(&format!("/api/top?id={}&nodes=20", enc(&sel)));
+        let inside: Vec<&PathBuf> = files
+            .iter()
+            .filter(|(t, _)| {
+                let t: jiff::Timestamp = t.parse().unwrap();
+                t >= from && t < end
+            })
+            .map(|(_, f)| f)
+            .collect();
+        let merged = dir.path().join("go-merged.pb.gz");
+        let t = Instant::now();
+        let go = Command::new("go")
+            .args(["tool", "pprof", "-proto"])
+            .args(&inside)
+            .output()
+            .unwrap();
+        let go_ms = t.elapsed().as_secs_f64() * 1000.0;
+        std::fs::write(&merged, &go.stdout).unwrap();
+        let cli = Command::new(&bin)
+            .args(["top", "--json", "-n", "20"])
+            .arg(&merged)
+            .output()
+            .unwrap();
+        let cli: Value = serde_json::from_slice(&cli.stdout).unwrap_or(Value::Null);
+        println!(
+            "merge of {name}: {} captures in {ms:.0} ms (go tool pprof -proto: {go_ms:.0} ms); ui peak RSS {:.1} MiB; table equal to go tool pprof's merge: {}",
+            top["selection"]["captures"],
+            vm_hwm_mib(pid),
+            top["report"] == cli["report"]
+        );
+        if name == "1 hour" {
+            let before = from - jiff::SignedDuration::from_secs(secs);
+            let base_sel = format!("sel:service=web&type=cpu&from={before}&to={from}");
+            let (ms, diff) = get(&format!(
+                "/api/diff?base={}&id={}&nodes=20",
+                enc(&base_sel),
+                enc(&sel)
+            ));
+            println!(
+                "the last hour compared with the hour before: {ms:.0} ms, {} changed functions",
+                diff["rows_total"]
+            );
+        }
+    }
+    let _ = ui.kill();
+    let _ = ui.wait();
+}
