@@ -9,9 +9,15 @@
 //! ui, and prints: the timeline of the week in Chromium (page load to line drawn, and its
 //! request), a 1-hour and a 1-day range merged (time, the ui's peak RSS after each) with
 //! the merge's table against `agentprof top` of `go tool pprof -proto`'s merge of the same
-//! files, and the last hour compared with the hour before.
+//! files, and the last hour compared with the hour before. With `--large`, instead: a
+//! flamegraph of 113,430 frames (tests/cli/large_profile.rs) drawn by the server and opened
+//! and searched in Chromium, three times each at most 3,000, 6,000, 12,000 and 200,000
+//! frames.
 
 #![allow(clippy::unwrap_used)]
+
+#[path = "../tests/cli/large_profile.rs"]
+mod large;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -88,12 +94,16 @@ fn vm_hwm_mib(pid: u32) -> f64 {
 }
 
 fn main() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let n: usize = arg("--captures").map_or(10_000, |s| s.parse().unwrap());
     let bin = arg("--agentprof").map_or_else(
         || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/agentprof"),
         PathBuf::from,
     );
     let dir = tempfile::tempdir().unwrap();
+    if std::env::args().any(|a| a == "--large") {
+        return large_flamegraph(&bin, dir.path());
+    }
     let t0 = Instant::now();
     let files = corpus(dir.path(), n);
     eprintln!(
@@ -127,7 +137,7 @@ fn main() {
         let t = Instant::now();
         let r = client.get(format!("{base}{path}")).send().unwrap();
         let status = r.status();
-        let body: Value = r.json().unwrap();
+        let body: Value = serde_json::from_slice(&r.bytes().unwrap()).unwrap();
         assert!(status.is_success(), "{path}: {body}");
         (t.elapsed().as_secs_f64() * 1000.0, body)
     };
@@ -219,4 +229,79 @@ fn main() {
     }
     let _ = ui.kill();
     let _ = ui.wait();
+}
+
+/// Starts the ui on `dir/prof`; its pid and address.
+fn start_ui(bin: &Path, dir: &Path) -> (std::process::Child, String) {
+    let mut ui = Command::new(bin)
+        .current_dir(dir)
+        .args(["ui", "prof", "--listen", "127.0.0.1:0", "--duration", "1h"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = BufReader::new(ui.stderr.take().unwrap());
+    for l in err.lines().map_while(Result::ok) {
+        if let Some(rest) = l.split("serving ").nth(1) {
+            let base = rest.split_whitespace().next().unwrap().trim_end_matches('/').to_string();
+            return (ui, base);
+        }
+    }
+    panic!("the ui did not start");
+}
+
+fn large_flamegraph(bin: &Path, dir: &Path) {
+    std::fs::create_dir_all(dir.join("prof/checkout")).unwrap();
+    std::fs::write(
+        dir.join("prof/checkout/cpu-2026-12-01T09:00:00.000Z.pb.gz"),
+        gz(&large::large_profile()),
+    )
+    .unwrap();
+    for (run, frames) in [3_000, 6_000, 12_000, 200_000]
+        .into_iter()
+        .flat_map(|f| [f; 3])
+        .enumerate()
+    {
+        let (mut ui, base) = start_ui(bin, dir);
+        let client = reqwest::blocking::Client::new();
+        let id = "0/checkout/cpu-2026-12-01T09:00:00.000Z.pb.gz";
+        let t = Instant::now();
+        let top = client.get(format!("{base}/api/top?id={}", enc(id))).send().unwrap();
+        assert!(top.status().is_success());
+        let _ = top.bytes();
+        let top_ms = t.elapsed().as_secs_f64() * 1000.0;
+        let t = Instant::now();
+        let svg = client
+            .get(format!("{base}/api/flamegraph.svg?id={}&frames={frames}", enc(id)))
+            .send()
+            .unwrap()
+            .bytes()
+            .unwrap();
+        let svg_ms = t.elapsed().as_secs_f64() * 1000.0;
+        // A page that opens it afresh: the ui restarted, nothing kept.
+        let _ = ui.kill();
+        let _ = ui.wait();
+        let (mut ui, base) = start_ui(bin, dir);
+        let artefacts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tmp/ui-bench");
+        std::fs::create_dir_all(&artefacts).unwrap();
+        let plan = json!({"base": base, "chromium": std::env::var("AGENTPROF_CHROMIUM").unwrap_or("/usr/bin/chromium".into()),
+            "artefacts": artefacts, "large": {"id": id, "search": "Serve12", "frames": frames}, "large_only": true, "timeout_ms": 120000});
+        std::fs::write(dir.join("plan.json"), plan.to_string()).unwrap();
+        let out = Command::new("node")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/timeline.mjs"))
+            .arg(dir.join("plan.json"))
+            .output()
+            .unwrap();
+        let seen: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or(json!({"error": String::from_utf8_lossy(&out.stderr)}));
+        println!(
+            "run {run}, at most {frames} frames: top {top_ms:.0} ms, SVG drawn and sent {svg_ms:.0} ms ({} KB); in Chromium opened {} ms, searched {} ms, {} frames{}",
+            svg.len() / 1000,
+            seen["large_open_ms"],
+            seen["large_search_ms"],
+            seen["large_frames"],
+            if seen["error"].is_null() { String::new() } else { format!("; error: {}", seen["error"]) }
+        );
+        let _ = ui.kill();
+        let _ = ui.wait();
+    }
 }

@@ -1,6 +1,7 @@
 //! `agentprof ui`: a local, read-only web page over the profiles agentprof wrote or received.
 
 pub mod index;
+pub mod keep;
 pub mod pstats;
 pub mod range;
 pub mod reply;

@@ -169,6 +169,30 @@ impl Ui {
         Ok(sums.into_iter().collect())
     }
 
+    /// A capture's totals of sample type `i` per group: its figure under its tag's group, or
+    /// (sample labels selected or grouped by) its samples' read off the file.
+    fn capture_totals(
+        &self,
+        e: &Entry,
+        sel: &Selection,
+        group_by: Option<&str>,
+        figures: &Figures,
+        i: usize,
+    ) -> Result<Vec<(String, f64)>, Problem> {
+        let label_group = group_by.and_then(|g| g.strip_prefix("label:"));
+        if !sel.labels.is_empty() || label_group.is_some() {
+            return self.label_totals(e, &sel.labels, label_group, i);
+        }
+        let key = match group_by {
+            None | Some("") => "all".to_string(),
+            Some(g) => tags_of(e)
+                .into_iter()
+                .find(|(k, _)| k == g)
+                .map_or_else(|| format!("{g}:(none)"), |(k, v)| format!("{k}:{v}")),
+        };
+        Ok(vec![(key, figures.types[i].2)])
+    }
+
     /// The timeline of a selection: per capture the total of `sample_index` (a name; None:
     /// the last type, go tool pprof's default), grouped by a capture tag's key or, as
     /// `label:KEY`, by a sample label.
@@ -196,8 +220,8 @@ impl Ui {
             unreadable: Vec::new(),
             left_out: 0,
         };
-        let label_group = group_by.and_then(|g| g.strip_prefix("label:"));
-        let by_labels = !sel.labels.is_empty() || label_group.is_some();
+        let by_labels =
+            !sel.labels.is_empty() || group_by.is_some_and(|g| g.starts_with("label:"));
         if by_labels && caps.len() > MAX_CAPTURES {
             out.left_out = caps.len() - MAX_CAPTURES;
             caps.drain(..out.left_out);
@@ -245,25 +269,14 @@ impl Ui {
             }
             let seconds = figures.duration_nanos as f64 / 1e9;
             all_stated &= seconds > 0.0;
-            let totals: Vec<(String, f64)> = if by_labels {
-                match self.label_totals(e, &sel.labels, label_group, i) {
-                    Ok(t) => t,
-                    Err(p) => {
-                        if out.unreadable.len() < 20 {
-                            out.unreadable.push(p.message);
-                        }
-                        continue;
+            let totals = match self.capture_totals(e, sel, group_by, &figures, i) {
+                Ok(t) => t,
+                Err(p) => {
+                    if out.unreadable.len() < 20 {
+                        out.unreadable.push(p.message);
                     }
+                    continue;
                 }
-            } else {
-                let key = match group_by {
-                    None | Some("") => "all".to_string(),
-                    Some(g) => tags_of(e)
-                        .into_iter()
-                        .find(|(k, _)| k == g)
-                        .map_or_else(|| format!("{g}:(none)"), |(k, v)| format!("{k}:{v}")),
-                };
-                vec![(key, figures.types[i].2)]
             };
             for (key, value) in totals {
                 groups.entry(key).or_default().push(Point {

@@ -108,11 +108,16 @@ pub fn svg(body: Vec<u8>, gzip: bool) -> Response {
 
 /// A drawn flamegraph, in the form the client takes (compressed once, then kept).
 pub fn drawn_svg(d: &super::svg::Svg, gzip: bool) -> Response {
-    svg_headers(if gzip && d.plain.len() > 4096 {
+    let mut r = svg_headers(if gzip && d.plain.len() > 4096 {
         gzip_response(d.gzipped())
     } else {
         d.plain.clone().into_response()
-    })
+    });
+    if d.folded > 0 {
+        r.headers_mut()
+            .insert("x-agentprof-folded", HeaderValue::from(d.folded));
+    }
+    r
 }
 
 fn svg_headers(mut r: Response) -> Response {

@@ -52,6 +52,8 @@ struct One {
     /// A flamegraph drawn upside down (the roots at the top).
     #[serde(default)]
     icicle: bool,
+    /// Frames a flamegraph draws at most (100 to 200,000; default 12,000).
+    frames: Option<usize>,
 }
 
 impl One {
@@ -282,10 +284,11 @@ async fn flamegraph(
     let gzip = accepts_gzip(&headers);
     blocking(move || {
         let filter = q.filter()?;
+        let frames = q.frames.unwrap_or(super::state::MAX_FRAMES);
         let out = if filter.is_empty() {
-            ui.flamegraph(&q.id, q.sample_index.as_deref(), q.icicle)?
+            ui.flamegraph(&q.id, q.sample_index.as_deref(), (q.icicle, frames))?
         } else {
-            Arc::new(ui.flamegraph_filtered(&q.id, q.sample_index.as_deref(), &filter, q.icicle)?)
+            Arc::new(ui.flamegraph_filtered(&q.id, q.sample_index.as_deref(), &filter, (q.icicle, frames))?)
         };
         Ok(drawn_svg(&out, gzip))
     })

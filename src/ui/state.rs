@@ -24,7 +24,7 @@ const LISTING_TTL: Duration = Duration::from_millis(1000);
 /// Decoded profiles and drawn flamegraphs kept at most (the memory budget bounds them first).
 const CACHE: usize = 32;
 /// How long a request waits for room in the memory budget before it gets 503.
-const ROOM_WAIT: Duration = Duration::from_secs(10);
+pub(super) const ROOM_WAIT: Duration = Duration::from_secs(10);
 
 /// A decoded profile and its report nodes, built once for its top table and its flamegraphs
 /// (the page asks for both at once), with what it holds of the memory budget.
@@ -54,9 +54,9 @@ impl std::ops::Deref for Loaded {
 
 /// A decoded profile with the id, mtime and length it was read at, and when it was last
 /// asked for.
-type Cached = (String, std::time::SystemTime, u64, Arc<Loaded>, Instant);
+pub(super) type Cached = (String, std::time::SystemTime, u64, Arc<Loaded>, Instant);
 /// A flamegraph drawn: of which decoded profile, which sample type, the SVG, last asked for.
-type Drawn = (Arc<Loaded>, usize, Arc<Svg>, Instant);
+pub(super) type Drawn = (Arc<Loaded>, u64, Arc<Svg>, Instant);
 
 /// Two profiles to compare and the sample types compared.
 pub(super) type Pair = (Arc<Loaded>, Arc<Loaded>, (usize, usize));
@@ -70,14 +70,14 @@ pub struct Ui {
     pub local: bool,
     pub limits: Limits,
     /// What profiles being read and kept may hold together.
-    memory: crate::budget::Budget,
-    listing: Mutex<Option<(Instant, Arc<Listing>)>>,
+    pub(super) memory: crate::budget::Budget,
+    pub(super) listing: Mutex<Option<(Instant, Arc<Listing>)>>,
     /// The last few listings sent, by ETag: a page that has one is sent what changed.
     pub(super) sent: Mutex<std::collections::VecDeque<(String, Arc<Listing>)>>,
     records: Mutex<Vec<Records>>,
-    cache: Mutex<Vec<Cached>>,
+    pub(super) cache: Mutex<Vec<Cached>>,
     /// Flamegraphs drawn lately: of which decoded profile, which sample type.
-    drawn: Mutex<Vec<Drawn>>,
+    pub(super) drawn: Mutex<Vec<Drawn>>,
     /// Ids being decoded, each with the lock its other askers wait on.
     loading: Mutex<std::collections::HashMap<String, Arc<Mutex<()>>>>,
     /// Totals read off files the records do not describe, by id, with the file's mtime and
@@ -124,18 +124,6 @@ impl Ui {
         self.epoch
             .elapsed()
             .saturating_sub(Duration::from_millis(last))
-    }
-
-    /// Whether any profile or flamegraph is kept.
-    pub fn holds_any(&self) -> bool {
-        !crate::sync::lock(&self.cache).is_empty() || !crate::sync::lock(&self.drawn).is_empty()
-    }
-
-    /// Drops every kept profile and flamegraph no request is using, and gives the memory
-    /// the allocator keeps free back to the system.
-    pub fn release(&self) {
-        while self.evict_one() {}
-        crate::procstat::give_back_free_memory();
     }
 
     /// The current listing (rescanned past its time to live).
@@ -220,105 +208,6 @@ impl Ui {
             m = m.replace(&r.display().to_string(), &format!("{i}"));
         }
         m
-    }
-
-    /// `bytes` more for `held` (a new reservation when None), beside `pinned` bytes this
-    /// request holds already (the other profile of a compare): what is kept and unused goes
-    /// first, least recently used first; then the request waits (at most `ROOM_WAIT`) for
-    /// others to finish; else 503. What can never fit is refused at once, with its figure.
-    pub(super) fn room(
-        &self,
-        held: Option<crate::budget::Reservation>,
-        bytes: u64,
-        pinned: u64,
-    ) -> Result<crate::budget::Reservation, Problem> {
-        let start = Instant::now();
-        let mut held = held;
-        let total = self.memory.total();
-        let asked = bytes.saturating_add(held.as_ref().map_or(0, |h| h.bytes()));
-        if asked.saturating_add(pinned) > total {
-            let mib = |b: u64| b.div_ceil(1 << 20);
-            let beside = if pinned > 0 {
-                format!(" beside the {} MiB the other profile holds", mib(pinned))
-            } else {
-                String::new()
-            };
-            return Err(Problem {
-                status: StatusCode::SERVICE_UNAVAILABLE,
-                message: format!(
-                    "this profile needs {} MiB to read{beside}, more than the page's memory \
-                     budget of {} MiB (ui --memory-mb)",
-                    mib(asked),
-                    total >> 20
-                ),
-            });
-        }
-        loop {
-            let got = match held.as_mut() {
-                Some(h) => h.grow(bytes),
-                None => {
-                    held = self.memory.try_reserve(bytes);
-                    held.is_some()
-                }
-            };
-            if got {
-                break;
-            }
-            if self.evict_one() {
-                continue;
-            }
-            if start.elapsed() > ROOM_WAIT {
-                return Err(Problem {
-                    status: StatusCode::SERVICE_UNAVAILABLE,
-                    message: format!(
-                        "the profiles being read and kept hold the page's memory budget \
-                         ({} MiB, ui --memory-mb); try again shortly",
-                        self.memory.total() >> 20
-                    ),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        held.ok_or_else(|| Problem::unprocessable("no room".into()))
-    }
-
-    /// Gives back the least recently used kept profile or flamegraph no request is using;
-    /// false when there is none.
-    fn evict_one(&self) -> bool {
-        let mut drawn = crate::sync::lock(&self.drawn);
-        let mut cache = crate::sync::lock(&self.cache);
-        let svg = drawn
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| Arc::strong_count(&d.2) == 1)
-            .min_by_key(|(_, d)| d.3)
-            .map(|(i, d)| (i, d.3));
-        let profile = cache
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| {
-                // In use: by a request, or by a kept flamegraph of it.
-                Arc::strong_count(&c.3)
-                    == 1 + drawn.iter().filter(|d| Arc::ptr_eq(&d.0, &c.3)).count()
-            })
-            .min_by_key(|(_, c)| c.4)
-            .map(|(i, c)| (i, c.4));
-        match (svg, profile) {
-            (Some((i, a)), Some((_, b))) if a <= b => {
-                drawn.remove(i);
-                true
-            }
-            (_, Some((j, _))) => {
-                let gone = cache.remove(j);
-                drawn.retain(|d| !Arc::ptr_eq(&d.0, &gone.3));
-                true
-            }
-            (Some((i, _)), None) => {
-                drawn.remove(i);
-                true
-            }
-            (None, None) => false,
-        }
     }
 
     /// A profile file read and decoded within the memory budget: its bytes, then what it
@@ -505,13 +394,13 @@ impl Ui {
         &self,
         id: &str,
         sample_index: Option<&str>,
-        icicle: bool,
+        (icicle, frames): (bool, usize),
     ) -> Result<Arc<Svg>, Problem> {
         self.touch();
         let p = self.profile(id)?;
         let index = p.sample_index(sample_index).map_err(Problem::bad)?;
-        // Kept by sample type and direction.
-        let look = index * 2 + usize::from(icicle);
+        // Kept by sample type, direction and frames drawn.
+        let look = ((frames as u64) << 32) | ((index as u64) << 1) | u64::from(icicle);
         let cached = || {
             crate::sync::lock(&self.drawn)
                 .iter_mut()
@@ -524,12 +413,12 @@ impl Ui {
         self.once(format!("flamegraph {look} {id}"), cached, || {
             let title = format!("{} — {}", self.label(id), p.sample_types()[index].0);
             let mut out = Vec::new();
-            crate::pprof::diff::write_flamegraph_look(
+            let folded = crate::pprof::diff::write_flamegraph_look(
                 &p,
                 p.nodes(),
                 index,
                 &title,
-                look_of(icicle),
+                look_of(icicle, frames),
                 &mut out,
             )
             .map_err(|e| Problem::unprocessable(self.scrub(&format!("{e:#}"))))?;
@@ -538,6 +427,7 @@ impl Ui {
             let held = self.room(None, out.len() as u64, 0)?;
             let out = Arc::new(Svg {
                 _held: Some(held),
+                folded,
                 ..Svg::new(out)
             });
             let mut drawn = crate::sync::lock(&self.drawn);
@@ -565,7 +455,7 @@ impl Ui {
         id: &str,
         sample_index: Option<&str>,
         filter: &crate::pprof::filter::NameFilter,
-        icicle: bool,
+        (icicle, frames): (bool, usize),
     ) -> Result<Svg, Problem> {
         let p = self.profile(id)?;
         let index = p.sample_index(sample_index).map_err(Problem::bad)?;
@@ -578,28 +468,34 @@ impl Ui {
         );
         let mut out = Vec::new();
         let nodes = crate::pprof::graph::Nodes::new(&kept);
-        crate::pprof::diff::write_flamegraph_look(
+        let folded = crate::pprof::diff::write_flamegraph_look(
             &kept,
             &nodes,
             index,
             &title,
-            look_of(icicle),
+            look_of(icicle, frames),
             &mut out,
         )
         .map_err(|e| Problem::unprocessable(self.scrub(&format!("{e:#}"))))?;
-        Ok(Svg::new(with_frame_picker(out)))
+        Ok(Svg {
+            folded,
+            ..Svg::new(with_frame_picker(out))
+        })
     }
 }
 
-/// Frames a flamegraph of the page draws at most: past it the narrowest fold into their
-/// callers, and the picture says so. 113,000 frames made a 25 MB SVG that took seconds
-/// to open and to search; 12,000 open and search within a second.
+/// Frames a flamegraph of the page draws unless asked for more (`frames=`): past it the
+/// narrowest fold into their callers, and the picture and the `x-agentprof-folded` header
+/// say how many. In Chromium a 113,000-frame picture of 25 MB took seconds to open; the
+/// figures for this bound are in docs/json.md.
 pub const MAX_FRAMES: usize = 12_000;
+/// The most a request may ask for.
+pub const MOST_FRAMES: usize = 200_000;
 
-fn look_of(icicle: bool) -> crate::pprof::diff::Look {
+fn look_of(icicle: bool, frames: usize) -> crate::pprof::diff::Look {
     crate::pprof::diff::Look {
         icicle,
-        max_frames: Some(MAX_FRAMES),
+        max_frames: Some(frames.clamp(100, MOST_FRAMES)),
         ..Default::default()
     }
 }

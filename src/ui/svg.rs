@@ -7,6 +7,8 @@ pub struct Svg {
     pub plain: bytes::Bytes,
     pub(super) gzipped: std::sync::OnceLock<bytes::Bytes>,
     pub(super) _held: Option<crate::budget::Reservation>,
+    /// Frames folded into their callers to keep the picture's bound.
+    pub folded: usize,
 }
 
 impl Svg {
@@ -15,6 +17,7 @@ impl Svg {
             plain: plain.into(),
             gzipped: std::sync::OnceLock::new(),
             _held: None,
+            folded: 0,
         }
     }
 

@@ -12,6 +12,27 @@ import { chromium } from "playwright-core";
 const plan = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const seen = { screenshots: [], console_errors: [] };
 
+// A large flamegraph: opened from the list (the page asks for the table and the picture at
+// once) until its frames and its search are there, then searched from the page's box.
+async function largeFlame(page, plan, seen, shot, frameOf) {
+  let t0 = Date.now();
+  await page.goto(`${plan.base}/#/p?id=${encodeURIComponent(plan.large.id)}` +
+    (plan.large.frames ? `&frames=${plan.large.frames}` : ""));
+  await page.frameLocator("#p-flame").locator("svg #frames g").first().waitFor({ timeout: 120000 });
+  const big = frameOf("/api/flamegraph.svg");
+  await big.waitForFunction(() => typeof search === "function");
+  seen.large_open_ms = Date.now() - t0;
+  seen.large_frames = await big.evaluate(() => document.querySelectorAll("#frames g").length);
+  seen.large_subtitle = await big.evaluate(() => (document.getElementById("subtitle") || {}).textContent || "");
+  seen.large_state = await page.textContent("#p-flame-state");
+  t0 = Date.now();
+  await page.fill("#p-search", plan.large.search);
+  await big.waitForFunction(() => /Matched:/.test(document.getElementById("matched").textContent));
+  seen.large_search_ms = Date.now() - t0;
+  seen.large_matched = await big.evaluate(() => document.getElementById("matched").textContent);
+  await shot("large");
+}
+
 const browser = await chromium.launch({
   executablePath: plan.chromium,
   // As ui.mjs: sandboxed frames in the page's process (playwright-core's frame tracking).
@@ -45,8 +66,14 @@ try {
     await page.locator("#t-range").waitFor({ state: "visible" });
   };
 
-  // The timeline, from the page's load to its line drawn.
   let t0 = Date.now();
+  if (plan.large_only) {
+    await page.goto(`${plan.base}/`);
+    await page.waitForFunction(() => document.querySelectorAll("#profiles tbody tr[data-id]").length > 0);
+    await largeFlame(page, plan, seen, shot, frameOf);
+    throw "done";
+  }
+  // The timeline, from the page's load to its line drawn.
   await page.goto(timeline);
   await page.locator("#t-chart svg polyline").first().waitFor({ state: "visible" });
   seen.timeline_ms = Date.now() - t0;
@@ -143,23 +170,7 @@ try {
   seen.legend = await page.$$eval("#t-legend span", (s) => s.map((x) => x.textContent));
   await shot("timeline-grouped");
 
-  // A large flamegraph: opened (the table's profile already decoded for it) and searched.
-  if (plan.large) {
-    t0 = Date.now();
-    await page.goto(`${plan.base}/#/p?id=${encodeURIComponent(plan.large.id)}`);
-    await page.frameLocator("#p-flame").locator("svg #frames g").first().waitFor({ timeout: 120000 });
-    const big = frameOf("/api/flamegraph.svg");
-    await big.waitForFunction(() => typeof search === "function");
-    seen.large_open_ms = Date.now() - t0;
-    seen.large_frames = await big.evaluate(() => document.querySelectorAll("#frames g").length);
-    seen.large_subtitle = await big.evaluate(() => (document.getElementById("subtitle") || {}).textContent || "");
-    t0 = Date.now();
-    await page.fill("#p-search", plan.large.search);
-    await big.waitForFunction(() => /Matched:/.test(document.getElementById("matched").textContent));
-    seen.large_search_ms = Date.now() - t0;
-    seen.large_matched = await big.evaluate(() => document.getElementById("matched").textContent);
-    await shot("large");
-  }
+  if (plan.large) await largeFlame(page, plan, seen, shot, frameOf);
   seen.outside_requests = outside;
 } catch (e) {
   if (e !== "done") seen.error = String(e && e.stack || e);

@@ -70,7 +70,7 @@ pub fn write_flamegraph(
     title: &str,
     out: impl std::io::Write,
 ) -> Result<(), DrawError> {
-    draw(p, &Nodes::new(p), index, title, Look::default(), out)
+    draw(p, &Nodes::new(p), index, title, Look::default(), out).map(|_| ())
 }
 
 /// [`write_flamegraph`] with the nodes of `p` already built.
@@ -81,7 +81,7 @@ pub fn write_flamegraph_with(
     title: &str,
     out: impl std::io::Write,
 ) -> Result<(), DrawError> {
-    draw(p, nodes, index, title, Look::default(), out)
+    draw(p, nodes, index, title, Look::default(), out).map(|_| ())
 }
 
 /// How a flamegraph is drawn beyond its profile.
@@ -109,7 +109,7 @@ impl Default for Look {
     }
 }
 
-/// [`write_flamegraph_with`], drawn as `look` says.
+/// [`write_flamegraph_with`], drawn as `look` says; how many frames it folded.
 pub fn write_flamegraph_look(
     p: &Pprof,
     nodes: &Nodes,
@@ -117,11 +117,11 @@ pub fn write_flamegraph_look(
     title: &str,
     look: Look,
     out: impl std::io::Write,
-) -> Result<(), DrawError> {
+) -> Result<usize, DrawError> {
     draw(p, nodes, index, title, look, out)
 }
 
-/// [`write_flamegraph`], drawn as `look` says.
+/// [`write_flamegraph`], drawn as `look` says; how many frames `look.max_frames` folded.
 fn draw(
     p: &Pprof,
     nodes: &Nodes,
@@ -129,7 +129,7 @@ fn draw(
     title: &str,
     look: Look,
     out: impl std::io::Write,
-) -> Result<(), DrawError> {
+) -> Result<usize, DrawError> {
     let tree = super::fold::Tree::with_nodes(p, nodes, index, false);
     let (stype, unit) = p.sample_types()[index];
     let mut opts = inferno::flamegraph::Options::default();
@@ -158,7 +158,7 @@ fn draw(
         .flatten()
         .collect();
         opts.subtitle = Some(notes.join("; "));
-        return draw_differential(&neg.lines, &pos.lines, false, opts, out);
+        return draw_differential(&neg.lines, &pos.lines, false, opts, out).map(|_| 0);
     }
     // The frames inferno would leave out as narrower than its `min_width` (a share of the
     // whole, computed as it computes it) are left out before it reads the lines: a
@@ -169,7 +169,7 @@ fn draw(
         0.0
     };
     let mut folded = None;
-    let kept = look.max_frames.and_then(|max| tree.keeping(max));
+    let kept = look.max_frames.and_then(|max| tree.keeping(max, min_value));
     if let Some((_, n)) = &kept {
         folded = Some(format!(
             "{n} of the narrowest frames folded into their callers to keep {} (focus on a function to see them)",
@@ -185,7 +185,8 @@ fn draw(
     let notes: Vec<String> = [cut_note(tree.cut), folded].into_iter().flatten().collect();
     opts.subtitle = (!notes.is_empty()).then(|| notes.join("; "));
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
-        .map_err(DrawError::Draw)
+        .map_err(DrawError::Draw)?;
+    Ok(kept.map_or(0, |k| k.1))
 }
 
 fn draw_differential(

@@ -161,19 +161,22 @@ impl Tree {
         self.total[0]
     }
 
-    /// The frames kept when at most `max` are drawn: the widest, the shallowest first
-    /// among equals (so every kept frame's caller is kept), and how many are folded into
-    /// their callers; None when the tree has no more than `max` frames.
-    pub fn keeping(&self, max: usize) -> Option<(Vec<bool>, usize)> {
+    /// The frames kept when at most `max` of those worth `min_value` or more are drawn:
+    /// the widest, the shallowest first among equals (so every kept frame's caller is
+    /// kept), and how many of them are folded into their callers; None when no more than
+    /// `max` are worth it.
+    pub fn keeping(&self, max: usize, min_value: f64) -> Option<(Vec<bool>, usize)> {
         let n = self.total.len();
-        if n.saturating_sub(1) <= max {
+        let mut order: Vec<u32> = (1..n as u32)
+            .filter(|&i| self.total[i as usize] as f64 >= min_value)
+            .collect();
+        if order.len() <= max {
             return None;
         }
         let mut depth = vec![0u32; n];
         for i in 1..n {
             depth[i] = depth[self.parent[i] as usize] + 1;
         }
-        let mut order: Vec<u32> = (1..n as u32).collect();
         let rank = |&i: &u32| {
             (
                 std::cmp::Reverse(self.total[i as usize]),
@@ -187,7 +190,7 @@ impl Tree {
         for &i in &order[..max] {
             keep[i as usize] = true;
         }
-        Some((keep, n - 1 - max))
+        Some((keep, order.len() - max))
     }
 
     /// `root;…;leaf value` lines, one per path with a value of its own, sorted. A frame whose

@@ -22,6 +22,7 @@ pub mod proto;
 mod recolor;
 pub mod report;
 pub mod source;
+mod source_path;
 pub mod text;
 pub mod views;
 

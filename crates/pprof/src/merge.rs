@@ -150,48 +150,51 @@ impl Merger {
                 .iter()
                 .map(|&l| location_of[l as usize])
                 .collect();
-            let mut labels: Vec<(u32, u32, i64, u32)> = sample
-                .label
-                .iter()
-                .map(|l| {
-                    (
-                        self.intern(s(l.key)),
-                        self.intern(s(l.str)),
-                        l.num,
-                        self.intern(s(l.num_unit)),
-                    )
-                })
-                .collect();
-            labels.sort_unstable();
-            let key = (stack, labels);
-            match self.sample_ids.get(&key) {
-                Some(&at) => {
-                    for (v, add) in self.samples[at].value.iter_mut().zip(&sample.value) {
-                        *v = v.wrapping_add(*add);
-                    }
-                }
-                None => {
-                    self.stack_ids += key.0.len() as u64 * 2;
-                    self.samples.push(Sample {
-                        location_id: key.0.clone(),
-                        value: sample.value.clone(),
-                        label: key
-                            .1
-                            .iter()
-                            .map(|&(k, v, num, unit)| Label {
-                                key: k.into(),
-                                str: v.into(),
-                                num,
-                                num_unit: unit.into(),
-                            })
-                            .collect(),
-                    });
-                    self.sample_ids.insert(key, self.samples.len() - 1);
-                }
-            }
+            self.add_sample(p, stack, sample);
         }
         self.added += 1;
         Ok(())
+    }
+
+    /// One sample of `p` on the merge's `stack`: its values added to the sample of the same
+    /// stack and labels, or a sample of its own.
+    fn add_sample(&mut self, p: &Pprof, stack: Vec<u64>, sample: &Sample) {
+        let mut labels: Vec<(u32, u32, i64, u32)> = sample
+            .label
+            .iter()
+            .map(|l| {
+                (
+                    self.intern(p.str(l.key)),
+                    self.intern(p.str(l.str)),
+                    l.num,
+                    self.intern(p.str(l.num_unit)),
+                )
+            })
+            .collect();
+        labels.sort_unstable();
+        let key = (stack, labels);
+        if let Some(&at) = self.sample_ids.get(&key) {
+            for (v, add) in self.samples[at].value.iter_mut().zip(&sample.value) {
+                *v = v.wrapping_add(*add);
+            }
+            return;
+        }
+        self.stack_ids += key.0.len() as u64 * 2;
+        self.samples.push(Sample {
+            location_id: key.0.clone(),
+            value: sample.value.clone(),
+            label: key
+                .1
+                .iter()
+                .map(|&(k, v, num, unit)| Label {
+                    key: k.into(),
+                    str: v.into(),
+                    num,
+                    num_unit: unit.into(),
+                })
+                .collect(),
+        });
+        self.sample_ids.insert(key, self.samples.len() - 1);
     }
 
     fn header(&mut self, p: &Pprof) {

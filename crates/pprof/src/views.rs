@@ -177,17 +177,22 @@ fn layers(n: usize, edges: &[(usize, usize, i64)]) -> Vec<usize> {
     layer
 }
 
-/// Writes the call graph of `p`'s `index` values as SVG: boxes sized and coloured by
-/// their flat and cum shares (the numbers go tool pprof prints in them), arrows by the
-/// calls' weights, the callers above their callees.
-pub fn write_call_graph(
-    p: &Pprof,
-    nodes: &Nodes,
-    index: usize,
-    title: &str,
-    size: GraphSize,
-    out: &mut impl std::io::Write,
-) -> Result<(), DrawError> {
+/// The call graph kept: per kept node (by its rank) its node, flat, cum and box label;
+/// the calls between them; each one's layer.
+struct CallGraph {
+    order: Vec<usize>,
+    flat: Vec<i64>,
+    cum: Vec<i64>,
+    edges: Vec<(usize, usize, i64)>,
+    layer: Vec<usize>,
+    total: i64,
+    /// Nodes with a value, before the cut.
+    all: usize,
+}
+
+/// The `size.nodes` heaviest nodes by cum and the calls between them (the nearest kept
+/// caller) weighing at least `size.edge_fraction` of the total.
+fn kept_graph(p: &Pprof, nodes: &Nodes, index: usize, size: GraphSize) -> Result<CallGraph, DrawError> {
     let graph = crate::graph::build_all_edges(p, nodes, index);
     let total = crate::graph::total(p, index);
     if total == 0 {
@@ -195,8 +200,8 @@ pub fn write_call_graph(
             "the profile has no samples of this type with a value",
         ));
     }
-    let (_, unit) = p.sample_types()[index];
     let mut order: Vec<usize> = (0..nodes.len()).filter(|&i| graph.cum[i] != 0).collect();
+    let all = order.len();
     order.sort_by(|&a, &b| {
         graph.cum[b]
             .abs()
@@ -209,7 +214,6 @@ pub fn write_call_graph(
         kept[i] = true;
     }
     let at: FastMap<usize, usize> = order.iter().enumerate().map(|(k, &i)| (i, k)).collect();
-    // The calls between kept nodes (nearest kept caller), weighing at least the fraction.
     let w = crate::graph::weights(p, index);
     let min_edge = (total.unsigned_abs() as f64 * size.edge_fraction) as u64;
     let mut edges: Vec<(usize, usize, i64)> =
@@ -221,23 +225,36 @@ pub fn write_call_graph(
             })
             .collect();
     edges.sort_by(|a, b| b.2.abs().cmp(&a.2.abs()).then((a.0, a.1).cmp(&(b.0, b.1))));
-    let n = order.len();
-    let layer = layers(n, &edges);
-    let depth = layer.iter().copied().max().unwrap_or(0) + 1;
-    // Within a layer: by the mean position of the callers above (one pass down), else by
-    // weight.
+    let layer = layers(order.len(), &edges);
+    Ok(CallGraph {
+        flat: order.iter().map(|&i| graph.flat[i]).collect(),
+        cum: order.iter().map(|&i| graph.cum[i]).collect(),
+        order,
+        edges,
+        layer,
+        total,
+        all,
+    })
+}
+
+/// Each layer's nodes in order: by the mean position of their callers above (one pass
+/// down), else by weight.
+fn rows_of(g: &CallGraph) -> Vec<Vec<usize>> {
+    let n = g.order.len();
+    let depth = g.layer.iter().copied().max().unwrap_or(0) + 1;
     let mut rows: Vec<Vec<usize>> = vec![Vec::new(); depth];
     for k in 0..n {
-        rows[layer[k]].push(k);
+        rows[g.layer[k]].push(k);
     }
     let mut pos = vec![0f64; n];
-    for r in 0..depth {
-        let mut keyed: Vec<(f64, usize)> = rows[r]
+    for (r, row) in rows.iter_mut().enumerate() {
+        let mut keyed: Vec<(f64, usize)> = row
             .iter()
             .map(|&k| {
-                let parents: Vec<f64> = edges
+                let parents: Vec<f64> = g
+                    .edges
                     .iter()
-                    .filter(|e| e.1 == k && layer[e.0] < r)
+                    .filter(|e| e.1 == k && g.layer[e.0] < r)
                     .map(|e| pos[e.0])
                     .collect();
                 let key = if parents.is_empty() {
@@ -249,40 +266,51 @@ pub fn write_call_graph(
             })
             .collect();
         keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        rows[r] = keyed.iter().map(|x| x.1).collect();
-        let width = rows[r].len().max(1) as f64;
-        for (x, &k) in rows[r].iter().enumerate() {
+        *row = keyed.iter().map(|x| x.1).collect();
+        let width = row.len().max(1) as f64;
+        for (x, &k) in row.iter().enumerate() {
             pos[k] = (x as f64 + 0.5) / width;
         }
     }
+    rows
+}
+
+/// Writes the call graph of `p`'s `index` values as SVG: boxes sized and coloured by
+/// their flat and cum shares (the numbers go tool pprof prints in them), arrows by the
+/// calls' weights, the callers above their callees.
+pub fn write_call_graph(
+    p: &Pprof,
+    nodes: &Nodes,
+    index: usize,
+    title: &str,
+    size: GraphSize,
+    out: &mut impl std::io::Write,
+) -> Result<(), DrawError> {
+    let g = kept_graph(p, nodes, index, size)?;
+    let (_, unit) = p.sample_types()[index];
+    let rows = rows_of(&g);
+    let total = g.total;
+    let n = g.order.len();
+    let labels: Vec<[String; 3]> = (0..n)
+        .map(|k| {
+            let (flat, cum) = (g.flat[k], g.cum[k]);
+            [
+                short(nodes.name(g.order[k])),
+                format!("{} ({})", scaled_label(flat, unit, "auto"), percentage(flat, total).trim()),
+                format!("of {} ({})", scaled_label(cum, unit, "auto"), percentage(cum, total).trim()),
+            ]
+        })
+        .collect();
     // Boxes: text width from the characters, font from the flat share (as go's dot output
     // sizes them), fill from the cum share.
-    let label = |k: usize| {
-        let i = order[k];
-        let name = short(nodes.name(i));
-        let flat = graph.flat[i];
-        let cum = graph.cum[i];
-        let l2 = format!(
-            "{} ({})",
-            scaled_label(flat, unit, "auto"),
-            percentage(flat, total).trim()
-        );
-        let l3 = format!(
-            "of {} ({})",
-            scaled_label(cum, unit, "auto"),
-            percentage(cum, total).trim()
-        );
-        (name, l2, l3)
-    };
-    let font = |k: usize| {
-        let share = (graph.flat[order[k]] as f64 / total as f64).abs().min(1.0);
-        10.0 + 14.0 * share.sqrt()
-    };
+    let font: Vec<f64> = (0..n)
+        .map(|k| 10.0 + 14.0 * (g.flat[k] as f64 / total as f64).abs().min(1.0).sqrt())
+        .collect();
     let boxes: Vec<(f64, f64)> = (0..n)
         .map(|k| {
-            let (a, b, c) = label(k);
+            let [a, b, c] = &labels[k];
             let chars = a.chars().count().max(b.len()).max(c.len()) as f64;
-            (chars * font(k) * 0.6 + 16.0, font(k) * 3.6 + 8.0)
+            (chars * font[k] * 0.6 + 16.0, font[k] * 3.6 + 8.0)
         })
         .collect();
     let row_w: Vec<f64> = rows
@@ -302,68 +330,24 @@ pub fn write_call_graph(
         }
         y += h + gap;
     }
-    let height = y;
-    let max_edge = edges
-        .iter()
-        .map(|e| e.2.unsigned_abs())
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
     let mut s = String::new();
     let _ = write!(
         s,
-        r##"<?xml version="1.0" standalone="no"?><svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="Verdana, sans-serif"><style>text{{fill:#000}} .e{{fill:none}} .el{{font-size:11px;fill:#555}}</style><rect width="100%" height="100%" fill="#fff"/><text x="{:.0}" y="24" font-size="17" text-anchor="middle">{}</text><text x="{:.0}" y="44" font-size="12" text-anchor="middle" fill="#555">{} of {} nodes (the heaviest by cum), calls under {}% of the total left out; total {}</text>"##,
+        r##"<?xml version="1.0" standalone="no"?><svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{y:.0}" viewBox="0 0 {width:.0} {y:.0}" font-family="Verdana, sans-serif"><style>text{{fill:#000}} .e{{fill:none}} .el{{font-size:11px;fill:#555}}</style><rect width="100%" height="100%" fill="#fff"/><text x="{:.0}" y="24" font-size="17" text-anchor="middle">{}</text><text x="{:.0}" y="44" font-size="12" text-anchor="middle" fill="#555">{n} of {} nodes (the heaviest by cum), calls under {}% of the total left out; total {}</text>"##,
         width / 2.0,
         esc(title),
         width / 2.0,
-        n,
-        graph.cum.iter().filter(|c| **c != 0).count(),
+        g.all,
         size.edge_fraction * 100.0,
         esc(&scaled_label(total, unit, "auto")),
     );
     s.push_str(r##"<defs><marker id="a" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="11" markerHeight="11" orient="auto"><path d="M0,0L10,5L0,10z" fill="#444"/></marker></defs>"##);
-    for &(a, b, wt) in &edges {
-        let (ax, ay) = (xy[a].0 + boxes[a].0 / 2.0, xy[a].1 + boxes[a].1);
-        let (bx, by) = (xy[b].0 + boxes[b].0 / 2.0, xy[b].1);
-        let sw = 1.0 + 5.0 * (wt.unsigned_abs() as f64 / max_edge);
-        let color = if wt.unsigned_abs() as f64 >= 0.05 * total.unsigned_abs() as f64 {
-            "#b2182b"
-        } else {
-            "#666"
-        };
-        let d = if layer[b] > layer[a] {
-            format!(
-                "M{ax:.1},{ay:.1} C{ax:.1},{:.1} {bx:.1},{:.1} {bx:.1},{by:.1}",
-                ay + gap / 2.0,
-                by - gap / 2.0
-            )
-        } else {
-            // A call back up (recursion, a cycle): around the right side.
-            let (rx, ry) = (xy[a].0 + boxes[a].0, xy[a].1 + boxes[a].1 / 2.0);
-            let (tx, ty) = (xy[b].0 + boxes[b].0, xy[b].1 + boxes[b].1 / 2.0);
-            let out = rx.max(tx) + 60.0;
-            format!("M{rx:.1},{ry:.1} C{out:.1},{ry:.1} {out:.1},{ty:.1} {tx:.1},{ty:.1}")
-        };
-        let dash = if layer[b] > layer[a] {
-            ""
-        } else {
-            r#" stroke-dasharray="5,4""#
-        };
-        let _ = write!(
-            s,
-            r#"<g><title>{} → {}: {}</title><path class="e" d="{d}" stroke="{color}" stroke-width="{sw:.1}"{dash} marker-end="url(#a)"/><text class="el" x="{:.1}" y="{:.1}">{}</text></g>"#,
-            esc(nodes.name(order[a])),
-            esc(nodes.name(order[b])),
-            esc(&scaled_label(wt, unit, "auto")),
-            (ax + bx) / 2.0 + 4.0,
-            (ay + by) / 2.0,
-            esc(&scaled_label(wt, unit, "auto")),
-        );
-    }
+    let names: Vec<&str> = g.order.iter().map(|&i| nodes.name(i)).collect();
+    draw_edges(&mut s, &g, &names, &xy, &boxes, gap, unit);
     for k in 0..n {
         let (x, y) = xy[k];
         let (w, h) = boxes[k];
-        let share = (graph.cum[order[k]] as f64 / total as f64).abs().min(1.0);
+        let share = (g.cum[k] as f64 / total as f64).abs().min(1.0);
         // Light for little, deep red for most of the total.
         let fill = format!(
             "hsl({:.0},{:.0}%,{:.0}%)",
@@ -371,27 +355,71 @@ pub fn write_call_graph(
             30.0 + 60.0 * share,
             92.0 - 30.0 * share
         );
-        let (a, b, c) = label(k);
-        let f = font(k);
+        let [a, b, c] = &labels[k];
+        let (f, cx) = (font[k], x + w / 2.0);
         let _ = write!(
             s,
-            r##"<g class="node"><title>{}</title><rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}" rx="3" fill="{fill}" stroke="#555"/><text x="{:.1}" y="{:.1}" font-size="{f:.1}" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" font-size="{:.1}" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" font-size="{:.1}" text-anchor="middle">{}</text></g>"##,
-            esc(nodes.name(order[k])),
-            x + w / 2.0,
+            r##"<g class="node"><title>{}</title><rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}" rx="3" fill="{fill}" stroke="#555"/><text x="{cx:.1}" y="{:.1}" font-size="{f:.1}" text-anchor="middle">{}</text><text x="{cx:.1}" y="{:.1}" font-size="{:.1}" text-anchor="middle">{}</text><text x="{cx:.1}" y="{:.1}" font-size="{:.1}" text-anchor="middle">{}</text></g>"##,
+            esc(names[k]),
             y + f + 2.0,
-            esc(&a),
-            x + w / 2.0,
+            esc(a),
             y + 2.2 * f + 2.0,
             f * 0.85,
-            esc(&b),
-            x + w / 2.0,
+            esc(b),
             y + 3.3 * f + 2.0,
             f * 0.85,
-            esc(&c),
+            esc(c),
         );
     }
     s.push_str("</svg>");
     out.write_all(s.as_bytes()).map_err(DrawError::Draw)
+}
+
+/// The calls as arrows: down to a callee below, around the right side for a call back up
+/// (recursion, a cycle), dashed; width by weight, red for 5 % of the total or more.
+fn draw_edges(
+    s: &mut String,
+    g: &CallGraph,
+    names: &[&str],
+    xy: &[(f64, f64)],
+    boxes: &[(f64, f64)],
+    gap: f64,
+    unit: &str,
+) {
+    let max_edge = g.edges.iter().map(|e| e.2.unsigned_abs()).max().unwrap_or(1).max(1) as f64;
+    for &(a, b, wt) in &g.edges {
+        let (ax, ay) = (xy[a].0 + boxes[a].0 / 2.0, xy[a].1 + boxes[a].1);
+        let (bx, by) = (xy[b].0 + boxes[b].0 / 2.0, xy[b].1);
+        let sw = 1.0 + 5.0 * (wt.unsigned_abs() as f64 / max_edge);
+        let color = if wt.unsigned_abs() as f64 >= 0.05 * g.total.unsigned_abs() as f64 {
+            "#b2182b"
+        } else {
+            "#666"
+        };
+        let down = g.layer[b] > g.layer[a];
+        let d = if down {
+            format!(
+                "M{ax:.1},{ay:.1} C{ax:.1},{:.1} {bx:.1},{:.1} {bx:.1},{by:.1}",
+                ay + gap / 2.0,
+                by - gap / 2.0
+            )
+        } else {
+            let (rx, ry) = (xy[a].0 + boxes[a].0, xy[a].1 + boxes[a].1 / 2.0);
+            let (tx, ty) = (xy[b].0 + boxes[b].0, xy[b].1 + boxes[b].1 / 2.0);
+            let out = rx.max(tx) + 60.0;
+            format!("M{rx:.1},{ry:.1} C{out:.1},{ry:.1} {out:.1},{ty:.1} {tx:.1},{ty:.1}")
+        };
+        let dash = if down { "" } else { r#" stroke-dasharray="5,4""# };
+        let weight = esc(&scaled_label(wt, unit, "auto"));
+        let _ = write!(
+            s,
+            r#"<g><title>{} → {}: {weight}</title><path class="e" d="{d}" stroke="{color}" stroke-width="{sw:.1}"{dash} marker-end="url(#a)"/><text class="el" x="{:.1}" y="{:.1}">{weight}</text></g>"#,
+            esc(names[a]),
+            esc(names[b]),
+            (ax + bx) / 2.0 + 4.0,
+            (ay + by) / 2.0,
+        );
+    }
 }
 
 #[cfg(test)]

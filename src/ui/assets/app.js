@@ -277,8 +277,9 @@ function emptyFrame(frame) {
 // A flamegraph into its frame: the frame emptied first (nothing of the profile before stays
 // on screen), the SVG asked for, and when it cannot be drawn the reason shown in its place.
 // `search` is handed to the SVG's own search (its `s` parameter).
-async function loadFlame(frameId, url, search) {
+async function loadFlame(frameId, url, search, onFolded) {
   const frame = emptyFrame($(frameId)), state = $(frameId + "-state");
+  let folded = 0;
   state.textContent = "drawing the flamegraph…";
   frame.dataset.url = url;
   try {
@@ -288,6 +289,7 @@ async function loadFlame(frameId, url, search) {
       throw new Error(b.error || r.statusText);
     }
     // The frame takes it from the server's last few drawn.
+    folded = Number(r.headers.get("x-agentprof-folded") || 0);
     if (r.body) await r.body.cancel();
   } catch (e) {
     if ($(frameId) !== frame || frame.dataset.url !== url) return;
@@ -297,6 +299,7 @@ async function loadFlame(frameId, url, search) {
   }
   if ($(frameId) !== frame || frame.dataset.url !== url) return;
   state.textContent = "";
+  if (folded && onFolded) onFolded(folded, state);
   frame.hidden = false;
   frame.src = url + (search ? "&" + q({ s: search }) : "");
 }
@@ -420,6 +423,8 @@ async function showProfile(params) {
   ticked.changed();
   profileContext(id);
   let wanted = params.get("si") || "";
+  // Frames the flamegraph draws at most (the server's bound when not asked).
+  let frames = params.get("frames") || "";
   // What the flamegraph shows (null until it is first drawn).
   let flameFor = null;
   const names = () => Object.fromEntries(NAME_FILTERS.map((f) => [f, $("p-" + f).value]));
@@ -427,7 +432,7 @@ async function showProfile(params) {
     nodes: $("p-nodes").value !== "20" ? $("p-nodes").value : "", ...names(),
     peek: detail && detail.kind === "peek" ? detail.re : "", list: detail && detail.kind === "list" ? detail.re : "",
     s: $("p-search").value, view: $("p-view").value !== "flame" ? $("p-view").value : "",
-    sandwich: detail && detail.kind === "sandwich" ? detail.re : "" });
+    sandwich: detail && detail.kind === "sandwich" ? detail.re : "", frames });
   const showDetail = async () => {
     if (!detail) { $("p-detail").hidden = true; return; }
     const si = $("p-sample").value || wanted;
@@ -495,8 +500,16 @@ async function showProfile(params) {
     if (flameFor === null || flameKey !== flameFor) {
       flameFor = flameKey;
       const url = view === "graph" ? "/api/graph.svg?" + q({ id, sample_index: si, ...names() }) :
-        "/api/flamegraph.svg?" + q({ id, sample_index: si, ...names(), icicle: view === "icicle" });
-      loadFlame("p-flame", url, $("p-search").value);
+        "/api/flamegraph.svg?" + q({ id, sample_index: si, ...names(), icicle: view === "icicle", frames });
+      // A picture of more frames than the page draws at once says how many it folded, and
+      // draws them all on a click.
+      loadFlame("p-flame", url, $("p-search").value, (n, state) => {
+        state.append(`${n} of the narrowest frames are folded into their callers to keep the picture quick. `);
+        const all = el("button", "draw them all");
+        all.type = "button";
+        all.onclick = () => { frames = 200000; flameFor = null; draw().catch(showError); };
+        state.append(all);
+      });
     }
     const doc = await getJSON("/api/top?" + q({ id, sample_index: si, cum, nodes, ...names() }));
     const sel = $("p-sample");
