@@ -152,7 +152,7 @@ fn main() {
     let artefacts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tmp/ui-bench");
     std::fs::create_dir_all(&artefacts).unwrap();
     let plan = json!({"base": base, "chromium": std::env::var("AGENTPROF_CHROMIUM").unwrap_or("/usr/bin/chromium".into()),
-        "artefacts": artefacts, "service": "web", "type": "cpu", "brush": [0.995, 1.0], "bench": true,
+        "artefacts": artefacts, "service": "web", "type": "cpu", "brush": [0.98, 0.995], "bench": true,
         "timeout_ms": 120000});
     std::fs::write(dir.path().join("plan.json"), plan.to_string()).unwrap();
     let out = Command::new("node")
@@ -242,7 +242,12 @@ fn start_ui(bin: &Path, dir: &Path) -> (std::process::Child, String) {
     let err = BufReader::new(ui.stderr.take().unwrap());
     for l in err.lines().map_while(Result::ok) {
         if let Some(rest) = l.split("serving ").nth(1) {
-            let base = rest.split_whitespace().next().unwrap().trim_end_matches('/').to_string();
+            let base = rest
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .trim_end_matches('/')
+                .to_string();
             return (ui, base);
         }
     }
@@ -265,13 +270,19 @@ fn large_flamegraph(bin: &Path, dir: &Path) {
         let client = reqwest::blocking::Client::new();
         let id = "0/checkout/cpu-2026-12-01T09:00:00.000Z.pb.gz";
         let t = Instant::now();
-        let top = client.get(format!("{base}/api/top?id={}", enc(id))).send().unwrap();
+        let top = client
+            .get(format!("{base}/api/top?id={}", enc(id)))
+            .send()
+            .unwrap();
         assert!(top.status().is_success());
         let _ = top.bytes();
         let top_ms = t.elapsed().as_secs_f64() * 1000.0;
         let t = Instant::now();
         let svg = client
-            .get(format!("{base}/api/flamegraph.svg?id={}&frames={frames}", enc(id)))
+            .get(format!(
+                "{base}/api/flamegraph.svg?id={}&frames={frames}",
+                enc(id)
+            ))
             .send()
             .unwrap()
             .bytes()
@@ -299,7 +310,11 @@ fn large_flamegraph(bin: &Path, dir: &Path) {
             seen["large_open_ms"],
             seen["large_search_ms"],
             seen["large_frames"],
-            if seen["error"].is_null() { String::new() } else { format!("; error: {}", seen["error"]) }
+            if seen["error"].is_null() {
+                String::new()
+            } else {
+                format!("; error: {}", seen["error"])
+            }
         );
         let _ = ui.kill();
         let _ = ui.wait();

@@ -120,5 +120,4 @@ impl Ui {
             (None, None) => false,
         }
     }
-
 }

@@ -220,8 +220,7 @@ impl Ui {
             unreadable: Vec::new(),
             left_out: 0,
         };
-        let by_labels =
-            !sel.labels.is_empty() || group_by.is_some_and(|g| g.starts_with("label:"));
+        let by_labels = !sel.labels.is_empty() || group_by.is_some_and(|g| g.starts_with("label:"));
         if by_labels && caps.len() > MAX_CAPTURES {
             out.left_out = caps.len() - MAX_CAPTURES;
             caps.drain(..out.left_out);

@@ -52,7 +52,7 @@ struct One {
     /// A flamegraph drawn upside down (the roots at the top).
     #[serde(default)]
     icicle: bool,
-    /// Frames a flamegraph draws at most (100 to 200,000; default 12,000).
+    /// Frames a flamegraph draws at most (100 to 200,000; default 3,000).
     frames: Option<usize>,
 }
 
@@ -288,7 +288,12 @@ async fn flamegraph(
         let out = if filter.is_empty() {
             ui.flamegraph(&q.id, q.sample_index.as_deref(), (q.icicle, frames))?
         } else {
-            Arc::new(ui.flamegraph_filtered(&q.id, q.sample_index.as_deref(), &filter, (q.icicle, frames))?)
+            Arc::new(ui.flamegraph_filtered(
+                &q.id,
+                q.sample_index.as_deref(),
+                &filter,
+                (q.icicle, frames),
+            )?)
         };
         Ok(drawn_svg(&out, gzip))
     })

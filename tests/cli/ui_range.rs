@@ -206,12 +206,11 @@ fn a_range_merges_as_go_tool_pprof_merges_and_the_timeline_shows_each_capture() 
     assert!(String::from_utf8_lossy(&body).contains("type"));
 }
 
-
 /// The time views in the system's Chromium: the timeline drawn, hovered and brushed; the
 /// range opened merged (the table the API's for the same selection, of the captures in
 /// it) as a flamegraph, an icicle, a call graph and a sandwich, with two functions ticked
 /// and focused on together; the range compared with the one before; the timeline grouped
-/// by pod; a 113,000-frame flamegraph opened and searched. Times go to the test's output
+/// by pod; a 113,000-frame flamegraph opened and searched (3,000 frames drawn). Times go to the test's output
 /// (`measured:`), the screenshots to target/tmp/ui-range-screenshots.
 #[test]
 fn the_time_views_in_a_real_browser() {
@@ -347,7 +346,7 @@ fn the_time_views_in_a_real_browser() {
     );
     let frames = seen["large_frames"].as_u64().unwrap();
     assert!(
-        frames > 12_000 && frames <= 13_000,
+        frames > 3_000 && frames <= 4_000,
         "{frames} frames drawn of the large profile"
     );
     assert!(

@@ -125,4 +125,3 @@ pub fn clean(p: &str) -> String {
         (false, false) => joined,
     }
 }
-

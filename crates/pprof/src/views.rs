@@ -192,7 +192,12 @@ struct CallGraph {
 
 /// The `size.nodes` heaviest nodes by cum and the calls between them (the nearest kept
 /// caller) weighing at least `size.edge_fraction` of the total.
-fn kept_graph(p: &Pprof, nodes: &Nodes, index: usize, size: GraphSize) -> Result<CallGraph, DrawError> {
+fn kept_graph(
+    p: &Pprof,
+    nodes: &Nodes,
+    index: usize,
+    size: GraphSize,
+) -> Result<CallGraph, DrawError> {
     let graph = crate::graph::build_all_edges(p, nodes, index);
     let total = crate::graph::total(p, index);
     if total == 0 {
@@ -296,8 +301,16 @@ pub fn write_call_graph(
             let (flat, cum) = (g.flat[k], g.cum[k]);
             [
                 short(nodes.name(g.order[k])),
-                format!("{} ({})", scaled_label(flat, unit, "auto"), percentage(flat, total).trim()),
-                format!("of {} ({})", scaled_label(cum, unit, "auto"), percentage(cum, total).trim()),
+                format!(
+                    "{} ({})",
+                    scaled_label(flat, unit, "auto"),
+                    percentage(flat, total).trim()
+                ),
+                format!(
+                    "of {} ({})",
+                    scaled_label(cum, unit, "auto"),
+                    percentage(cum, total).trim()
+                ),
             ]
         })
         .collect();
@@ -386,7 +399,13 @@ fn draw_edges(
     gap: f64,
     unit: &str,
 ) {
-    let max_edge = g.edges.iter().map(|e| e.2.unsigned_abs()).max().unwrap_or(1).max(1) as f64;
+    let max_edge = g
+        .edges
+        .iter()
+        .map(|e| e.2.unsigned_abs())
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
     for &(a, b, wt) in &g.edges {
         let (ax, ay) = (xy[a].0 + boxes[a].0 / 2.0, xy[a].1 + boxes[a].1);
         let (bx, by) = (xy[b].0 + boxes[b].0 / 2.0, xy[b].1);
@@ -409,7 +428,11 @@ fn draw_edges(
             let out = rx.max(tx) + 60.0;
             format!("M{rx:.1},{ry:.1} C{out:.1},{ry:.1} {out:.1},{ty:.1} {tx:.1},{ty:.1}")
         };
-        let dash = if down { "" } else { r#" stroke-dasharray="5,4""# };
+        let dash = if down {
+            ""
+        } else {
+            r#" stroke-dasharray="5,4""#
+        };
         let weight = esc(&scaled_label(wt, unit, "auto"));
         let _ = write!(
             s,

@@ -505,9 +505,12 @@ async function showProfile(params) {
       // draws them all on a click.
       loadFlame("p-flame", url, $("p-search").value, (n, state) => {
         state.append(`${n} of the narrowest frames are folded into their callers to keep the picture quick. `);
-        const all = el("button", "draw them all");
+        // Four times as many each time: a picture of 100,000 frames opens in seconds and
+        // its search takes minutes.
+        const more = Math.min(200000, 4 * (Number(frames) || 3000));
+        const all = el("button", `draw up to ${more.toLocaleString("en")} frames`);
         all.type = "button";
-        all.onclick = () => { frames = 200000; flameFor = null; draw().catch(showError); };
+        all.onclick = () => { frames = String(more); flameFor = null; draw().catch(showError); };
         state.append(all);
       });
     }
@@ -690,26 +693,40 @@ async function showTimeline(params) {
   $("t-chart").replaceChildren();
   $("t-legend").replaceChildren();
   $("t-tip").textContent = "";
-  await listed;
   const svc = $("t-service"), type = $("t-type");
-  const services = new Set(entries.filter((e) => e.kind === "pprof" && e.service).map((e) => e.service));
-  svc.replaceChildren(...[...services].sort().map((s) => new Option(s, s)));
-  svc.value = params.get("service") || svc.value || (svc.options[0] && svc.options[0].value) || "";
+  // The choices come from the listing (megabytes for a week of captures): a timeline its
+  // URL names is drawn first, the choices filled when the listing is there.
+  const fillChoices = () => {
+    const services = new Set(entries.filter((e) => e.kind === "pprof" && e.service).map((e) => e.service));
+    const keep = svc.value || params.get("service");
+    svc.replaceChildren(...[...services].sort().map((x) => new Option(x, x)));
+    svc.value = services.has(keep) ? keep : (svc.options[0] && svc.options[0].value) || "";
+    fillTypes(type.value || params.get("type"));
+    // The keys the listing's captures carry, offered for the group-by.
+    const keys = new Set(["pod", "namespace", "container", "cause", "trigger"]);
+    for (const e of entries) for (const t of e.tags) { const i = t.indexOf(":"); if (i > 0) keys.add(t.slice(0, i)); }
+    $("t-group-keys").replaceChildren(...[...keys].sort().map((k) => new Option(k)));
+  };
   const types = () => new Set(entries.filter((e) => e.kind === "pprof" && e.service === svc.value).map((e) => e.type));
   const fillTypes = (want) => {
-    type.replaceChildren(...[...types()].sort().map((t) => new Option(t, t)));
-    type.value = want && types().has(want) ? want : (types().has("cpu") ? "cpu" : (type.options[0] && type.options[0].value) || "");
+    const have = types();
+    if (want) have.add(want);
+    type.replaceChildren(...[...have].sort().map((t) => new Option(t, t)));
+    type.value = want && have.has(want) ? want : (have.has("cpu") ? "cpu" : (type.options[0] && type.options[0].value) || "");
   };
-  fillTypes(params.get("type"));
+  const named = params.get("service") && params.get("type");
+  if (named) {
+    svc.replaceChildren(new Option(params.get("service"), params.get("service")));
+    type.replaceChildren(new Option(params.get("type"), params.get("type")));
+  } else {
+    await listed;
+    fillChoices();
+  }
   $("t-last").value = params.get("last") || "";
   $("t-group").value = params.get("group") || "";
   $("t-tags").value = params.get("tags") || "";
   $("t-labels").value = params.get("labels") || "";
   let wantSample = params.get("si") || "";
-  // The keys the listing's captures carry, offered for the group-by.
-  const keys = new Set(["pod", "namespace", "container", "cause", "trigger"]);
-  for (const e of entries) for (const t of e.tags) { const i = t.indexOf(":"); if (i > 0) keys.add(t.slice(0, i)); }
-  $("t-group-keys").replaceChildren(...[...keys].sort().map((k) => new Option(k)));
   const sel = () => ({ service: svc.value, type: type.value, tags: words($("t-tags").value, /\s+/), labels: words($("t-labels").value, ",") });
   const draw = async () => {
     const s = sel();
@@ -744,6 +761,7 @@ async function showTimeline(params) {
   for (const c of ["t-group", "t-tags", "t-labels"]) $(c).onchange = () => draw().catch(showError);
   $("t-range").hidden = true;
   await draw();
+  if (named) listed.then(fillChoices);
 }
 
 // The chart: x the capture's time, y its total (per second when the type is a rate and
