@@ -448,4 +448,38 @@ mod tests {
         sorted.sort();
         assert_eq!(lines, sorted);
     }
+
+    #[test]
+    fn a_bound_on_frames_keeps_the_widest_and_their_callers_and_says_how_many() {
+        let p = many_small();
+        let nodes = Nodes::new(&p);
+        let tree = super::super::fold::Tree::with_nodes(&p, &nodes, 0, false);
+        let (keep, folded) = tree.keeping(40, 0.0).expect("more than 40 frames");
+        assert_eq!(keep.iter().filter(|k| **k).count(), 41, "40 and the root");
+        assert!(folded > 6000, "{folded}");
+        let lines = tree.lines_keeping(0.0, Some(&keep));
+        // Every value is still there, in fewer lines; the widest path is whole.
+        let sum = |l: &[String]| -> u64 {
+            l.iter()
+                .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+                .sum()
+        };
+        assert_eq!(sum(&lines), sum(&tree.lines(0.0)));
+        assert!(lines.contains(&"main;work,semicolon;spin 5000000".to_string()));
+        assert!(lines.len() < 100, "{} lines", lines.len());
+        let mut svg = Vec::new();
+        let look = Look {
+            prune: false,
+            max_frames: Some(40),
+            ..Look::default()
+        };
+        let n = draw(&p, &nodes, 0, "t", look, &mut svg).unwrap();
+        let text = String::from_utf8(svg).unwrap();
+        assert_eq!(n, folded);
+        assert!(
+            text.contains(&format!("{n} of the narrowest frames folded")),
+            "{n}"
+        );
+        assert!(tree.keeping(1_000_000, 0.0).is_none());
+    }
 }

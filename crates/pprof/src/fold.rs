@@ -202,7 +202,8 @@ impl Tree {
     }
 
     /// [`Tree::lines`] of the frames `keep` holds (see [`Tree::keeping`]): one that is not
-    /// is cut short as a frame under `min_value` is.
+    /// is folded into its caller (its value the caller's own), so at most the frames kept
+    /// are drawn.
     pub fn lines_keeping(&self, min_value: f64, keep: Option<&[bool]>) -> Vec<String> {
         let n = self.name.len();
         // Each node's line value: its leaf value, or for a node cut short, its whole value.
@@ -214,8 +215,12 @@ impl Tree {
             let p = self.parent[i] as usize;
             if state[p] != 0 {
                 state[i] = 2;
-            } else if p != 0 && ((self.total[i] as f64) < min_value || keep.is_some_and(|k| !k[i]))
-            {
+            } else if p != 0 && keep.is_some_and(|k| !k[i]) {
+                // Folded into its caller: the caller's own line carries its value, so the
+                // caller is as wide as before and nothing is drawn for it.
+                state[i] = 2;
+                own[p] += self.total[i];
+            } else if p != 0 && (self.total[i] as f64) < min_value {
                 state[i] = 1;
                 own[i] = self.total[i];
             }

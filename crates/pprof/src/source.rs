@@ -504,6 +504,7 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source_path::base;
 
     #[test]
     fn paths_clean_and_trim_as_go_does() {

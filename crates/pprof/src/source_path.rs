@@ -90,7 +90,7 @@ pub(crate) fn trim_path(path: &str, trim: &str, search_path: &str) -> String {
 }
 
 /// Go's filepath.Base.
-fn base(p: &str) -> &str {
+pub(crate) fn base(p: &str) -> &str {
     let t = p.trim_end_matches('/');
     if t.is_empty() {
         return if p.is_empty() { "." } else { "/" };
