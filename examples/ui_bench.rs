@@ -9,7 +9,8 @@
 //! ui, and prints: the timeline of the week in Chromium (page load to line drawn, and its
 //! request), a 1-hour and a 1-day range merged (time, the ui's peak RSS after each) with
 //! the merge's table against `agentprof top` of `go tool pprof -proto`'s merge of the same
-//! files, and the last hour compared with the hour before. With `--large`, instead: a
+//! files, the last hour compared with the hour before, and the week's timeline again
+//! without captures.jsonl (each total read off its file). With `--large`, instead: a
 //! flamegraph of 113,430 frames (tests/cli/large_profile.rs) drawn by the server and opened
 //! and searched in Chromium, three times each at most 3,000, 6,000 and 12,000 frames, and
 //! once all of them.
@@ -227,6 +228,18 @@ fn main() {
             );
         }
     }
+    // Without the records (pull's --out writes none): every total read off its file once.
+    std::fs::remove_file(dir.path().join("prof/captures.jsonl")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    for pass in ["first", "second"] {
+        let (ms, series) = get("/api/series?service=web&type=cpu");
+        println!(
+            "series of the week without captures.jsonl, {pass} time: {ms:.0} ms ({} totals read off files, {} kept from before); ui peak RSS {:.1} MiB",
+            series["from_files"],
+            series["from_cache"],
+            vm_hwm_mib(pid)
+        );
+    }
     let _ = ui.kill();
     let _ = ui.wait();
 }
@@ -251,6 +264,8 @@ fn start_ui(bin: &Path, dir: &Path) -> (std::process::Child, String) {
             return (ui, base);
         }
     }
+    let _ = ui.kill();
+    let _ = ui.wait();
     panic!("the ui did not start");
 }
 

@@ -42,7 +42,7 @@ pub struct Group {
 }
 
 /// The timeline of a selection (`/api/series`, docs/json.md).
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 pub struct Series {
     pub schema: u32,
     pub selection: String,
@@ -61,6 +61,23 @@ pub struct Series {
     /// Captures that could not be read (their ids, at most 20, with why).
     pub unreadable: Vec<String>,
     pub left_out: usize,
+}
+
+impl Series {
+    /// The sample type the timeline shows, picked among the first capture's (`asked`: a
+    /// name or number; None: the last), noted with the types it has; its index.
+    fn take_types(&mut self, f: &Figures, asked: Option<&str>) -> Result<usize, Problem> {
+        let i = type_index(f, asked)?;
+        let (t, u, _) = &f.types[i];
+        self.sample_type = t.clone();
+        self.unit = u.clone();
+        self.sample_types = f
+            .types
+            .iter()
+            .map(|(t, u, _)| serde_json::json!({"type": t, "unit": u}))
+            .collect();
+        Ok(i)
+    }
 }
 
 /// Whether a type's figure is a rate over the recording, not a snapshot.
@@ -208,17 +225,8 @@ impl Ui {
         let mut out = Series {
             schema: 1,
             selection: sel.describe(),
-            sample_type: String::new(),
-            unit: String::new(),
-            sample_types: Vec::new(),
-            per_second: false,
-            groups: Vec::new(),
             captures: caps.len(),
-            from_records: 0,
-            from_files: 0,
-            from_cache: 0,
-            unreadable: Vec::new(),
-            left_out: 0,
+            ..Series::default()
         };
         let by_labels = !sel.labels.is_empty() || group_by.is_some_and(|g| g.starts_with("label:"));
         if by_labels && caps.len() > MAX_CAPTURES {
@@ -247,19 +255,7 @@ impl Ui {
             };
             let i = match index {
                 Some(i) => i,
-                None => {
-                    let i = type_index(&figures, sample_index)?;
-                    let (t, u, _) = &figures.types[i];
-                    out.sample_type = t.clone();
-                    out.unit = u.clone();
-                    out.sample_types = figures
-                        .types
-                        .iter()
-                        .map(|(t, u, _)| serde_json::json!({"type": t, "unit": u}))
-                        .collect();
-                    index = Some(i);
-                    i
-                }
+                None => *index.insert(out.take_types(&figures, sample_index)?),
             };
             // A capture of other sample types (another runtime's under one name) is left
             // out of this type's line.

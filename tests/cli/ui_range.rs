@@ -76,7 +76,7 @@ fn a_range_merges_as_go_tool_pprof_merges_and_the_timeline_shows_each_capture() 
     let sb = Sandbox::new();
     let files = web_corpus(&sb);
     let ui = Ui::start(&sb, &["prof"]);
-    let series = ui.json(&format!("/api/series?service=web&type=cpu"));
+    let series = ui.json("/api/series?service=web&type=cpu");
     assert_eq!(series["captures"], 6, "{series:#}");
     assert_eq!(series["sample_type"], "cpu");
     assert_eq!(series["per_second"], true);

@@ -240,7 +240,7 @@ impl Merger {
                     id,
                     filename: file.into(),
                     build_id: build.into(),
-                    ..m.clone()
+                    ..*m
                 });
                 self.mapping_ids.insert(key, id);
                 id

@@ -326,23 +326,8 @@ pub fn write_call_graph(
             (chars * font[k] * 0.6 + 16.0, font[k] * 3.6 + 8.0)
         })
         .collect();
-    let row_w: Vec<f64> = rows
-        .iter()
-        .map(|r| r.iter().map(|&k| boxes[k].0 + 24.0).sum::<f64>())
-        .collect();
-    let width = row_w.iter().copied().fold(600.0, f64::max) + 40.0;
     let gap = 90.0;
-    let mut xy = vec![(0f64, 0f64); n];
-    let mut y = 60.0;
-    for (r, row) in rows.iter().enumerate() {
-        let h = row.iter().map(|&k| boxes[k].1).fold(0.0, f64::max);
-        let mut x = (width - row_w[r]) / 2.0 + 12.0;
-        for &k in row {
-            xy[k] = (x, y + (h - boxes[k].1) / 2.0);
-            x += boxes[k].0 + 24.0;
-        }
-        y += h + gap;
-    }
+    let (xy, width, y) = place(&rows, &boxes, gap);
     let mut s = String::new();
     let _ = write!(
         s,
@@ -357,11 +342,27 @@ pub fn write_call_graph(
     s.push_str(r##"<defs><marker id="a" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="11" markerHeight="11" orient="auto"><path d="M0,0L10,5L0,10z" fill="#444"/></marker></defs>"##);
     let names: Vec<&str> = g.order.iter().map(|&i| nodes.name(i)).collect();
     draw_edges(&mut s, &g, &names, &xy, &boxes, gap, unit);
-    for k in 0..n {
+    draw_nodes(&mut s, &g, &names, &labels, &font, &xy, &boxes);
+    s.push_str("</svg>");
+    out.write_all(s.as_bytes()).map_err(DrawError::Draw)
+}
+
+/// The boxes: light for little, deep red for most of the total, each with its name and
+/// its flat and cum figures.
+fn draw_nodes(
+    s: &mut String,
+    g: &CallGraph,
+    names: &[&str],
+    labels: &[[String; 3]],
+    font: &[f64],
+    xy: &[(f64, f64)],
+    boxes: &[(f64, f64)],
+) {
+    let total = g.total;
+    for k in 0..names.len() {
         let (x, y) = xy[k];
         let (w, h) = boxes[k];
         let share = (g.cum[k] as f64 / total as f64).abs().min(1.0);
-        // Light for little, deep red for most of the total.
         let fill = format!(
             "hsl({:.0},{:.0}%,{:.0}%)",
             40.0 - 40.0 * share,
@@ -384,8 +385,28 @@ pub fn write_call_graph(
             esc(c),
         );
     }
-    s.push_str("</svg>");
-    out.write_all(s.as_bytes()).map_err(DrawError::Draw)
+}
+
+/// Each box's top-left corner, rows centred one under the other `gap` apart; the
+/// picture's width and height.
+fn place(rows: &[Vec<usize>], boxes: &[(f64, f64)], gap: f64) -> (Vec<(f64, f64)>, f64, f64) {
+    let row_w: Vec<f64> = rows
+        .iter()
+        .map(|r| r.iter().map(|&k| boxes[k].0 + 24.0).sum::<f64>())
+        .collect();
+    let width = row_w.iter().copied().fold(600.0, f64::max) + 40.0;
+    let mut xy = vec![(0f64, 0f64); boxes.len()];
+    let mut y = 60.0;
+    for (r, row) in rows.iter().enumerate() {
+        let h = row.iter().map(|&k| boxes[k].1).fold(0.0, f64::max);
+        let mut x = (width - row_w[r]) / 2.0 + 12.0;
+        for &k in row {
+            xy[k] = (x, y + (h - boxes[k].1) / 2.0);
+            x += boxes[k].0 + 24.0;
+        }
+        y += h + gap;
+    }
+    (xy, width, y)
 }
 
 /// The calls as arrows: down to a callee below, around the right side for a call back up
