@@ -18,6 +18,9 @@ pub enum MergeError {
     PeriodTypes { first: String, other: String },
     #[error("nothing to merge")]
     Empty,
+    /// The merge did not check as a profile (a reference of a source that checked, lost).
+    #[error("the merged profile does not check: {0}")]
+    Invalid(String),
 }
 
 type MappingKey = (u64, u64, u64, u32, u32);
@@ -342,7 +345,7 @@ impl Merger {
             doc_url: self.doc_url.into(),
         };
         // Every reference was made here, to what was added: it checks.
-        Ok(Pprof::new(proto).expect("a merge's references are its own"))
+        Pprof::new(proto).map_err(|e| MergeError::Invalid(e.to_string()))
     }
 }
 
