@@ -228,7 +228,7 @@ pub fn recolor(
         edits.push((
             at,
             at,
-            xml_escape(&format!("; base {} → {}, {change}", fmt(b), fmt(a))),
+            crate::views::esc(&format!("; base {} → {}, {change}", fmt(b), fmt(a))),
         ));
     }
     edits.sort_by(|x, y| y.0.cmp(&x.0).then(y.1.cmp(&x.1)));
@@ -237,12 +237,6 @@ pub fn recolor(
         s.replace_range(a..b, &text);
     }
     s
-}
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 #[cfg(test)]

@@ -104,7 +104,8 @@ impl Default for GraphSize {
     }
 }
 
-fn esc(s: &str) -> String {
+/// Text as SVG and XML take it (also the differential flamegraph's tooltips).
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
