@@ -120,7 +120,13 @@ fn against_a_directory_and_a_revision_catches_ten_percent() {
         .trim_end_matches('%')
         .parse()
         .unwrap();
-    assert!((5.0..16.0).contains(&change), "{cpu}");
+    // The point estimate is one draw of a noisy median: a loaded CI VM once read +21.6 % for
+    // this 10 % (95 % CI 1.074–1.406). What the gate must get right is its interval: above 1
+    // (a regression) and, within five points of slack each side, holding the true 1.10.
+    assert!(change > 0.0, "{cpu}");
+    let detail = cpu["detail"].as_str().unwrap();
+    let (lo, hi) = ci_of(detail).unwrap_or_else(|| panic!("no 95% CI in {detail}"));
+    assert!(lo > 1.0 && lo <= 1.15 && hi >= 1.05, "{cpu}");
     eprintln!(
         "measured: A/B, 10% more work: CPU {change:+.1}% ({})",
         cpu["detail"]
@@ -150,4 +156,15 @@ fn against_a_directory_and_a_revision_catches_ten_percent() {
     let r = ab("no-such-rev");
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("--against"), "{}", r.stderr);
+}
+
+/// The bounds of "95% CI 1.074–1.406" in a finding's detail.
+fn ci_of(detail: &str) -> Option<(f64, f64)> {
+    let rest = detail.split("95% CI ").nth(1)?;
+    let (lo, rest) = rest.split_once('–')?;
+    let hi: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    Some((lo.trim().parse().ok()?, hi.parse().ok()?))
 }
