@@ -7,6 +7,7 @@ mod check;
 mod errors;
 mod exec;
 mod first_hour;
+mod flame_labels;
 mod gate;
 mod gate_check;
 mod generated;

@@ -184,7 +184,7 @@ fn draw(
     }
     let notes: Vec<String> = [cut_note(tree.cut), folded].into_iter().flatten().collect();
     opts.subtitle = (!notes.is_empty()).then(|| notes.join("; "));
-    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
+    crate::labels::draw_lines(&mut opts, lines.iter().map(String::as_str), out)
         .map_err(DrawError::Draw)?;
     Ok(kept.map_or(0, |k| k.1))
 }
@@ -208,7 +208,7 @@ fn draw_differential(
     inferno::differential::from_readers(dopt, before.as_bytes(), after.as_bytes(), &mut merged)
         .map_err(DrawError::Merge)?;
     let text = String::from_utf8_lossy(&merged);
-    inferno::flamegraph::from_lines(&mut opts, text.lines(), out).map_err(DrawError::Draw)
+    crate::labels::draw_lines(&mut opts, text.lines(), out).map_err(DrawError::Draw)
 }
 
 /// Writes a differential flamegraph: frames are sized by the new profile and coloured by
@@ -258,6 +258,7 @@ pub fn write_diff_flamegraph(
     let svg = String::from_utf8_lossy(&svg);
     let fmt = |v: f64| crate::measure::scaled_label(v.round() as i64, unit, "auto");
     let colored = crate::recolor::recolor(&svg, &values, scale, 0.0005 * ta, fmt);
+    let colored = crate::labels::shorten(&colored);
     out.write_all(colored.as_bytes()).map_err(DrawError::Draw)
 }
 

@@ -12,6 +12,7 @@ pub mod filter;
 mod flame;
 mod fold;
 pub mod graph;
+mod labels;
 pub mod legacy;
 pub mod measure;
 pub mod merge;

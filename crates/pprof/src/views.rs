@@ -82,7 +82,7 @@ pub fn write_sandwich(
     if side == Side::Callees {
         opts.direction = inferno::flamegraph::Direction::Inverted;
     }
-    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
+    crate::labels::draw_lines(&mut opts, lines.iter().map(String::as_str), out)
         .map_err(DrawError::Draw)?;
     Ok(stacks)
 }
