@@ -69,6 +69,11 @@ pub async fn sandwich(
 ) -> Result<Response, Problem> {
     let gzip = accepts_gzip(&headers);
     blocking(move || {
+        if q.nodes.is_some() {
+            return Err(Problem::bad(
+                "nodes= sizes the call graph (/api/graph.svg); a sandwich has no nodes to bound",
+            ));
+        }
         let re = crate::pprof::filter::compile("re", q.re.as_deref())
             .map_err(|e| Problem::bad(e.to_string()))?
             .ok_or_else(|| Problem::bad("re: name the function (a regular expression)"))?;
@@ -113,6 +118,11 @@ pub async fn call_graph(
 ) -> Result<Response, Problem> {
     let gzip = accepts_gzip(&headers);
     blocking(move || {
+        if q.re.is_some() || q.side.is_some() {
+            return Err(Problem::bad(
+                "re= and side= choose a sandwich (/api/sandwich.svg); the call graph has every function",
+            ));
+        }
         let size = crate::pprof::views::GraphSize {
             nodes: q.nodes.unwrap_or(40).clamp(1, 400),
             ..Default::default()

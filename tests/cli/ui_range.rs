@@ -146,6 +146,16 @@ fn a_range_merges_as_go_tool_pprof_merges_and_the_timeline_shows_each_capture() 
     // The flamegraph of the merge, and of a sample label's share of it.
     let (status, _, svg) = ui.get(&format!("/api/flamegraph.svg?id={id}&icicle=true"));
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&svg));
+    // Each view takes only its own parameters: one it would ignore is a 400 that says so.
+    for (view, given, word) in [
+        ("sandwich", "re=main.fibonacci&nodes=80", "nodes="),
+        ("graph", "side=callees", "side="),
+    ] {
+        let (status, _, body) = ui.get(&format!("/api/{view}.svg?id={id}&{given}"));
+        let body = String::from_utf8_lossy(&body);
+        assert_eq!(status, 400, "{view}: {body}");
+        assert!(body.contains(word), "{view}: {body}");
+    }
     let labelled = sel(&format!(
         "{range}&label=local%20root%20span%20id%3D8167443446631090604"
     ));
