@@ -228,6 +228,26 @@ fn main() {
             );
         }
     }
+    // Sample labels are in the files, not the records: a week grouped by dd-trace-go's
+    // `trace endpoint`, then one endpoint's share, each capture decoded.
+    for (what, query) in [
+        (
+            "grouped by label:trace endpoint",
+            "group_by=label:trace%20endpoint",
+        ),
+        (
+            "of label trace endpoint=get_movies",
+            "label=trace%20endpoint%3Dget_movies",
+        ),
+    ] {
+        let (ms, series) = get(&format!("/api/series?service=web&type=cpu&{query}"));
+        println!(
+            "series of the week {what}: {ms:.0} ms, {} captures, {} groups; ui peak RSS {:.1} MiB",
+            series["captures"],
+            series["groups"].as_array().map_or(0, Vec::len),
+            vm_hwm_mib(pid)
+        );
+    }
     // Without the records (pull's --out writes none): every total read off its file once.
     std::fs::remove_file(dir.path().join("prof/captures.jsonl")).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1100));

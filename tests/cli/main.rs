@@ -29,4 +29,5 @@ mod start;
 mod support;
 mod ui;
 mod ui_bounds;
+mod ui_figures;
 mod ui_range;

@@ -257,7 +257,7 @@ pub fn write_diff_flamegraph(
         .map_err(DrawError::Draw)?;
     let svg = String::from_utf8_lossy(&svg);
     let fmt = |v: f64| crate::measure::scaled_label(v.round() as i64, unit, "auto");
-    let colored = crate::recolor::recolor(&svg, &values, scale, 0.0005 * ta, fmt);
+    let colored = crate::recolor::recolor(&svg, &values, tb, scale, 0.0005 * ta, fmt);
     let colored = crate::labels::shorten(&colored);
     out.write_all(colored.as_bytes()).map_err(DrawError::Draw)
 }

@@ -167,11 +167,13 @@ fn colour(b: f64, a: f64, floor: f64) -> String {
 }
 
 /// inferno's SVG of the new profile with every frame's fill its change's colour and its
-/// tooltip's figures ending with the base and new values; `scale` multiplies the base's values
-/// (normalized comparisons), `fmt` writes a value.
+/// tooltip's figures ending with the base and new values (the root's: the base's total,
+/// `base_total`, and the new one's); `scale` multiplies the base's values (normalized
+/// comparisons), `fmt` writes a value.
 pub fn recolor(
     svg: &str,
     values: &FastMap<u64, (f64, f64)>,
+    base_total: f64,
     scale: f64,
     floor: f64,
     fmt: impl Fn(f64) -> String,
@@ -207,10 +209,11 @@ pub fn recolor(
     // The edits, from the end of the text back, so earlier offsets hold.
     let mut edits: Vec<(usize, usize, String)> = Vec::with_capacity(fr.len() * 2);
     for (i, f) in fr.iter_mut().enumerate() {
-        if depth_of[&f.y] == 0 {
-            continue;
-        }
-        let (b, a) = values.get(&keys[i]).copied().unwrap_or((0.0, f.w as f64));
+        let (b, a) = if depth_of[&f.y] == 0 {
+            (base_total, f.w as f64)
+        } else {
+            values.get(&keys[i]).copied().unwrap_or((0.0, f.w as f64))
+        };
         let b = b * scale;
         edits.push((f.fill.0, f.fill.1, colour(b, a, floor)));
         let change = if b > 0.0 {
