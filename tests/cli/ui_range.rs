@@ -138,6 +138,17 @@ fn a_range_merges_as_go_tool_pprof_merges_and_the_timeline_shows_each_capture() 
     let cli = sb.run(&["top", "--json", "-n", "25", merged.to_str().unwrap()]);
     let cli: Value = serde_json::from_str(&cli.stdout).unwrap();
     assert_eq!(top["report"], cli["report"], "the merge's table and header");
+    // The page's "N s recorded, X/s on average" is the merge's total over its summed
+    // durations: go tool pprof's "Duration: …, Total samples = … (P%)" of the same merge.
+    let (total, secs) = (
+        top["report"]["total"].as_f64().unwrap(),
+        top["duration_nanos"].as_f64().unwrap(),
+    );
+    assert_eq!(
+        format!("{:.2}", 100.0 * total / secs),
+        crate::support::go_cpu_percent(&merged),
+        "{top:#}"
+    );
     // The file saved is go's merge as go tool pprof reads it.
     let (status, _, body) = ui.get(&format!("/file?id={id}"));
     assert_eq!(status, 200);
