@@ -190,7 +190,7 @@ pub(super) async fn upload(state: Arc<State>, req: Request<Body>) -> Response<Bo
 
 /// The upload's record appended to the queue (synced) and the upload given to the workers:
 /// 202, or why not.
-pub(super) async fn enqueue(
+async fn enqueue(
     state: &State,
     record: Vec<u8>,
     body_len: u64,
@@ -199,23 +199,60 @@ pub(super) async fn enqueue(
     upload: Upload,
     held: Reservation,
 ) -> Response<Body> {
+    let id = match append(state, record).await {
+        Ok(id) => id,
+        Err(refused) => return refused,
+    };
+    hand_over(state, id, body_len, upload, headers, at, held).await;
+    Response::builder()
+        .status(StatusCode::ACCEPTED)
+        .header("content-type", "application/json")
+        .body(Body::from("{}"))
+        .unwrap_or_default()
+}
+
+/// The upload's record appended to the queue (synced, so durable); or the 503 that says why
+/// not.
+pub(super) async fn append(state: &State, record: Vec<u8>) -> Result<RecordId, Response<Body>> {
     let m = &state.metrics;
     let id = match state.queue.append(record).await {
         Ok(id) => id,
         Err(e @ QueueError::Full { .. }) => {
             m.reject("queue_full");
-            return refuse_busy(format!("{e}; retry later"));
+            return Err(refuse_busy(format!("{e}; retry later")));
         }
         Err(e) => {
             m.reject("queue_error");
-            return refuse_busy(e.to_string());
+            return Err(refuse_busy(e.to_string()));
         }
     };
-    m.bytes.inc_by(body_len);
     m.queue_depth.inc();
     m.queue_bytes.set(state.queue.used() as i64);
-    // Durable now; the worker's copy waits in memory within the budget (a full backlog slows
-    // the answers, so the clients wait rather than agentprof's memory growing).
+    Ok(id)
+}
+
+/// A record `append` made, taken back before its upload was handed over (another upload of
+/// the same request was refused, and the client sends them all again): done, not counted.
+pub(super) fn take_back(state: &State, id: RecordId) {
+    let m = &state.metrics;
+    state.queue.done(id);
+    m.queue_depth.dec();
+    m.queue_bytes.set(state.queue.used() as i64);
+}
+
+/// The durable upload given to the workers, and its bytes counted. Its copy waits in memory
+/// within the budget (a full backlog slows the answers, so the clients wait rather than
+/// agentprof's memory growing).
+pub(super) async fn hand_over(
+    state: &State,
+    id: RecordId,
+    body_len: u64,
+    upload: Upload,
+    headers: Vec<(String, String)>,
+    at: jiff::Timestamp,
+    held: Reservation,
+) {
+    state.metrics.bytes.inc_by(body_len);
     let _ = state
         .jobs
         .send(Job {
@@ -227,11 +264,6 @@ pub(super) async fn enqueue(
             forwarded: false,
         })
         .await;
-    Response::builder()
-        .status(StatusCode::ACCEPTED)
-        .header("content-type", "application/json")
-        .body(Body::from("{}"))
-        .unwrap_or_default()
 }
 
 fn refuse_busy(text: String) -> Response<Body> {

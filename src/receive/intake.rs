@@ -10,8 +10,8 @@ use bytes::Bytes;
 
 use super::form::Reject;
 use super::http::{
-    State, Tap, answer, disk_full, enqueue, first_charge, kept_headers, record_head, refuse, slow,
-    tapped, too_large, upload,
+    State, Tap, answer, disk_full, first_charge, kept_headers, record_head, refuse, slow, tapped,
+    too_large, upload,
 };
 use crate::budget::Reservation;
 
@@ -158,10 +158,8 @@ async fn ingest(state: Arc<State>, req: Request<Body>, kind: Ingest) -> Response
         Ok(x) => x,
         Err(answered) => return answered,
     };
-    for up in uploads {
-        if let Err(answered) = durable(&state, up, &headers, at).await {
-            return answered;
-        }
+    if let Err(answered) = durable(&state, uploads, headers, at).await {
+        return answered;
     }
     let (ctype, body) = match (kind, json) {
         (Ingest::Otlp, false) => ("application/x-protobuf", Vec::new()),
@@ -227,14 +225,80 @@ async fn convert(
     }
 }
 
-/// One converted upload checked as a dd-trace upload is and made durable in the queue, as
-/// `upload` does; Err is the answer when it could not be.
+/// One upload of a request, checked and durable, not yet handed to the workers.
+struct Durable {
+    id: super::queue::RecordId,
+    body_len: u64,
+    upload: super::form::Upload,
+    held: crate::budget::Reservation,
+}
+
+/// A request's converted uploads, each checked as a dd-trace upload is and made durable in
+/// the queue, as `upload` does; all or none: when one is refused (the queue or the budget is
+/// full), the ones before it are taken back, so the client's retry of the whole request
+/// stores each once. Err is the answer when they could not be.
 async fn durable(
+    state: &Arc<State>,
+    uploads: Vec<crate::pull::upload::Upload>,
+    headers: Vec<(String, String)>,
+    at: jiff::Timestamp,
+) -> Result<(), Response<Body>> {
+    // Made durable by a task of its own, as an upload is: a client that goes away meanwhile
+    // neither strands them nor has them stored twice.
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let st = Arc::clone(state);
+    tokio::spawn(async move {
+        let _ = tx.send(durable_all(&st, uploads, headers, at).await);
+    });
+    rx.await
+        .unwrap_or_else(|_| Err(answer(503, "the receiver is stopping; retry".into())))
+}
+
+async fn durable_all(
+    state: &Arc<State>,
+    uploads: Vec<crate::pull::upload::Upload>,
+    headers: Vec<(String, String)>,
+    at: jiff::Timestamp,
+) -> Result<(), Response<Body>> {
+    let mut done: Vec<Durable> = Vec::with_capacity(uploads.len());
+    let mut refused = None;
+    for up in uploads {
+        match durable_one(state, up, &headers, at).await {
+            Ok(d) => done.push(d),
+            Err(answered) => {
+                refused = Some(answered);
+                break;
+            }
+        }
+    }
+    if let Some(answered) = refused {
+        for d in done {
+            super::http::take_back(state, d.id);
+        }
+        return Err(answered);
+    }
+    for d in done {
+        super::http::hand_over(
+            state,
+            d.id,
+            d.body_len,
+            d.upload,
+            headers.clone(),
+            at,
+            d.held,
+        )
+        .await;
+    }
+    Ok(())
+}
+
+/// One upload checked and its record appended to the queue.
+async fn durable_one(
     state: &Arc<State>,
     up: crate::pull::upload::Upload,
     headers: &[(String, String)],
     at: jiff::Timestamp,
-) -> Result<(), Response<Body>> {
+) -> Result<Durable, Response<Body>> {
     let m = &state.metrics;
     let (body, ct) = up.body();
     let charge = 2 * body.len() as u64;
@@ -244,26 +308,16 @@ async fn durable(
     let mut record = record_head(&ct, headers, at, body.len());
     record.extend_from_slice(&body);
     let body_len = body.len() as u64;
-    let (parsed, held) =
+    let (upload, held) =
         match super::form::parse(Some(&ct), Bytes::from(body), &state.limits, held).await {
             Ok(x) => x,
             Err(r) => return Err(refuse(m, r)),
         };
-    // Made durable by a task of its own, as an upload is: a client that goes away
-    // meanwhile neither strands it nor has it stored twice.
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let st = Arc::clone(state);
-    let headers = headers.to_vec();
-    tokio::spawn(async move {
-        let r = enqueue(&st, record, body_len, headers, at, parsed, held).await;
-        let _ = tx.send(r);
-    });
-    let answered = rx
-        .await
-        .unwrap_or_else(|_| answer(503, "the receiver is stopping; retry".into()));
-    if answered.status() == StatusCode::ACCEPTED {
-        Ok(())
-    } else {
-        Err(answered)
-    }
+    let id = super::http::append(state, record).await?;
+    Ok(Durable {
+        id,
+        body_len,
+        upload,
+        held,
+    })
 }

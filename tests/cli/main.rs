@@ -24,6 +24,7 @@ mod readme;
 mod receive;
 mod receive_bounds;
 mod receive_hostile;
+mod receive_whole;
 mod shipped;
 mod start;
 mod support;

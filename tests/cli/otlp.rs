@@ -503,7 +503,7 @@ fn pprof_raw(gz: &[u8]) -> Vec<u8> {
     out
 }
 
-fn post(url: &str, headers: &[(&str, &str)], body: Vec<u8>) -> (u16, String) {
+pub fn post(url: &str, headers: &[(&str, &str)], body: Vec<u8>) -> (u16, String) {
     let c = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
@@ -518,7 +518,7 @@ fn post(url: &str, headers: &[(&str, &str)], body: Vec<u8>) -> (u16, String) {
 }
 
 /// An honest request of the dd-trace-go CPU fixture.
-fn honest() -> otlp::proto::ExportProfilesServiceRequest {
+pub fn honest() -> otlp::proto::ExportProfilesServiceRequest {
     let bytes = std::fs::read(crate::support::fixture("cpu.pprof")).expect("fixture");
     let p = agentprof::pprof::decode::decode(&bytes, &agentprof::pprof::decode::Limits::local())
         .expect("decodes");

@@ -12,13 +12,13 @@ use super::receive::{Receiver, multipart, post, recorded_upload};
 use super::receive_bounds::vm_hwm_kib;
 use crate::support::{Sandbox, fixture};
 
-fn free_addr() -> String {
+pub fn free_addr() -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().to_string()
 }
 
 /// One value of the receiver's /metrics (0 when the series is not there yet).
-fn metric(metrics: &str, name: &str) -> f64 {
+pub fn metric(metrics: &str, name: &str) -> f64 {
     let text = reqwest::blocking::get(format!("http://{metrics}/metrics"))
         .and_then(|r| r.text())
         .unwrap_or_default();
@@ -29,7 +29,7 @@ fn metric(metrics: &str, name: &str) -> f64 {
 }
 
 /// Polls `f` every 50 ms until it holds; panics with `what` after 60 s.
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let end = std::time::Instant::now() + Duration::from_secs(60);
     while !f() {
         assert!(std::time::Instant::now() < end, "waited 60 s for {what}");
