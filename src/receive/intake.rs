@@ -260,10 +260,12 @@ async fn durable_all(
     headers: Vec<(String, String)>,
     at: jiff::Timestamp,
 ) -> Result<(), Response<Body>> {
-    let mut done: Vec<Durable> = Vec::with_capacity(uploads.len());
+    // Each is held until all are queued (twice its body: the record and the parsed copy).
+    let bodies: Vec<(Vec<u8>, String)> = uploads.into_iter().map(|u| u.body()).collect();
+    let mut done: Vec<Durable> = Vec::with_capacity(bodies.len());
     let mut refused = None;
-    for up in uploads {
-        match durable_one(state, up, &headers, at).await {
+    for (body, ct) in bodies {
+        match durable_one(state, body, ct, &headers, at).await {
             Ok(d) => done.push(d),
             Err(answered) => {
                 refused = Some(answered);
@@ -292,15 +294,15 @@ async fn durable_all(
     Ok(())
 }
 
-/// One upload checked and its record appended to the queue.
+/// One upload (its body and content type) checked and its record appended to the queue.
 async fn durable_one(
     state: &Arc<State>,
-    up: crate::pull::upload::Upload,
+    body: Vec<u8>,
+    ct: String,
     headers: &[(String, String)],
     at: jiff::Timestamp,
 ) -> Result<Durable, Response<Body>> {
     let m = &state.metrics;
-    let (body, ct) = up.body();
     let charge = 2 * body.len() as u64;
     let Some(held) = state.budget.try_reserve_large(charge) else {
         return Err(refuse(m, super::form::busy()));
