@@ -50,17 +50,37 @@ impl Target {
 }
 
 /// `--out` made, and its record file `name` (`captures.jsonl`, `uploads.jsonl`) opened for
-/// appending: where `k8s` and `receive` write one JSON line per capture or upload.
+/// appending: where `k8s` and `receive` write one JSON line per capture or upload. A file
+/// whose last line was cut (the machine lost power mid-write) is ended with a newline first,
+/// so the next record is a line of its own, not glued to the cut one where no reader finds it.
 pub fn open_records(out: &Path, name: &str) -> Result<std::fs::File, crate::error::UsageError> {
     let cannot = |e: std::io::Error| {
         crate::error::UsageError::flag("--out", format!("{}: {e}", out.display()))
     };
     std::fs::create_dir_all(out).map_err(cannot)?;
-    std::fs::OpenOptions::new()
+    let mut f = std::fs::OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         .open(out.join(name))
-        .map_err(cannot)
+        .map_err(cannot)?;
+    end_line(&mut f).map_err(cannot)?;
+    Ok(f)
+}
+
+/// A newline appended to `f` unless it is empty or already ends with one.
+fn end_line(f: &mut std::fs::File) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    if f.metadata()?.len() == 0 {
+        return Ok(());
+    }
+    f.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8; 1];
+    f.read_exact(&mut last)?;
+    if last[0] != b'\n' {
+        f.write_all(b"\n")?;
+    }
+    Ok(())
 }
 
 /// Writes `bytes` to `path` whole or not at all: to a temporary name beside it, then renamed,
@@ -572,6 +592,32 @@ fn send_figures(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A record file whose last line was cut gets its newline before the next record; an
+    /// empty one and a whole one are left as they are.
+    #[test]
+    fn a_cut_last_record_is_ended_before_the_next() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        for (was, now) in [
+            ("", ""),
+            ("{\"a\":1}\n", "{\"a\":1}\n"),
+            ("{\"a\":1}\n{\"b\":", "{\"a\":1}\n{\"b\":\n"),
+        ] {
+            std::fs::write(dir.path().join("r.jsonl"), was).unwrap();
+            let mut f = open_records(dir.path(), "r.jsonl").unwrap();
+            assert_eq!(
+                std::fs::read_to_string(dir.path().join("r.jsonl")).unwrap(),
+                now
+            );
+            f.write_all(b"{\"c\":3}\n").unwrap();
+            let text = std::fs::read_to_string(dir.path().join("r.jsonl")).unwrap();
+            assert!(
+                text.ends_with("\n{\"c\":3}\n") || text == "{\"c\":3}\n",
+                "{text:?}"
+            );
+        }
+    }
 
     /// Names that map to one safe name stay apart; a name no filesystem holds is cut; a
     /// service named as agentprof's own files is set apart.

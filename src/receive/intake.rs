@@ -248,10 +248,13 @@ async fn durable(
     let (tx, rx) = tokio::sync::oneshot::channel();
     let st = Arc::clone(state);
     tokio::spawn(async move {
-        let _ = tx.send(durable_all(&st, uploads, headers, at).await);
+        let _ = tx.send(durable_all(&st, uploads, headers, at).await.err());
     });
-    rx.await
-        .unwrap_or_else(|_| Err(answer(503, "the receiver is stopping; retry".into())))
+    match rx.await {
+        Ok(None) => Ok(()),
+        Ok(Some(answered)) => Err(answered),
+        Err(_) => Err(answer(503, "the receiver is stopping; retry".into())),
+    }
 }
 
 async fn durable_all(
