@@ -78,6 +78,85 @@ impl Series {
             .collect();
         Ok(i)
     }
+
+    /// A capture that could not be read, said (the first 20).
+    fn unreadable(&mut self, p: Problem) {
+        if self.unreadable.len() < 20 {
+            self.unreadable.push(p.message);
+        }
+    }
+
+    /// The captures whose figures were read, counted by where they came from, of the sample
+    /// type the first of them picks (a capture of other types, another runtime's under one
+    /// name, is left out of this type's line); the type's index.
+    fn keep_readable<'a>(
+        &mut self,
+        caps: &[&'a Entry],
+        figures: Vec<Result<(Arc<Figures>, Source), Problem>>,
+        asked: Option<&str>,
+    ) -> Result<(Vec<Readable<'a>>, usize), Problem> {
+        let mut kept = Vec::with_capacity(caps.len());
+        let mut index = None;
+        for (e, f) in caps.iter().zip(figures) {
+            let f = match f {
+                Ok((f, src)) => {
+                    match src {
+                        Source::Record => self.from_records += 1,
+                        Source::File => self.from_files += 1,
+                        Source::Cache => self.from_cache += 1,
+                    }
+                    f
+                }
+                Err(p) => {
+                    self.unreadable(p);
+                    continue;
+                }
+            };
+            let i = match index {
+                Some(i) => i,
+                None => *index.insert(self.take_types(&f, asked)?),
+            };
+            if f.types.get(i).map(|t| &t.0) == Some(&self.sample_type) {
+                kept.push((*e, f));
+            }
+        }
+        Ok((kept, index.unwrap_or(0)))
+    }
+}
+
+/// A capture of the timeline and its figures.
+type Readable<'a> = (&'a Entry, Arc<Figures>);
+
+/// `f` of every item, in their order, on up to `threads` threads, each taking the next item
+/// as it finishes one.
+fn par_map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let n = threads.min(items.len());
+    if n <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..n)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut got = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(i) else {
+                            break got;
+                        };
+                        got.push((i, f(item)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 /// Whether a type's figure is a rate over the recording, not a snapshot.
@@ -212,7 +291,8 @@ impl Ui {
 
     /// The timeline of a selection: per capture the total of `sample_index` (a name; None:
     /// the last type, go tool pprof's default), grouped by a capture tag's key or, as
-    /// `label:KEY`, by a sample label.
+    /// `label:KEY`, by a sample label. Files are read on as many threads as the machine has
+    /// cores (at most 4), each within the ui's memory budget.
     pub fn series(
         &self,
         sel: &Selection,
@@ -233,43 +313,21 @@ impl Ui {
             out.left_out = caps.len() - MAX_CAPTURES;
             caps.drain(..out.left_out);
         }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        let figures = par_map(&caps, threads, |e| self.figures_of(e));
+        let (kept, i) = out.keep_readable(&caps, figures, sample_index)?;
+        let totals = par_map(&kept, if by_labels { threads } else { 1 }, |(e, f)| {
+            self.capture_totals(e, sel, group_by, f, i)
+        });
         let mut groups: HashMap<String, Vec<Point>> = HashMap::new();
-        let mut index = None;
         let mut all_stated = true;
-        for e in caps {
-            let figures = match self.figures_of(e) {
-                Ok((f, src)) => {
-                    match src {
-                        Source::Record => out.from_records += 1,
-                        Source::File => out.from_files += 1,
-                        Source::Cache => out.from_cache += 1,
-                    }
-                    f
-                }
-                Err(p) => {
-                    if out.unreadable.len() < 20 {
-                        out.unreadable.push(p.message);
-                    }
-                    continue;
-                }
-            };
-            let i = match index {
-                Some(i) => i,
-                None => *index.insert(out.take_types(&figures, sample_index)?),
-            };
-            // A capture of other sample types (another runtime's under one name) is left
-            // out of this type's line.
-            if figures.types.get(i).map(|t| &t.0) != Some(&out.sample_type) {
-                continue;
-            }
+        for ((e, figures), totals) in kept.into_iter().zip(totals) {
             let seconds = figures.duration_nanos as f64 / 1e9;
             all_stated &= seconds > 0.0;
-            let totals = match self.capture_totals(e, sel, group_by, &figures, i) {
+            let totals = match totals {
                 Ok(t) => t,
                 Err(p) => {
-                    if out.unreadable.len() < 20 {
-                        out.unreadable.push(p.message);
-                    }
+                    out.unreadable(p);
                     continue;
                 }
             };
@@ -448,4 +506,23 @@ fn largest_groups(groups: HashMap<String, Vec<Point>>) -> Vec<Group> {
             });
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn par_map_keeps_the_order_on_any_number_of_threads() {
+        let items: Vec<u64> = (0..1000).collect();
+        for threads in [0, 1, 2, 3, 8] {
+            let got = par_map(&items, threads, |x| x * 3);
+            assert_eq!(
+                got,
+                items.iter().map(|x| x * 3).collect::<Vec<_>>(),
+                "{threads}"
+            );
+        }
+        assert!(par_map(&[] as &[u64], 4, |x| *x).is_empty());
+    }
 }
