@@ -19,16 +19,28 @@ const CALL: &str = r#"agentprof_label(find_child(e, "title").textContent, w)"#;
 /// The label of a frame `w` pixels wide, from its title: the name, less the space before the
 /// `(…)`, less everything up to the last `/` that comes before any space, `(` or `[` (a
 /// Python frame's `(dir/file.py:12)` and a Go generic's `[pkg/path.T]` keep theirs); where
-/// that does not fit, less its package too (`main.fibonacciWithTrace` in a frame with room
-/// for 20 characters shows `fibonacciWithTrace`, not `..ibonacciWithTrace`). inferno's script
-/// cuts what still does not fit, keeping its end. The width is estimated as the script
-/// estimates it (its monospace width, else the font size times its width factor).
+/// that does not fit, the longest of its suffixes after a `.` or `::` outside brackets that
+/// does (`main.fibonacciWithTrace` with room for 20 characters shows `fibonacciWithTrace`,
+/// not `..ibonacciWithTrace`), as go tool pprof's flame graph picks among a name's suffixes;
+/// where none does, the shortest, which inferno's script cuts keeping its end. The width is
+/// estimated as the script estimates it (its monospace width, else the font size times its
+/// width factor).
 const LABEL_FN: &str = r#"
 function agentprof_label(title, w) {
     var name = title.replace(/\([^(]*\)$/, "").trimEnd().replace(/^[^ ([]*\//, "");
     var cw = known_font_width || fontsize * fontwidth;
     if (name.length * cw <= w) return name;
-    return name.replace(/^[^ .([]+\.(?=.)/, "");
+    var depth = 0, shortest = name;
+    for (var i = 0; i < name.length - 1; i++) {
+        var c = name[i];
+        if ("([{<".indexOf(c) >= 0) depth++;
+        else if (")]}>".indexOf(c) >= 0) depth--;
+        else if (depth == 0 && (c == "." || (c == ":" && name[i + 1] == ":"))) {
+            shortest = name.slice(c == "." ? i + 1 : i + 2);
+            if (shortest.length * cw <= w) return shortest;
+        }
+    }
+    return shortest;
 }
 "#;
 
@@ -187,6 +199,8 @@ mod tests {
         let cases = [
             (long, 1000.0, "profiler.(*profiler).collect"),
             (long, 150.0, "(*profiler).collect"),
+            (long, 60.0, "collect"),
+            (long, 20.0, "collect"),
             (
                 "main.fibonacciWithTrace (1 samples, 11.40%)",
                 200.0,
@@ -218,7 +232,13 @@ mod tests {
                 "check (datadog_checks/disk/disk.py:40)",
             ),
             ("runtime.mallocgc (1 x, 1%)", 1000.0, "runtime.mallocgc"),
-            ("runtime.mallocgc (1 x, 1%)", 50.0, "mallocgc"),
+            ("runtime.mallocgc (1 x, 1%)", 60.0, "mallocgc"),
+            (
+                "github.com/a/b.Map[go.shape.struct { F github.com/c/d.T }] (1 x, 1%)",
+                100.0,
+                "Map[go.shape.struct { F github.com/c/d.T }]",
+            ),
+            ("std::vector<a::b>::push_back (1 x, 1%)", 80.0, "push_back"),
             ("[unknown] (1 x, 1%)", 1000.0, "[unknown]"),
             (
                 "/usr/lib/x86_64-linux-gnu/libc.so.6 (1 x, 1%)",
