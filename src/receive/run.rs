@@ -4,7 +4,7 @@
 //! the queue for the next start.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -302,29 +302,19 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         serve_metrics(addr, &metrics).await?;
     }
     let (jobs_tx, jobs_rx) = mpsc::channel::<Job>(IN_MEMORY);
-    // An eighth of the budget is kept for uploads that state small bodies and hold at most
-    // 4 MiB (dd-trace's hold a few hundred KiB): senders of large or lying bodies cannot
-    // take all of it.
-    let budget = crate::budget::Budget::new(opts.memory_limit)
-        .with_lane(SMALL_UPLOAD, opts.memory_limit / 8);
-    metrics.set_budget(budget.clone());
-    tokio::spawn(budget.clone().give_back_after_bursts());
+    let budget = budget_for(opts.memory_limit, &metrics);
     let limits = super::form::UploadLimits {
         part: opts.store.limits,
         decompressed: opts.upload_decompressed,
     };
-    let state = Arc::new(State {
-        queue: queue.clone(),
-        jobs: jobs_tx.clone(),
-        metrics: Arc::clone(&metrics),
-        endpoints: opts.endpoints.clone(),
+    let state = state_of(
+        &opts,
+        queue.clone(),
+        jobs_tx.clone(),
+        Arc::clone(&metrics),
         limits,
-        budget: budget.clone(),
-        body_limit: opts.body_limit,
-        body_timeout: opts.read_timeout,
-        disks: vec![opts.store.out.clone(), opts.queue_dir.clone()],
-        min_free: opts.min_free,
-    });
+        budget.clone(),
+    );
     let forward = opts.forward.map(Arc::new);
     if let Some(f) = &forward {
         metrics.set_forward(Arc::clone(f));
@@ -353,16 +343,7 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
     let acceptor = opts.tls.clone().map(tokio_rustls::TlsAcceptor::from);
-    let bounds = crate::serve::Bounds {
-        header_timeout: opts.read_timeout.min(HEADER_TIMEOUT),
-        max_connections: opts.max_connections,
-        // An upload's body has `read_timeout` to arrive; a connection lives a few of them.
-        max_connection_age: opts
-            .read_timeout
-            .saturating_mul(4)
-            .max(Duration::from_secs(60)),
-        hosts: None,
-    };
+    let bounds = server_bounds(opts.read_timeout, opts.max_connections);
     let server_stats = Arc::new(crate::serve::ServerStats::default());
     metrics.set_server(Arc::clone(&server_stats));
     let server = tokio::spawn(crate::serve::serve(
@@ -373,13 +354,7 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         stop_rx,
         server_stats,
     ));
-    eprintln!(
-        "agentprof receive: listening on {scheme}://{bound}{} (storing under {}; Pyroscope's \
-         /ingest and /push.v1.PusherService/Push, OTLP's {} too)",
-        opts.endpoints.first().map(String::as_str).unwrap_or(""),
-        opts.store.out.display(),
-        otlp::PATH
-    );
+    say_listening(&opts.endpoints, &opts.store.out, scheme, bound);
     until_stopped(opts.duration).await;
     let _ = stop_tx.send(true);
     let _ = server.await;
@@ -390,6 +365,61 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     flush_at_stop(figures, forward).await;
     say_stopped(&metrics, &queue, left, &opts.queue_dir);
     Ok(Outcome::Success)
+}
+
+/// What the server's handlers share.
+fn state_of(
+    opts: &ReceiveOptions,
+    queue: Queue,
+    jobs: mpsc::Sender<Job>,
+    metrics: Arc<Metrics>,
+    limits: super::form::UploadLimits,
+    budget: crate::budget::Budget,
+) -> Arc<State> {
+    Arc::new(State {
+        queue,
+        jobs,
+        metrics,
+        endpoints: opts.endpoints.clone(),
+        limits,
+        budget,
+        body_limit: opts.body_limit,
+        body_timeout: opts.read_timeout,
+        disks: vec![opts.store.out.clone(), opts.queue_dir.clone()],
+        min_free: opts.min_free,
+    })
+}
+
+/// The memory budget of the uploads in flight, shown in `metrics`. An eighth of it is kept
+/// for uploads that state small bodies and hold at most 4 MiB (dd-trace's hold a few
+/// hundred KiB): senders of large or lying bodies cannot take all of it.
+fn budget_for(memory_limit: u64, metrics: &Metrics) -> crate::budget::Budget {
+    let budget = crate::budget::Budget::new(memory_limit).with_lane(SMALL_UPLOAD, memory_limit / 8);
+    metrics.set_budget(budget.clone());
+    tokio::spawn(budget.clone().give_back_after_bursts());
+    budget
+}
+
+/// The server's bounds: headers within `read_timeout` (at most `HEADER_TIMEOUT`), at most
+/// `max_connections`, each living a few bodies' time.
+fn server_bounds(read_timeout: Duration, max_connections: usize) -> crate::serve::Bounds {
+    crate::serve::Bounds {
+        header_timeout: read_timeout.min(HEADER_TIMEOUT),
+        max_connections,
+        // An upload's body has `read_timeout` to arrive; a connection lives a few of them.
+        max_connection_age: read_timeout.saturating_mul(4).max(Duration::from_secs(60)),
+        hosts: None,
+    }
+}
+
+fn say_listening(endpoints: &[String], out: &Path, scheme: &str, bound: std::net::SocketAddr) {
+    eprintln!(
+        "agentprof receive: listening on {scheme}://{bound}{} (storing under {}; Pyroscope's \
+         /ingest and /push.v1.PusherService/Push, OTLP's {} too)",
+        endpoints.first().map(String::as_str).unwrap_or(""),
+        out.display(),
+        otlp::PATH
+    );
 }
 
 /// Returns after `--duration`, or at SIGTERM/SIGINT.
