@@ -111,6 +111,21 @@ impl NameFilter {
         out
     }
 
+    /// `p` after the filter: `p` itself when there is none, else the filtered copy put in
+    /// `slot`; with go tool pprof's warnings for expressions that matched nothing.
+    pub fn applied<'a>(
+        &self,
+        p: &'a Pprof,
+        slot: &'a mut Option<Pprof>,
+    ) -> (&'a Pprof, Vec<&'static str>) {
+        if self.is_empty() {
+            return (p, Vec::new());
+        }
+        let (kept, matched) = self.apply(p);
+        let warnings = matched.warnings(self);
+        (slot.insert(kept), warnings)
+    }
+
     /// `p` with the filters applied (a new profile; `p` is left as it is), and which matched.
     pub fn apply(&self, p: &Pprof) -> (Pprof, Matched) {
         let mut m = Matched::default();
@@ -176,39 +191,51 @@ impl NameFilter {
                 }
             }
         }
-        let mut kept = Vec::new();
-        for si in 0..p.proto.sample.len() {
-            let locs = p.sample_locs(si);
-            let mut focused = false;
-            let mut ignored = false;
-            for &l in locs {
-                match focus_or_ignore[l as usize] {
-                    Some(true) => focused = true,
-                    Some(false) => {
-                        ignored = true;
-                        break;
-                    }
-                    None => {}
-                }
-            }
-            if !focused || ignored {
-                continue;
-            }
-            let locs: Vec<u32> = if any_hidden {
-                locs.iter()
-                    .copied()
-                    .filter(|&l| !hidden[l as usize])
-                    .collect()
-            } else {
-                locs.to_vec()
-            };
-            if any_hidden && locs.is_empty() {
-                continue;
-            }
-            kept.push((si, locs));
-        }
+        let kept = kept_samples(p, &focus_or_ignore, any_hidden.then_some(&hidden[..]));
         (p.filtered(loc_lines, kept.into_iter()), m)
     }
+}
+
+/// The samples a filter keeps, each with its locations less the hidden ones: a sample is
+/// kept when a location is focused and none ignored (`focus_or_ignore`, per location), and
+/// when some location is left once `hidden` ones are taken out.
+fn kept_samples(
+    p: &Pprof,
+    focus_or_ignore: &[Option<bool>],
+    hidden: Option<&[bool]>,
+) -> Vec<(usize, Vec<u32>)> {
+    let mut kept = Vec::new();
+    for si in 0..p.proto.sample.len() {
+        let locs = p.sample_locs(si);
+        let mut focused = false;
+        let mut ignored = false;
+        for &l in locs {
+            match focus_or_ignore[l as usize] {
+                Some(true) => focused = true,
+                Some(false) => {
+                    ignored = true;
+                    break;
+                }
+                None => {}
+            }
+        }
+        if !focused || ignored {
+            continue;
+        }
+        let locs: Vec<u32> = match hidden {
+            Some(hidden) => locs
+                .iter()
+                .copied()
+                .filter(|&l| !hidden[l as usize])
+                .collect(),
+            None => locs.to_vec(),
+        };
+        if hidden.is_some() && locs.is_empty() {
+            continue;
+        }
+        kept.push((si, locs));
+    }
+    kept
 }
 
 const FOCUS: usize = 0;

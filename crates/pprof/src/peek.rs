@@ -99,6 +99,32 @@ impl PeekReport {
     }
 }
 
+/// A call of a peeked function: the function at its other end, its weight, whether inlined.
+type Edge = (u32, i64, bool);
+
+/// A function's calls one way, in pprof's order: heaviest first, then by caller's name, then
+/// callee's (one of the two is this function); shares of its `cum`.
+fn peek_edges(
+    mut v: Vec<Edge>,
+    nodes: &Nodes,
+    cum: i64,
+    fmt: &impl Fn(i64) -> String,
+) -> Vec<PeekEdge> {
+    v.sort_by(|a, b| {
+        let (an, bn) = (nodes.name(a.0 as usize), nodes.name(b.0 as usize));
+        b.1.wrapping_abs().cmp(&a.1.wrapping_abs()).then(an.cmp(bn))
+    });
+    v.into_iter()
+        .map(|(o, w, inline)| PeekEdge {
+            function: nodes.name(o as usize).to_string(),
+            weight: w,
+            weight_fmt: fmt(w),
+            pct: percentage(w, cum),
+            inline,
+        })
+        .collect()
+}
+
 /// The peek report of the functions of `p` whose names match `symbol`, after `filter`; an
 /// error when none does (go tool pprof's "no matches found for regexp").
 pub fn peek(
@@ -109,16 +135,8 @@ pub fn peek(
 ) -> Result<(PeekReport, Vec<&'static str>), ReportError> {
     let index = p.sample_index(opts.sample_index.as_deref())?;
     let whole = total(p, index);
-    let (kept, warnings);
-    let p = if filter.is_empty() {
-        warnings = Vec::new();
-        p
-    } else {
-        let (k, m) = filter.apply(p);
-        warnings = m.warnings(filter);
-        kept = k;
-        &kept
-    };
+    let mut kept = None;
+    let (p, warnings) = filter.applied(p, &mut kept);
     let nodes = Nodes::new(p);
     let g = build_all_edges(p, &nodes, index);
     let mut list: Vec<u32> = (0..nodes.len() as u32)
@@ -139,8 +157,8 @@ pub fn peek(
     let mut head = header(p, (stype, sunit), whole, graph_total, counts, opts, &fmt);
     add_filters(&mut head, &filter.header());
     // Edges by node, both ways.
-    let mut into: Vec<Vec<(u32, i64, bool)>> = vec![Vec::new(); nodes.len()];
-    let mut out_of: Vec<Vec<(u32, i64, bool)>> = vec![Vec::new(); nodes.len()];
+    let mut into: Vec<Vec<Edge>> = vec![Vec::new(); nodes.len()];
+    let mut out_of: Vec<Vec<Edge>> = vec![Vec::new(); nodes.len()];
     for (&(src, dst), &(w, inl)) in &g.edges {
         into[dst as usize].push((src, w, inl));
         out_of[src as usize].push((dst, w, inl));
@@ -155,23 +173,7 @@ pub fn peek(
         }
         let (flat, cum) = (g.flat[n], g.cum[n]);
         flat_sum = flat_sum.wrapping_add(flat);
-        let edges = |mut v: Vec<(u32, i64, bool)>| -> Vec<PeekEdge> {
-            // pprof's edge order: heaviest first, then by caller's name, then callee's (one
-            // of the two is this function).
-            v.sort_by(|a, b| {
-                let (an, bn) = (nodes.name(a.0 as usize), nodes.name(b.0 as usize));
-                b.1.wrapping_abs().cmp(&a.1.wrapping_abs()).then(an.cmp(bn))
-            });
-            v.into_iter()
-                .map(|(o, w, inline)| PeekEdge {
-                    function: nodes.name(o as usize).to_string(),
-                    weight: w,
-                    weight_fmt: fmt(w),
-                    pct: percentage(w, cum),
-                    inline,
-                })
-                .collect()
-        };
+        let edges = |v: Vec<Edge>| peek_edges(v, &nodes, cum, &fmt);
         entries.push(PeekEntry {
             function: name.to_string(),
             flat,

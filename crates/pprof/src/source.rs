@@ -159,16 +159,8 @@ pub fn list(
 ) -> Result<(ListReport, Vec<&'static str>), ReportError> {
     let index = p.sample_index(sample_index)?;
     let whole = total(p, index);
-    let (kept, warnings);
-    let p = if filter.is_empty() {
-        warnings = Vec::new();
-        p
-    } else {
-        let (k, m) = filter.apply(p);
-        warnings = m.warnings(filter);
-        kept = k;
-        &kept
-    };
+    let mut kept = None;
+    let (p, warnings) = filter.applied(p, &mut kept);
     let (stype, sunit) = p.sample_types()[index];
     let fmt = |v: i64| scaled_label(v, sunit, "minimum");
     let (search_path, trim, given_path) = paths(access);
