@@ -83,36 +83,10 @@ impl K8sConfig {
             return Ok(None);
         };
         let init = init_config(path, file.init_config)?;
-        let init_err = |key: &str, msg: String| {
-            let message = format!("init_config: {key}: {msg}");
-            match crate::config::find_key_line(text, key) {
-                Some(line) => UsageError::ConfigAt {
-                    path: path.to_path_buf(),
-                    line,
-                    column: 1,
-                    message,
-                },
-                None => UsageError::config(path, message),
-            }
-        };
-        let within = |key: &str, v: Option<i64>, def: i64, max: i64| -> Result<i64, UsageError> {
-            match v {
-                None => Ok(def),
-                Some(n) if (1..=max).contains(&n) => Ok(n),
-                Some(n) => Err(init_err(key, format!("{n} is outside 1 to {max}"))),
-            }
-        };
-        let url = |key: &str, v: Option<String>| -> Result<Option<reqwest::Url>, UsageError> {
-            v.map(|t| {
-                let u = reqwest::Url::parse(&t)
-                    .map_err(|e| init_err(key, format!("not a URL ({e})")))?;
-                match u.scheme() {
-                    "http" | "https" => Ok(u),
-                    s => Err(init_err(key, format!("scheme {s}: use http or https"))),
-                }
-            })
-            .transpose()
-        };
+        let keys = InitKeys { path, text };
+        let init_err = |key: &str, msg: String| keys.err(key, msg);
+        let within = |key: &str, v, def, max| keys.within(key, v, def, max);
+        let url = |key: &str, v| keys.url(key, v);
         let mut rules = Vec::with_capacity(raw_rules.len());
         for (index, raw) in raw_rules.into_iter().enumerate() {
             rules.push(super::rule::rule(&At { path, text, index }, raw)?);
@@ -157,31 +131,75 @@ impl K8sConfig {
             kubelet_client_ca: init.kubelet_client_ca,
             kubelet_token_file: init.kubelet_token_file,
             cluster_name: init.cluster_name,
-            retention: crate::retention::Retention {
-                max_bytes: Some(
-                    within(
-                        "retention_mb",
-                        init.retention_mb,
-                        DEFAULT_RETENTION_MB,
-                        1 << 20,
-                    )? as u64
-                        * (1 << 20),
-                ),
-                max_age: match init.retention_days {
-                    None => None,
-                    Some(d) if (1..=3650).contains(&d) => {
-                        Some(std::time::Duration::from_secs(d as u64 * 86_400))
-                    }
-                    Some(d) => {
-                        return Err(init_err(
-                            "retention_days",
-                            format!("{d} is outside 1 to 3650"),
-                        ));
-                    }
-                },
-            },
+            retention: keys.retention(init.retention_mb, init.retention_days)?,
             rules,
         }))
+    }
+}
+
+/// Where `init_config:`'s keys are, to say which one is wrong and on what line.
+struct InitKeys<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl InitKeys<'_> {
+    /// `init_config: KEY: msg`, at the key's line when it is found.
+    fn err(&self, key: &str, msg: String) -> UsageError {
+        let message = format!("init_config: {key}: {msg}");
+        match crate::config::find_key_line(self.text, key) {
+            Some(line) => UsageError::ConfigAt {
+                path: self.path.to_path_buf(),
+                line,
+                column: 1,
+                message,
+            },
+            None => UsageError::config(self.path, message),
+        }
+    }
+
+    /// `v`, or `def` when it is not given; an error when it is outside 1 to `max`.
+    fn within(&self, key: &str, v: Option<i64>, def: i64, max: i64) -> Result<i64, UsageError> {
+        match v {
+            None => Ok(def),
+            Some(n) if (1..=max).contains(&n) => Ok(n),
+            Some(n) => Err(self.err(key, format!("{n} is outside 1 to {max}"))),
+        }
+    }
+
+    /// An http or https URL, when given.
+    fn url(&self, key: &str, v: Option<String>) -> Result<Option<reqwest::Url>, UsageError> {
+        v.map(|t| {
+            let u =
+                reqwest::Url::parse(&t).map_err(|e| self.err(key, format!("not a URL ({e})")))?;
+            match u.scheme() {
+                "http" | "https" => Ok(u),
+                s => Err(self.err(key, format!("scheme {s}: use http or https"))),
+            }
+        })
+        .transpose()
+    }
+
+    /// `retention_mb` (default `DEFAULT_RETENTION_MB`) and `retention_days` (1 to 3650).
+    fn retention(
+        &self,
+        mb: Option<i64>,
+        days: Option<i64>,
+    ) -> Result<crate::retention::Retention, UsageError> {
+        let mb = self.within("retention_mb", mb, DEFAULT_RETENTION_MB, 1 << 20)? as u64;
+        let max_age = match days {
+            None => None,
+            Some(d) if (1..=3650).contains(&d) => {
+                Some(std::time::Duration::from_secs(d as u64 * 86_400))
+            }
+            Some(d) => {
+                return Err(self.err("retention_days", format!("{d} is outside 1 to 3650")));
+            }
+        };
+        Ok(crate::retention::Retention {
+            max_bytes: Some(mb * (1 << 20)),
+            max_age,
+        })
     }
 }
 

@@ -13,6 +13,7 @@ pub(crate) mod discover;
 mod events;
 pub(crate) mod kubelet;
 pub(crate) mod lease;
+mod lifecycle;
 pub(crate) mod metrics;
 mod remembered;
 mod rule;

@@ -25,6 +25,9 @@ use super::config::K8sConfig;
 use super::events::log;
 use super::kubelet::{Kubelet, KubeletSettings};
 use super::lease::{Holding, Keeper};
+use super::lifecycle::{
+    answered_once, identity, keep_out_dir, say_lease_lost, say_started, stopped_or_at,
+};
 use super::metrics::Metrics;
 use super::stats::Summary;
 use crate::error::Outcome;
@@ -317,10 +320,7 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
         serve_metrics(addr, &metrics, opts.json).await?;
     }
     let kubelet = Arc::new(kubelet(&opts, &cluster)?);
-    let identity = std::env::var("POD_NAME")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| format!("{}-{}", opts.hostname, std::process::id()));
+    let identity = identity(&opts.hostname);
     let lease = super::lease::NodeLease::new(
         &cluster.client,
         &cluster.namespace,
@@ -328,37 +328,13 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
         identity.clone(),
     );
     let lease_name = lease.name.clone();
-    log(
-        opts.json,
-        "started",
-        serde_json::json!({"node": opts.node, "api_server": cluster.server, "source": cluster.source,
-            "credentials": super::client::credentials(&cluster.config),
-            "rules": opts.rules.rules.len(), "kubelet": kubelet.describe(),
-            "kubelet_credentials": kubelet.credentials(),
-            "lease": format!("{}/{lease_name}", cluster.namespace)}),
-    );
+    say_started(&opts, &cluster, &kubelet, &lease_name);
     let end = opts.duration.map(|d| Instant::now() + d);
-    if let Some(dir) = &opts.out {
-        let (m, json) = (Arc::clone(&metrics), opts.json);
-        let shown = dir.display().to_string();
-        crate::retention::keep_within(opts.rules.retention, dir.clone(), move |d| {
-            m.retention_deleted.inc_by(d.files);
-            log(
-                json,
-                "retention",
-                serde_json::json!({"dir": shown, "deleted_files": d.files, "deleted_bytes": d.bytes}),
-            );
-        });
-    }
+    keep_out_dir(&opts, &metrics);
     let (mut c, mut done_rx) = prepare(opts, &metrics).await?;
     let json = c.opts.json;
     let mut keeper = Keeper::start(lease, move |event, fields| log(json, event, fields));
-    let stop = async {
-        tokio::select! {
-            () = async { match end { Some(e) => tokio::time::sleep_until(e).await, None => std::future::pending().await } } => {}
-            () = crate::serve::stopped() => {}
-        }
-    };
+    let stop = stopped_or_at(end);
     tokio::pin!(stop);
     while stand_by(
         &mut keeper.state,
@@ -399,32 +375,14 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
                     let h = keeper.state.borrow();
                     h.other.then(|| h.holder.clone()).flatten()
                 };
-                metrics.set_role(super::metrics::Role::Standby {
-                    lease: lease_name.clone(),
-                    holder: holder.clone(),
-                });
-                log(
-                    json,
-                    "lease_lost",
-                    serde_json::json!({"lease": lease_name, "identity": identity, "holder": holder, "why": why,
-                        "then": "collecting nothing, standing by until the lease is this instance's again"}),
-                );
+                say_lease_lost(&metrics, &lease_name, &identity, holder, why, json);
                 c.forget_targets();
             }
         }
     }
     keeper.stop().await;
     let outcome = finish(c, &cluster).await;
-    if cluster.api.get_ok() == 0 {
-        anyhow::bail!(
-            "the API server at {} never answered: {}",
-            cluster.server,
-            cluster
-                .api
-                .unhealthy()
-                .unwrap_or_else(|| "no request completed".into())
-        );
-    }
+    answered_once(&cluster)?;
     Ok(outcome)
 }
 

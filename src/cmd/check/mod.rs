@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::checks::{CheckKind, Registry, Runner};
+use crate::checks::{CheckKind, LoadedCheck, Registry, Runner};
 use crate::config::AgentConfig;
 use crate::progress::Progress;
 use crate::render::{self, CheckReport};
@@ -33,15 +33,10 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
     check_instance_flag(&opts, &loaded)?;
     check_profile_flags(&opts, &loaded.name, loaded.kind)?;
     let profile_hz = sampling(&opts, &loaded);
-    let mut config_warnings = config.warnings.clone();
-    config_warnings.extend(loaded.warnings.iter().cloned());
-    for w in &config_warnings {
-        eprintln!("agentprof: warning: {w}");
-    }
-    let selected = match &opts.instance_filter {
-        Some(f) => Some(selected_instances(&registry, &opts.name, f)?),
-        None => None,
-    };
+    let mut config_warnings = said_warnings(&config, &loaded);
+    let selected = (opts.instance_filter.as_ref())
+        .map(|f| selected_instances(&registry, &opts.name, f))
+        .transpose()?;
     let python_host = loaded.python.clone();
     if let Some(host) = &python_host {
         load_python(host, &opts, &mut config_warnings)?;
@@ -52,35 +47,15 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         loaded.version.clone(),
         loaded.source.clone(),
     );
-    let run_timeout = match opts.breakpoint {
-        // A run stopped in the debugger waits for its user.
-        Some(_) => Some(Duration::from_secs(24 * 3600)),
-        None => opts.run_timeout,
-    };
-    let mut runner = Runner::new(loaded, &config, opts.instance, profile_hz, opts.memory)
-        .with_log_level(opts.log_level)
-        .with_run_timeout(run_timeout);
-    if let Some(keep) = &selected {
-        runner = runner.keep_instances(|i| keep.contains(&i));
-    }
+    let mut runner = runner_for(loaded, &config, &opts, profile_hz, selected.as_ref());
     let warmed = match &python_host {
         Some(host) if opts.profile && !opts.profile_first_run => warm_up(&mut runner, host),
         _ => false,
     };
-    let mut spool = if opts.json {
-        Some(render::json::Spool::new().map_err(|e| {
-            anyhow::anyhow!(
-                "cannot make a spool for the runs' metrics in {}: {e}",
-                std::env::temp_dir().display()
-            )
-        })?)
-    } else {
-        None
-    };
+    let mut spool = json_spool(opts.json)?;
     let records = run_all(&mut runner, &opts, &name, spool.as_mut())?;
-    if !opts.delay.is_zero() {
-        std::thread::sleep(opts.delay);
-    }
+    // `--delay` (none by default: a sleep of zero returns at once).
+    std::thread::sleep(opts.delay);
     let repeated = repeat_for_profile(
         &mut runner,
         &records,
@@ -129,6 +104,53 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         Outcome::RunFailed
     } else {
         Outcome::Success
+    })
+}
+
+/// The configuration's and the check's warnings, said on stderr; kept for the report.
+fn said_warnings(config: &AgentConfig, loaded: &LoadedCheck) -> Vec<String> {
+    let mut warnings = config.warnings.clone();
+    warnings.extend(loaded.warnings.iter().cloned());
+    for w in &warnings {
+        eprintln!("agentprof: warning: {w}");
+    }
+    warnings
+}
+
+/// The runner of `loaded` as the flags ask: its instances (`selected`: those kept), log
+/// level, sampling, memory, and run timeout (a day for a run stopped in the debugger, which
+/// waits for its user).
+fn runner_for(
+    loaded: LoadedCheck,
+    config: &AgentConfig,
+    opts: &CheckOptions,
+    profile_hz: Option<u32>,
+    selected: Option<&Vec<usize>>,
+) -> Runner {
+    let run_timeout = match opts.breakpoint {
+        Some(_) => Some(Duration::from_secs(24 * 3600)),
+        None => opts.run_timeout,
+    };
+    let mut runner = Runner::new(loaded, config, opts.instance, profile_hz, opts.memory)
+        .with_log_level(opts.log_level)
+        .with_run_timeout(run_timeout);
+    if let Some(keep) = selected {
+        runner = runner.keep_instances(|i| keep.contains(&i));
+    }
+    runner
+}
+
+/// With `--json`, a spool for the runs' metrics (on disk: a long run's are not held in
+/// memory).
+fn json_spool(json: bool) -> anyhow::Result<Option<render::json::Spool>> {
+    if !json {
+        return Ok(None);
+    }
+    render::json::Spool::new().map(Some).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot make a spool for the runs' metrics in {}: {e}",
+            std::env::temp_dir().display()
+        )
     })
 }
 
