@@ -24,6 +24,38 @@ pub enum Baseline {
     },
 }
 
+/// The files of `rel` (under the repository at `top`; empty: all of it) at `commit`,
+/// written under `into` (`git archive`, then `tar`); what failed, when one did.
+fn extract(top: &str, commit: &str, rel: &Path, into: &Path) -> Result<(), String> {
+    let tar = into.join("checks.tar");
+    let mut archive = vec![
+        "archive".to_string(),
+        "--format=tar".into(),
+        "-o".into(),
+        tar.display().to_string(),
+        commit.to_string(),
+    ];
+    if !rel.as_os_str().is_empty() {
+        archive.push("--".into());
+        archive.push(rel.display().to_string());
+    }
+    let args: Vec<&str> = archive.iter().map(String::as_str).collect();
+    // git archive runs from the repository's top, where the path is relative to.
+    stdout_of(
+        Command::new("git").arg("-C").arg(top).args(&args),
+        &[],
+        GIT_TIMEOUT,
+    )
+    .map_err(|e| e.to_string().lines().last().unwrap_or("").to_string())?;
+    stdout_of(
+        Command::new("tar").arg("-xf").arg(&tar).arg("-C").arg(into),
+        &[],
+        GIT_TIMEOUT,
+    )
+    .map_err(|e| format!("cannot unpack them: {e}"))?;
+    Ok(())
+}
+
 impl Baseline {
     /// `against` as a directory when one is there, else as a revision of the git repository
     /// that holds `checks_path`.
@@ -73,42 +105,12 @@ impl Baseline {
             .to_path_buf();
         let scratch = ScratchDir::new()
             .map_err(|e| refuse(format!("cannot make a scratch directory: {e}")))?;
-        let tar = scratch.path().join("checks.tar");
-        let mut archive = vec![
-            "archive".to_string(),
-            "--format=tar".into(),
-            "-o".into(),
-            tar.display().to_string(),
-            commit.clone(),
-        ];
-        if !rel.as_os_str().is_empty() {
-            archive.push("--".into());
-            archive.push(rel.display().to_string());
-        }
-        let args: Vec<&str> = archive.iter().map(String::as_str).collect();
-        // git archive runs from the repository's top, where the path is relative to.
-        stdout_of(
-            Command::new("git").arg("-C").arg(&top).args(&args),
-            &[],
-            GIT_TIMEOUT,
-        )
-        .map_err(|e| {
+        extract(&top, &commit, &rel, scratch.path()).map_err(|e| {
             refuse(format!(
-                "{} at {against} could not be extracted: {}",
-                rel.display(),
-                e.to_string().lines().last().unwrap_or("")
+                "{} could not be extracted at {against}: {e}",
+                rel.display()
             ))
         })?;
-        stdout_of(
-            Command::new("tar")
-                .arg("-xf")
-                .arg(&tar)
-                .arg("-C")
-                .arg(scratch.path()),
-            &[],
-            GIT_TIMEOUT,
-        )
-        .map_err(|e| refuse(format!("cannot unpack the checks at {against}: {e}")))?;
         let at = scratch.path().join(&rel);
         if !at.is_dir() {
             return Err(refuse(format!(

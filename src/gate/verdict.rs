@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::GateStats;
 use super::figures::{memory, metric_series, python_calls, traced_allocations};
 use super::finding::{Finding, GateConfig, Measure, Mode, Status};
-use super::timing::{instructions, paired, samples, timing_finding, two_sample};
+use super::timing::{Timing, instructions, paired, samples, timing_finding, two_sample};
 
 /// The gate's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -42,27 +42,7 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig, mode: Mode) 
     let mut source = String::new();
     let mut timings = Vec::new();
     for cpu in [true, false] {
-        let label = if cpu { "CPU time" } else { "wall time" };
-        let t = match mode {
-            Mode::Paired => {
-                let (a, b) = if cpu {
-                    (&base.cpu_process_medians, &new.cpu_process_medians)
-                } else {
-                    (&base.wall_process_medians, &new.wall_process_medians)
-                };
-                paired(a, b, cfg.alpha).map(|t| (label.to_string(), t))
-            }
-            Mode::Baseline => {
-                let (b, normalized) = samples(base, base, new, cpu);
-                let (n, _) = samples(new, base, base, cpu);
-                let label = if normalized {
-                    format!("{label}, for the machine's speed")
-                } else {
-                    label.to_string()
-                };
-                two_sample(&b, &n, cfg.alpha).map(|t| (label, t))
-            }
-        };
+        let t = timing_of(base, new, cfg, mode, cpu);
         let gated = (cfg.measure == Measure::Cpu) == cpu && cfg.measure != Measure::Instructions;
         if let Some((label, t)) = t {
             if gated {
@@ -72,25 +52,11 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig, mode: Mode) 
         }
     }
     if cfg.measure == Measure::Instructions {
-        match instructions(base, new, cfg) {
-            Some(x) => {
-                source = new.instructions_source.clone().unwrap_or_default();
-                f.push(x);
-            }
-            None => f.push(Finding {
-                figure: "instructions per run".into(),
-                baseline: if base.instructions_per_run.is_empty() {
-                    "none".into()
-                } else {
-                    base.instructions_per_run.len().to_string()
-                },
-                current: new.instructions_per_run.len().to_string(),
-                change: "n/a".into(),
-                status: Status::CannotTell,
-                detail: "no counts on one side".into(),
-                detectable_pct: None,
-            }),
+        let (x, counted) = instructions_finding(base, new, cfg);
+        if counted {
+            source = new.instructions_source.clone().unwrap_or_default();
         }
+        f.push(x);
     }
     // The gated timing first, then the other.
     timings.sort_by_key(|(gated, _)| !*gated);
@@ -134,6 +100,60 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig, mode: Mode) 
         summary,
         findings: f,
     }
+}
+
+/// The CPU (`cpu`) or wall time compared, with its label: paired rounds' ratios, or two
+/// samples (each run divided by the machine's speed where both sides measured it).
+fn timing_of(
+    base: &GateStats,
+    new: &GateStats,
+    cfg: &GateConfig,
+    mode: Mode,
+    cpu: bool,
+) -> Option<(String, Timing)> {
+    let label = if cpu { "CPU time" } else { "wall time" };
+    match mode {
+        Mode::Paired => {
+            let (a, b) = if cpu {
+                (&base.cpu_process_medians, &new.cpu_process_medians)
+            } else {
+                (&base.wall_process_medians, &new.wall_process_medians)
+            };
+            paired(a, b, cfg.alpha).map(|t| (label.to_string(), t))
+        }
+        Mode::Baseline => {
+            let (b, normalized) = samples(base, base, new, cpu);
+            let (n, _) = samples(new, base, base, cpu);
+            let label = if normalized {
+                format!("{label}, for the machine's speed")
+            } else {
+                label.to_string()
+            };
+            two_sample(&b, &n, cfg.alpha).map(|t| (label, t))
+        }
+    }
+}
+
+/// The instruction counts compared; whether both sides had counts (else CANNOT TELL, with
+/// how many each had).
+fn instructions_finding(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> (Finding, bool) {
+    if let Some(x) = instructions(base, new, cfg) {
+        return (x, true);
+    }
+    let x = Finding {
+        figure: "instructions per run".into(),
+        baseline: if base.instructions_per_run.is_empty() {
+            "none".into()
+        } else {
+            base.instructions_per_run.len().to_string()
+        },
+        current: new.instructions_per_run.len().to_string(),
+        change: "n/a".into(),
+        status: Status::CannotTell,
+        detail: "no counts on one side".into(),
+        detectable_pct: None,
+    };
+    (x, false)
 }
 
 /// `agentprof gate NAME: REGRESSION — CPU time +52.1% …`: the outcome, the gated figure and

@@ -427,16 +427,7 @@ async fn lead(
     done_rx: &mut mpsc::UnboundedReceiver<Done>,
     mut stop: Pin<&mut impl Future<Output = ()>>,
 ) -> End {
-    // Each round waits for the kubelet at most the shortest monitoring interval, and 10 s.
-    let stats_timeout = c
-        .opts
-        .rules
-        .rules
-        .iter()
-        .map(|r| r.monitor_interval)
-        .min()
-        .unwrap_or(Duration::from_secs(10))
-        .min(Duration::from_secs(10));
+    let stats_timeout = stats_timeout(&c.opts.rules);
     let api: kube::Api<Pod> = kube::Api::all(cluster.client.clone());
     let stream =
         watcher::watcher(api, super::discover::watcher_config(&c.opts.node)).default_backoff();
@@ -451,14 +442,10 @@ async fn lead(
     let mut list_failures = 0u32;
     let mut hold: Option<Instant> = None;
     loop {
-        let holding = lease.borrow_and_update().clone();
         let now = Instant::now();
-        let Some(until) = holding.until.filter(|u| now < *u) else {
-            return End::LeaseLost(if holding.other {
-                "another agentprof took this node's lease"
-            } else {
-                "the lease could not be renewed within its duration (the API server did not answer)"
-            });
+        let until = match held_until(&lease.borrow_and_update(), now) {
+            Ok(until) => until,
+            Err(lost) => return lost,
         };
         let next = c.next_deadline(now);
         tokio::select! {
@@ -506,6 +493,26 @@ async fn lead(
             () = stop.as_mut() => return End::Stopped,
         }
     }
+}
+
+/// How long a round waits for the kubelet at most: the shortest monitoring interval, and
+/// 10 s.
+fn stats_timeout(config: &K8sConfig) -> Duration {
+    (config.rules.iter().map(|r| r.monitor_interval).min())
+        .unwrap_or(Duration::from_secs(10))
+        .min(Duration::from_secs(10))
+}
+
+/// Until when this instance holds the lease, or why it no longer does.
+fn held_until(holding: &Holding, now: Instant) -> Result<Instant, End> {
+    holding
+        .until
+        .filter(|u| now < *u)
+        .ok_or(End::LeaseLost(if holding.other {
+            "another agentprof took this node's lease"
+        } else {
+            "the lease could not be renewed within its duration (the API server did not answer)"
+        }))
 }
 
 /// The summary, and the collector dropped on the blocking pool (the uploader's blocking
