@@ -163,6 +163,20 @@ pub(super) struct Started {
     pub(super) pool: Option<pool::Pool>,
 }
 
+impl Default for Started {
+    /// Nothing started yet; the shortest interval the default one.
+    fn default() -> Started {
+        Started {
+            kinds: HashMap::new(),
+            summaries: HashMap::new(),
+            python_hosts: Vec::new(),
+            shortest: DEFAULT_INTERVAL,
+            running: 0,
+            pool: None,
+        }
+    }
+}
+
 /// Each instance's `min_collection_interval`, else the default.
 fn intervals(loaded: &crate::checks::LoadedCheck) -> Vec<Duration> {
     loaded
@@ -186,14 +200,7 @@ pub(super) fn start_checks(
     stop: &Arc<AtomicBool>,
     report: &mut AgentReport,
 ) -> Started {
-    let mut st = Started {
-        kinds: HashMap::new(),
-        summaries: HashMap::new(),
-        python_hosts: Vec::new(),
-        shortest: DEFAULT_INTERVAL,
-        running: 0,
-        pool: None,
-    };
+    let mut st = Started::default();
     let mut builtins = Vec::new();
     for loaded in checks {
         let mut intervals = intervals(&loaded);
@@ -208,19 +215,10 @@ pub(super) fn start_checks(
         }
         let mut failed = Vec::new();
         if let Some(host) = &loaded.python {
-            // A check that cannot be loaded is reported once and not scheduled, as the
-            // Agent's collector does; the other checks run.
-            if let Err(e) = crate::checks::python::load(host) {
-                report.config_errors.push(e.to_string());
+            let Some(f) = load_python(&name, host, report) else {
                 continue;
-            }
-            for f in crate::checks::python::failed_instances(host) {
-                report.config_errors.push(format!(
-                    "{name}: instances[{}] did not load and is not scheduled; the others run: {}",
-                    f.instance, f.error
-                ));
-                failed.push(f.instance);
-            }
+            };
+            failed = f;
             st.python_hosts.push((name.clone(), Arc::clone(host)));
         }
         // Developer mode profiles Python checks with cProfile, for the periodic top calls.
@@ -249,14 +247,13 @@ pub(super) fn start_checks(
     // Built-in checks share a few threads; outside developer mode only their run time is
     // measured (process snapshots per run cost more than these small checks).
     if !builtins.is_empty() {
-        let pool = pool::Pool::start(
+        match pool::Pool::start(
             builtins,
             config,
             config.check_runners,
             opts.developer_mode,
             tx.clone(),
-        );
-        match pool {
+        ) {
             Ok(p) => {
                 st.running += 1;
                 st.pool = Some(p);
@@ -267,4 +264,27 @@ pub(super) fn start_checks(
         }
     }
     st
+}
+
+/// A Python check's module loaded; the instances that did not load, each reported (they are
+/// not scheduled; the others run). None when the check cannot be loaded at all: it is
+/// reported once and not scheduled, as the Agent's collector does, and the other checks run.
+fn load_python(
+    name: &str,
+    host: &Arc<std::sync::Mutex<crate::checks::python::PythonHost>>,
+    report: &mut AgentReport,
+) -> Option<Vec<usize>> {
+    if let Err(e) = crate::checks::python::load(host) {
+        report.config_errors.push(e.to_string());
+        return None;
+    }
+    let mut failed = Vec::new();
+    for f in crate::checks::python::failed_instances(host) {
+        report.config_errors.push(format!(
+            "{name}: instances[{}] did not load and is not scheduled; the others run: {}",
+            f.instance, f.error
+        ));
+        failed.push(f.instance);
+    }
+    Some(failed)
 }

@@ -419,21 +419,7 @@ impl Runner {
             p.profile.duration_ns += started.elapsed().as_nanos() as u64;
         }
         let Some(done) = received else {
-            // The worker holds the check; later runs on a fresh worker, this instance waits.
-            if let Some(w) = self.worker.take() {
-                w.abandon();
-            }
-            let why = if sent {
-                format!(
-                    "timed out after {} (instance timeout); the run was abandoned",
-                    crate::duration::human(started.elapsed())
-                )
-            } else {
-                "the run thread is gone".to_string()
-            };
-            let mut rec = self.failed(pos, run, why);
-            rec.cost.wall_s = started.elapsed().as_secs_f64();
-            return rec;
+            return self.abandoned(pos, run, sent, started);
         };
         let inst = &mut self.instances[pos];
         let cost = done.cost();
@@ -454,6 +440,25 @@ impl Runner {
             cost,
             flushed,
         )
+    }
+
+    /// A run that did not answer: timed out (`sent`) or its thread gone. The worker holds
+    /// the check; later runs go to a fresh worker, and this instance waits for its check.
+    fn abandoned(&mut self, pos: usize, run: u32, sent: bool, started: Instant) -> RunRecord {
+        if let Some(w) = self.worker.take() {
+            w.abandon();
+        }
+        let why = if sent {
+            format!(
+                "timed out after {} (instance timeout); the run was abandoned",
+                crate::duration::human(started.elapsed())
+            )
+        } else {
+            "the run thread is gone".to_string()
+        };
+        let mut rec = self.failed(pos, run, why);
+        rec.cost.wall_s = started.elapsed().as_secs_f64();
+        rec
     }
 
     fn run_external(&mut self, pos: usize, run: u32) -> RunRecord {

@@ -23,7 +23,7 @@ pub fn run(opts: LoadOptions, json: bool) -> anyhow::Result<Outcome> {
             &mut out,
             &serde_json::json!({
                 "confd_path": config.confd_path,
-            "checks_path": config.checks_path,
+                "checks_path": config.checks_path,
                 "checks": rows,
             }),
         )?;
@@ -41,33 +41,7 @@ pub fn run(opts: LoadOptions, json: bool) -> anyhow::Result<Outcome> {
         "WHAT IT REPORTS",
     ]);
     for r in &rows {
-        let instances = if r.error.is_some() {
-            "error".to_string()
-        } else {
-            r.instances.to_string()
-        };
-        let summary = match &r.version {
-            Some(v) => format!("{} {v}", r.summary),
-            None => r.summary.clone(),
-        };
-        let r = &CheckListing {
-            summary,
-            ..r.clone()
-        };
-        t.add_row(vec![
-            r.name.clone(),
-            r.kind.label().to_string(),
-            r.source.to_string(),
-            instances,
-            r.resolves_to.clone(),
-            match &r.path {
-                Some(p) if r.overrides_builtin => {
-                    format!("{} ({}; overrides the built-in)", r.summary, p.display())
-                }
-                Some(p) => format!("{} ({})", r.summary, p.display()),
-                None => r.summary.clone(),
-            },
-        ]);
+        t.add_row(row(r));
     }
     for line in t.to_string().lines() {
         writeln!(out, "{}", line.trim_end())?;
@@ -96,4 +70,33 @@ pub fn run(opts: LoadOptions, json: bool) -> anyhow::Result<Outcome> {
         )?;
     }
     Ok(Outcome::Success)
+}
+
+/// One check's row: name, kind, where its configuration comes from, instances (or `error`),
+/// what it runs as, and what it reports (its version, and the file that overrides a
+/// built-in).
+fn row(r: &CheckListing) -> Vec<String> {
+    let instances = if r.error.is_some() {
+        "error".to_string()
+    } else {
+        r.instances.to_string()
+    };
+    let summary = match &r.version {
+        Some(v) => format!("{} {v}", r.summary),
+        None => r.summary.clone(),
+    };
+    vec![
+        r.name.clone(),
+        r.kind.label().to_string(),
+        r.source.to_string(),
+        instances,
+        r.resolves_to.clone(),
+        match &r.path {
+            Some(p) if r.overrides_builtin => {
+                format!("{summary} ({}; overrides the built-in)", p.display())
+            }
+            Some(p) => format!("{summary} ({})", p.display()),
+            None => summary,
+        },
+    ]
 }

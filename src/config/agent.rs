@@ -223,19 +223,7 @@ impl AgentConfig {
         }
 
         let tags = resolve_tags(file.tags, &cfg_path)?;
-        let agent_version = match file.agent_version {
-            None => AGENT_VERSION.to_string(),
-            Some(v) if is_version(&v) => v,
-            Some(v) => {
-                return Err(UsageError::config(
-                    &cfg_path,
-                    format!(
-                        "agent_version: {:?} is not an Agent version (e.g. {AGENT_VERSION})",
-                        crate::redact::printable(&v)
-                    ),
-                ));
-            }
-        };
+        let agent_version = resolve_agent_version(file.agent_version, &cfg_path)?;
 
         let confd_path = opts
             .confd
@@ -285,6 +273,21 @@ impl AgentConfig {
             log_level: resolve_log_level(file.log_level, &cfg_path)?,
             warnings,
         })
+    }
+}
+
+/// `agent_version:`, an Agent version (the one agentprof reports as when not given).
+fn resolve_agent_version(v: Option<String>, cfg_path: &Path) -> Result<String, UsageError> {
+    match v {
+        None => Ok(AGENT_VERSION.to_string()),
+        Some(v) if is_version(&v) => Ok(v),
+        Some(v) => Err(UsageError::config(
+            cfg_path,
+            format!(
+                "agent_version: {:?} is not an Agent version (e.g. {AGENT_VERSION})",
+                crate::redact::printable(&v)
+            ),
+        )),
     }
 }
 

@@ -302,82 +302,85 @@ fn sender_shown(base: &str) -> String {
     crate::redact::url_text(base)
 }
 
-fn sender(client: reqwest::blocking::Client, key: String, base: String, shared: Arc<Shared>) {
+/// The next payload to send, waiting for one; None once the queue is closed and empty.
+fn next_payload(shared: &Shared) -> Option<Payload> {
+    let mut q = crate::sync::lock(&shared.queue);
     loop {
-        let next = {
-            let mut q = crate::sync::lock(&shared.queue);
-            loop {
-                if let Some(p) = q.0.pop_front() {
-                    break Some(p);
-                }
-                if q.1 {
-                    break None;
-                }
-                q = match shared.ready.wait(q) {
-                    Ok(q) => q,
-                    Err(_) => return,
-                };
+        if let Some(p) = q.0.pop_front() {
+            return Some(p);
+        }
+        if q.1 {
+            return None;
+        }
+        q = shared.ready.wait(q).ok()?;
+    }
+}
+
+/// One post of `p`: whether to try again, and after how long the server asked (its
+/// Retry-After); what failed for good is counted and said.
+fn post_once(
+    client: &reqwest::blocking::Client,
+    key: &str,
+    base: &str,
+    p: &Payload,
+    shared: &Shared,
+    last: bool,
+) -> (bool, Option<Duration>) {
+    let shown = || format!("{}{}", sender_shown(base).trim_end_matches('/'), p.path);
+    let mut req = client
+        .post(format!("{base}{}", p.path))
+        .header("DD-API-KEY", key)
+        .header("Content-Type", "application/json")
+        .header(
+            "User-Agent",
+            concat!("agentprof/", env!("CARGO_PKG_VERSION")),
+        );
+    if p.gzip {
+        req = req.header("Content-Encoding", "gzip");
+    }
+    match req.body(p.body.clone()).send() {
+        Ok(r) if r.status().is_success() => {
+            shared.stats.sent.fetch_add(1, Ordering::Relaxed);
+            (false, None)
+        }
+        Ok(r) if r.status().is_server_error() || r.status().as_u16() == 429 => {
+            let wait = crate::http::retry_after(r.headers());
+            if let Some(w) = wait.filter(|w| *w > MAX_RETRY_AFTER) {
+                shared.stats.failed.fetch_add(1, Ordering::Relaxed);
+                eprintln!(
+                    "agentprof: datadog api {}: {} asks to wait {} s, over the {} s agentprof waits (not retried)",
+                    shown(),
+                    r.status(),
+                    w.as_secs(),
+                    MAX_RETRY_AFTER.as_secs()
+                );
+                return (false, None);
             }
-        };
-        let Some(p) = next else { return };
+            (true, wait)
+        }
+        Ok(r) => {
+            shared.stats.failed.fetch_add(1, Ordering::Relaxed);
+            eprintln!(
+                "agentprof: datadog api {}: {} (not retried)",
+                shown(),
+                r.status()
+            );
+            (false, None)
+        }
+        Err(e) => {
+            if last {
+                eprintln!("agentprof: datadog api {}: {}", shown(), e.without_url());
+            }
+            (true, None)
+        }
+    }
+}
+
+fn sender(client: reqwest::blocking::Client, key: String, base: String, shared: Arc<Shared>) {
+    while let Some(p) = next_payload(&shared) {
         let mut backoff = FIRST_BACKOFF;
         for attempt in 1..=ATTEMPTS {
-            let mut wait = None;
-            let mut req = client
-                .post(format!("{base}{}", p.path))
-                .header("DD-API-KEY", &key)
-                .header("Content-Type", "application/json")
-                .header(
-                    "User-Agent",
-                    concat!("agentprof/", env!("CARGO_PKG_VERSION")),
-                );
-            if p.gzip {
-                req = req.header("Content-Encoding", "gzip");
-            }
-            let res = req.body(p.body.clone()).send();
-            let retry = match res {
-                Ok(r) if r.status().is_success() => {
-                    shared.stats.sent.fetch_add(1, Ordering::Relaxed);
-                    false
-                }
-                Ok(r) if r.status().is_server_error() || r.status().as_u16() == 429 => {
-                    wait = crate::http::retry_after(r.headers());
-                    if let Some(w) = wait.filter(|w| *w > MAX_RETRY_AFTER) {
-                        shared.stats.failed.fetch_add(1, Ordering::Relaxed);
-                        eprintln!(
-                            "agentprof: datadog api {}{}: {} asks to wait {} s, over the {} s agentprof waits (not retried)",
-                            sender_shown(&base).trim_end_matches('/'),
-                            p.path,
-                            r.status(),
-                            w.as_secs(),
-                            MAX_RETRY_AFTER.as_secs()
-                        );
-                        break;
-                    }
-                    true
-                }
-                Ok(r) => {
-                    shared.stats.failed.fetch_add(1, Ordering::Relaxed);
-                    eprintln!(
-                        "agentprof: datadog api {}{}: {} (not retried)",
-                        sender_shown(&base).trim_end_matches('/'),
-                        p.path,
-                        r.status()
-                    );
-                    false
-                }
-                Err(e) => {
-                    if attempt == ATTEMPTS {
-                        eprintln!(
-                            "agentprof: datadog api {}{}: {}",
-                            sender_shown(&base).trim_end_matches('/'),
-                            p.path,
-                            e.without_url()
-                        );
-                    }
-                    true
-                }
-            };
+            let (retry, wait) = post_once(&client, &key, &base, &p, &shared, attempt == ATTEMPTS);
             if !retry {
                 break;
             }

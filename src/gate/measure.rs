@@ -260,18 +260,7 @@ pub fn measure_ab(a: &Side, b: &Side, plan: &Plan) -> anyhow::Result<(GateStats,
     let first_a = load(a.config, plan)?;
     let kind = first_a.kind;
     let first_b = load(b.config, plan)?;
-    if first_b.kind != kind {
-        return Err(UsageError::flag(
-            "--against",
-            format!(
-                "{} is a {} check there and a {} check here: A/B compares two versions of one kind",
-                plan.name,
-                first_a.kind.label(),
-                first_b.kind.label()
-            ),
-        )
-        .into());
-    }
+    same_kind(plan.name, kind, first_b.kind)?;
     let steps = 2 * (per + 1) * rounds;
     let mut progress =
         crate::progress::Progress::new(u64::from(steps), &format!("{} A/B:", plan.name));
@@ -335,6 +324,21 @@ pub fn measure_ab(a: &Side, b: &Side, plan: &Plan) -> anyhow::Result<(GateStats,
     extra_passes(a, plan, kind, per, &mut sa)?;
     extra_passes(b, plan, kind, per, &mut sb)?;
     Ok((sa, sb))
+}
+
+/// A/B compares two versions of one kind of check: an error for a check that changed kind.
+fn same_kind(name: &str, there: CheckKind, here: CheckKind) -> Result<(), UsageError> {
+    if there == here {
+        return Ok(());
+    }
+    Err(UsageError::flag(
+        "--against",
+        format!(
+            "{name} is a {} check there and a {} check here: A/B compares two versions of one kind",
+            there.label(),
+            here.label()
+        ),
+    ))
 }
 
 /// The untimed passes, each on a fresh load: cProfile's call counts and stacks (Python),

@@ -315,28 +315,7 @@ impl One<'_, '_> {
         entry.ok = true;
         let gz = gzip_of(&fetched.bytes, &fetched.raw);
         let cumulative = delta::needs_delta(&profile);
-        // Figures DataKit derives from the whole profile (block and mutex: from the delta).
-        match kind.as_str() {
-            "cpu" => {
-                if let Some(cpu) = sum_of(&profile, "cpu")
-                    && profile.proto.duration_nanos > 0
-                {
-                    figures.prof_go_cpu_cores =
-                        Some(cpu as f64 / profile.proto.duration_nanos as f64);
-                }
-            }
-            // The allocs profile holds the same live-heap types; it stands in only where the
-            // heap profile was not pulled (the two are taken at different instants).
-            "heap" | "allocs"
-                if kind == "heap" || figures.prof_go_lifetime_heap_bytes.is_none() =>
-            {
-                let [(_, objects), (_, bytes)] = super::GO_LIVE_HEAP;
-                figures.prof_go_lifetime_heap_objects = sum_of(&profile, objects);
-                figures.prof_go_lifetime_heap_bytes = sum_of(&profile, bytes);
-            }
-            "goroutine" => figures.prof_go_num_goroutine = sum_of(&profile, "goroutine"),
-            _ => {}
-        }
+        take_figures(kind, &profile, figures);
         let mut shown = Some(profile);
         let mut delta_gz = None;
         let mut delta_totals = None;
@@ -480,4 +459,27 @@ fn gzip_raw(raw: &[u8]) -> Vec<u8> {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     let _ = std::io::Write::write_all(&mut gz, raw);
     gz.finish().unwrap_or_default()
+}
+
+/// The figures DataKit derives from a whole profile of `kind` (block and mutex: from the
+/// delta), taken into `figures`.
+fn take_figures(kind: &str, profile: &Pprof, figures: &mut GoFigures) {
+    match kind {
+        "cpu" => {
+            if let Some(cpu) = sum_of(profile, "cpu")
+                && profile.proto.duration_nanos > 0
+            {
+                figures.prof_go_cpu_cores = Some(cpu as f64 / profile.proto.duration_nanos as f64);
+            }
+        }
+        // The allocs profile holds the same live-heap types; it stands in only where the
+        // heap profile was not pulled (the two are taken at different instants).
+        "heap" | "allocs" if kind == "heap" || figures.prof_go_lifetime_heap_bytes.is_none() => {
+            let [(_, objects), (_, bytes)] = super::GO_LIVE_HEAP;
+            figures.prof_go_lifetime_heap_objects = sum_of(profile, objects);
+            figures.prof_go_lifetime_heap_bytes = sum_of(profile, bytes);
+        }
+        "goroutine" => figures.prof_go_num_goroutine = sum_of(profile, "goroutine"),
+        _ => {}
+    }
 }

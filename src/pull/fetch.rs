@@ -301,13 +301,7 @@ pub fn fetch(
     if let Some(len) = resp.content_length()
         && len > limits.body
     {
-        return Err(FetchError::Profile {
-            url: shown,
-            source: DecodeError::TooLarge {
-                size: len,
-                limit: limits.body,
-            },
-        });
+        return Err(too_large(shown, len, limits.body));
     }
     let expected = resp.content_length();
     let bytes = read_body(resp, limits.body + 1, deadline, cancel).map_err(|(got, why)| {
@@ -322,13 +316,7 @@ pub fn fetch(
         })
     })?;
     if bytes.len() as u64 > limits.body {
-        return Err(FetchError::Profile {
-            url: shown,
-            source: DecodeError::TooLarge {
-                size: bytes.len() as u64,
-                limit: limits.body,
-            },
-        });
+        return Err(too_large(shown, bytes.len() as u64, limits.body));
     }
     if !status.is_success() {
         return Err(http(format!(
@@ -354,6 +342,14 @@ pub fn fetch(
         bytes,
         raw,
     })
+}
+
+/// A body of `size` bytes from `url`, over the `limit`.
+fn too_large(url: String, size: u64, limit: u64) -> FetchError {
+    FetchError::Profile {
+        url,
+        source: DecodeError::TooLarge { size, limit },
+    }
 }
 
 /// A redirect's message: where to (redacted), and that it is not followed.

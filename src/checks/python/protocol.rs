@@ -106,6 +106,33 @@ fn counting(c: Option<crate::checks::Counting>) -> Value {
     }
 }
 
+/// `python` (under `wrapper` when one is given) reading the host program from its stdin,
+/// with the channel's fds 3 and 4 named, its stdout to agentprof's stderr, in a process group
+/// of its own unless `terminal`.
+fn host_command(
+    python: &str,
+    wrapper: &[String],
+    stdout_to_stderr: std::os::fd::OwnedFd,
+    terminal: bool,
+) -> Command {
+    let mut cmd = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(python);
+            c
+        }
+        None => Command::new(python),
+    };
+    cmd.args(["-u", "-", "3", "4", "agentprof-python-host"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::from(stdout_to_stderr))
+        .stderr(Stdio::inherit());
+    if !terminal {
+        cmd.process_group(0);
+    }
+    cmd
+}
+
 impl Worker {
     /// Starts `python` running the host program; with `wrapper` (a program and its
     /// arguments, such as valgrind's), the interpreter runs under it. The worker has a
@@ -126,21 +153,7 @@ impl Worker {
         let (ci, co) = (child_in.as_raw_fd(), child_out.as_raw_fd());
         // SAFETY: getpid has no preconditions.
         let agentprof = unsafe { libc::getpid() };
-        let mut cmd = match wrapper.split_first() {
-            Some((program, args)) => {
-                let mut c = Command::new(program);
-                c.args(args).arg(python);
-                c
-            }
-            None => Command::new(python),
-        };
-        cmd.args(["-u", "-", "3", "4", "agentprof-python-host"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::from(stdout_to_stderr))
-            .stderr(Stdio::inherit());
-        if !terminal {
-            cmd.process_group(0);
-        }
+        let mut cmd = host_command(python, wrapper, stdout_to_stderr, terminal);
         // SAFETY: only async-signal-safe fcntl/dup2/close calls between fork and exec. The
         // ends are first moved above 10 (either may already be fd 3 or 4), then dup2'd to 3
         // and 4, which clears close-on-exec: exactly fds 3 and 4 reach the worker.

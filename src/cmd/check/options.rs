@@ -231,6 +231,13 @@ pub(super) fn check_profile_flags(
             ),
         );
     }
+    profile_outputs_fit(opts, name, kind)
+}
+
+/// The profile files asked for are ones the kind of check writes: none for an exec plugin,
+/// pstats for a Python check, pprof for a built-in.
+fn profile_outputs_fit(opts: &CheckOptions, name: &str, kind: CheckKind) -> Result<(), UsageError> {
+    let refuse = |flag: &str, why: String| Err(UsageError::flag(flag, why));
     match kind {
         CheckKind::Exec => {
             for (flag, set) in [
