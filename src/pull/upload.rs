@@ -8,7 +8,7 @@
 //! sent again: a new one is dropped and counted, a spooled one set aside, so the spool never
 //! waits behind it. `Background` sends from the spool on a thread of its own.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -17,6 +17,11 @@ use reqwest::Url;
 use serde_json::json;
 
 use super::fetch::redact;
+
+mod spool;
+
+pub use spool::Spool;
+use spool::read_spooled;
 
 /// Attempts per upload before it is spooled.
 const ATTEMPTS: u32 = 4;
@@ -197,118 +202,6 @@ pub struct UploadStats {
     pub dropped: AtomicU64,
     /// Retry-After waits honoured.
     pub waited: AtomicU64,
-}
-
-/// Uploads on disk waiting to be sent, oldest first, within a size; each written whole
-/// (a temporary name, then renamed), so a crash never leaves a cut one.
-pub struct Spool {
-    dir: PathBuf,
-    limit: u64,
-    seq: AtomicU64,
-    stats: Arc<UploadStats>,
-}
-
-impl Spool {
-    pub fn new(dir: PathBuf, limit: u64, stats: Arc<UploadStats>) -> Spool {
-        Spool {
-            dir,
-            limit,
-            seq: AtomicU64::new(0),
-            stats,
-        }
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    fn files(&self) -> Vec<PathBuf> {
-        let Ok(rd) = std::fs::read_dir(&self.dir) else {
-            return Vec::new();
-        };
-        let mut files: Vec<PathBuf> = rd
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "upload"))
-            .collect();
-        files.sort();
-        files
-    }
-
-    /// Uploads waiting.
-    pub fn pending(&self) -> usize {
-        self.files().len()
-    }
-
-    /// Writes an upload (body, content type, headers) to the spool; the oldest go first
-    /// when the spool would be over its size.
-    pub fn put(
-        &self,
-        body: &[u8],
-        ctype: &str,
-        headers: &[(String, String)],
-    ) -> Result<(), UploadError> {
-        std::fs::create_dir_all(&self.dir).map_err(|source| UploadError::Spool {
-            path: self.dir.clone(),
-            source,
-        })?;
-        let stem = format!(
-            "{:020}-{:06}",
-            jiff::Timestamp::now().as_nanosecond(),
-            self.seq.fetch_add(1, Ordering::Relaxed) % 1_000_000
-        );
-        // The first line: the content type alone, or (with headers) a JSON object of both.
-        let head = if headers.is_empty() {
-            ctype.to_string()
-        } else {
-            serde_json::json!({"content_type": ctype, "headers": headers}).to_string()
-        };
-        let mut data = Vec::with_capacity(body.len() + head.len() + 1);
-        data.extend(head.as_bytes());
-        data.push(b'\n');
-        data.extend(body);
-        let tmp = self.dir.join(format!("{stem}.partial"));
-        let name = self.dir.join(format!("{stem}.upload"));
-        std::fs::write(&tmp, &data)
-            .and_then(|()| std::fs::rename(&tmp, &name))
-            .map_err(|source| {
-                let _ = std::fs::remove_file(&tmp);
-                UploadError::Spool {
-                    path: name.clone(),
-                    source,
-                }
-            })?;
-        self.stats.spooled.fetch_add(1, Ordering::Relaxed);
-        // Oldest first out until the spool fits.
-        let mut files = self.files();
-        let size = |f: &Path| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
-        let mut total: u64 = files.iter().map(|f| size(f)).sum();
-        while total > self.limit && files.len() > 1 {
-            let f = files.remove(0);
-            total -= size(&f);
-            let _ = std::fs::remove_file(&f);
-            self.stats.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-
-    /// A spooled upload the intake refused for good, moved under `refused/` (kept for a
-    /// person to look at, never sent again; the oldest go first past 16 of them).
-    fn set_aside(&self, f: &Path) {
-        let dir = self.dir.join("refused");
-        let _ = std::fs::create_dir_all(&dir);
-        if let Some(name) = f.file_name() {
-            let _ = std::fs::rename(f, dir.join(name));
-        }
-        let _ = std::fs::remove_file(f);
-        if let Ok(rd) = std::fs::read_dir(&dir) {
-            let mut kept: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
-            kept.sort();
-            while kept.len() > 16 {
-                let _ = std::fs::remove_file(kept.remove(0));
-            }
-        }
-    }
 }
 
 /// Sends uploads, spooling what cannot be delivered now.
@@ -611,24 +504,6 @@ impl Submit for Background {
             None => Ok(true),
         }
     }
-}
-
-type Spooled = (String, Vec<(String, String)>, Vec<u8>);
-
-fn read_spooled(f: &Path) -> Option<Spooled> {
-    let data = std::fs::read(f).ok()?;
-    let nl = data.iter().position(|&b| b == b'\n')?;
-    let head = String::from_utf8(data[..nl].to_vec()).ok()?;
-    let (ctype, headers) = if head.starts_with('{') {
-        let v: serde_json::Value = serde_json::from_str(&head).ok()?;
-        (
-            v["content_type"].as_str()?.to_string(),
-            serde_json::from_value(v["headers"].clone()).ok()?,
-        )
-    } else {
-        (head, Vec::new())
-    };
-    Some((ctype, headers, data[nl + 1..].to_vec()))
 }
 
 #[cfg(test)]
