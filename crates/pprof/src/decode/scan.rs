@@ -1,0 +1,170 @@
+//! The pre-scan: the protobuf wire format walked before anything is decoded, counting
+//! fields, packed elements and strings against a memory budget, so that no input makes the
+//! decoder allocate past it.
+
+use super::super::proto::varint;
+use super::{DecodeError, Limits};
+
+/// Where a length-delimited field leads: a nested message, packed varints, or plain bytes.
+#[derive(Clone, Copy)]
+enum Msg {
+    Profile,
+    Sample,
+    Location,
+    /// Messages with scalar fields only (ValueType, Mapping, Function, Line, Label).
+    Flat,
+}
+
+fn nested(msg: Msg, field: u64) -> Option<Option<Msg>> {
+    // Some(Some(m)): nested message; Some(None): packed scalars; None: bytes/string.
+    match (msg, field) {
+        (Msg::Profile, 1 | 3 | 5 | 11) => Some(Some(Msg::Flat)),
+        (Msg::Profile, 2) => Some(Some(Msg::Sample)),
+        (Msg::Profile, 4) => Some(Some(Msg::Location)),
+        (Msg::Profile, 13) => Some(None),
+        (Msg::Sample, 1 | 2) => Some(None),
+        (Msg::Sample, 3) => Some(Some(Msg::Flat)),
+        (Msg::Location, 4) => Some(Some(Msg::Flat)),
+        _ => None,
+    }
+}
+
+/// What decoding takes, per part of the profile, in bytes: the decoded structs (a sample is
+/// three vectors), each vector's allocation, and agentprof's own index of the profile built
+/// after it (what a sample took when it was measured: docs/details.md, "Measured choices").
+const SAMPLE_BYTES: u64 = 200;
+const MESSAGE_BYTES: u64 = 96;
+const ELEMENT_BYTES: u64 = 12;
+const STRING_BYTES: u64 = 48;
+
+/// Fields and elements counted, and the memory decoding them is estimated to take.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Scan {
+    pub count: u64,
+    pub memory: u64,
+    pub samples: u64,
+    /// The location ids the samples list packed (room is made for them in one array).
+    pub sample_locations: u64,
+    /// The profile's locations, functions and strings (room is made for them before decoding).
+    pub locations: u64,
+    pub functions: u64,
+    pub strings: u64,
+}
+
+/// Counts every field, nested field and packed element of `buf` against `budget`, without
+/// allocating, and estimates the memory decoding them takes; a cut or malformed message is
+/// reported as such.
+pub fn prescan(buf: &[u8], budget: u64) -> Result<u64, DecodeError> {
+    let mut s = Scan::default();
+    scan(buf, Msg::Profile, budget, &mut s, 0)?;
+    Ok(s.count)
+}
+
+/// `prescan` with the memory estimate, checked against `limits.memory` before allocation.
+pub fn memory_estimate(buf: &[u8], limits: &Limits) -> Result<Scan, DecodeError> {
+    let mut s = Scan::default();
+    scan(buf, Msg::Profile, limits.fields, &mut s, 0)?;
+    if s.memory > limits.memory {
+        return Err(DecodeError::Memory {
+            estimate: s.memory,
+            budget: limits.memory,
+            samples: s.samples,
+        });
+    }
+    Ok(s)
+}
+
+fn malformed(what: &str) -> DecodeError {
+    DecodeError::Malformed(what.to_string())
+}
+
+fn scan(buf: &[u8], msg: Msg, budget: u64, s: &mut Scan, depth: u32) -> Result<(), DecodeError> {
+    if depth > 3 {
+        return Err(malformed("nested too deep"));
+    }
+    let mut at = 0;
+    while at < buf.len() {
+        let key_at = at;
+        let key = varint(buf, &mut at).ok_or_else(|| malformed("truncated field key"))?;
+        let (field, wire) = (key >> 3, key & 7);
+        if field == 0 {
+            return Err(DecodeError::Malformed(format!(
+                "no protobuf field can start at byte {key_at} (0x{key:02x})"
+            )));
+        }
+        s.count += 1;
+        if s.count > budget {
+            return Err(DecodeError::Budget { budget });
+        }
+        match wire {
+            0 => {
+                varint(buf, &mut at).ok_or_else(|| malformed("truncated varint"))?;
+            }
+            1 => {
+                at = at
+                    .checked_add(8)
+                    .filter(|&e| e <= buf.len())
+                    .ok_or_else(|| malformed("truncated fixed64"))?
+            }
+            5 => {
+                at = at
+                    .checked_add(4)
+                    .filter(|&e| e <= buf.len())
+                    .ok_or_else(|| malformed("truncated fixed32"))?
+            }
+            2 => {
+                let len = varint(buf, &mut at).ok_or_else(|| malformed("truncated length"))?;
+                let end = usize::try_from(len)
+                    .ok()
+                    .and_then(|l| at.checked_add(l))
+                    .filter(|&e| e <= buf.len())
+                    .ok_or_else(|| malformed("a field runs past the end (truncated?)"))?;
+                let body = &buf[at..end];
+                if matches!(msg, Msg::Profile) {
+                    match field {
+                        4 => s.locations += 1,
+                        5 => s.functions += 1,
+                        6 => s.strings += 1,
+                        _ => {}
+                    }
+                }
+                match nested(msg, field) {
+                    Some(Some(inner)) => {
+                        if matches!(inner, Msg::Sample) {
+                            s.samples += 1;
+                            s.memory += SAMPLE_BYTES;
+                        } else {
+                            s.memory += MESSAGE_BYTES;
+                        }
+                        scan(body, inner, budget, s, depth + 1)?
+                    }
+                    Some(None) => {
+                        let before = s.count;
+                        scan_packed(body, budget, s)?;
+                        if matches!(msg, Msg::Sample) && field == 1 {
+                            s.sample_locations += s.count - before;
+                        }
+                    }
+                    None => s.memory += STRING_BYTES + body.len() as u64,
+                }
+                at = end;
+            }
+            _ => return Err(malformed(&format!("wire type {wire} of field {field}"))),
+        }
+    }
+    Ok(())
+}
+
+/// A packed repeated varint field: each element counts against the budget.
+fn scan_packed(body: &[u8], budget: u64, s: &mut Scan) -> Result<(), DecodeError> {
+    let mut p = 0;
+    while p < body.len() {
+        varint(body, &mut p).ok_or_else(|| malformed("truncated packed varint"))?;
+        s.count += 1;
+        s.memory += ELEMENT_BYTES;
+        if s.count > budget {
+            return Err(DecodeError::Budget { budget });
+        }
+    }
+    Ok(())
+}
