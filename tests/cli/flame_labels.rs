@@ -3,8 +3,7 @@
 //! not, and cut on the left only past that; the tooltip keeps the whole name. Before this, dd-trace-go's heap
 //! profile showed no whole name in any frame narrower than 28 % of the picture (at 1,280 px).
 
-use serde_json::{Value, json};
-use std::process::Command;
+use serde_json::json;
 
 use crate::support::{Sandbox, fixture};
 
@@ -57,21 +56,7 @@ fn frames_are_labelled_by_short_names_in_chromium() {
         "width": 1280,
         "svgs": {"heap": heap_svg, "diff": diff_svg},
     });
-    sb.write("plan.json", &plan.to_string());
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/labels.mjs");
-    let out = Command::new("node")
-        .arg(&script)
-        .arg(sb.file("plan.json"))
-        .output()
-        .unwrap();
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-        panic!(
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    assert!(out.status.success(), "{seen:#}");
+    let seen = crate::support::run_browser(&sb, "labels.mjs", &plan);
     assert_eq!(seen["console_errors"], json!([]), "{seen:#}");
     let mut measured = Vec::new();
     for svg in ["heap", "diff"] {

@@ -176,6 +176,29 @@ pub fn browser() -> Option<PathBuf> {
     None
 }
 
+/// `tests/browser/<script>` run by node on `plan` (written to the sandbox's plan.json): what
+/// it printed, as JSON; panics with its output when it failed or printed no JSON.
+pub fn run_browser(sb: &Sandbox, script: &str, plan: &serde_json::Value) -> serde_json::Value {
+    sb.write("plan.json", &plan.to_string());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/browser")
+        .join(script);
+    let out = Command::new("node")
+        .arg(&script)
+        .arg(sb.file("plan.json"))
+        .output()
+        .expect("node runs");
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(out.status.success(), "{seen:#}");
+    seen
+}
+
 /// The Go program of `tests/go/<which>`, built once per test process (Go's build cache
 /// makes a later process's build quick); None when Go is missing (a failure under CI).
 pub fn go_peer(which: &'static str) -> Option<PathBuf> {

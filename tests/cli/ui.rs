@@ -658,21 +658,7 @@ fn ui_in_a_real_browser() {
         "pstats": {"id": id_of("checks/disk.pstats")},
         "traversal": ["/file?id=0%2F..%2F..%2Fetc%2Fpasswd", "/file?id=%2Fetc%2Fpasswd", "/../../etc/passwd", "/prof/captures.jsonl"],
     });
-    sb.write("plan.json", &plan.to_string());
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/ui.mjs");
-    let out = Command::new("node")
-        .arg(&script)
-        .arg(sb.file("plan.json"))
-        .output()
-        .unwrap();
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-        panic!(
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    assert!(out.status.success(), "{seen:#}");
+    let seen = crate::support::run_browser(&sb, "ui.mjs", &plan);
     assert_eq!(seen["listed"], entries.len());
     let causes = seen["causes"].to_string();
     for c in ["resource_threshold", "scheduled", "upload"] {

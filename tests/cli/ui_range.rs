@@ -264,22 +264,7 @@ fn the_time_views_in_a_real_browser() {
         "pick": "main.fibonacci", "group": "pod",
         "large": {"id": large, "search": "Serve12"},
     });
-    sb.write("plan.json", &plan.to_string());
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/timeline.mjs");
-    let out = std::process::Command::new("node")
-        .arg(&script)
-        .arg(sb.file("plan.json"))
-        .output()
-        .unwrap();
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-        panic!(
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    assert!(out.status.success(), "{seen:#}");
+    let seen = crate::support::run_browser(&sb, "timeline.mjs", &plan);
     assert_eq!(seen["timeline_points"], 6, "{seen:#}");
     assert!(seen["hover"].as_str().unwrap().contains("click to open"));
     // The merged range is the API's selection, of the captures in it.
