@@ -192,13 +192,26 @@ pub struct ConfdArgs {
     pub confd: Option<PathBuf>,
 }
 
+/// How `check --profile` profiles a Python check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileHow {
+    /// Sampled stacks, as py-spy takes them (the default)
+    Sample,
+    /// cProfile's tracing: exact call counts; every call costs more
+    Cprofile,
+}
+
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     /// Name of the check to run (see `agentprof list`)
     pub name: String,
-    /// Sample the run's CPU and print the top calls by cumulative time
-    #[arg(long)]
-    pub profile: bool,
+    /// Profile the runs and print the top calls by cumulative time. Built-in and Python
+    /// checks are sampled (Python: each thread's stack, wall and CPU time, read from outside
+    /// the worker where the interpreter allows); `--profile=cprofile` traces a Python check
+    /// with cProfile instead (exact call counts, slower calls)
+    #[arg(long, value_name = "HOW", num_args = 0..=1, require_equals = true,
+          default_missing_value = "sample", value_enum)]
+    pub profile: Option<ProfileHow>,
     /// Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)
     #[arg(short = 't', long = "times", visible_alias = "check-times", value_name = "N",
           default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -235,7 +248,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE.pb.gz")]
     pub pprof: Option<PathBuf>,
     /// Write a Python check's cProfile statistics as a pstats dump (python -m pstats,
-    /// snakeviz); implies --profile
+    /// snakeviz); implies --profile=cprofile
     #[arg(long, value_name = "FILE")]
     pub pstats: Option<PathBuf>,
     /// Keep a Python check's own log records from this level up with each run, shown in the

@@ -33,11 +33,36 @@ pub struct CheckReport {
     pub spooled: bool,
 }
 
-/// What `--profile` found: sampled native stacks, or a Python check's cProfile statistics.
+/// What `--profile` found: sampled native stacks, a Python check's sampled stacks, or its
+/// cProfile statistics.
 #[derive(Debug, Clone)]
 pub enum ProfileView {
     Cpu(ProfileSummary),
+    Python(PythonSampled),
     Pstats(pstats::PstatsView),
+}
+
+/// A Python check's sampled profile, summarised for display.
+#[derive(Debug, Clone)]
+pub struct PythonSampled {
+    /// Which sampler ran, where, and what it costs.
+    pub method: String,
+    pub frequency_hz: u32,
+    pub samples: u64,
+    pub wall_ns: u64,
+    pub cpu_ns: u64,
+    /// Runs sampled, and how many ended early (their samples up to then are kept).
+    pub runs: u32,
+    pub partial_runs: u32,
+    /// Stacks dropped because they changed while read.
+    pub torn: u64,
+    /// The in-worker sampler's own CPU (0 when read from outside).
+    pub sampler_cpu_ns: u64,
+    /// A warm-up run came before and is left out.
+    pub warm_up: bool,
+    /// Functions seen in all; `rows` are the first `top` of them.
+    pub functions: usize,
+    pub rows: Vec<crate::checks::python::sampler::FunctionTime>,
 }
 
 /// The sampled call profile, summarised for display.

@@ -12,6 +12,7 @@ use super::units;
 use super::{CheckReport, ProfileView, Style};
 
 mod costs;
+mod sampled;
 
 use costs::{alloc_table, cost, profile};
 
@@ -307,6 +308,7 @@ fn profiles(out: &mut String, style: Style, report: &CheckReport, runs: u32) {
     }
     match &report.profile {
         Some(ProfileView::Cpu(p)) => profile(out, style, p, &merged),
+        Some(ProfileView::Python(p)) => sampled::python_sampled(out, style, p, &merged),
         Some(ProfileView::Pstats(v)) => {
             let warm = if v.warm_up {
                 ", after a warm-up run left out (--profile-first-run keeps it)"

@@ -544,7 +544,9 @@ def _load(msg):
         return {"error": where, "where": where}
     return {"ok": True, "class": cls.__name__, "base": base_name,
             "version": version, "module": module_name, "origin": origin,
-            "python": sys.version.split()[0], "failed": failed}
+            "python": sys.version.split()[0], "failed": failed,
+            "implementation": sys.implementation.name, "hexversion": sys.hexversion,
+            "abiflags": getattr(sys, "abiflags", "")}
 
 
 def _construct(cls, name, init_config, instance):
@@ -701,6 +703,114 @@ def _perf_read(fd):
     return struct.unpack("=Q", os.read(fd, 8))[0]
 
 
+# ---------------------------------------------------------------- in-worker sampler
+#
+# `--profile` samples a check's stacks. agentprof reads them from outside where it can read
+# this interpreter (CPython 3.11+); elsewhere this thread does, while run() runs: every
+# period it takes sys._current_frames() and charges each thread's stack the wall time since
+# the last round and the CPU its thread used since (its own CPU clock), so a thread blocked
+# in a read shows wall time and no CPU. The thread's own CPU is counted and reported.
+
+class _Sampler(object):
+    def __init__(self, hz):
+        import threading
+        self.period = 1.0 / max(1, hz)
+        self.active = False
+        self.stop = False
+        self.stacks = {}
+        self.dropped = 0
+        self.cpu_ns = 0
+        self.switch = sys.getswitchinterval()
+        self.clocks = {}
+        self.main = threading.main_thread().ident
+        self.thread = threading.Thread(target=self._loop, name="agentprof-sampler", daemon=True)
+        self.thread.start()
+
+    def _cpu(self, ident):
+        try:
+            clock = self.clocks.get(ident)
+            if clock is None:
+                clock = self.clocks[ident] = [time.pthread_getcpuclockid(ident), None]
+            now = time.clock_gettime_ns(clock[0])
+        except (OSError, AttributeError, OverflowError):
+            return 0
+        before, clock[1] = clock[1], now
+        return 0 if before is None else max(0, now - before)
+
+    def _stack(self, frame):
+        out = []
+        while frame is not None:
+            code = frame.f_code
+            out.append((code.co_filename, getattr(code, "co_qualname", code.co_name),
+                        frame.f_lineno or code.co_firstlineno, code.co_firstlineno))
+            frame = frame.f_back
+        # The host's own frames under the check are not the check's.
+        while out and out[-1][0] in _HOST_FILES:
+            out.pop()
+        return tuple(out)
+
+    def _loop(self):
+        import threading
+        me = threading.get_ident()
+        own = time.pthread_getcpuclockid(me)
+        c0 = time.clock_gettime_ns(own)
+        last = time.perf_counter_ns()
+        nxt = time.perf_counter()
+        while not self.stop:
+            nxt += self.period
+            delay = nxt - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            else:
+                nxt = time.perf_counter()
+            now = time.perf_counter_ns()
+            wall, last = now - last, now
+            if not self.active:
+                continue
+            try:
+                frames = sys._current_frames()
+            except Exception:
+                self.dropped += 1
+                continue
+            for ident, frame in frames.items():
+                if ident == me:
+                    continue
+                cpu = self._cpu(ident)
+                stack = self._stack(frame)
+                if not stack:
+                    continue
+                key = ("main" if ident == self.main else "thread %d" % ident, stack)
+                v = self.stacks.get(key)
+                if v is None:
+                    self.stacks[key] = [1, wall, cpu]
+                else:
+                    v[0] += 1
+                    v[1] += wall
+                    v[2] += cpu
+            del frames
+        self.cpu_ns = time.clock_gettime_ns(own) - c0
+
+    def begin(self):
+        # Each thread's CPU is counted from here.
+        for ident in list(sys._current_frames()):
+            self._cpu(ident)
+        # This thread needs the GIL to look: a check running pure Python holds it for the
+        # switch interval (5 ms) at a time, so with the default interval it would be seen
+        # only when it calls into C code that releases the GIL. A quarter of the sampling
+        # period keeps the look close to its time, for the run only.
+        self.switch = sys.getswitchinterval()
+        sys.setswitchinterval(min(self.switch, self.period / 4))
+        self.active = True
+
+    def end(self):
+        self.active = False
+        self.stop = True
+        self.thread.join()
+        return {"stacks": [[k[0], [list(f) for f in k[1]], v[0], v[1], v[2]]
+                           for k, v in self.stacks.items()],
+                "sampler_cpu_ns": self.cpu_ns, "dropped": self.dropped}
+
+
 def run(msg):
     global PROFILE, _NOT_THE_CHECKS
     check = CHECKS[msg["instance"]]
@@ -712,6 +822,7 @@ def run(msg):
     if msg.get("profile"):
         import cProfile
         prof = cProfile.Profile()
+    sampler = _Sampler(msg["sample_hz"]) if msg.get("sample_hz") else None
     snap0 = None
     traced = bool(msg.get("memory"))
     if traced:
@@ -735,6 +846,8 @@ def run(msg):
         base = tracemalloc.get_traced_memory()[0]
     if prof is not None:
         prof.enable()
+    if sampler is not None:
+        sampler.begin()
     count = msg.get("count")
     counted = None
     perf = _perf_counter(*count["perf"]) if isinstance(count, dict) else None
@@ -751,6 +864,9 @@ def run(msg):
             error = check.run()
     except BaseException:  # a check's run() that raises past the base class
         error = json.dumps([{"message": "run() raised", "traceback": traceback.format_exc()}])
+    if sampler is not None:
+        sampler.active = False
+        sys.setswitchinterval(sampler.switch)
     if prof is not None:
         prof.disable()
     if traced:
@@ -785,6 +901,7 @@ def run(msg):
     get_warnings = getattr(check, "get_warnings", None)
     warnings = list(get_warnings()) if callable(get_warnings) else []
     return {
+        "sampled": sampler.end() if sampler is not None else None,
         "error": _format_error(error),
         "wall_s": wall,
         "cpu_user_s": u1 - u0,

@@ -12,6 +12,7 @@
 pub mod installed;
 mod protocol;
 mod reply;
+pub mod sampler;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -26,6 +27,7 @@ use super::{ExternalCheck, ExternalRun, RunOptions};
 use protocol::Worker;
 pub use protocol::WorkerError;
 use reply::{absorb, alloc_lines, memory_of};
+pub use sampler::{Profiler, Samples};
 
 /// The host program, run as `python -u - IN_FD OUT_FD agentprof-python-host` with the
 /// program on its standard input (so `ps` shows that short line, not 27 KB of Python).
@@ -145,6 +147,14 @@ pub struct PythonHost {
     spec: LoadSpec,
     worker: Option<Worker>,
     pub loaded: Option<Loaded>,
+    /// How profiled runs are profiled: cProfile unless a command asks for samples.
+    profiler: Profiler,
+    /// How the running worker is sampled (found when it starts).
+    method: Option<sampler::Method>,
+    /// The samples of the profiled runs so far.
+    samples: Option<Samples>,
+    /// What the running worker said of its interpreter.
+    interp: Option<sampler::Interpreter>,
 }
 
 impl PythonHost {
@@ -153,7 +163,47 @@ impl PythonHost {
             spec,
             worker: None,
             loaded: None,
+            profiler: Profiler::CProfile,
+            method: None,
+            samples: None,
+            interp: None,
         }
+    }
+
+    /// Profiled runs are profiled this way from now on.
+    pub fn set_profiler(&mut self, profiler: Profiler) {
+        self.profiler = profiler;
+    }
+
+    pub fn profiler(&self) -> Profiler {
+        self.profiler
+    }
+
+    /// The samples of the profiled runs so far (`--profile`'s sampler), and how they were
+    /// taken; None when nothing was sampled.
+    pub fn samples(&self) -> Option<&Samples> {
+        self.samples.as_ref()
+    }
+
+    /// How the worker is sampled, once found: a reader outside it, or a thread in it. Said
+    /// once on stderr when it is the thread, with why.
+    fn attach_sampler(&mut self, pid: u32, interp: &sampler::Interpreter) {
+        let Profiler::Sample { hz } = self.profiler else {
+            return;
+        };
+        let method = sampler::attach(pid, interp);
+        if let sampler::Method::InWorker { why } = &method
+            && self.method.is_none()
+            && self.samples.is_none()
+        {
+            eprintln!(
+                "agentprof: note: --profile: {why}; sampling with a thread in the worker instead (its cost is in the report)"
+            );
+        }
+        let samples = self.samples.get_or_insert_with(|| Samples::new(hz));
+        samples.method = method.describe();
+        self.method = Some(method);
+        self.interp = Some(interp.clone());
     }
 
     fn ensure_started(&mut self) -> Result<&mut Worker, WorkerError> {
@@ -209,6 +259,12 @@ impl PythonHost {
                     })
                     .unwrap_or_default(),
             });
+            let interp = sampler::Interpreter {
+                implementation: reply["implementation"].as_str().unwrap_or("").to_string(),
+                hexversion: reply["hexversion"].as_u64().unwrap_or(0),
+                abiflags: reply["abiflags"].as_str().unwrap_or("").to_string(),
+            };
+            self.attach_sampler(w.pid(), &interp);
             self.worker = Some(w);
         }
         self.worker.as_mut().ok_or(WorkerError::NotRunning)
@@ -245,13 +301,16 @@ impl PythonHost {
         if let Some(why) = self.not_loaded(index) {
             return failed(why);
         }
-        let outcome = match self.ensure_started() {
-            Ok(w) => w.run(index, opts, timeout),
-            Err(e) => {
-                self.worker = None;
-                return failed(e.to_string());
-            }
+        if let Err(e) = self.ensure_started() {
+            self.worker = None;
+            return failed(e.to_string());
+        }
+        let plan = self.sampling_plan(opts);
+        let Some(w) = self.worker.as_mut() else {
+            return failed(WorkerError::NotRunning.to_string());
         };
+        let (outcome, sampled) = w.run(index, opts, timeout, plan);
+        self.keep_samples(sampled, &outcome);
         match outcome {
             Ok(measured) => ExternalRun {
                 result: absorb(&measured.reply, sink),
@@ -288,7 +347,7 @@ impl PythonHost {
             return Err(why);
         }
         let outcome = match self.ensure_started() {
-            Ok(w) => w.run(index, opts, timeout),
+            Ok(w) => w.run(index, opts, timeout, protocol::Sampling::Off).0,
             Err(e) => return Err(e.to_string()),
         };
         match outcome {
@@ -304,6 +363,72 @@ impl PythonHost {
                     .unwrap_or_default();
                 Err(format!("{e}{status}"))
             }
+        }
+    }
+
+    /// How this run is profiled: not at all, by cProfile, or sampled (the outside reader is
+    /// lent to the run and comes back with its samples).
+    fn sampling_plan(&mut self, opts: RunOptions) -> protocol::Sampling {
+        if !opts.profile {
+            return protocol::Sampling::Off;
+        }
+        match self.profiler {
+            Profiler::CProfile => protocol::Sampling::CProfile,
+            Profiler::Sample { hz } => match self.method.take().or_else(|| {
+                // The last run's sampler thread failed: a new reader for this one.
+                let (pid, interp) = (self.worker.as_ref()?.pid(), self.interp.clone()?);
+                Some(sampler::attach(pid, &interp))
+            }) {
+                Some(sampler::Method::Outside(reader)) => protocol::Sampling::Outside(reader, hz),
+                other => {
+                    self.method = other;
+                    protocol::Sampling::InWorker(hz)
+                }
+            },
+        }
+    }
+
+    /// A run's samples added to the others; the outside reader back for the next run.
+    fn keep_samples(
+        &mut self,
+        sampled: protocol::Sampled,
+        outcome: &Result<protocol::Measured, WorkerError>,
+    ) {
+        let Profiler::Sample { hz } = self.profiler else {
+            return;
+        };
+        let run = match sampled {
+            protocol::Sampled::Outside(Some((reader, samples))) => {
+                if self.method.is_none() {
+                    self.method = Some(sampler::Method::Outside(reader));
+                }
+                Some(samples)
+            }
+            protocol::Sampled::Outside(None) => {
+                eprintln!(
+                    "agentprof: warning: --profile: the sampler thread failed; this run's samples are lost"
+                );
+                None
+            }
+            protocol::Sampled::Nothing => None,
+        };
+        let from_worker = outcome
+            .as_ref()
+            .ok()
+            .filter(|m| m.reply["sampled"].is_object())
+            .map(|m| Samples::from_reply(&m.reply["sampled"], hz));
+        let Some(all) = self.samples.as_mut() else {
+            return;
+        };
+        for s in run.iter().chain(from_worker.iter()) {
+            all.absorb(s);
+            all.duration_ns += s.duration_ns;
+        }
+        if run.is_some() || from_worker.is_some() || outcome.is_err() {
+            all.runs += 1;
+        }
+        if outcome.is_err() {
+            all.partial_runs += 1;
         }
     }
 
@@ -436,6 +561,9 @@ impl PythonHost {
 
     /// Forgets the cProfile statistics of the runs so far.
     pub fn reset_stats(&mut self) -> Result<(), WorkerError> {
+        if let Some(s) = self.samples.as_mut() {
+            s.clear();
+        }
         self.ask(&json!({"op": "reset_stats"})).map(|_| ())
     }
 

@@ -76,6 +76,23 @@ pub struct Worker {
     probe: Probe,
 }
 
+/// How a run is profiled.
+pub enum Sampling {
+    Off,
+    CProfile,
+    /// By a thread in the worker, at this frequency.
+    InWorker(u32),
+    /// From outside, by this reader, at this frequency.
+    Outside(Box<super::sampler::Reader>, u32),
+}
+
+/// What an outside sampler gave back: the reader and the run's samples (None: its thread
+/// failed).
+pub enum Sampled {
+    Nothing,
+    Outside(Option<(Box<super::sampler::Reader>, super::sampler::Samples)>),
+}
+
 /// A measured run: the worker's reply and the run's cost.
 pub struct Measured {
     pub reply: Value,
@@ -321,14 +338,43 @@ impl Worker {
             .map_err(|e| WorkerError::Channel(format!("the Python worker stopped listening: {e}")))
     }
 
-    /// Runs instance `index`: snapshots at the exact start and end, then the submissions.
+    /// Runs instance `index`: snapshots at the exact start and end, then the submissions;
+    /// profiled as `sampling` says. An outside sampler runs from before the run starts to
+    /// after it ended or failed (its samples of the host's own frames are left out), so a
+    /// run that timed out keeps the samples it had.
     pub fn run(
         &mut self,
         index: usize,
         opts: RunOptions,
         timeout: Duration,
+        sampling: Sampling,
+    ) -> (Result<Measured, WorkerError>, Sampled) {
+        let (cprofile, in_worker, outside) = match sampling {
+            Sampling::Off => (false, None, None),
+            Sampling::CProfile => (true, None, None),
+            Sampling::InWorker(hz) => (false, Some(hz), None),
+            Sampling::Outside(reader, hz) => (false, None, Some((reader, hz))),
+        };
+        let pid = self.pid();
+        let running = outside.map(|(reader, hz)| super::sampler::Running::start(reader, pid, hz));
+        let outcome = self.run_marked(index, opts, timeout, cprofile, in_worker);
+        let sampled = match running {
+            None => Sampled::Nothing,
+            Some(Ok(r)) => Sampled::Outside(r.finish()),
+            Some(Err(_)) => Sampled::Outside(None),
+        };
+        (outcome, sampled)
+    }
+
+    fn run_marked(
+        &mut self,
+        index: usize,
+        opts: RunOptions,
+        timeout: Duration,
+        cprofile: bool,
+        sample_hz: Option<u32>,
     ) -> Result<Measured, WorkerError> {
-        self.send(&serde_json::json!({"op": "run", "instance": index, "profile": opts.profile, "memory": opts.memory, "memory_lines": opts.memory_lines, "log_level": opts.log_level, "count": counting(opts.count)}))?;
+        self.send(&serde_json::json!({"op": "run", "instance": index, "profile": cprofile, "sample_hz": sample_hz, "memory": opts.memory, "memory_lines": opts.memory_lines, "log_level": opts.log_level, "count": counting(opts.count)}))?;
         self.expect_mark(b'r', Instant::now() + REPLY_TIMEOUT)?;
         settled(self.child.id());
         let peak_reset = self.probe.reset_peak_rss();

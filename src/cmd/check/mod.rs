@@ -165,6 +165,11 @@ fn load_python(
         let mut h = crate::sync::lock(host);
         h.set_memory_options(opts.memory_options.clone());
         h.set_breakpoint(opts.breakpoint);
+        if opts.profile && !opts.cprofile {
+            h.set_profiler(crate::checks::python::Profiler::Sample {
+                hz: opts.frequency_hz,
+            });
+        }
     }
     crate::checks::python::load(host)?;
     for f in crate::checks::python::failed_instances(host) {

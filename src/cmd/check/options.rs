@@ -17,6 +17,8 @@ pub struct CheckOptions {
     pub name: String,
     pub load: LoadOptions,
     pub profile: bool,
+    /// `--profile=cprofile` (or `--pstats`): a Python check traced by cProfile, not sampled.
+    pub cprofile: bool,
     pub times: u32,
     pub pause: Duration,
     pub json: bool,
@@ -125,7 +127,11 @@ impl CheckOptions {
         Ok(CheckOptions {
             load: load_options(&a.config),
             name: a.name,
-            profile: a.profile || a.flamegraph.is_some() || a.pprof.is_some() || a.pstats.is_some(),
+            profile: a.profile.is_some()
+                || a.flamegraph.is_some()
+                || a.pprof.is_some()
+                || a.pstats.is_some(),
+            cprofile: a.profile == Some(crate::cli::ProfileHow::Cprofile) || a.pstats.is_some(),
             times,
             pause,
             json: a.json,
@@ -255,19 +261,34 @@ fn profile_outputs_fit(opts: &CheckOptions, name: &str, kind: CheckKind) -> Resu
                 }
             }
         }
-        CheckKind::Python if opts.pprof.is_some() => {
-            return refuse(
-                "--pprof",
-                format!(
-                    "{name} is a Python check: its calls are profiled with cProfile; write them with --pstats FILE"
-                ),
-            );
+        CheckKind::Python if opts.cprofile => {
+            for (flag, set) in [
+                ("--pprof", opts.pprof.is_some()),
+                ("--flamegraph", opts.flamegraph.is_some()),
+            ] {
+                if set {
+                    return refuse(
+                        flag,
+                        format!(
+                            "{name}'s runs are traced by cProfile here (--profile=cprofile or --pstats), which records calls, not stacks; drop those for a sampled profile that {flag} writes"
+                        ),
+                    );
+                }
+            }
         }
         CheckKind::Builtin if opts.pstats.is_some() => {
             return refuse(
                 "--pstats",
                 format!(
                     "{name} is a built-in check: its calls are sampled natively; write them with --pprof FILE"
+                ),
+            );
+        }
+        CheckKind::Builtin if opts.cprofile => {
+            return refuse(
+                "--profile",
+                format!(
+                    "{name} is a built-in check: cProfile traces Python checks only; --profile samples it"
                 ),
             );
         }

@@ -66,6 +66,52 @@ pub(super) fn write_python_outputs(
     Ok(())
 }
 
+/// `--pprof` and `--flamegraph` of a Python check's sampled runs (wall time drawn; the
+/// pprof file has CPU time too: `go tool pprof -sample_index=cpu`).
+fn write_python_samples(
+    opts: &CheckOptions,
+    report: &CheckReport,
+    host: &Arc<Mutex<PythonHost>>,
+) -> anyhow::Result<()> {
+    if opts.pprof.is_none() && opts.flamegraph.is_none() {
+        return Ok(());
+    }
+    let proto = match crate::sync::lock(host).samples() {
+        Some(s) if !s.is_empty() => s.to_proto(),
+        _ => {
+            eprintln!(
+                "agentprof: --profile: no stack of the check was sampled, so no profile file was written; run it more times (--times)"
+            );
+            return Ok(());
+        }
+    };
+    if let Some(path) = &opts.pprof {
+        let bytes = crate::pprof::gzip_fast(&prost::Message::encode_to_vec(&proto));
+        std::fs::write(path, bytes).map_err(|e| {
+            UsageError::flag("--pprof", format!("cannot write {}: {e}", path.display()))
+        })?;
+        eprintln!(
+            "agentprof: wrote {} ({} samples; wall time, and cpu: go tool pprof -sample_index=cpu)",
+            path.display(),
+            proto.sample.iter().map(|s| s.value[0]).sum::<i64>()
+        );
+    }
+    if let Some(path) = &opts.flamegraph {
+        let p = crate::pprof::model::Pprof::new(proto)
+            .map_err(|e| anyhow::anyhow!("the sampled profile does not check: {e}"))?;
+        let file = std::fs::File::create(path).map_err(|e| {
+            UsageError::flag(
+                "--flamegraph",
+                format!("cannot write {}: {e}", path.display()),
+            )
+        })?;
+        let title = format!("agentprof check {} — wall time, sampled", report.check);
+        crate::pprof::diff::write_flamegraph(&p, 2, &title, std::io::BufWriter::new(file))?;
+        eprintln!("agentprof: wrote {}", path.display());
+    }
+    Ok(())
+}
+
 /// The report as the tables print it (`--json` is written through its spool).
 pub(super) fn rendered(report: &CheckReport, opts: &CheckOptions) -> String {
     render::table::render(report, Style::detect(opts.bordered))
@@ -118,6 +164,9 @@ pub(super) fn write_outputs(
         })?;
     }
     if let Some(host) = python_host {
+        if !opts.cprofile {
+            return write_python_samples(opts, report, host);
+        }
         return write_python_outputs(opts, report, host);
     }
     let Some(profile) = profile else {

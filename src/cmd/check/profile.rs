@@ -9,7 +9,7 @@ use crate::profile::CallProfile;
 use crate::profile::call_top;
 use crate::progress::Progress;
 use crate::render::pstats::PstatsView;
-use crate::render::{ProfileSummary, ProfileView};
+use crate::render::{ProfileSummary, ProfileView, PythonSampled};
 
 use super::{CheckOptions, MIN_PROFILE_SAMPLES};
 
@@ -53,6 +53,9 @@ pub(super) fn profile_view(
     python_host: Option<&Arc<Mutex<crate::checks::python::PythonHost>>>,
     warmed: bool,
 ) -> Option<ProfileView> {
+    if let (Some(host), true, false) = (python_host, opts.profile, opts.cprofile) {
+        return python_sampled(&crate::sync::lock(host), opts.top, warmed).map(ProfileView::Python);
+    }
     if let (Some(host), true) = (python_host, opts.profile) {
         return match crate::sync::lock(host).pstats(opts.top, opts.flamegraph.is_some()) {
             Ok(report) => Some(ProfileView::Pstats(PstatsView {
@@ -127,4 +130,31 @@ pub(super) fn repeat_for_profile(
     }
     progress.finish();
     total
+}
+
+/// A Python check's sampled profile: its top `top` functions by cumulative wall time.
+fn python_sampled(
+    host: &crate::checks::python::PythonHost,
+    top: usize,
+    warmed: bool,
+) -> Option<PythonSampled> {
+    let s = host.samples()?;
+    let total = s.total();
+    let mut rows = s.functions();
+    let functions = rows.len();
+    rows.truncate(top);
+    Some(PythonSampled {
+        method: s.method.clone(),
+        frequency_hz: s.frequency_hz,
+        samples: total.count,
+        wall_ns: total.wall_ns,
+        cpu_ns: total.cpu_ns,
+        runs: s.runs,
+        partial_runs: s.partial_runs,
+        torn: s.torn,
+        sampler_cpu_ns: s.sampler_cpu_ns,
+        warm_up: warmed,
+        functions,
+        rows,
+    })
 }
