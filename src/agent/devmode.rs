@@ -117,8 +117,9 @@ pub(super) fn write_agent_profile(dir: &Path, p: &crate::profile::CallProfile) -
     written
 }
 
-/// Every `collector_profile_interval` loops: the top 20 calls of each Python check since it
-/// started, in pstats' layout. A check busy running right now is logged at the next interval.
+/// Every `collector_profile_interval` loops: the top 20 functions of each Python check since
+/// it started, by cumulative wall time with CPU beside, from its sampled stacks. A check busy
+/// running right now is logged at the next interval.
 pub(super) fn log_top_calls(
     log: &mut LogSink,
     hosts: &[(
@@ -127,22 +128,83 @@ pub(super) fn log_top_calls(
     )],
 ) {
     for (name, host) in hosts {
-        let Ok(mut h) = host.try_lock() else { continue };
-        let Ok(report) = h.pstats(20, false) else {
+        let Ok(h) = host.try_lock() else { continue };
+        let Some(samples) = h.samples().filter(|s| !s.is_empty()) else {
             continue;
         };
-        let view = crate::render::pstats::PstatsView {
-            report,
-            top: 20,
-            warm_up: false,
-        };
+        let total = samples.total();
         let origin = format!("collector(profile.rs:{})", line!());
         log.write(&collector_log::line(
             unix_now(),
             "DEBUG",
             &origin,
-            &format!("{name}: top calls"),
+            &format!(
+                "{name}: top calls: {} samples at {} Hz over {} runs, {:.1}ms wall, {:.1}ms CPU ({})",
+                total.count,
+                samples.frequency_hz,
+                samples.runs,
+                total.wall_ns as f64 / 1e6,
+                total.cpu_ns as f64 / 1e6,
+                samples.method
+            ),
         ));
-        log.write(&crate::render::pstats::render(&view));
+        log.write(&sampled_top(samples, 20));
     }
+}
+
+/// `  cum wall  cum wall%   cum cpu  function (file:line)` rows, as go tool pprof -top -cum
+/// lays its columns out.
+fn sampled_top(samples: &crate::checks::python::Samples, n: usize) -> String {
+    let total = samples.total();
+    let pct = |v: u64, of: u64| v as f64 / of.max(1) as f64 * 100.0;
+    let mut out = String::from("  cum wall  cum wall%    cum cpu   cum cpu%  function\n");
+    for r in samples.functions().into_iter().take(n) {
+        out.push_str(&format!(
+            "{:>8.2}ms {:>9.2}% {:>8.2}ms {:>9.2}%  {} ({}:{})\n",
+            r.cum_wall_ns as f64 / 1e6,
+            pct(r.cum_wall_ns, total.wall_ns),
+            r.cum_cpu_ns as f64 / 1e6,
+            pct(r.cum_cpu_ns, total.cpu_ns),
+            crate::redact::printable(&r.function),
+            r.file,
+            r.line
+        ));
+    }
+    out
+}
+
+/// Writes each Python check's sampled profile, `python-CHECK-TIME.pb.gz`, into `dir`; the
+/// paths written.
+pub(super) fn write_python_profiles(
+    dir: &Path,
+    hosts: &[(
+        String,
+        Arc<std::sync::Mutex<crate::checks::python::PythonHost>>,
+    )],
+) -> Vec<PathBuf> {
+    let mut written = Vec::new();
+    for (name, host) in hosts {
+        let Some(proto) = crate::sync::lock_unless_poisoned(host)
+            .and_then(|h| h.samples().filter(|s| !s.is_empty()).map(|s| s.to_proto()))
+        else {
+            continue;
+        };
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("agentprof: cannot create {}: {e}", dir.display());
+            return written;
+        }
+        let path = dir.join(format!(
+            "python-{name}-{}.pb.gz",
+            crate::duration::file_stamp()
+        ));
+        let bytes = crate::pprof::gzip_fast(&prost::Message::encode_to_vec(&proto));
+        match std::fs::write(&path, bytes) {
+            Ok(()) => {
+                eprintln!("agentprof: wrote {}", path.display());
+                written.push(path);
+            }
+            Err(e) => eprintln!("agentprof: cannot write {}: {e}", path.display()),
+        }
+    }
+    written
 }

@@ -30,7 +30,9 @@ use crate::metrics::{Aggregator, Flushed, Sink};
 use crate::render::collector_log;
 use crate::signal;
 
-use devmode::{AGENT_HZ, DevProfile, agent_top_calls, log_top_calls, write_agent_profile};
+use devmode::{
+    AGENT_HZ, DevProfile, agent_top_calls, log_top_calls, write_agent_profile, write_python_profiles,
+};
 use schedule::{DEFAULT_INTERVAL, Msg};
 use setup::{Outputs, Started, load_checks, start_checks};
 
@@ -385,6 +387,10 @@ impl<'a> Collector<'a> {
             s.finish(&mut p);
             p.duration_ns = started.elapsed().as_nanos() as u64;
             report.profile_files = write_agent_profile(&config.profile_dir, &p);
+            report.profile_files.extend(write_python_profiles(
+                &config.profile_dir,
+                &checks.python_hosts,
+            ));
         }
         let mut list: Vec<CheckSummary> = checks.summaries.into_values().collect();
         list.sort_by(|a, b| a.check.cmp(&b.check));

@@ -215,15 +215,21 @@ pub(super) fn start_checks(
         }
         let mut failed = Vec::new();
         if let Some(host) = &loaded.python {
+            if opts.developer_mode {
+                // Developer mode samples Python checks' stacks, for the periodic top calls
+                // and a profile file of each at the end.
+                crate::sync::lock(host).set_profiler(crate::checks::python::Profiler::Sample {
+                    hz: PYTHON_HZ,
+                });
+            }
             let Some(f) = load_python(&name, host, report) else {
                 continue;
             };
             failed = f;
             st.python_hosts.push((name.clone(), Arc::clone(host)));
         }
-        // Developer mode profiles Python checks with cProfile, for the periodic top calls.
         let python_profile =
-            (opts.developer_mode && loaded.kind == CheckKind::Python).then_some(1000);
+            (opts.developer_mode && loaded.kind == CheckKind::Python).then_some(PYTHON_HZ);
         // An instance that did not load is not scheduled (its interval goes with it).
         intervals = intervals
             .into_iter()
@@ -269,6 +275,9 @@ pub(super) fn start_checks(
 /// A Python check's module loaded; the instances that did not load, each reported (they are
 /// not scheduled; the others run). None when the check cannot be loaded at all: it is
 /// reported once and not scheduled, as the Agent's collector does, and the other checks run.
+/// How often developer mode samples a Python check's stacks.
+const PYTHON_HZ: u32 = 100;
+
 fn load_python(
     name: &str,
     host: &Arc<std::sync::Mutex<crate::checks::python::PythonHost>>,

@@ -358,15 +358,19 @@ fn extra_passes(
             .filter(|&run| runner.run(0, run).error.is_none())
             .count();
         if let Some(p) = host.as_ref().and_then(|h| {
-            crate::sync::lock_unless_poisoned(h).and_then(|mut h| h.pstats(20, plan.stacks).ok())
+            crate::sync::lock_unless_poisoned(h).and_then(|mut h| h.pstats(20, false).ok())
         }) {
             let n = ok.max(1) as f64;
             stats.python_calls_per_run = Some(p.total_calls as f64 / n);
             stats.python_top = super::measured::top_calls(&p, n);
-            if plan.stacks {
-                // cProfile's microseconds over these runs.
-                stats.stacks_ns_per_run = per_run(&p.folded, 1e3, ok, true);
+        }
+        if plan.stacks {
+            let mut progress =
+                crate::progress::Progress::new(u64::from(per), &format!("{}: stacks", plan.name));
+            if let Some(s) = python_sampled_stacks(side.config, plan, per, &mut progress)? {
+                stats.stacks_ns_per_run = s;
             }
+            progress.finish();
         }
     }
     if plan.memory {
@@ -493,6 +497,41 @@ fn sampled_stacks(
         per_run(&lines, 1e9 / f64::from(STACK_HZ), ok, false)
     }))
 }
+
+/// A Python check's stacks per run: a fresh load whose runs are sampled (wall time, read
+/// from outside the worker where it can be), at least `per` runs and about `STACK_TIME`.
+fn python_sampled_stacks(
+    config: &AgentConfig,
+    plan: &Plan,
+    per: u32,
+    progress: &mut crate::progress::Progress,
+) -> anyhow::Result<Option<Vec<String>>> {
+    let loaded = load(config, plan)?;
+    if let Some(h) = &loaded.python {
+        crate::sync::lock(h).set_profiler(crate::checks::python::Profiler::Sample {
+            hz: PYTHON_STACK_HZ,
+        });
+    }
+    let (mut runner, host, _) = warmed(config, plan, loaded, Some(PYTHON_STACK_HZ), false)?;
+    let (mut ok, started) = (0, std::time::Instant::now());
+    for run in 1..=100_000 {
+        ok += usize::from(runner.run(0, run).error.is_none());
+        if run == per {
+            (0..per).for_each(|_| progress.inc());
+        }
+        if run >= per && started.elapsed() > STACK_TIME {
+            break;
+        }
+    }
+    Ok(host.as_ref().and_then(|h| {
+        let h = crate::sync::lock_unless_poisoned(h)?;
+        let lines = h.samples()?.folded();
+        Some(per_run(&lines, 1.0, ok, true))
+    }))
+}
+
+/// How often a Python check's untimed runs are sampled for `--flamegraph-diff`.
+const PYTHON_STACK_HZ: u32 = 1000;
 
 #[cfg(test)]
 mod tests {

@@ -9,8 +9,9 @@ use crate::profile::RunRecord;
 
 /// The baseline schema this agentprof writes and reads. Schema 1 timed runs under cProfile
 /// (Python checks), so its timings do not compare with today's, taken as the Agent runs the
-/// check.
-pub const SCHEMA: u32 = 2;
+/// check; schema 2's Python stacks were cProfile's times split along its caller edges, where
+/// schema 3's are sampled.
+pub const SCHEMA: u32 = 3;
 /// Seconds a timing in a baseline may hold at most (a run of over a day is not one).
 const MAX_SECONDS: f64 = 86_400.0;
 
@@ -60,8 +61,8 @@ pub struct GateStats {
     /// With `--memory`: per run, traced bytes at its end minus at its start.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub traced_kept: Vec<i64>,
-    /// `root;…;leaf NS` lines: nanoseconds per run in each stack (Python: cProfile's
-    /// times split along its caller edges; built-ins: sampled), for `--flamegraph-diff`.
+    /// `root;…;leaf NS` lines: nanoseconds per run in each stack (sampled: wall time for
+    /// Python checks, CPU for built-ins), for `--flamegraph-diff`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stacks_ns_per_run: Vec<String>,
     /// `--measure instructions`: user-space instructions of each counted run (the check's

@@ -265,7 +265,7 @@ fn profile(report: &CheckReport) -> Option<Value> {
             "partial_runs": p.partial_runs,
             "torn_stacks": p.torn,
             "sampler_cpu_ns": p.sampler_cpu_ns,
-            "warm_up_left_out": p.warm_up,
+            "warm_up_excluded": p.warm_up,
             "functions": p.functions,
             "top": p.rows,
         })),

@@ -304,6 +304,27 @@ impl Samples {
     }
 }
 
+impl Samples {
+    /// `root;…;leaf WALL_NS` lines, each frame as `function (file's name:line)`.
+    pub fn folded(&self) -> Vec<String> {
+        self.stacks
+            .iter()
+            .map(|(_, stack, v)| {
+                let frames: Vec<String> = stack
+                    .iter()
+                    .rev()
+                    .map(|&i| {
+                        let f = &self.frames[i as usize];
+                        let file = f.file.rsplit('/').next().unwrap_or(&f.file);
+                        crate::redact::flame_frame(&format!("{} ({file}:{})", f.function, f.line))
+                    })
+                    .collect();
+                format!("{} {}", frames.join(";"), v.wall_ns)
+            })
+            .collect()
+    }
+}
+
 /// A frame as the profile names it: the host's own file by the host's name.
 pub fn frame_named(file: &str, function: &str, line: i32, first_line: i32) -> SampledFrame {
     SampledFrame {
