@@ -173,8 +173,8 @@ fn sampled_top(samples: &crate::checks::python::Samples, n: usize) -> String {
     out
 }
 
-/// Writes each Python check's sampled profile, `python-CHECK-TIME.pb.gz`, into `dir`; the
-/// paths written.
+/// Writes each Python check's sampled profile, `python-CHECK-TIME.pb.gz`, into `dir` (a
+/// check with no samples, outside developer mode, writes nothing); the paths written.
 pub(super) fn write_python_profiles(
     dir: &Path,
     hosts: &[(
@@ -184,11 +184,16 @@ pub(super) fn write_python_profiles(
 ) -> Vec<PathBuf> {
     let mut written = Vec::new();
     for (name, host) in hosts {
-        let Some(proto) = crate::sync::lock_unless_poisoned(host)
-            .and_then(|h| h.samples().filter(|s| !s.is_empty()).map(|s| s.to_proto()))
-        else {
+        // A check still in its run holds its host (a stop does not wait for a run): its
+        // profile is not written rather than the stop waiting.
+        let Ok(h) = host.try_lock() else {
+            eprintln!("agentprof: {name} is still running: its Python profile is not written");
             continue;
         };
+        let Some(proto) = h.samples().filter(|s| !s.is_empty()).map(|s| s.to_proto()) else {
+            continue;
+        };
+        drop(h);
         if let Err(e) = std::fs::create_dir_all(dir) {
             eprintln!("agentprof: cannot create {}: {e}", dir.display());
             return written;

@@ -31,7 +31,8 @@ use crate::render::collector_log;
 use crate::signal;
 
 use devmode::{
-    AGENT_HZ, DevProfile, agent_top_calls, log_top_calls, write_agent_profile, write_python_profiles,
+    AGENT_HZ, DevProfile, agent_top_calls, log_top_calls, write_agent_profile,
+    write_python_profiles,
 };
 use schedule::{DEFAULT_INTERVAL, Msg};
 use setup::{Outputs, Started, load_checks, start_checks};
@@ -387,11 +388,12 @@ impl<'a> Collector<'a> {
             s.finish(&mut p);
             p.duration_ns = started.elapsed().as_nanos() as u64;
             report.profile_files = write_agent_profile(&config.profile_dir, &p);
-            report.profile_files.extend(write_python_profiles(
-                &config.profile_dir,
-                &checks.python_hosts,
-            ));
         }
+        // Python checks' samples: only developer mode takes them.
+        report.profile_files.extend(write_python_profiles(
+            &config.profile_dir,
+            &checks.python_hosts,
+        ));
         let mut list: Vec<CheckSummary> = checks.summaries.into_values().collect();
         list.sort_by(|a, b| a.check.cmp(&b.check));
         for s in &mut list {

@@ -218,9 +218,8 @@ pub(super) fn start_checks(
             if opts.developer_mode {
                 // Developer mode samples Python checks' stacks, for the periodic top calls
                 // and a profile file of each at the end.
-                crate::sync::lock(host).set_profiler(crate::checks::python::Profiler::Sample {
-                    hz: PYTHON_HZ,
-                });
+                crate::sync::lock(host)
+                    .set_profiler(crate::checks::python::Profiler::Sample { hz: PYTHON_HZ });
             }
             let Some(f) = load_python(&name, host, report) else {
                 continue;

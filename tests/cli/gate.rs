@@ -151,7 +151,7 @@ fn compare_mode_and_the_junit_and_markdown_reports() {
             "work",
             "-t",
             "12",
-            "--profile",
+            "--profile=cprofile",
             "--json",
             "--python",
             &py,
@@ -197,7 +197,7 @@ fn compare_mode_and_the_junit_and_markdown_reports() {
 }
 
 /// A regression in calls shows where it is: the stacks of the baseline and of this run as a
-/// differential flamegraph, for a Python check (cProfile) and a built-in (sampled).
+/// differential flamegraph, for a Python check and a built-in (both sampled).
 #[test]
 fn flamegraph_diff_of_a_python_and_a_builtin_check() {
     let Some(py) = venv_python() else { return };

@@ -20,6 +20,7 @@ mod profile;
 mod pull;
 mod pyroscope;
 mod python;
+mod python_sampling;
 mod readme;
 mod receive;
 mod receive_bounds;

@@ -214,6 +214,7 @@ fn pstats_numbers_are_pythons_own() {
         "fib",
         "-t",
         "2",
+        "--profile=cprofile",
         "--flamegraph",
         svg.to_str().unwrap(),
     ]);
@@ -224,7 +225,9 @@ fn pstats_numbers_are_pythons_own() {
         "flamegraph without fib"
     );
     // JSON rows carry pstats' ncalls string.
-    let doc = sb.run(&["check", "fib", "--profile", "--json"]).json();
+    let doc = sb
+        .run(&["check", "fib", "--profile=cprofile", "--json"])
+        .json();
     assert_eq!(doc["profile"]["kind"], "pstats");
     let fib = doc["profile"]["top"]
         .as_array()
@@ -1037,15 +1040,17 @@ fn check_metadata_is_shown_in_the_table_and_json() {
 }
 
 /// `--profile` of a Python check leaves out a warm-up run of each instance (the first run's
-/// imports dominated the profile) and says so; `--profile-first-run` keeps it.
+/// imports dominated the profile) and says so; `--profile-first-run` keeps it. (Sampled:
+/// each function runs for milliseconds, many sampling periods.)
 #[test]
 fn the_profile_leaves_out_a_warm_up_run_unless_asked() {
     let sb = Sandbox::new();
     sb.write(
         "checks/warm.py",
-        "from checks import AgentCheck\n\nSEEN = []\n\n\
-         def first_run_only():\n    return sum(range(200000))\n\n\
-         def every_run():\n    return sum(range(1000))\n\n\
+        "import time\nfrom checks import AgentCheck\n\nSEEN = []\n\n\
+         def spin(s):\n    end = time.perf_counter() + s\n    while time.perf_counter() < end:\n        pass\n    return 1\n\n\
+         def first_run_only():\n    return spin(0.03)\n\n\
+         def every_run():\n    return spin(0.005)\n\n\
          class Warm(AgentCheck):\n    def check(self, instance):\n\
          \x20       if not SEEN:\n            SEEN.append(first_run_only())\n\
          \x20       self.gauge('warm.v', every_run())\n",

@@ -386,10 +386,13 @@ fn series_reach_the_datadog_api_gzipped_with_retries_and_the_key_stays_secret() 
 
 #[test]
 fn developer_mode_logs_python_checks_top_calls_every_n_loops() {
+    let _cpu = crate::support::cpu_exclusive();
     let sb = Sandbox::new();
     sb.write(
         "checks/pyc.py",
-        "from checks import AgentCheck\n\nclass P(AgentCheck):\n    def check(self, instance):\n        self.gauge('pyc.value', sum(range(1000)))\n",
+        "import time\nfrom checks import AgentCheck\n\n\
+         def spin():\n    end = time.perf_counter() + 0.2\n    while time.perf_counter() < end:\n        pass\n    return 1\n\n\
+         class P(AgentCheck):\n    def check(self, instance):\n        self.gauge('pyc.value', spin())\n",
     );
     sb.write(
         "conf.d/pyc.yaml",
@@ -403,9 +406,19 @@ fn developer_mode_logs_python_checks_top_calls_every_n_loops() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let log = std::fs::read_to_string(sb.file("collector.log")).unwrap();
     assert!(log.contains(" | DEBUG | collector(profile.rs:"), "{log}");
-    assert!(log.contains("pyc: top calls"));
-    assert!(log.contains("   Ordered by: cumulative time"));
-    assert!(log.contains("pyc.py:4(check)"), "{log}");
+    // Sampled: its stacks' wall and CPU time, the check's own function by name and line.
+    assert!(log.contains("pyc: top calls: "), "{log}");
+    assert!(log.contains("cum wall  cum wall%"), "{log}");
+    assert!(log.contains("spin (") && log.contains("pyc.py:4)"), "{log}");
+    // And a pprof file of it at the end.
+    let doc = r.json();
+    let files = doc["profile_files"].as_array().unwrap();
+    assert!(
+        files
+            .iter()
+            .any(|f| f.as_str().unwrap().contains("python-pyc-")),
+        "{files:?}"
+    );
     // A Python check's own process figures in developer mode.
     let m = std::fs::read_to_string(sb.file("m.jsonl")).unwrap();
     assert!(m.contains("datadog.agent.check.memory_info.rss") && m.contains("check:pyc"));

@@ -261,20 +261,13 @@ fn profile_outputs_fit(opts: &CheckOptions, name: &str, kind: CheckKind) -> Resu
                 }
             }
         }
-        CheckKind::Python if opts.cprofile => {
-            for (flag, set) in [
-                ("--pprof", opts.pprof.is_some()),
-                ("--flamegraph", opts.flamegraph.is_some()),
-            ] {
-                if set {
-                    return refuse(
-                        flag,
-                        format!(
-                            "{name}'s runs are traced by cProfile here (--profile=cprofile or --pstats), which records calls, not stacks; drop those for a sampled profile that {flag} writes"
-                        ),
-                    );
-                }
-            }
+        CheckKind::Python if opts.cprofile && opts.pprof.is_some() => {
+            return refuse(
+                "--pprof",
+                format!(
+                    "{name}'s runs are traced by cProfile here (--profile=cprofile or --pstats), which records calls, not stacks; drop those for the sampled profile --pprof writes"
+                ),
+            );
         }
         CheckKind::Builtin if opts.pstats.is_some() => {
             return refuse(
