@@ -44,6 +44,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             break
         }
         'agentprof;check' {
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile the runs and print the top calls by cumulative time. Built-in and Python checks are sampled (Python: each thread''s stack, wall and CPU time, read from outside the worker where the interpreter allows); `--profile=cprofile` traces a Python check with cProfile instead (exact call counts, slower calls)')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)')
             [CompletionResult]::new('--times', '--times', [CompletionResultType]::ParameterName, 'Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)')
             [CompletionResult]::new('--check-times', '--check-times', [CompletionResultType]::ParameterName, 'Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)')
@@ -54,7 +55,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--frequency', '--frequency', [CompletionResultType]::ParameterName, 'Sampling frequency of the CPU profile, in Hz')
             [CompletionResult]::new('--flamegraph', '--flamegraph', [CompletionResultType]::ParameterName, 'Write a flamegraph (SVG) of the sampled runs; implies --profile')
             [CompletionResult]::new('--pprof', '--pprof', [CompletionResultType]::ParameterName, 'Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile')
-            [CompletionResult]::new('--pstats', '--pstats', [CompletionResultType]::ParameterName, 'Write a Python check''s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile')
+            [CompletionResult]::new('--pstats', '--pstats', [CompletionResultType]::ParameterName, 'Write a Python check''s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile=cprofile')
             [CompletionResult]::new('-l', '-l', [CompletionResultType]::ParameterName, 'Keep a Python check''s own log records from this level up with each run, shown in the table and in --json (as `agent check -l`; default warning; off keeps none)')
             [CompletionResult]::new('--log-level', '--log-level', [CompletionResultType]::ParameterName, 'Keep a Python check''s own log records from this level up with each run, shown in the table and in --json (as `agent check -l`; default warning; off keeps none)')
             [CompletionResult]::new('--run-timeout', '--run-timeout', [CompletionResultType]::ParameterName, 'Each run''s deadline (e.g. 5s, 500ms; a bare number is seconds), for every instance, over the configuration''s run_timeout (default 30s); an instance''s own `timeout` is the check''s')
@@ -74,7 +75,6 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--confd', '--confd', [CompletionResultType]::ParameterName, 'Directory of check configurations (NAME.yaml and NAME.d/*.yaml; profile.yaml for pull and k8s)')
             [CompletionResult]::new('--checks', '--checks', [CompletionResultType]::ParameterName, 'Directory of plugin checks')
             [CompletionResult]::new('--python', '--python', [CompletionResultType]::ParameterName, 'Python interpreter for Python checks (a virtualenv''s python works)')
-            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Sample the run''s CPU and print the top calls by cumulative time')
             [CompletionResult]::new('-r', '-r', [CompletionResultType]::ParameterName, 'Run twice, one second apart, so rates and deltas have a value')
             [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'Run twice, one second apart, so rates and deltas have a value')
             [CompletionResult]::new('--check-rate', '--check-rate', [CompletionResultType]::ParameterName, 'Run twice, one second apart, so rates and deltas have a value')
@@ -85,8 +85,8 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--memory', '--memory', [CompletionResultType]::ParameterName, 'Trace a Python check''s allocations (tracemalloc): top allocating lines per run, and with --times the lines that grew most from the first run to the last')
             [CompletionResult]::new('--profile-memory', '--profile-memory', [CompletionResultType]::ParameterName, 'Trace a Python check''s allocations (tracemalloc): top allocating lines per run, and with --times the lines that grew most from the first run to the last')
             [CompletionResult]::new('--flare', '--flare', [CompletionResultType]::ParameterName, 'Also write the report, with secrets scrubbed, to a file for a support case (as `agent check --flare`): checks/check_NAME_TIMESTAMP.log under the log_file''s directory, else under agentprof''s state directory')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break

@@ -154,6 +154,10 @@ _agentprof() {
                 return 0
             fi
             case "${prev}" in
+                --profile)
+                    COMPREPLY=($(compgen -W "sample cprofile" -- "${cur}"))
+                    return 0
+                    ;;
                 --times)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -40,6 +40,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'agentprof;check'= {
+            cand --profile 'Profile the runs and print the top calls by cumulative time. Built-in and Python checks are sampled (Python: each thread''s stack, wall and CPU time, read from outside the worker where the interpreter allows); `--profile=cprofile` traces a Python check with cProfile instead (exact call counts, slower calls)'
             cand -t 'Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)'
             cand --times 'Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)'
             cand --check-times 'Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)'
@@ -50,7 +51,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --frequency 'Sampling frequency of the CPU profile, in Hz'
             cand --flamegraph 'Write a flamegraph (SVG) of the sampled runs; implies --profile'
             cand --pprof 'Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile'
-            cand --pstats 'Write a Python check''s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile'
+            cand --pstats 'Write a Python check''s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile=cprofile'
             cand -l 'Keep a Python check''s own log records from this level up with each run, shown in the table and in --json (as `agent check -l`; default warning; off keeps none)'
             cand --log-level 'Keep a Python check''s own log records from this level up with each run, shown in the table and in --json (as `agent check -l`; default warning; off keeps none)'
             cand --run-timeout 'Each run''s deadline (e.g. 5s, 500ms; a bare number is seconds), for every instance, over the configuration''s run_timeout (default 30s); an instance''s own `timeout` is the check''s'
@@ -70,7 +71,6 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --confd 'Directory of check configurations (NAME.yaml and NAME.d/*.yaml; profile.yaml for pull and k8s)'
             cand --checks 'Directory of plugin checks'
             cand --python 'Python interpreter for Python checks (a virtualenv''s python works)'
-            cand --profile 'Sample the run''s CPU and print the top calls by cumulative time'
             cand -r 'Run twice, one second apart, so rates and deltas have a value'
             cand --rate 'Run twice, one second apart, so rates and deltas have a value'
             cand --check-rate 'Run twice, one second apart, so rates and deltas have a value'
@@ -81,8 +81,8 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --memory 'Trace a Python check''s allocations (tracemalloc): top allocating lines per run, and with --times the lines that grew most from the first run to the last'
             cand --profile-memory 'Trace a Python check''s allocations (tracemalloc): top allocating lines per run, and with --times the lines that grew most from the first run to the last'
             cand --flare 'Also write the report, with secrets scrubbed, to a file for a support case (as `agent check --flare`): checks/check_NAME_TIMESTAMP.log under the log_file''s directory, else under agentprof''s state directory'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
         }

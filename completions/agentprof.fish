@@ -42,6 +42,8 @@ complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "completions" -d
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "man" -d 'Write the man pages (agentprof.1 and one page per subcommand)'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "init" -d 'Write the example configurations (conf.d/*.yaml.example, agentprof.yaml.example) and the plugin checks agentprof ships (checks/) into DIR, for an installed binary'
 complete -c agentprof -n "__fish_agentprof_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l profile -d 'Profile the runs and print the top calls by cumulative time. Built-in and Python checks are sampled (Python: each thread\'s stack, wall and CPU time, read from outside the worker where the interpreter allows); `--profile=cprofile` traces a Python check with cProfile instead (exact call counts, slower calls)' -r -f -a "sample\t'Sampled stacks, as py-spy takes them (the default)'
+cprofile\t'cProfile\'s tracing: exact call counts; every call costs more'"
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s t -l times -l check-times -d 'Run the check N times, 1 to 1000000 (rates and deltas need at least two runs)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s d -l delay -d 'Wait this long after the runs before the report (as `agent check -d`, whose aggregator takes in what a run sent in the meantime; agentprof\'s takes it in as the run returns, so this is only a wait)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pause -d 'Pause between runs (e.g. 250, 500ms, 2s; a bare number is milliseconds)' -r
@@ -49,7 +51,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l top -d 'Ro
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l frequency -d 'Sampling frequency of the CPU profile, in Hz' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l flamegraph -d 'Write a flamegraph (SVG) of the sampled runs; implies --profile' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pprof -d 'Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile' -r -F
-complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pstats -d 'Write a Python check\'s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pstats -d 'Write a Python check\'s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile=cprofile' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s l -l log-level -d 'Keep a Python check\'s own log records from this level up with each run, shown in the table and in --json (as `agent check -l`; default warning; off keeps none)' -r -f -a "trace\t''
 debug\t''
 info\t''
@@ -76,14 +78,13 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l config -d 
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l confd -d 'Directory of check configurations (NAME.yaml and NAME.d/*.yaml; profile.yaml for pull and k8s)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l checks -d 'Directory of plugin checks' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l python -d 'Python interpreter for Python checks (a virtualenv\'s python works)' -r
-complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l profile -d 'Sample the run\'s CPU and print the top calls by cumulative time'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s r -l rate -l check-rate -d 'Run twice, one second apart, so rates and deltas have a value'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l json -d 'Print one JSON document (schema in docs/json.md)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l table -d 'Draw bordered tables instead of plain aligned columns'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l profile-first-run -d 'Profile a Python check\'s first run too (by default one warm-up run of each instance, dominated by first imports, comes before the runs and is left out of the profile)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s m -l memory -l profile-memory -d 'Trace a Python check\'s allocations (tracemalloc): top allocating lines per run, and with --times the lines that grew most from the first run to the last'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l flare -d 'Also write the report, with secrets scrubbed, to a file for a support case (as `agent check --flare`): checks/check_NAME_TIMESTAMP.log under the log_file\'s directory, else under agentprof\'s state directory'
-complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s h -l help -d 'Print help'
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l duration -d 'Stop by itself after this long (e.g. 30s, 10m)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand start" -l log -d 'Write collector.log here (overrides log_file; - is stdout)' -r -F
