@@ -357,7 +357,8 @@ impl Worker {
         };
         let pid = self.pid();
         let running = outside.map(|(reader, hz)| super::sampler::Running::start(reader, pid, hz));
-        let outcome = self.run_marked(index, opts, timeout, cprofile, in_worker);
+        let marks = running.as_ref().and_then(|r| r.as_ref().ok());
+        let outcome = self.run_marked(index, opts, timeout, cprofile, in_worker, marks);
         let sampled = match running {
             None => Sampled::Nothing,
             Some(Ok(r)) => Sampled::Outside(r.finish()),
@@ -373,6 +374,7 @@ impl Worker {
         timeout: Duration,
         cprofile: bool,
         sample_hz: Option<u32>,
+        sampler: Option<&super::sampler::Running>,
     ) -> Result<Measured, WorkerError> {
         self.send(&serde_json::json!({"op": "run", "instance": index, "profile": cprofile, "sample_hz": sample_hz, "memory": opts.memory, "memory_lines": opts.memory_lines, "log_level": opts.log_level, "count": counting(opts.count)}))?;
         self.expect_mark(b'r', Instant::now() + REPLY_TIMEOUT)?;
@@ -381,8 +383,15 @@ impl Worker {
         let before = self.probe.before();
         self.send_mark(b'g')?;
         let started = Instant::now();
+        if let Some(s) = sampler {
+            s.run_started();
+        }
         match self.expect_mark(b'd', started + timeout) {
-            Ok(()) => {}
+            Ok(()) => {
+                if let Some(s) = sampler {
+                    s.run_ended();
+                }
+            }
             Err(WorkerError::Timeout) => return Err(WorkerError::RunTimeout(timeout)),
             Err(e) => return Err(e),
         }
