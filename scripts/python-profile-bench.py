@@ -25,35 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-CHECK = '''
-import zlib
-from datadog_checks.base import AgentCheck
-
-DATA = bytes(range(256)) * 2048
-
-
-def tiny(x):
-    return x + 1
-
-
-def calls(n):
-    t = 0
-    for i in range(n):
-        t = tiny(t)
-    return t
-
-
-def c_hot(n):
-    for _ in range(n):
-        zlib.compress(DATA, 6)
-
-
-class HiddenCheck(AgentCheck):
-    def check(self, instance):
-        calls(60000)
-        c_hot(4)
-        self.gauge("hidden.done", 1)
-'''
+CHECK = open(os.path.join(ROOT, "tests/python/hidden_hot_spot.py")).read()
 
 SCRIPT = '''
 import importlib.util, sys, time, types

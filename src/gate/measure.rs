@@ -482,16 +482,7 @@ fn sampled_stacks(
         Some(STACK_HZ),
         false,
     );
-    let (mut ok, started) = (0, std::time::Instant::now());
-    for run in 1..=100_000 {
-        ok += usize::from(sampled.run(0, run).error.is_none());
-        if run == per {
-            (0..per).for_each(|_| progress.inc());
-        }
-        if run >= per && started.elapsed() > STACK_TIME {
-            break;
-        }
-    }
+    let ok = runs_for_stacks(&mut sampled, per, progress);
     Ok(sampled.finish_profile().map(|(profile, _)| {
         let lines = crate::profile::folded(&profile);
         per_run(&lines, 1e9 / f64::from(STACK_HZ), ok, false)
@@ -513,6 +504,21 @@ fn python_sampled_stacks(
         });
     }
     let (mut runner, host, _) = warmed(config, plan, loaded, Some(PYTHON_STACK_HZ), false)?;
+    let ok = runs_for_stacks(&mut runner, per, progress);
+    Ok(host.as_ref().and_then(|h| {
+        let h = crate::sync::lock_unless_poisoned(h)?;
+        let lines = h.samples()?.folded();
+        Some(per_run(&lines, 1.0, ok, true))
+    }))
+}
+
+/// Runs the first instance at least `per` times and for about `STACK_TIME`; how many runs
+/// succeeded.
+fn runs_for_stacks(
+    runner: &mut Runner,
+    per: u32,
+    progress: &mut crate::progress::Progress,
+) -> usize {
     let (mut ok, started) = (0, std::time::Instant::now());
     for run in 1..=100_000 {
         ok += usize::from(runner.run(0, run).error.is_none());
@@ -523,11 +529,7 @@ fn python_sampled_stacks(
             break;
         }
     }
-    Ok(host.as_ref().and_then(|h| {
-        let h = crate::sync::lock_unless_poisoned(h)?;
-        let lines = h.samples()?.folded();
-        Some(per_run(&lines, 1.0, ok, true))
-    }))
+    ok
 }
 
 /// How often a Python check's untimed runs are sampled for `--flamegraph-diff`.

@@ -14,7 +14,7 @@ mod top;
 
 pub use callprofile::{CallProfile, Frame, ProfileKind, Sample};
 pub use flamegraph::{folded, write_flamegraph};
-pub use pprof_out::{encode_gzip, to_proto};
+pub use pprof_out::{Strings, encode_gzip, to_proto};
 pub use pstats::PstatsReport;
 pub use record::{AllocLine, MemoryProfile, PeakScope, RunCost, RunRecord, RunStatus};
 #[cfg(test)]

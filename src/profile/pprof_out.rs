@@ -10,14 +10,15 @@ use prost::Message;
 use super::{CallProfile, Frame, ProfileKind};
 use crate::pprof::proto::{Function, Line, Location, Mapping, Profile, Sample, ValueType};
 
+/// A profile.proto string table, each string's index made the first time it is seen.
 #[derive(Default)]
-struct Strings {
-    table: Vec<String>,
+pub struct Strings {
+    pub table: Vec<String>,
     ids: HashMap<String, i64>,
 }
 
 impl Strings {
-    fn id(&mut self, s: &str) -> i64 {
+    pub fn id(&mut self, s: &str) -> i64 {
         if let Some(&id) = self.ids.get(s) {
             return id;
         }

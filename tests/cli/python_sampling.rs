@@ -10,35 +10,7 @@ use std::process::Command;
 
 use crate::support::{Sandbox, require_go, skip, venv_python};
 
-const HIDDEN: &str = r#"
-import zlib
-from datadog_checks.base import AgentCheck
-
-DATA = bytes(range(256)) * 2048
-
-
-def tiny(x):
-    return x + 1
-
-
-def calls(n):
-    t = 0
-    for i in range(n):
-        t = tiny(t)
-    return t
-
-
-def c_hot(n):
-    for _ in range(n):
-        zlib.compress(DATA, 6)
-
-
-class HiddenCheck(AgentCheck):
-    def check(self, instance):
-        calls(60000)
-        c_hot(4)
-        self.gauge("hidden.done", 1)
-"#;
+const HIDDEN: &str = include_str!("../python/hidden_hot_spot.py");
 
 fn hidden() -> Sandbox {
     let sb = Sandbox::new();

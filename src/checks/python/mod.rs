@@ -398,7 +398,8 @@ impl PythonHost {
             return;
         };
         let run = match sampled {
-            protocol::Sampled::Outside(Some((reader, samples))) => {
+            protocol::Sampled::Outside(Some(lent)) => {
+                let (reader, samples) = *lent;
                 if self.method.is_none() {
                     self.method = Some(sampler::Method::Outside(reader));
                 }

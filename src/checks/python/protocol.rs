@@ -90,7 +90,7 @@ pub enum Sampling {
 /// failed).
 pub enum Sampled {
     Nothing,
-    Outside(Option<(Box<super::sampler::Reader>, super::sampler::Samples)>),
+    Outside(Option<Box<(Box<super::sampler::Reader>, super::sampler::Samples)>>),
 }
 
 /// A measured run: the worker's reply and the run's cost.
@@ -361,7 +361,7 @@ impl Worker {
         let outcome = self.run_marked(index, opts, timeout, cprofile, in_worker, marks);
         let sampled = match running {
             None => Sampled::Nothing,
-            Some(Ok(r)) => Sampled::Outside(r.finish()),
+            Some(Ok(r)) => Sampled::Outside(r.finish().map(Box::new)),
             Some(Err(_)) => Sampled::Outside(None),
         };
         (outcome, sampled)

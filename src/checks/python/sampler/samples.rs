@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use crate::pprof::proto::{Function, Label, Line, Location, Mapping, Profile, Sample, ValueType};
+use crate::profile::Strings;
 
 /// The file name of agentprof's host program in the worker (it is run from stdin).
 pub const HOST_FILE: &str = "<stdin>";
@@ -332,24 +333,6 @@ pub fn frame_named(file: &str, function: &str, line: i32, first_line: i32) -> Sa
         file: if file == HOST_FILE { HOST_NAME } else { file }.to_string(),
         line,
         first_line,
-    }
-}
-
-#[derive(Default)]
-struct Strings {
-    table: Vec<String>,
-    ids: HashMap<String, i64>,
-}
-
-impl Strings {
-    fn id(&mut self, s: &str) -> i64 {
-        if let Some(&id) = self.ids.get(s) {
-            return id;
-        }
-        let id = self.table.len() as i64;
-        self.table.push(s.to_string());
-        self.ids.insert(s.to_string(), id);
-        id
     }
 }
 
