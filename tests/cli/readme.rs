@@ -158,6 +158,7 @@ fn every_command_in_the_readme_and_docs_is_one_agentprof_accepts() {
         "README.md",
         "docs/ci.md",
         "docs/details.md",
+        "docs/python-profiling.md",
         "checks/README.md",
     ] {
         let text = std::fs::read_to_string(format!("{root}/{doc}")).unwrap();

@@ -7,7 +7,7 @@ use std::path::Path;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use serde_json::Value;
 
 fn docs(file: &str) -> Vec<Value> {
@@ -37,30 +37,40 @@ fn the_manifests_are_valid_kubernetes_objects() {
     let ns = docs("00-namespace.yaml");
     let _: Namespace = strict(&ns[0]);
     let rbac = docs("10-rbac.yaml");
-    assert_eq!(rbac.len(), 3);
+    assert_eq!(rbac.len(), 5);
     let _: ServiceAccount = strict(&rbac[0]);
-    let role: ClusterRole = strict(&rbac[1]);
-    let rules: Vec<(Vec<String>, Vec<String>, Vec<String>)> = role
-        .rules
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.api_groups.unwrap(), r.resources.unwrap(), r.verbs))
-        .collect();
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let rules_of = |rules: Option<Vec<k8s_openapi::api::rbac::v1::PolicyRule>>| {
+        rules
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.api_groups.unwrap(), r.resources.unwrap(), r.verbs))
+            .collect::<Vec<(Vec<String>, Vec<String>, Vec<String>)>>()
+    };
+    let cluster: ClusterRole = strict(&rbac[1]);
     assert_eq!(
-        rules,
+        rules_of(cluster.rules),
         [
             (s(&[""]), s(&["pods"]), s(&["get", "list", "watch"])),
             (s(&[""]), s(&["nodes/stats"]), s(&["get"])),
-            (
-                s(&["coordination.k8s.io"]),
-                s(&["leases"]),
-                s(&["get", "create", "update"])
-            ),
         ],
-        "exactly what agentprof k8s uses"
+        "cluster-wide: only what agentprof k8s reads"
     );
     let _: ClusterRoleBinding = strict(&rbac[2]);
+    // Leases only in agentprof's own namespace, through a Role.
+    let role: Role = strict(&rbac[3]);
+    assert_eq!(role.metadata.namespace.as_deref(), Some("agentprof"));
+    assert_eq!(
+        rules_of(role.rules),
+        [(
+            s(&["coordination.k8s.io"]),
+            s(&["leases"]),
+            s(&["get", "create", "update"])
+        )],
+    );
+    let binding: RoleBinding = strict(&rbac[4]);
+    assert_eq!(binding.metadata.namespace.as_deref(), Some("agentprof"));
+    assert_eq!(binding.role_ref.kind, "Role");
     let cm: ConfigMap = strict(&docs("20-configmap.yaml")[0]);
     let profile = &cm.data.unwrap()["profile.yaml"];
     let rules = agentprof::k8s::config::K8sConfig::parse(Path::new("profile.yaml"), profile)

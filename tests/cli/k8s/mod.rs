@@ -4,6 +4,7 @@
 pub mod apiserver;
 pub mod collect;
 mod faults;
+mod helm;
 pub mod kubelet;
 mod manifests;
 mod peers;

@@ -66,6 +66,26 @@ fn against_a_real_kube_apiserver_as_the_daemonsets_service_account() {
     let token = token.trim().to_string();
     let kc = sb.file("sa.kubeconfig");
     c.kubeconfig(&kc, &token, "agentprof");
+    // Least privilege, as the API server's authorizer decides: its node's Lease in its own
+    // namespace, no Lease elsewhere (kube-system's leader elections), pods read-only.
+    let can = |args: &[&str]| {
+        let mut all = vec!["auth", "can-i"];
+        all.extend_from_slice(args);
+        all.push("--as=system:serviceaccount:agentprof:agentprof");
+        let (yes, text) = c.kubectl_status(&all);
+        assert!(
+            text.starts_with("yes") || text.starts_with("no"),
+            "{args:?}: {text}"
+        );
+        yes
+    };
+    assert!(can(&["update", "leases", "-n", "agentprof"]));
+    assert!(can(&["create", "leases", "-n", "agentprof"]));
+    assert!(!can(&["update", "leases", "-n", "kube-system"]));
+    assert!(!can(&["create", "leases", "-n", "default"]));
+    assert!(can(&["watch", "pods", "--all-namespaces"]));
+    assert!(!can(&["delete", "pods", "-n", "shop"]));
+    assert!(!can(&["get", "secrets", "-n", "agentprof"]));
     // Three Running, Ready pods with real Go services; one Pending, one Running not Ready.
     let port = 16210;
     let mut procs = Vec::new();
