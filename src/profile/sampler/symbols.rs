@@ -45,9 +45,24 @@ impl Sampler {
             .and_then(|h| h.join().ok());
         let resolved =
             resolved.unwrap_or_else(|| missing.iter().map(|&(ip, _)| vec![unknown(ip)]).collect());
-        for (key, frames) in missing.into_iter().zip(resolved.iter()) {
+        let table = self
+            .table
+            .get_or_insert_with(crate::profile::symtab::SymbolTable::of_this_executable);
+        for (key @ (ip, leaf), frames) in missing.into_iter().zip(resolved.iter()) {
             // Copies made here, so nothing kept points into the helper's allocations.
-            self.symbols.insert(key, frames.to_vec());
+            let mut frames = frames.to_vec();
+            // The release build keeps line tables only, whose functions are named by their
+            // last segment (`run`): the function the address is in (the outermost frame)
+            // takes its whole name from the symbol table. Inlined frames keep the short one.
+            let addr = if leaf { ip } else { ip.saturating_sub(1) };
+            if let (Some(outer), Some(named)) = (
+                frames.last_mut(),
+                table.as_ref().and_then(|t| t.frame(addr)),
+            ) {
+                outer.function = named.function;
+                outer.system_name = named.system_name;
+            }
+            self.symbols.insert(key, frames);
         }
     }
 

@@ -193,12 +193,21 @@ fn the_chart_lints_renders_least_privilege_and_refuses_values_that_make_no_sense
     // Values that make no sense fail, naming the value.
     for (set, says) in [
         ("image.repository=", "image.repository must be set"),
-        ("image.repository=Not An Image", "image.repository"),
-        ("resources.limits.memory=-128Mi", "resources.limits.memory"),
-        ("resources.requests.cpu=lots", "resources.requests.cpu"),
-        ("metrics.port=0", "metrics.port"),
-        ("imag.repository=x", "imag"),
-        ("upload.url=ftp://x", "upload.url"),
+        (
+            "image.repository=Not An Image",
+            "image.repository \"Not An Image\" is not an image reference",
+        ),
+        (
+            "resources.limits.memory=-128Mi",
+            "at '/resources/limits/memory'",
+        ),
+        (
+            "resources.requests.cpu=lots",
+            "at '/resources/requests/cpu'",
+        ),
+        ("metrics.port=0", "at '/metrics/port'"),
+        ("imag.repository=x", "'imag' not allowed"),
+        ("upload.url=ftp://x", "at '/upload/url'"),
     ] {
         let (ok, out) = template(&helm, &["--set", set]);
         assert!(!ok, "{set} was accepted:\n{out}");
