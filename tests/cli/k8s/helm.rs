@@ -271,7 +271,8 @@ fn the_chart_installs_on_a_real_kube_apiserver_with_least_privilege() {
     assert!(can(&["update", "leases", "-n", "profiling"]));
     assert!(!can(&["update", "leases", "-n", "kube-system"]));
     assert!(can(&["list", "pods", "--all-namespaces"]));
-    assert!(can(&["get", "nodes/stats"]));
+    assert!(can(&["get", "nodes", "--subresource=stats"]));
+    assert!(!can(&["get", "nodes", "--subresource=proxy"]));
     assert!(!can(&["get", "secrets", "-n", "profiling"]));
     let (ok, out) = run(
         &helm,
