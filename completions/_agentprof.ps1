@@ -52,7 +52,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentprof' -ScriptBlock {
             [CompletionResult]::new('--delay', '--delay', [CompletionResultType]::ParameterName, 'Wait this long after the runs before the report (as `agent check -d`, whose aggregator takes in what a run sent in the meantime; agentprof''s takes it in as the run returns, so this is only a wait)')
             [CompletionResult]::new('--pause', '--pause', [CompletionResultType]::ParameterName, 'Pause between runs (e.g. 250, 500ms, 2s; a bare number is milliseconds)')
             [CompletionResult]::new('--top', '--top', [CompletionResultType]::ParameterName, 'Rows in the profile''s top table')
-            [CompletionResult]::new('--frequency', '--frequency', [CompletionResultType]::ParameterName, 'Sampling frequency of the CPU profile, in Hz')
+            [CompletionResult]::new('--frequency', '--frequency', [CompletionResultType]::ParameterName, 'Sampling frequency of the profile, in Hz [default: 4999 for built-in checks, whose runs take microseconds; 1000 for Python checks]')
             [CompletionResult]::new('--flamegraph', '--flamegraph', [CompletionResultType]::ParameterName, 'Write a flamegraph (SVG) of the sampled runs; implies --profile')
             [CompletionResult]::new('--pprof', '--pprof', [CompletionResultType]::ParameterName, 'Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile')
             [CompletionResult]::new('--pstats', '--pstats', [CompletionResultType]::ParameterName, 'Write a Python check''s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile=cprofile')

@@ -48,7 +48,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --delay 'Wait this long after the runs before the report (as `agent check -d`, whose aggregator takes in what a run sent in the meantime; agentprof''s takes it in as the run returns, so this is only a wait)'
             cand --pause 'Pause between runs (e.g. 250, 500ms, 2s; a bare number is milliseconds)'
             cand --top 'Rows in the profile''s top table'
-            cand --frequency 'Sampling frequency of the CPU profile, in Hz'
+            cand --frequency 'Sampling frequency of the profile, in Hz [default: 4999 for built-in checks, whose runs take microseconds; 1000 for Python checks]'
             cand --flamegraph 'Write a flamegraph (SVG) of the sampled runs; implies --profile'
             cand --pprof 'Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile'
             cand --pstats 'Write a Python check''s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile=cprofile'

@@ -48,7 +48,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s t -l times
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s d -l delay -d 'Wait this long after the runs before the report (as `agent check -d`, whose aggregator takes in what a run sent in the meantime; agentprof\'s takes it in as the run returns, so this is only a wait)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pause -d 'Pause between runs (e.g. 250, 500ms, 2s; a bare number is milliseconds)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l top -d 'Rows in the profile\'s top table' -r
-complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l frequency -d 'Sampling frequency of the CPU profile, in Hz' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l frequency -d 'Sampling frequency of the profile, in Hz [default: 4999 for built-in checks, whose runs take microseconds; 1000 for Python checks]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l flamegraph -d 'Write a flamegraph (SVG) of the sampled runs; implies --profile' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pprof -d 'Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pstats -d 'Write a Python check\'s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile=cprofile' -r -F

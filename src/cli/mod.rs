@@ -237,10 +237,11 @@ pub struct CheckArgs {
     #[arg(long, value_name = "N", default_value_t = 20,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub top: u32,
-    /// Sampling frequency of the CPU profile, in Hz
-    #[arg(long, value_name = "HZ", default_value_t = 1000,
+    /// Sampling frequency of the profile, in Hz [default: 4999 for built-in checks, whose
+    /// runs take microseconds; 1000 for Python checks]
+    #[arg(long, value_name = "HZ",
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub frequency: u32,
+    pub frequency: Option<u32>,
     /// Write a flamegraph (SVG) of the sampled runs; implies --profile
     #[arg(long, value_name = "FILE.svg")]
     pub flamegraph: Option<PathBuf>,

@@ -167,7 +167,7 @@ fn load_python(
         h.set_breakpoint(opts.breakpoint);
         if opts.profile && !opts.cprofile {
             h.set_profiler(crate::checks::python::Profiler::Sample {
-                hz: opts.frequency_hz,
+                hz: opts.frequency_for(crate::checks::CheckKind::Python),
             });
         }
     }

@@ -28,7 +28,7 @@ pub(super) fn sampling(opts: &CheckOptions, loaded: &LoadedCheck) -> Option<u32>
         );
         return None;
     }
-    opts.profile.then_some(opts.frequency_hz)
+    opts.profile.then_some(opts.frequency_for(loaded.kind))
 }
 
 /// The sampled profile of the runs, said when samples were lost.
