@@ -18,15 +18,29 @@ use crate::config::AgentConfig;
 use crate::emit::{Batch, Forwarder};
 use crate::error::UsageError;
 
-/// Every check configured in conf.d, loaded; one that cannot be is said and recorded, and
-/// none at all is a configuration error.
+/// The built-in checks the Datadog Agent runs with no configuration of its own (its package
+/// ships their conf.yaml.default).
+const DEFAULT_CHECKS: [&str; 7] = ["cpu", "disk", "io", "load", "memory", "network", "uptime"];
+
+/// Every check configured in conf.d, loaded (none configured: the Agent's default checks);
+/// one that cannot be is said and recorded, and none loaded at all is a configuration error.
 pub(super) fn load_checks(
     config: &AgentConfig,
     report: &mut AgentReport,
 ) -> anyhow::Result<Vec<crate::checks::LoadedCheck>> {
     let registry = Registry::new(config);
     let mut checks = Vec::new();
-    for name in configured_checks(&config.confd_path) {
+    let mut names = configured_checks(&config.confd_path);
+    if names.is_empty() {
+        // As the Agent, whose package enables these from their conf.yaml.default files.
+        eprintln!(
+            "agentprof: no check is configured in {}: running the Agent's default checks ({}) with their default instances (`agentprof init` writes conf.d/NAME.yaml.example files to start from)",
+            config.confd_path.display(),
+            DEFAULT_CHECKS.join(", ")
+        );
+        names = DEFAULT_CHECKS.iter().map(|n| n.to_string()).collect();
+    }
+    for name in names {
         match registry.load(&name) {
             Ok(loaded) => {
                 for w in &loaded.warnings {

@@ -142,10 +142,28 @@ fn sigterm_stops_the_agent_within_five_seconds_with_a_summary() {
 }
 
 #[test]
-fn nothing_configured_is_a_usage_error() {
-    let r = Sandbox::new().run(&["start", "--duration", "1s"]);
-    assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("no check is configured"), "{}", r.stderr);
+fn nothing_configured_runs_the_agents_default_checks() {
+    // A fresh clone's conf.d holds only examples: the Agent's default checks run, and say so.
+    let sb = Sandbox::new();
+    sb.write("conf.d/disk.yaml.example", "instances: [{}]\n");
+    let r = sb.run(&["start", "--duration", "1s", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("no check is configured") && r.stderr.contains("default checks"),
+        "{}",
+        r.stderr
+    );
+    let doc = r.json();
+    let names: Vec<&str> = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["cpu", "disk", "io", "load", "memory", "network", "uptime"]
+    );
     let r = Sandbox::new().run(&["start", "--duration", "soon"]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("--duration"), "{}", r.stderr);
