@@ -166,12 +166,28 @@ pub fn browser() -> Option<PathBuf> {
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    if chromium.is_file() && playwright.is_file() && node {
+    let mut missing = Vec::new();
+    if !chromium.is_file() {
+        missing.push(format!(
+            "Chromium at {} (apt-get install chromium)",
+            chromium.display()
+        ));
+    }
+    if !node {
+        missing.push("node (apt-get install nodejs npm)".to_string());
+    }
+    if !playwright.is_file() {
+        missing.push(
+            "tests/browser/node_modules (cd tests/browser && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci)"
+                .to_string(),
+        );
+    }
+    if missing.is_empty() {
         return Some(chromium);
     }
     skip(&format!(
-        "chromium ({}), node or tests/browser's playwright-core is missing (.ci/run installs them)",
-        chromium.display()
+        "missing for the browser tests: {} (.ci/run installs them)",
+        missing.join("; ")
     ));
     None
 }
