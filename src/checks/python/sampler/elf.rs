@@ -5,10 +5,13 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+#[cfg(target_os = "linux")]
 use object::elf::{FileHeader64, PT_LOAD, SHT_DYNSYM, SHT_SYMTAB};
+#[cfg(target_os = "linux")]
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
 
 /// A symbol table past this is not read (libpython's is well under 1 MiB).
+#[cfg(target_os = "linux")]
 const MAX_TABLE_BYTES: u64 = 64 << 20;
 
 /// The address of `symbol` in process `pid`, and the file that defines it; or why not.
@@ -79,8 +82,15 @@ fn python_files(maps: &str) -> Vec<(PathBuf, u64)> {
     out
 }
 
+/// Elsewhere agentprof does not read ELF files (the sampler reads Linux's /proc).
+#[cfg(not(target_os = "linux"))]
+fn symbol_in(_file: &File, _symbol: &str) -> Option<(u64, u64)> {
+    None
+}
+
 /// `symbol`'s value in `file` (its dynamic symbols, then its full table) and the lowest
 /// address of its loadable segments.
+#[cfg(target_os = "linux")]
 fn symbol_in(file: &File, symbol: &str) -> Option<(u64, u64)> {
     let data = object::ReadCache::new(file);
     let header = FileHeader64::<object::Endianness>::parse(&data).ok()?;

@@ -25,6 +25,17 @@ impl Memory {
                 format!("no memory at {addr:#x}"),
             ));
         }
+        #[cfg(not(target_os = "linux"))]
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "reading another process's memory is Linux-only here",
+        ));
+        #[cfg(target_os = "linux")]
+        self.read_linux(addr, buf)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn read_linux(&self, addr: u64, buf: &mut [u8]) -> io::Result<()> {
         let local = libc::iovec {
             iov_base: buf.as_mut_ptr().cast(),
             iov_len: buf.len(),
