@@ -327,7 +327,7 @@ impl Runner {
     /// Repeats the `pos`-th in-process instance, sampled but neither measured nor reported,
     /// when the runs so far gave fewer than `below` samples, until the profile holds `want`
     /// samples or `budget` has passed: a built-in run of a few hundred microseconds is far too
-    /// short for 1000 Hz sampling. The runs measured so far keep their figures; these
+    /// short to be sampled on its own. The runs measured so far keep their figures; these
     /// repetitions only add samples. Returns how many ran, and why they stopped early when a
     /// repetition failed.
     pub fn repeat_for_profile(

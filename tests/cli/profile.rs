@@ -46,7 +46,7 @@ fn the_first_command_prints_a_real_top_table_from_repeated_runs() {
     let doc = sb
         .run(&["check", "process", "--profile", "-t", "40", "--json"])
         .json();
-    if doc["profile"]["samples"].as_u64().unwrap() >= 20 {
+    if doc["profile"]["samples"].as_u64().unwrap() >= 200 {
         assert_eq!(doc["profile"]["repeated_runs"], 0);
     }
 }
@@ -71,14 +71,13 @@ fn a_timed_out_instance_leaves_the_others_sampled() {
         "{p}\nstderr: {}",
         r.stderr
     );
-    // The title says what was merged: 3 runs of each of the 3 instances (and the sampled
-    // repetitions, when those gave too few samples).
+    // The title says what was merged: 3 runs of each of the 3 instances, and the sampled
+    // repetitions that topped the profile up.
     let table = sb.run(&["check", "process", "--profile", "-t", "3"]);
     assert!(
-        table.stdout.contains("over 3 runs of each of 3 instances (9 calls)")
-            || table
-                .stdout
-                .contains("over 3 measured runs of each of 3 instances (9 calls)"),
+        table
+            .stdout
+            .contains("over 3 measured runs of each of 3 instances (9 calls)"),
         "{}",
         table.stdout
     );
