@@ -158,7 +158,7 @@ fn sampled_top(samples: &crate::checks::python::Samples, n: usize) -> String {
     let total = samples.total();
     let pct = |v: u64, of: u64| v as f64 / of.max(1) as f64 * 100.0;
     let mut out = String::from("  cum wall  cum wall%    cum cpu   cum cpu%  function\n");
-    for r in samples.functions().into_iter().take(n) {
+    for r in samples.top(n).0 {
         out.push_str(&format!(
             "{:>8.2}ms {:>9.2}% {:>8.2}ms {:>9.2}%  {} ({}:{})\n",
             r.cum_wall_ns as f64 / 1e6,

@@ -119,6 +119,36 @@ fn a_hidden_hot_spot_is_ranked_as_py_spy_ranks_it_and_cprofile_inverts_it() {
         svg.contains("<svg") && svg.contains("c_hot"),
         "no c_hot in the flamegraph"
     );
+    // The table's numbers are `top`'s of the file it wrote (go tool pprof's rows, which
+    // tests/cli/pprof.rs holds `top` to), for wall and CPU time.
+    for (index, flat, cum) in [
+        ("wall", "flat_wall_ns", "cum_wall_ns"),
+        ("cpu", "flat_cpu_ns", "cum_cpu_ns"),
+    ] {
+        let top = sb
+            .run(&[
+                "top",
+                "--cum",
+                "--sample-index",
+                index,
+                "--json",
+                pprof.to_str().unwrap(),
+            ])
+            .json();
+        let rows = top["report"]["rows"].as_array().unwrap();
+        for f in ["c_hot", "calls", "tiny", "HiddenCheck.check"] {
+            let theirs = rows
+                .iter()
+                .find(|r| r["function"] == f)
+                .unwrap_or_else(|| panic!("{f} not in top's {index} rows"));
+            let ours = row(&doc, f);
+            assert_eq!(
+                (ours[flat].as_i64(), ours[cum].as_i64()),
+                (theirs["flat"].as_i64(), theirs["cum"].as_i64()),
+                "{index} of {f}"
+            );
+        }
+    }
 
     // py-spy, the reference, ranks them the same on the same code as a script.
     let spy = PathBuf::from(&py).with_file_name("py-spy");
@@ -396,6 +426,17 @@ fn cprofile_is_asked_for_by_name_and_its_refusals_name_the_flag() {
         "{}",
         r.stderr
     );
+    let r = sb.run(&[
+        "check",
+        "hidden",
+        "--python",
+        &py,
+        "--profile=cprofile",
+        "--frequency",
+        "100",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--frequency"), "{}", r.stderr);
     let r = sb.run(&["check", "disk", "--profile=cprofile"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("built-in"), "{}", r.stderr);

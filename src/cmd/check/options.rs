@@ -275,6 +275,14 @@ fn profile_outputs_fit(opts: &CheckOptions, name: &str, kind: CheckKind) -> Resu
                 }
             }
         }
+        CheckKind::Python if opts.cprofile && opts.frequency_hz.is_some() => {
+            return refuse(
+                "--frequency",
+                format!(
+                    "{name}'s runs are traced by cProfile here (--profile=cprofile or --pstats), which times every call and samples nothing"
+                ),
+            );
+        }
         CheckKind::Python if opts.cprofile && opts.pprof.is_some() => {
             return refuse(
                 "--pprof",

@@ -142,9 +142,7 @@ fn python_sampled(
 ) -> Option<PythonSampled> {
     let s = host.samples()?;
     let total = s.total();
-    let mut rows = s.functions();
-    let functions = rows.len();
-    rows.truncate(top);
+    let (rows, functions) = s.top(top);
     Some(PythonSampled {
         method: s.method.clone(),
         frequency_hz: s.frequency_hz,

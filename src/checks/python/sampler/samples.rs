@@ -248,9 +248,9 @@ impl Samples {
     }
 }
 
-/// One function of the top table: its wall and CPU time as the leaf (flat) and anywhere
-/// on the stack (cum, once per sample however deep it recurses), as `go tool pprof -top
-/// -cum` counts them at its default granularity (functions by name).
+/// One function of the top table: its wall and CPU time as the leaf (flat) and anywhere on
+/// the stack (cum, once per sample however deep it recurses): `go tool pprof -top -cum`'s
+/// rows of the profile's `wall` and `cpu` sample types (`pprof::report::top_nodes`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FunctionTime {
     pub function: String,
@@ -264,44 +264,46 @@ pub struct FunctionTime {
 }
 
 impl Samples {
-    /// Every function's times, most cumulative wall time first (then CPU, then name).
-    pub fn functions(&self) -> Vec<FunctionTime> {
-        let mut by_name: HashMap<&str, FunctionTime> = HashMap::new();
-        let mut seen: Vec<&str> = Vec::new();
-        for (_, stack, v) in &self.stacks {
-            seen.clear();
-            for (depth, &id) in stack.iter().enumerate() {
-                let f = &self.frames[id as usize];
-                let t = by_name
-                    .entry(f.function.as_str())
-                    .or_insert_with(|| FunctionTime {
-                        function: f.function.clone(),
-                        file: f.file.clone(),
-                        line: f.first_line,
-                        flat_wall_ns: 0,
-                        cum_wall_ns: 0,
-                        flat_cpu_ns: 0,
-                        cum_cpu_ns: 0,
-                    });
-                if depth == 0 {
-                    t.flat_wall_ns += v.wall_ns;
-                    t.flat_cpu_ns += v.cpu_ns;
+    /// The `n` functions with the most cumulative wall time, in go tool pprof's order, with
+    /// their CPU time beside; and how many functions there are in all.
+    pub fn top(&self, n: usize) -> (Vec<FunctionTime>, usize) {
+        use crate::pprof::report::{TopOptions, top_nodes};
+        let Ok(p) = crate::pprof::model::Pprof::new(self.to_proto()) else {
+            return (Vec::new(), 0);
+        };
+        let nodes = |index: &str, nodes: usize| {
+            let opts = TopOptions {
+                sample_index: Some(index.to_string()),
+                cum: true,
+                nodes,
+                node_fraction: 0.0,
+                edge_fraction: 0.0,
+            };
+            top_nodes(&p, &opts).unwrap_or_default()
+        };
+        let (wall, functions) = nodes("wall", n);
+        let (cpu, _) = nodes("cpu", 0);
+        let cpu: HashMap<&str, (i64, i64)> = cpu
+            .iter()
+            .map(|t| (t.name.as_str(), (t.flat, t.cum)))
+            .collect();
+        let rows = wall
+            .iter()
+            .map(|t| {
+                let first = self.frames.iter().find(|f| f.function == t.name);
+                let (flat_cpu, cum_cpu) = cpu.get(t.name.as_str()).copied().unwrap_or_default();
+                FunctionTime {
+                    function: t.name.clone(),
+                    file: first.map(|f| f.file.clone()).unwrap_or_default(),
+                    line: first.map_or(0, |f| f.first_line),
+                    flat_wall_ns: t.flat.unsigned_abs(),
+                    cum_wall_ns: t.cum.unsigned_abs(),
+                    flat_cpu_ns: flat_cpu.unsigned_abs(),
+                    cum_cpu_ns: cum_cpu.unsigned_abs(),
                 }
-                if !seen.contains(&f.function.as_str()) {
-                    seen.push(f.function.as_str());
-                    t.cum_wall_ns += v.wall_ns;
-                    t.cum_cpu_ns += v.cpu_ns;
-                }
-            }
-        }
-        let mut rows: Vec<FunctionTime> = by_name.into_values().collect();
-        rows.sort_by(|a, b| {
-            b.cum_wall_ns
-                .cmp(&a.cum_wall_ns)
-                .then(b.cum_cpu_ns.cmp(&a.cum_cpu_ns))
-                .then_with(|| a.function.cmp(&b.function))
-        });
-        rows
+            })
+            .collect();
+        (rows, functions)
     }
 }
 
