@@ -135,6 +135,12 @@ fn a_hidden_hot_spot_is_ranked_as_py_spy_ranks_it_and_cprofile_inverts_it() {
                 pprof.to_str().unwrap(),
             ])
             .json();
+        let total = if index == "wall" { "wall_ns" } else { "cpu_ns" };
+        assert_eq!(
+            doc["profile"][total].as_i64(),
+            top["report"]["total"].as_i64(),
+            "the {index} total"
+        );
         let rows = top["report"]["rows"].as_array().unwrap();
         for f in ["c_hot", "calls", "tiny", "HiddenCheck.check"] {
             let theirs = rows
