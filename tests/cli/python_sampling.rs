@@ -12,11 +12,16 @@ use crate::support::{Sandbox, require_go, skip, venv_python};
 
 const HIDDEN: &str = include_str!("../python/hidden_hot_spot.py");
 
-fn hidden() -> Sandbox {
+/// A sandbox with the Python check `name` of `source` and one empty instance.
+fn check(name: &str, source: &str) -> Sandbox {
     let sb = Sandbox::new();
-    sb.write("checks/hidden.py", HIDDEN);
-    sb.write("conf.d/hidden.yaml", "instances: [{}]\n");
+    sb.write(&format!("checks/{name}.py"), source);
+    sb.write(&format!("conf.d/{name}.yaml"), "instances: [{}]\n");
     sb
+}
+
+fn hidden() -> Sandbox {
+    check("hidden", HIDDEN)
 }
 
 /// `check NAME --profile --json` with `python` and `more` flags: the report.
@@ -246,9 +251,8 @@ fn a_hidden_hot_spot_is_ranked_as_py_spy_ranks_it_and_cprofile_inverts_it() {
 #[test]
 fn a_blocked_read_is_wall_time_not_cpu() {
     let Some(py) = venv_python() else { return };
-    let sb = Sandbox::new();
-    sb.write(
-        "checks/blocked.py",
+    let sb = check(
+        "blocked",
         "import socket\nfrom datadog_checks.base import AgentCheck\n\n\
          def wait_for_reply(sock):\n    try:\n        return sock.recv(1)\n    except socket.timeout:\n        return b''\n\n\
          class Blocked(AgentCheck):\n    def check(self, instance):\n\
@@ -256,7 +260,6 @@ fn a_blocked_read_is_wall_time_not_cpu() {
          \x20       wait_for_reply(a)\n        a.close(); b.close()\n\
          \x20       self.gauge('blocked.done', 1)\n",
     );
-    sb.write("conf.d/blocked.yaml", "instances: [{}]\n");
     let r = profiled(&sb, "blocked", &py, &["-t", "3"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let doc = r.json();
@@ -290,9 +293,8 @@ fn a_blocked_read_is_wall_time_not_cpu() {
 #[test]
 fn a_thread_the_check_starts_is_sampled_and_a_raise_keeps_the_samples_before_it() {
     let Some(py) = venv_python() else { return };
-    let sb = Sandbox::new();
-    sb.write(
-        "checks/threads.py",
+    let sb = check(
+        "threads",
         "import threading, time\nfrom datadog_checks.base import AgentCheck\n\n\
          def spin_in_thread():\n    end = time.perf_counter() + 0.04\n    while time.perf_counter() < end:\n        pass\n\n\
          def before_raise():\n    end = time.perf_counter() + 0.03\n    while time.perf_counter() < end:\n        pass\n\n\
@@ -300,7 +302,6 @@ fn a_thread_the_check_starts_is_sampled_and_a_raise_keeps_the_samples_before_it(
          \x20       t = threading.Thread(target=spin_in_thread)\n        t.start()\n        t.join()\n\
          \x20       before_raise()\n        raise ValueError('mid-run')\n",
     );
-    sb.write("conf.d/threads.yaml", "instances: [{}]\n");
     let r = profiled(&sb, "threads", &py, &["-t", "3", "--profile-first-run"]);
     assert_eq!(r.code, 1, "every run raised: {}", r.stderr);
     let doc = r.json();
@@ -325,14 +326,12 @@ fn a_thread_the_check_starts_is_sampled_and_a_raise_keeps_the_samples_before_it(
 #[test]
 fn a_run_that_times_out_keeps_its_samples_and_says_partial() {
     let Some(py) = venv_python() else { return };
-    let sb = Sandbox::new();
-    sb.write(
-        "checks/forever.py",
+    let sb = check(
+        "forever",
         "from datadog_checks.base import AgentCheck\n\n\
          def forever():\n    while True:\n        pass\n\n\
          class Forever(AgentCheck):\n    def check(self, instance):\n        forever()\n",
     );
-    sb.write("conf.d/forever.yaml", "instances: [{}]\n");
     let r = profiled(
         &sb,
         "forever",

@@ -175,10 +175,6 @@ impl PythonHost {
         self.profiler = profiler;
     }
 
-    pub fn profiler(&self) -> Profiler {
-        self.profiler
-    }
-
     /// The samples of the profiled runs so far (`--profile`'s sampler), and how they were
     /// taken; None when nothing was sampled.
     pub fn samples(&self) -> Option<&Samples> {
@@ -423,7 +419,6 @@ impl PythonHost {
         };
         for s in run.iter().chain(from_worker.iter()) {
             all.absorb(s);
-            all.duration_ns += s.duration_ns;
         }
         if run.is_some() || from_worker.is_some() || outcome.is_err() {
             all.runs += 1;

@@ -99,7 +99,7 @@ impl Samples {
         }
     }
 
-    /// The samples of another set (a run's, from the in-worker sampler) added to these.
+    /// The samples of another set (one run's) added to these, with its time and counts.
     pub fn absorb(&mut self, other: &Samples) {
         for (thread, stack, v) in &other.stacks {
             let ids: Vec<u32> = stack
@@ -110,6 +110,7 @@ impl Samples {
         }
         self.torn += other.torn;
         self.sampler_cpu_ns += other.sampler_cpu_ns;
+        self.duration_ns += other.duration_ns;
     }
 
     pub fn total(&self) -> Values {
