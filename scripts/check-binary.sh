@@ -17,4 +17,16 @@ readelf -dW "$bin" | grep -q 'FLAGS_1.*PIE' \
 if readelf -dW "$bin" | grep -q '(RELR)'; then
   echo "check-binary: $bin has packed relative relocations (it would need glibc 2.36)" >&2; exit 1
 fi
-echo "check-binary: $bin is a PIE linked against the system's libc"
+# What the README installs stays light: under 30 MiB, with the symbol table (function names)
+# and the compressed line tables (files and lines) that `--profile` names built-ins from.
+size=$(stat -c %s "$bin")
+max=$((30 * 1024 * 1024))
+[ "$size" -le "$max" ] || { echo "check-binary: $bin is $size bytes, over 30 MiB ($max)" >&2; exit 1; }
+sections=$(readelf -SW "$bin")
+grep -q ' \.symtab ' <<<"$sections" || { echo "check-binary: $bin has no symbol table" >&2; exit 1; }
+grep -Eq ' \.debug_line +PROGBITS .* C ' <<<"$sections" \
+  || { echo "check-binary: $bin has no compressed .debug_line" >&2; exit 1; }
+profile=$("$bin" check disk --profile 2>/dev/null)
+grep -q '(src/checks/builtin/disk.rs' <<<"$profile" \
+  || { echo "check-binary: check disk --profile names no file of agentprof's:" >&2; echo "$profile" >&2; exit 1; }
+echo "check-binary: $bin is a PIE linked against the system's libc, $((size / 1024 / 1024)) MiB, profiles named with files and lines"

@@ -19,5 +19,7 @@ pub use pstats::PstatsReport;
 pub use record::{AllocLine, MemoryProfile, PeakScope, RunCost, RunRecord, RunStatus};
 #[cfg(test)]
 pub(crate) use sampler::tests as sampler_tests;
-pub use sampler::{NamingCost, RUN_THREAD_NAME, Sampler, ThreadId, measured_run, naming_cost};
+pub use sampler::{
+    NamingCost, RUN_THREAD_NAME, Sampler, ThreadId, measured_run, naming_cost, prefetch_line_tables,
+};
 pub use top::{TopRow, TopTable, call_top};

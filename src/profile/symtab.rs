@@ -111,26 +111,32 @@ impl SymbolTable {
     /// The function `addr` (a runtime address) is in, as a frame with its demangled name
     /// and its mangled one as `system_name`.
     pub fn frame(&self, addr: u64) -> Option<Frame> {
+        self.function(addr).map(|(frame, _)| frame)
+    }
+
+    /// The function `addr` (a runtime address) is in, and the runtime address it begins at.
+    pub fn function(&self, addr: u64) -> Option<(Frame, u64)> {
         let value = addr.checked_sub(self.bias)?;
         let i = self.funcs.partition_point(|&(start, _, _)| start <= value);
-        let &(_, end, name) = self.funcs.get(i.checked_sub(1)?)?;
+        let &(start, end, name) = self.funcs.get(i.checked_sub(1)?)?;
         if value >= end {
             return None;
         }
         let raw = self.name(name)?;
         let function = format!("{:#}", rustc_demangle::demangle(&raw));
-        Some(Frame {
+        let frame = Frame {
             system_name: (function != raw).then_some(raw),
             function,
             file: None,
             line: None,
-        })
+        };
+        Some((frame, start + self.bias))
     }
 }
 
 /// The executable's load bias (0 for a position-dependent one): the first object
 /// `dl_iterate_phdr` reports is the program itself.
-fn load_bias() -> Option<u64> {
+pub(crate) fn load_bias() -> Option<u64> {
     unsafe extern "C" fn first(
         info: *mut libc::dl_phdr_info,
         _size: libc::size_t,

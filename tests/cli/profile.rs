@@ -237,7 +237,7 @@ fn human_profile_table_has_pprof_columns() {
     assert!(r.stdout.contains("by cumulative time"));
 }
 
-/// Naming a built-in's samples reads agentprof's own debug information, after the runs:
+/// Naming a built-in's samples reads agentprof's own line tables, outside the measured runs:
 /// `--profile` says what that cost, so a user timing it knows where the time went.
 #[test]
 fn the_cost_of_naming_samples_is_said() {
@@ -247,15 +247,15 @@ fn the_cost_of_naming_samples_is_said() {
     let line = r
         .stderr
         .lines()
-        .find(|l| l.contains("read agentprof's debug information"))
+        .find(|l| l.contains("read agentprof's line tables"))
         .unwrap_or_else(|| panic!("{}", r.stderr));
     assert!(
         line.contains("sampled addresses")
             && line.contains(" s and +")
-            && line.contains("after the runs"),
+            && line.contains("outside the measured runs"),
         "{line}"
     );
     // Without --profile nothing is named, and nothing is said.
     let r = sb.run(&["check", "memory"]);
-    assert!(!r.stderr.contains("debug information"), "{}", r.stderr);
+    assert!(!r.stderr.contains("line tables"), "{}", r.stderr);
 }

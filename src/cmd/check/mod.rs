@@ -216,11 +216,11 @@ fn print_report(
 fn say_naming_cost() {
     let naming = crate::profile::naming_cost();
     if naming.addresses > 0 {
-        // Naming the samples reads agentprof's own debug information (DWARF, tens of MB in
-        // a release build whose crates LTO joined into few units): after the runs, outside
-        // their figures, but a user timing `--profile` sees it.
+        // Naming the samples reads agentprof's own line tables (12 MB inflated in a release
+        // build), beside the sampled repetitions when there are any: outside the measured
+        // runs' figures, but a user timing `--profile` sees it.
         eprintln!(
-            "agentprof: naming the profile's {} sampled addresses read agentprof's debug information: {:.2} s and +{} of resident memory, after the runs (their figures do not include it)",
+            "agentprof: naming the profile's {} sampled addresses read agentprof's line tables: {:.2} s and +{} of resident memory, outside the measured runs (their figures do not include it)",
             naming.addresses,
             naming.seconds,
             crate::render::units::bytes(Some(naming.rss_growth))

@@ -106,6 +106,9 @@ pub(super) fn repeat_for_profile(
     if !sampled {
         return 0;
     }
+    // The profile will be named from agentprof's line tables: read them now, beside the
+    // sampled repetitions, rather than after them (the measured runs are over).
+    crate::profile::prefetch_line_tables();
     let failed = |i: usize| records.iter().any(|r| r.instance == i && r.error.is_some());
     let candidates: Vec<usize> = (0..runner.instance_count())
         .filter(|&pos| !failed(runner.instance_index(pos)))

@@ -61,6 +61,8 @@ impl ThreadId {
 #[cfg(target_os = "linux")]
 mod buffer;
 #[cfg(target_os = "linux")]
+mod dwarf;
+#[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
 mod symbols;
@@ -107,6 +109,8 @@ mod imp {
     }
 }
 
+#[cfg(target_os = "linux")]
+pub use dwarf::prefetch_line_tables;
 #[cfg(not(target_os = "linux"))]
 pub use imp::Sampler;
 #[cfg(target_os = "linux")]
@@ -119,6 +123,10 @@ pub use symbols::{NamingCost, naming_cost};
 pub fn naming_cost() -> NamingCost {
     NamingCost::default()
 }
+
+/// Reading line tables ahead: nothing to read where profiles are not named from them.
+#[cfg(not(target_os = "linux"))]
+pub fn prefetch_line_tables() {}
 
 /// See the Linux sampler's.
 #[cfg(not(target_os = "linux"))]

@@ -7,17 +7,18 @@ use std::ffi::c_void;
 
 use super::super::{CallProfile, Frame};
 use super::buffer::UNSAMPLED;
-use super::linux::{Sampler, Scope};
+use super::linux::Sampler;
 
 /// Symbolised frames of one address, innermost inlined frame first.
 type Location = Vec<usize>;
 
 impl Sampler {
-    /// Resolves every address of the stacks sampled so far that has not been resolved
-    /// before. The work runs on a short-lived thread of its own: parsing the binary's
-    /// debug information allocates tens of MiB, and on that thread those allocations
-    /// land in an allocator arena nothing long-lived shares, so they are all given back
-    /// afterwards and a long-running agent that symbolises now and then does not grow.
+    /// Names every address of the stacks sampled so far that has not been named before:
+    /// the function from the symbol table (or, outside the executable, the dynamic
+    /// linker), its file and line from the executable's line tables (`dwarf.rs`). Reading
+    /// the line tables runs on a short-lived thread of its own: the few MiB it allocates land
+    /// in an allocator arena nothing long-lived shares, so they are given back afterwards
+    /// and a long-running agent that names a profile now and then does not grow.
     pub(super) fn resolve_new(&mut self) {
         let mut missing: Vec<(u64, bool)> = Vec::new();
         let mut seen: HashSet<(u64, bool)> = HashSet::new();
@@ -33,36 +34,48 @@ impl Sampler {
         if missing.is_empty() {
             return;
         }
-        let release = self.scope == Scope::Process;
-        let keys = missing.clone();
-        let resolved = std::thread::Builder::new()
-            .name("agentprof-symbols".into())
-            .spawn(move || {
-                UNSAMPLED.with(|u| u.set(true));
-                resolve_all(&keys, release)
-            })
-            .ok()
-            .and_then(|h| h.join().ok());
-        let resolved =
-            resolved.unwrap_or_else(|| missing.iter().map(|&(ip, _)| vec![unknown(ip)]).collect());
         let table = self
             .table
             .get_or_insert_with(crate::profile::symtab::SymbolTable::of_this_executable);
-        for (key @ (ip, leaf), frames) in missing.into_iter().zip(resolved.iter()) {
-            // Copies made here, so nothing kept points into the helper's allocations.
-            let mut frames = frames.to_vec();
-            // The release build keeps line tables only, whose functions are named by their
-            // last segment (`run`): the function the address is in (the outermost frame)
-            // takes its whole name from the symbol table. Inlined frames keep the short one.
-            let addr = if leaf { ip } else { ip.saturating_sub(1) };
-            if let (Some(outer), Some(named)) = (
-                frames.last_mut(),
-                table.as_ref().and_then(|t| t.frame(addr)),
-            ) {
-                outer.function = named.function;
-                outer.system_name = named.system_name;
+        // A return address points after the call; look up the call itself.
+        let addrs: Vec<u64> = missing
+            .iter()
+            .map(|&(ip, leaf)| if leaf { ip } else { ip.saturating_sub(1) })
+            .collect();
+        let named: Vec<(Frame, Option<u64>)> = addrs
+            .iter()
+            .map(
+                |&addr| match table.as_ref().and_then(|t| t.function(addr)) {
+                    Some((frame, start)) => (frame, Some(start)),
+                    None => (dynamic_symbol(addr).unwrap_or_else(|| unknown(addr)), None),
+                },
+            )
+            .collect();
+        let bias = crate::profile::symtab::load_bias().unwrap_or(0);
+        // The executable's addresses (those its symbol table names) and their functions'
+        // first addresses, file-relative; u64::MAX for any other.
+        let probes: Vec<u64> = addrs
+            .iter()
+            .zip(&named)
+            .flat_map(|(&addr, (_, start))| [start.map(|_| addr), *start])
+            .map(|a| a.and_then(|a| a.checked_sub(bias)).unwrap_or(u64::MAX))
+            .collect();
+        let positions = std::thread::Builder::new()
+            .name("agentprof-symbols".into())
+            .spawn(move || {
+                UNSAMPLED.with(|u| u.set(true));
+                resolve_all(&probes)
+            })
+            .ok()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        for (n, (key, (mut frame, start))) in missing.into_iter().zip(named).enumerate() {
+            let at = positions.get(2 * n).cloned().flatten();
+            let entry = positions.get(2 * n + 1).cloned().flatten();
+            if start.is_some() || at.is_some() {
+                place(&mut frame, at, entry);
             }
-            self.symbols.insert(key, frames);
+            self.symbols.insert(key, vec![frame]);
         }
     }
 
@@ -227,51 +240,36 @@ pub fn naming_cost() -> NamingCost {
     *crate::sync::lock(&NAMING)
 }
 
-/// Frames of each address (innermost inlined frame first); with `release`, the symbol
-/// tables are dropped afterwards.
-fn resolve_all(keys: &[(u64, bool)], release: bool) -> Vec<Vec<Frame>> {
-    let resident = || crate::procstat::self_rss().unwrap_or(0);
-    let (t0, rss0) = (std::time::Instant::now(), resident());
-    let out = resolve_each(keys);
-    {
-        let mut n = crate::sync::lock(&NAMING);
-        n.addresses += keys.len();
-        n.seconds += t0.elapsed().as_secs_f64();
-        n.rss_growth = n.rss_growth.max(resident().saturating_sub(rss0));
-    }
-    if release {
-        backtrace::clear_symbol_cache();
-    }
+/// The line-table position of each of `probes` (file-relative addresses), its cost counted.
+fn resolve_all(probes: &[u64]) -> Vec<Option<super::dwarf::Position>> {
+    let (out, cost) = super::dwarf::positions(probes);
+    let mut n = crate::sync::lock(&NAMING);
+    n.addresses += probes.len() / 2;
+    n.seconds += cost.seconds;
+    n.rss_growth = n.rss_growth.max(cost.rss_growth);
     out
 }
 
-fn resolve_each(keys: &[(u64, bool)]) -> Vec<Vec<Frame>> {
-    keys.iter()
-        .map(|&(ip, leaf)| {
-            // A return address points after the call; look up the call itself.
-            let addr = if leaf { ip } else { ip.saturating_sub(1) };
-            let mut frames = Vec::new();
-            backtrace::resolve(addr as *mut c_void, |sym| {
-                let function = sym
-                    .name()
-                    .map(|n| format!("{n:#}"))
-                    .unwrap_or_else(|| format!("{addr:#x}"));
-                let system_name = sym
-                    .name()
-                    .and_then(|n| std::str::from_utf8(n.as_bytes()).ok())
-                    .filter(|raw| *raw != function)
-                    .map(str::to_string);
-                frames.push(Frame {
-                    function,
-                    system_name,
-                    file: sym.filename().map(|p| p.display().to_string()),
-                    line: sym.lineno(),
-                });
-            });
-            if frames.is_empty() {
-                frames.push(unknown(addr));
-            }
-            frames
-        })
-        .collect()
+/// Gives a function's frame the file and line the sampled address is at (`at`). The line
+/// tables know no inlining: code inlined from another file has that file's lines, which do
+/// not belong to the function the symbol table names. So the line is kept only where the
+/// address is in the file the function begins in (`entry`); elsewhere the frame says the
+/// function's own file, without a line.
+fn place(
+    frame: &mut Frame,
+    at: Option<super::dwarf::Position>,
+    entry: Option<super::dwarf::Position>,
+) {
+    match (at, entry) {
+        (Some(at), Some(entry)) if at.file == entry.file => {
+            frame.file = Some(at.file);
+            frame.line = at.line;
+        }
+        (_, Some(entry)) => frame.file = Some(entry.file),
+        (Some(at), None) => {
+            frame.file = Some(at.file);
+            frame.line = at.line;
+        }
+        (None, None) => {}
+    }
 }
