@@ -62,6 +62,17 @@ impl Budget {
         self.total
     }
 
+    /// The most a reservation could ever hold once it holds `after` bytes, with nothing else
+    /// in flight: the whole budget while it may take the lane (and is small), else the budget
+    /// less the lane.
+    fn ceiling(&self, lane: bool, after: u64) -> u64 {
+        if lane && after <= self.small {
+            self.total
+        } else {
+            self.total - self.lane
+        }
+    }
+
     /// Bytes held by uploads in flight now.
     pub fn used(&self) -> u64 {
         let free = self.permits.available_permits() as u64 * UNIT;
@@ -164,6 +175,20 @@ impl Reservation {
         self.budget.total()
     }
 
+    /// Whether `bytes` more could ever be held, however long the request waited: false when
+    /// they are past what one reservation may take (the budget, less the lane kept for small
+    /// uploads unless this one is small). Such a request is refused for good (413), not asked
+    /// to retry (503).
+    pub fn could_ever_grow(&self, bytes: u64) -> bool {
+        let after = self.bytes().saturating_add(bytes);
+        after <= self.budget.ceiling(self.lane, after)
+    }
+
+    /// What one reservation may hold at most, when it is large: the budget less the lane.
+    pub fn large_ceiling(&self) -> u64 {
+        self.budget.ceiling(false, u64::MAX)
+    }
+
     /// Gives back what is held beyond `bytes`.
     pub fn shrink_to(&mut self, bytes: u64) {
         let keep = units(bytes).max(1) as usize;
@@ -218,5 +243,24 @@ mod tests {
         assert!(s.grow(1 << 20));
         assert!(l.grow(1 << 10));
         assert!(b.try_reserve_large(1 << 10).is_some());
+    }
+
+    #[test]
+    fn what_could_never_fit_is_told_from_what_does_not_fit_now() {
+        let b = Budget::new(10 << 20).with_lane(1 << 20, 4 << 20);
+        let big = b.try_reserve_large(1 << 20).expect("room");
+        // Up to the budget less the lane, a large one could grow (if others let go).
+        assert!(big.could_ever_grow(5 << 20));
+        assert!(!big.could_ever_grow((5 << 20) + (1 << 10)));
+        assert_eq!(big.large_ceiling(), 6 << 20);
+        // A small one may count on the whole budget while it stays small.
+        let small = b.try_reserve(1 << 10).expect("room");
+        assert!(small.could_ever_grow(512 << 10));
+        assert!(!small.could_ever_grow(7 << 20));
+        drop((big, small));
+        // Without a lane, the whole budget.
+        let plain = Budget::new(1 << 20).try_reserve(1).expect("room");
+        assert!(plain.could_ever_grow((1 << 20) - 1024));
+        assert!(!plain.could_ever_grow(2 << 20));
     }
 }

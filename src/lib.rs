@@ -12,6 +12,7 @@ pub mod config;
 mod duration;
 mod emit;
 mod error;
+mod files;
 mod gate;
 mod http;
 pub mod k8s;

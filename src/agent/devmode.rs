@@ -91,25 +91,27 @@ pub(super) fn write_agent_profile(dir: &Path, p: &crate::profile::CallProfile) -
     }
     let stem = format!("agent-{}", crate::duration::file_stamp());
     let mut written = Vec::new();
-    let pb = dir.join(format!("{stem}.pb.gz"));
-    match crate::profile::encode_gzip(p).and_then(|b| std::fs::write(&pb, b)) {
-        Ok(()) => written.push(pb),
-        Err(e) => eprintln!("agentprof: cannot write {}: {e}", pb.display()),
+    match crate::profile::encode_gzip(p)
+        .and_then(|b| crate::files::write_new(dir, &stem, "pb.gz", &b))
+    {
+        Ok(pb) => written.push(pb),
+        Err(e) => eprintln!(
+            "agentprof: cannot write {stem}.pb.gz in {}: {e}",
+            dir.display()
+        ),
     }
-    let svg = dir.join(format!("{stem}.svg"));
-    let drawn = std::fs::File::create(&svg)
+    let mut svg_bytes = Vec::new();
+    let drawn = crate::profile::write_flamegraph(p, "agentprof start — the agent", &mut svg_bytes)
         .map_err(anyhow::Error::from)
-        .and_then(|f| {
-            crate::profile::write_flamegraph(
-                p,
-                "agentprof start — the agent",
-                std::io::BufWriter::new(f),
-            )
-            .map_err(anyhow::Error::from)
+        .and_then(|()| {
+            crate::files::write_new(dir, &stem, "svg", &svg_bytes).map_err(anyhow::Error::from)
         });
     match drawn {
-        Ok(()) => written.push(svg),
-        Err(e) => eprintln!("agentprof: cannot write {}: {e:#}", svg.display()),
+        Ok(svg) => written.push(svg),
+        Err(e) => eprintln!(
+            "agentprof: cannot write {stem}.svg in {}: {e:#}",
+            dir.display()
+        ),
     }
     for w in &written {
         eprintln!("agentprof: wrote {}", w.display());
@@ -198,17 +200,17 @@ pub(super) fn write_python_profiles(
             eprintln!("agentprof: cannot create {}: {e}", dir.display());
             return written;
         }
-        let path = dir.join(format!(
-            "python-{name}-{}.pb.gz",
-            crate::duration::file_stamp()
-        ));
+        let stem = format!("python-{name}-{}", crate::duration::file_stamp());
         let bytes = crate::pprof::gzip_fast(&prost::Message::encode_to_vec(&proto));
-        match std::fs::write(&path, bytes) {
-            Ok(()) => {
+        match crate::files::write_new(dir, &stem, "pb.gz", &bytes) {
+            Ok(path) => {
                 eprintln!("agentprof: wrote {}", path.display());
                 written.push(path);
             }
-            Err(e) => eprintln!("agentprof: cannot write {}: {e}", path.display()),
+            Err(e) => eprintln!(
+                "agentprof: cannot write {stem}.pb.gz in {}: {e}",
+                dir.display()
+            ),
         }
     }
     written

@@ -410,37 +410,46 @@ impl One<'_, '_> {
             });
             entry.files.push(f);
         };
-        let f = dir.join(format!("{kind}-{stamp}.pb.gz"));
-        match super::write_whole(&f, &got.gz) {
-            Ok(()) => written(entry, f, &got.totals),
-            Err(e) => failed(entry, format!("cannot write {}: {e}", f.display())),
+        // New names only: another pull of the same service into the same --out in the same
+        // second writes `<kind>-<time>-2.pb.gz` (crate::files).
+        let stem = format!("{kind}-{stamp}");
+        match crate::files::write_new(&dir, &stem, "pb.gz", &got.gz) {
+            Ok(f) => written(entry, f, &got.totals),
+            Err(e) => failed(
+                entry,
+                format!("cannot write {stem}.pb.gz in {}: {e}", dir.display()),
+            ),
         }
         if let (Some(bytes), Some(totals)) = (&got.delta_gz, &got.delta_totals) {
-            let f = dir.join(format!("delta-{kind}-{stamp}.pb.gz"));
-            match super::write_whole(&f, bytes) {
-                Ok(()) => written(entry, f, totals),
-                Err(e) => failed(entry, format!("cannot write {}: {e}", f.display())),
+            match crate::files::write_new(&dir, &format!("delta-{stem}"), "pb.gz", bytes) {
+                Ok(f) => written(entry, f, totals),
+                Err(e) => failed(
+                    entry,
+                    format!("cannot write delta-{stem}.pb.gz in {}: {e}", dir.display()),
+                ),
             }
         }
         if self.opts.flamegraph
             && let Some(shown) = &got.shown
         {
-            let f = dir.join(format!("{kind}-{stamp}.svg"));
+            let mut svg = Vec::new();
             let drawn = shown
                 .sample_index(None)
                 .map_err(anyhow::Error::msg)
                 .and_then(|i| {
-                    let file = std::fs::File::create(&f)?;
                     crate::pprof::diff::write_flamegraph(
                         shown,
                         i,
                         &format!("{} {kind} — {stamp}", t.service),
-                        std::io::BufWriter::new(file),
+                        &mut svg,
                     )
                     .map_err(anyhow::Error::from)
+                })
+                .and_then(|()| {
+                    crate::files::write_new(&dir, &stem, "svg", &svg).map_err(anyhow::Error::from)
                 });
             match drawn {
-                Ok(()) => entry.files.push(f),
+                Ok(f) => entry.files.push(f),
                 Err(e) => eprintln!("agentprof: {}: no flamegraph: {e:#}", entry.url),
             }
         }

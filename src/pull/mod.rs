@@ -83,19 +83,6 @@ fn end_line(f: &mut std::fs::File) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Writes `bytes` to `path` whole or not at all: to a temporary name beside it, then renamed,
-/// so a reader (ui, go tool pprof) never sees a cut file, even after a kill -9.
-pub fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".partial");
-    let tmp = PathBuf::from(tmp);
-    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
-}
-
 /// 64-bit FNV-1a: a hash that is the same on every machine and release (names, jitter).
 pub fn fnv64a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;

@@ -301,9 +301,7 @@ fn read_event(data: &[u8], up: &mut Upload, held: &mut Reservation) -> Result<()
     if data.len() > EVENT_LIMIT {
         return Err(event_too_large(data.len()));
     }
-    if !held.grow(parse_cost(data.len())) {
-        return Err(busy());
-    }
+    super::reject::charge(held, parse_cost(data.len()), "parsing event.json")?;
     let v: serde_json::Value =
         serde_json::from_slice(data).map_err(|e| Reject::Event(format!("not JSON: {e}")))?;
     let obj = v
@@ -441,18 +439,14 @@ impl Room<'_> {
             Some(n) if n <= part.decompressed => n.max(1),
             _ => cap.max(1),
         };
-        if !self.held.grow(first) {
-            return Err(busy());
-        }
+        super::reject::charge(&mut self.held, first, "decompressing an attachment")?;
         let at = |limit: u64| Limits {
             decompressed: limit,
             ..*part
         };
         let raw = match crate::pprof::decode::decompress(data, &at(first)) {
             Err(crate::pprof::decode::DecodeError::TooLargeDecompressed { .. }) if first < cap => {
-                if !self.held.grow(cap - first) {
-                    return Err(busy());
-                }
+                super::reject::charge(&mut self.held, cap - first, "decompressing an attachment")?;
                 crate::pprof::decode::decompress(data, &at(cap))
             }
             other => other,

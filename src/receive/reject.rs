@@ -67,3 +67,27 @@ pub(super) fn busy() -> Reject {
             .into(),
     )
 }
+
+/// `bytes` more charged to `held` for `what`: a request that could never fit what one upload
+/// may hold of the budget is refused as too large (413: retrying cannot help); one that does
+/// not fit now, as busy (503 with Retry-After).
+pub(super) fn charge(
+    held: &mut crate::budget::Reservation,
+    bytes: u64,
+    what: &str,
+) -> Result<(), Reject> {
+    if held.grow(bytes) {
+        return Ok(());
+    }
+    if !held.could_ever_grow(bytes) {
+        return Err(Reject::TooLarge(format!(
+            "{what} would take {} bytes of memory in all, over the {} one large request may \
+             hold of the receiver's budget of {} (memory_limit_mb, less the room kept for \
+             small uploads)",
+            held.bytes().saturating_add(bytes),
+            held.large_ceiling(),
+            held.total()
+        )));
+    }
+    Err(busy())
+}

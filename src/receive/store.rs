@@ -230,43 +230,6 @@ fn python_metrics(
     m
 }
 
-/// `<stem>.<ext>` in `dir` written whole (a temporary name, then a hard link to the final
-/// name, which fails when it is taken), or when that is taken (two uploads of one service
-/// with one end, to the millisecond) `<stem>-<n>.<ext>` with `n` from a counter of the run.
-fn write_new(dir: &Path, stem: &str, ext: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(2);
-    let tmp = dir.join(format!(
-        ".{stem}.{}.partial",
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
-    std::fs::write(&tmp, bytes).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })?;
-    let mut result = Err(std::io::Error::other("1000 files of the same name"));
-    for attempt in 0..1000 {
-        let name = if attempt == 0 {
-            format!("{stem}.{ext}")
-        } else {
-            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            format!("{stem}-{n}.{ext}")
-        };
-        let p = dir.join(name);
-        match std::fs::hard_link(&tmp, &p) {
-            Ok(()) => {
-                result = Ok(p);
-                break;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                result = Err(e);
-                break;
-            }
-        }
-    }
-    let _ = std::fs::remove_file(&tmp);
-    result
-}
-
 /// Why an upload could not be stored (it stays in the queue).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -436,7 +399,7 @@ pub fn store(
                 .to_string(),
             _ => stem,
         };
-        match write_new(&dir, &format!("{base}-{stamp}"), ext, &bytes) {
+        match crate::files::write_new(&dir, &format!("{base}-{stamp}"), ext, &bytes) {
             Ok(p) => s.file = Some(p),
             Err(e) => {
                 remove_written(&attachments);

@@ -608,6 +608,20 @@ fn hostile_otlp_requests_are_refused_with_what_is_wrong() {
             "memory_limit_mb",
         ),
         (
+            // 1.75 million `{}`: 5.25 MB whose parse and body (189 MB) fit the 192 MiB budget
+            // but not what one large request may hold (the budget less the 24 MiB kept for
+            // small uploads). Waiting cannot make it fit: 413, not 503 for ever.
+            "json-past-the-large-share",
+            vec![("content-type", "application/json")],
+            format!(
+                "{{\"resourceProfiles\": [], \"pad\": [{}{{}}]}}",
+                "{},".repeat(1_750_000)
+            )
+            .into_bytes(),
+            413,
+            "less the room kept for small uploads",
+        ),
+        (
             "json",
             vec![("content-type", "application/json")],
             b"{\"resourceProfiles\": 3}".to_vec(),

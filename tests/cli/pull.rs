@@ -1021,3 +1021,59 @@ fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// Three pulls of one service into one --out that finish together (the target answers the
+/// three at once) keep three captures: a name taken in the same second gets `-2`, `-3`,
+/// never written over (the names themselves: `files::tests` in the library).
+#[test]
+fn three_pulls_into_one_out_at_once_keep_three_files() {
+    let gate = std::sync::Arc::new(std::sync::Barrier::new(3));
+    let (target, _) = serve(move |p, _| match p {
+        "/debug/pprof/goroutine" => {
+            gate.wait();
+            reply(
+                "200 OK",
+                std::fs::read(fixture("goroutines.pprof")).unwrap(),
+            )
+        }
+        _ => reply("404 Not Found", "404 page not found\n"),
+    });
+    let sb = Sandbox::new();
+    let url = format!("http://{target}");
+    let runs: Vec<crate::support::Run> = std::thread::scope(|s| {
+        let pulls: Vec<_> = (0..3)
+            .map(|_| {
+                s.spawn(|| {
+                    sb.run(&[
+                        "pull",
+                        &url,
+                        "--types",
+                        "goroutine",
+                        "--out",
+                        "out",
+                        "--service",
+                        "svc",
+                    ])
+                })
+            })
+            .collect();
+        pulls.into_iter().map(|p| p.join().unwrap()).collect()
+    });
+    for r in &runs {
+        assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    }
+    let files: Vec<PathBuf> = walk(&sb.file("out"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".pb.gz"))
+        .collect();
+    assert_eq!(files.len(), 3, "{files:?}");
+    for f in &files {
+        assert!(std::fs::metadata(f).unwrap().len() > 0, "{f:?}");
+    }
+    assert!(
+        !walk(&sb.file("out"))
+            .iter()
+            .any(|p| p.to_string_lossy().ends_with(".partial")),
+        "a temporary file was left"
+    );
+}

@@ -13,6 +13,7 @@ pub(super) mod pyroscope;
 use pprof::proto as pp;
 
 use super::form::{Reject, UploadLimits};
+use super::reject::charge;
 use crate::budget::Reservation;
 use crate::pprof::decode::Limits;
 
@@ -149,23 +150,6 @@ fn inflated<'a>(
     })?;
     held.shrink_to(held.bytes().saturating_sub(limits.decompressed) + buf.len() as u64);
     Ok(buf.as_slice())
-}
-
-/// `bytes` more charged to `held` for `what`: a request that could never fit the budget is
-/// refused as too large (413: retrying cannot help); one that does not fit now, as busy
-/// (503 with Retry-After).
-fn charge(held: &mut Reservation, bytes: u64, what: &str) -> Result<(), Reject> {
-    if held.grow(bytes) {
-        return Ok(());
-    }
-    if held.bytes().saturating_add(bytes) > held.total() {
-        return Err(Reject::TooLarge(format!(
-            "{what} would take {bytes} bytes of memory, over the receiver's whole budget of {} \
-             (memory_limit_mb)",
-            held.total()
-        )));
-    }
-    Err(super::form::busy())
 }
 
 /// `name.pprof`, or `name-2.pprof`, `name-3.pprof` … when `taken` has it.
