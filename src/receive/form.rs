@@ -439,14 +439,14 @@ impl Room<'_> {
             Some(n) if n <= part.decompressed => n.max(1),
             _ => cap.max(1),
         };
-        super::reject::charge(&mut self.held, first, "decompressing an attachment")?;
+        super::reject::charge(self.held, first, "decompressing an attachment")?;
         let at = |limit: u64| Limits {
             decompressed: limit,
             ..*part
         };
         let raw = match crate::pprof::decode::decompress(data, &at(first)) {
             Err(crate::pprof::decode::DecodeError::TooLargeDecompressed { .. }) if first < cap => {
-                super::reject::charge(&mut self.held, cap - first, "decompressing an attachment")?;
+                super::reject::charge(self.held, cap - first, "decompressing an attachment")?;
                 crate::pprof::decode::decompress(data, &at(cap))
             }
             other => other,
