@@ -344,18 +344,22 @@ impl http_body::Body for Sending {
     }
 }
 
-/// Whether the request's Host (or, in HTTP/1, its absolute URI's authority) is one served.
+/// Whether the request is addressed to a name served: its Host, and in HTTP/1 an absolute-
+/// form target's authority (`GET http://name/… HTTP/1.1`), which replaces Host for the
+/// server (RFC 9112 §3.2.2) — so both, where both are given, must be served.
 fn host_allowed(req: &Request<Body>, allowed: &[String]) -> bool {
     // Two Host headers: which one a proxy or a cache keyed on is anyone's guess.
     if req.headers().get_all(header::HOST).iter().nth(1).is_some() {
         return false;
     }
-    let host = req
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| req.uri().authority().map(|a| a.as_str()));
-    host.is_some_and(|h| allowed.iter().any(|a| a.eq_ignore_ascii_case(h)))
+    let served = |h: &str| allowed.iter().any(|a| a.eq_ignore_ascii_case(h));
+    let host = req.headers().get(header::HOST).map(|h| h.to_str().ok());
+    let authority = req.uri().authority().map(|a| a.as_str());
+    match (host, authority) {
+        (None, None) => false,
+        (Some(h), a) => h.is_some_and(served) && a.is_none_or(served),
+        (None, Some(a)) => served(a),
+    }
 }
 
 fn misdirected() -> Response<Body> {
@@ -490,6 +494,27 @@ mod tests {
         assert!(!host_allowed(&two, &hosts));
         assert!(!host_allowed(
             &Request::get("/").body(Body::empty()).expect("request"),
+            &hosts
+        ));
+        // An absolute-form target names the server, whatever Host says.
+        let absolute = |target: &str, h: &str| {
+            Request::get(target)
+                .header(header::HOST, h)
+                .body(Body::empty())
+                .expect("request")
+        };
+        assert!(!host_allowed(
+            &absolute("http://evil.example/api/profiles", "localhost:7070"),
+            &hosts
+        ));
+        assert!(host_allowed(
+            &absolute("http://localhost:7070/api/profiles", "localhost:7070"),
+            &hosts
+        ));
+        assert!(host_allowed(
+            &Request::get("http://localhost:7070/")
+                .body(Body::empty())
+                .expect("request"),
             &hosts
         ));
     }

@@ -342,9 +342,30 @@ async fn read(state: &State, req: Request<Body>) -> Result<Read, Response<Body>>
         let left = state.body_timeout.saturating_sub(started.elapsed());
         drain(rest, state.body_limit, left).await;
     }
+    // After the multipart close the body is still read to its end: a framing error there (a
+    // chunk shorter than its size, a chunk without its CRLF) makes the request a broken one,
+    // refused whole with nothing stored, as any HTTP server would refuse it.
+    let mut rest = Ok(());
+    if let Ok(Ok(_)) = &parts {
+        use futures_util::TryStreamExt;
+        let left = state.body_timeout.saturating_sub(started.elapsed());
+        let tail = tapped(Arc::clone(&body), state.body_limit, Arc::clone(&tap));
+        rest = match tokio::time::timeout(left, tail.try_for_each(|_| async { Ok(()) })).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(false),
+            Err(_) => Err(true),
+        };
+    }
     let mut t = crate::sync::lock(&tap);
     match parts {
         Err(_) => Err(slow(state)),
+        Ok(Ok(_)) if rest == Err(true) => Err(slow(state)),
+        Ok(Ok(_)) if rest == Err(false) => Err(refuse(
+            m,
+            t.failure.take().unwrap_or_else(|| {
+                Reject::Malformed("the body was cut after its last part".into())
+            }),
+        )),
         Ok(Err(super::form::FieldsError::Body(r))) => Err(refuse(m, r)),
         Ok(Err(super::form::FieldsError::Stream)) => Err(refuse(
             m,

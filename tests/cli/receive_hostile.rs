@@ -363,3 +363,50 @@ fn the_slowest_senders_make_room_at_the_cap() {
     assert!(evicted >= 1.0, "{evicted}");
     drop(slow);
 }
+
+/// A chunked upload whose multipart body is whole but whose HTTP framing breaks after it —
+/// a last chunk that states more bytes than come before the connection ends, or a chunk
+/// without the CRLF after its data — is a broken request: 400, nothing stored. An honest
+/// chunked upload after them is stored.
+#[test]
+fn chunk_framing_errors_after_the_last_part_are_refused_and_nothing_is_stored() {
+    let sb = Sandbox::new();
+    let rx = Receiver::start(&sb, &[]);
+    let (body, ctype) = recorded_upload("service:framing");
+    let send = |tail: &[u8], close: bool| -> String {
+        let mut s = TcpStream::connect(&rx.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let head = format!(
+            "POST /profiling/v1/input HTTP/1.1\r\nHost: {}\r\nContent-Type: {ctype}\r\n\
+             Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+            rx.addr
+        );
+        let mut req = head.into_bytes();
+        // The whole multipart body, close delimiter included, as one good chunk.
+        req.extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+        req.extend_from_slice(&body);
+        req.extend_from_slice(b"\r\n");
+        req.extend_from_slice(tail);
+        s.write_all(&req).unwrap();
+        if close {
+            s.shutdown(std::net::Shutdown::Write).unwrap();
+        }
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        answer
+    };
+    // A chunk of 0x100 bytes stated, 5 sent, then the end of the connection.
+    let cut = send(b"100\r\nabcde", true);
+    assert!(cut.starts_with("HTTP/1.1 400"), "{cut}");
+    assert!(cut.contains("cut"), "{cut}");
+    // A chunk's data not followed by its CRLF.
+    let no_crlf = send(b"5\r\nabcdeXX0\r\n\r\n", false);
+    assert!(no_crlf.starts_with("HTTP/1.1 400"), "{no_crlf}");
+    // The same upload framed right is stored, once.
+    let good = send(b"0\r\n\r\n", false);
+    assert!(good.starts_with("HTTP/1.1 202"), "{good}");
+    let stored = rx.next();
+    assert_eq!(stored["service"], "framing");
+    let stderr = rx.stop();
+    assert!(stderr.contains("stopped: 1 stored"), "{stderr}");
+}

@@ -49,6 +49,24 @@ fn ui_answers_only_its_own_names_and_sandboxes_what_it_draws() {
         let r = get_with(&ui.base, "/api/profiles", &[("host", &host)]);
         assert_eq!(r.status().as_u16(), 200, "{host}");
     }
+    // An absolute-form target names the server it is for (RFC 9112 §3.2.2): another name
+    // there is refused even with the ui's own Host.
+    for (target, want) in [
+        ("http://evil.example/api/profiles".to_string(), "421"),
+        (format!("http://127.0.0.1:{port}/api/profiles"), "200"),
+    ] {
+        let addr = ui.base.trim_start_matches("http://").to_string();
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(
+            s,
+            "GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        std::io::Read::read_to_string(&mut s, &mut answer).unwrap();
+        let status = answer.split_whitespace().nth(1).unwrap_or_default();
+        assert_eq!(status, want, "{target}: {answer}");
+    }
     let id = ui.json("/api/profiles")["entries"][0]["id"]
         .as_str()
         .unwrap()
