@@ -19,6 +19,34 @@ const ATTEMPTS: u32 = 1000;
 /// Writes `bytes` to `dir/<stem>.<ext>`, or to the first `dir/<stem>-<n>.<ext>` not taken;
 /// the path written.
 pub fn write_new(dir: &Path, stem: &str, ext: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    write(dir, stem, ext, bytes, false)
+}
+
+/// As `write_new`, except that a name holding exactly `bytes` already is taken as the file
+/// written: `receive` storing an upload again after a kill -9 cut its first store short finds
+/// the files that store wrote instead of writing a second set.
+pub fn write_new_or_same(
+    dir: &Path,
+    stem: &str,
+    ext: &str,
+    bytes: &[u8],
+) -> std::io::Result<PathBuf> {
+    write(dir, stem, ext, bytes, true)
+}
+
+/// Whether `path` holds exactly `bytes`.
+fn holds(path: &Path, bytes: &[u8]) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.len() == bytes.len() as u64)
+        && std::fs::read(path).is_ok_and(|b| b == bytes)
+}
+
+fn write(
+    dir: &Path,
+    stem: &str,
+    ext: &str,
+    bytes: &[u8],
+    same_is_written: bool,
+) -> std::io::Result<PathBuf> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let tmp = dir.join(format!(
         ".{stem}.{}.{}.partial",
@@ -47,7 +75,12 @@ pub fn write_new(dir: &Path, stem: &str, ext: &str, bytes: &[u8]) -> std::io::Re
                 result = Ok(path);
                 break;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                if same_is_written && holds(&path, bytes) {
+                    result = Ok(path);
+                    break;
+                }
+            }
             // No hard links here (some network and FUSE filesystems): create the name
             // exclusively and write it.
             Err(_) => {
@@ -58,6 +91,29 @@ pub fn write_new(dir: &Path, stem: &str, ext: &str, bytes: &[u8]) -> std::io::Re
     }
     let _ = std::fs::remove_file(&tmp);
     result
+}
+
+/// Replaces `path` with `bytes` whole: written to a temporary name of this process's own
+/// beside it, synced, and renamed over it (for agentprof's own state files, not captures).
+pub fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(
+        ".{}.{}.partial",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let tmp = PathBuf::from(tmp);
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_data()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 fn name(stem: &str, n: u32, ext: &str) -> String {
@@ -138,6 +194,17 @@ mod tests {
             .collect();
         contents.sort_unstable();
         assert_eq!(contents, (0..8).collect::<Vec<u8>>());
+    }
+
+    #[test]
+    fn the_same_bytes_under_a_taken_name_are_taken_as_written() {
+        let dir = tempfile::tempdir().expect("dir");
+        let a = write_new_or_same(dir.path(), "cpu", "pb.gz", b"one").expect("a");
+        let again = write_new_or_same(dir.path(), "cpu", "pb.gz", b"one").expect("again");
+        assert_eq!(a, again);
+        let other = write_new_or_same(dir.path(), "cpu", "pb.gz", b"two").expect("other");
+        assert_eq!(other, dir.path().join("cpu-2.pb.gz"));
+        assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 2);
     }
 
     #[test]

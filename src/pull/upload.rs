@@ -340,6 +340,11 @@ impl Uploader {
             if stop() {
                 break;
             }
+            // Sent already (a kill -9 after its key was noted, before its file went).
+            if self.spool.was_sent(&f) {
+                let _ = std::fs::remove_file(&f);
+                continue;
+            }
             let Some((ctype, headers, body)) = read_spooled(&f) else {
                 let _ = std::fs::remove_file(&f);
                 continue;
@@ -348,6 +353,7 @@ impl Uploader {
                 Posted::Sent => {
                     self.stats.sent.fetch_add(1, Ordering::Relaxed);
                     sent += 1;
+                    self.spool.sent(&f);
                     let _ = std::fs::remove_file(&f);
                 }
                 Posted::Refused(e) => {
@@ -463,14 +469,16 @@ impl Background {
         })
     }
 
-    /// Spools a body for the sender and wakes it.
+    /// Spools a body for the sender and wakes it; with a key, only when no upload of that
+    /// key waits or was sent (see `Spool::put_keyed`).
     pub fn put(
         &self,
+        key: Option<&str>,
         body: &[u8],
         ctype: &str,
         headers: &[(String, String)],
     ) -> Result<(), UploadError> {
-        self.spool.put(body, ctype, headers)?;
+        self.spool.put_keyed(key, body, ctype, headers)?;
         let (m, cv) = &*self.wake;
         crate::sync::lock(m).more = true;
         cv.notify_one();
@@ -499,7 +507,7 @@ impl Submit for Background {
     fn submit(&self, up: &Upload) -> Result<bool, UploadError> {
         match up.encode(self.format)? {
             Some(e) => self
-                .put(&e.body, &e.content_type, &e.headers)
+                .put(None, &e.body, &e.content_type, &e.headers)
                 .map(|()| false),
             None => Ok(true),
         }

@@ -146,18 +146,29 @@ impl Forwarder {
         (body, format!("multipart/form-data; boundary={boundary}"))
     }
 
-    /// Puts the upload in the forward spool for the sending thread; Err when it could not
-    /// be written there.
-    pub fn forward(&self, up: &Upload, headers: &[(String, String)]) -> Result<(), UploadError> {
+    /// Puts the upload in the forward spool for the sending thread, once per `key` (its
+    /// digest): an upload stored again after a kill -9 is not forwarded again. Err when it
+    /// could not be written there.
+    pub fn forward(
+        &self,
+        up: &Upload,
+        headers: &[(String, String)],
+        key: &str,
+    ) -> Result<(), UploadError> {
+        // A POST cut by a kill -9 after the target took it is sent again at the next start
+        // (nothing can tell it arrived); the key lets a target that honours it keep one.
+        let mut headers = headers.to_vec();
+        headers.push(("Idempotency-Key".to_string(), key.to_string()));
+        let headers = &headers[..];
         for s in &self.senders {
             match s.format {
                 Format::DdTrace => {
                     let (body, ctype) = self.body(up);
-                    s.put(&body, &ctype, headers)?;
+                    s.put(Some(key), &body, &ctype, headers)?;
                 }
                 Format::Otlp { .. } => {
                     if let Some(e) = self.as_pull(up).encode(s.format)? {
-                        s.put(&e.body, &e.content_type, &e.headers)?;
+                        s.put(Some(key), &e.body, &e.content_type, &e.headers)?;
                     }
                 }
             }

@@ -20,6 +20,8 @@ pub struct Metrics {
     pub queue_bytes: Gauge,
     pub forwards: Family<Labels, Counter>,
     pub store_failures: Counter,
+    /// Uploads not stored again: their digest was stored already (exactly once).
+    pub duplicates: Counter,
     pub retention_deleted: Counter,
     /// Parts of accepted uploads skipped as unknown.
     pub skipped_parts: Counter,
@@ -87,6 +89,13 @@ impl Metrics {
              stored again later)",
             store_failures.clone(),
         );
+        let duplicates = Counter::default();
+        registry.register(
+            "duplicates",
+            "Uploads acknowledged and not stored again: one with the same digest was stored \
+             (a replay after a kill -9, or a client's retry of an upload whose answer was lost)",
+            duplicates.clone(),
+        );
         let retention_deleted = Counter::default();
         registry.register(
             "retention_deleted_files",
@@ -150,6 +159,7 @@ impl Metrics {
             server: std::sync::OnceLock::new(),
             forwards,
             store_failures,
+            duplicates,
             retention_deleted,
             skipped_parts,
             skipped_logged: Default::default(),

@@ -4,6 +4,7 @@
 //! printed.
 
 pub mod config;
+mod dedupe;
 pub mod form;
 pub mod forward;
 pub mod http;

@@ -124,13 +124,42 @@ struct Worker {
     figures: Shared<Vec<Box<dyn crate::emit::Forwarder>>>,
     hostname: String,
     json: bool,
+    /// The digests stored recently and being stored (exactly once).
+    seen: Shared<super::dedupe::Seen>,
 }
 
 impl Worker {
     /// Stores one upload, forwards it, sends its figures, says it, and marks it done in the
     /// queue (on the blocking pool). Some(job) when it could not be stored: it is to be tried
     /// again, and stays in the queue until it is.
-    fn handle(&self, mut job: Job) -> Option<Job> {
+    fn handle(&self, job: Job) -> Option<Job> {
+        let m = &self.metrics;
+        let digest = super::dedupe::digest(&job.upload);
+        if !crate::sync::lock(&self.seen).claim(&digest) {
+            // Stored already (its line is in uploads.jsonl: a replay after a kill -9, or a
+            // client's retry of an upload whose 202 was lost), or being stored now by the
+            // other worker (this copy's record can go: that one's stays until it is stored).
+            m.duplicates.inc();
+            self.queue.done(job.id);
+            m.queue_depth.dec();
+            m.queue_bytes.set(self.queue.used() as i64);
+            return None;
+        }
+        let job = match self.store_claimed(job, &digest) {
+            Some(job) => {
+                crate::sync::lock(&self.seen).release(&digest, false);
+                job
+            }
+            None => {
+                crate::sync::lock(&self.seen).release(&digest, true);
+                return None;
+            }
+        };
+        Some(job)
+    }
+
+    /// `handle` for an upload whose digest this worker claimed.
+    fn store_claimed(&self, mut job: Job, digest: &str) -> Option<Job> {
         let m = &self.metrics;
         let stored = super::store::store(
             &job.upload,
@@ -146,7 +175,7 @@ impl Worker {
         if let Some(f) = &self.forward
             && !job.forwarded
         {
-            let r = f.forward(&job.upload, &job.headers);
+            let r = f.forward(&job.upload, &job.headers, digest);
             m.forwards
                 .get_or_create(&vec![(
                     "result",
@@ -157,6 +186,7 @@ impl Worker {
             stored.forwarded = Some(r.is_ok());
             stored.forward_error = r.err().map(|e| e.to_string());
         }
+        stored.digest = digest.to_string();
         let line = serde_json::to_string(&stored).unwrap_or_default();
         if let Err(e) = write_line(&line, &self.uploads) {
             super::store::remove_written(&stored.attachments);
@@ -329,6 +359,9 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
         figures: Arc::clone(&figures),
         hostname: opts.hostname.clone(),
         json: opts.json,
+        seen: Arc::new(std::sync::Mutex::new(super::dedupe::Seen::load(
+            &opts.store.out,
+        ))),
     });
     let workers = worker.start(jobs_rx);
     keep_within(opts.retention, opts.store.out.clone(), Arc::clone(&metrics));

@@ -67,6 +67,9 @@ pub struct Stored {
     pub profiling_metrics: std::collections::BTreeMap<&'static str, f64>,
     /// With `--forward`: whether it was posted on (false: it waits in the spool), and why not.
     pub forwarded: Option<bool>,
+    /// What the upload holds, as 32 hex digits: an upload whose digest was stored recently
+    /// is not stored again (src/receive/dedupe.rs).
+    pub digest: String,
     pub forward_error: Option<String>,
 }
 
@@ -399,7 +402,7 @@ pub fn store(
                 .to_string(),
             _ => stem,
         };
-        match crate::files::write_new(&dir, &format!("{base}-{stamp}"), ext, &bytes) {
+        match crate::files::write_new_or_same(&dir, &format!("{base}-{stamp}"), ext, &bytes) {
             Ok(p) => s.file = Some(p),
             Err(e) => {
                 remove_written(&attachments);
@@ -436,6 +439,7 @@ pub fn store(
         profiling_metrics,
         forwarded: None,
         forward_error: None,
+        digest: String::new(),
     })
 }
 

@@ -120,3 +120,145 @@ fn a_request_refused_midway_keeps_none_of_it_and_its_retry_stores_each_once() {
         taken.len()
     );
 }
+
+/// kill -9 five times under 4 senders that each resend an upload until it gets its 202 (as
+/// dd-trace's profilers retry), receive restarted on the same --out, --queue and --spool
+/// each time, forwarding to a loopback intake: every upload acknowledged is stored exactly
+/// once and forwarded once — again only when the kill cut a POST the intake had taken, with
+/// its Idempotency-Key. (Before uploads carried their digest, a replay after
+/// a kill -9 between an upload's uploads.jsonl line and its done mark stored and forwarded
+/// it again, and a retry of one acknowledged just before a kill stored it a second time.)
+#[test]
+fn kill_9_five_times_stores_each_upload_once_and_forwards_it_once_per_key() {
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    let sb = Sandbox::new();
+    let (intake, forwarded) =
+        crate::support::serve(|_, _| crate::support::reply("202 Accepted", "{}"));
+    let fwd = format!("http://{intake}/profiling/v1/input");
+    let args = ["--forward", fwd.as_str(), "--spool", "spool", "--top", "20"];
+    let url = Arc::new(Mutex::new(String::new()));
+    let acked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut rx = Receiver::start(&sb, &args);
+    *url.lock().unwrap() = rx.url();
+    let senders: Vec<_> = (0..4)
+        .map(|t| {
+            let (url, acked, stop) = (Arc::clone(&url), Arc::clone(&acked), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let client = reqwest::blocking::Client::new();
+                let mut i = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    let seq = format!("{t}-{i}");
+                    let (body, ct) =
+                        crate::receive::recorded_upload(&format!("service:once,seq:{seq}"));
+                    let target = url.lock().unwrap().clone();
+                    let r = client
+                        .post(&target)
+                        .header("content-type", ct)
+                        .body(body)
+                        .timeout(std::time::Duration::from_secs(10))
+                        .send();
+                    match r {
+                        Ok(r) if r.status().as_u16() == 202 => {
+                            acked.lock().unwrap().push(seq);
+                            i += 1;
+                        }
+                        // Down or busy: the same upload again (a back-off, not a wait
+                        // for an event).
+                        _ => std::thread::sleep(std::time::Duration::from_millis(20)),
+                    }
+                }
+            })
+        })
+        .collect();
+    for round in 1..=5 {
+        let want = round * 25;
+        wait_for("uploads acknowledged", || {
+            acked.lock().unwrap().len() >= want
+        });
+        unsafe { libc::kill(rx.pid() as i32, libc::SIGKILL) };
+        drop(rx);
+        rx = Receiver::start(&sb, &args);
+        *url.lock().unwrap() = rx.url();
+    }
+    let want = acked.lock().unwrap().len() + 25;
+    wait_for("uploads acknowledged", || {
+        acked.lock().unwrap().len() >= want
+    });
+    stop.store(true, Ordering::SeqCst);
+    for s in senders {
+        s.join().unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    let seq_of = |text: &str| -> Option<String> {
+        let at = text.find("seq:")? + 4;
+        let rest = &text[at..];
+        let end = rest.find(['"', ','])?;
+        Some(rest[..end].to_string())
+    };
+    let stored = || -> HashMap<String, usize> {
+        let mut n = HashMap::new();
+        for l in std::fs::read_to_string(sb.file("out/uploads.jsonl"))
+            .unwrap_or_default()
+            .lines()
+        {
+            if let Some(s) = seq_of(l) {
+                *n.entry(s).or_insert(0) += 1;
+            }
+        }
+        n
+    };
+    wait_for("every acknowledged upload stored", || {
+        let got = stored();
+        acked.iter().all(|s| got.contains_key(s))
+    });
+    // Each forward's seq and Idempotency-Key.
+    let sent = || -> HashMap<String, Vec<String>> {
+        let mut n: HashMap<String, Vec<String>> = HashMap::new();
+        for (_, headers, body) in forwarded.lock().unwrap().iter() {
+            if let Some(s) = seq_of(&String::from_utf8_lossy(body)) {
+                let key = headers
+                    .iter()
+                    .find(|(k, _)| k == "idempotency-key")
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default();
+                n.entry(s).or_default().push(key);
+            }
+        }
+        n
+    };
+    wait_for("every acknowledged upload forwarded", || {
+        let got = sent();
+        acked.iter().all(|s| got.contains_key(s))
+    });
+    let stderr = rx.stop();
+    let (stored, sent) = (stored(), sent());
+    let twice: Vec<_> = stored.iter().filter(|(_, n)| **n > 1).collect();
+    let sent_twice: Vec<_> = sent.iter().filter(|(_, keys)| keys.len() > 1).collect();
+    eprintln!(
+        "measured: kill -9 ×5 under 4 senders: {} acknowledged, {} stored ({} twice), {} \
+         forwarded ({} sent again with their Idempotency-Key)",
+        acked.len(),
+        stored.len(),
+        twice.len(),
+        sent.len(),
+        sent_twice.len()
+    );
+    assert!(twice.is_empty(), "stored twice: {twice:?}\n{stderr}");
+    // A forward is sent again only when a kill cut its POST after the intake took it and
+    // before the answer came back (nothing can tell it arrived): at most one per kill, the
+    // same request with the same Idempotency-Key (a target that honours it keeps one).
+    assert!(
+        sent_twice.len() <= 5,
+        "forwarded twice: {sent_twice:?}\n{stderr}"
+    );
+    for (seq, keys) in &sent_twice {
+        assert!(
+            keys.len() == 2 && keys[0] == keys[1] && keys[0].len() == 32,
+            "{seq}: {keys:?}"
+        );
+    }
+    assert!(sent.values().all(|keys| keys.iter().all(|k| k.len() == 32)));
+}

@@ -14,15 +14,80 @@ pub struct Spool {
     limit: u64,
     seq: AtomicU64,
     stats: Arc<UploadStats>,
+    /// Keys of keyed uploads sent (`sent.keys`, the last [`SENT_KEPT`]): a keyed upload put
+    /// again after it was sent (a receiver replaying what it forwarded before a kill -9) is
+    /// not sent twice.
+    sent: std::sync::Mutex<std::collections::VecDeque<String>>,
+}
+
+/// Keys of sent uploads remembered (about 40 bytes each).
+const SENT_KEPT: usize = 100_000;
+
+/// A key as it may stand in a file name: hex digits only, at most 64.
+fn valid_key(key: &str) -> bool {
+    !key.is_empty() && key.len() <= 64 && key.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The key of a spooled upload's file name (`<time>-<seq>-k<key>.upload`).
+fn key_of(f: &Path) -> Option<&str> {
+    let stem = f.file_stem()?.to_str()?;
+    let (_, key) = stem.rsplit_once("-k")?;
+    valid_key(key).then_some(key)
 }
 
 impl Spool {
     pub fn new(dir: PathBuf, limit: u64, stats: Arc<UploadStats>) -> Spool {
+        let sent = std::fs::read_to_string(dir.join("sent.keys"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|k| valid_key(k))
+            .map(str::to_string)
+            .collect::<std::collections::VecDeque<_>>();
+        let mut sent = sent;
+        while sent.len() > SENT_KEPT {
+            sent.pop_front();
+        }
         Spool {
             dir,
             limit,
             seq: AtomicU64::new(0),
             stats,
+            sent: std::sync::Mutex::new(sent),
+        }
+    }
+
+    /// Whether a keyed upload is waiting or was sent already.
+    fn has(&self, key: &str) -> bool {
+        crate::sync::lock(&self.sent).iter().any(|k| k == key)
+            || self.files().iter().any(|f| key_of(f) == Some(key))
+    }
+
+    /// Whether the spooled upload `f` has a key noted as sent.
+    pub(super) fn was_sent(&self, f: &Path) -> bool {
+        key_of(f).is_some_and(|k| crate::sync::lock(&self.sent).iter().any(|s| s == k))
+    }
+
+    /// A spooled upload was sent: its key (if any) is noted before its file goes, so putting
+    /// it again sends nothing. The journal is rewritten with the last [`SENT_KEPT`] keys when
+    /// it grows past twice that.
+    pub(super) fn sent(&self, f: &Path) {
+        let Some(key) = key_of(f) else {
+            return;
+        };
+        let mut sent = crate::sync::lock(&self.sent);
+        sent.push_back(key.to_string());
+        let journal = self.dir.join("sent.keys");
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&journal)
+            .and_then(|mut j| std::io::Write::write_all(&mut j, format!("{key}\n").as_bytes()));
+        if appended.is_err() || sent.len() > 2 * SENT_KEPT {
+            while sent.len() > SENT_KEPT {
+                sent.pop_front();
+            }
+            let text: String = sent.iter().map(|k| format!("{k}\n")).collect();
+            let _ = crate::files::replace(&journal, text.as_bytes());
         }
     }
 
@@ -56,15 +121,35 @@ impl Spool {
         ctype: &str,
         headers: &[(String, String)],
     ) -> Result<(), UploadError> {
+        self.put_keyed(None, body, ctype, headers)
+    }
+
+    /// As `put`, for an upload with a key (hex digits, e.g. a digest of what it holds): when
+    /// one with the key waits in the spool or was sent, nothing is written.
+    pub fn put_keyed(
+        &self,
+        key: Option<&str>,
+        body: &[u8],
+        ctype: &str,
+        headers: &[(String, String)],
+    ) -> Result<(), UploadError> {
+        let key = key.filter(|k| valid_key(k));
+        if key.is_some_and(|k| self.has(k)) {
+            return Ok(());
+        }
         std::fs::create_dir_all(&self.dir).map_err(|source| UploadError::Spool {
             path: self.dir.clone(),
             source,
         })?;
-        let stem = format!(
+        let mut stem = format!(
             "{:020}-{:06}",
             jiff::Timestamp::now().as_nanosecond(),
             self.seq.fetch_add(1, Ordering::Relaxed) % 1_000_000
         );
+        if let Some(k) = key {
+            stem.push_str("-k");
+            stem.push_str(k);
+        }
         // The first line: the content type alone, or (with headers) a JSON object of both.
         let head = if headers.is_empty() {
             ctype.to_string()
