@@ -5,9 +5,11 @@
 //! how long a kept-alive connection may idle); a lifetime per connection; and, where asked,
 //! the Host names accepted. At the cap a connection is closed to make room — one whose client
 //! hung up, else an idle one (no request in progress, nothing unread) of the peer address that
-//! holds the most, else the slowest sender (under 1 KiB/s after 5 s) — and when every one is
-//! busy and quick, new connections wait in the kernel's backlog rather than being reset, so
-//! sockets that send nothing, or almost nothing, cannot lock honest clients out. The clients are reqwest (kube for the API server).
+//! holds the most, else one whose request body, at the rate it comes, would not arrive within
+//! the body's deadline (the furthest from it first), else the slowest sender (under 1 KiB/s
+//! after 2 s) — and when every one is busy and quick, new connections wait in the kernel's
+//! backlog rather than being reset, so sockets that send nothing, almost nothing, or too
+//! little to ever finish cannot lock honest clients out (docs/details.md states the rule). The clients are reqwest (kube for the API server).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -66,6 +68,9 @@ pub struct Bounds {
     pub max_connection_age: Duration,
     /// The Host header values answered (the rest get 421); None answers any.
     pub hosts: Option<Vec<String>>,
+    /// The time a request's body has to arrive: at the cap, a request whose body, at the
+    /// rate it comes, would not arrive within it is closed first (see `make_room`).
+    pub body_deadline: Duration,
 }
 
 impl Bounds {
@@ -76,6 +81,7 @@ impl Bounds {
             max_connections: 64,
             max_connection_age: Duration::from_secs(300),
             hosts: None,
+            body_deadline: Duration::from_secs(10),
         }
     }
 }
@@ -122,7 +128,9 @@ pub async fn serve(
     loop {
         // Room first: at the cap a connection is closed to make room (see `make_room`), or the
         // loop waits — new connections wait in the kernel's backlog — until one ends.
-        if table.len() >= bounds.max_connections.max(1) && !table.make_room(&stats) {
+        if table.len() >= bounds.max_connections.max(1)
+            && !table.make_room(&stats, bounds.body_deadline)
+        {
             if !waiting {
                 waiting = true;
                 stats.waits_at_cap.fetch_add(1, Ordering::Relaxed);
@@ -260,7 +268,12 @@ impl Conn {
         let act = Arc::clone(&activity);
         let svc = tower::service_fn(move |req: Request<hyper::body::Incoming>| {
             let (app, hosts, stats) = (app.clone(), hosts.clone(), Arc::clone(&stats));
-            let busy = Busy::start(Arc::clone(&act));
+            let declared = req
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok());
+            let busy = Busy::start(Arc::clone(&act), declared);
             async move {
                 let req = req.map(Body::new);
                 if let Some(allowed) = hosts.as_deref()
@@ -303,7 +316,9 @@ impl Conn {
 struct Busy(Arc<Activity>);
 
 impl Busy {
-    fn start(activity: Arc<Activity>) -> Busy {
+    /// A request begins, with the body length it states (None: chunked, or none said).
+    fn start(activity: Arc<Activity>, declared: Option<u64>) -> Busy {
+        activity.begin_request(declared);
         activity.in_flight.fetch_add(1, Ordering::AcqRel);
         Busy(activity)
     }

@@ -442,6 +442,7 @@ fn server_bounds(read_timeout: Duration, max_connections: usize) -> crate::serve
         // An upload's body has `read_timeout` to arrive; a connection lives a few of them.
         max_connection_age: read_timeout.saturating_mul(4).max(Duration::from_secs(60)),
         hosts: None,
+        body_deadline: read_timeout,
     }
 }
 

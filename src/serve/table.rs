@@ -78,6 +78,48 @@ pub(super) struct Activity {
     /// Bytes read from it and written to it.
     pub(super) bytes: AtomicU64,
     pub(super) close: tokio::sync::Notify,
+    /// The request in progress (the last begun): milliseconds since `epoch` when it began
+    /// (`u64::MAX`: none yet), `bytes` then, and the body length it stated (`u64::MAX`: none).
+    pub(super) request_ms: AtomicU64,
+    pub(super) request_bytes: AtomicU64,
+    pub(super) declared: AtomicU64,
+}
+
+impl Activity {
+    pub(super) fn begin_request(&self, declared: Option<u64>) {
+        self.request_bytes
+            .store(self.bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.declared
+            .store(declared.unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.request_ms
+            .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// When the request in progress would have its whole body, in milliseconds from its
+    /// start, at the rate it has come so far; None before `MEASURE_AFTER_MS` of it, for a
+    /// body of unstated length, or with no request in progress.
+    fn projected_ms(&self, now: u64) -> Option<u64> {
+        if self.in_flight.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let begun = self.request_ms.load(Ordering::Relaxed);
+        let declared = self.declared.load(Ordering::Relaxed);
+        let elapsed = now.checked_sub(begun)?;
+        if elapsed < MEASURE_AFTER_MS || declared == u64::MAX {
+            return None;
+        }
+        let got = self
+            .bytes
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.request_bytes.load(Ordering::Relaxed));
+        let left = declared.saturating_sub(got);
+        if left == 0 {
+            return None;
+        }
+        // At `got` bytes in `elapsed` ms (none yet counts as one byte, to project at all).
+        let rate_per_ms = got.max(1) as f64 / elapsed as f64;
+        Some(elapsed.saturating_add((left as f64 / rate_per_ms).min(u64::MAX as f64 / 2.0) as u64))
+    }
 }
 
 /// A connection's place in the table: its id, and its activity shared with it.
@@ -107,8 +149,10 @@ impl Default for Table {
 
 /// A connection that has been open this long and carried less than `SLOW_RATE` bytes a
 /// second on average is a slow sender: at the cap it is closed before anyone waits.
-const SLOW_AFTER_MS: u64 = 5_000;
+const SLOW_AFTER_MS: u64 = 2_000;
 const SLOW_RATE: u64 = 1024;
+/// A request's rate is judged after this long of it.
+const MEASURE_AFTER_MS: u64 = 1_000;
 
 impl Table {
     pub(super) fn now_ms(&self) -> u64 {
@@ -122,12 +166,16 @@ impl Table {
     /// Closes one connection to make room at the cap: one whose client hung up (it can be
     /// answered no more); else an idle one — no request in progress, nothing sent that is
     /// not read yet — of the peer address that holds the most (the one idle longest), else
-    /// anyone's idle longest; else the slowest sender, open `SLOW_AFTER_MS` at under
-    /// `SLOW_RATE` bytes a second. False when none is any of these: everyone is busy and
-    /// quick, and the new connection waits.
-    pub(super) fn make_room(&self, stats: &ServerStats) -> bool {
+    /// anyone's idle longest; else one whose request, at the rate its body comes, would not
+    /// have it all within `deadline` of its start (the peer that holds the most first, then
+    /// the one that would take longest): it would be cut at the deadline anyway, having held
+    /// its slot all along; else the slowest sender, open `SLOW_AFTER_MS` at under `SLOW_RATE`
+    /// bytes a second. False when none is any of these: everyone is busy and quick enough,
+    /// and the new connection waits.
+    pub(super) fn make_room(&self, stats: &ServerStats, deadline: std::time::Duration) -> bool {
         let mut open = crate::sync::lock(&self.open);
         let now = self.now_ms();
+        let deadline_ms = deadline.as_millis() as u64;
         let ids: Vec<u64> = open.keys().copied().collect();
         let fds: Vec<std::os::fd::RawFd> = ids.iter().map(|id| open[id].fd).collect();
         let states = sockets(&fds);
@@ -154,6 +202,19 @@ impl Table {
                 })
                 .map(|(id, _, _)| id)
         };
+        let hopeless = || {
+            listed()
+                .filter_map(|(id, _, e)| {
+                    let projected = e.activity.projected_ms(now)?;
+                    (projected > deadline_ms).then_some((
+                        Some(e.peer) != hoarder,
+                        std::cmp::Reverse(projected),
+                        id,
+                    ))
+                })
+                .min()
+                .map(|(_, _, id)| id)
+        };
         let slowest = || {
             listed()
                 .filter_map(|(id, _, e)| {
@@ -167,7 +228,7 @@ impl Table {
         let (evict, hard) = match (hung_up, idle()) {
             (Some(id), _) => (id, true),
             (None, Some(id)) => (id, false),
-            (None, None) => match slowest() {
+            (None, None) => match hopeless().or_else(slowest) {
                 Some(id) => (id, true),
                 None => return false,
             },
@@ -192,6 +253,9 @@ impl Table {
             accepted_ms: now,
             bytes: AtomicU64::new(0),
             close: tokio::sync::Notify::new(),
+            request_ms: AtomicU64::new(u64::MAX),
+            request_bytes: AtomicU64::new(0),
+            declared: AtomicU64::new(u64::MAX),
         });
         crate::sync::lock(&self.open).insert(
             id,

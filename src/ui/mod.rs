@@ -85,6 +85,7 @@ pub async fn run(opts: UiOptions) -> anyhow::Result<Outcome> {
         max_connections: 64,
         max_connection_age: Duration::from_secs(600),
         hosts: Some(crate::serve::local_hosts(bound, &opts.allow_hosts)),
+        body_deadline: Duration::from_secs(30),
     };
     let server = tokio::spawn(crate::serve::serve(
         listener,

@@ -216,7 +216,8 @@ fn service() -> Option<Service> {
 #[test]
 fn captures_cross_the_collector_and_come_back_identical() {
     let sb = Sandbox::new();
-    let rx = Receiver::start(&sb, &[]);
+    let metrics = crate::receive_hostile::free_addr();
+    let rx = Receiver::start(&sb, &["--metrics-listen", &metrics]);
     let exporters = format!(
         "  otlp_http/proto:\n    endpoint: http://{0}\n    encoding: proto\n    retry_on_failure:\n      enabled: false\n\
          \x20 otlp_http/json:\n    endpoint: http://{0}\n    encoding: json\n    retry_on_failure:\n      enabled: false\n",
@@ -333,8 +334,13 @@ fn captures_cross_the_collector_and_come_back_identical() {
     ] {
         assert!(types.iter().any(|x| x == t), "{t}: {types:?}");
     }
-    // The same two requests, on to agentprof receive in protobuf and in JSON: four uploads.
-    let lines: Vec<Value> = (0..4).map(|_| rx.next()).collect();
+    // The same two requests, on to agentprof receive in protobuf and in JSON: two uploads
+    // stored, and the JSON copy of each found to be the same upload (its digest) and not
+    // stored again — so the JSON decodes to exactly what the protobuf does.
+    let lines: Vec<Value> = (0..2).map(|_| rx.next()).collect();
+    crate::receive_hostile::wait_for("the JSON copies counted as the same uploads", || {
+        crate::receive_hostile::metric(&metrics, "agentprof_receive_duplicates_total") >= 2.0
+    });
     let captured: Vec<String> = pulled
         .iter()
         .filter(|p| p.to_string_lossy().ends_with(".pb.gz"))
@@ -364,7 +370,8 @@ fn captures_cross_the_collector_and_come_back_identical() {
         .sum();
     eprintln!(
         "measured: the collector's otlp_http exporter (protobuf and JSON) → receive: {} requests, \
-         {attachments} pprof profiles stored, each identical to a capture in go tool pprof -traces",
+         {attachments} pprof profiles stored, each identical to a capture in go tool pprof -traces; \
+         the JSON copies were the same uploads",
         lines.len()
     );
     rx.stop();

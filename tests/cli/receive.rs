@@ -140,8 +140,12 @@ fn gzip(b: &[u8]) -> Vec<u8> {
 }
 
 /// The recorded dd-trace-go upload in its current form: event.json and the five profiles
-/// and metrics.json as dd-trace-go names them, `cpu` gzipped and the rest raw.
+/// and metrics.json as dd-trace-go names them, `cpu` gzipped and the rest raw. Each call's
+/// is another upload (event.json numbers it), as two of a real profiler's always differ:
+/// receive stores an upload it has stored before only once.
 pub fn recorded_upload(tags: &str) -> (Vec<u8>, String) {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let names = [
         "cpu.pprof",
         "delta-heap.pprof",
@@ -165,6 +169,7 @@ pub fn recorded_upload(tags: &str) -> (Vec<u8>, String) {
         "tags_profiler": tags,
         "family": "go",
         "version": "4",
+        "test_upload": n,
     });
     parts.push(("event", Some("event.json"), event.to_string().into_bytes()));
     multipart(&parts)

@@ -286,11 +286,13 @@ fn unknown_parts_are_skipped_and_an_upload_without_a_profile_is_refused() {
     let metrics = free_addr();
     let rx = Receiver::start(&sb, &["--metrics-listen", &metrics]);
     let cpu = std::fs::read(fixture("cpu.pprof")).unwrap();
-    let event = json!({"start": "2026-12-01T10:00:00Z", "end": "2026-12-01T10:01:00Z",
-        "attachments": ["cpu.pprof"], "tags_profiler": "service:with-extra", "family": "go"})
-    .to_string()
-    .into_bytes();
-    for _ in 0..2 {
+    for i in 0..2 {
+        // Two uploads of one profiler: a minute each.
+        let event = json!({"start": format!("2026-12-01T10:0{i}:00Z"),
+            "end": format!("2026-12-01T10:0{}:00Z", i + 1),
+            "attachments": ["cpu.pprof"], "tags_profiler": "service:with-extra", "family": "go"})
+        .to_string()
+        .into_bytes();
         let (body, ct) = multipart(&[
             ("cpu.pprof", Some("cpu.pprof"), cpu.clone()),
             (
@@ -314,9 +316,13 @@ fn unknown_parts_are_skipped_and_an_upload_without_a_profile_is_refused() {
         metric(&metrics, "agentprof_receive_skipped_parts_total"),
         2.0
     );
+    let event = json!({"start": "2026-12-01T10:05:00Z", "end": "2026-12-01T10:06:00Z",
+        "attachments": ["cpu.pprof"], "tags_profiler": "service:with-extra", "family": "go"})
+    .to_string()
+    .into_bytes();
     let (body, ct) = multipart(&[
         ("file", Some("passwd"), b"root:x:0:0\n".to_vec()),
-        ("event", Some("event.json"), event.clone()),
+        ("event", Some("event.json"), event),
     ]);
     let (code, text) = post(&rx.url(), body, &ct);
     assert_eq!(code, 400, "{text}");
@@ -409,4 +415,99 @@ fn chunk_framing_errors_after_the_last_part_are_refused_and_nothing_is_stored() 
     assert_eq!(stored["service"], "framing");
     let stderr = rx.stop();
     assert!(stderr.contains("stopped: 1 stored"), "{stderr}");
+}
+
+/// A connection from `source` that states a 31 MB upload and has sent its headers.
+fn holder(addr: &str, source: &str) -> Option<TcpStream> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    let s = rt
+        .block_on(async {
+            let sock = tokio::net::TcpSocket::new_v4()?;
+            sock.bind(format!("{source}:0").parse().unwrap())?;
+            sock.connect(addr.parse().unwrap()).await
+        })
+        .ok()?
+        .into_std()
+        .ok()?;
+    s.set_nonblocking(false).ok()?;
+    let mut s = s;
+    let head = format!(
+        "POST /profiling/v1/input HTTP/1.1\r\nHost: {addr}\r\n\
+         Content-Type: multipart/form-data; boundary=x\r\nContent-Length: 31000000\r\n\r\n\
+         --x\r\nContent-Disposition: form-data; name=\"cpu.pprof\"; filename=\"cpu.pprof\"\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).ok()?;
+    Some(s)
+}
+
+/// Every slot held by senders that state 31 MB bodies and send 2 KiB a second (too fast for
+/// the slowest-sender rule, far too slow to finish in the 60 s body deadline), half of them
+/// from another address (127.0.0.2), each reconnecting at once when closed: an honest sender
+/// with a 2 s timeout gets every upload through, because at the cap a request that cannot
+/// finish in time is closed first. (Before, honest uploads waited for the body deadline.)
+#[test]
+fn senders_that_could_never_finish_are_closed_for_honest_ones() {
+    let sb = Sandbox::new();
+    sb.write("agentprof.yaml", "receive:\n  max_connections: 30\n");
+    let metrics = free_addr();
+    let rx = Receiver::start(
+        &sb,
+        &["--config", "agentprof.yaml", "--metrics-listen", &metrics],
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let addr = rx.addr.clone();
+    let flag = std::sync::Arc::clone(&stop);
+    let holders = std::thread::spawn(move || {
+        let source = |i: usize| if i % 2 == 0 { "127.0.0.1" } else { "127.0.0.2" };
+        let mut held: Vec<Option<TcpStream>> = (0..30).map(|i| holder(&addr, source(i))).collect();
+        let mut reconnects = 0u64;
+        while !flag.load(std::sync::atomic::Ordering::SeqCst) {
+            // 205 bytes every 100 ms: 2 KiB a second each.
+            for (i, h) in held.iter_mut().enumerate() {
+                let alive = h
+                    .as_mut()
+                    .is_some_and(|s| s.write_all(&[b'a'; 205]).is_ok());
+                if !alive {
+                    *h = holder(&addr, source(i));
+                    reconnects += 1;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        reconnects
+    });
+    wait_for("the 30 holders to be read", || {
+        metric(&metrics, "agentprof_receive_connections_open") >= 30.0
+    });
+    let client = reqwest::blocking::Client::new();
+    let mut through = 0;
+    for i in 0..20 {
+        let (body, ct) = recorded_upload(&format!("service:honest,seq:{i}"));
+        // A connection of its own each time: each must find a slot.
+        let r = client
+            .post(rx.url())
+            .header("content-type", ct)
+            .header("connection", "close")
+            .body(body)
+            .timeout(Duration::from_secs(2))
+            .send();
+        if r.is_ok_and(|r| r.status().as_u16() == 202) {
+            through += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let reconnects = holders.join().unwrap();
+    let hwm = vm_hwm_kib(rx.pid());
+    let evicted = metric(&metrics, "agentprof_receive_connections_evicted_idle_total");
+    eprintln!(
+        "measured: 30 holders at 2 KiB/s (half from 127.0.0.2), cap 30: {through}/20 honest \
+         uploads through with a 2 s timeout, each on a connection of its own; {evicted} \
+         connections closed to make room; the holders reconnected {reconnects} times; receiver \
+         VmHWM {} MiB",
+        hwm / 1024
+    );
+    assert_eq!(through, 20);
 }

@@ -149,10 +149,15 @@ fn kill_9_five_times_stores_each_upload_once_and_forwards_it_once_per_key() {
             std::thread::spawn(move || {
                 let client = reqwest::blocking::Client::new();
                 let mut i = 0;
+                let mut upload = None;
                 while !stop.load(Ordering::SeqCst) {
                     let seq = format!("{t}-{i}");
-                    let (body, ct) =
-                        crate::receive::recorded_upload(&format!("service:once,seq:{seq}"));
+                    // Made once and sent again as it is until it gets its 202.
+                    let (body, ct) = upload
+                        .get_or_insert_with(|| {
+                            crate::receive::recorded_upload(&format!("service:once,seq:{seq}"))
+                        })
+                        .clone();
                     let target = url.lock().unwrap().clone();
                     let r = client
                         .post(&target)
@@ -163,6 +168,7 @@ fn kill_9_five_times_stores_each_upload_once_and_forwards_it_once_per_key() {
                     match r {
                         Ok(r) if r.status().as_u16() == 202 => {
                             acked.lock().unwrap().push(seq);
+                            upload = None;
                             i += 1;
                         }
                         // Down or busy: the same upload again (a back-off, not a wait
