@@ -461,7 +461,7 @@ fn senders_that_could_never_finish_are_closed_for_honest_ones() {
     let addr = rx.addr.clone();
     let flag = std::sync::Arc::clone(&stop);
     let holders = std::thread::spawn(move || {
-        let source = |i: usize| if i % 2 == 0 { "127.0.0.1" } else { "127.0.0.2" };
+        let source = |i: usize| if i.is_multiple_of(2) { "127.0.0.1" } else { "127.0.0.2" };
         let mut held: Vec<Option<TcpStream>> = (0..30).map(|i| holder(&addr, source(i))).collect();
         let mut reconnects = 0u64;
         while !flag.load(std::sync::atomic::Ordering::SeqCst) {
