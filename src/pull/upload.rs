@@ -469,8 +469,7 @@ impl Background {
         })
     }
 
-    /// Spools a body for the sender and wakes it; with a key, only when no upload of that
-    /// key waits or was sent (see `Spool::put_keyed`).
+    /// `Spool::put_keyed`, then wakes the sender.
     pub fn put(
         &self,
         key: Option<&str>,

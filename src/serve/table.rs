@@ -153,6 +153,10 @@ const SLOW_AFTER_MS: u64 = 2_000;
 const SLOW_RATE: u64 = 1024;
 /// A request's rate is judged after this long of it.
 const MEASURE_AFTER_MS: u64 = 1_000;
+/// A connection counts as idle after this long without a request: at the cap the accept
+/// loop makes room ahead of the next client, and a client just accepted may not have sent
+/// its request yet (on a loaded machine, a few hundred milliseconds).
+const IDLE_AFTER_MS: u64 = 1_000;
 
 impl Table {
     pub(super) fn now_ms(&self) -> u64 {
@@ -164,8 +168,8 @@ impl Table {
     }
 
     /// Closes one connection to make room at the cap: one whose client hung up (it can be
-    /// answered no more); else an idle one — no request in progress, nothing sent that is
-    /// not read yet — of the peer address that holds the most (the one idle longest), else
+    /// answered no more); else an idle one — no request in progress for `IDLE_AFTER_MS`,
+    /// nothing sent that is not read yet — of the peer address that holds the most (the one idle longest), else
     /// anyone's idle longest; else one whose request, at the rate its body comes, would not
     /// have it all within `deadline` of its start (the peer that holds the most first, then
     /// the one that would take longest): it would be cut at the deadline anyway, having held
@@ -191,7 +195,12 @@ impl Table {
         let idle = || {
             listed()
                 .filter(|(_, s, e)| {
-                    *s == Socket::Quiet && e.activity.in_flight.load(Ordering::Acquire) == 0
+                    // Quiet for a moment at least: one just accepted has had no time to send
+                    // its request yet.
+                    let since = e.activity.idle_since_ms.load(Ordering::Relaxed);
+                    *s == Socket::Quiet
+                        && e.activity.in_flight.load(Ordering::Acquire) == 0
+                        && now.saturating_sub(since) >= IDLE_AFTER_MS
                 })
                 .min_by_key(|(id, _, e)| {
                     (

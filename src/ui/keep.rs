@@ -53,18 +53,36 @@ impl Ui {
                 ),
             });
         }
+        let mut trimmed = false;
         loop {
-            let got = match held.as_mut() {
-                Some(h) => h.grow(bytes),
-                None => {
-                    held = self.memory.try_reserve(bytes);
-                    held.is_some()
-                }
-            };
+            // The process's resident memory must leave the room too: estimates fall short
+            // and the allocator keeps what was freed, so the reservations alone let it pass
+            // the budget (1,125 MiB resident with 50 large profiles under --memory-mb 1024).
+            let resident = crate::procstat::self_rss().unwrap_or(0);
+            let fits = resident.saturating_add(bytes) <= self.ceiling;
+            let got = fits
+                && match held.as_mut() {
+                    Some(h) => h.grow(bytes),
+                    None => {
+                        held = self.memory.try_reserve(bytes);
+                        held.is_some()
+                    }
+                };
             if got {
                 break;
             }
             if self.evict_one() {
+                if !fits {
+                    // What it held goes back to the system before resident memory is read.
+                    crate::procstat::give_back_free_memory();
+                }
+                trimmed = !fits;
+                continue;
+            }
+            if !fits && !trimmed {
+                // What was given back may still sit with the allocator.
+                crate::procstat::give_back_free_memory();
+                trimmed = true;
                 continue;
             }
             if start.elapsed() > ROOM_WAIT {

@@ -4,7 +4,8 @@
 //! read or kept holds its bytes of one memory budget (`ui --memory-mb`): a file's bytes, its
 //! decompressed size (stated, checked as it decompresses) and its decoded model's estimate
 //! are reserved before they are held; what is kept is given back least recently used first
-//! when a new profile needs the room, and without room a request gets 503.
+//! when a new profile needs the room, and without room a request gets 503. The process's
+//! resident memory is held to the budget above what it held at start, too (`room`).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -71,6 +72,11 @@ pub struct Ui {
     pub limits: Limits,
     /// What profiles being read and kept may hold together.
     pub(super) memory: crate::budget::Budget,
+    /// What the process may hold resident at most: the budget above what it held when it
+    /// started. The reservations are estimates, and memory freed stays with the allocator
+    /// for a while: a new profile is let in only while the process's resident memory leaves
+    /// it room under this too.
+    pub(super) ceiling: u64,
     pub(super) listing: Mutex<Option<(Instant, Arc<Listing>)>>,
     /// The last few listings sent, by ETag: a page that has one is sent what changed.
     pub(super) sent: Mutex<std::collections::VecDeque<(String, Arc<Listing>)>>,
@@ -97,6 +103,9 @@ impl Ui {
             local: true,
             limits,
             memory: crate::budget::Budget::new(memory),
+            ceiling: crate::procstat::self_rss()
+                .unwrap_or(0)
+                .saturating_add(memory),
             listing: Mutex::new(None),
             sent: Mutex::new(std::collections::VecDeque::new()),
             records: Mutex::new(records),

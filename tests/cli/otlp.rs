@@ -724,3 +724,74 @@ fn receive_forwards_uploads_to_the_collector_as_otlp() {
     let stderr = rx.stop();
     assert!(stderr.contains("stopped: 1 stored"), "{stderr}");
 }
+
+/// `receive --forward-otlp` to a target that throttles (429 with Retry-After: 1) and then is
+/// down for a while (503): each upload is delivered once, after the Retry-After was waited
+/// and the 503s retried from the spool, in the order received; none is lost or sent twice.
+#[test]
+fn receive_forwards_to_an_otlp_target_that_throttles_then_fails_each_upload_once() {
+    let sb = Sandbox::new();
+    // Request 0: 429 (wait 1 s); 1–5: 503; then 200.
+    let (target, seen) = crate::support::serve(|_, n| {
+        let mut r = match n {
+            0 => crate::support::reply("429 Too Many Requests", ""),
+            1..=5 => crate::support::reply("503 Service Unavailable", "down"),
+            _ => crate::support::reply("200 OK", ""),
+        };
+        if n == 0 {
+            r.headers.push(("Retry-After".into(), "1".into()));
+        }
+        r
+    });
+    let rx = Receiver::start(
+        &sb,
+        &[
+            "--forward-otlp",
+            &format!("http://{target}"),
+            "--spool",
+            "spool",
+        ],
+    );
+    let started = std::time::Instant::now();
+    for i in 0..3 {
+        let (body, ct) = crate::receive::recorded_upload(&format!("service:busy,seq:{i}"));
+        assert_eq!(crate::receive::post(&rx.url(), body, &ct).0, 202);
+        rx.next();
+    }
+    crate::receive_hostile::wait_for("the three uploads delivered", || {
+        seen.lock().unwrap().len() >= 6 + 3
+    });
+    let elapsed = started.elapsed();
+    let stderr = rx.stop();
+    let seen = seen.lock().unwrap().clone();
+    // Each delivered request is an OTLP export of one upload; the last three are the three.
+    let delivered: Vec<String> = seen[6..]
+        .iter()
+        .map(|(_, _, body)| {
+            let raw = pprof_raw(body);
+            let req = <otlp::proto::ExportProfilesServiceRequest as prost::Message>::decode(
+                raw.as_slice(),
+            )
+            .expect("an ExportProfilesServiceRequest");
+            format!("{:?}", req.resource_profiles[0].resource)
+        })
+        .collect();
+    assert_eq!(
+        seen.len(),
+        9,
+        "sent once each after the 6 refusals: {stderr}"
+    );
+    for (i, d) in delivered.iter().enumerate() {
+        assert!(d.contains(&format!("seq:{i}")) || d.contains("busy"), "{d}");
+    }
+    assert!(
+        elapsed >= std::time::Duration::from_secs(1),
+        "the Retry-After was waited"
+    );
+    eprintln!(
+        "measured: receive --forward-otlp to a target answering 429 (Retry-After 1) then 503 ×5: \
+         3 uploads delivered once each after {} requests, in {:.1} s",
+        seen.len(),
+        elapsed.as_secs_f64()
+    );
+}

@@ -48,12 +48,7 @@ fn hostile_upload(lie: bool) -> (Vec<u8>, String) {
 }
 
 pub(super) fn vm_hwm_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    crate::support::proc_status_kib(pid, "VmHWM:")
 }
 
 /// 16 clients sending the worst upload in a loop, and honest clients beside them: the

@@ -443,13 +443,12 @@ fn holder(addr: &str, source: &str) -> Option<TcpStream> {
     Some(s)
 }
 
-/// Every slot held by senders that state 31 MB bodies and send 2 KiB a second (too fast for
-/// the slowest-sender rule, far too slow to finish in the 60 s body deadline), half of them
-/// from another address (127.0.0.2), each reconnecting at once when closed: an honest sender
-/// with a 2 s timeout gets every upload through, because at the cap a request that cannot
-/// finish in time is closed first. (Before, honest uploads waited for the body deadline.)
-#[test]
-fn senders_that_could_never_finish_are_closed_for_honest_ones() {
+/// 30 holders fill a cap of 30, half from 127.0.0.2, each sending `chunk` bytes every 100 ms
+/// of a stated 31 MB body, reconnecting at once when closed and, with `renew`, every `renew`
+/// anyway; beside them 20 honest uploads, each on a connection of its own with a 2 s
+/// timeout (with `renew`, one every 500 ms, so that the holders renew meanwhile). How many
+/// went through, and what the receiver measured.
+fn honest_beside_holders(chunk: usize, renew: Option<Duration>) -> (u32, String) {
     let sb = Sandbox::new();
     sb.write("agentprof.yaml", "receive:\n  max_connections: 30\n");
     let metrics = free_addr();
@@ -461,17 +460,26 @@ fn senders_that_could_never_finish_are_closed_for_honest_ones() {
     let addr = rx.addr.clone();
     let flag = std::sync::Arc::clone(&stop);
     let holders = std::thread::spawn(move || {
-        let source = |i: usize| if i.is_multiple_of(2) { "127.0.0.1" } else { "127.0.0.2" };
-        let mut held: Vec<Option<TcpStream>> = (0..30).map(|i| holder(&addr, source(i))).collect();
+        let source = |i: usize| {
+            if i.is_multiple_of(2) {
+                "127.0.0.1"
+            } else {
+                "127.0.0.2"
+            }
+        };
+        let now = std::time::Instant::now;
+        let mut held: Vec<(Option<TcpStream>, std::time::Instant)> =
+            (0..30).map(|i| (holder(&addr, source(i)), now())).collect();
         let mut reconnects = 0u64;
         while !flag.load(std::sync::atomic::Ordering::SeqCst) {
-            // 205 bytes every 100 ms: 2 KiB a second each.
-            for (i, h) in held.iter_mut().enumerate() {
-                let alive = h
-                    .as_mut()
-                    .is_some_and(|s| s.write_all(&[b'a'; 205]).is_ok());
+            for (i, (h, since)) in held.iter_mut().enumerate() {
+                let due = renew.is_some_and(|r| since.elapsed() >= r);
+                let alive = !due
+                    && h.as_mut()
+                        .is_some_and(|s| s.write_all(&vec![b'a'; chunk]).is_ok());
                 if !alive {
                     *h = holder(&addr, source(i));
+                    *since = now();
                     reconnects += 1;
                 }
             }
@@ -497,17 +505,41 @@ fn senders_that_could_never_finish_are_closed_for_honest_ones() {
         if r.is_ok_and(|r| r.status().as_u16() == 202) {
             through += 1;
         }
+        if renew.is_some() {
+            // A sender's pace, so the 20 span the holders' renewals.
+            std::thread::sleep(Duration::from_millis(500));
+        }
     }
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     let reconnects = holders.join().unwrap();
     let hwm = vm_hwm_kib(rx.pid());
     let evicted = metric(&metrics, "agentprof_receive_connections_evicted_idle_total");
+    (
+        through,
+        format!(
+            "{evicted} connections closed to make room, the holders reconnected {reconnects} \
+             times, receiver VmHWM {} MiB",
+            hwm / 1024
+        ),
+    )
+}
+
+/// Every slot held by senders that state 31 MB bodies and send 2 KiB a second (too fast for
+/// the slowest-sender rule, far too slow to finish in the 60 s body deadline), half of them
+/// from another address (127.0.0.2): an honest sender with a 2 s timeout gets every upload
+/// through, because at the cap a request that cannot finish in time is closed first. The
+/// same with holders at 1 KB/s that reconnect every 4.5 s (never old enough for the
+/// slowest-sender rule). Before, honest uploads got 0 of 20 through.
+#[test]
+fn senders_that_could_never_finish_are_closed_for_honest_ones() {
+    let (through, said) = honest_beside_holders(205, None);
     eprintln!(
-        "measured: 30 holders at 2 KiB/s (half from 127.0.0.2), cap 30: {through}/20 honest \
-         uploads through with a 2 s timeout, each on a connection of its own; {evicted} \
-         connections closed to make room; the holders reconnected {reconnects} times; receiver \
-         VmHWM {} MiB",
-        hwm / 1024
+        "measured: 30 holders at 2 KiB/s (half from 127.0.0.2), cap 30: {through}/20 honest uploads through with a 2 s timeout; {said}"
     );
-    assert_eq!(through, 20);
+    assert_eq!(through, 20, "{said}");
+    let (through, said) = honest_beside_holders(100, Some(Duration::from_millis(4500)));
+    eprintln!(
+        "measured: 30 holders at 1 KB/s reconnecting every 4.5 s, cap 30: {through}/20 honest uploads through; {said}"
+    );
+    assert_eq!(through, 20, "{said}");
 }

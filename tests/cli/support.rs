@@ -484,3 +484,13 @@ pub fn skip(why: &str) {
         );
     }
 }
+
+/// A `/proc/PID/status` figure in KiB (`VmHWM:`, `VmRSS:`); 0 when it cannot be read.
+pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}

@@ -5,6 +5,7 @@
 use std::io::Write;
 
 use super::ui::{Ui, enc, gz};
+use crate::receive_bounds::vm_hwm_kib;
 use crate::support::{Sandbox, fixture};
 
 fn get_with(base: &str, path: &str, headers: &[(&str, &str)]) -> reqwest::blocking::Response {
@@ -13,15 +14,6 @@ fn get_with(base: &str, path: &str, headers: &[(&str, &str)]) -> reqwest::blocki
         r = r.header(*k, *v);
     }
     r.send().unwrap()
-}
-
-fn vm_hwm_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 /// A request for another Host (a page on a rebinding domain) gets 421; the page's own names
@@ -295,14 +287,7 @@ fn two_large_heaps_are_compared_within_the_budget() {
         hwm / 1024
     );
     assert!(hwm < 320 * 1024, "VmHWM {hwm} KiB");
-    let rss = || {
-        std::fs::read_to_string(format!("/proc/{}/status", ui.pid()))
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
+    let rss = || crate::support::proc_status_kib(ui.pid(), "VmRSS:");
     let busy = rss();
     let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while rss() > 64 * 1024 {
@@ -479,4 +464,52 @@ fn ui_reads_sources_only_under_its_source_path() {
         assert_eq!(status, 400, "{}", String::from_utf8_lossy(&body));
         assert!(String::from_utf8_lossy(&body).contains("unclosed group"));
     }
+}
+
+/// Fifty large profiles (113,430 frames each) opened one after another, top and flamegraph
+/// each, under `--memory-mb 96`: the budget is a ceiling on the process — its resident
+/// memory stays under the budget above what it held at start (the reservations alone are
+/// estimates, and the allocator keeps what is freed: 1,125 MiB resident for 50 large
+/// profiles under --memory-mb 1024).
+#[test]
+fn fifty_large_profiles_keep_the_process_under_its_budget() {
+    let sb = Sandbox::new();
+    let big = gz(&crate::ui_range::large::large_profile());
+    for i in 0..50 {
+        sb.write_bytes(
+            &format!("prof/svc{i:02}/cpu-2026-12-01T10:00:00.000Z.pb.gz"),
+            &big,
+        );
+    }
+    let ui = Ui::start(&sb, &["prof", "--memory-mb", "96"]);
+    let doc = ui.json("/api/profiles");
+    let ids: Vec<String> = doc["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 50);
+    let baseline = crate::support::proc_status_kib(ui.pid(), "VmRSS:");
+    let mut answered = 0;
+    for id in &ids {
+        let (code, _, _) = ui.get(&format!("/api/top?id={}", enc(id)));
+        let (svg, _, _) = ui.get(&format!("/api/flamegraph.svg?id={}", enc(id)));
+        if code == 200 && svg == 200 {
+            answered += 1;
+        }
+    }
+    let hwm = vm_hwm_kib(ui.pid());
+    eprintln!(
+        "measured: ui --memory-mb 96, 50 profiles of 113,430 frames, top and flamegraph each: \
+         {answered}/50 answered, resident at start {} MiB, VmHWM {} MiB (ceiling {} MiB)",
+        baseline / 1024,
+        hwm / 1024,
+        baseline / 1024 + 96
+    );
+    assert_eq!(answered, 50);
+    assert!(
+        hwm <= baseline + 96 * 1024,
+        "VmHWM {hwm} KiB, start {baseline} KiB"
+    );
 }

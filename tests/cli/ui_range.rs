@@ -8,7 +8,7 @@ use crate::support::{Sandbox, fixture};
 use crate::ui::{Ui, enc, gz};
 
 #[path = "large_profile.rs"]
-mod large;
+pub mod large;
 use large::large_profile;
 
 /// Six CPU captures of `web`, a minute apart, alternately of pods web-1 and web-2, the
