@@ -13,7 +13,7 @@
 //! last [`KEPT`] are kept in memory (about 4 MiB).
 
 use std::collections::{HashSet, VecDeque};
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::form::Upload;
@@ -77,15 +77,18 @@ impl Seen {
         };
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
         let from = len.saturating_sub(TAIL);
-        let mut text = Vec::new();
-        if f.seek(SeekFrom::Start(from)).is_err() || f.take(TAIL).read_to_end(&mut text).is_err() {
+        if f.seek(SeekFrom::Start(from)).is_err() {
             return seen;
         }
-        // A cut first line (the tail began inside it) has no digest to find, or a whole one.
-        for line in text.split(|&b| b == b'\n') {
-            if let Some(d) = digest_in(line) {
+        // Line by line, so that reading it holds one line, not the tail. A cut first line
+        // (the tail began inside it) has no digest to find, or a whole one.
+        let mut lines = std::io::BufReader::with_capacity(64 << 10, f.take(TAIL));
+        let mut line = Vec::new();
+        while lines.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+            if let Some(d) = digest_in(&line) {
                 seen.remember(d.to_string());
             }
+            line.clear();
         }
         seen
     }
