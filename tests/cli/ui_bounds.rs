@@ -8,6 +8,16 @@ use super::ui::{Ui, enc, gz};
 use crate::receive_bounds::vm_hwm_kib;
 use crate::support::{Sandbox, fixture};
 
+/// `n` services' CPU captures of the same `gz` bytes: `prof/svc<i>/cpu-….pb.gz`.
+fn services_of(sb: &Sandbox, n: usize, gz: &[u8]) {
+    for i in 0..n {
+        sb.write_bytes(
+            &format!("prof/svc{i}/cpu-2026-12-01T10:00:00.000Z.pb.gz"),
+            gz,
+        );
+    }
+}
+
 fn get_with(base: &str, path: &str, headers: &[(&str, &str)]) -> reqwest::blocking::Response {
     let mut r = reqwest::blocking::Client::new().get(format!("{base}{path}"));
     for (k, v) in headers {
@@ -183,12 +193,7 @@ fn ui_memory_stays_within_its_budget() {
         .collect();
     sb.write_bytes("prof/bomb/heap-2026-12-01T10:00:00.000Z.pb.gz", &bomb);
     let cpu = gz(&std::fs::read(fixture("cpu.pprof")).unwrap());
-    for i in 0..8 {
-        sb.write_bytes(
-            &format!("prof/svc{i}/cpu-2026-12-01T10:00:00.000Z.pb.gz"),
-            &cpu,
-        );
-    }
+    services_of(&sb, 8, &cpu);
     let ui = Ui::start(&sb, &["prof", "--memory-mb", "256"]);
     let doc = ui.json("/api/profiles");
     let id_of = |p: &str| {
@@ -474,13 +479,7 @@ fn ui_reads_sources_only_under_its_source_path() {
 #[test]
 fn fifty_large_profiles_keep_the_process_under_its_budget() {
     let sb = Sandbox::new();
-    let big = gz(&crate::ui_range::large::large_profile());
-    for i in 0..50 {
-        sb.write_bytes(
-            &format!("prof/svc{i:02}/cpu-2026-12-01T10:00:00.000Z.pb.gz"),
-            &big,
-        );
-    }
+    services_of(&sb, 50, &gz(&crate::ui_range::large::large_profile()));
     let ui = Ui::start(&sb, &["prof", "--memory-mb", "96"]);
     let doc = ui.json("/api/profiles");
     let ids: Vec<String> = doc["entries"]
