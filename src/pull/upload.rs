@@ -343,10 +343,12 @@ impl Uploader {
             // Sent already (a kill -9 after its key was noted, before its file went).
             if self.spool.was_sent(&f) {
                 let _ = std::fs::remove_file(&f);
+                self.spool.forget(&f);
                 continue;
             }
             let Some((ctype, headers, body)) = read_spooled(&f) else {
                 let _ = std::fs::remove_file(&f);
+                self.spool.forget(&f);
                 continue;
             };
             match self.post(&body, &ctype, &headers) {

@@ -14,13 +14,37 @@ pub struct Spool {
     limit: u64,
     seq: AtomicU64,
     stats: Arc<UploadStats>,
-    /// Keys of keyed uploads sent (`sent.keys`, the last [`SENT_KEPT`]): a keyed upload put
-    /// again after it was sent (a receiver replaying what it forwarded before a kill -9) is
-    /// not sent twice.
-    sent: std::sync::Mutex<std::collections::VecDeque<String>>,
+    /// The keys of keyed uploads waiting here and of those sent (`sent.keys`, the last
+    /// [`SENT_KEPT`]): a keyed upload put again while it waits or after it was sent (a
+    /// receiver replaying what it forwarded before a kill -9) is not sent twice.
+    keys: std::sync::Mutex<Keys>,
 }
 
-/// Keys of sent uploads remembered (about 40 bytes each).
+#[derive(Default)]
+struct Keys {
+    pending: std::collections::HashSet<String>,
+    sent: std::collections::HashSet<String>,
+    /// `sent` oldest first, to forget the oldest past [`SENT_KEPT`].
+    order: std::collections::VecDeque<String>,
+}
+
+impl Keys {
+    fn remember_sent(&mut self, key: &str) {
+        if self.sent.insert(key.to_string()) {
+            self.order.push_back(key.to_string());
+        }
+    }
+
+    fn trim(&mut self, to: usize) {
+        while self.order.len() > to {
+            if let Some(old) = self.order.pop_front() {
+                self.sent.remove(&old);
+            }
+        }
+    }
+}
+
+/// Keys of sent uploads remembered (about 100 bytes each).
 const SENT_KEPT: usize = 100_000;
 
 /// A key as it may stand in a file name: hex digits only, at most 64.
@@ -37,34 +61,48 @@ fn key_of(f: &Path) -> Option<&str> {
 
 impl Spool {
     pub fn new(dir: PathBuf, limit: u64, stats: Arc<UploadStats>) -> Spool {
-        let sent = std::fs::read_to_string(dir.join("sent.keys"))
+        let mut keys = Keys::default();
+        for k in std::fs::read_to_string(dir.join("sent.keys"))
             .unwrap_or_default()
             .lines()
             .filter(|k| valid_key(k))
-            .map(str::to_string)
-            .collect::<std::collections::VecDeque<_>>();
-        let mut sent = sent;
-        while sent.len() > SENT_KEPT {
-            sent.pop_front();
+        {
+            keys.remember_sent(k);
         }
-        Spool {
+        keys.trim(SENT_KEPT);
+        let spool = Spool {
             dir,
             limit,
             seq: AtomicU64::new(0),
             stats,
-            sent: std::sync::Mutex::new(sent),
-        }
+            keys: std::sync::Mutex::new(keys),
+        };
+        let pending: std::collections::HashSet<String> = spool
+            .files()
+            .iter()
+            .filter_map(|f| key_of(f).map(str::to_string))
+            .collect();
+        crate::sync::lock(&spool.keys).pending = pending;
+        spool
     }
 
     /// Whether a keyed upload is waiting or was sent already.
     fn has(&self, key: &str) -> bool {
-        crate::sync::lock(&self.sent).iter().any(|k| k == key)
-            || self.files().iter().any(|f| key_of(f) == Some(key))
+        let keys = crate::sync::lock(&self.keys);
+        keys.pending.contains(key) || keys.sent.contains(key)
     }
 
     /// Whether the spooled upload `f` has a key noted as sent.
     pub(super) fn was_sent(&self, f: &Path) -> bool {
-        key_of(f).is_some_and(|k| crate::sync::lock(&self.sent).iter().any(|s| s == k))
+        key_of(f).is_some_and(|k| crate::sync::lock(&self.keys).sent.contains(k))
+    }
+
+    /// A spooled upload's file goes without being sent (dropped, set aside, unreadable): its
+    /// key no longer waits.
+    pub(super) fn forget(&self, f: &Path) {
+        if let Some(k) = key_of(f) {
+            crate::sync::lock(&self.keys).pending.remove(k);
+        }
     }
 
     /// A spooled upload was sent: its key (if any) is noted before its file goes, so putting
@@ -74,19 +112,18 @@ impl Spool {
         let Some(key) = key_of(f) else {
             return;
         };
-        let mut sent = crate::sync::lock(&self.sent);
-        sent.push_back(key.to_string());
+        let mut keys = crate::sync::lock(&self.keys);
+        keys.pending.remove(key);
+        keys.remember_sent(key);
         let journal = self.dir.join("sent.keys");
         let appended = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&journal)
             .and_then(|mut j| std::io::Write::write_all(&mut j, format!("{key}\n").as_bytes()));
-        if appended.is_err() || sent.len() > 2 * SENT_KEPT {
-            while sent.len() > SENT_KEPT {
-                sent.pop_front();
-            }
-            let text: String = sent.iter().map(|k| format!("{k}\n")).collect();
+        if appended.is_err() || keys.order.len() > 2 * SENT_KEPT {
+            keys.trim(SENT_KEPT);
+            let text: String = keys.order.iter().map(|k| format!("{k}\n")).collect();
             let _ = crate::files::replace(&journal, text.as_bytes());
         }
     }
@@ -172,6 +209,9 @@ impl Spool {
                 }
             })?;
         self.stats.spooled.fetch_add(1, Ordering::Relaxed);
+        if let Some(k) = key {
+            crate::sync::lock(&self.keys).pending.insert(k.to_string());
+        }
         // Oldest first out until the spool fits.
         let mut files = self.files();
         let size = |f: &Path| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
@@ -180,6 +220,7 @@ impl Spool {
             let f = files.remove(0);
             total -= size(&f);
             let _ = std::fs::remove_file(&f);
+            self.forget(&f);
             self.stats.dropped.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
@@ -188,6 +229,7 @@ impl Spool {
     /// A spooled upload the intake refused for good, moved under `refused/` (kept for a
     /// person to look at, never sent again; the oldest go first past 16 of them).
     pub(super) fn set_aside(&self, f: &Path) {
+        self.forget(f);
         let dir = self.dir.join("refused");
         let _ = std::fs::create_dir_all(&dir);
         if let Some(name) = f.file_name() {
@@ -220,4 +262,49 @@ pub(super) fn read_spooled(f: &Path) -> Option<Spooled> {
         (head, Vec::new())
     };
     Some((ctype, headers, data[nl + 1..].to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_keyed_upload_is_spooled_once_and_never_again_once_sent() {
+        let dir = tempfile::tempdir().expect("dir");
+        let spool = || Spool::new(dir.path().to_path_buf(), 1 << 20, Arc::default());
+        let s = spool();
+        let key = "0123456789abcdef0123456789abcdef";
+        s.put_keyed(Some(key), b"one", "text/plain", &[])
+            .expect("put");
+        s.put_keyed(Some(key), b"one", "text/plain", &[])
+            .expect("again");
+        assert_eq!(s.files().len(), 1, "put twice, spooled once");
+        // A restart finds it waiting.
+        let s = spool();
+        s.put_keyed(Some(key), b"one", "text/plain", &[])
+            .expect("after a restart");
+        let files = s.files();
+        assert_eq!(files.len(), 1);
+        s.sent(&files[0]);
+        std::fs::remove_file(&files[0]).expect("sent");
+        // Sent, before and after a restart: put again, nothing is spooled.
+        for s in [s, spool()] {
+            s.put_keyed(Some(key), b"one", "text/plain", &[])
+                .expect("put");
+            assert!(s.files().is_empty());
+        }
+        // Unkeyed uploads are spooled each time; other keys too.
+        let s = spool();
+        s.put(b"x", "text/plain", &[]).expect("put");
+        s.put(b"x", "text/plain", &[]).expect("put");
+        s.put_keyed(Some("ab"), b"y", "text/plain", &[])
+            .expect("put");
+        assert_eq!(s.files().len(), 3);
+        // A key that is no hex is no key.
+        s.put_keyed(Some("../x"), b"z", "text/plain", &[])
+            .expect("put");
+        s.put_keyed(Some("../x"), b"z", "text/plain", &[])
+            .expect("put");
+        assert_eq!(s.files().len(), 5);
+    }
 }
