@@ -434,18 +434,17 @@ pub(super) fn positions(probes: &[u64]) -> (Vec<Option<Position>>, Cost) {
 type Strings<'a> = (gimli::DebugStr<Reader<'a>>, gimli::DebugLineStr<Reader<'a>>);
 
 /// Streams one line program and places each of `probes` (sorted) that a row's address
-/// range holds and that was not placed before; how many it placed.
+/// range holds and that was not placed before.
 fn place(
     program: gimli::IncompleteLineProgram<Reader<'_>>,
     strings: &Strings<'_>,
     probes: &[(u64, usize)],
     out: &mut [Option<Position>],
-) -> usize {
+) {
     let mut rows = program.rows();
     // The previous row of the current sequence: (address, file index, line).
     let mut previous: Option<(u64, u64, Option<u32>)> = None;
     let mut names: std::collections::HashMap<u64, Option<String>> = Default::default();
-    let mut placed = 0;
     while let Ok(Some((header, row))) = rows.next_row() {
         if let Some((from, file, line)) = previous
             && row.address() > from
@@ -462,7 +461,6 @@ fn place(
                         .clone();
                     if let Some(file) = name {
                         out[i] = Some(Position { file, line });
-                        placed += 1;
                     }
                 }
             }
@@ -472,7 +470,6 @@ fn place(
             (row.address(), row.file_index(), line)
         });
     }
-    placed
 }
 
 /// The path of the line program's file `index`: its directory joined with its name (a
