@@ -145,17 +145,9 @@ impl Worker {
             m.queue_bytes.set(self.queue.used() as i64);
             return None;
         }
-        let job = match self.store_claimed(job, &digest) {
-            Some(job) => {
-                crate::sync::lock(&self.seen).release(&digest, false);
-                job
-            }
-            None => {
-                crate::sync::lock(&self.seen).release(&digest, true);
-                return None;
-            }
-        };
-        Some(job)
+        let again = self.store_claimed(job, &digest);
+        crate::sync::lock(&self.seen).release(&digest, again.is_none());
+        again
     }
 
     /// `handle` for an upload whose digest this worker claimed.
