@@ -8,6 +8,16 @@ use super::ui::{Ui, enc, gz};
 use crate::receive_bounds::vm_hwm_kib;
 use crate::support::{Sandbox, fixture};
 
+/// The ids of the profiles the ui lists.
+fn ids_of(ui: &Ui) -> Vec<String> {
+    ui.json("/api/profiles")["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// `n` services' CPU captures of the same `gz` bytes: `prof/svc<i>/cpu-….pb.gz`.
 fn services_of(sb: &Sandbox, n: usize, gz: &[u8]) {
     for i in 0..n {
@@ -134,13 +144,7 @@ fn ui_lists_what_it_can_open_and_draws_any_name() {
         &gz(&p.encode_to_vec()),
     );
     let ui = Ui::start(&sb, &["prof"]);
-    let doc = ui.json("/api/profiles");
-    let ids: Vec<String> = doc["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["id"].as_str().unwrap().to_string())
-        .collect();
+    let ids = ids_of(&ui);
     assert!(!ids.iter().any(|i| i.contains("fifo")), "{ids:?}");
     assert!(!ids.iter().any(|i| i.contains("..")), "{ids:?}");
     let slash = ids
@@ -264,16 +268,9 @@ fn two_large_heaps_are_compared_within_the_budget() {
         );
     }
     drop(svc);
-    let ids = |ui: &Ui| -> Vec<String> {
-        ui.json("/api/profiles")["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["id"].as_str().unwrap().to_string())
-            .collect()
-    };
+
     let ui = Ui::start(&sb, &["prof", "--memory-mb", "256", "--keep-idle", "2s"]);
-    let id = ids(&ui);
+    let id = ids_of(&ui);
     let (code, _, body) = ui.get(&format!(
         "/api/diff?base={}&id={}&nodes=5",
         enc(&id[0]),
@@ -481,13 +478,7 @@ fn fifty_large_profiles_keep_the_process_under_its_budget() {
     let sb = Sandbox::new();
     services_of(&sb, 50, &gz(&crate::ui_range::large::large_profile()));
     let ui = Ui::start(&sb, &["prof", "--memory-mb", "96"]);
-    let doc = ui.json("/api/profiles");
-    let ids: Vec<String> = doc["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["id"].as_str().unwrap().to_string())
-        .collect();
+    let ids = ids_of(&ui);
     assert_eq!(ids.len(), 50);
     let baseline = crate::support::proc_status_kib(ui.pid(), "VmRSS:");
     let mut answered = 0;
