@@ -732,17 +732,7 @@ fn receive_forwards_uploads_to_the_collector_as_otlp() {
 fn receive_forwards_to_an_otlp_target_that_throttles_then_fails_each_upload_once() {
     let sb = Sandbox::new();
     // Request 0: 429 (wait 1 s); 1–5: 503; then 200.
-    let (target, seen) = crate::support::serve(|_, n| {
-        let mut r = match n {
-            0 => crate::support::reply("429 Too Many Requests", ""),
-            1..=5 => crate::support::reply("503 Service Unavailable", "down"),
-            _ => crate::support::reply("200 OK", ""),
-        };
-        if n == 0 {
-            r.headers.push(("Retry-After".into(), "1".into()));
-        }
-        r
-    });
+    let (target, seen) = crate::support::throttling_then_failing(5);
     let rx = Receiver::start(
         &sb,
         &[

@@ -494,3 +494,19 @@ pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
 }
+
+/// A loopback intake that answers its first request 429 with `Retry-After: 1`, the next
+/// `failures` 503, and 200 after that; the requests it saw.
+pub fn throttling_then_failing(failures: usize) -> (String, Arc<Mutex<Vec<Seen>>>) {
+    serve(move |_, n| {
+        let mut r = match n {
+            0 => reply("429 Too Many Requests", ""),
+            n if n <= failures => reply("503 Service Unavailable", "down"),
+            _ => reply("200 OK", ""),
+        };
+        if n == 0 {
+            r.headers.push(("Retry-After".into(), "1".into()));
+        }
+        r
+    })
+}

@@ -1245,17 +1245,7 @@ fn an_otlp_collector_that_throttles_then_fails_gets_every_capture_once() {
         return;
     };
     n.rules("", "    interval: 10s\n    scheduled_types: [goroutine]\n");
-    let (collector, seen) = crate::support::serve(|_, i| {
-        let mut r = match i {
-            0 => crate::support::reply("429 Too Many Requests", ""),
-            1..=6 => crate::support::reply("503 Service Unavailable", "down"),
-            _ => crate::support::reply("200 OK", ""),
-        };
-        if i == 0 {
-            r.headers.push(("Retry-After".into(), "1".into()));
-        }
-        r
-    });
+    let (collector, seen) = crate::support::throttling_then_failing(6);
     let mut run = Running::start(
         &n.sb,
         &n.kc,
