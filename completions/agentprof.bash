@@ -818,7 +818,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__k8s)
-            opts="-h --node --kubeconfig --context --config --confd --out --upload --otlp --otlp-header --otlp-original-payload --spool --metrics-listen --duration --json --help targets help"
+            opts="-h --node --kubeconfig --context --config --confd --out --upload --otlp --otlp-header --otlp-original-payload --spool --upload-timeout --metrics-listen --duration --json --help targets help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -861,6 +861,10 @@ _agentprof() {
                     return 0
                     ;;
                 --spool)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --upload-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1004,7 +1008,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__pull)
-            opts="-h --types --profile-duration --interval --once --count --http-timeout --out --top --flamegraph --retention-mb --retention-days --service --env --version --tag --tls-ca --tls-cert --tls-key --insecure-skip-verify --upload --otlp --otlp-header --otlp-original-payload --spool --body-size-limit-mb --delta-cache-mb --json --config --confd --help"
+            opts="-h --types --profile-duration --interval --once --count --http-timeout --out --top --flamegraph --retention-mb --retention-days --service --env --version --tag --tls-ca --tls-cert --tls-key --insecure-skip-verify --upload --otlp --otlp-header --otlp-original-payload --spool --upload-timeout --body-size-limit-mb --delta-cache-mb --json --config --confd --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1090,6 +1094,10 @@ _agentprof() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --upload-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --body-size-limit-mb)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1114,7 +1122,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__receive)
-            opts="-h -V --listen --out --queue --top --forward --forward-otlp --otlp-header --otlp-original-payload --spool --tls-cert --tls-key --metrics-listen --duration --json --config --help --version"
+            opts="-h -V --listen --out --queue --top --forward --forward-otlp --otlp-header --otlp-original-payload --spool --forward-timeout --tls-cert --tls-key --metrics-listen --duration --json --config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1149,6 +1157,10 @@ _agentprof() {
                     return 0
                     ;;
                 --spool)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --forward-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -25,6 +25,31 @@ pub fn blocking(timeout: Duration) -> reqwest::blocking::ClientBuilder {
         .user_agent(concat!("agentprof/", env!("CARGO_PKG_VERSION")))
 }
 
+/// The innermost error of a chain: what actually went wrong ("connection refused", "operation
+/// timed out") rather than reqwest's "error sending request".
+pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+/// Why a request of a client built with `timeout` got no answer, in words a log reader can
+/// act on (no URL: the caller names the target, redacted).
+pub fn send_failure(e: &reqwest::Error, timeout: Duration) -> String {
+    if e.is_timeout() {
+        format!(
+            "timed out: no answer within {}",
+            crate::duration::human(timeout)
+        )
+    } else if e.is_connect() {
+        format!("cannot connect: {}", root_cause(e))
+    } else {
+        root_cause(e)
+    }
+}
+
 /// A Retry-After header's wait (429, 503): seconds, or an HTTP date. Every client of
 /// agentprof reads it here.
 pub fn retry_after(h: &http::HeaderMap) -> Option<Duration> {

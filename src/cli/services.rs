@@ -94,6 +94,10 @@ pub struct PullArgs {
     /// Where uploads that failed wait to be sent (default: $AGENTPROF_STATE_DIR or the XDG state dir)
     #[arg(long, value_name = "DIR")]
     pub spool: Option<PathBuf>,
+    /// Longest wait for one upload request (--upload, --otlp), connecting included; a target
+    /// that does not answer in time is retried, then the upload waits in the spool
+    #[arg(long, value_name = "D", default_value = "30s")]
+    pub upload_timeout: String,
     /// Largest response accepted (MiB); decompressed at most min(this, 8 MiB)
     #[arg(long, value_name = "MIB", default_value_t = 32,
           value_parser = clap::value_parser!(u64).range(1..=1024))]
@@ -155,6 +159,10 @@ pub struct K8sArgs {
     /// Where uploads that failed wait to be sent (default: $AGENTPROF_STATE_DIR or the XDG state dir)
     #[arg(long, value_name = "DIR")]
     pub spool: Option<PathBuf>,
+    /// Longest wait for one upload request (--upload, --otlp), connecting included; a target
+    /// that does not answer in time is retried, then the capture waits in the spool
+    #[arg(long, value_name = "D", default_value = "30s")]
+    pub upload_timeout: String,
     /// Serve /metrics (OpenMetrics), /healthz and /readyz here, e.g. 0.0.0.0:9090
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
@@ -204,6 +212,11 @@ pub struct ReceiveArgs {
     /// $AGENTPROF_STATE_DIR or the XDG state dir's receive-spool; OTLP's in otlp/ under it)
     #[arg(long, value_name = "DIR")]
     pub spool: Option<PathBuf>,
+    /// Longest wait for one forward request (--forward, --forward-otlp), connecting
+    /// included; a target that does not answer in time is retried from the spool (default:
+    /// receive.forward_timeout_s, else 30s)
+    #[arg(long, value_name = "D")]
+    pub forward_timeout: Option<String>,
     /// Listen over TLS with this certificate chain (PEM; default: receive.tls_cert)
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,

@@ -132,6 +132,7 @@ fn collect(args: K8sArgs) -> anyhow::Result<Outcome> {
             .spool
             .clone()
             .unwrap_or_else(|| crate::checks::python::state_dir().join("upload-spool")),
+        upload_timeout: super::pull::upload_timeout(&args.upload_timeout, "--upload-timeout")?,
         metrics_listen,
         duration,
         json: args.json,

@@ -363,6 +363,7 @@ fn options(args: &PullArgs, config: AgentConfig) -> anyhow::Result<PullOptions> 
     )?;
     Ok(PullOptions {
         otlp,
+        upload_timeout: Some(upload_timeout(&args.upload_timeout, "--upload-timeout")?),
         count,
         out: args.out.clone(),
         top: args.top.unwrap_or(0),
@@ -383,6 +384,19 @@ fn options(args: &PullArgs, config: AgentConfig) -> anyhow::Result<PullOptions> 
                 .map(|d| std::time::Duration::from_secs(d * 86_400)),
         },
     })
+}
+
+/// `--upload-timeout`, `--forward-timeout`: a request's whole time, at least 100 ms and at
+/// most an hour (a zero would fail every upload; a day would hold the spool's sender).
+pub(super) fn upload_timeout(text: &str, flag: &'static str) -> Result<Duration, UsageError> {
+    let d = crate::duration::parse(text, 1.0).map_err(|e| UsageError::flag(flag, e))?;
+    if d < Duration::from_millis(100) || d > Duration::from_secs(3600) {
+        return Err(UsageError::flag(
+            flag,
+            format!("{text}: between 100ms and 1h"),
+        ));
+    }
+    Ok(d)
 }
 
 /// The OTLP target of `flag` (`--otlp`, `--forward-otlp`) and `--otlp-header`s.

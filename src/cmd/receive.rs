@@ -77,13 +77,19 @@ fn forwarder(
         .or(file.spool_dir.clone())
         .unwrap_or_else(|| crate::checks::python::state_dir().join("receive-spool"));
     let key = agent.api_key.as_ref().map(|k| k.0.clone());
+    let timeout = match &args.forward_timeout {
+        Some(t) => super::pull::upload_timeout(t, "--forward-timeout")?,
+        None => file
+            .forward_timeout_s
+            .map_or(crate::pull::upload::DEFAULT_TIMEOUT, std::time::Duration::from_secs),
+    };
     let which = if url.is_some() {
         "--forward"
     } else {
         "--forward-otlp"
     };
     Ok(Some(
-        crate::receive::forward::Forwarder::new(url, otlp, spool, agent.tags.clone(), key)
+        crate::receive::forward::Forwarder::new(url, otlp, spool, agent.tags.clone(), key, timeout)
             .map_err(|e| UsageError::flag(which, e))?,
     ))
 }

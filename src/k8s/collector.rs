@@ -62,6 +62,8 @@ pub struct RunOptions {
     /// `spool/otlp`.
     pub otlp: Option<crate::pull::otlp::OtlpTarget>,
     pub spool: PathBuf,
+    /// One upload request's longest time (`--upload-timeout`).
+    pub upload_timeout: Duration,
     pub metrics_listen: Option<SocketAddr>,
     pub duration: Option<Duration>,
     pub json: bool,

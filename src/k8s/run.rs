@@ -75,6 +75,7 @@ async fn prepare(
         upload: opts.upload.clone(),
         otlp: opts.otlp.clone(),
         spool: opts.spool.clone(),
+        upload_timeout: Some(opts.upload_timeout),
         ..Default::default()
     };
     let made = tokio::task::spawn_blocking(move || crate::pull::uploaders(&pull_opts)).await??;

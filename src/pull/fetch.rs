@@ -440,7 +440,7 @@ fn send_interruptible(
 /// the server was reached, so this is the configuration's to fix, not the network's. The
 /// TLS stack's error reaches here only as the cause's text.
 fn tls_refused(e: &reqwest::Error) -> bool {
-    let text = root_cause(e).to_ascii_lowercase();
+    let text = crate::http::root_cause(e).to_ascii_lowercase();
     [
         "certificate",
         "handshake",
@@ -454,7 +454,7 @@ fn tls_refused(e: &reqwest::Error) -> bool {
 }
 
 fn describe_send_error(e: &reqwest::Error, timeout: Duration, setting: &str) -> String {
-    let cause = root_cause(e);
+    let cause = crate::http::root_cause(e);
     // rustls reading a plain-HTTP answer as a TLS record.
     if cause.contains("InvalidContentType") || cause.contains("corrupt message") {
         return "the server answered plain HTTP on an https URL (use http://, or its TLS port)"
@@ -466,9 +466,9 @@ fn describe_send_error(e: &reqwest::Error, timeout: Duration, setting: &str) -> 
             crate::duration::human(timeout)
         )
     } else if e.is_connect() {
-        format!("cannot connect: {}", root_cause(e))
+        format!("cannot connect: {}", crate::http::root_cause(e))
     } else {
-        root_cause(e)
+        crate::http::root_cause(e)
     }
 }
 
@@ -519,19 +519,11 @@ fn read_body(
         }
         match rx.recv_timeout(left.min(POLL)) {
             Ok(Ok(chunk)) => bytes.extend_from_slice(&chunk),
-            Ok(Err(e)) => return Err((bytes.len(), BodyEnd::Cut(root_cause(&e)))),
+            Ok(Err(e)) => return Err((bytes.len(), BodyEnd::Cut(crate::http::root_cause(&e)))),
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(bytes),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
         }
     }
-}
-
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
 }
 
 #[cfg(test)]

@@ -155,6 +155,8 @@ pub struct PullOptions {
     pub otlp: Option<otlp::OtlpTarget>,
     /// The dd-trace upload's spool; the OTLP export's is `otlp/` under it.
     pub spool: PathBuf,
+    /// One upload request's longest time (`--upload-timeout`; None: 30 s).
+    pub upload_timeout: Option<Duration>,
     pub body_size_limit_mb: u64,
     pub delta_cache_mb: u64,
     pub hostname: String,
@@ -406,9 +408,10 @@ pub fn run(
 }
 
 /// The uploaders of `--upload` (dd-trace's format, in `spool`) and `--otlp` (OTLP profiles,
-/// in `spool/otlp`), each with 64 MiB of spool and 30 s per request.
+/// in `spool/otlp`), each with 64 MiB of spool and `upload_timeout` (30 s) per request.
 pub fn uploaders(opts: &PullOptions) -> anyhow::Result<Vec<upload::Uploader>> {
     let flag = crate::error::UsageError::flag;
+    let timeout = opts.upload_timeout.unwrap_or(upload::DEFAULT_TIMEOUT);
     let mut out = Vec::new();
     if let Some(u) = &opts.upload {
         out.push(
@@ -416,7 +419,7 @@ pub fn uploaders(opts: &PullOptions) -> anyhow::Result<Vec<upload::Uploader>> {
                 u.clone(),
                 opts.spool.clone(),
                 64 << 20,
-                Duration::from_secs(30),
+                timeout,
             )
             .map_err(|e| flag("--upload", e))?,
         );
@@ -427,7 +430,7 @@ pub fn uploaders(opts: &PullOptions) -> anyhow::Result<Vec<upload::Uploader>> {
                 t.url.clone(),
                 opts.spool.join("otlp"),
                 64 << 20,
-                Duration::from_secs(30),
+                timeout,
             )
             .map_err(|e| flag("--otlp", e))?
             .with_format(upload::Format::Otlp {

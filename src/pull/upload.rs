@@ -140,6 +140,9 @@ pub fn rfc3339_nano(t: jiff::Timestamp) -> String {
     format!("{s}Z")
 }
 
+/// One request's longest time when no `--upload-timeout`/`--forward-timeout` is given.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The longest a 429 or 503's Retry-After is waited before the next attempt; a longer one
 /// sends the upload to the spool instead.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
@@ -213,6 +216,8 @@ pub struct Uploader {
     /// Headers of every request, never spooled (the intake's API key).
     secret_headers: Vec<(String, String)>,
     format: Format,
+    /// Each request's whole time (said when a target does not answer within it).
+    timeout: Duration,
 }
 
 impl Uploader {
@@ -233,6 +238,7 @@ impl Uploader {
             stats,
             secret_headers: Vec::new(),
             format: Format::DdTrace,
+            timeout,
         })
     }
 
@@ -279,7 +285,7 @@ impl Uploader {
                         wait = ra;
                     }
                 }
-                Err(e) => last = e.without_url().to_string(),
+                Err(e) => last = crate::http::send_failure(&e, self.timeout),
             }
             if attempt == ATTEMPTS || crate::signal::requested() {
                 break;

@@ -37,6 +37,9 @@ pub struct ReceiveFile {
     /// Seconds a sender has to send an upload's body (default 60; its headers: at most 10):
     /// a slower or stalled one gets 408 and its connection is closed.
     pub read_timeout_s: Option<u64>,
+    /// Seconds one forward request may take, connecting included (default 30): a target
+    /// that does not answer in time is retried from the spool.
+    pub forward_timeout_s: Option<u64>,
     /// MiB every upload in flight may hold together, from its first byte read until it is
     /// stored: bodies, attachments decompressed, profiles decoded (default 192); past it
     /// uploads get 503 with Retry-After.
@@ -63,6 +66,7 @@ pub const RANGES: &[(&str, u64, u64)] = &[
     ("body_size_limit_mb", 1, 1024),
     ("cache_capacity_mb", 1, 1 << 20),
     ("read_timeout_s", 1, 3600),
+    ("forward_timeout_s", 1, 3600),
     ("memory_limit_mb", 16, 1 << 20),
     ("upload_decompressed_mb", 1, 4096),
     ("max_connections", 1, 65_536),
@@ -78,6 +82,7 @@ impl ReceiveFile {
             "body_size_limit_mb" => self.body_size_limit_mb,
             "cache_capacity_mb" => self.cache_capacity_mb,
             "read_timeout_s" => self.read_timeout_s,
+            "forward_timeout_s" => self.forward_timeout_s,
             "memory_limit_mb" => self.memory_limit_mb,
             "upload_decompressed_mb" => self.upload_decompressed_mb,
             "max_connections" => self.max_connections,

@@ -35,15 +35,15 @@ fn quoted(name: &str) -> String {
 
 impl Forwarder {
     /// The forwarder of `url` (dd-trace's form, in `spool`) and `otlp` (in `spool/otlp`),
-    /// each with 256 MiB of spool and 30 s per request.
+    /// each with 256 MiB of spool and `timeout` per request.
     pub fn new(
         url: Option<reqwest::Url>,
         otlp: Option<crate::pull::otlp::OtlpTarget>,
         spool: std::path::PathBuf,
         tags: Vec<String>,
         api_key: Option<String>,
+        timeout: std::time::Duration,
     ) -> Result<Forwarder, UploadError> {
-        let timeout = std::time::Duration::from_secs(30);
         let mut senders = Vec::new();
         if let Some(url) = url {
             let up = crate::pull::upload::Uploader::new(url, spool.clone(), 256 << 20, timeout)?;

@@ -785,3 +785,93 @@ fn receive_forwards_to_an_otlp_target_that_throttles_then_fails_each_upload_once
         elapsed.as_secs_f64()
     );
 }
+
+/// A loopback intake that reads each request whole and never answers its first `silent`
+/// ones (the connection held open), then answers 200; the requests it read.
+fn silent_then_answering(silent: usize) -> (String, Arc<Mutex<Vec<crate::support::Seen>>>) {
+    crate::support::serve(move |_, n| {
+        let mut r = crate::support::reply("200 OK", "");
+        if n < silent {
+            r.delay = std::time::Duration::from_secs(3600);
+        }
+        r
+    })
+}
+
+/// A target that reads a request and never answers is bounded by `--upload-timeout`: `pull
+/// --otlp` gives up after its attempts (not after 30 s each) and keeps the request in its
+/// spool; `receive --forward-otlp --forward-timeout` retries from the spool and, once the
+/// target answers, delivers each upload once.
+#[test]
+fn a_silent_otlp_target_is_bounded_by_the_request_timeout() {
+    let sb = Sandbox::new();
+    let (silent, _) = silent_then_answering(usize::MAX);
+    let target = format!("http://{}", goroutine_target());
+    let started = std::time::Instant::now();
+    let r = sb.run(&[
+        "pull",
+        &target,
+        "--types",
+        "goroutine",
+        "--spool",
+        "spool",
+        "--service",
+        "svc",
+        "--otlp",
+        &format!("http://{silent}"),
+        "--upload-timeout",
+        "1s",
+    ]);
+    let pulled_in = started.elapsed();
+    assert_eq!(r.code, 0, "the profile was pulled: {}", r.stderr);
+    assert!(
+        r.stdout.contains("spooled") && r.stdout.contains("timed out"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(spooled(&sb), 1);
+    // Four attempts of 1 s and their backoffs; a default 30 s would take two minutes.
+    assert!(
+        pulled_in < std::time::Duration::from_secs(30),
+        "{pulled_in:?}"
+    );
+    let r = sb.run(&["pull", "--upload-timeout", "0s", &target]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--upload-timeout"), "{}", r.stderr);
+
+    // Silent for its first two requests, then answering.
+    let (target, seen) = silent_then_answering(2);
+    let rx = Receiver::start(
+        &sb,
+        &[
+            "--forward-otlp",
+            &format!("http://{target}"),
+            "--forward-timeout",
+            "1s",
+            "--spool",
+            "rx-spool",
+        ],
+    );
+    for i in 0..3 {
+        let (body, ct) = crate::receive::recorded_upload(&format!("service:quiet,seq:{i}"));
+        assert_eq!(crate::receive::post(&rx.url(), body, &ct).0, 202);
+        rx.next();
+    }
+    crate::receive_hostile::wait_for("the three uploads delivered", || {
+        seen.lock().unwrap().len() >= 2 + 3
+    });
+    let stderr = rx.stop();
+    let seen = seen.lock().unwrap().clone();
+    let answered: std::collections::HashSet<&Vec<u8>> =
+        seen[2..].iter().map(|(_, _, body)| body).collect();
+    eprintln!(
+        "measured: pull --otlp to a silent target with --upload-timeout 1s: spooled after \
+         {:.1} s; receive --forward-otlp --forward-timeout 1s to a target silent twice: \
+         {} requests, {} distinct answered",
+        pulled_in.as_secs_f64(),
+        seen.len(),
+        answered.len()
+    );
+    assert_eq!(seen.len(), 5, "two unanswered, then one each: {stderr}");
+    assert_eq!(answered.len(), 3, "each upload answered once: {stderr}");
+}
