@@ -79,9 +79,10 @@ fn forwarder(
     let key = agent.api_key.as_ref().map(|k| k.0.clone());
     let timeout = match &args.forward_timeout {
         Some(t) => super::pull::upload_timeout(t, "--forward-timeout")?,
-        None => file
-            .forward_timeout_s
-            .map_or(crate::pull::upload::DEFAULT_TIMEOUT, std::time::Duration::from_secs),
+        None => file.forward_timeout_s.map_or(
+            crate::pull::upload::DEFAULT_TIMEOUT,
+            std::time::Duration::from_secs,
+        ),
     };
     let which = if url.is_some() {
         "--forward"

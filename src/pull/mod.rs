@@ -415,28 +415,18 @@ pub fn uploaders(opts: &PullOptions) -> anyhow::Result<Vec<upload::Uploader>> {
     let mut out = Vec::new();
     if let Some(u) = &opts.upload {
         out.push(
-            upload::Uploader::new(
-                u.clone(),
-                opts.spool.clone(),
-                64 << 20,
-                timeout,
-            )
-            .map_err(|e| flag("--upload", e))?,
+            upload::Uploader::new(u.clone(), opts.spool.clone(), 64 << 20, timeout)
+                .map_err(|e| flag("--upload", e))?,
         );
     }
     if let Some(t) = &opts.otlp {
         out.push(
-            upload::Uploader::new(
-                t.url.clone(),
-                opts.spool.join("otlp"),
-                64 << 20,
-                timeout,
-            )
-            .map_err(|e| flag("--otlp", e))?
-            .with_format(upload::Format::Otlp {
-                original: t.original_payload,
-            })
-            .with_secret_headers(t.headers.clone()),
+            upload::Uploader::new(t.url.clone(), opts.spool.join("otlp"), 64 << 20, timeout)
+                .map_err(|e| flag("--otlp", e))?
+                .with_format(upload::Format::Otlp {
+                    original: t.original_payload,
+                })
+                .with_secret_headers(t.headers.clone()),
         );
     }
     Ok(out)

@@ -1066,6 +1066,15 @@ fn three_pulls_into_one_out_at_once_keep_three_files() {
         .into_iter()
         .filter(|p| p.to_string_lossy().ends_with(".pb.gz"))
         .collect();
+    eprintln!(
+        "measured: three pulls of one service into one --out at once: {} files ({})",
+        files.len(),
+        files
+            .iter()
+            .filter_map(|f| f.file_name()?.to_str().map(str::to_string))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     assert_eq!(files.len(), 3, "{files:?}");
     for f in &files {
         assert!(std::fs::metadata(f).unwrap().len() > 0, "{f:?}");

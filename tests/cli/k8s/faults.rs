@@ -1302,3 +1302,136 @@ fn an_otlp_collector_that_throttles_then_fails_gets_every_capture_once() {
         delivered.len()
     );
 }
+
+/// The bytes of the `.upload` files under `dir`.
+fn spool_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "upload"))
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// An OTLP collector that, from its first request and for `outage`, answers 429
+/// (Retry-After: 1), 503 and nothing at all (it reads the request and holds the connection)
+/// in turn, and 200 after; each request logged with its answer.
+fn down_for(
+    outage: Duration,
+) -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<(crate::support::Seen, &'static str)>>>,
+) {
+    let first = std::sync::OnceLock::new();
+    crate::support::serve_noting(move |_, n| {
+        let since = first.get_or_init(Instant::now).elapsed();
+        if since >= outage {
+            return crate::support::reply("200 OK", "");
+        }
+        match n % 3 {
+            0 => {
+                let mut r = crate::support::reply("429 Too Many Requests", "");
+                r.headers.push(("Retry-After".into(), "1".into()));
+                r
+            }
+            1 => crate::support::reply("503 Service Unavailable", "down"),
+            _ => {
+                // Held for an hour: the status is never sent, only logged.
+                let mut r = crate::support::reply("504 Gateway Timeout", "");
+                r.delay = Duration::from_secs(3600);
+                r
+            }
+        }
+    })
+}
+
+/// A collector down for a while (429, 503 and silence in turn; 20 s here, 10 minutes under
+/// `AGENTPROF_ACCEPTANCE=1`) beside `k8s --otlp --upload-timeout 2s`: captures go on through
+/// it, the spool stays within its 64 MiB and memory near its start, and once the collector
+/// answers, every capture's request is delivered once.
+#[test]
+fn a_collector_down_for_a_while_gets_every_capture_once_it_is_back() {
+    let outage = Duration::from_secs(if crate::support::acceptance() {
+        600
+    } else {
+        20
+    });
+    let Some(n) = node(2, 180, 16213) else {
+        return;
+    };
+    n.rules("", "    interval: 10s\n    scheduled_types: [goroutine]\n");
+    let (collector, seen) = down_for(outage);
+    let (mut run, _) = n.start(&[
+        "--otlp",
+        &format!("http://{collector}"),
+        "--spool",
+        "spool",
+        "--upload-timeout",
+        "2s",
+    ]);
+    let pid = run.child.id();
+    let captured = |run: &mut Running| {
+        run.drain()
+            .iter()
+            .filter(|v| v["event"] == "capture_done" && v["status"] == "ok")
+            .count()
+    };
+    until("the collector's first request", 60, || {
+        !seen.lock().unwrap().is_empty()
+    });
+    let down_at = Instant::now();
+    let rss_at_start = crate::support::proc_status_kib(pid, "VmRSS:");
+    let (mut spool_max, mut rss_max) = (0u64, rss_at_start);
+    let spool_dir = n.sb.file("spool/otlp");
+    // Sampled while the outage lasts (its length is this test's scenario, not a wait).
+    until("the outage's end", outage.as_secs() + 60, || {
+        spool_max = spool_max.max(spool_bytes(&spool_dir));
+        rss_max = rss_max.max(crate::support::proc_status_kib(pid, "VmRSS:"));
+        down_at.elapsed() >= outage
+    });
+    let during = captured(&mut run);
+    let refused = |seen: &[(crate::support::Seen, &'static str)]| {
+        seen.iter()
+            .filter(|(_, status)| *status != "200 OK")
+            .count()
+    };
+    until("every capture delivered and the spool empty", 300, || {
+        let c = captured(&mut run);
+        let seen = seen.lock().unwrap();
+        let delivered = seen
+            .iter()
+            .filter(|(_, status)| *status == "200 OK")
+            .count();
+        delivered >= c && spool_bytes(&spool_dir) == 0
+    });
+    let exit = run.sigterm_timed();
+    let total = captured(&mut run);
+    let seen = seen.lock().unwrap().clone();
+    let delivered: Vec<&Vec<u8>> = seen
+        .iter()
+        .filter(|(_, status)| *status == "200 OK")
+        .map(|((_, _, body), _)| body)
+        .collect();
+    let distinct: std::collections::HashSet<&Vec<u8>> = delivered.iter().copied().collect();
+    eprintln!(
+        "measured: k8s --otlp beside a collector down {} s (429, 503, silent in turn): \
+         {during} captures during it, {} requests refused or unanswered, spool \
+         at most {} KiB, VmRSS {} → at most {} MiB; after: {} delivered ({} distinct) of \
+         {total} captures, exit {exit:.2} s after SIGTERM",
+        outage.as_secs(),
+        refused(&seen),
+        spool_max / 1024,
+        rss_at_start / 1024,
+        rss_max / 1024,
+        delivered.len(),
+        distinct.len()
+    );
+    assert!(during >= 2, "captures went on during the outage");
+    assert!(spool_max > 0, "the requests waited in the spool");
+    assert!(spool_max <= 64 << 20, "the spool's bound");
+    assert_eq!(distinct.len(), delivered.len(), "a request delivered twice");
+    assert!(delivered.len() >= total, "{} < {total}", delivered.len());
+}
