@@ -266,8 +266,9 @@ pub struct UiArgs {
     pub keep_idle: String,
     /// A directory of source files the source view may read (repeatable): a profile's file
     /// names are looked for under it as go tool pprof -source_path does, and nothing
-    /// outside these directories is read (without one, the view lists the lines with
-    /// samples and no text)
+    /// outside these directories is read. Without one, a ui on a loopback address reads
+    /// the source files (.go, .py, .rs and the like) at the paths the profile records, and
+    /// a ui on another address shows the lines with samples and no text
     #[arg(long = "source-path", value_name = "DIR")]
     pub source_paths: Vec<PathBuf>,
     /// Stop after D (default: run until SIGTERM or Ctrl-C)

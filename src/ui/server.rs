@@ -239,6 +239,42 @@ async fn peek(State(ui): State<Shared>, Q(q): Q<One>) -> Result<Response, Proble
     .await
 }
 
+/// A flamegraph search over the whole profile (after the view's filters), folded and
+/// narrow frames included: the share `go tool pprof -focus=re` keeps, of the whole total as
+/// go prints it, and how many functions matched (none: the page says nothing matched).
+async fn find(State(ui): State<Shared>, Q(q): Q<One>) -> Result<Response, Problem> {
+    blocking(move || {
+        let (filter, re) = (q.filter()?, q.symbol()?);
+        let p = ui.profile(&q.id)?;
+        let index = p
+            .sample_index(q.sample_index.as_deref())
+            .map_err(Problem::bad)?;
+        let whole = crate::pprof::filter::find(&p, &re, index);
+        let found = if filter.is_empty() {
+            whole
+        } else {
+            let _room = ui.room_like(&p)?;
+            crate::pprof::filter::find(&filter.apply(&p).0, &re, index)
+        };
+        let share = if whole.total == 0 {
+            0.0
+        } else {
+            found.matched as f64 / whole.total as f64
+        };
+        Ok(json(serde_json::json!({
+            "schema": 1,
+            "id": q.id,
+            "re": re.as_str(),
+            "sample_type": p.sample_types()[index].0,
+            "matched": found.matched as f64,
+            "total": whole.total as f64,
+            "share": share,
+            "functions": found.functions,
+        })))
+    })
+    .await
+}
+
 /// `agentprof top --list RE --json`'s report: the source lines of the functions matching
 /// `re`, their text read only under `ui --source-path`.
 async fn source(State(ui): State<Shared>, Q(q): Q<One>) -> Result<Response, Problem> {
@@ -486,6 +522,7 @@ pub fn router(ui: Shared) -> axum::Router {
         .route("/api/graph.svg", get(super::views::call_graph))
         .route("/api/flamegraph.svg", get(flamegraph))
         .route("/api/peek", get(peek))
+        .route("/api/match", get(find))
         .route("/api/source", get(source))
         .route("/api/diff", get(diff))
         .route("/api/diff.svg", get(diff_flamegraph))

@@ -31,8 +31,16 @@ impl Svg {
 /// text as the user types (`{agentprof:'search', term}`), and the SVG highlights the
 /// matches with its own search, in place — nothing is fetched again. Only the page that
 /// framed it is listened to; a term that is no valid regular expression yet (mid-typing)
-/// leaves the last highlight.
-pub const IN_PAGE_SEARCH: &str = "<script><![CDATA[\n(function(){window.addEventListener('message',function(e){\
+/// leaves the last highlight. The search matches a frame's function name alone (not its
+/// title's " (N samples, x%)"), so `$` and `^` anchor as in go tool pprof; what it finds is
+/// called "Drawn frames matched", as it cannot see frames folded out of the picture (the
+/// page shows the whole profile's share, from /api/match).
+pub const IN_PAGE_SEARCH: &str = "<script><![CDATA[\n(function(){\
+if(typeof g_to_text==='function')g_to_func=function(e){return g_to_text(e).replace(/ \\([^()]*\\)$/,'');};\
+if(typeof search==='function'){var s0=search;search=function(t){s0(t);\
+if(typeof matchedtxt!=='undefined'&&matchedtxt&&matchedtxt.firstChild){var v=matchedtxt.firstChild.nodeValue||'';\
+matchedtxt.firstChild.nodeValue=v.replace('Matched:','Drawn frames matched:');}};}\
+window.addEventListener('message',function(e){\
 if(e.source!==window.parent)return;var d=e.data;if(!d||d.agentprof!=='search'||typeof d.term!=='string'||d.term.length>1024)return;\
 try{new RegExp(d.term);}catch(x){return;}\
 if(typeof searching!=='undefined'&&searching&&typeof search_prompt==='function')search_prompt();\

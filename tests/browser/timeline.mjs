@@ -27,10 +27,23 @@ async function largeFlame(page, plan, seen, shot, frameOf) {
   seen.large_state = await page.textContent("#p-flame-state");
   t0 = Date.now();
   await page.fill("#p-search", plan.large.search);
-  await big.waitForFunction(() => /Matched:/.test(document.getElementById("matched").textContent));
+  await big.waitForFunction(() => /matched:/.test(document.getElementById("matched").textContent));
   seen.large_search_ms = Date.now() - t0;
   seen.large_matched = await big.evaluate(() => document.getElementById("matched").textContent);
+  // The whole profile's share, folded frames included, said under the box.
+  await page.waitForFunction(() => /%/.test(document.getElementById("p-search-state").textContent));
+  seen.large_search_state = await page.textContent("#p-search-state");
   await shot("large");
+  // Anchored, as go tool pprof's -focus takes it: the frame's name ends there.
+  await page.fill("#p-search", plan.large.anchored);
+  await page.waitForFunction((t) => document.getElementById("p-search-state").textContent.includes("%") &&
+    !document.getElementById("p-search-state").textContent.includes(t.state), { state: seen.large_search_state });
+  seen.anchored_state = await page.textContent("#p-search-state");
+  seen.anchored_matched = await big.evaluate(() => document.getElementById("matched").textContent);
+  await page.fill("#p-search", plan.large.nothing);
+  await page.waitForFunction(() => /nothing matched/.test(document.getElementById("p-search-state").textContent));
+  seen.nothing_state = await page.textContent("#p-search-state");
+  await shot("large-searched");
 }
 
 const browser = await chromium.launch({
@@ -169,6 +182,32 @@ try {
   await page.waitForFunction(() => document.querySelectorAll("#t-legend span").length > 1);
   seen.legend = await page.$$eval("#t-legend span", (s) => s.map((x) => x.textContent));
   await shot("timeline-grouped");
+
+  // The latest choice wins: ungrouped, then grouped again with its answer held back 1.5 s
+  // and at once ungrouped; the held answer must not draw over the later one (it is
+  // cancelled, or ignored when it comes).
+  const group = async (g) => { await page.fill("#t-group", g); await page.dispatchEvent("#t-group", "change"); };
+  await group("");
+  await page.waitForFunction(() => document.querySelectorAll("#t-legend span").length <= 1);
+  await page.route("**/api/series?**", async (route) => {
+    if (route.request().url().includes("group_by=")) await new Promise((r) => setTimeout(r, 1500));
+    await route.continue().catch(() => {});
+  });
+  const heldBack = new Promise((resolve) => {
+    const done = (r) => { if (r.url().includes("/api/series?") && r.url().includes("group_by=")) resolve(r); };
+    page.on("requestfailed", done);
+    page.on("requestfinished", done);
+  });
+  await group(plan.group);
+  await group("");
+  await heldBack;
+  // Whatever the held answer would draw, it would draw right after it came: wait for the
+  // page to have taken in every answer (its state line says the last one's figures).
+  await page.waitForFunction(() => !/reading/.test(document.getElementById("t-state").textContent));
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0))));
+  seen.race_legend = await page.$$eval("#t-legend span", (s) => s.map((x) => x.textContent));
+  seen.race_group = await page.$eval("#t-group", (e) => e.value);
+  await page.unroute("**/api/series?**");
 
   if (plan.large) await largeFlame(page, plan, seen, shot, frameOf);
   seen.outside_requests = outside;

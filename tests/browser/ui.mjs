@@ -69,8 +69,10 @@ try {
   let svgFetches = 0;
   page.on("request", (r) => { if (r.url().includes("/api/flamegraph.svg")) svgFetches++; });
   await page.fill("#p-search", plan.open.search);
-  await frame.waitForFunction(() => /Matched:/.test(document.getElementById("matched").textContent));
+  await frame.waitForFunction(() => /matched:/.test(document.getElementById("matched").textContent));
   seen.flame_search = await frame.evaluate(() => document.getElementById("matched").textContent);
+  await page.waitForFunction(() => /%/.test(document.getElementById("p-search-state").textContent));
+  seen.search_state = await page.textContent("#p-search-state");
   await page.press("#p-search", "Enter");
   await page.waitForFunction(() => /[?&]s=/.test(decodeURIComponent(location.hash)));
   seen.search_in_hash = decodeURIComponent(new URL(page.url()).hash);
@@ -79,7 +81,7 @@ try {
   await sframe.evaluate(() => search_prompt());  // Reset Search (no dialog)
   page.once("dialog", (d) => d.accept(plan.open.search));
   await page.frameLocator("#p-flame").locator("#search").click();
-  await sframe.waitForFunction(() => /Matched:/.test(document.getElementById("matched").textContent));
+  await sframe.waitForFunction(() => /matched:/.test(document.getElementById("matched").textContent));
   seen.flame_button_search = await sframe.evaluate(() => document.getElementById("matched").textContent);
   // go tool pprof's -focus, -peek and -list from the table, as a user reaches them: a click
   // on a row, then the action.

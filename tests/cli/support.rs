@@ -268,6 +268,31 @@ pub fn go_cpu_percent(file: &Path) -> String {
         .unwrap_or_else(|| panic!("no Duration line in go tool pprof's header:\n{top}"))
 }
 
+/// The share `go tool pprof -focus=RE` keeps of `sample_index` (every node shown): the
+/// percentage of "Showing nodes accounting for X, 26.41% of Y total".
+pub fn go_focus_percent(file: &Path, re: &str, sample_index: &str) -> f64 {
+    let (focus, index) = (
+        format!("-focus={re}"),
+        format!("-sample_index={sample_index}"),
+    );
+    let path = file.to_str().expect("utf-8 path");
+    let top = go(&[
+        "tool",
+        "pprof",
+        "-top",
+        "-nodecount=1000000",
+        "-nodefraction=0",
+        &index,
+        &focus,
+        path,
+    ])
+    .expect("go tool pprof -top reads the profile");
+    top.lines()
+        .find_map(|l| l.strip_prefix("Showing nodes accounting for "))
+        .and_then(|l| l.split(", ").nth(1)?.split('%').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no share in go tool pprof's header:\n{top}"))
+}
+
 /// The total of `sample_index` in nanoseconds as `go tool pprof -unit=ns -top` prints it
 /// ("… 100% of 990000000ns total").
 pub fn go_total_ns(file: &Path, sample_index: &str) -> f64 {

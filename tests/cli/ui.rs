@@ -732,10 +732,33 @@ fn ui_in_a_real_browser() {
     assert_eq!(seen["search_fetches"], 0, "{seen}");
     for k in ["flame_search", "flame_button_search"] {
         assert!(
-            seen[k].as_str().unwrap().starts_with("Matched:"),
+            seen[k]
+                .as_str()
+                .unwrap()
+                .starts_with("Drawn frames matched:"),
             "{k}: {seen}"
         );
     }
+    // The share under the box is go tool pprof -focus's (which also matches file names);
+    // the SVG's is of the frames it drew whose names match, never more.
+    let go =
+        crate::support::go_focus_percent(&sb.file(&format!("prof/{cpu_path}")), "runtime", "cpu");
+    let state = seen["search_state"].as_str().unwrap();
+    assert!(
+        state.contains(&format!("matched {go:.1}%")),
+        "{state}: go {go}"
+    );
+    let drawn = seen["flame_search"].as_str().unwrap();
+    let drawn_pct: f64 = drawn
+        .trim_start_matches("Drawn frames matched:")
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .unwrap();
+    assert!(
+        drawn_pct > 0.0 && drawn_pct <= go + 0.05,
+        "{drawn}: go {go}"
+    );
     assert!(
         seen["search_in_hash"]
             .as_str()

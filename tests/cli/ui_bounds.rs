@@ -466,6 +466,18 @@ fn ui_reads_sources_only_under_its_source_path() {
         assert_eq!(status, 400, "{}", String::from_utf8_lossy(&body));
         assert!(String::from_utf8_lossy(&body).contains("unclosed group"));
     }
+    // --help says what the view reads without the flag (it once said "no text").
+    let help = sb
+        .run(&["ui", "--help"])
+        .stdout
+        .replace(char::is_whitespace, " ");
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        help.contains(
+            "reads the source files (.go, .py, .rs and the like) at the paths the profile records"
+        ),
+        "{help}"
+    );
 }
 
 /// Fifty large profiles (113,430 frames each) opened one after another, top and flamegraph

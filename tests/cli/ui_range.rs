@@ -255,6 +255,37 @@ fn the_time_views_in_a_real_browser() {
         .as_str()
         .unwrap()
         .to_string();
+    // The widest function (drawn whatever is folded), searched by its last segment anchored
+    // at its end, as go tool pprof's -focus takes a regular expression.
+    let widest = ui.json(&format!("/api/top?id={}&cum=true&nodes=1", enc(&large)))["report"]
+        ["rows"][0]["function"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let anchored = format!("{}$", widest.rsplit('.').next().unwrap());
+    let large_file = sb.file("prof/checkout/cpu-2026-12-01T09:00:00.000Z.pb.gz");
+    let go_share = |re: &str| crate::support::go_focus_percent(&large_file, re, "cpu");
+    for (re, want) in [
+        ("Serve12", go_share("Serve12")),
+        (&anchored[..], go_share(&anchored)),
+    ] {
+        let api = ui.json(&format!(
+            "/api/match?id={}&re={}&sample_index=cpu",
+            enc(&large),
+            enc(re)
+        ));
+        let share = api["share"].as_f64().unwrap() * 100.0;
+        assert!(
+            (share - want).abs() < 0.006,
+            "{re}: {share} % here, {want} % in go tool pprof"
+        );
+        assert!(api["functions"].as_u64().unwrap() >= 1, "{api}");
+    }
+    let nothing = ui.json(&format!("/api/match?id={}&re=Serve12%24x", enc(&large)));
+    assert_eq!(
+        (nothing["matched"].as_f64(), nothing["functions"].as_u64()),
+        (Some(0.0), Some(0))
+    );
     let artefacts =
         std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ui-range-screenshots");
     std::fs::create_dir_all(&artefacts).unwrap();
@@ -262,7 +293,7 @@ fn the_time_views_in_a_real_browser() {
         "base": ui.base, "chromium": chromium, "artefacts": artefacts,
         "service": "web", "type": "cpu", "brush": [0.15, 0.85], "compare": [0.55, 0.99],
         "pick": "main.fibonacci", "group": "pod",
-        "large": {"id": large, "search": "Serve12"},
+        "large": {"id": large, "search": "Serve12", "anchored": anchored, "nothing": "Serve12$x"},
     });
     let seen = crate::support::run_browser(&sb, "timeline.mjs", &plan);
     assert_eq!(seen["timeline_points"], 6, "{seen:#}");
@@ -350,6 +381,12 @@ fn the_time_views_in_a_real_browser() {
         json!(["pod:web-2 (3)", "pod:web-1 (3)"]),
         "{seen:#}"
     );
+    // Grouped (its answer held back), then ungrouped at once: the chart is the later one's.
+    assert_eq!(seen["race_group"], "", "{seen:#}");
+    assert!(
+        seen["race_legend"].as_array().unwrap().len() <= 1,
+        "the older, grouped answer drew over the newer: {seen:#}"
+    );
     let frames = seen["large_frames"].as_u64().unwrap();
     assert!(
         frames > 2_900 && frames <= 3_001,
@@ -359,7 +396,41 @@ fn the_time_views_in_a_real_browser() {
         seen["large_subtitle"].as_str().unwrap().contains("folded"),
         "{seen:#}"
     );
-    assert!(seen["large_matched"].as_str().unwrap().contains("Matched:"));
+    // The SVG's own count is of the frames it drew; the page's is the whole profile's, as
+    // go tool pprof -focus keeps it (before, a search ending in `$` matched nothing and the
+    // folded frames were not counted: 0.6 % where go said 26.4 %).
+    assert!(
+        seen["large_matched"]
+            .as_str()
+            .unwrap()
+            .contains("Drawn frames matched:"),
+        "{seen:#}"
+    );
+    for (state, re) in [
+        ("large_search_state", "Serve12"),
+        ("anchored_state", &anchored[..]),
+    ] {
+        let text = seen[state].as_str().unwrap();
+        let want = format!("matched {:.1}%", go_share(re));
+        assert!(
+            text.contains(&want),
+            "{re}: {text:?}, go tool pprof: {want}"
+        );
+    }
+    assert!(
+        seen["anchored_matched"]
+            .as_str()
+            .unwrap()
+            .contains("Drawn frames matched:"),
+        "an anchored search highlights the drawn frame: {seen:#}"
+    );
+    assert!(
+        seen["nothing_state"]
+            .as_str()
+            .unwrap()
+            .contains("nothing matched"),
+        "{seen:#}"
+    );
     assert_eq!(seen["outside_requests"], json!([]));
     assert_eq!(seen["console_errors"], json!([]), "{seen:#}");
     println!(

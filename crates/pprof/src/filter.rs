@@ -196,6 +196,43 @@ impl NameFilter {
     }
 }
 
+/// What a search of a profile found, as go tool pprof's `-focus` would keep it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Found {
+    /// Sample type `index`'s total over the samples one of whose frames matches (absolute
+    /// values, as go tool pprof sums a total).
+    pub matched: i128,
+    /// The whole profile's total of it, the same way.
+    pub total: i128,
+    /// Functions of the profile's table matched by name or file.
+    pub functions: usize,
+}
+
+/// Searches `p` for `re` over every frame (none is left out for being narrow): the samples
+/// `-focus=re` keeps and their share, and the functions that matched.
+pub fn find(p: &Pprof, re: &Regex, index: usize) -> Found {
+    let mut cache = Matcher::default();
+    let hit: Vec<bool> = (0..p.loc_lines.len())
+        .map(|li| cache.location(p, FOCUS, re, li, &p.loc_lines[li]))
+        .collect();
+    let (mut matched, mut total) = (0i128, 0i128);
+    for (si, s) in p.proto.sample.iter().enumerate() {
+        let v = i128::from(s.value.get(index).copied().unwrap_or(0)).abs();
+        total += v;
+        if p.sample_locs(si).iter().any(|&l| hit[l as usize]) {
+            matched += v;
+        }
+    }
+    let functions = (0..p.proto.function.len())
+        .filter(|&f| cache.function(p, FOCUS, re, f))
+        .count();
+    Found {
+        matched,
+        total,
+        functions,
+    }
+}
+
 /// The samples a filter keeps, each with its locations less the hidden ones: a sample is
 /// kept when a location is focused and none ignored (`focus_or_ignore`, per location), and
 /// when some location is left once `hidden` ones are taken out.

@@ -22,8 +22,8 @@ function q(params) {
   return u.toString();
 }
 
-async function getJSON(url, cache = "no-store") {
-  const r = await fetch(url, { cache });
+async function getJSON(url, cache = "no-store", signal = undefined) {
+  const r = await fetch(url, { cache, signal });
   const body = await r.json().catch(() => ({ error: r.statusText }));
   if (!r.ok) throw new Error(body.error || r.statusText);
   return body;
@@ -306,14 +306,33 @@ async function loadFlame(frameId, url, search, onFolded) {
 
 // The search box under a flamegraph: the SVG highlights what matches as the user types
 // (the text is posted to the frame, whose own search runs in place: nothing is fetched
-// again); Enter also keeps it in the view's URL.
-function searchBox(inputId, frameId, onSearch) {
-  let timer = null;
+// again); Enter also keeps it in the view's URL. With `matchUrl` (a term's /api/match URL)
+// the whole profile is searched too, frames folded out of the picture included, and its
+// share — what go tool pprof -focus keeps — or "nothing matched" is said under the box; the
+// answer of the latest term only (an older one still coming is cancelled).
+function searchBox(inputId, frameId, onSearch, matchUrl) {
+  let timer = null, pending = null;
+  const state = $(inputId + "-state");
   const send = () => {
-    const frame = $(frameId);
+    const frame = $(frameId), term = $(inputId).value;
     if (frame && frame.contentWindow && frame.dataset.url) {
-      frame.contentWindow.postMessage({ agentprof: "search", term: $(inputId).value }, "*");
+      frame.contentWindow.postMessage({ agentprof: "search", term }, "*");
     }
+    if (!matchUrl || !state) return;
+    if (pending) pending.abort();
+    pending = null;
+    if (!term) { state.textContent = ""; return; }
+    const mine = pending = new AbortController();
+    state.textContent = "searching the whole profile…";
+    fetch(matchUrl(term), { signal: mine.signal }).then(async (r) => {
+      const b = await r.json().catch(() => ({ error: r.statusText }));
+      if (pending !== mine) return;
+      if (!r.ok) { state.textContent = b.error || r.statusText; return; }
+      state.textContent = b.functions === 0 || b.matched === 0
+        ? `nothing matched ${term} in the profile`
+        : `matched ${(100 * b.share).toFixed(1)}% of the profile's ${b.sample_type} ` +
+          `(${b.functions} function${b.functions === 1 ? "" : "s"}; go tool pprof -focus keeps the same)`;
+    }).catch((e) => { if (pending === mine && e.name !== "AbortError") state.textContent = String(e.message || e); });
   };
   $(inputId).oninput = () => {
     clearTimeout(timer);
@@ -326,6 +345,8 @@ function searchBox(inputId, frameId, onSearch) {
     send();
     if (onSearch) onSearch($(inputId).value);
   };
+  // A term from the URL is searched once the view is drawn.
+  return send;
 }
 
 // A view's settings kept in its URL (so a link shows the same, and nothing carries over to
@@ -546,11 +567,15 @@ async function showProfile(params) {
       draw().catch(showError);
     };
   }
-  for (const c of ["p-sample", "p-sort", "p-nodes", "p-view", ...NAME_FILTERS.map((f) => "p-" + f)]) $(c).onchange = () => draw().catch(showError);
-  $("p-clear").onclick = () => { for (const f of NAME_FILTERS) $("p-" + f).value = ""; draw().catch(showError); };
+  // Drawn again, and the search's share of what is now drawn asked again.
+  const redraw = () => draw().then(() => { if ($("p-search").value) searchNow(); }).catch(showError);
+  for (const c of ["p-sample", "p-sort", "p-nodes", "p-view", ...NAME_FILTERS.map((f) => "p-" + f)]) $(c).onchange = redraw;
+  $("p-clear").onclick = () => { for (const f of NAME_FILTERS) $("p-" + f).value = ""; redraw(); };
   $("p-detail-close").onclick = () => { detail = null; $("p-detail").hidden = true; keepInHash("p", settings()); };
-  searchBox("p-search", "p-flame", () => keepInHash("p", settings()));
+  const searchNow = searchBox("p-search", "p-flame", () => keepInHash("p", settings()),
+    (re) => "/api/match?" + q({ id, sample_index: $("p-sample").value || wanted, ...names(), re }));
   await draw();
+  if ($("p-search").value) searchNow();
 }
 
 async function showDiff(params) {
@@ -728,7 +753,12 @@ async function showTimeline(params) {
   $("t-labels").value = params.get("labels") || "";
   let wantSample = params.get("si") || "";
   const sel = () => ({ service: svc.value, type: type.value, tags: words($("t-tags").value, /\s+/), labels: words($("t-labels").value, ",") });
+  // The request of the latest choice: an older one still coming is cancelled, and an answer
+  // that is not the latest's is never drawn (a slow grouping answered after a quick change).
+  let latest = null;
   const draw = async () => {
+    if (latest) latest.abort();
+    const mine = latest = new AbortController();
     const s = sel();
     if (!s.type) { $("t-state").textContent = "no pprof captures listed yet"; return; }
     const last = LAST[$("t-last").value];
@@ -741,7 +771,14 @@ async function showTimeline(params) {
       tags: $("t-tags").value, labels: $("t-labels").value });
     $("t-state").textContent = "reading the captures…";
     const t0 = performance.now();
-    const doc = await getJSON("/api/series?" + u.toString());
+    let doc;
+    try {
+      doc = await getJSON("/api/series?" + u.toString(), "no-store", mine.signal);
+    } catch (e) {
+      if (latest !== mine || e.name === "AbortError") return;
+      throw e;
+    }
+    if (latest !== mine) return;
     const ts = $("t-sample");
     if (ts.options.length !== doc.sample_types.length + 1) {
       ts.replaceChildren(new Option("default", ""), ...doc.sample_types.map((t) => new Option(`${t.type} (${t.unit})`, t.type)));
