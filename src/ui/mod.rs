@@ -3,6 +3,7 @@
 pub mod index;
 pub mod keep;
 pub mod pstats;
+pub mod pyroscope;
 pub mod range;
 pub mod reply;
 pub mod select;

@@ -21,6 +21,82 @@ pub struct Selection {
     pub tags: Vec<(String, String)>,
     /// Sample labels, `key=value`, the same way: a sample counts when it has them.
     pub labels: Vec<(String, String)>,
+    /// Label matchers of a Prometheus-style selector (`{pod=~"web-.*"}`, Pyroscope's
+    /// query API) on the capture's labels ([`labels_of`]): a capture is in when every one
+    /// holds.
+    pub matchers: Vec<LabelMatcher>,
+}
+
+/// One matcher of a selector: `name op "value"` with `=`, `!=`, `=~` or `!~` (a regular
+/// expression anchored at both ends); a capture without the label has it as "".
+#[derive(Debug, Clone)]
+pub struct LabelMatcher {
+    pub name: String,
+    pub op: MatchOp,
+    pub value: String,
+    /// `value` compiled, anchored (for `=~` and `!~`).
+    pub re: Option<regex::Regex>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchOp {
+    Equal,
+    NotEqual,
+    Regex,
+    NotRegex,
+}
+
+impl PartialEq for LabelMatcher {
+    fn eq(&self, other: &LabelMatcher) -> bool {
+        (&self.name, self.op, &self.value) == (&other.name, other.op, &other.value)
+    }
+}
+
+impl LabelMatcher {
+    /// Whether `labels` (name, value) satisfy it.
+    pub fn matches(&self, labels: &[(String, String)]) -> bool {
+        let v = labels
+            .iter()
+            .find(|(k, _)| *k == self.name)
+            .map_or("", |(_, v)| v.as_str());
+        match self.op {
+            MatchOp::Equal => v == self.value,
+            MatchOp::NotEqual => v != self.value,
+            MatchOp::Regex => self.re.as_ref().is_some_and(|re| re.is_match(v)),
+            MatchOp::NotRegex => !self.re.as_ref().is_some_and(|re| re.is_match(v)),
+        }
+    }
+}
+
+/// A capture's labels as Pyroscope's query API names them: `service_name` (its service),
+/// `__name__` (its profile type's name there: `process_cpu` for cpu, `memory` for
+/// delta-heap, else agentprof's own), then every capture tag of [`tags_of`] but `service`.
+pub fn labels_of(e: &Entry) -> Vec<(String, String)> {
+    let mut out = vec![("__name__".to_string(), pyroscope_name(&e.profile_type))];
+    if let Some(s) = &e.service {
+        out.push(("service_name".to_string(), s.clone()));
+    }
+    out.extend(tags_of(e).into_iter().filter(|(k, _)| k != "service"));
+    out
+}
+
+/// The name Pyroscope gives a profile type agentprof names `t` (its clients' own names for
+/// a Go service's CPU and heap); any other keeps agentprof's name.
+pub fn pyroscope_name(t: &str) -> String {
+    match t {
+        "cpu" => "process_cpu".into(),
+        "delta-heap" => "memory".into(),
+        t => t.into(),
+    }
+}
+
+/// agentprof's profile type of Pyroscope's name `name` ([`pyroscope_name`] turned back).
+pub fn agentprof_type(name: &str) -> String {
+    match name {
+        "process_cpu" => "cpu".into(),
+        "memory" => "delta-heap".into(),
+        n => n.into(),
+    }
 }
 
 /// The prefix of a selection's id.
@@ -139,7 +215,11 @@ impl Selection {
                 return false;
             }
         }
-        self.tags.is_empty() || all_keys_match(&self.tags, &tags_of(e))
+        (self.tags.is_empty() || all_keys_match(&self.tags, &tags_of(e)))
+            && (self.matchers.is_empty() || {
+                let labels = labels_of(e);
+                self.matchers.iter().all(|m| m.matches(&labels))
+            })
     }
 
     /// The listed captures in the selection, oldest first.

@@ -530,6 +530,7 @@ pub fn router(ui: Shared) -> axum::Router {
         .route("/api/pstats.svg", get(pstats_flamegraph))
         .route("/file", get(download))
         .route("/healthz", get(|| async { "ok\n" }))
+        .merge(super::pyroscope::routes())
         .fallback(|| async {
             Problem {
                 status: StatusCode::NOT_FOUND,

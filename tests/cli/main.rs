@@ -19,6 +19,7 @@ mod pprof_views;
 mod profile;
 mod pull;
 mod pyroscope;
+mod pyroscope_query;
 mod python;
 mod python_sampling;
 mod readme;

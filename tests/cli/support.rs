@@ -354,6 +354,9 @@ pub fn reply(status: &'static str, body: impl Into<Vec<u8>>) -> Reply {
 /// One request seen: path, headers (lower-cased names), body.
 pub type Seen = (String, Vec<(String, String)>, Vec<u8>);
 
+/// Requests as `serve_noting` logs them: each with the status it was answered with.
+pub type Noted = Arc<Mutex<Vec<(Seen, &'static str)>>>;
+
 /// A loopback HTTP/1.1 server answering by path (query cut off), a thread per connection;
 /// requests are numbered in the order they arrive.
 pub fn serve(
@@ -369,7 +372,7 @@ pub fn serve(
 /// delay, is to be answered) with.
 pub fn serve_noting(
     route: impl Fn(&str, usize) -> Reply + Send + Sync + 'static,
-) -> (String, Arc<Mutex<Vec<(Seen, &'static str)>>>) {
+) -> (String, Noted) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&seen);
     let addr = serve_into(route, move |s, status| {

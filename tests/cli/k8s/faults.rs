@@ -1319,12 +1319,7 @@ fn spool_bytes(dir: &std::path::Path) -> u64 {
 /// An OTLP collector that, from its first request and for `outage`, answers 429
 /// (Retry-After: 1), 503 and nothing at all (it reads the request and holds the connection)
 /// in turn, and 200 after; each request logged with its answer.
-fn down_for(
-    outage: Duration,
-) -> (
-    String,
-    std::sync::Arc<std::sync::Mutex<Vec<(crate::support::Seen, &'static str)>>>,
-) {
+fn down_for(outage: Duration) -> (String, crate::support::Noted) {
     let first = std::sync::OnceLock::new();
     crate::support::serve_noting(move |_, n| {
         let since = first.get_or_init(Instant::now).elapsed();
