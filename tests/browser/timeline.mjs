@@ -97,9 +97,21 @@ try {
   await page.mouse.move(chart.x + chart.width * 0.5, chart.y + chart.height / 2);
   await page.waitForFunction(() => document.getElementById("t-tip").textContent !== "");
   seen.hover = await page.textContent("#t-tip");
+  seen.y_ticks = await page.$$eval("#t-chart svg text.axis:not(.tick)", (t) => t.map((x) => x.textContent));
+  seen.x_ticks = await page.$$eval("#t-chart svg text.tick", (t) => t.map((x) => x.textContent));
   await brush(plan.brush[0], plan.brush[1]);
   seen.range_text = await page.textContent("#t-range-text");
+  // Zoomed in place: the range's captures alone on the chart, its flamegraph below, the
+  // range in the URL.
+  await page.waitForFunction((n) => Number(document.querySelector("#t-chart svg")?.dataset.points) < n, seen.timeline_points);
+  seen.zoomed_points = Number(await page.getAttribute("#t-chart svg", "data-points"));
+  seen.zoomed_hash = decodeURIComponent(new URL(page.url()).hash);
+  await page.frameLocator("#t-flame").locator("svg #frames g").first().waitFor();
+  seen.range_flame_src = decodeURIComponent(await page.getAttribute("#t-flame", "src"));
   await shot("timeline-brushed");
+  await page.click("#t-zoomout");
+  await page.waitForFunction((n) => Number(document.querySelector("#t-chart svg")?.dataset.points) === n, seen.timeline_points);
+  seen.zoomed_out_hash = decodeURIComponent(new URL(page.url()).hash);
 
   // The range merged: its table, then each view.
   t0 = Date.now();

@@ -297,6 +297,48 @@ fn the_time_views_in_a_real_browser() {
     });
     let seen = crate::support::run_browser(&sb, "timeline.mjs", &plan);
     assert_eq!(seen["timeline_points"], 6, "{seen:#}");
+    // CPU per second of recording, in cores, on round ticks; minutes on the time axis.
+    let y_ticks: Vec<&str> = seen["y_ticks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(y_ticks.iter().all(|t| t.ends_with(" cores")), "{y_ticks:?}");
+    for t in &y_ticks {
+        let v: f64 = t.trim_end_matches(" cores").parse().unwrap();
+        let p = 10f64.powf(v.abs().log10().floor());
+        let m = (v / p * 1000.0).round() / 1000.0;
+        assert!(
+            v == 0.0 || m.fract() == 0.0 || m == 2.5,
+            "{t} is not round: {y_ticks:?}"
+        );
+    }
+    let x_ticks = seen["x_ticks"].as_array().unwrap();
+    assert!(x_ticks.len() >= 2, "{seen:#}");
+    for t in x_ticks {
+        assert!(t.as_str().unwrap().starts_with("12-01 10:0"), "{t}");
+    }
+    // A brush zooms in place: fewer points, the range in the URL, its flamegraph below;
+    // zoom out gives back the whole.
+    assert!(seen["zoomed_points"].as_u64().unwrap() < 6, "{seen:#}");
+    let zoomed = seen["zoomed_hash"].as_str().unwrap();
+    assert!(
+        zoomed.contains("from=2026-12-01T10:") && zoomed.contains("to=2026-12-01T10:"),
+        "{zoomed}"
+    );
+    let flame = seen["range_flame_src"].as_str().unwrap();
+    assert!(
+        flame.contains("id=sel:service=web&type=cpu&from="),
+        "{flame}"
+    );
+    assert!(
+        !seen["zoomed_out_hash"]
+            .as_str()
+            .unwrap()
+            .contains("from=2026"),
+        "{seen:#}"
+    );
     assert!(seen["hover"].as_str().unwrap().contains("click to open"));
     // The merged range is the API's selection, of the captures in it.
     let hash = seen["merged_id"].as_str().unwrap();

@@ -707,6 +707,38 @@ function unitText(v, unit) {
   return scaled(0, [[1e9, "G"], [1e6, "M"], [1e3, "k"], [1, ""]]);
 }
 
+// A time as a range in the URL names it: RFC 3339, `now`, or `now-` a number and s, m, h,
+// d or w; "" is open. Returns an RFC 3339 string, "" for open, or null for what is not one.
+function instantOf(text) {
+  if (!text) return "";
+  const rel = /^now(?:-(\d+(?:\.\d+)?)([smhdw]))?$/.exec(text.trim());
+  if (rel) {
+    const unit = { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3, w: 7 * 86400e3 }[rel[2] || "s"];
+    return new Date(Date.now() - (rel[1] ? Number(rel[1]) * unit : 0)).toISOString();
+  }
+  const t = Date.parse(text);
+  return Number.isNaN(t) ? null : new Date(t).toISOString();
+}
+
+// A round step for an axis whose data spans about `x` per tick: 1, 2 or 5 times a power of ten.
+function roundStep(x) {
+  const p = Math.pow(10, Math.floor(Math.log10(x)));
+  const m = x / p;
+  return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+}
+
+// A round time step for a span (at most about 6 ticks), with how its ticks read.
+function timeStep(span) {
+  const steps = [1e3, 5e3, 10e3, 30e3, 60e3, 5 * 60e3, 10 * 60e3, 15 * 60e3, 30 * 60e3, 3600e3, 3 * 3600e3,
+    6 * 3600e3, 12 * 3600e3, 86400e3, 2 * 86400e3, 7 * 86400e3, 30 * 86400e3];
+  const step = steps.find((x) => span / x <= 6) || steps[steps.length - 1];
+  const iso = (d) => d.toISOString();
+  const label = step >= 86400e3 ? (d) => iso(d).slice(0, 10)
+    : step >= 60e3 ? (d) => iso(d).slice(5, 16).replace("T", " ")
+    : (d) => iso(d).slice(11, 19);
+  return [step, label];
+}
+
 const LAST = { "1h": 3600e3, "6h": 6 * 3600e3, "1d": 86400e3, "7d": 7 * 86400e3 };
 const COLORS = ["#7b3fe4", "#e4572e", "#17bebb", "#f3a712", "#2e86ab", "#a23b72", "#3b8b2e", "#d1242f", "#6c757d", "#ff7f0e", "#1f77b4", "#8c564b"];
 
@@ -748,6 +780,11 @@ async function showTimeline(params) {
     fillChoices();
   }
   $("t-last").value = params.get("last") || "";
+  // The range shown: `from` and `to` as the URL names them (RFC 3339, or now-6h / now-30m /
+  // now), "last" a shortcut for from=now-…; a brush zooms in (the range before kept for
+  // "zoom out").
+  let range = { from: params.get("from") || (LAST[$("t-last").value] ? "now-" + $("t-last").value : ""), to: params.get("to") || "" };
+  const zooms = [];
   $("t-group").value = params.get("group") || "";
   $("t-tags").value = params.get("tags") || "";
   $("t-labels").value = params.get("labels") || "";
@@ -761,13 +798,13 @@ async function showTimeline(params) {
     const mine = latest = new AbortController();
     const s = sel();
     if (!s.type) { $("t-state").textContent = "no pprof captures listed yet"; return; }
-    const last = LAST[$("t-last").value];
-    const from = last ? new Date(Date.now() - last).toISOString() : "";
-    const u = new URLSearchParams(selId(s, from, "").slice(4));
+    const from = instantOf(range.from), to = instantOf(range.to);
+    if (from === null || to === null) { $("t-state").textContent = `not a time: ${from === null ? range.from : range.to} (2026-12-05T10:00:00Z, now-6h, now)`; return; }
+    const u = new URLSearchParams(selId(s, from, to).slice(4));
     const si = $("t-sample").value || wantSample;
     if (si) u.append("sample_index", si);
     if ($("t-group").value) u.append("group_by", $("t-group").value);
-    keepInHash("t", { service: s.service, type: s.type, si, last: $("t-last").value, group: $("t-group").value,
+    keepInHash("t", { service: s.service, type: s.type, si, from: range.from, to: range.to, group: $("t-group").value,
       tags: $("t-tags").value, labels: $("t-labels").value });
     $("t-state").textContent = "reading the captures…";
     const t0 = performance.now();
@@ -785,7 +822,14 @@ async function showTimeline(params) {
     }
     ts.value = si && doc.sample_types.some((t) => t.type === si) ? si : "";
     wantSample = "";
-    chart(doc, s);
+    chart(doc, s, { from: from ? Date.parse(from) : null, to: to ? Date.parse(to) : null }, (a, b, n) => {
+      // Zoomed in place: the range's line redrawn, its flamegraph below, the actions on it.
+      zooms.push(range);
+      range = { from: new Date(a).toISOString(), to: new Date(b).toISOString() };
+      $("t-zoomout").hidden = false;
+      pickRange(s, a, b, n, $("t-sample").value || si);
+      draw().catch(showError);
+    });
     const ms = Math.round(performance.now() - t0);
     $("t-state").textContent = `${doc.captures} captures · ${doc.sample_type} (${doc.unit})${doc.per_second ? " per second of recording" : ""}` +
       ` · totals from ${doc.from_records} records, ${doc.from_files + doc.from_cache} files` +
@@ -794,7 +838,19 @@ async function showTimeline(params) {
     $("t-chart").dataset.drawnMs = String(ms);
   };
   svc.onchange = () => { fillTypes(type.value); draw().catch(showError); };
-  for (const c of ["t-type", "t-sample", "t-last"]) $(c).onchange = () => draw().catch(showError);
+  for (const c of ["t-type", "t-sample"]) $(c).onchange = () => draw().catch(showError);
+  $("t-last").onchange = () => {
+    range = { from: $("t-last").value ? "now-" + $("t-last").value : "", to: "" };
+    zooms.length = 0;
+    $("t-zoomout").hidden = true;
+    draw().catch(showError);
+  };
+  $("t-zoomout").hidden = true;
+  $("t-zoomout").onclick = () => {
+    range = zooms.pop() || { from: "", to: "" };
+    $("t-zoomout").hidden = zooms.length === 0;
+    draw().catch(showError);
+  };
   for (const c of ["t-group", "t-tags", "t-labels"]) $(c).onchange = () => draw().catch(showError);
   $("t-range").hidden = true;
   await draw();
@@ -804,27 +860,34 @@ async function showTimeline(params) {
 // The chart: x the capture's time, y its total (per second when the type is a rate and
 // every capture says how long it recorded); a line per group. Hover names the capture,
 // a click opens it, a drag selects a range.
-function chart(doc, s) {
+function chart(doc, s, domain, onBrush) {
   const box = $("t-chart");
-  const W = Math.max(320, box.clientWidth || 900), H = 260, L = 70, R = 10, T = 10, B = 30;
-  const y = (p) => (doc.per_second && p.seconds > 0 ? p.value / p.seconds : p.value);
+  const W = Math.max(320, box.clientWidth || 900), H = 260, L = 78, R = 10, T = 10, B = 30;
+  // CPU time per second of recording is cores busy.
+  const cores = doc.per_second && doc.unit === "nanoseconds";
+  const y = (p) => (doc.per_second && p.seconds > 0 ? p.value / p.seconds : p.value) / (cores ? 1e9 : 1);
+  const fmt = (v) => cores ? `${+v.toFixed(3)} cores` : unitText(v, doc.unit) + (doc.per_second ? "/s" : "");
   const all = doc.groups.flatMap((g) => g.points.map((p) => ({ t: Date.parse(p.time), v: y(p), p, g: g.key })));
   const svg = svgEl("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "timeline" });
   if (!all.length) { box.replaceChildren(el("p", "no capture in this selection", "muted")); return; }
-  let t0 = Math.min(...all.map((a) => a.t)), t1 = Math.max(...all.map((a) => a.t));
-  if (t1 === t0) { t0 -= 60e3; t1 += 60e3; }
-  const vmax = Math.max(...all.map((a) => a.v), 1e-9);
+  let t0 = domain.from ?? Math.min(...all.map((a) => a.t)), t1 = domain.to ?? Math.max(...all.map((a) => a.t));
+  if (t1 <= t0) { t0 -= 60e3; t1 += 60e3; }
+  const vstep = roundStep(Math.max(...all.map((a) => a.v), 1e-9) / 4);
+  const vmax = Math.ceil(Math.max(...all.map((a) => a.v), 1e-9) / vstep) * vstep;
   const X = (t) => L + ((t - t0) / (t1 - t0)) * (W - L - R), Yp = (v) => T + (1 - v / vmax) * (H - T - B);
-  const unit = doc.unit + (doc.per_second ? "/s" : "");
-  for (let i = 0; i <= 4; i++) {
-    const v = (vmax * i) / 4;
+  for (let v = 0; v <= vmax + vstep / 2; v += vstep) {
     svg.append(svgEl("line", { x1: L, x2: W - R, y1: Yp(v), y2: Yp(v), class: "grid" }));
-    svg.append(svgEl("text", { x: L - 4, y: Yp(v) + 4, "text-anchor": "end", class: "axis" }, unitText(v, doc.unit) + (doc.per_second ? "/s" : "")));
+    svg.append(svgEl("text", { x: L - 4, y: Yp(v) + 4, "text-anchor": "end", class: "axis" }, fmt(v)));
   }
-  for (let i = 0; i <= 4; i++) {
-    const t = t0 + ((t1 - t0) * i) / 4;
-    svg.append(svgEl("text", { x: X(t), y: H - 8, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle", class: "axis" },
-      new Date(t).toISOString().replace("T", " ").slice(0, 16)));
+  const [tstep, label] = timeStep(t1 - t0);
+  for (let t = Math.ceil(t0 / tstep) * tstep; t <= t1; t += tstep) {
+    svg.append(svgEl("line", { x1: X(t), x2: X(t), y1: T, y2: H - B, class: "grid" }));
+    svg.append(svgEl("text", { x: X(t), y: H - 8, "text-anchor": "middle", class: "axis tick" }, label(new Date(t))));
+  }
+  // The range kept as the base, where it falls on this chart.
+  if (baseRange && baseRange.s.service === s.service && baseRange.s.type === s.type) {
+    const a = Math.max(t0, Date.parse(baseRange.from)), b = Math.min(t1, Date.parse(baseRange.to));
+    if (b > a) svg.append(svgEl("rect", { x: X(a), width: X(b) - X(a), y: T, height: H - T - B, class: "base-range" }));
   }
   const legend = [];
   doc.groups.forEach((g, gi) => {
@@ -852,7 +915,7 @@ function chart(doc, s) {
   svg.onmousemove = (ev) => {
     const x = px(ev), n = nearest(tAt(x));
     cursor.setAttribute("x1", X(n.t)); cursor.setAttribute("x2", X(n.t)); cursor.setAttribute("visibility", "visible");
-    $("t-tip").textContent = `${n.p.time} · ${n.g} · ${unitText(n.v, doc.unit)}${doc.per_second ? "/s" : ""}` +
+    $("t-tip").textContent = `${n.p.time} · ${n.g} · ${fmt(n.v)}` +
       (n.p.seconds ? ` over ${n.p.seconds.toFixed(1)} s` : "") + " · click to open";
     if (down !== null) {
       band.setAttribute("x", Math.min(down, x)); band.setAttribute("width", Math.abs(x - down)); band.setAttribute("visibility", "visible");
@@ -865,15 +928,17 @@ function chart(doc, s) {
     if (start === null) return;
     if (Math.abs(x - start) < 4) { location.hash = "#/p?" + q({ id: nearest(tAt(x)).p.id }); return; }
     const a = tAt(Math.min(start, x)), b = tAt(Math.max(start, x));
-    pickRange(s, a, b, all.filter((p) => p.t >= a && p.t < b).length);
+    onBrush(a, b, all.filter((p) => p.t >= a && p.t < b).length);
   };
   svg.dataset.points = String(all.length);
 }
 
 // A range brushed (ms since the epoch): its captures merged, or compared with another.
-function pickRange(s, a, b, n) {
+function pickRange(s, a, b, n, si) {
   const iso = (t) => new Date(t).toISOString();
   brushed = { s, from: iso(a), to: iso(b) };
+  // The range's flamegraph, under the chart, drawn in place.
+  loadFlame("t-flame", "/api/flamegraph.svg?" + q({ id: selId(s, brushed.from, brushed.to), sample_index: si }), "");
   $("t-range").hidden = false;
   $("t-range-text").textContent = `${iso(a)} – ${iso(b)}: ${n} captures`;
   const open = (id, base) => { location.hash = base ? "#/d?" + q({ base, id }) : "#/p?" + q({ id }); };
@@ -883,9 +948,9 @@ function pickRange(s, a, b, n) {
   $("t-prev").onclick = () => open(id, shifted(b - a));
   $("t-hour").onclick = () => open(id, shifted(3600e3));
   $("t-day").onclick = () => open(id, shifted(86400e3));
-  $("t-base").onclick = () => { baseRange = id; $("t-vsbase").hidden = false; };
+  $("t-base").onclick = () => { baseRange = { id, s, from: brushed.from, to: brushed.to }; $("t-vsbase").hidden = false; };
   $("t-vsbase").hidden = !baseRange;
-  $("t-vsbase").onclick = () => open(id, baseRange);
+  $("t-vsbase").onclick = () => open(id, baseRange.id);
 }
 
 async function route() {
