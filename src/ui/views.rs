@@ -131,7 +131,7 @@ pub async fn call_graph(
             let mut out = Vec::new();
             crate::pprof::views::write_call_graph(p, nodes, index, &title, size, &mut out)
                 .map_err(|e| Problem::unprocessable(e.to_string()))?;
-            Ok(out)
+            Ok(super::svg::with_graph_navigation(out))
         })?;
         Ok(svg_reply(svg, gzip))
     })

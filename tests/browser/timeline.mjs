@@ -138,6 +138,30 @@ try {
   const graph = frameOf("/api/graph.svg");
   seen.graph_nodes = await graph.evaluate(() => [...document.querySelectorAll("g.node title")].map((t) => t.textContent));
   seen.graph_edges = await graph.evaluate(() => document.querySelectorAll("path.e").length);
+  // Readable as it opens (its text at its own size or near it), zoomed by the wheel, a box
+  // clicked to act on its function, a function searched highlighted.
+  await graph.waitForFunction(() => document.documentElement.dataset.zoomable === "1");
+  seen.graph_text_px = await graph.evaluate(() => Math.min(...[...document.querySelectorAll("g.node text")].slice(0, 30)
+    .map((t) => t.getBoundingClientRect().height)));
+  const viewBox = () => graph.evaluate(() => document.documentElement.getAttribute("viewBox"));
+  const before = await viewBox();
+  const fbox = await page.locator("#p-flame").boundingBox();
+  await page.mouse.move(fbox.x + fbox.width / 2, fbox.y + fbox.height / 3);
+  await page.mouse.wheel(0, -300);
+  await graph.waitForFunction((b) => document.documentElement.getAttribute("viewBox") !== b, before);
+  seen.graph_zoomed = [before, await viewBox()];
+  await page.click('#p-graph-zoom button[data-zoom="fit"]');
+  await graph.waitForFunction((b) => document.documentElement.getAttribute("viewBox") !== b, seen.graph_zoomed[1]);
+  seen.graph_fit = await viewBox();
+  const box = graph.locator("g.node").first();
+  seen.graph_clicked = await box.locator("title").textContent();
+  await box.locator("text").first().click();
+  await page.locator("#p-act").waitFor({ state: "visible" });
+  seen.graph_picked = await page.textContent("#p-act-name");
+  await page.fill("#p-search", plan.pick.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  await graph.waitForFunction(() => Number(document.documentElement.dataset.matched) > 0);
+  seen.graph_matched = Number(await graph.evaluate(() => document.documentElement.dataset.matched));
+  await page.fill("#p-search", "");
   await shot("call-graph");
   await page.selectOption("#p-view", "flame");
   await page.waitForFunction(() => /flamegraph\.svg/.test(document.getElementById("p-flame").src));

@@ -395,6 +395,17 @@ fn the_time_views_in_a_real_browser() {
     let graph = seen["graph_nodes"].to_string();
     assert!(graph.contains("main.fibonacci"), "{graph}");
     assert!(seen["graph_edges"].as_u64().unwrap() > 0);
+    // The call graph: readable text as it opens, the wheel zooms, fit shows it whole, a click
+    // on a box picks its function, a search highlights its box.
+    assert!(seen["graph_text_px"].as_f64().unwrap() >= 9.0, "{seen:#}");
+    let zoomed = &seen["graph_zoomed"];
+    assert_ne!(zoomed[0], zoomed[1]);
+    assert!(
+        seen["graph_fit"].as_str().unwrap().starts_with("0 0 "),
+        "{seen:#}"
+    );
+    assert_eq!(seen["graph_picked"], seen["graph_clicked"], "{seen:#}");
+    assert!(seen["graph_matched"].as_u64().unwrap() >= 1, "{seen:#}");
     for side in ["callers", "callees"] {
         let frames = seen["sandwich"][side].to_string();
         assert!(frames.contains("main.fibonacci"), "{side}: {frames}");

@@ -517,6 +517,7 @@ async function showProfile(params) {
     // The flamegraph is drawn beside the table (the server decodes the profile once), of
     // what the filters keep.
     const view = $("p-view").value;
+    $("p-graph-zoom").hidden = view !== "graph";
     const flameKey = JSON.stringify([si, names(), view]);
     if (flameFor === null || flameKey !== flameFor) {
       flameFor = flameKey;
@@ -570,6 +571,12 @@ async function showProfile(params) {
   // Drawn again, and the search's share of what is now drawn asked again.
   const redraw = () => draw().then(() => { if ($("p-search").value) searchNow(); }).catch(showError);
   for (const c of ["p-sample", "p-sort", "p-nodes", "p-view", ...NAME_FILTERS.map((f) => "p-" + f)]) $(c).onchange = redraw;
+  for (const b of $("p-graph-zoom").querySelectorAll("button")) {
+    b.onclick = () => {
+      const frame = $("p-flame"), by = b.dataset.zoom;
+      if (frame.contentWindow) frame.contentWindow.postMessage({ agentprof: "zoom", by: Number(by) || by }, "*");
+    };
+  }
   $("p-clear").onclick = () => { for (const f of NAME_FILTERS) $("p-" + f).value = ""; redraw(); };
   $("p-detail-close").onclick = () => { detail = null; $("p-detail").hidden = true; keepInHash("p", settings()); };
   const searchNow = searchBox("p-search", "p-flame", () => keepInHash("p", settings()),
