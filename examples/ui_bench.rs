@@ -68,15 +68,19 @@ fn corpus(dir: &Path, n: usize) -> Vec<(String, PathBuf)> {
         let stamp = t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
         let file = dir.join(format!("prof/web/cpu-{stamp}.pb.gz"));
         std::fs::write(&file, gz(&p.encode_to_vec())).unwrap();
-        let sum = |j: usize| p.sample.iter().map(|s| s.value[j]).sum::<i64>();
         let pod = if i % 2 == 0 { "web-1" } else { "web-2" };
+        // The totals as `agentprof k8s` records them (with the sample labels' index).
+        let mut totals = serde_json::to_value(
+            agentprof::pprof::model::Pprof::new(p.clone())
+                .unwrap()
+                .totals(),
+        )
+        .unwrap();
+        totals["file"] = json!(format!("out/web/cpu-{stamp}.pb.gz"));
         let line = json!({"time": stamp, "target": "web", "namespace": "shop", "pod": pod,
             "container": "app", "cause": "scheduled", "tags": [format!("pod_name:{pod}")],
             "profiles": [{"type": "cpu", "files": [format!("out/web/cpu-{stamp}.pb.gz")],
-                "totals": [{"file": format!("out/web/cpu-{stamp}.pb.gz"), "time_nanos": p.time_nanos,
-                    "duration_nanos": p.duration_nanos,
-                    "types": [{"type": "samples", "unit": "count", "value": sum(0)},
-                              {"type": "cpu", "unit": "nanoseconds", "value": sum(1)}]}]}]});
+                "totals": [totals]}]});
         lines.push_str(&format!("{line}\n"));
         out.push((stamp, file));
     }
@@ -228,8 +232,8 @@ fn main() {
             );
         }
     }
-    // Sample labels are in the files, not the records: a week grouped by dd-trace-go's
-    // `trace endpoint`, then one endpoint's share, each capture decoded.
+    // A week grouped by dd-trace-go's `trace endpoint`, then one endpoint's share, from the
+    // records' label index (no capture decoded).
     for (what, query) in [
         (
             "grouped by label:trace endpoint",

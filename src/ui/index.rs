@@ -56,6 +56,63 @@ pub struct Figures {
     pub duration_nanos: i64,
     /// (type, unit, total).
     pub types: Vec<(String, String, f64)>,
+    /// Per sample label, per value, the totals of the samples carrying it (the record's
+    /// `labels`, or read off the file with its totals).
+    pub labels: Vec<crate::pprof::decode::LabelTotals>,
+    /// Whether `labels` is the index of every label (records before it have none).
+    pub indexed: bool,
+}
+
+impl Figures {
+    /// Per value of sample label `key`, the total of type `i` of the samples carrying it,
+    /// and `key:(none)` for the rest; None when the index does not hold the label whole (a
+    /// label of too many values, or none of this capture's samples carries it when the
+    /// record predates the index: then the file must be read).
+    pub fn by_label(&self, key: &str, i: usize) -> Option<Vec<(String, f64)>> {
+        if !self.indexed {
+            return None;
+        }
+        let total = self.types.get(i)?.2;
+        let none = Vec::new();
+        let values = match self.labels.iter().find(|l| l.key == key) {
+            Some(l) if l.truncated => return None,
+            Some(l) => &l.values,
+            None => &none,
+        };
+        let mut out: Vec<(String, f64)> = values
+            .iter()
+            .map(|v| {
+                (
+                    format!("{key}:{}", v.value),
+                    v.totals.get(i).copied().unwrap_or(0.0),
+                )
+            })
+            .collect();
+        let rest = total - out.iter().map(|(_, v)| v).sum::<f64>();
+        if rest != 0.0 {
+            out.push((format!("{key}:(none)"), rest));
+        }
+        Some(out)
+    }
+
+    /// The total of type `i` of the samples whose label `key` is `value`; None when the
+    /// index does not hold the label whole.
+    pub fn with_label(&self, key: &str, value: &str, i: usize) -> Option<f64> {
+        if !self.indexed {
+            return None;
+        }
+        match self.labels.iter().find(|l| l.key == key) {
+            Some(l) if l.truncated => None,
+            Some(l) => Some(
+                l.values
+                    .iter()
+                    .find(|v| v.value == value)
+                    .and_then(|v| v.totals.get(i).copied())
+                    .unwrap_or(0.0),
+            ),
+            None => Some(0.0),
+        }
+    }
 }
 
 impl Figures {
@@ -81,6 +138,11 @@ impl Figures {
                 .and_then(|x| x.as_i64())
                 .unwrap_or(0),
             types,
+            labels: v
+                .get("labels")
+                .and_then(|l| serde_json::from_value(l.clone()).ok())
+                .unwrap_or_default(),
+            indexed: v.get("labels").is_some_and(serde_json::Value::is_array),
         })
     }
 }

@@ -53,6 +53,9 @@ pub struct Series {
     /// deltas): the page draws value per second.
     pub per_second: bool,
     pub groups: Vec<Group>,
+    /// The sample labels the selection's captures carry (from their label index), with
+    /// their values (at most 64 a label; `truncated`: it has more), for the page to offer.
+    pub labels: Vec<crate::pprof::decode::LabelTotals>,
     pub captures: usize,
     /// Where the totals came from: the records, files read now, files read before.
     pub from_records: usize,
@@ -227,6 +230,8 @@ impl Ui {
             time_nanos: t.time_nanos,
             duration_nanos: t.duration_nanos,
             types: t.types,
+            labels: t.labels,
+            indexed: true,
         });
         let mut cache = crate::sync::lock(&self.figures);
         if cache.len() >= FIGURES_KEPT {
@@ -276,6 +281,21 @@ impl Ui {
         i: usize,
     ) -> Result<Vec<(String, f64)>, Problem> {
         let label_group = group_by.and_then(|g| g.strip_prefix("label:"));
+        // From the label index where it answers: grouped by one label, or one label's value
+        // selected; two labels together need the samples themselves.
+        match (label_group, &sel.labels[..]) {
+            (Some(g), []) => {
+                if let Some(t) = figures.by_label(g, i) {
+                    return Ok(t);
+                }
+            }
+            (None, [(k, v)]) => {
+                if let Some(t) = figures.with_label(k, v, i) {
+                    return Ok(vec![("all".to_string(), t)]);
+                }
+            }
+            _ => {}
+        }
         if !sel.labels.is_empty() || label_group.is_some() {
             return self.label_totals(e, &sel.labels, label_group, i);
         }
@@ -316,6 +336,7 @@ impl Ui {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
         let figures = par_map(&caps, threads, |e| self.figures_of(e));
         let (kept, i) = out.keep_readable(&caps, figures, sample_index)?;
+        out.labels = offered_labels(kept.iter().map(|(_, f)| f.as_ref()));
         let totals = par_map(&kept, if by_labels { threads } else { 1 }, |(e, f)| {
             self.capture_totals(e, sel, group_by, f, i)
         });
@@ -468,6 +489,42 @@ fn type_index(f: &Figures, asked: Option<&str>) -> Result<usize, Problem> {
 
 /// The groups by total, largest first: the first `MAX_GROUPS - 1` as they are, the rest
 /// summed by capture into `other`.
+/// The labels of captures' indexes together: each key once, its values (no totals) merged
+/// up to the index's bound per label.
+fn offered_labels<'a>(
+    figures: impl Iterator<Item = &'a Figures>,
+) -> Vec<crate::pprof::decode::LabelTotals> {
+    use crate::pprof::decode::{LabelTotals, LabelValue, MAX_LABEL_VALUES};
+    let mut keys: std::collections::BTreeMap<String, (bool, std::collections::BTreeSet<String>)> =
+        Default::default();
+    for f in figures {
+        for l in &f.labels {
+            let (truncated, values) = keys.entry(l.key.clone()).or_default();
+            *truncated |= l.truncated;
+            for v in &l.values {
+                if values.len() >= MAX_LABEL_VALUES {
+                    *truncated = true;
+                    break;
+                }
+                values.insert(v.value.clone());
+            }
+        }
+    }
+    keys.into_iter()
+        .map(|(key, (truncated, values))| LabelTotals {
+            key,
+            truncated,
+            values: values
+                .into_iter()
+                .map(|value| LabelValue {
+                    value,
+                    totals: Vec::new(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 fn largest_groups(groups: HashMap<String, Vec<Point>>) -> Vec<Group> {
     let mut v: Vec<Group> = groups
         .into_iter()

@@ -841,6 +841,111 @@ pub struct Totals {
     pub samples: usize,
     pub time_nanos: i64,
     pub duration_nanos: i64,
+    /// Per sample label with string values: per value, the totals (per sample type) of the
+    /// samples that carry it — the index a timeline groups and filters by without reading
+    /// the profile again.
+    pub labels: Vec<LabelTotals>,
+}
+
+/// One sample label's values and their totals (per sample type, in the profile's order).
+/// A label of more than [`MAX_LABEL_VALUES`] values (a span id) keeps none: `truncated`.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct LabelTotals {
+    pub key: String,
+    #[serde(default)]
+    pub truncated: bool,
+    #[serde(default)]
+    pub values: Vec<LabelValue>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct LabelValue {
+    pub value: String,
+    pub totals: Vec<f64>,
+}
+
+/// Values a label's index keeps at most, and labels at most.
+pub const MAX_LABEL_VALUES: usize = 64;
+pub const MAX_LABEL_KEYS: usize = 16;
+
+/// One label's values (by string-table index) with their sums per type.
+type ValueSums = Vec<(i64, Vec<i128>)>;
+
+/// Label totals as samples come (by string-table index), bounded as they grow.
+#[derive(Default)]
+pub(crate) struct LabelSums {
+    /// (key, truncated, its values)
+    keys: Vec<(i64, bool, ValueSums)>,
+}
+
+impl LabelSums {
+    /// A sample's string labels (key, str) and values.
+    pub(crate) fn add(&mut self, labels: &[(i64, i64)], values: &[i64]) {
+        for &(key, val) in labels {
+            if val == 0 {
+                continue;
+            }
+            let k = match self.keys.iter().position(|(k, _, _)| *k == key) {
+                Some(k) => k,
+                None if self.keys.len() < MAX_LABEL_KEYS => {
+                    self.keys.push((key, false, Vec::new()));
+                    self.keys.len() - 1
+                }
+                None => continue,
+            };
+            let (_, truncated, vals) = &mut self.keys[k];
+            if *truncated {
+                continue;
+            }
+            let v = match vals.iter().position(|(v, _)| *v == val) {
+                Some(v) => v,
+                None if vals.len() < MAX_LABEL_VALUES => {
+                    vals.push((val, Vec::new()));
+                    vals.len() - 1
+                }
+                None => {
+                    *truncated = true;
+                    vals.clear();
+                    continue;
+                }
+            };
+            let sums = &mut vals[v].1;
+            if sums.len() < values.len() {
+                sums.resize(values.len(), 0);
+            }
+            for (s, x) in sums.iter_mut().zip(values) {
+                *s += i128::from(*x);
+            }
+        }
+    }
+
+    pub(crate) fn finish(self, s: impl Fn(i64) -> String, types: usize) -> Vec<LabelTotals> {
+        let mut out: Vec<LabelTotals> = self
+            .keys
+            .into_iter()
+            .map(|(key, truncated, vals)| {
+                let mut values: Vec<LabelValue> = vals
+                    .into_iter()
+                    .map(|(v, sums)| {
+                        let mut totals: Vec<f64> = sums.iter().map(|x| *x as f64).collect();
+                        totals.resize(types, 0.0);
+                        LabelValue {
+                            value: s(v),
+                            totals,
+                        }
+                    })
+                    .collect();
+                values.sort_by(|a, b| a.value.cmp(&b.value));
+                LabelTotals {
+                    key: s(key),
+                    truncated,
+                    values,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        out
+    }
 }
 
 /// As records keep it (`captures.jsonl`'s and `uploads.jsonl`'s `totals`, docs/json.md):
@@ -863,10 +968,13 @@ impl serde::Serialize for Totals {
                 value: *v,
             })
             .collect();
-        let mut st = s.serialize_struct("Totals", 3)?;
+        let mut st = s.serialize_struct("Totals", 4)?;
         st.serialize_field("time_nanos", &self.time_nanos)?;
         st.serialize_field("duration_nanos", &self.duration_nanos)?;
         st.serialize_field("types", &types)?;
+        // Always written (empty: no sample carries a string label), so a reader tells a
+        // record with the index from one written before it.
+        st.serialize_field("labels", &self.labels)?;
         st.end()
     }
 }
@@ -911,6 +1019,9 @@ pub fn totals(raw: &[u8]) -> Option<Totals> {
     let mut sums: Vec<i128> = Vec::new();
     let mut strings: Vec<&[u8]> = Vec::new();
     let mut t = Totals::default();
+    let mut label_sums = LabelSums::default();
+    // One sample's values and string labels, kept until the sample is read whole.
+    let (mut values, mut labels): (Vec<i64>, Vec<(i64, i64)>) = (Vec::new(), Vec::new());
     fields(raw, |num, wt, b, v| {
         match (num, wt) {
             (1, 2) => {
@@ -928,13 +1039,28 @@ pub fn totals(raw: &[u8]) -> Option<Totals> {
             (2, 2) => {
                 t.samples += 1;
                 let mut i = 0usize;
+                values.clear();
+                labels.clear();
                 fields(b, |n, w, pb, v| {
+                    if n == 3 && w == 2 {
+                        let (mut key, mut str) = (0i64, 0i64);
+                        fields(pb, |ln, lw, _, lv| {
+                            match (ln, lw) {
+                                (1, 0) => key = lv as i64,
+                                (2, 0) => str = lv as i64,
+                                _ => {}
+                            }
+                            Some(())
+                        })?;
+                        labels.push((key, str));
+                    }
                     if n == 2 {
                         let mut add = |x: u64| {
                             if sums.len() <= i {
                                 sums.resize(i + 1, 0);
                             }
                             sums[i] += i128::from(x as i64);
+                            values.push(x as i64);
                             i += 1;
                         };
                         match w {
@@ -950,6 +1076,9 @@ pub fn totals(raw: &[u8]) -> Option<Totals> {
                     }
                     Some(())
                 })?;
+                if !labels.is_empty() {
+                    label_sums.add(&labels, &values);
+                }
             }
             (6, 2) => strings.push(b),
             (9, 0) => t.time_nanos = v as i64,
@@ -970,5 +1099,6 @@ pub fn totals(raw: &[u8]) -> Option<Totals> {
         .enumerate()
         .map(|(i, (ty, unit))| (s(*ty), s(*unit), sums.get(i).copied().unwrap_or(0) as f64))
         .collect();
+    t.labels = label_sums.finish(s, type_idx.len());
     Some(t)
 }

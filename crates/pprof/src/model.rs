@@ -300,6 +300,16 @@ impl Pprof {
                 *sum += i128::from(*v);
             }
         }
+        let mut labels = crate::decode::LabelSums::default();
+        let mut pairs = Vec::new();
+        for s in &self.proto.sample {
+            if s.label.is_empty() {
+                continue;
+            }
+            pairs.clear();
+            pairs.extend(s.label.iter().map(|l| (l.key, l.str)));
+            labels.add(&pairs, &s.value);
+        }
         crate::decode::Totals {
             types: self
                 .sample_types()
@@ -310,6 +320,7 @@ impl Pprof {
             samples: self.proto.sample.len(),
             time_nanos: self.proto.time_nanos,
             duration_nanos: self.proto.duration_nanos,
+            labels: labels.finish(|i| self.str(i).to_string(), self.proto.sample_type.len()),
         }
     }
 

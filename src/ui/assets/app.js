@@ -769,7 +769,16 @@ async function showTimeline(params) {
     // The keys the listing's captures carry, offered for the group-by.
     const keys = new Set(["pod", "namespace", "container", "cause", "trigger"]);
     for (const e of entries) for (const t of e.tags) { const i = t.indexOf(":"); if (i > 0) keys.add(t.slice(0, i)); }
-    $("t-group-keys").replaceChildren(...[...keys].sort().map((k) => new Option(k)));
+    $("t-group-keys").replaceChildren(...[...keys].sort().map((k) => new Option(k)),
+      ...[...labelKeys].sort().map((k) => new Option("label:" + k)));
+  };
+  // Sample labels seen in the series' answers (their label index), offered beside the tags.
+  const labelKeys = new Set();
+  const offerLabels = (labels) => {
+    for (const l of labels) labelKeys.add(l.key);
+    const have = new Set([...$("t-group-keys").options].map((o) => o.value));
+    for (const k of labelKeys) if (!have.has("label:" + k)) $("t-group-keys").append(new Option("label:" + k));
+    $("t-label-values").replaceChildren(...labels.flatMap((l) => l.values.map((v) => new Option(`${l.key}=${v.value}`))));
   };
   const types = () => new Set(entries.filter((e) => e.kind === "pprof" && e.service === svc.value).map((e) => e.type));
   const fillTypes = (want) => {
@@ -828,6 +837,8 @@ async function showTimeline(params) {
       ts.replaceChildren(new Option("default", ""), ...doc.sample_types.map((t) => new Option(`${t.type} (${t.unit})`, t.type)));
     }
     ts.value = si && doc.sample_types.some((t) => t.type === si) ? si : "";
+    // The sample labels the captures carry, offered: to group by, and key=value to filter.
+    offerLabels(doc.labels || []);
     wantSample = "";
     chart(doc, s, { from: from ? Date.parse(from) : null, to: to ? Date.parse(to) : null }, (a, b, n) => {
       // Zoomed in place: the range's line redrawn, its flamegraph below, the actions on it.
