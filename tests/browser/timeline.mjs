@@ -52,8 +52,11 @@ const browser = await chromium.launch({
   args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-features=IsolateSandboxedIframes"],
   timeout: 30000,
 });
+// The page, for a screenshot of what it showed when a step failed.
+let failedPage = null;
 try {
   const page = await browser.newPage({ viewport: { width: 1400, height: 1500 } });
+  failedPage = page;
   page.setDefaultTimeout(plan.timeout_ms || 20000);
   page.on("console", (m) => { if (m.type() === "error") seen.console_errors.push(m.text()); });
   page.on("pageerror", (e) => seen.console_errors.push(String(e)));
@@ -248,7 +251,14 @@ try {
   if (plan.large) await largeFlame(page, plan, seen, shot, frameOf);
   seen.outside_requests = outside;
 } catch (e) {
-  if (e !== "done") seen.error = String(e && e.stack || e);
+  if (e !== "done") {
+    seen.error = String(e && e.stack || e);
+    const path = `${plan.artefacts}/failed.png`;
+    if (failedPage) await failedPage.screenshot({ path }).then(() => seen.screenshots.push(path), () => {});
+    if (failedPage) seen.failed_state = await failedPage.evaluate(() => ({ hash: location.hash,
+      state: document.getElementById("t-state")?.textContent, error: document.getElementById("error")?.textContent,
+      points: document.querySelector("#t-chart svg")?.dataset.points })).catch(() => null);
+  }
 } finally {
   await browser.close();
 }

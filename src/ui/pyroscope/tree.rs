@@ -44,6 +44,22 @@ pub fn frames(p: &Pprof, i: usize, out: &mut Vec<String>) {
     }
 }
 
+/// Each sample of `p` with a value of sample type `index`, under `call_site`: its index,
+/// that value and its frames (root first).
+fn each_sample(p: &Pprof, index: usize, call_site: &[String], mut each: impl FnMut(usize, i64, &[String])) {
+    let mut f = Vec::new();
+    for (i, s) in p.proto.sample.iter().enumerate() {
+        let v = s.value.get(index).copied().unwrap_or(0);
+        if v == 0 {
+            continue;
+        }
+        frames(p, i, &mut f);
+        if under(&f, call_site) {
+            each(i, v, &f);
+        }
+    }
+}
+
 /// Whether the frames (root first) begin with `call_site`'s names.
 fn under(frames: &[String], call_site: &[String]) -> bool {
     frames.len() >= call_site.len() && frames.iter().zip(call_site).all(|(a, b)| a == b)
@@ -91,18 +107,7 @@ impl Tree {
     /// Adds `p`'s samples of sample type `index` to `side` (0, or 1 for a diff's right),
     /// those under `call_site` only.
     pub fn add(&mut self, p: &Pprof, index: usize, side: usize, call_site: &[String]) {
-        let mut f = Vec::new();
-        for (i, s) in p.proto.sample.iter().enumerate() {
-            let v = s.value.get(index).copied().unwrap_or(0);
-            if v == 0 {
-                continue;
-            }
-            frames(p, i, &mut f);
-            if !under(&f, call_site) {
-                continue;
-            }
-            self.add_stack(&f, v, side);
-        }
+        each_sample(p, index, call_site, |_, v, f| self.add_stack(f, v, side));
     }
 
     fn add_stack(&mut self, frames: &[String], v: i64, side: usize) {
@@ -274,16 +279,8 @@ pub fn one_type(
         ..proto::Profile::default()
     };
     let mut other_loc = None;
-    let mut f = Vec::new();
-    for (i, s) in p.proto.sample.iter().enumerate() {
-        let v = s.value.get(index).copied().unwrap_or(0);
-        if v == 0 {
-            continue;
-        }
-        frames(p, i, &mut f);
-        if !under(&f, call_site) {
-            continue;
-        }
+    let mut samples = Vec::new();
+    each_sample(p, index, call_site, |i, v, f| {
         let mut ids = p.location_ids(i);
         if let Some((min, tree)) = &min {
             // Walk the tree root first, a location (all its lines) at a time.
@@ -318,12 +315,13 @@ pub fn one_type(
                 ids = cut;
             }
         }
-        out.sample.push(proto::Sample {
+        samples.push(proto::Sample {
             location_id: ids,
             value: vec![v],
-            label: s.label.clone(),
+            label: p.proto.sample[i].label.clone(),
         });
-    }
+    });
+    out.sample = samples;
     out
 }
 
