@@ -101,10 +101,7 @@ fn vm_hwm_mib(pid: u32) -> f64 {
 fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let n: usize = arg("--captures").map_or(10_000, |s| s.parse().unwrap());
-    let bin = arg("--agentprof").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/agentprof"),
-        PathBuf::from,
-    );
+    let bin = PathBuf::from(arg("--agentprof").unwrap_or_else(release::release_agentprof));
     let dir = tempfile::tempdir().unwrap();
     if std::env::args().any(|a| a == "--large") {
         return large_flamegraph(&bin, dir.path());
@@ -358,3 +355,6 @@ fn large_flamegraph(bin: &Path, dir: &Path) {
         let _ = ui.wait();
     }
 }
+
+#[path = "support/release.rs"]
+mod release;

@@ -57,7 +57,7 @@ pub struct Figures {
     /// (type, unit, total).
     pub types: Vec<(String, String, f64)>,
     /// Per sample label, per value, the totals of the samples carrying it (the record's
-    /// `labels`, or read off the file with its totals).
+    /// `labels`; a file read for its totals is not indexed).
     pub labels: Vec<crate::pprof::decode::LabelTotals>,
     /// Whether `labels` is the index of every label (records before it have none).
     pub indexed: bool,

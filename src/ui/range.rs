@@ -222,7 +222,7 @@ impl Ui {
         let raw = crate::pprof::decode::decompress(&bytes, &self.limits)
             .map_err(|x| Problem::unprocessable(format!("{}: {x}", e.id)))?;
         drop(bytes);
-        let t = crate::pprof::decode::totals(&raw).ok_or_else(|| {
+        let t = crate::pprof::decode::totals_without_labels(&raw).ok_or_else(|| {
             Problem::unprocessable(format!("{}: not a well-formed pprof profile", e.id))
         })?;
         drop((raw, held));
@@ -231,7 +231,8 @@ impl Ui {
             duration_nanos: t.duration_nanos,
             types: t.types,
             labels: t.labels,
-            indexed: true,
+            // Read for its totals only: grouping by a sample label reads its samples.
+            indexed: false,
         });
         let mut cache = crate::sync::lock(&self.figures);
         if cache.len() >= FIGURES_KEPT {
@@ -336,6 +337,7 @@ impl Ui {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
         let figures = par_map(&caps, threads, |e| self.figures_of(e));
         let (kept, i) = out.keep_readable(&caps, figures, sample_index)?;
+
         out.labels = offered_labels(kept.iter().map(|(_, f)| f.as_ref()));
         let totals = par_map(&kept, if by_labels { threads } else { 1 }, |(e, f)| {
             self.capture_totals(e, sel, group_by, f, i)

@@ -389,6 +389,25 @@ fn goroutine_target() -> String {
     .0
 }
 
+/// `pull` of `target`'s goroutine profile as service `svc`, each collection sent to the OTLP
+/// endpoint `otlp` with `extra` flags, spooled in `spool`.
+fn pull_to_otlp(sb: &Sandbox, target: &str, otlp: &str, extra: &[&str]) -> crate::support::Run {
+    let mut args = vec![
+        "pull",
+        target,
+        "--types",
+        "goroutine",
+        "--spool",
+        "spool",
+        "--service",
+        "svc",
+        "--otlp",
+        otlp,
+    ];
+    args.extend_from_slice(extra);
+    sb.run(&args)
+}
+
 fn spooled(sb: &Sandbox) -> usize {
     std::fs::read_dir(sb.file("spool/otlp"))
         .map(|d| {
@@ -412,20 +431,12 @@ fn an_otlp_target_that_is_busy_or_down_loses_nothing() {
     };
     let target = format!("http://{}", goroutine_target());
     let pull = |otlp: &str| {
-        sb.run(&[
-            "pull",
+        pull_to_otlp(
+            &sb,
             &target,
-            "--types",
-            "goroutine",
-            "--spool",
-            "spool",
-            "--service",
-            "svc",
-            "--otlp",
             otlp,
-            "--otlp-header",
-            "Authorization=Bearer s3cret",
-        ])
+            &["--otlp-header", "Authorization=Bearer s3cret"],
+        )
     };
     std::fs::remove_dir_all(&col.dir).expect("make the exporter fail");
     let r = pull(&col.endpoint);
@@ -812,20 +823,12 @@ fn a_silent_otlp_target_is_bounded_by_the_request_timeout() {
     let (silent, _) = silent_then_answering(usize::MAX);
     let target = format!("http://{}", goroutine_target());
     let started = std::time::Instant::now();
-    let r = sb.run(&[
-        "pull",
+    let r = pull_to_otlp(
+        &sb,
         &target,
-        "--types",
-        "goroutine",
-        "--spool",
-        "spool",
-        "--service",
-        "svc",
-        "--otlp",
         &format!("http://{silent}"),
-        "--upload-timeout",
-        "1s",
-    ]);
+        &["--upload-timeout", "1s"],
+    );
     let pulled_in = started.elapsed();
     assert_eq!(r.code, 0, "the profile was pulled: {}", r.stderr);
     assert!(

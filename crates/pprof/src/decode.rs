@@ -980,6 +980,17 @@ impl serde::Serialize for Totals {
 }
 
 pub fn totals(raw: &[u8]) -> Option<Totals> {
+    totals_of(raw, true)
+}
+
+/// [`totals`] without the label index (`labels` empty): for a reader of thousands of files
+/// that needs only their totals (the index's small pieces, made beside each file's buffers,
+/// held a reader's peak resident memory at 3× over 3,000 files).
+pub fn totals_without_labels(raw: &[u8]) -> Option<Totals> {
+    totals_of(raw, false)
+}
+
+fn totals_of(raw: &[u8], with_labels: bool) -> Option<Totals> {
     // Field walks: (field number, wire type, payload range or varint).
     fn fields<'a>(
         buf: &'a [u8],
@@ -1076,7 +1087,7 @@ pub fn totals(raw: &[u8]) -> Option<Totals> {
                     }
                     Some(())
                 })?;
-                if !labels.is_empty() {
+                if with_labels && !labels.is_empty() {
                     label_sums.add(&labels, &values);
                 }
             }

@@ -46,7 +46,12 @@ pub fn frames(p: &Pprof, i: usize, out: &mut Vec<String>) {
 
 /// Each sample of `p` with a value of sample type `index`, under `call_site`: its index,
 /// that value and its frames (root first).
-fn each_sample(p: &Pprof, index: usize, call_site: &[String], mut each: impl FnMut(usize, i64, &[String])) {
+fn each_sample(
+    p: &Pprof,
+    index: usize,
+    call_site: &[String],
+    mut each: impl FnMut(usize, i64, &[String]),
+) {
     let mut f = Vec::new();
     for (i, s) in p.proto.sample.iter().enumerate() {
         let v = s.value.get(index).copied().unwrap_or(0);
