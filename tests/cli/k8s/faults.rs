@@ -824,7 +824,14 @@ fn bad_lists(name: &str, truncated: bool, base: u8) {
     let unready = until("not ready while the lists are bad", 15, || {
         get(&metrics, "/readyz").0 == 503
     });
-    let (_, why) = get(&metrics, "/readyz");
+    // Right after the start the reason is that nothing answered yet; on a busy machine the
+    // first bad list can come later than the first look: wait for the reason it gives.
+    let mut why = String::new();
+    until("/readyz to name the failing pod list", 15, || {
+        let (code, text) = get(&metrics, "/readyz");
+        why = text;
+        code == 503 && why.contains("pod")
+    });
     let mut ready_during = 0;
     while t0.elapsed() < Duration::from_secs(BAD_S) {
         if get(&metrics, "/readyz").0 == 200 {
