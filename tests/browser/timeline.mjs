@@ -72,6 +72,7 @@ try {
   const timeline = `${plan.base}/#/t?service=${encodeURIComponent(plan.service)}&type=${encodeURIComponent(plan.type)}`;
   // Drags across the chart from one share of its width to another, at mid height.
   const brush = async (a, b) => {
+    await page.locator("#t-chart svg").scrollIntoViewIfNeeded();
     const box = await page.locator("#t-chart svg").boundingBox();
     const y = box.y + box.height / 2;
     await page.mouse.move(box.x + box.width * a, y);
@@ -111,6 +112,8 @@ try {
   seen.zoomed_hash = decodeURIComponent(new URL(page.url()).hash);
   await page.frameLocator("#t-flame").locator("svg #frames g").first().waitFor();
   seen.range_flame_src = decodeURIComponent(await page.getAttribute("#t-flame", "src"));
+  await page.waitForFunction(() => document.querySelectorAll("#t-top tbody tr").length > 0);
+  seen.range_top = await cells("#t-top tbody tr");
   await shot("timeline-brushed");
   await page.click("#t-zoomout");
   await page.waitForFunction((n) => Number(document.querySelector("#t-chart svg")?.dataset.points) === n, seen.timeline_points);

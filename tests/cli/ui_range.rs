@@ -332,6 +332,36 @@ fn the_time_views_in_a_real_browser() {
         flame.contains("id=sel:service=web&type=cpu&from="),
         "{flame}"
     );
+    // Beside it, the range's top functions: the API's table of the same selection.
+    let range_id = flame
+        .split("id=")
+        .nth(1)
+        .unwrap()
+        .split("&sample_index")
+        .next()
+        .unwrap();
+    let api = ui.json(&format!("/api/top?id={}&nodes=10", enc(range_id)));
+    let want: Vec<Value> = api["report"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let inline = match r["inline"].as_str().unwrap() {
+                "" => String::new(),
+                i => format!(" {i}"),
+            };
+            let f = format!("{}{inline}", r["function"].as_str().unwrap());
+            json!([
+                r["flat_fmt"],
+                r["flat_pct"],
+                r["sum_pct"],
+                r["cum_fmt"],
+                r["cum_pct"],
+                f
+            ])
+        })
+        .collect();
+    assert_eq!(seen["range_top"], Value::Array(want), "{seen:#}");
     assert!(
         !seen["zoomed_out_hash"]
             .as_str()

@@ -757,6 +757,12 @@ async function showTimeline(params) {
   $("t-chart").replaceChildren();
   $("t-legend").replaceChildren();
   $("t-tip").textContent = "";
+  // Nor the range brushed on it: its table and its flamegraph.
+  $("t-top").tBodies[0].replaceChildren();
+  $("t-top").tHead.replaceChildren();
+  $("t-top").dataset.id = "";
+  emptyFrame($("t-flame")).hidden = true;
+  $("t-flame-state").textContent = "";
   const svc = $("t-service"), type = $("t-type");
   // The choices come from the listing (megabytes for a week of captures): a timeline its
   // URL names is drawn first, the choices filled when the listing is there.
@@ -955,8 +961,17 @@ function chart(doc, s, domain, onBrush) {
 function pickRange(s, a, b, n, si) {
   const iso = (t) => new Date(t).toISOString();
   brushed = { s, from: iso(a), to: iso(b) };
-  // The range's flamegraph, under the chart, drawn in place.
-  loadFlame("t-flame", "/api/flamegraph.svg?" + q({ id: selId(s, brushed.from, brushed.to), sample_index: si }), "");
+  // The range's top functions and flamegraph, under the chart, drawn in place; a row opens
+  // the range's profile focused on its function.
+  const rangeId = selId(s, brushed.from, brushed.to);
+  loadFlame("t-flame", "/api/flamegraph.svg?" + q({ id: rangeId, sample_index: si }), "");
+  const table = $("t-top");
+  table.tBodies[0].replaceChildren();
+  table.dataset.id = rangeId;
+  getJSON("/api/top?" + q({ id: rangeId, sample_index: si, nodes: 10 })).then((doc) => {
+    if (table.dataset.id !== rangeId) return;
+    topTable(table, doc.report, (fn) => { location.hash = "#/p?" + q({ id: rangeId, si, focus: exactly(fn) }); });
+  }).catch(showError);
   $("t-range").hidden = false;
   $("t-range-text").textContent = `${iso(a)} – ${iso(b)}: ${n} captures`;
   const open = (id, base) => { location.hash = base ? "#/d?" + q({ base, id }) : "#/p?" + q({ id }); };
