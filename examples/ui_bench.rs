@@ -88,6 +88,40 @@ fn corpus(dir: &Path, n: usize) -> Vec<(String, PathBuf)> {
     out
 }
 
+/// Milliseconds from starting `go tool pprof -http` on `file` to its top page answered.
+fn go_http_top(file: &std::path::Path) -> f64 {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let t = Instant::now();
+    let mut go = Command::new("go")
+        .args(["tool", "pprof", "-no_browser"])
+        .arg(format!("-http=127.0.0.1:{port}"))
+        .arg(file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = reqwest::blocking::Client::new();
+    let url = format!("http://127.0.0.1:{port}/ui/top");
+    let ms = loop {
+        if client
+            .get(&url)
+            .send()
+            .is_ok_and(|r| r.status().is_success() && r.bytes().is_ok())
+        {
+            break t.elapsed().as_secs_f64() * 1000.0;
+        }
+        assert!(t.elapsed().as_secs() < 120, "go tool pprof -http did not answer");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let _ = go.kill();
+    let _ = go.wait();
+    ms
+}
+
 fn vm_hwm_mib(pid: u32) -> f64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     s.lines()
@@ -209,8 +243,12 @@ fn main() {
             .output()
             .unwrap();
         let cli: Value = serde_json::from_slice(&cli.stdout).unwrap_or(Value::Null);
+        // The same top again (the merge kept), and go tool pprof -http showing the merged
+        // file's top from its start, cold.
+        let (warm_ms, _) = get(&format!("/api/top?id={}&nodes=20", enc(&sel)));
+        let go_http_ms = go_http_top(&merged);
         println!(
-            "merge of {name}: {} captures in {ms:.0} ms (go tool pprof -proto: {go_ms:.0} ms); ui peak RSS {:.1} MiB; table equal to go tool pprof's merge: {}",
+            "merge of {name}: {} captures in {ms:.0} ms, again {warm_ms:.0} ms (go tool pprof -proto: {go_ms:.0} ms; go tool pprof -http of the merged file, start to its top page: {go_http_ms:.0} ms); ui peak RSS {:.1} MiB; table equal to go tool pprof's merge: {}",
             top["selection"]["captures"],
             vm_hwm_mib(pid),
             top["report"] == cli["report"]
