@@ -114,7 +114,10 @@ fn go_http_top(file: &std::path::Path) -> f64 {
         {
             break t.elapsed().as_secs_f64() * 1000.0;
         }
-        assert!(t.elapsed().as_secs() < 120, "go tool pprof -http did not answer");
+        assert!(
+            t.elapsed().as_secs() < 120,
+            "go tool pprof -http did not answer"
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
     };
     let _ = go.kill();

@@ -245,5 +245,15 @@ fn pyroscopes_own_client_reads_the_captures() {
                 "{what} {case}: {r}"
             );
         }
+        // Pyroscope's own profile ids: agentprof has none, and says so rather than ignore them.
+        let r = &got["refused"]["profile_ids"];
+        assert_eq!(r["code"], "unimplemented", "{what}: {r}");
+        assert!(
+            r["message"]
+                .as_str()
+                .unwrap()
+                .contains("profile_id_selector"),
+            "{r}"
+        );
     }
 }

@@ -398,6 +398,16 @@ fn max_nodes(n: Option<i64>) -> Result<usize, Failed> {
     }
 }
 
+/// Profile ids select single profiles Pyroscope stored; agentprof's captures have none.
+fn no_profile_ids(ids: &[String]) -> Result<(), Failed> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    Err(Failed::unimplemented(
+        "profile_id_selector: agentprof's captures have no profile ids; select them by labels and time",
+    ))
+}
+
 /// A stack trace selector's call site (root first); Go PGO's selector is not answered.
 fn call_site(s: &Option<proto::StackTraceSelector>) -> Result<Vec<String>, Failed> {
     match s {
@@ -461,6 +471,7 @@ fn merge_stacktraces(
             "format PROFILE_FORMAT_TREE: agentprof answers the flamegraph format",
         ));
     }
+    no_profile_ids(&req.profile_id_selector)?;
     let tid = query::type_id(&req.profile_type_id)?;
     let sel = query::selection(&tid.profile_type, &req.label_selector, req.start, req.end)?;
     let nodes = max_nodes(req.max_nodes)?;
@@ -479,6 +490,7 @@ fn merge_profile(
     ui: &Ui,
     req: proto::SelectMergeProfileRequest,
 ) -> Result<crate::pprof::proto::Profile, Failed> {
+    no_profile_ids(&req.profile_id_selector)?;
     let tid = query::type_id(&req.profile_type_id)?;
     let sel = query::selection(&tid.profile_type, &req.label_selector, req.start, req.end)?;
     let nodes = match req.max_nodes {
@@ -502,6 +514,7 @@ fn diff(ui: &Ui, req: proto::DiffRequest) -> Result<proto::DiffResponse, Failed>
     let mut nodes = DEFAULT_NODES;
     let mut sample_types = Vec::new();
     for (side, r) in [left, right].into_iter().enumerate() {
+        no_profile_ids(&r.profile_id_selector)?;
         let tid = query::type_id(&r.profile_type_id)?;
         let sel = query::selection(&tid.profile_type, &r.label_selector, r.start, r.end)?;
         nodes = nodes.max(max_nodes(r.max_nodes)?);

@@ -187,6 +187,12 @@ func main() {
 				ProfileTypeID: *typ, LabelSelector: *sel, Start: 1, End: *end, Step: 0.001}))
 			return err
 		},
+		"profile_ids": func() error {
+			_, err := c.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
+				ProfileTypeID: *typ, LabelSelector: *sel, Start: *start, End: *end,
+				ProfileIdSelector: []string{"7c9e6679-7425-40de-944b-e07fc1f90ae7"}}))
+			return err
+		},
 		"max_nodes": func() error {
 			_, err := c.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
 				ProfileTypeID: *typ, LabelSelector: *sel, Start: *start, End: *end, MaxNodes: &huge}))
