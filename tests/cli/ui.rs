@@ -106,6 +106,26 @@ pub fn enc(s: &str) -> String {
     out
 }
 
+/// A top report's rows as the page's table shows them: flat, flat%, sum%, cum, cum%, the
+/// function (and its inline mark).
+pub fn page_rows(report: &Value) -> Value {
+    let rows = report["rows"].as_array().unwrap().iter().map(|r| {
+        let f = match r["inline"].as_str().unwrap() {
+            "" => r["function"].as_str().unwrap().to_string(),
+            i => format!("{} {i}", r["function"].as_str().unwrap()),
+        };
+        json!([
+            r["flat_fmt"],
+            r["flat_pct"],
+            r["sum_pct"],
+            r["cum_fmt"],
+            r["cum_pct"],
+            f
+        ])
+    });
+    Value::Array(rows.collect())
+}
+
 pub fn gz(b: &[u8]) -> Vec<u8> {
     use std::io::Write;
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -681,30 +701,7 @@ fn ui_in_a_real_browser() {
         sb.file(&format!("prof/{cpu_path}")).to_str().unwrap(),
     ]);
     let cli: Value = serde_json::from_str(&cli.stdout).unwrap();
-    let want: Vec<Value> = cli["report"]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let f = format!(
-                "{}{}",
-                r["function"].as_str().unwrap(),
-                match r["inline"].as_str().unwrap() {
-                    "" => String::new(),
-                    i => format!(" {i}"),
-                }
-            );
-            json!([
-                r["flat_fmt"],
-                r["flat_pct"],
-                r["sum_pct"],
-                r["cum_fmt"],
-                r["cum_pct"],
-                f
-            ])
-        })
-        .collect();
-    assert_eq!(seen["top_rows"], Value::Array(want));
+    assert_eq!(seen["top_rows"], page_rows(&cli["report"]));
     assert!(seen["flame_frames"].as_u64().unwrap() > 3, "{seen}");
     views_as_the_cli_shows_them(&sb, &format!("prof/{cpu_path}"), &seen);
 
@@ -991,26 +988,7 @@ fn views_as_the_cli_shows_them(sb: &Sandbox, file: &str, seen: &Value) {
             .collect::<Vec<_>>()
             .join("\n")
     );
-    let want: Vec<Value> = top["report"]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let f = match r["inline"].as_str().unwrap() {
-                "" => r["function"].as_str().unwrap().to_string(),
-                i => format!("{} {i}", r["function"].as_str().unwrap()),
-            };
-            json!([
-                r["flat_fmt"],
-                r["flat_pct"],
-                r["sum_pct"],
-                r["cum_fmt"],
-                r["cum_pct"],
-                f
-            ])
-        })
-        .collect();
-    assert_eq!(seen["focus_rows"], Value::Array(want));
+    assert_eq!(seen["focus_rows"], page_rows(&top["report"]));
     // The peek: a separator, callers (↑), the function, callees (↓).
     let peek = cli(&["--peek", re]);
     let mut want = Vec::new();

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::support::{Sandbox, fixture};
-use crate::ui::{Ui, enc, gz};
+use crate::ui::{Ui, enc, gz, page_rows};
 
 #[path = "large_profile.rs"]
 pub mod large;
@@ -15,19 +15,26 @@ use large::large_profile;
 /// i-th with the fixture's values times i + 1 and recording 10 s + i s. captures.jsonl
 /// describes all six, with the totals of the first three only. Returns the files' paths
 /// under the sandbox, oldest first.
-pub fn web_corpus(sb: &Sandbox) -> Vec<String> {
+/// The fixture's CPU profile, its values times `i + 1`, taken at 2026-12-01T10:0i:00Z.
+fn scaled_capture(i: i64) -> agentprof::pprof::proto::Profile {
     use prost::Message;
     let cpu = std::fs::read(fixture("cpu.pprof")).unwrap();
+    let mut p = agentprof::pprof::proto::Profile::decode(&cpu[..]).unwrap();
+    for s in &mut p.sample {
+        for v in &mut s.value {
+            *v *= i + 1;
+        }
+    }
+    p.time_nanos = 1_796_119_200_000_000_000 + i * 60_000_000_000;
+    p
+}
+
+pub fn web_corpus(sb: &Sandbox) -> Vec<String> {
+    use prost::Message;
     let mut files = Vec::new();
     let mut lines = String::new();
     for i in 0..6i64 {
-        let mut p = agentprof::pprof::proto::Profile::decode(&cpu[..]).unwrap();
-        for s in &mut p.sample {
-            for v in &mut s.value {
-                *v *= i + 1;
-            }
-        }
-        p.time_nanos = 1_796_119_200_000_000_000 + i * 60_000_000_000;
+        let mut p = scaled_capture(i);
         p.duration_nanos = (10 + i) * 1_000_000_000;
         let time = format!("2026-12-01T10:0{i}:00.000Z");
         let rel = format!("prof/web/cpu-{time}.pb.gz");
@@ -341,27 +348,7 @@ fn the_time_views_in_a_real_browser() {
         .next()
         .unwrap();
     let api = ui.json(&format!("/api/top?id={}&nodes=10", enc(range_id)));
-    let want: Vec<Value> = api["report"]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let inline = match r["inline"].as_str().unwrap() {
-                "" => String::new(),
-                i => format!(" {i}"),
-            };
-            let f = format!("{}{inline}", r["function"].as_str().unwrap());
-            json!([
-                r["flat_fmt"],
-                r["flat_pct"],
-                r["sum_pct"],
-                r["cum_fmt"],
-                r["cum_pct"],
-                f
-            ])
-        })
-        .collect();
-    assert_eq!(seen["range_top"], Value::Array(want), "{seen:#}");
+    assert_eq!(seen["range_top"], page_rows(&api["report"]), "{seen:#}");
     assert!(
         !seen["zoomed_out_hash"]
             .as_str()
@@ -398,29 +385,7 @@ fn the_time_views_in_a_real_browser() {
         "{seen:#}"
     );
     let api = ui.json(&format!("/api/top?id={}&nodes=20", enc(id)));
-    let rows: Vec<Value> = api["report"]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            json!([
-                r["flat_fmt"],
-                r["flat_pct"],
-                r["sum_pct"],
-                r["cum_fmt"],
-                r["cum_pct"],
-                format!(
-                    "{}{}",
-                    r["function"].as_str().unwrap(),
-                    match r["inline"].as_str().unwrap() {
-                        "" => String::new(),
-                        i => format!(" {i}"),
-                    }
-                )
-            ])
-        })
-        .collect();
-    assert_eq!(seen["merged_rows"], Value::Array(rows));
+    assert_eq!(seen["merged_rows"], page_rows(&api["report"]));
     assert!(seen["icicle_src"].as_str().unwrap().contains("icicle=true"));
     let graph = seen["graph_nodes"].to_string();
     assert!(graph.contains("main.fibonacci"), "{graph}");
@@ -557,18 +522,11 @@ fn agentprof_sel_range(id: &str) -> (String, String) {
 fn a_timeline_by_sample_label_is_answered_from_the_records_index() {
     use prost::Message;
     let sb = Sandbox::new();
-    let cpu = std::fs::read(fixture("cpu.pprof")).unwrap();
     let mut lines = String::new();
     let mut want: std::collections::BTreeMap<String, f64> = Default::default();
     let mut files = Vec::new();
     for i in 0..4i64 {
-        let mut p = agentprof::pprof::proto::Profile::decode(&cpu[..]).unwrap();
-        for s in &mut p.sample {
-            for v in &mut s.value {
-                *v *= i + 1;
-            }
-        }
-        p.time_nanos = 1_796_119_200_000_000_000 + i * 60_000_000_000;
+        let p = scaled_capture(i);
         let time = format!("2026-12-01T10:0{i}:00.000Z");
         let rel = format!("prof/web/cpu-{time}.pb.gz");
         sb.write_bytes(&rel, &gz(&p.encode_to_vec()));
