@@ -230,8 +230,8 @@ impl Ui {
             time_nanos: t.time_nanos,
             duration_nanos: t.duration_nanos,
             types: t.types,
-            labels: t.labels,
             // Read for its totals only: grouping by a sample label reads its samples.
+            labels: Vec::new(),
             indexed: false,
         });
         let mut cache = crate::sync::lock(&self.figures);

@@ -142,6 +142,35 @@ fn pyroscopes_own_client_reads_the_captures() {
         text.contains("invalid_argument") && text.contains("Content-Type"),
         "{text}"
     );
+    // SelectSeries by AVERAGE over 4-minute steps, the largest series only (JSON, as curl
+    // sends it): per step the mean of the pod's captures there.
+    let r = client
+        .post(format!(
+            "{}/querier.v1.QuerierService/SelectSeries",
+            ui.base
+        ))
+        .header("content-type", "application/json")
+        .body(
+            serde_json::json!({
+                "profileTypeID": "process_cpu:cpu:nanoseconds:cpu:nanoseconds",
+                "labelSelector": "{service_name=\"web\"}",
+                "start": start.to_string(), "end": end.to_string(), "step": 240,
+                "groupBy": ["pod"], "aggregation": "TIME_SERIES_AGGREGATION_TYPE_AVERAGE",
+                "limit": "1",
+            })
+            .to_string(),
+        )
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let got: Value = serde_json::from_slice(&r.bytes().unwrap()).unwrap();
+    // web-2 (captures 1, 3, 5, each larger than the one before) is the larger series; the
+    // first 4 minutes hold captures 1 and 3, the next capture 5.
+    let want = serde_json::json!([{"labels": [{"name": "pod", "value": "web-2"}], "points": [
+        {"value": (totals[1] + totals[3]) as f64 / 2.0, "timestamp": start.to_string()},
+        {"value": totals[5] as f64, "timestamp": (start + 240_000).to_string()},
+    ]}]);
+    assert_eq!(got["series"], want, "{got:#}");
     for json in [false, true] {
         let out_pprof = sb.file(&format!("merged-{json}.pb"));
         let mut cmd = std::process::Command::new(&bin);

@@ -356,7 +356,30 @@ fn the_time_views_in_a_real_browser() {
             .contains("from=2026"),
         "{seen:#}"
     );
-    assert!(seen["hover"].as_str().unwrap().contains("click to open"));
+    let hover = seen["hover"].as_str().unwrap();
+    assert!(hover.contains("click to open"), "{hover}");
+    // The figure hovered is the capture's CPU seconds per second of recording, in cores: the
+    // API's value over its seconds (the files' totals, tested above).
+    let series = ui.json("/api/series?service=web&type=cpu");
+    let time = hover.split(" · ").next().unwrap();
+    let point = series["groups"][0]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["time"] == time)
+        .unwrap_or_else(|| panic!("{time} in {series:#}"));
+    let cores = point["value"].as_f64().unwrap() / point["seconds"].as_f64().unwrap() / 1e9;
+    let shown: f64 = hover
+        .split(" · ")
+        .find_map(|part| {
+            part.split(" cores")
+                .next()
+                .filter(|_| part.contains(" cores"))
+        })
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((shown - cores).abs() < 0.0005, "{hover}: {cores} cores");
     // The merged range is the API's selection, of the captures in it.
     let hash = seen["merged_id"].as_str().unwrap();
     let id = hash
