@@ -446,7 +446,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__gate)
-            opts="-o -h -V --baseline --against --measure --times --update-baseline --compare --gate-config --threshold --alpha --min-slowdown-us --rss-slope-kib --peak-rss-pct --calls-pct --alloc-pct --series-pct --strict --memory --flamegraph-diff --format --output --instance --config --confd --checks --python --help --version"
+            opts="-o -h -V --baseline --against --measure --times --update-baseline --compare --gate-config --threshold --alpha --min-slowdown-us --rss-slope-kib --peak-rss-pct --calls-pct --alloc-pct --series-pct --strict --compat-base --max-time --cannot-tell --memory --flamegraph-diff --format --output --instance --config --confd --checks --python --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -506,6 +506,14 @@ _agentprof() {
                     ;;
                 --series-pct)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-time)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cannot-tell)
+                    COMPREPLY=($(compgen -W "pass fail" -- "${cur}"))
                     return 0
                     ;;
                 --flamegraph-diff)

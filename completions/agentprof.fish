@@ -125,20 +125,23 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s h -l help -d
 complete -c agentprof -n "__fish_agentprof_using_subcommand top" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l baseline -d 'The baseline file: written by --update-baseline, compared with otherwise' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l against -d 'A/B in this job: the baseline version\'s checks directory (DIR), or the checks directory as git revision REV has it, run in interleaved rounds with this one' -r
-complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l measure -d 'What the verdict on cost rests on: cpu (default), wall, or instructions (counted by valgrind; deterministic)' -r -f -a "cpu\t'CPU time of each run (the default)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l measure -d 'What the verdict on cost rests on: cpu (default), wall, or instructions (counted by the CPU\'s counter where the kernel offers one, else by valgrind; deterministic)' -r -f -a "cpu\t'CPU time of each run (the default)'
 wall\t'Wall time of each run (checks that wait on the network or disk)'
 instructions\t'User-space instructions of each run, counted by valgrind: deterministic'"
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l times -d 'Timed runs after one warm-up run [default: 10]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l compare -d 'Compare two reports made elsewhere (baseline files, `--format json` outputs or `agentprof check --json` reports)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l gate-config -d 'Thresholds from this YAML file (the keys of a check conf\'s `gate:` section); flags override it, it overrides the check conf\'s `gate:` section' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l threshold -d 'A slowdown under this percentage is never a regression [default: 10 against a baseline file, 5 with --against, 2 for instructions]' -r
-complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l alpha -d 'Significance level of the timing test (one-sided Mann-Whitney U) [default: 0.01]' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l alpha -d 'Significance level of the timing test (one-sided: Mann-Whitney U against a baseline file, Wilcoxon signed-rank with --against) [default: 0.01]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l min-slowdown-us -d 'A slowdown of fewer microseconds per run is never a regression [default: 50]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l rss-slope-kib -d 'RSS growth per run (KiB, least-squares slope) that counts as a leak [default: 512]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l peak-rss-pct -d 'Peak RSS growth over the baseline (percent, and at least 1 MiB) that fails [default: 25]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l calls-pct -d 'Growth of Python calls per run, in total or of a top function, that fails [default: 1]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l alloc-pct -d 'With --memory: growth of traced bytes per run (peak and kept; and at least 1 KiB) that fails [default: 1]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l series-pct -d 'Growth of the metric series a run emits that fails [default: 0]' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l max-time -d 'With --against: when the planned rounds cannot tell (the interval straddles the threshold), rounds are added until they can, or until the A/B has taken this long (0: none added)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l cannot-tell -d 'What CANNOT TELL exits with: pass (0) or fail (4)' -r -f -a "pass\t'Exit 0: the verdict line, the Markdown report\'s heading and JUnit\'s `<skipped>` say it'
+fail\t'Exit 4, its own code: the job fails (or a CI rule tells it from a regression)'"
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l flamegraph-diff -d 'Write a differential flamegraph of the baseline\'s and this run\'s stacks (red: more time per run, blue: less); cProfile stacks for Python checks, sampled for built-ins' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l format -d 'Output format' -r -f -a "table\t''
 json\t''
@@ -151,7 +154,8 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l confd -d 'D
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l checks -d 'Directory of plugin checks' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l python -d 'Python interpreter for Python checks (a virtualenv\'s python works)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l update-baseline -d 'Write the baseline from this run and exit 0'
-complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l strict -d 'A metric the baseline had and this run does not fails the gate (default: a warning)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l strict -d 'A metric the baseline had and this run does not fails the gate, and so do more Python calls in a change the gated measure found faster (default: warnings)'
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l compat-base -d 'Python checks: when the interpreter has no importable datadog_checks_base, gate the check on agentprof\'s compatible AgentCheck (default: refused, exit 2)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l memory -d 'Python checks: trace allocations (tracemalloc) and compare the bytes each run allocates and keeps; the baseline must be made with it too'
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -s V -l version -d 'Print version'

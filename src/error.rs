@@ -94,4 +94,6 @@ pub enum Outcome {
     Success,
     /// At least one check run failed; everything collected was still printed.
     RunFailed,
+    /// `gate --cannot-tell fail`: the gate could not tell (exit 4).
+    Undecided,
 }

@@ -58,6 +58,14 @@ impl Progress {
         }
     }
 
+    /// Adds `more` steps to the total (work found to be needed on the way).
+    pub fn extend(&mut self, more: u64) {
+        self.total = self.total.saturating_add(more);
+        if let Some(bar) = &self.bar {
+            bar.set_length(self.total);
+        }
+    }
+
     /// Prints `line` on stderr above the bar (or plainly when there is none).
     pub fn println(&self, line: &str) {
         match &self.bar {

@@ -249,6 +249,12 @@ impl<'a> Registry<'a> {
         }
     }
 
+    /// Whether checks_path holds a plugin named NAME (`gate --against`: a check the baseline
+    /// version does not have is new).
+    pub fn has_plugin(&self, name: &str) -> bool {
+        self.plugin(name).is_some()
+    }
+
     /// NAME's plugin in checks_path: `NAME.py`, else an executable `NAME` or `NAME.sh`.
     fn plugin(&self, name: &str) -> Option<Plugin> {
         let dir = &self.config.checks_path;

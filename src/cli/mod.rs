@@ -37,6 +37,7 @@ pub enum Command {
     /// Print a pprof profile's top functions, row for row as `go tool pprof -top`
     Top(TopArgs),
     /// CI performance gate: run a check N times and compare with a baseline; exit 1 on a regression
+    #[command(after_long_help = GATE_AFTER_HELP)]
     Gate(Box<GateArgs>),
     /// Pull pprof profiles from Go services' net/http/pprof: files, top tables, deltas, uploads
     #[command(disable_version_flag = true)]
@@ -86,6 +87,40 @@ pub enum GateFormat {
     Junit,
 }
 
+/// What `gate --help` ends with: the modes, the answers and the exit codes.
+const GATE_AFTER_HELP: &str = "\
+Modes:
+  --baseline FILE          this run against a file made earlier (--update-baseline): per-process
+                           medians divided by the machine's speed, one-sided Mann-Whitney U test
+  --against DIR|REV        the baseline version and this one in interleaved rounds of this job:
+                           paired ratios, Wilcoxon signed-rank test
+  --measure instructions   counted, not timed: the CPU's counter through perf_event_open where
+                           the kernel offers one, else valgrind's callgrind (with either mode)
+
+Answers:
+  no regression            the run could have seen a slowdown of the threshold and saw none
+  REGRESSION               a figure failed; the verdict line names what failed first
+  CANNOT TELL              the noise hid slowdowns of the threshold's size: the line says the
+                           smallest it could see (\"detects ≥ +N%\")
+  NEW — no baseline        --against: the baseline version has no such check
+
+Exit status:
+  0  no regression, CANNOT TELL (unless --cannot-tell fail), or a new check
+  1  regression
+  2  a usage or configuration error, or a check that cannot run: never read as a regression
+  4  CANNOT TELL, with --cannot-tell fail
+
+docs/ci.md has the figures behind each mode and the CI snippets.";
+
+/// What CANNOT TELL exits with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CannotTellExit {
+    /// Exit 0: the verdict line, the Markdown report's heading and JUnit's `<skipped>` say it
+    Pass,
+    /// Exit 4, its own code: the job fails (or a CI rule tells it from a regression)
+    Fail,
+}
+
 #[derive(Debug, Args)]
 pub struct GateArgs {
     /// The check to gate (see `agentprof list`)
@@ -99,7 +134,7 @@ pub struct GateArgs {
     #[arg(long, value_name = "DIR|REV", conflicts_with_all = ["baseline", "update_baseline", "compare"])]
     pub against: Option<String>,
     /// What the verdict on cost rests on: cpu (default), wall, or instructions (counted by
-    /// valgrind; deterministic)
+    /// the CPU's counter where the kernel offers one, else by valgrind; deterministic)
     #[arg(long, value_enum)]
     pub measure: Option<GateMeasure>,
     /// Timed runs after one warm-up run [default: 10]
@@ -121,7 +156,8 @@ pub struct GateArgs {
     /// baseline file, 5 with --against, 2 for instructions]
     #[arg(long, value_name = "PCT")]
     pub threshold: Option<f64>,
-    /// Significance level of the timing test (one-sided Mann-Whitney U) [default: 0.01]
+    /// Significance level of the timing test (one-sided: Mann-Whitney U against a baseline
+    /// file, Wilcoxon signed-rank with --against) [default: 0.01]
     #[arg(long, value_name = "P")]
     pub alpha: Option<f64>,
     /// A slowdown of fewer microseconds per run is never a regression [default: 50]
@@ -143,9 +179,22 @@ pub struct GateArgs {
     /// Growth of the metric series a run emits that fails [default: 0]
     #[arg(long, value_name = "PCT")]
     pub series_pct: Option<f64>,
-    /// A metric the baseline had and this run does not fails the gate (default: a warning)
+    /// A metric the baseline had and this run does not fails the gate, and so do more
+    /// Python calls in a change the gated measure found faster (default: warnings)
     #[arg(long)]
     pub strict: bool,
+    /// Python checks: when the interpreter has no importable datadog_checks_base, gate the
+    /// check on agentprof's compatible AgentCheck (default: refused, exit 2)
+    #[arg(long)]
+    pub compat_base: bool,
+    /// With --against: when the planned rounds cannot tell (the interval straddles the
+    /// threshold), rounds are added until they can, or until the A/B has taken this long
+    /// (0: none added)
+    #[arg(long, value_name = "D", default_value = "60s")]
+    pub max_time: String,
+    /// What CANNOT TELL exits with: pass (0) or fail (4)
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = CannotTellExit::Pass)]
+    pub cannot_tell: CannotTellExit,
     /// Python checks: trace allocations (tracemalloc) and compare the bytes each run
     /// allocates and keeps; the baseline must be made with it too
     #[arg(long)]

@@ -4,12 +4,12 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::checks::CheckKind;
-use crate::cli::{GateArgs, GateFormat, GateMeasure};
+use crate::cli::{CannotTellExit, GateArgs, GateFormat, GateMeasure};
 use crate::config::AgentConfig;
 use crate::error::UsageError;
 use crate::gate::config::{GateSection, resolve};
 use crate::gate::instructions::Counter;
-use crate::gate::measure::{Plan, Side, load, measure, measure_ab};
+use crate::gate::measure::{Extend, Plan, Side, load, measure, measure_ab};
 use crate::gate::{GateConfig, GateStats, Measure, Mode, compare};
 
 use super::{Outcome, load_options};
@@ -182,6 +182,7 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         memory: args.memory,
         stacks: args.update_baseline || args.flamegraph_diff.is_some(),
         count: None,
+        compat_base: args.compat_base,
     };
     let first = load(&config, &plan)?;
     // The first of the check's files with a `gate:` section.
@@ -327,6 +328,8 @@ fn counter_for(cfg: &GateConfig, prefer: Option<&str>) -> Result<Option<Counter>
 /// machine (docs/details.md, "Measured choices"), so 20 are the default. (The signed-rank
 /// test's smallest p-value is 2^-rounds; more rounds are run for an alpha that needs them.)
 const ROUNDS: u32 = 20;
+/// The most rounds `--max-time` may add up to (a 1 ms check's round takes about 0.3 s).
+const MAX_ROUNDS: u32 = 400;
 
 /// `--against DIR|REV`: the baseline version's checks directory, or that directory as a git
 /// revision has it, run in interleaved rounds with this one.
@@ -338,6 +341,8 @@ fn ab(
     first: crate::checks::LoadedCheck,
     against: &str,
 ) -> anyhow::Result<Outcome> {
+    let started = std::time::Instant::now();
+    let max_time = max_time(&args.max_time)?;
     if first.kind == CheckKind::Builtin {
         return Err(UsageError::flag(
             "--against",
@@ -365,6 +370,14 @@ fn ab(
         .into());
     }
     drop(first);
+    let checkout = crate::gate::against::Baseline::resolve(against, &side.config.checks_path)?;
+    let mut base_config = side.config.clone();
+    base_config.checks_path = checkout.checks_dir().to_path_buf();
+    // A change that adds the check: the baseline version has none to compare with.
+    if !crate::checks::Registry::new(&base_config).has_plugin(plan.name) {
+        let verdict = crate::gate::Verdict::no_baseline(plan.name, cfg, &checkout.describe());
+        return emit(args, &verdict, None);
+    }
     let rounds = (ROUNDS..=64)
         .find(|&n| crate::gate::stats::smallest_paired_p(n as usize) < cfg.alpha)
         .ok_or_else(|| {
@@ -374,9 +387,6 @@ fn ab(
             )
         })?;
     plan.processes = rounds;
-    let checkout = crate::gate::against::Baseline::resolve(against, &side.config.checks_path)?;
-    let mut base_config = side.config.clone();
-    base_config.checks_path = checkout.checks_dir().to_path_buf();
     let mut base_options = side.options.clone();
     base_options.checks = Some(base_config.checks_path.clone());
     let base_side = Side {
@@ -388,7 +398,20 @@ fn ab(
         plan.name,
         checkout.describe()
     );
-    let (a, b) = measure_ab(&base_side, side, plan)?;
+    // Timings that cannot tell yet get more rounds, within --max-time (counts are
+    // deterministic: their rounds are what was planned).
+    let judge = |a: &GateStats, b: &GateStats| {
+        compare(a, b, cfg, Mode::Paired)
+            .findings
+            .first()
+            .is_some_and(|f| f.status == crate::gate::Status::CannotTell)
+    };
+    let extend = (cfg.measure != Measure::Instructions && !max_time.is_zero()).then(|| Extend {
+        until: started + max_time,
+        max_rounds: MAX_ROUNDS,
+        undecided: &judge,
+    });
+    let (a, b) = measure_ab(&base_side, side, plan, extend.as_ref())?;
     report(args, cfg, &a, &b, Mode::Paired)
 }
 
@@ -400,13 +423,43 @@ fn report(
     mode: Mode,
 ) -> anyhow::Result<Outcome> {
     let verdict = compare(base, current, cfg, mode);
+    let outcome = emit(args, &verdict, Some((base, current)))?;
+    if let Some(path) = &args.flamegraph_diff {
+        // The verdict is already out: a flamegraph that cannot be written does not hide it.
+        let written = std::fs::File::create(path)
+            .map_err(anyhow::Error::from)
+            .and_then(|f| {
+                crate::gate::write_flamegraph_diff(base, current, std::io::BufWriter::new(f))
+                    .map_err(anyhow::Error::from)
+            });
+        match written {
+            Ok(()) => eprintln!("agentprof: wrote {}", path.display()),
+            Err(e) => {
+                return Err(UsageError::flag(
+                    "--flamegraph-diff",
+                    format!("{}: {e:#}", path.display()),
+                )
+                .into());
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// The verdict in the format asked for, where asked (and in GitHub's job summary); the exit
+/// it makes: 1 on a regression, 4 on CANNOT TELL with `--cannot-tell fail`, else 0.
+fn emit(
+    args: &GateArgs,
+    verdict: &crate::gate::Verdict,
+    sides: Option<(&GateStats, &GateStats)>,
+) -> anyhow::Result<Outcome> {
     let text = match args.format {
         GateFormat::Table => verdict.table(),
         GateFormat::Markdown => verdict.markdown(),
         GateFormat::Junit => verdict.junit(),
         GateFormat::Json => {
             serde_json::to_string_pretty(&serde_json::json!({
-                "schema": 2,
+                "schema": 3,
                 "check": verdict.check,
                 "outcome": verdict.outcome,
                 "regression": verdict.regression,
@@ -416,8 +469,8 @@ fn report(
                 "detectable_slowdown_pct": verdict.detectable_pct,
                 "summary": verdict.summary,
                 "findings": verdict.findings,
-                "baseline": base,
-                "current": current,
+                "baseline": sides.map(|s| s.0),
+                "current": sides.map(|s| s.1),
             }))? + "\n"
         }
     };
@@ -446,30 +499,27 @@ fn report(
             eprintln!("agentprof: warning: GITHUB_STEP_SUMMARY: {e}");
         }
     }
-    if let Some(path) = &args.flamegraph_diff {
-        // The verdict is already out: a flamegraph that cannot be written does not hide it.
-        let written = std::fs::File::create(path)
-            .map_err(anyhow::Error::from)
-            .and_then(|f| {
-                crate::gate::write_flamegraph_diff(base, current, std::io::BufWriter::new(f))
-                    .map_err(anyhow::Error::from)
-            });
-        match written {
-            Ok(()) => eprintln!("agentprof: wrote {}", path.display()),
-            Err(e) => {
-                return Err(UsageError::flag(
-                    "--flamegraph-diff",
-                    format!("{}: {e:#}", path.display()),
-                )
-                .into());
-            }
-        }
-    }
     Ok(if verdict.regression {
         Outcome::RunFailed
+    } else if verdict.outcome == crate::gate::Outcome::CannotTell
+        && args.cannot_tell == CannotTellExit::Fail
+    {
+        Outcome::Undecided
     } else {
         Outcome::Success
     })
+}
+
+/// `--max-time`: 0 (no rounds added) up to a day.
+fn max_time(text: &str) -> Result<std::time::Duration, UsageError> {
+    let d = crate::duration::parse(text, 1.0).map_err(|e| UsageError::flag("--max-time", e))?;
+    if d > std::time::Duration::from_secs(86_400) {
+        return Err(UsageError::flag(
+            "--max-time",
+            format!("{text}: at most 24h (0 adds no rounds)"),
+        ));
+    }
+    Ok(d)
 }
 
 /// The thresholds the flags set, as a gate section (the last to override).

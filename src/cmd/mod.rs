@@ -29,6 +29,8 @@ pub use crate::error::Outcome;
 /// The exit status of a command that could not do its job (not a usage error, not a check or
 /// gate that failed).
 pub const RUNTIME_ERROR: u8 = 3;
+/// `gate --cannot-tell fail`'s exit status when the gate could not tell.
+pub const CANNOT_TELL: u8 = 4;
 
 /// The whole command line, run: its exit status.
 pub fn main() -> u8 {
@@ -49,6 +51,7 @@ pub fn main() -> u8 {
     match result {
         Ok(Outcome::Success) => 0,
         Ok(Outcome::RunFailed) => 1,
+        Ok(Outcome::Undecided) => CANNOT_TELL,
         Err(e) if is_broken_pipe(&e) => 0,
         Err(e) => {
             eprintln!("agentprof: {e:#}");

@@ -105,13 +105,26 @@ impl Baseline {
             .to_path_buf();
         let scratch = ScratchDir::new()
             .map_err(|e| refuse(format!("cannot make a scratch directory: {e}")))?;
+        let at = scratch.path().join(&rel);
+        // A pull request that adds the checks directory: at REV there is none, so no check
+        // has a baseline there (an empty directory says so to the caller).
+        let tree = format!("{commit}:{}", rel.display());
+        if !rel.as_os_str().is_empty() && git(&["cat-file", "-e", &tree]).is_err() {
+            std::fs::create_dir_all(&at)
+                .map_err(|e| refuse(format!("cannot make a scratch directory: {e}")))?;
+            return Ok(Baseline::Revision {
+                rev: against.to_string(),
+                commit,
+                checks: at,
+                _scratch: scratch,
+            });
+        }
         extract(&top, &commit, &rel, scratch.path()).map_err(|e| {
             refuse(format!(
                 "{} could not be extracted at {against}: {e}",
                 rel.display()
             ))
         })?;
-        let at = scratch.path().join(&rel);
         if !at.is_dir() {
             return Err(refuse(format!(
                 "{} does not exist at {against}",

@@ -152,6 +152,16 @@ pub struct Plan<'a> {
     pub stacks: bool,
     /// Count instructions in extra runs under valgrind.
     pub count: Option<&'a Counter>,
+    /// Python: time the check on agentprof's compatible AgentCheck when the interpreter has
+    /// no importable datadog_checks_base (else that is refused).
+    pub compat_base: bool,
+}
+
+/// More A/B rounds while `undecided(base, current)` holds, until `until` or `max_rounds`.
+pub struct Extend<'a> {
+    pub until: std::time::Instant,
+    pub max_rounds: u32,
+    pub undecided: &'a dyn Fn(&GateStats, &GateStats) -> bool,
 }
 
 /// One side of a measurement: where its configuration comes from.
@@ -254,7 +264,14 @@ fn add_load(stats: &mut GateStats, t: &Timed) {
 /// each, one of A then one of B (or B then A, alternately), so that a machine speeding up or
 /// slowing down within a round favours neither. Round i's medians of both sides are at index i of their
 /// process medians: the pairs the verdict compares.
-pub fn measure_ab(a: &Side, b: &Side, plan: &Plan) -> anyhow::Result<(GateStats, GateStats)> {
+/// Both versions in interleaved rounds: `plan.processes` of them, then more while `extend`
+/// says the answer is not told yet.
+pub fn measure_ab(
+    a: &Side,
+    b: &Side,
+    plan: &Plan,
+    extend: Option<&Extend>,
+) -> anyhow::Result<(GateStats, GateStats)> {
     let rounds = plan.processes.max(1);
     let per = plan.times.div_ceil(rounds).max(5);
     let first_a = load(a.config, plan)?;
@@ -264,6 +281,7 @@ pub fn measure_ab(a: &Side, b: &Side, plan: &Plan) -> anyhow::Result<(GateStats,
     let steps = 2 * (per + 1) * rounds;
     let mut progress =
         crate::progress::Progress::new(u64::from(steps), &format!("{} A/B:", plan.name));
+    let started = std::time::Instant::now();
     let mut stats = [
         GateStats::empty(plan.name, kind.label()),
         GateStats::empty(plan.name, kind.label()),
@@ -271,7 +289,24 @@ pub fn measure_ab(a: &Side, b: &Side, plan: &Plan) -> anyhow::Result<(GateStats,
     let mut records: [Vec<crate::profile::RunRecord>; 2] = [Vec::new(), Vec::new()];
     let mut firsts = [Some(first_a), Some(first_b)];
     let sides = [a, b];
-    for round in 0..rounds {
+    let mut round = 0;
+    loop {
+        if round >= rounds {
+            // The planned rounds are done: more while the answer is not told and a round
+            // (as long as the rounds so far took, on average) fits in the time left.
+            let Some(x) = extend else { break };
+            let per_round = started.elapsed() / round.max(1);
+            let fits = std::time::Instant::now() + per_round <= x.until;
+            if round >= x.max_rounds || !fits || !(x.undecided)(&stats[0], &stats[1]) {
+                break;
+            }
+            if round == rounds {
+                eprintln!(
+                    "agentprof: A/B: {rounds} rounds could not tell yet; adding rounds until they can (--max-time)"
+                );
+            }
+            progress.extend(u64::from(2 * (per + 1)));
+        }
         // Both versions loaded and warmed, then their runs alternate one by one (A B B A …):
         // a machine whose speed moves while the round runs moves both sides alike.
         let mut live = Vec::with_capacity(2);
@@ -316,6 +351,7 @@ pub fn measure_ab(a: &Side, b: &Side, plan: &Plan) -> anyhow::Result<(GateStats,
             add_load(&mut stats[s], &t);
             records[s].extend(t.records);
         }
+        round += 1;
     }
     progress.finish();
     let [mut sa, mut sb] = stats;
@@ -460,6 +496,19 @@ fn warmed(
     let host = loaded.python.clone();
     if let Some(h) = &host {
         crate::checks::python::load(h)?;
+        let worker = crate::sync::lock(h);
+        let base = worker.loaded.as_ref().map(|l| l.base.as_str());
+        if !plan.compat_base && base.is_some_and(|b| !b.starts_with("datadog_checks_base")) {
+            let python = worker.interpreter().to_string();
+            return Err(UsageError::flag(
+                "--python",
+                format!(
+                    "{python} has no importable datadog_checks_base, so {} would be timed on agentprof's compatible AgentCheck, not the base class the Agent runs it on. Install it: {python} -m pip install \"datadog-checks-base[deps]\" (or give --compat-base to gate on agentprof's)",
+                    plan.name
+                ),
+            )
+            .into());
+        }
     }
     let mut runner =
         Runner::new(loaded, config, Some(plan.instance), profile_hz, memory).without_memory_lines();

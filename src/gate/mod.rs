@@ -153,6 +153,19 @@ mod tests {
         let v = compare(&base, &now, &cfg, Mode::Baseline);
         assert_eq!(v.outcome, Outcome::CannotTell, "{}", v.summary);
         assert!(!v.regression);
+        // Visible in every report: JUnit skips the gated test case with the reason, the
+        // Markdown report's first line says it.
+        let junit = v.junit();
+        assert!(junit.contains("skipped=\"1\""), "{junit}");
+        assert!(
+            junit.contains("<skipped message=\"agentprof gate c: CANNOT TELL"),
+            "{junit}"
+        );
+        let md = v.markdown();
+        assert!(
+            md.lines().next().is_some_and(|l| l.contains("CANNOT TELL")),
+            "{md}"
+        );
         let d = v.detectable_pct.expect("a detectable slowdown");
         assert!(d > 10.0, "{d}");
         // This run's machine speed does not move the baseline's figure.
@@ -166,6 +179,120 @@ mod tests {
         now.cpu_process_medians = processes(0.015, 0.2, 5, 1);
         let v = compare(&base, &now, &cfg, Mode::Baseline);
         assert_eq!(v.outcome, Outcome::Regression, "{}", v.summary);
+    }
+
+    /// Paired rounds of `base` against `ratio` times them, each pair moved by ±1 %.
+    fn rounds(base: &GateStats, ratio: f64) -> GateStats {
+        let mut s = base.clone();
+        s.cpu_process_medians = base
+            .cpu_process_medians
+            .iter()
+            .enumerate()
+            .map(|(i, x)| x * ratio * (1.0 + 0.01 * ((i % 3) as f64 - 1.0)))
+            .collect();
+        s
+    }
+
+    #[test]
+    fn more_calls_in_a_surely_faster_change_are_a_note_and_what_failed_leads_the_headline() {
+        let cfg = GateConfig {
+            time_threshold: Measure::Cpu.default_threshold(true),
+            ..GateConfig::default()
+        };
+        let mut a = stats(&[0.010; 20], 0, Some(1000.0));
+        a.cpu_process_medians = processes(0.010, 0.3, 20, 0);
+        // 10 % more calls, 20 % less CPU time: the check does more, smaller calls.
+        let mut faster = rounds(&a, 0.8);
+        faster.python_calls_per_run = Some(1100.0);
+        let v = compare(&a, &faster, &cfg, Mode::Paired);
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.summary);
+        let calls = v
+            .findings
+            .iter()
+            .find(|f| f.figure == "Python calls per run")
+            .expect("calls");
+        assert_eq!(calls.status, Status::Warning, "{calls:?}");
+        assert!(calls.detail.contains("CPU time -20"), "{calls:?}");
+        // Asked: they fail.
+        let strict = GateConfig {
+            strict: true,
+            ..cfg.clone()
+        };
+        assert_eq!(
+            compare(&a, &faster, &strict, Mode::Paired).outcome,
+            Outcome::Regression
+        );
+        // As fast as before: more calls fail, and lead the verdict's line; the gated
+        // measure's own answer follows.
+        let mut same = rounds(&a, 1.0);
+        same.python_calls_per_run = Some(1100.0);
+        let v = compare(&a, &same, &cfg, Mode::Paired);
+        assert_eq!(v.outcome, Outcome::Regression, "{}", v.summary);
+        assert!(
+            v.summary.starts_with(
+                "agentprof gate c: REGRESSION — Python calls per run +10.0% (1000 → 1100); passed: CPU time"
+            ),
+            "{}",
+            v.summary
+        );
+        // Slower and more calls: the gated measure first, then what else failed.
+        let mut slow = rounds(&a, 1.3);
+        slow.python_calls_per_run = Some(1100.0);
+        let v = compare(&a, &slow, &cfg, Mode::Paired);
+        assert!(
+            v.summary
+                .starts_with("agentprof gate c: REGRESSION — CPU time +3"),
+            "{}",
+            v.summary
+        );
+        assert!(
+            v.summary
+                .ends_with("also failed: Python calls per run +10.0% (1000 → 1100)"),
+            "{}",
+            v.summary
+        );
+    }
+
+    #[test]
+    fn top_functions_line_up_across_directories_and_lines_and_a_newcomer_is_no_warning() {
+        let cfg = GateConfig::default();
+        let top = |v: &[(&str, f64)]| -> Vec<measured::FunctionCalls> {
+            v.iter()
+                .map(|&(f, c)| measured::FunctionCalls {
+                    function: f.to_string(),
+                    calls_per_run: c,
+                })
+                .collect()
+        };
+        let mut base = stats(&[0.010; 10], 0, Some(1000.0));
+        base.python_top = top(&[
+            ("/tmp/agentprof-ab-1/checks/work.py:10(check)", 100.0),
+            ("~:0(<built-in method builtins.len>)", 500.0),
+        ]);
+        // The other side's file is elsewhere (`--against`) and was edited above `check`; a
+        // helper entered the top list.
+        let mut now = base.clone();
+        now.python_top = top(&[
+            ("/repo/checks/work.py:12(check)", 100.0),
+            ("~:0(<built-in method builtins.len>)", 500.0),
+            ("/repo/checks/work.py:30(helper)", 50.0),
+        ]);
+        let v = compare(&base, &now, &cfg, Mode::Baseline);
+        let odd: Vec<_> = v
+            .findings
+            .iter()
+            .filter(|f| f.figure.starts_with("calls of") || f.status == Status::Warning)
+            .collect();
+        assert!(odd.is_empty(), "{odd:?}");
+        // The same function called three times as often is found across the two paths.
+        now.python_top[0].calls_per_run = 300.0;
+        let v = compare(&base, &now, &cfg, Mode::Baseline);
+        let f = v
+            .findings
+            .iter()
+            .find(|f| f.figure == "calls of /repo/checks/work.py:12(check)")
+            .expect("the function called more");
+        assert_eq!((f.status, f.change.as_str()), (Status::Regression, "+200"));
     }
 
     #[test]

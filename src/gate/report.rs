@@ -32,6 +32,7 @@ impl Verdict {
             Outcome::Pass => "✅",
             Outcome::Regression => "❌",
             Outcome::CannotTell => "⚠️",
+            Outcome::NoBaseline => "🆕",
         };
         let mut out = format!(
             "### {mark} {}\n\n{}\n\n| figure | baseline | now | change | verdict | how sure |\n|---|---|---|---|---|---|\n",
@@ -64,11 +65,17 @@ impl Verdict {
             .iter()
             .filter(|f| f.status == Status::Regression)
             .count();
+        // CANNOT TELL is a test that could not run to an answer: the gated finding is
+        // `<skipped>` with the reason, which CI dashboards count and show. So is a new check.
+        let skipped = usize::from(matches!(
+            self.outcome,
+            Outcome::CannotTell | Outcome::NoBaseline
+        ));
         let mut out = format!(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"agentprof gate\" tests=\"{}\" failures=\"{failures}\">\n  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\">\n    <properties>\n      <property name=\"outcome\" value=\"{}\"/>\n      <property name=\"measure\" value=\"{}\"/>\n      <property name=\"source\" value=\"{}\"/>\n      <property name=\"detectable_slowdown_pct\" value=\"{}\"/>\n    </properties>\n    <system-out>{}</system-out>\n",
-            self.findings.len(),
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"agentprof gate\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">\n  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">\n    <properties>\n      <property name=\"outcome\" value=\"{}\"/>\n      <property name=\"measure\" value=\"{}\"/>\n      <property name=\"source\" value=\"{}\"/>\n      <property name=\"detectable_slowdown_pct\" value=\"{}\"/>\n    </properties>\n    <system-out>{}</system-out>\n",
+            self.findings.len().max(skipped),
             x(&self.check),
-            self.findings.len(),
+            self.findings.len().max(skipped),
             outcome_word(self.outcome),
             self.measure.label(),
             x(&self.source),
@@ -76,12 +83,24 @@ impl Verdict {
                 .map_or("none".to_string(), |d| format!("{d:.1}")),
             x(&self.summary)
         );
-        for f in &self.findings {
+        if self.outcome == Outcome::NoBaseline {
+            out.push_str(&format!(
+                "    <testcase classname=\"agentprof.gate.{}\" name=\"baseline\"><skipped message=\"{}\"/></testcase>\n",
+                x(&self.check),
+                x(&self.summary)
+            ));
+        }
+        for (i, f) in self.findings.iter().enumerate() {
             out.push_str(&format!(
                 "    <testcase classname=\"agentprof.gate.{}\" name=\"{}\">",
                 x(&self.check),
                 x(&f.figure)
             ));
+            if i == 0 && self.outcome == Outcome::CannotTell {
+                out.push_str(&format!("<skipped message=\"{}\"/>", x(&self.summary)));
+                out.push_str("</testcase>\n");
+                continue;
+            }
             let msg = format!(
                 "{}: {} -> {} ({}); {}",
                 f.figure, f.baseline, f.current, f.change, f.detail
@@ -151,6 +170,7 @@ fn outcome_word(o: Outcome) -> &'static str {
         Outcome::Pass => "pass",
         Outcome::Regression => "regression",
         Outcome::CannotTell => "cannot_tell",
+        Outcome::NoBaseline => "no_baseline",
     }
 }
 
@@ -161,8 +181,11 @@ impl Verdict {
             Mode::Baseline => "against the baseline",
             Mode::Paired => "A/B in this job",
         };
+        if self.outcome == Outcome::NoBaseline {
+            return format!("{}: nothing to compare with", self.source);
+        }
         format!(
-            "gated on {} ({}), {mode}; threshold and detectable slowdown in the table",
+            "gated on {} ({}), {mode}; the smallest slowdown it could see is in the table (\"detects ≥\")",
             self.measure.label(),
             self.source
         )

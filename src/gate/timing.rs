@@ -72,9 +72,9 @@ fn smallest_failing(fails: impl Fn(f64) -> bool) -> Option<f64> {
 pub(super) struct Timing {
     base_median: f64,
     new_median: f64,
-    ratio: f64,
+    pub(super) ratio: f64,
     p: f64,
-    ci: Option<(f64, f64)>,
+    pub(super) ci: Option<(f64, f64)>,
     /// The smallest slowdown factor the statistics alone could have called significant.
     significant_from: Option<f64>,
     /// A regression also needs the interval's lower end past the threshold: against a file
@@ -175,10 +175,9 @@ pub(super) fn timing_finding(label: &str, t: &Timing, cfg: &GateConfig, gated: b
     }
 }
 
-/// Instruction counts: the mean per run of each side (a run that happens to collect
-/// garbage costs more; the mean is the cost averaged over runs, as the Agent pays it), and
-/// how far the mean itself could move: three standard errors of each side's mean.
-pub(super) fn instructions(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Option<Finding> {
+/// The mean instruction counts per run of each side, their ratio (now / baseline), and the
+/// change the runs' own variation could make of it (three standard errors of each mean).
+pub(super) fn instruction_means(base: &GateStats, new: &GateStats) -> Option<(f64, f64, f64, f64)> {
     let mean_se = |v: &[f64]| -> Option<(f64, f64)> {
         if v.is_empty() {
             return None;
@@ -195,12 +194,19 @@ pub(super) fn instructions(base: &GateStats, new: &GateStats, cfg: &GateConfig) 
     let (b, sb) = mean_se(&base.instructions_per_run)?;
     let (n, sn) = mean_se(&new.instructions_per_run)?;
     let ratio = if b > 0.0 { n / b } else { 1.0 };
-    // The change the runs' own variation could make of the ratio.
     let noise = if b > 0.0 && n > 0.0 {
         3.0 * ((sb / b).powi(2) + (sn / n).powi(2)).sqrt()
     } else {
         0.0
     };
+    Some((b, n, ratio, noise))
+}
+
+/// Instruction counts: the mean per run of each side (a run that happens to collect
+/// garbage costs more; the mean is the cost averaged over runs, as the Agent pays it), and
+/// how far the mean itself could move: three standard errors of each side's mean.
+pub(super) fn instructions(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> Option<Finding> {
+    let (b, n, ratio, noise) = instruction_means(base, new)?;
     let detectable = 1.0 + cfg.time_threshold.max(noise);
     let status = if ratio > 1.0 + cfg.time_threshold && ratio - 1.0 > noise {
         Status::Regression

@@ -6,7 +6,9 @@ use serde::Serialize;
 use super::GateStats;
 use super::figures::{memory, metric_series, python_calls, traced_allocations};
 use super::finding::{Finding, GateConfig, Measure, Mode, Status};
-use super::timing::{Timing, instructions, paired, samples, timing_finding, two_sample};
+use super::timing::{
+    Timing, instruction_means, instructions, paired, samples, timing_finding, two_sample,
+};
 
 /// The gate's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -16,6 +18,8 @@ pub enum Outcome {
     Regression,
     /// No regression found, but the measure was too noisy to see one of the threshold's size.
     CannotTell,
+    /// `--against`: the baseline version has no such check (a pull request that adds it).
+    NoBaseline,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -41,12 +45,16 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig, mode: Mode) 
     let mut f = Vec::new();
     let mut source = String::new();
     let mut timings = Vec::new();
+    // The gated measure's ratio (now / baseline) when it is surely below 1 (its interval's
+    // upper end, or the counts' mean beyond their noise): the call counts are judged with it.
+    let mut faster_by = None;
     for cpu in [true, false] {
         let t = timing_of(base, new, cfg, mode, cpu);
         let gated = (cfg.measure == Measure::Cpu) == cpu && cfg.measure != Measure::Instructions;
         if let Some((label, t)) = t {
             if gated {
                 source = format!("{label}: {}", t.what);
+                faster_by = t.ci.filter(|&(_, hi)| hi < 1.0).map(|_| t.ratio);
             }
             timings.push((gated, timing_finding(&label, &t, cfg, gated)));
         }
@@ -55,16 +63,17 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig, mode: Mode) 
         let (x, counted) = instructions_finding(base, new, cfg);
         if counted {
             source = new.instructions_source.clone().unwrap_or_default();
+            faster_by = instruction_means(base, new)
+                .filter(|&(_, _, r, noise)| r < 1.0 - noise)
+                .map(|(_, _, r, _)| r);
         }
         f.push(x);
     }
     // The gated timing first, then the other.
     timings.sort_by_key(|(gated, _)| !*gated);
     f.extend(timings.into_iter().map(|(_, x)| x));
-    memory(base, new, cfg, &mut f);
-    python_calls(base, new, cfg, &mut f);
-    traced_allocations(base, new, cfg, &mut f);
-    metric_series(base, new, cfg, &mut f);
+    // The rest in order of importance, which the headline keeps: runs that failed, memory,
+    // allocations, calls, series.
     if new.errors > 0 {
         f.push(Finding {
             figure: "failed runs".into(),
@@ -76,6 +85,13 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig, mode: Mode) 
             detectable_pct: None,
         });
     }
+    memory(base, new, cfg, &mut f);
+    traced_allocations(base, new, cfg, &mut f);
+    // More calls in a change the gated measure saw as faster are a note, not a failure
+    // (unless --strict): the check does more, smaller calls and costs less.
+    let faster = faster_by.map(|r| format!("{} {:+.1}%", cfg.measure.label(), (r - 1.0) * 100.0));
+    python_calls(base, new, cfg, faster.as_deref(), &mut f);
+    metric_series(base, new, cfg, &mut f);
     let regression = f.iter().any(|x| x.status == Status::Regression);
     let gated = f
         .first()
@@ -156,8 +172,9 @@ fn instructions_finding(base: &GateStats, new: &GateStats, cfg: &GateConfig) -> 
     (x, false)
 }
 
-/// `agentprof gate NAME: REGRESSION — CPU time +52.1% …`: the outcome, the gated figure and
-/// what the run could detect, on one line.
+/// `agentprof gate NAME: REGRESSION — CPU time +52.1% …`: the outcome, then what failed in
+/// order of importance (the gated measure first when it failed; when it did not, what it
+/// said follows), on one line.
 fn summary(
     check: &str,
     outcome: Outcome,
@@ -169,37 +186,80 @@ fn summary(
         Outcome::Pass => "no regression",
         Outcome::Regression => "REGRESSION",
         Outcome::CannotTell => "CANNOT TELL",
+        Outcome::NoBaseline => "NEW — no baseline",
     };
     let mut line = format!("agentprof gate {check}: {word}");
-    if let Some(g) = gated {
-        line.push_str(&format!(
-            " — {} {} ({} → {})",
+    let gated_part = |g: &Finding| {
+        let mut s = format!(
+            "{} {} ({} → {})",
             cfg.measure.label(),
             g.change,
             g.baseline,
             g.current
-        ));
-        match (outcome, g.detectable_pct) {
-            (Outcome::CannotTell, Some(d)) => line.push_str(&format!(
+        );
+        match (g.status, g.detectable_pct) {
+            (Status::CannotTell, Some(d)) => s.push_str(&format!(
                 "; the noise here hides slowdowns under +{d:.1}%, above the +{:.1}% threshold",
                 cfg.time_threshold * 100.0
             )),
-            (Outcome::CannotTell, None) => {
-                line.push_str("; too noisy or too few samples to detect any slowdown")
+            (Status::CannotTell, None) => {
+                s.push_str("; too noisy or too few samples to detect any slowdown")
             }
-            (_, Some(d)) => line.push_str(&format!("; detects ≥ +{d:.1}%")),
+            (_, Some(d)) => s.push_str(&format!("; detects ≥ +{d:.1}%")),
             _ => {}
         }
-    }
+        s
+    };
     // The gated finding, when there is one, is the first.
-    let failed: Vec<&str> = all
+    let failed: Vec<String> = all
         .iter()
         .skip(usize::from(gated.is_some()))
         .filter(|x| x.status == Status::Regression)
-        .map(|x| x.figure.as_str())
+        .map(|x| format!("{} {} ({} → {})", x.figure, x.change, x.baseline, x.current))
         .collect();
-    if !failed.is_empty() {
-        line.push_str(&format!("; also failed: {}", failed.join(", ")));
+    match gated {
+        Some(g) if g.status == Status::Regression || failed.is_empty() => {
+            line.push_str(" — ");
+            line.push_str(&gated_part(g));
+            if !failed.is_empty() {
+                line.push_str(&format!("; also failed: {}", failed.join(", ")));
+            }
+        }
+        Some(g) => {
+            // Something else failed: it leads; the gated measure's own answer follows.
+            let said = if g.status == Status::CannotTell {
+                "could not tell"
+            } else {
+                "passed"
+            };
+            line.push_str(&format!(
+                " — {}; {said}: {}",
+                failed.join(", "),
+                gated_part(g)
+            ));
+        }
+        None if !failed.is_empty() => line.push_str(&format!(" — {}", failed.join(", "))),
+        None => {}
     }
     line
+}
+
+impl Verdict {
+    /// `--against` where the baseline version (`against`, as described) has no such check:
+    /// a pull request that adds it. Nothing is run or compared.
+    pub fn no_baseline(check: &str, cfg: &GateConfig, against: &str) -> Verdict {
+        Verdict {
+            check: check.to_string(),
+            regression: false,
+            outcome: Outcome::NoBaseline,
+            measure: cfg.measure,
+            mode: Mode::Paired,
+            source: format!("{against} has no check {check}"),
+            detectable_pct: None,
+            summary: format!(
+                "agentprof gate {check}: NEW — no baseline: {against} has no check {check} (a change that adds it); nothing compared"
+            ),
+            findings: Vec::new(),
+        }
+    }
 }

@@ -729,3 +729,153 @@ fn instruction_counts_without_valgrind_say_what_to_install() {
         r.stderr
     );
 }
+
+/// `--cannot-tell fail` gives CANNOT TELL its own exit status (4); by default it exits 0 and
+/// says so on the verdict line.
+#[test]
+fn cannot_tell_exits_4_when_asked_and_0_by_default() {
+    let sb = Sandbox::new();
+    let r = sb.run(&[
+        "gate",
+        "uptime",
+        "--baseline",
+        "perf/uptime.json",
+        "--update-baseline",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("perf/uptime.json")).unwrap())
+            .unwrap();
+    // This side's processes spread from half to twice the baseline's: nothing can be told.
+    let spread = [0.5, 2.0, 0.7, 1.6, 1.0, 0.6, 1.9, 1.2];
+    for key in ["cpu_process_medians", "wall_process_medians"] {
+        for (i, x) in doc[key].as_array_mut().unwrap().iter_mut().enumerate() {
+            *x = (x.as_f64().unwrap() * spread[i % spread.len()]).into();
+        }
+    }
+    sb.write("perf/noisy.json", &doc.to_string());
+    let compare = |extra: &[&str]| {
+        let mut args = vec![
+            "gate",
+            "--compare",
+            "perf/uptime.json",
+            "perf/noisy.json",
+            "--min-slowdown-us",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        sb.run(&args)
+    };
+    let r = compare(&[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.starts_with("agentprof gate uptime: CANNOT TELL"),
+        "{}",
+        r.stdout
+    );
+    let r = compare(&["--cannot-tell", "fail"]);
+    assert_eq!(r.code, 4, "{}{}", r.stdout, r.stderr);
+    let r = compare(&["--cannot-tell", "fail", "--format", "junit"]);
+    assert_eq!(r.code, 4, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("<skipped message="), "{}", r.stdout);
+    let r = compare(&["--cannot-tell", "maybe"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    // The help says what each exit status means.
+    let help = sb.run(&["gate", "--help"]);
+    for says in [
+        "4  CANNOT TELL, with --cannot-tell fail",
+        "Wilcoxon signed-rank",
+        "perf_event_open",
+    ] {
+        assert!(help.stdout.contains(says), "{says}: {}", help.stdout);
+    }
+}
+
+/// A change that adds a check: `--against` a version without it (a directory, or a git
+/// revision before the checks directory existed) says so and exits 0.
+#[test]
+fn a_new_check_against_a_version_without_it_is_new_not_an_error() {
+    let Some(py) = venv_python() else { return };
+    let sb = Sandbox::new();
+    setup(&sb, &[]);
+    std::fs::create_dir_all(sb.file("old")).unwrap();
+    let ab = |against: &str, format: &str| {
+        sb.run(&[
+            "gate",
+            "work",
+            "--against",
+            against,
+            "--python",
+            &py,
+            "--format",
+            format,
+        ])
+    };
+    let r = ab("old", "table");
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .starts_with("agentprof gate work: NEW — no baseline: old has no check work"),
+        "{}",
+        r.stdout
+    );
+    let r = ab("old", "json");
+    assert_eq!(r.json()["outcome"], "no_baseline", "{}", r.stdout);
+    let git = |args: &[&str]| {
+        let st = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(sb.file(""))
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    sb.write("README", "before the checks\n");
+    git(&["add", "README"]);
+    git(&["commit", "-qm", "base"]);
+    let r = ab("HEAD", "junit");
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("<skipped message=\"agentprof gate work: NEW"),
+        "{}",
+        r.stdout
+    );
+}
+
+/// An interpreter without datadog_checks_base would time the check on agentprof's own
+/// compatible AgentCheck: the gate refuses (exit 2, with the install command) unless asked.
+#[test]
+fn a_python_without_datadog_checks_base_is_refused_unless_asked() {
+    let sb = Sandbox::new();
+    setup(&sb, &[("work", "2000")]);
+    let bare = sb.file("bare");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&bare)
+        .status()
+        .expect("python3");
+    assert!(made.success());
+    let py = bare.join("bin/python").display().to_string();
+    let r = gate(&sb, &py, &["--update-baseline", "--times", "3"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("has no importable datadog_checks_base")
+            && r.stderr
+                .contains("-m pip install \"datadog-checks-base[deps]\""),
+        "{}",
+        r.stderr
+    );
+    assert!(!sb.file("base.json").exists());
+    let r = gate(
+        &sb,
+        &py,
+        &["--update-baseline", "--times", "3", "--compat-base"],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+}
