@@ -152,6 +152,9 @@ def main():
     ap.add_argument("--load", type=int, default=2, help="CPU-bound processes beside the gate")
     ap.add_argument("--work", type=int, default=10000)
     ap.add_argument("--modes", default="instructions,ab,baseline")
+    ap.add_argument("--slow", default="",
+                    help="slowdowns to gate, comma-separated (default: 1.1 or 1.5, then 1.5)")
+    ap.add_argument("--skip-mixed", action="store_true", help="leave out the mixed check")
     ap.add_argument("--exec", action="store_true",
                     help="gate an exec plugin (awk) instead of the Python check")
     a = ap.parse_args()
@@ -183,11 +186,18 @@ def main():
                             "--update-baseline", *extra], cwd=d, check=True,
                            capture_output=True)
         print("%d CPU-bound processes beside the gate, %d cores" % (a.load, os.cpu_count()))
+        print("the check: %.2f ms of CPU a run (agentprof check -t 5)" % check_cpu_ms(d, a.python)
+              if not a.exec else "", flush=True)
         for mode in a.modes.split(","):
-            series(d, a.python, mode, 1.0, a.n)
+            if a.n:
+                series(d, a.python, mode, 1.0, a.n)
+            if a.slow:
+                for slow in a.slow.split(","):
+                    series(d, a.python, mode, float(slow), a.m)
+                continue
             series(d, a.python, mode, 1.1 if mode != "baseline" else 1.5, a.m)
             series(d, a.python, mode, 1.5, max(3, a.m // 4))
-        if not a.exec:
+        if not a.exec and not a.skip_mixed:
             mixed(d, a.python, max(3, a.m // 4))
     finally:
         shutil.rmtree(d, ignore_errors=True)

@@ -137,7 +137,9 @@ pub struct GateArgs {
     /// the CPU's counter where the kernel offers one, else by valgrind; deterministic)
     #[arg(long, value_enum)]
     pub measure: Option<GateMeasure>,
-    /// Timed runs after one warm-up run [default: 10]
+    /// Timed runs, spread evenly over the worker processes (8; more for a small --alpha),
+    /// each after a warm-up run: rounded up to a multiple of them, said when it is. With
+    /// --against, per side and round, at least 5 [default: 10]
     #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(3..=10000))]
     pub times: Option<u32>,

@@ -231,7 +231,16 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
     plan.processes = processes_for(cfg.alpha, base_processes).ok_or_else(|| {
         unreachable_alpha(cfg.alpha, base_processes.map(|n| (baseline.as_path(), n)))
     })?;
-    plan.times = plan.times.max(plan.processes);
+    let asked = plan.times;
+    plan.times = plan.times.div_ceil(plan.processes) * plan.processes;
+    if plan.times != asked {
+        eprintln!(
+            "agentprof: {} timed runs, {} in each of {} worker processes ({asked} rounded up: each process's median is one sample of the timing test)",
+            plan.times,
+            plan.times / plan.processes,
+            plan.processes
+        );
+    }
     let current = measure(&side, &plan, first)?;
     let Some(base) = base else {
         write_baseline(baseline, &current)?;

@@ -254,6 +254,23 @@ mod tests {
     }
 
     #[test]
+    fn an_interval_across_the_threshold_is_cannot_tell_not_a_pass() {
+        let cfg = GateConfig {
+            time_threshold: Measure::Cpu.default_threshold(true),
+            ..GateConfig::default()
+        };
+        let mut a = stats(&[0.010; 20], 0, None);
+        a.cpu_process_medians = processes(0.010, 0.3, 20, 0);
+        // +4.5 % ± 1 %: under the 5 % threshold, but the interval reaches past it.
+        let v = compare(&a, &rounds(&a, 1.045), &cfg, Mode::Paired);
+        assert_eq!(v.outcome, Outcome::CannotTell, "{}", v.summary);
+        assert!(v.findings[0].detail.contains("95% CI 1.040–1.050"), "{:?}", v.findings[0]);
+        // +1 % ± 1 %: the interval rules the threshold out.
+        let v = compare(&a, &rounds(&a, 1.01), &cfg, Mode::Paired);
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.summary);
+    }
+
+    #[test]
     fn top_functions_line_up_across_directories_and_lines_and_a_newcomer_is_no_warning() {
         let cfg = GateConfig::default();
         let top = |v: &[(&str, f64)]| -> Vec<measured::FunctionCalls> {

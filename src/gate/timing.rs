@@ -141,11 +141,15 @@ pub(super) fn timing_finding(label: &str, t: &Timing, cfg: &GateConfig, gated: b
     let slower =
         beyond && cleared && t.p < cfg.alpha && t.new_median - t.base_median > cfg.min_slowdown_s;
     let detectable = t.significant_from.map(|s| s.max(policy));
+    // No regression is said only when the interval rules one out: its upper end within what
+    // the thresholds let pass. An interval across the threshold is CANNOT TELL (and A/B adds
+    // rounds), not a pass of a slowdown that may be the threshold's size.
+    let ruled_out = t.ci.is_none_or(|(_, hi)| hi <= policy);
     let status = if !gated {
         Status::Info
     } else if slower {
         Status::Regression
-    } else if beyond || t.significant_from.is_none_or(|s| s > policy) {
+    } else if beyond || !ruled_out || t.significant_from.is_none_or(|s| s > policy) {
         // Too noisy to see the threshold, or past it without being sure.
         Status::CannotTell
     } else {

@@ -741,8 +741,17 @@ fn cannot_tell_exits_4_when_asked_and_0_by_default() {
         "--baseline",
         "perf/uptime.json",
         "--update-baseline",
+        "--times",
+        "10",
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
+    // Ten runs over eight processes: rounded up, and said.
+    assert!(
+        r.stderr
+            .contains("16 timed runs, 2 in each of 8 worker processes (10 rounded up"),
+        "{}",
+        r.stderr
+    );
     let mut doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(sb.file("perf/uptime.json")).unwrap())
             .unwrap();
