@@ -140,7 +140,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --baseline 'The baseline file: written by --update-baseline, compared with otherwise'
             cand --against 'A/B in this job: the baseline version''s checks directory (DIR), or the checks directory as git revision REV has it, run in interleaved rounds with this one'
             cand --measure 'What the verdict on cost rests on: cpu (default), wall, or instructions (counted by the CPU''s counter where the kernel offers one, else by valgrind; deterministic)'
-            cand --times 'Timed runs after one warm-up run [default: 10]'
+            cand --times 'Timed runs, spread evenly over the worker processes (8; more for a small --alpha), each after a warm-up run: rounded up to a multiple of them, said when it is. With --against, per side and round, at least 5 [default: 10]'
             cand --compare 'Compare two reports made elsewhere (baseline files, `--format json` outputs or `agentprof check --json` reports)'
             cand --gate-config 'Thresholds from this YAML file (the keys of a check conf''s `gate:` section); flags override it, it overrides the check conf''s `gate:` section'
             cand --threshold 'A slowdown under this percentage is never a regression [default: 10 against a baseline file, 5 with --against, 2 for instructions]'

@@ -128,7 +128,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l against -d 
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l measure -d 'What the verdict on cost rests on: cpu (default), wall, or instructions (counted by the CPU\'s counter where the kernel offers one, else by valgrind; deterministic)' -r -f -a "cpu\t'CPU time of each run (the default)'
 wall\t'Wall time of each run (checks that wait on the network or disk)'
 instructions\t'User-space instructions of each run, counted by valgrind: deterministic'"
-complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l times -d 'Timed runs after one warm-up run [default: 10]' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l times -d 'Timed runs, spread evenly over the worker processes (8; more for a small --alpha), each after a warm-up run: rounded up to a multiple of them, said when it is. With --against, per side and round, at least 5 [default: 10]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l compare -d 'Compare two reports made elsewhere (baseline files, `--format json` outputs or `agentprof check --json` reports)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l gate-config -d 'Thresholds from this YAML file (the keys of a check conf\'s `gate:` section); flags override it, it overrides the check conf\'s `gate:` section' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l threshold -d 'A slowdown under this percentage is never a regression [default: 10 against a baseline file, 5 with --against, 2 for instructions]' -r

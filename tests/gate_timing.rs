@@ -132,23 +132,10 @@ fn against_a_directory_and_a_revision_catches_ten_percent() {
         cpu["detail"]
     );
     // The same against a git revision of the checks directory.
-    let git = |args: &[&str]| {
-        let st = std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .current_dir(sb.file(""))
-            .output()
-            .unwrap();
-        assert!(
-            st.status.success(),
-            "{}",
-            String::from_utf8_lossy(&st.stderr)
-        );
-    };
-    git(&["init", "-q"]);
+    sb.git(&["init", "-q"]);
     std::fs::copy(sb.file("old/work.py"), sb.file("checks/work.py")).unwrap();
-    git(&["add", "checks/work.py"]);
-    git(&["commit", "-qm", "base"]);
+    sb.git(&["add", "checks/work.py"]);
+    sb.git(&["commit", "-qm", "base"]);
     sb.write("checks/work.py", &slower);
     let r = caught("HEAD");
     assert_eq!(r.code, 1, "against HEAD:\n{}{}", r.stdout, r.stderr);

@@ -295,11 +295,11 @@ pub fn delta(args: DeltaArgs) -> anyhow::Result<Outcome> {
     } else {
         writeln!(
             stdout,
-            "{}: {} stacks with changes; delta of {:.1} MB on {:.1} MB in {:.1} ms (inflating both took {:.1} ms)",
+            "{}: {} stacks with changes; {} (the newer snapshot) less {} (the base) in {:.1} ms (inflating both took {:.1} ms)",
             args.output.display(),
             d.sample.len(),
-            new_len as f64 / 1e6,
-            base_len as f64 / 1e6,
+            crate::render::units::human_bytes(new_len as f64),
+            crate::render::units::human_bytes(base_len as f64),
             delta_s * 1e3,
             inflate_s * 1e3
         )?;

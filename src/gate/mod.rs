@@ -222,6 +222,18 @@ mod tests {
             compare(&a, &faster, &strict, Mode::Paired).outcome,
             Outcome::Regression
         );
+        // Against a file, 5 % faster is inside the drift a file allows (10 %): the calls fail.
+        let mut file_base = a.clone();
+        file_base.cpu_process_medians = processes(0.010, 0.02, 8, 0);
+        let mut drifted = file_base.clone();
+        drifted.cpu_process_medians = file_base
+            .cpu_process_medians
+            .iter()
+            .map(|x| x * 0.95)
+            .collect();
+        drifted.python_calls_per_run = Some(1100.0);
+        let v = compare(&file_base, &drifted, &GateConfig::default(), Mode::Baseline);
+        assert_eq!(v.outcome, Outcome::Regression, "{}", v.summary);
         // As fast as before: more calls fail, and lead the verdict's line; the gated
         // measure's own answer follows.
         let mut same = rounds(&a, 1.0);
@@ -264,7 +276,11 @@ mod tests {
         // +4.5 % ± 1 %: under the 5 % threshold, but the interval reaches past it.
         let v = compare(&a, &rounds(&a, 1.045), &cfg, Mode::Paired);
         assert_eq!(v.outcome, Outcome::CannotTell, "{}", v.summary);
-        assert!(v.findings[0].detail.contains("95% CI 1.040–1.050"), "{:?}", v.findings[0]);
+        assert!(
+            v.findings[0].detail.contains("95% CI 1.040–1.050"),
+            "{:?}",
+            v.findings[0]
+        );
         // +1 % ± 1 %: the interval rules the threshold out.
         let v = compare(&a, &rounds(&a, 1.01), &cfg, Mode::Paired);
         assert_eq!(v.outcome, Outcome::Pass, "{}", v.summary);

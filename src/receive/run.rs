@@ -288,13 +288,27 @@ async fn serve_metrics(addr: std::net::SocketAddr, metrics: &Arc<Metrics>) -> an
     Ok(())
 }
 
+/// `none refused`, or `4 refused (too_large 3, rate_limited 1)`.
+fn refused_words(refused: &std::collections::BTreeMap<&'static str, u64>) -> String {
+    let total: u64 = refused.values().sum();
+    if total == 0 {
+        return "none refused".to_string();
+    }
+    let each: Vec<String> = refused
+        .iter()
+        .filter(|&(_, &n)| n > 0)
+        .map(|(why, n)| format!("{why} {n}"))
+        .collect();
+    format!("{total} refused ({})", each.join(", "))
+}
+
 /// The last line: what was stored and refused, and what waits in the queue for the next start.
 fn say_stopped(metrics: &Metrics, queue: &Queue, left: bool, queue_dir: &std::path::Path) {
     let refused = crate::sync::lock(&metrics.refused).clone();
     eprintln!(
-        "agentprof receive: stopped: {} stored, refused {:?}{}",
+        "agentprof receive: stopped: {} stored, {}{}",
         metrics.stored.load(std::sync::atomic::Ordering::Relaxed),
-        refused,
+        refused_words(&refused),
         if left || queue.used() > 0 {
             format!(
                 "; {} bytes wait in {} for the next start",

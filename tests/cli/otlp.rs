@@ -737,7 +737,10 @@ fn receive_forwards_uploads_to_the_collector_as_otlp() {
         got.len()
     );
     let stderr = rx.stop();
-    assert!(stderr.contains("stopped: 1 stored"), "{stderr}");
+    assert!(
+        stderr.contains("stopped: 1 stored, none refused"),
+        "{stderr}"
+    );
 }
 
 /// `receive --forward-otlp` to a target that throttles (429 with Retry-After: 1) and then is

@@ -316,6 +316,20 @@ fn flamegraph_and_delta_write_their_files() {
         "--json",
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
+    // Without --json, the sizes are in units that fit them (a few KiB, not "0.0 MB").
+    let r = sb.run(&[
+        "delta",
+        heap.to_str().unwrap(),
+        heap.to_str().unwrap(),
+        "-o",
+        "d2.pb.gz",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("KiB (the newer snapshot) less ") && !r.stdout.contains("0.0 MB"),
+        "{}",
+        r.stdout
+    );
     // The delta of a snapshot with itself: no allocation, only what is in use.
     let d = sb.run(&["top", "--sample-index", "alloc_space", "d.pb.gz"]);
     assert!(

@@ -52,6 +52,21 @@ impl Sandbox {
         self.dir.path().join(rel)
     }
 
+    /// Runs git in the sandbox (a repository there, committed as `t`); panics when it fails.
+    pub fn git(&self, args: &[&str]) {
+        let st = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(self.dir.path())
+            .output()
+            .expect("git runs");
+        assert!(
+            st.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+    }
+
     pub fn write(&self, rel: &str, text: &str) -> PathBuf {
         let p = self.file(rel);
         if let Some(parent) = p.parent() {
