@@ -65,18 +65,7 @@ fn against_a_directory_and_a_revision_catches_ten_percent() {
     // The baseline version: the same file in old/.
     std::fs::create_dir_all(sb.file("old")).unwrap();
     std::fs::copy(sb.file("checks/work.py"), sb.file("old/work.py")).unwrap();
-    let ab = |against: &str| {
-        sb.run(&[
-            "gate",
-            "work",
-            "--against",
-            against,
-            "--python",
-            &py,
-            "--format",
-            "json",
-        ])
-    };
+    let ab = |against: &str| gate_check::gate_against(&sb, &py, against, "json");
     let r = ab("old");
     assert_eq!(r.code, 0, "unchanged:\n{}{}", r.stdout, r.stderr);
     let doc = r.json();

@@ -2,7 +2,7 @@
 //! extra calls fail, thresholds come from the conf and files, and the reports parse. The
 //! timing verdicts are tested in tests/gate_timing.rs, alone.
 
-use crate::gate_check::{finding, gate, setup};
+use crate::gate_check::{finding, gate, gate_against, setup};
 use crate::python::venv_python;
 use crate::support::Sandbox;
 
@@ -814,18 +814,7 @@ fn a_new_check_against_a_version_without_it_is_new_not_an_error() {
     let sb = Sandbox::new();
     setup(&sb, &[]);
     std::fs::create_dir_all(sb.file("old")).unwrap();
-    let ab = |against: &str, format: &str| {
-        sb.run(&[
-            "gate",
-            "work",
-            "--against",
-            against,
-            "--python",
-            &py,
-            "--format",
-            format,
-        ])
-    };
+    let ab = |against: &str, format: &str| gate_against(&sb, &py, against, format);
     let r = ab("old", "table");
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(

@@ -53,6 +53,20 @@ pub fn gate(sb: &Sandbox, py: &str, extra: &[&str]) -> crate::support::Run {
     sb.run(&args)
 }
 
+/// `gate work --against AGAINST` (A/B) with its report in `format`.
+pub fn gate_against(sb: &Sandbox, py: &str, against: &str, format: &str) -> crate::support::Run {
+    sb.run(&[
+        "gate",
+        "work",
+        "--against",
+        against,
+        "--python",
+        py,
+        "--format",
+        format,
+    ])
+}
+
 /// The finding of a `--format json` report named `figure`.
 pub fn finding(doc: &serde_json::Value, figure: &str) -> serde_json::Value {
     doc["findings"]
