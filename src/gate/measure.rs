@@ -263,9 +263,8 @@ fn add_load(stats: &mut GateStats, t: &Timed) {
 /// A/B: `plan.processes` rounds, each loading both versions fresh and timing `per` runs of
 /// each, one of A then one of B (or B then A, alternately), so that a machine speeding up or
 /// slowing down within a round favours neither. Round i's medians of both sides are at index i of their
-/// process medians: the pairs the verdict compares.
-/// Both versions in interleaved rounds: `plan.processes` of them, then more while `extend`
-/// says the answer is not told yet.
+/// process medians: the pairs the verdict compares. `plan.processes` rounds run, then more
+/// while `extend` says the answer is not told yet.
 pub fn measure_ab(
     a: &Side,
     b: &Side,
@@ -301,9 +300,9 @@ pub fn measure_ab(
                 break;
             }
             if round == rounds {
-                eprintln!(
+                progress.println(&format!(
                     "agentprof: A/B: {rounds} rounds could not tell yet; adding rounds until they can (--max-time)"
-                );
+                ));
             }
             progress.extend(u64::from(2 * (per + 1)));
         }
