@@ -139,7 +139,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l peak-rss-pc
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l calls-pct -d 'Growth of Python calls per run, in total or of a top function, that fails [default: 1]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l alloc-pct -d 'With --memory: growth of traced bytes per run (peak and kept; and at least 1 KiB) that fails [default: 1]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l series-pct -d 'Growth of the metric series a run emits that fails [default: 0]' -r
-complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l max-time -d 'With --against: when the planned rounds cannot tell (the interval straddles the threshold), rounds are added until they can, or until the A/B has taken this long (0: none added)' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l max-time -d 'With --against: when the planned rounds cannot tell (the interval straddles the threshold), rounds are added until they can, or until the A/B has taken this long (0: none added) [default: 60s]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l cannot-tell -d 'What CANNOT TELL exits with: pass (0) or fail (4)' -r -f -a "pass\t'Exit 0: the verdict line, the Markdown report\'s heading and JUnit\'s `<skipped>` say it'
 fail\t'Exit 4, its own code: the job fails (or a CI rule tells it from a regression)'"
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l flamegraph-diff -d 'Write a differential flamegraph of the baseline\'s and this run\'s stacks (red: more time per run, blue: less); cProfile stacks for Python checks, sampled for built-ins' -r -F

@@ -187,13 +187,13 @@ pub struct GateArgs {
     pub strict: bool,
     /// Python checks: when the interpreter has no importable datadog_checks_base, gate the
     /// check on agentprof's compatible AgentCheck (default: refused, exit 2)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "compare")]
     pub compat_base: bool,
     /// With --against: when the planned rounds cannot tell (the interval straddles the
     /// threshold), rounds are added until they can, or until the A/B has taken this long
-    /// (0: none added)
-    #[arg(long, value_name = "D", default_value = "60s")]
-    pub max_time: String,
+    /// (0: none added) [default: 60s]
+    #[arg(long, value_name = "D")]
+    pub max_time: Option<String>,
     /// What CANNOT TELL exits with: pass (0) or fail (4)
     #[arg(long, value_enum, value_name = "WHAT", default_value_t = CannotTellExit::Pass)]
     pub cannot_tell: CannotTellExit,

@@ -147,6 +147,14 @@ fn fits_kind(args: &GateArgs, name: &str, kind: CheckKind) -> Result<(), UsageEr
             ),
         ));
     }
+    if args.compat_base && kind != CheckKind::Python {
+        return Err(UsageError::flag(
+            "--compat-base",
+            format!(
+                "{name} is not a Python check: --compat-base is for a Python check's base class"
+            ),
+        ));
+    }
     if args.flamegraph_diff.is_some() && kind == CheckKind::Exec {
         return Err(UsageError::flag(
             "--flamegraph-diff",
@@ -159,6 +167,11 @@ fn fits_kind(args: &GateArgs, name: &str, kind: CheckKind) -> Result<(), UsageEr
 }
 
 fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
+    if args.max_time.is_some() && args.against.is_none() {
+        return Err(
+            UsageError::flag("--max-time", "adds A/B rounds: it goes with --against").into(),
+        );
+    }
     if let Some(files) = &args.compare {
         return compare_files(&args, files);
     }
@@ -337,6 +350,8 @@ fn counter_for(cfg: &GateConfig, prefer: Option<&str>) -> Result<Option<Counter>
 /// machine (docs/details.md, "Measured choices"), so 20 are the default. (The signed-rank
 /// test's smallest p-value is 2^-rounds; more rounds are run for an alpha that needs them.)
 const ROUNDS: u32 = 20;
+/// How long A/B may add rounds for by default (`--max-time`).
+const DEFAULT_MAX_TIME: &str = "60s";
 /// The most rounds `--max-time` may add up to (a 1 ms check's round takes about 0.3 s).
 const MAX_ROUNDS: u32 = 400;
 
@@ -351,7 +366,7 @@ fn ab(
     against: &str,
 ) -> anyhow::Result<Outcome> {
     let started = std::time::Instant::now();
-    let max_time = max_time(&args.max_time)?;
+    let max_time = max_time(args.max_time.as_deref().unwrap_or(DEFAULT_MAX_TIME))?;
     if first.kind == CheckKind::Builtin {
         return Err(UsageError::flag(
             "--against",

@@ -496,8 +496,11 @@ fn warmed(
     if let Some(h) = &host {
         crate::checks::python::load(h)?;
         let worker = crate::sync::lock(h);
-        let base = worker.loaded.as_ref().map(|l| l.base.as_str());
-        if !plan.compat_base && base.is_some_and(|b| !b.starts_with("datadog_checks_base")) {
+        let on_compat = worker
+            .loaded
+            .as_ref()
+            .is_some_and(|l| l.base == crate::checks::python::COMPAT_BASE);
+        if !plan.compat_base && on_compat {
             let python = worker.interpreter().to_string();
             return Err(UsageError::flag(
                 "--python",

@@ -264,7 +264,8 @@ impl Verdict {
             source: format!("{against} has no check {check}"),
             detectable_pct: None,
             summary: format!(
-                "agentprof gate {check}: NEW — no baseline: {against} has no check {check} (a change that adds it); nothing compared"
+                "{}: {against} has no check {check} (a change that adds it); nothing compared",
+                summary(check, Outcome::NoBaseline, cfg, None, &[])
             ),
             findings: Vec::new(),
         }

@@ -795,6 +795,20 @@ fn cannot_tell_exits_4_when_asked_and_0_by_default() {
     assert!(r.stdout.contains("<skipped message="), "{}", r.stdout);
     let r = compare(&["--cannot-tell", "maybe"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
+    // Flags of other modes and kinds are refused, not ignored.
+    for (flag, says) in [
+        (&["--max-time", "5s"][..], "--max-time: adds A/B rounds"),
+        (
+            &["--compat-base"][..],
+            "--compat-base: uptime is not a Python check",
+        ),
+    ] {
+        let mut args = vec!["gate", "uptime", "--baseline", "perf/uptime.json"];
+        args.extend_from_slice(flag);
+        let r = sb.run(&args);
+        assert_eq!(r.code, 2, "{flag:?}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{flag:?}: {}", r.stderr);
+    }
     // The help says what each exit status means.
     let help = sb.run(&["gate", "--help"]);
     for says in [

@@ -83,6 +83,11 @@ impl Default for MemoryOptions {
     }
 }
 
+/// What the worker names as the check's base class when the interpreter has no importable
+/// datadog_checks_base and its own compatible AgentCheck stands in: host.py says the same
+/// (`gate::a_python_without_datadog_checks_base_is_refused_unless_asked` fails if they part).
+pub const COMPAT_BASE: &str = "agentprof compatible AgentCheck";
+
 /// The check as the worker loaded it.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Loaded {
@@ -92,7 +97,8 @@ pub struct Loaded {
     pub module: String,
     /// That module's file.
     pub origin: String,
-    /// `datadog_checks_base X.Y.Z` or agentprof's compatible AgentCheck.
+    /// `datadog_checks_base X.Y.Z` or agentprof's compatible AgentCheck
+    /// ([`COMPAT_BASE`]).
     pub base: String,
     pub version: Option<String>,
     /// The interpreter's version.
