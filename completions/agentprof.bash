@@ -446,7 +446,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__gate)
-            opts="-o -h -V --baseline --against --measure --times --update-baseline --compare --gate-config --threshold --alpha --min-slowdown-us --rss-slope-kib --peak-rss-pct --calls-pct --alloc-pct --series-pct --strict --compat-base --max-time --cannot-tell --memory --flamegraph-diff --format --output --instance --config --confd --checks --python --help --version"
+            opts="-o -h -V --baseline --against --measure --times --update-baseline --compare --gate-config --threshold --alpha --min-slowdown-us --rss-slope-kib --peak-rss-pct --calls-pct --alloc-pct --series-pct --strict --counter --compat-base --max-time --cannot-tell --memory --flamegraph-diff --format --output --instance --config --confd --checks --python --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -506,6 +506,10 @@ _agentprof() {
                     ;;
                 --series-pct)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --counter)
+                    COMPREPLY=($(compgen -W "perf valgrind" -- "${cur}"))
                     return 0
                     ;;
                 --max-time)

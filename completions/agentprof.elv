@@ -151,6 +151,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --calls-pct 'Growth of Python calls per run, in total or of a top function, that fails [default: 1]'
             cand --alloc-pct 'With --memory: growth of traced bytes per run (peak and kept; and at least 1 KiB) that fails [default: 1]'
             cand --series-pct 'Growth of the metric series a run emits that fails [default: 0]'
+            cand --counter 'With --measure instructions: what counts them [default: the CPU''s counter where the kernel offers one, else valgrind; against a baseline, what counted it]'
             cand --max-time 'With --against: when the planned rounds cannot tell (the interval straddles the threshold), rounds are added until they can, or until the A/B has taken this long (0: none added) [default: 60s]'
             cand --cannot-tell 'What CANNOT TELL exits with: pass (0) or fail (4)'
             cand --flamegraph-diff 'Write a differential flamegraph of the baseline''s and this run''s stacks (red: more time per run, blue: less); cProfile stacks for Python checks, sampled for built-ins'

@@ -127,7 +127,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l baseline -d
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l against -d 'A/B in this job: the baseline version\'s checks directory (DIR), or the checks directory as git revision REV has it, run in interleaved rounds with this one' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l measure -d 'What the verdict on cost rests on: cpu (default), wall, or instructions (counted by the CPU\'s counter where the kernel offers one, else by valgrind; deterministic)' -r -f -a "cpu\t'CPU time of each run (the default)'
 wall\t'Wall time of each run (checks that wait on the network or disk)'
-instructions\t'User-space instructions of each run, counted by valgrind: deterministic'"
+instructions\t'User-space instructions of each run, counted: deterministic'"
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l times -d 'Timed runs, spread evenly over the worker processes (8; more for a small --alpha), each after a warm-up run: rounded up to a multiple of them, said when it is. With --against, per side and round, at least 5 [default: 10]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l compare -d 'Compare two reports made elsewhere (baseline files, `--format json` outputs or `agentprof check --json` reports)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l gate-config -d 'Thresholds from this YAML file (the keys of a check conf\'s `gate:` section); flags override it, it overrides the check conf\'s `gate:` section' -r -F
@@ -139,6 +139,8 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l peak-rss-pc
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l calls-pct -d 'Growth of Python calls per run, in total or of a top function, that fails [default: 1]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l alloc-pct -d 'With --memory: growth of traced bytes per run (peak and kept; and at least 1 KiB) that fails [default: 1]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l series-pct -d 'Growth of the metric series a run emits that fails [default: 0]' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l counter -d 'With --measure instructions: what counts them [default: the CPU\'s counter where the kernel offers one, else valgrind; against a baseline, what counted it]' -r -f -a "perf\t'The CPU\'s counter, through perf_event_open'
+valgrind\t'valgrind\'s callgrind: slower, and the report then lists the functions whose count changed'"
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l max-time -d 'With --against: when the planned rounds cannot tell (the interval straddles the threshold), rounds are added until they can, or until the A/B has taken this long (0: none added) [default: 60s]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l cannot-tell -d 'What CANNOT TELL exits with: pass (0) or fail (4)' -r -f -a "pass\t'Exit 0: the verdict line, the Markdown report\'s heading and JUnit\'s `<skipped>` say it'
 fail\t'Exit 4, its own code: the job fails (or a CI rule tells it from a regression)'"

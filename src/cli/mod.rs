@@ -75,8 +75,17 @@ pub enum GateMeasure {
     Cpu,
     /// Wall time of each run (checks that wait on the network or disk)
     Wall,
-    /// User-space instructions of each run, counted by valgrind: deterministic
+    /// User-space instructions of each run, counted: deterministic
     Instructions,
+}
+
+/// What counts instructions (`--measure instructions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GateCounter {
+    /// The CPU's counter, through perf_event_open
+    Perf,
+    /// valgrind's callgrind: slower, and the report then lists the functions whose count changed
+    Valgrind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -185,6 +194,10 @@ pub struct GateArgs {
     /// Python calls in a change the gated measure found faster (default: warnings)
     #[arg(long)]
     pub strict: bool,
+    /// With --measure instructions: what counts them [default: the CPU's counter where the
+    /// kernel offers one, else valgrind; against a baseline, what counted it]
+    #[arg(long, value_enum)]
+    pub counter: Option<GateCounter>,
     /// Python checks: when the interpreter has no importable datadog_checks_base, gate the
     /// check on agentprof's compatible AgentCheck (default: refused, exit 2)
     #[arg(long, conflicts_with = "compare")]

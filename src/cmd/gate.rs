@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::checks::CheckKind;
-use crate::cli::{CannotTellExit, GateArgs, GateFormat, GateMeasure};
+use crate::cli::{CannotTellExit, GateArgs, GateCounter, GateFormat, GateMeasure};
 use crate::config::AgentConfig;
 use crate::error::UsageError;
 use crate::gate::config::{GateSection, resolve};
@@ -224,7 +224,7 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
     if let Some(against) = &args.against {
         // What counts instructions is found before any run, so a machine that has nothing
         // to count with costs no time.
-        let counter = counter_for(&cfg, None)?;
+        let counter = counter_for(&cfg, args.counter, None, None)?;
         plan.count = counter.as_ref();
         return ab(&args, &cfg, &mut plan, &side, first, against);
     }
@@ -236,7 +236,9 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
     // Counted as the baseline was, where this machine can.
     let counter = counter_for(
         &cfg,
+        args.counter,
         base.as_ref().and_then(|b| b.instructions_source.as_deref()),
+        Some(baseline),
     )?;
     plan.count = counter.as_ref();
     // The timing test must be able to fail: enough processes for the alpha asked for.
@@ -336,12 +338,42 @@ fn write_baseline(baseline: &Path, current: &GateStats) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What counts instructions, when they are the measure.
-fn counter_for(cfg: &GateConfig, prefer: Option<&str>) -> Result<Option<Counter>, UsageError> {
-    match cfg.measure {
-        Measure::Instructions => Counter::find(prefer).map(Some),
-        _ => Ok(None),
+/// What counts instructions, when they are the measure: `--counter`, else what counted the
+/// baseline (`counted_by`, from `baseline`), else the best this machine has.
+fn counter_for(
+    cfg: &GateConfig,
+    asked: Option<GateCounter>,
+    counted_by: Option<&str>,
+    baseline: Option<&Path>,
+) -> Result<Option<Counter>, UsageError> {
+    if cfg.measure != Measure::Instructions {
+        return match asked {
+            Some(_) => Err(UsageError::flag(
+                "--counter",
+                "counts instructions: it goes with --measure instructions",
+            )),
+            None => Ok(None),
+        };
     }
+    let Some(asked) = asked else {
+        return Counter::find(counted_by, "the baseline was counted by").map(Some);
+    };
+    let (want, flag) = match asked {
+        GateCounter::Perf => (crate::gate::instructions::PERF_SOURCE, "perf"),
+        GateCounter::Valgrind => ("valgrind", "valgrind"),
+    };
+    if let (Some(by), Some(path)) = (counted_by, baseline)
+        && !by.starts_with(want)
+    {
+        return Err(UsageError::flag(
+            "--counter",
+            format!(
+                "{} was counted by {by}, whose counts do not compare with {flag}'s: make the baseline again with --counter {flag}",
+                path.display()
+            ),
+        ));
+    }
+    Counter::find(Some(want), &format!("--counter {flag} asks for")).map(Some)
 }
 
 /// Rounds of the A/B mode. Each round loads both versions afresh, and a fresh process moves a
@@ -493,6 +525,7 @@ fn emit(
                 "detectable_slowdown_pct": verdict.detectable_pct,
                 "summary": verdict.summary,
                 "findings": verdict.findings,
+                "functions": verdict.functions,
                 "baseline": sides.map(|s| s.0),
                 "current": sides.map(|s| s.1),
             }))? + "\n"

@@ -23,7 +23,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+
+use super::callgrind::{self, FunctionCost};
 
 use crate::checks::child::stdout_of;
 use crate::checks::{CheckKind, LoadedCheck, Runnable};
@@ -92,13 +96,14 @@ enum By {
 }
 
 /// What `source()` starts with for each way of counting (a baseline keeps it).
-const PERF_SOURCE: &str = "perf_event_open";
+pub const PERF_SOURCE: &str = "perf_event_open";
 
 impl Counter {
     /// The hardware counter where the kernel offers it, else valgrind; with `prefer` (the
-    /// source a baseline was counted by), that one when it can be had, so the two sides are
-    /// counted alike. An error that says what is missing otherwise.
-    pub fn find(prefer: Option<&str>) -> Result<Counter, UsageError> {
+    /// source a baseline was counted by, or the one `--counter` names), that one when it can
+    /// be had, so the two sides are counted alike. An error that says what is missing
+    /// otherwise, `why` naming who wanted `prefer` ("the baseline was counted by").
+    pub fn find(prefer: Option<&str>, why: &str) -> Result<Counter, UsageError> {
         let perf = super::perf::unavailable(super::perf::INSTRUCTIONS);
         let valgrind = valgrind_version();
         let wants_valgrind = prefer.is_some_and(|p| p.starts_with("valgrind"));
@@ -117,7 +122,7 @@ impl Counter {
                 });
                 let valgrind = valgrind.err().unwrap_or_else(|| "valgrind is there".into());
                 let want = prefer.map_or(String::new(), |p| {
-                    format!("the baseline was counted by {p}, which this machine cannot do; ")
+                    format!("{why} {p}, which this machine cannot do; ")
                 });
                 Err(UsageError::flag(
                     "--measure instructions",
@@ -220,11 +225,32 @@ pub fn count(
     instance: usize,
     runs: u32,
     progress: &mut Progress,
-) -> anyhow::Result<Vec<f64>> {
+) -> anyhow::Result<Counted> {
     let event = match counter.by {
         By::Perf(event) => event,
         By::Valgrind { .. } => return count_valgrind(opts, loaded, instance, runs, progress),
     };
+    count_perf(event, loaded, instance, runs, progress).map(|per_run| Counted {
+        per_run,
+        by_function: BTreeMap::new(),
+    })
+}
+
+/// What counting found: each counted run's instructions, and (callgrind only) each
+/// function's mean instructions per counted run.
+pub struct Counted {
+    pub per_run: Vec<f64>,
+    pub by_function: BTreeMap<String, FunctionCost>,
+}
+
+/// Counts by the hardware counter (see the module's documentation).
+fn count_perf(
+    event: super::perf::Event,
+    loaded: LoadedCheck,
+    instance: usize,
+    runs: u32,
+    progress: &mut Progress,
+) -> anyhow::Result<Vec<f64>> {
     let name = loaded.name.clone();
     let failed = |run: u32, e: &dyn std::fmt::Display| {
         let which = if run <= WARM_UPS {
@@ -297,7 +323,7 @@ fn count_valgrind(
     instance: usize,
     runs: u32,
     progress: &mut Progress,
-) -> anyhow::Result<Vec<f64>> {
+) -> anyhow::Result<Counted> {
     let dir = ScratchDir::new()?;
     match loaded.kind {
         CheckKind::Builtin => {
@@ -316,7 +342,7 @@ fn count_valgrind(
             stdout_of(&mut cmd, &[], COUNT_TIMEOUT)
                 .map_err(|e| anyhow::anyhow!("{}: counting under valgrind: {e}", loaded.name))?;
             progress.set(u64::from(runs) + 1);
-            bracketed(dir.path(), runs)
+            per_run(dumps_of(dir.path(), None)?, runs)
         }
         CheckKind::Python => count_python(dir.path(), loaded, instance, runs, progress),
         CheckKind::Exec => count_exec(dir.path(), loaded, instance, runs, progress),
@@ -329,7 +355,7 @@ fn count_python(
     instance: usize,
     runs: u32,
     progress: &mut Progress,
-) -> anyhow::Result<Vec<f64>> {
+) -> anyhow::Result<Counted> {
     let host = loaded
         .python
         .clone()
@@ -370,8 +396,7 @@ fn count_python(
     }
     h.run_under(Vec::new());
     drop(h);
-    let counts = dumps_of(dir, pid)?;
-    per_run(counts, runs)
+    per_run(dumps_of(dir, pid)?, runs)
 }
 
 fn count_exec(
@@ -380,7 +405,7 @@ fn count_exec(
     instance: usize,
     runs: u32,
     progress: &mut Progress,
-) -> anyhow::Result<Vec<f64>> {
+) -> anyhow::Result<Counted> {
     let name = loaded.name.clone();
     let Some((_, Runnable::External(check))) = loaded.instances.into_iter().nth(instance) else {
         return Err(anyhow::anyhow!("{name}: no instance {instance}"));
@@ -389,6 +414,7 @@ fn count_exec(
         .invocation()
         .ok_or_else(|| anyhow::anyhow!("{name}: not one program per run"))?;
     let mut out = Vec::new();
+    let mut functions = Vec::new();
     for run in 1..=runs + WARM_UPS {
         let sub = dir.join(format!("run{run}"));
         std::fs::create_dir_all(&sub)?;
@@ -398,13 +424,18 @@ fn count_exec(
         let stdin = inv.stdin.clone();
         stdout_of(&mut cmd, &stdin, COUNT_TIMEOUT)
             .map_err(|e| anyhow::anyhow!("{name}: run {run} under valgrind: {e}"))?;
-        let total: f64 = summaries(&sub)?.into_iter().map(|(_, _, n)| n).sum();
+        // Every process of the run's tree.
+        let dumps = summaries(&sub)?;
         if run > WARM_UPS {
-            out.push(total);
+            out.push(dumps.iter().map(|d| d.total).sum());
+            functions.extend(dumps.into_iter().map(|d| d.functions));
         }
         progress.inc();
     }
-    Ok(out)
+    Ok(Counted {
+        per_run: out,
+        by_function: callgrind::per_run(&functions, runs as usize),
+    })
 }
 
 /// The counting child (agentprof under callgrind, [`CHILD_ENV`] set): loads the check,
@@ -458,13 +489,10 @@ fn bracket<T>(work: impl FnOnce() -> T) -> T {
     out
 }
 
-/// The dumps of a bracketed process (the overhead bracket, the warm-up, the counted runs)
-/// made into counts per counted run, each less the overhead.
-fn bracketed(dir: &Path, runs: u32) -> anyhow::Result<Vec<f64>> {
-    per_run(dumps_of(dir, None)?, runs)
-}
-
-fn per_run(dumps: Vec<f64>, runs: u32) -> anyhow::Result<Vec<f64>> {
+/// The dumps of a bracketed process (the overhead bracket, the warm-ups, the counted runs)
+/// made into counts per counted run, each less the overhead, and the counted runs'
+/// functions.
+fn per_run(dumps: Vec<Dump>, runs: u32) -> anyhow::Result<Counted> {
     let want = (runs + WARM_UPS) as usize + 1;
     if dumps.len() != want {
         return Err(anyhow::anyhow!(
@@ -472,34 +500,48 @@ fn per_run(dumps: Vec<f64>, runs: u32) -> anyhow::Result<Vec<f64>> {
             dumps.len()
         ));
     }
-    let overhead = dumps[0];
-    Ok(dumps[1 + WARM_UPS as usize..]
-        .iter()
-        .map(|n| (n - overhead).max(0.0))
-        .collect())
+    let overhead = dumps[0].total;
+    let counted = &dumps[1 + WARM_UPS as usize..];
+    let functions: Vec<_> = counted.iter().map(|d| d.functions.clone()).collect();
+    Ok(Counted {
+        per_run: counted
+            .iter()
+            .map(|d| (d.total - overhead).max(0.0))
+            .collect(),
+        by_function: callgrind::per_run(&functions, counted.len()),
+    })
 }
 
 /// The numbered dumps (`cg.PID.N`, N from 1) of the one process that made them (or of
 /// `pid`), in order.
-fn dumps_of(dir: &Path, pid: Option<u32>) -> anyhow::Result<Vec<f64>> {
-    let mut numbered: Vec<(u32, u32, f64)> = summaries(dir)?
+fn dumps_of(dir: &Path, pid: Option<u32>) -> anyhow::Result<Vec<Dump>> {
+    let mut numbered: Vec<(u32, Dump)> = summaries(dir)?
         .into_iter()
-        .filter_map(|(p, part, n)| Some((p, part?, n)))
-        .filter(|(p, _, _)| pid.is_none_or(|want| *p == want))
+        .filter(|d| pid.is_none_or(|want| d.pid == want))
+        .filter_map(|d| Some((d.part?, d)))
         .collect();
-    let pids: std::collections::BTreeSet<u32> = numbered.iter().map(|x| x.0).collect();
+    let pids: std::collections::BTreeSet<u32> = numbered.iter().map(|x| x.1.pid).collect();
     if pids.len() > 1 {
         return Err(anyhow::anyhow!(
             "callgrind counts came from {} processes, not one",
             pids.len()
         ));
     }
-    numbered.sort_by_key(|x| x.1);
-    Ok(numbered.into_iter().map(|x| x.2).collect())
+    numbered.sort_by_key(|x| x.0);
+    Ok(numbered.into_iter().map(|x| x.1).collect())
 }
 
-/// Every callgrind file in `dir`: (pid, dump number for `cg.PID.N`, instructions).
-fn summaries(dir: &Path) -> anyhow::Result<Vec<(u32, Option<u32>, f64)>> {
+/// One callgrind file: its process, its dump number (`cg.PID.N`), its instructions and each
+/// function's.
+struct Dump {
+    pid: u32,
+    part: Option<u32>,
+    total: f64,
+    functions: std::collections::HashMap<String, FunctionCost>,
+}
+
+/// Every callgrind file in `dir`, each read once.
+fn summaries(dir: &Path) -> anyhow::Result<Vec<Dump>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
@@ -514,8 +556,13 @@ fn summaries(dir: &Path) -> anyhow::Result<Vec<(u32, Option<u32>, f64)>> {
             None => (rest.parse().ok(), None),
         };
         let Some(pid) = pid else { continue };
-        match summary(&path) {
-            Ok(n) => out.push((pid, part, n)),
+        match read_dump(&path) {
+            Ok((total, functions)) => out.push(Dump {
+                pid,
+                part,
+                total,
+                functions,
+            }),
             // A process killed while it wrote its last, unnumbered file (a worker stopped
             // after its runs) left it unfinished; its counts were dumped already.
             Err(_) if part.is_none() => {}
@@ -525,17 +572,22 @@ fn summaries(dir: &Path) -> anyhow::Result<Vec<(u32, Option<u32>, f64)>> {
     Ok(out)
 }
 
-/// A callgrind file's `summary:` (or `totals:`) line: its instructions (Ir).
-fn summary(path: &Path) -> anyhow::Result<f64> {
+/// A callgrind file's `summary:` (or `totals:`) line, its instructions (Ir), and its
+/// functions' costs.
+fn read_dump(
+    path: &Path,
+) -> anyhow::Result<(f64, std::collections::HashMap<String, FunctionCost>)> {
     let text = crate::config::read_limited(path, 256 << 20, "")?;
     let text = String::from_utf8_lossy(&text);
-    text.lines()
+    let total = text
+        .lines()
         .find_map(|l| {
             l.strip_prefix("summary:")
                 .or_else(|| l.strip_prefix("totals:"))
         })
         .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-        .ok_or_else(|| anyhow::anyhow!("{}: no summary line", path.display()))
+        .ok_or_else(|| anyhow::anyhow!("{}: no summary line", path.display()))?;
+    Ok((total, callgrind::functions(&text)))
 }
 
 #[cfg(test)]
@@ -563,7 +615,9 @@ mod tests {
             by: By::Perf(perf::TASK_CLOCK),
         };
         let mut progress = Progress::new(0, "");
-        count(&counter, &opts, loaded, 0, 5, &mut progress).expect("counted")
+        count(&counter, &opts, loaded, 0, 5, &mut progress)
+            .expect("counted")
+            .per_run
     }
 
     fn median(v: &[f64]) -> f64 {

@@ -439,7 +439,8 @@ fn extra_passes(
             &mut progress,
         )?;
         progress.finish();
-        stats.instructions_per_run = counts;
+        stats.instructions_per_run = counts.per_run;
+        stats.instructions_by_function = counts.by_function;
         stats.instructions_source = Some(counter.source());
     }
     Ok(())

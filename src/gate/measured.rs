@@ -72,6 +72,10 @@ pub struct GateStats {
     /// What counted them: `valgrind-3.19.0 (callgrind)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions_source: Option<String>,
+    /// Counted by callgrind: each function's instructions per counted run, its own and with
+    /// what it called (the functions that matter: `gate::callgrind::per_run`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub instructions_by_function: BTreeMap<String, super::callgrind::FunctionCost>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -168,6 +172,7 @@ impl GateStats {
             stacks_ns_per_run: Vec::new(),
             instructions_per_run: Vec::new(),
             instructions_source: None,
+            instructions_by_function: BTreeMap::new(),
         }
     }
 
@@ -282,6 +287,7 @@ impl GateStats {
             stacks_ns_per_run: Vec::new(),
             instructions_per_run: Vec::new(),
             instructions_source: None,
+            instructions_by_function: BTreeMap::new(),
         })
     }
 }

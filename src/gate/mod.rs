@@ -4,6 +4,7 @@
 //! drift (Python call counts, metric names) exactly, memory by its growth per run and its peak.
 
 pub mod against;
+pub mod callgrind;
 pub mod config;
 mod figures;
 mod finding;

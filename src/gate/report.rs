@@ -23,7 +23,45 @@ impl Verdict {
             out.push_str(line.trim_end());
             out.push('\n');
         }
+        if self.measure == super::Measure::Instructions
+            && self.functions.is_empty()
+            && self.source.starts_with(super::instructions::PERF_SOURCE)
+        {
+            out.push_str("\nThe hardware counter names no functions: --counter valgrind counts by callgrind and lists those whose count changed.\n");
+        }
+        if !self.functions.is_empty() {
+            let mut t = comfy_table::Table::new();
+            t.load_style(comfy_table::presets::NOTHING).force_no_tty();
+            t.set_header(FUNCTION_COLUMNS);
+            for row in self.function_rows() {
+                t.add_row(row);
+            }
+            out.push_str(&format!("\n{FUNCTIONS_TITLE}\n"));
+            for line in t.to_string().lines() {
+                out.push_str(line.trim_end());
+                out.push('\n');
+            }
+        }
         out
+    }
+
+    /// The instruction diff's rows: function, own before/now/change, inclusive before/now.
+    fn function_rows(&self) -> Vec<[String; 6]> {
+        let n = |v: f64| crate::render::units::grouped(v.round() as u64);
+        self.functions
+            .iter()
+            .map(|c| {
+                let own = c.current.own - c.baseline.own;
+                [
+                    c.function.clone(),
+                    n(c.baseline.own),
+                    n(c.current.own),
+                    format!("{}{}", if own < 0.0 { "-" } else { "+" }, n(own.abs())),
+                    n(c.baseline.inclusive),
+                    n(c.current.inclusive),
+                ]
+            })
+            .collect()
     }
 
     pub fn markdown(&self) -> String {
@@ -49,6 +87,16 @@ impl Verdict {
                 status_word(f.status),
                 esc(&f.detail)
             ));
+        }
+        if !self.functions.is_empty() {
+            out.push_str(&format!(
+                "\n{FUNCTIONS_TITLE}\n\n| {} |\n|---|---|---|---|---|---|\n",
+                FUNCTION_COLUMNS.join(" | ").to_lowercase()
+            ));
+            for row in self.function_rows() {
+                let cells: Vec<String> = row.iter().map(|c| esc(c)).collect();
+                out.push_str(&format!("| {} |\n", cells.join(" | ")));
+            }
         }
         out
     }
@@ -154,6 +202,17 @@ pub fn write_flamegraph_diff(
     opts.count_name = "ns per run".into();
     inferno::flamegraph::from_lines(&mut opts, text.lines(), out).map_err(DrawError::Draw)
 }
+
+const FUNCTIONS_TITLE: &str =
+    "Instructions by function, per run (callgrind): the functions whose own count changed most";
+const FUNCTION_COLUMNS: [&str; 6] = [
+    "FUNCTION",
+    "OWN BEFORE",
+    "OWN NOW",
+    "OWN CHANGE",
+    "WITH CALLEES BEFORE",
+    "WITH CALLEES NOW",
+];
 
 fn status_word(s: Status) -> &'static str {
     match s {

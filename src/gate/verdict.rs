@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::GateStats;
+use super::callgrind::{FunctionChange, changes};
 use super::figures::{memory, metric_series, python_calls, traced_allocations};
 use super::finding::{Finding, GateConfig, Measure, Mode, Status};
 use super::timing::{
@@ -37,6 +38,9 @@ pub struct Verdict {
     /// One line: the outcome and the gated figure.
     pub summary: String,
     pub findings: Vec<Finding>,
+    /// Instructions counted by callgrind on both sides: the functions whose own count
+    /// changed most (the why of a count's change).
+    pub functions: Vec<FunctionChange>,
 }
 
 /// Compares `new` with `base`: the gated measure first, the other timings for information,
@@ -112,6 +116,15 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig, mode: Mode) 
     };
     let detectable_pct = gated.and_then(|g| g.detectable_pct);
     let summary = summary(&new.check, outcome, cfg, gated, &f);
+    let functions = if cfg.measure == Measure::Instructions {
+        changes(
+            &base.instructions_by_function,
+            &new.instructions_by_function,
+            FUNCTIONS_SHOWN,
+        )
+    } else {
+        Vec::new()
+    };
     Verdict {
         check: new.check.clone(),
         regression,
@@ -122,8 +135,12 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig, mode: Mode) 
         detectable_pct,
         summary,
         findings: f,
+        functions,
     }
 }
+
+/// How many functions the instruction diff shows.
+const FUNCTIONS_SHOWN: usize = 10;
 
 /// The CPU (`cpu`) or wall time compared, with its label: paired rounds' ratios, or two
 /// samples (each run divided by the machine's speed where both sides measured it).
@@ -268,6 +285,7 @@ impl Verdict {
                 summary(check, Outcome::NoBaseline, cfg, None, &[])
             ),
             findings: Vec::new(),
+            functions: Vec::new(),
         }
     }
 }

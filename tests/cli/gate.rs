@@ -884,3 +884,98 @@ fn a_python_without_datadog_checks_base_is_refused_unless_asked() {
     );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
 }
+
+/// Why an instruction count grew: with callgrind counting, the report lists the functions
+/// whose own instructions changed most, and the one made slower leads. The check is a C
+/// exec plugin with two functions; this side's configuration gives one of them more work.
+#[test]
+fn the_instruction_diff_names_the_function_made_slower() {
+    if !require_valgrind() {
+        return;
+    }
+    let sb = Sandbox::new();
+    sb.write(
+        "w.c",
+        "#include <stdio.h>\n#include <stdlib.h>\n\
+         __attribute__((noinline)) long hot_loop(long n){long s=0;for(long i=0;i<n;i++)s=(s*31+i)&0xffff;return s;}\n\
+         __attribute__((noinline)) long cold_loop(long n){long s=0;for(long i=0;i<n;i++)s^=i;return s;}\n\
+         int main(int c,char**v){printf(\"w.x:%ld|g\\n\",hot_loop(atol(v[1]))+cold_loop(atol(v[2])));return 0;}\n",
+    );
+    std::fs::create_dir_all(sb.file("checks")).unwrap();
+    let built = std::process::Command::new("cc")
+        .args(["-O1", "-o", "checks/w", "w.c"])
+        .current_dir(sb.file(""))
+        .status()
+        .expect("cc (the C compiler Rust links with)");
+    assert!(built.success());
+    let conf = |hot: u32| {
+        sb.write(
+            "conf.d/w.yaml",
+            &format!("instances:\n  - command: ['{hot}', '20000']\n"),
+        )
+    };
+    conf(20000);
+    let gate = |extra: &[&str]| {
+        let mut args = vec![
+            "gate",
+            "w",
+            "--baseline",
+            "perf/w.json",
+            "--measure",
+            "instructions",
+            "--counter",
+            "valgrind",
+        ];
+        args.extend_from_slice(extra);
+        sb.run(&args)
+    };
+    let r = gate(&["--update-baseline"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // Counts of another counter do not compare: refused, as is a counter without counts.
+    for (args, says) in [
+        (
+            &["--measure", "instructions", "--counter", "perf"][..],
+            "was counted by valgrind",
+        ),
+        (
+            &["--counter", "valgrind"][..],
+            "--counter: counts instructions",
+        ),
+    ] {
+        let mut all = vec!["gate", "w", "--baseline", "perf/w.json"];
+        all.extend_from_slice(args);
+        let r = sb.run(&all);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+    }
+    conf(30000);
+    let r = gate(&["--format", "json"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let doc = r.json();
+    let first = &doc["functions"][0];
+    assert_eq!(first["function"], "hot_loop", "{}", doc["functions"]);
+    let (before, now) = (
+        first["baseline"]["own"].as_f64().unwrap(),
+        first["current"]["own"].as_f64().unwrap(),
+    );
+    // 10,000 more iterations of a loop of a few instructions each.
+    assert!(now - before > 30_000.0 && now / before > 1.4, "{first}");
+    let cold = doc["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["function"] == "cold_loop");
+    assert!(
+        cold.is_none_or(|c| c["baseline"]["own"] == c["current"]["own"]),
+        "{cold:?}"
+    );
+    // The table says it under its title.
+    let r = gate(&[]);
+    assert!(
+        r.stdout
+            .contains("Instructions by function, per run (callgrind)")
+            && r.stdout.contains("hot_loop"),
+        "{}",
+        r.stdout
+    );
+}

@@ -1,0 +1,250 @@
+//! What each function's instructions were in callgrind's files (`gate --measure
+//! instructions` counted by valgrind), and how they changed between two sides: the "why" of
+//! an instruction-count regression, as `callgrind_annotate` would show it per function.
+//!
+//! A callgrind file (its documented format, `callgrind-format`) names each function once
+//! (`fn=(id) name`, later `fn=(id)`), then lists cost lines (`position Ir`): a function's own
+//! cost is the sum of its cost lines, and the cost line after a `calls=` line is the
+//! inclusive cost of that call, added to the caller's inclusive cost only.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+/// A function's instructions per run: its own and with what it called.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCost {
+    pub own: f64,
+    pub inclusive: f64,
+}
+
+/// Per function name (functions of one name in several objects summed): its own and
+/// inclusive instructions in one callgrind file. Lines it cannot read are skipped.
+pub fn functions(text: &str) -> HashMap<String, FunctionCost> {
+    let mut names: HashMap<&str, &str> = HashMap::new();
+    let mut out: HashMap<String, FunctionCost> = HashMap::new();
+    // Position columns before the first event (`positions: instr line` has two).
+    let mut positions = 1;
+    let mut current: Option<&str> = None;
+    let mut after_call = false;
+    for line in text.lines() {
+        if let Some(p) = line.strip_prefix("positions:") {
+            positions = p.split_whitespace().count().max(1);
+            continue;
+        }
+        if let Some(spec) = line.strip_prefix("fn=") {
+            current = resolve(&mut names, spec.trim());
+            after_call = false;
+            continue;
+        }
+        if let Some(spec) = line.strip_prefix("cfn=") {
+            // Defines a name the file may later use in `fn=`.
+            resolve(&mut names, spec.trim());
+            continue;
+        }
+        if line.starts_with("calls=") {
+            after_call = true;
+            continue;
+        }
+        let Some(first) = line.bytes().next() else {
+            continue;
+        };
+        if !(first.is_ascii_digit() || matches!(first, b'+' | b'-' | b'*')) {
+            continue;
+        }
+        let Some(ir) = line
+            .split_whitespace()
+            .nth(positions)
+            .and_then(|v| v.parse::<u64>().ok())
+        else {
+            after_call = false;
+            continue;
+        };
+        if let Some(f) = current {
+            let cost = out.entry(f.to_string()).or_default();
+            cost.inclusive += ir as f64;
+            if !after_call {
+                cost.own += ir as f64;
+            }
+        }
+        after_call = false;
+    }
+    out
+}
+
+/// The name a `fn=`/`cfn=` spec stands for: `(id) name` defines id, `(id)` is what id was
+/// defined as, a bare name is itself.
+fn resolve<'a>(names: &mut HashMap<&'a str, &'a str>, spec: &'a str) -> Option<&'a str> {
+    let Some(rest) = spec.strip_prefix('(') else {
+        return Some(spec);
+    };
+    let (id, name) = rest.split_once(')')?;
+    let name = name.trim();
+    if name.is_empty() {
+        return names.get(id).copied();
+    }
+    names.insert(id, name);
+    Some(name)
+}
+
+/// The costs of several files, summed, divided by `runs`: a side's mean per run. Only the
+/// functions that matter are kept (own cost at least 0.05 % of the total, or inclusive at
+/// least 0.5 %), at most [`KEPT`], so that a baseline file stays small.
+pub fn per_run(
+    files: &[HashMap<String, FunctionCost>],
+    runs: usize,
+) -> BTreeMap<String, FunctionCost> {
+    let mut sum: HashMap<&str, FunctionCost> = HashMap::new();
+    for f in files {
+        for (name, c) in f {
+            let s = sum.entry(name.as_str()).or_default();
+            s.own += c.own;
+            s.inclusive += c.inclusive;
+        }
+    }
+    let n = runs.max(1) as f64;
+    let total: f64 = sum.values().map(|c| c.own).sum();
+    let mut kept: Vec<(&str, FunctionCost)> = sum
+        .into_iter()
+        .filter(|(_, c)| c.own >= total * 0.0005 || c.inclusive >= total * 0.005)
+        .map(|(name, c)| {
+            (
+                name,
+                FunctionCost {
+                    own: c.own / n,
+                    inclusive: c.inclusive / n,
+                },
+            )
+        })
+        .collect();
+    kept.sort_by(|a, b| b.1.own.total_cmp(&a.1.own).then(a.0.cmp(b.0)));
+    kept.truncate(KEPT);
+    kept.into_iter()
+        .map(|(name, c)| (name.to_string(), c))
+        .collect()
+}
+
+/// The most functions a side keeps.
+pub const KEPT: usize = 300;
+
+/// One function's change between the two sides, per run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionChange {
+    pub function: String,
+    pub baseline: FunctionCost,
+    pub current: FunctionCost,
+}
+
+/// The `most` functions whose own instructions changed most (either way), then by their
+/// inclusive change. A function one side did not keep counts as 0 there only when it is
+/// over 1 % of that side's total on the other (a function that appeared or vanished);
+/// below, it may just have been under the kept share.
+pub fn changes(
+    base: &BTreeMap<String, FunctionCost>,
+    now: &BTreeMap<String, FunctionCost>,
+    most: usize,
+) -> Vec<FunctionChange> {
+    let total = |m: &BTreeMap<String, FunctionCost>| m.values().map(|c| c.own).sum::<f64>();
+    let (tb, tn) = (total(base), total(now));
+    let mut out: Vec<FunctionChange> = Vec::new();
+    let names: std::collections::BTreeSet<&String> = base.keys().chain(now.keys()).collect();
+    for name in names {
+        let (b, n) = (base.get(name), now.get(name));
+        let (baseline, current) = match (b, n) {
+            (Some(b), Some(n)) => (*b, *n),
+            (None, Some(n)) if n.own >= tn * 0.01 => (FunctionCost::default(), *n),
+            (Some(b), None) if b.own >= tb * 0.01 => (*b, FunctionCost::default()),
+            _ => continue,
+        };
+        if baseline == current {
+            continue;
+        }
+        out.push(FunctionChange {
+            function: name.clone(),
+            baseline,
+            current,
+        });
+    }
+    let key = |c: &FunctionChange| {
+        (
+            (c.current.own - c.baseline.own).abs(),
+            (c.current.inclusive - c.baseline.inclusive).abs(),
+        )
+    };
+    out.sort_by(|a, b| {
+        let (ka, kb) = (key(a), key(b));
+        kb.0.total_cmp(&ka.0)
+            .then(kb.1.total_cmp(&ka.1))
+            .then(a.function.cmp(&b.function))
+    });
+    out.truncate(most);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "# callgrind format
+version: 1
+positions: line
+events: Ir
+summary: 1170
+
+ob=(1) /bin/w
+fl=(1) w.c
+fn=(1) main
+5 10
+cfn=(2) hot
+calls=1 3
+5 1000
+cfn=(3) cold
+calls=2 4
++1 100
+fn=(2)
+3 900
++1 100
+fn=(3) cold
+4 60
+* 0
+";
+
+    #[test]
+    fn own_and_inclusive_costs_follow_names_and_call_lines() {
+        let f = functions(FILE);
+        assert_eq!(
+            f["main"],
+            FunctionCost {
+                own: 10.0,
+                inclusive: 1110.0
+            }
+        );
+        assert_eq!(
+            f["hot"],
+            FunctionCost {
+                own: 1000.0,
+                inclusive: 1000.0
+            }
+        );
+        assert_eq!(f["cold"].own, 60.0);
+        // Two positions before the count: the count is the third column.
+        let two = FILE
+            .replace("positions: line", "positions: instr line")
+            .replace("5 10\n", "0x10 5 10\n");
+        assert_eq!(functions(&two)["main"].own, 10.0);
+        assert!(functions("junk\nfn=(9)\n1 x\ncalls=\n").is_empty());
+    }
+
+    #[test]
+    fn the_function_made_slower_leads_the_changes() {
+        let base = per_run(&[functions(FILE), functions(FILE)], 2);
+        let slower = FILE.replace("3 900", "3 1900").replace("5 1000", "5 2000");
+        let now = per_run(&[functions(&slower), functions(&slower)], 2);
+        let c = changes(&base, &now, 10);
+        assert_eq!(c[0].function, "hot", "{c:?}");
+        assert_eq!((c[0].baseline.own, c[0].current.own), (1000.0, 2000.0));
+        // main's own cost did not move; its inclusive did: it comes after.
+        assert_eq!(c[1].function, "main", "{c:?}");
+        assert_eq!(c.len(), 2, "cold did not change: {c:?}");
+    }
+}
