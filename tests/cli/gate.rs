@@ -978,4 +978,13 @@ fn the_instruction_diff_names_the_function_made_slower() {
         "{}",
         r.stdout
     );
+    // So does the Markdown report.
+    let r = gate(&["--format", "markdown"]);
+    assert!(
+        r.stdout
+            .contains("| function | own before | own now | own change |")
+            && r.stdout.contains("\n| hot_loop | "),
+        "{}",
+        r.stdout
+    );
 }
