@@ -224,9 +224,9 @@ impl<'a> Registry<'a> {
             )
         };
         let missing = format!(
-            "no check named `{name}` was found: it is not a built-in, there is no {}/{name}.py, and {interpreter} has no `datadog_checks.{name}`. Give the Python that has the integration installed: --python VENV/bin/python (e.g. after `VENV/bin/pip install datadog-{}`)",
+            "no check named `{name}` was found: it is not a built-in, there is no {}/{name}.py, and {interpreter} has no `datadog_checks.{name}`. {}",
             self.config.checks_path.display(),
-            name.replace('_', "-"),
+            install_hint(name),
         );
         if let Ok(confs) = CheckConf::locate_all(confd, name)
             && let Some(conf) = confs.first()
@@ -307,18 +307,18 @@ impl<'a> Registry<'a> {
             .filter(|n| strsim::damerau_levenshtein(name, n) <= 2.max(name.len() / 3))
             .map(|n| format!("; did you mean `{n}`?"))
             .unwrap_or_default();
-        let dir = |p: &Path| {
-            if p.is_dir() {
-                p.display().to_string()
-            } else {
-                format!("{} (does not exist)", p.display())
-            }
+        names.sort();
+        // After `agentprof init` (its plugins are there), saying to run it leads nowhere.
+        let init = if self.config.checks_path.join("http_check.py").is_file() {
+            ""
+        } else {
+            "\n  `agentprof init` writes the plugin checks agentprof ships (directory, file_age, http_check) and example configurations"
         };
         format!(
-            "{close} known checks: {}. Looked in conf.d {} and plugins {}: --confd, --checks and --python point elsewhere; `agentprof init` writes the plugin checks agentprof ships (http_check, directory, file_age) and their example configurations",
+            "{close}\n  known checks: {}\n  looked for {name}: {}\n  an integrations-core check: {}{init}",
             names.join(", "),
-            dir(&self.config.confd_path),
-            dir(&self.config.checks_path),
+            self.config.check_dirs_said(),
+            install_hint(name),
         )
     }
 
@@ -330,13 +330,20 @@ impl<'a> Registry<'a> {
             .collect()
     }
 
-    /// NAME's instances as JSON, in the order the runner numbers them (a built-in or exec
-    /// plugin without configuration runs one default instance, seen here as `{}`): what
+    /// NAME's instances as JSON, in the order the runner numbers them (a built-in without
+    /// configuration runs the Agent's conf.yaml.default, an exec plugin one `{}`): what
     /// `check --instance-filter` reads.
     pub fn instance_values(&self, name: &str) -> Result<Vec<serde_json::Value>, UsageError> {
         let confs = self.confs(name)?;
         if confs.is_empty() {
-            return Ok(vec![serde_json::json!({})]);
+            let default = match self.plugin(name) {
+                None => self.spec(name).and_then(|s| s.default_conf()),
+                Some(_) => None,
+            };
+            return Ok(match default {
+                Some(d) => python_config(std::slice::from_ref(&d)).1,
+                None => vec![serde_json::json!({})],
+            });
         }
         Ok(python_config(&confs).1)
     }
@@ -392,16 +399,19 @@ impl<'a> Registry<'a> {
     /// Python check without one), and the example to start from when there is one.
     fn no_conf_error(&self, name: &str, installed: Option<&Installed>) -> UsageError {
         let confd = self.config.confd_path.display();
-        let local = self
-            .config
-            .confd_path
-            .join(format!("{name}.d/conf.yaml.example"));
-        let example = if local.is_file() {
-            Some(local)
-        } else {
-            installed.and_then(|i| i.example.clone())
-        };
+        let confd_path = &self.config.confd_path;
+        // `agentprof init` writes NAME.yaml.example beside the Agent's NAME.d/conf.yaml.example.
+        let flat = confd_path.join(format!("{name}.yaml.example"));
+        let example = [confd_path.join(format!("{name}.d/conf.yaml.example")), flat.clone()]
+            .into_iter()
+            .find(|p| p.is_file())
+            .or_else(|| installed.and_then(|i| i.example.clone()));
         let start = match example {
+            Some(example) if example == flat => format!(
+                "copy {} to {confd}/{name}.yaml and edit it (`cp {} {confd}/{name}.yaml`)",
+                example.display(),
+                example.display()
+            ),
             Some(example) => format!(
                 "copy {} to {confd}/{name}.d/conf.yaml and edit it",
                 example.display()
@@ -417,6 +427,14 @@ impl<'a> Registry<'a> {
             ),
         )
     }
+}
+
+/// How an integration of integrations-core comes to run: its PyPI wheels are the Agent's
+/// packaging and hold no code, so from a checkout, or in the Agent's own Python.
+fn install_hint(name: &str) -> String {
+    format!(
+        "install it from an integrations-core checkout into a Python of your own (`VENV/bin/pip install './datadog_checks_base[deps]' ./{name}`, then --python VENV/bin/python), or run the Agent's embedded Python, which has it: --python /opt/datadog-agent/embedded/bin/python3"
+    )
 }
 
 /// Each instance's common options, `run_timeout` and `service` defaulting to init_config's

@@ -280,7 +280,8 @@ pub struct CheckArgs {
     #[arg(short = 't', long = "times", visible_alias = "check-times", value_name = "N",
           default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub times: u32,
-    /// Run twice, one second apart, so rates and deltas have a value
+    /// Run twice, one second apart, so rates and deltas have a value (as `agent check -r`,
+    /// this overrides --check-times and --pause)
     #[arg(short = 'r', long, visible_alias = "check-rate")]
     pub rate: bool,
     /// Wait this long after the runs before the report (as `agent check -d`, whose

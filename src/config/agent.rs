@@ -162,6 +162,24 @@ pub struct LoadOptions {
 const ENV_CONFIG: &str = "AGENTPROF_CONFIG";
 
 impl AgentConfig {
+    /// Where checks are looked for, as absolute paths, each said missing when it is, and how
+    /// others are chosen: for the messages of a check that is not found.
+    pub fn check_dirs_said(&self) -> String {
+        let said = |p: &Path| {
+            let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+            if p.is_dir() {
+                abs.display().to_string()
+            } else {
+                format!("{} (does not exist)", abs.display())
+            }
+        };
+        format!(
+            "configurations in {}, plugins in {} (without --confd/--checks or agentprof.yaml's confd_path/checks_path: ./conf.d and ./checks, else /etc/agentprof/conf.d and /etc/agentprof/checks.d)",
+            said(&self.confd_path),
+            said(&self.checks_path)
+        )
+    }
+
     /// Finds and reads agentprof.yaml, then applies environment and flag overrides.
     pub fn load(opts: &LoadOptions) -> Result<AgentConfig, UsageError> {
         let explicit = opts.config.clone().or_else(|| {

@@ -24,6 +24,10 @@ pub const COMMON_INSTANCE_KEYS: &[&str] = &[
 /// a near miss of one of them in a plugin's instance is most likely a typo.
 const AGENT_INSTANCE_KEYS: &[&str] = &["name"];
 
+/// init_config keys read for every check: `service` (the Agent's loader), `min_collection_interval`
+/// (datadog_checks_base's default for the instances), `run_timeout` (agentprof's).
+const INIT_CONFIG_KEYS: &[&str] = &["service", "min_collection_interval", "run_timeout"];
+
 /// Top-level keys of a check file besides init_config and instances that Datadog users keep there.
 const OTHER_TOP_KEYS: &[&str] = &["logs", "ad_identifiers", "gate"];
 
@@ -207,6 +211,11 @@ impl CheckConf {
                 out.push(self.unknown(key, "", &top_known));
             }
         }
+        for key in self.init_config_keys() {
+            if !INIT_CONFIG_KEYS.contains(&key) {
+                out.push(self.unknown(key, "init_config.", INIT_CONFIG_KEYS));
+            }
+        }
         let known: Vec<&str> = COMMON_INSTANCE_KEYS
             .iter()
             .chain(check_keys)
@@ -225,9 +234,9 @@ impl CheckConf {
         out
     }
 
-    /// For a plugin, whose other keys are its own: instance keys one or two edits away from
-    /// a key the Agent reads for every check (`min_colection_interval`, `tgs`), which the
-    /// Agent would silently ignore.
+    /// For a plugin, whose other keys are its own: instance and init_config keys one or two
+    /// edits away from a key read for every check (`min_colection_interval`, `tgs`,
+    /// `servce`), which would be silently ignored.
     pub fn near_common_key_warnings(&self) -> Vec<String> {
         let common: Vec<&str> = COMMON_INSTANCE_KEYS
             .iter()
@@ -235,38 +244,45 @@ impl CheckConf {
             .copied()
             .collect();
         let mut out = Vec::new();
+        for key in self.init_config_keys() {
+            if let Some(c) = near_miss(key, INIT_CONFIG_KEYS) {
+                out.push(format!(
+                    "{}: init_config.{key}: did you mean `{c}`? ({}; `{key}` only reaches the check)",
+                    self.key_at(key),
+                    who_reads(c)
+                ));
+            }
+        }
         for (i, inst) in self.instances.iter().enumerate() {
             let Some(map) = inst.as_mapping() else {
                 continue;
             };
             for key in map.keys().filter_map(Value::as_str) {
-                if common.contains(&key) {
-                    continue;
-                }
-                let near = common.iter().find(|c| {
-                    let d = strsim::damerau_levenshtein(key, c);
-                    // Short keys: one letter dropped or swapped (`tgs`, `tgas`; not `names`,
-                    // a check's own word); long ones: two edits.
-                    let short = c.len() <= 5;
-                    d > 0
-                        && key.len() >= 3
-                        && if short {
-                            d == 1 && key.len() <= c.len()
-                        } else {
-                            d <= 2
-                        }
-                });
-                if let Some(c) = near {
-                    let at = find_key_line(&self.text, key)
-                        .map(|l| format!("{}:{l}", self.path.display()))
-                        .unwrap_or_else(|| self.path.display().to_string());
+                if let Some(c) = near_miss(key, &common) {
                     out.push(format!(
-                        "{at}: instances[{i}].{key}: did you mean `{c}`? (the Agent reads `{c}` for every check; `{key}` only reaches the check)"
+                        "{}: instances[{i}].{key}: did you mean `{c}`? ({}; `{key}` only reaches the check)",
+                        self.key_at(key),
+                        who_reads(c)
                     ));
                 }
             }
         }
         out
+    }
+
+    /// init_config's keys, in the file's order.
+    fn init_config_keys(&self) -> impl Iterator<Item = &str> {
+        self.init_config
+            .as_mapping()
+            .into_iter()
+            .flat_map(|m| m.keys().filter_map(Value::as_str))
+    }
+
+    /// `path:line` of the first `key:` in the file, else the path.
+    fn key_at(&self, key: &str) -> String {
+        find_key_line(&self.text, key)
+            .map(|l| format!("{}:{l}", self.path.display()))
+            .unwrap_or_else(|| self.path.display().to_string())
     }
 
     fn unknown(&self, key: &str, prefix: &str, known: &[&str]) -> String {
@@ -366,6 +382,36 @@ fn usable(p: PathBuf) -> Result<Option<PathBuf>, UsageError> {
         Err(e) => format!("cannot be read: {e}"),
     };
     Err(UsageError::config(&p, why))
+}
+
+/// The key of `known` that `key` most likely misspells: one letter dropped or swapped for a
+/// short key (`tgs`, `tgas`; not `names`, a check's own word), two edits for a long one.
+fn near_miss<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
+    if known.contains(&key) || key.len() < 3 {
+        return None;
+    }
+    known.iter().copied().find(|c| {
+        let d = strsim::damerau_levenshtein(key, c);
+        if c.len() <= 5 {
+            d == 1 && key.len() <= c.len()
+        } else {
+            d > 0 && d <= 2
+        }
+    })
+}
+
+/// Who reads a key common to every check, said in a near-miss warning.
+fn who_reads(key: &str) -> &'static str {
+    match key {
+        "tags" => {
+            "agentprof adds an instance's `tags` to an exec plugin's and a built-in's submissions; a Python check reads them itself"
+        }
+        "run_timeout" => "agentprof reads `run_timeout` for every check",
+        "min_collection_interval" => {
+            "the Agent schedules every check by `min_collection_interval`, and datadog_checks_base reads init_config's as the instances' default"
+        }
+        _ => "the Agent reads it for every check",
+    }
 }
 
 /// The 1-based line where `key:` first appears as a mapping key (also after `- `).

@@ -13,7 +13,17 @@ fn unknown_check_names_the_closest_first() {
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("known checks: disk,"), "{}", r.stderr);
+    // Known checks in name order, and where they were looked for as absolute paths.
+    assert!(
+        r.stderr.contains("known checks: cpu, disk, io, load,"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("looked for dsk: configurations in /"),
+        "{}",
+        r.stderr
+    );
     assert!(r.stdout.is_empty());
 }
 

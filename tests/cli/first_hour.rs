@@ -163,8 +163,8 @@ fn outside_a_clone_init_writes_what_agentprof_ships() {
     assert_eq!(unknown.status.code(), Some(2));
     let shown = text(&unknown);
     assert!(
-        shown.contains("Looked in conf.d conf.d (does not exist)")
-            && shown.contains("agentprof init"),
+        shown.contains("conf.d (does not exist), plugins in /")
+            && shown.contains("`agentprof init` writes"),
         "{shown}"
     );
 

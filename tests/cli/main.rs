@@ -1,6 +1,7 @@
 //! Integration tests: the built binary, run as a user runs it.
 #![allow(clippy::unwrap_used)]
 
+mod agent_flags;
 mod agent_semantics;
 mod architecture;
 mod check;

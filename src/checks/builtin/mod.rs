@@ -35,6 +35,22 @@ pub struct BuiltinSpec {
     pub summary: &'static str,
     pub options: &'static [&'static str],
     pub build: BuildFn,
+    /// The instances it runs without a file: the Agent's `NAME.d/conf.yaml.default`, which
+    /// its package enables (none: the check needs a configuration, as `process`).
+    pub default_conf: Option<&'static str>,
+}
+
+/// The Agent's `conf.yaml.default` of most system checks: one instance of defaults.
+const AGENT_DEFAULT: Option<&str> = Some("init_config:\ninstances:\n  - {}\n");
+
+impl BuiltinSpec {
+    /// Its default configuration as a file read from `NAME.d/conf.yaml.default`, the name the
+    /// Agent gives it (its messages name that file); none when the check needs one written.
+    pub fn default_conf(&self) -> Option<CheckConf> {
+        let text = self.default_conf?;
+        let path = std::path::PathBuf::from(format!("{}.d/conf.yaml.default", self.name));
+        CheckConf::parse(&path, text.to_string()).ok()
+    }
 }
 
 /// What is wrong with a built-in check's instance: the option at fault, and why.
@@ -120,48 +136,56 @@ pub static BUILTINS: &[BuiltinSpec] = &[
         summary: "CPU time split (user, system, idle, iowait, stolen, guest) in percent",
         options: cpu::OPTIONS,
         build: build::<cpu::CpuCheck>,
+        default_conf: AGENT_DEFAULT,
     },
     BuiltinSpec {
         name: "disk",
         summary: "space and inodes of each mounted filesystem",
         options: disk::OPTIONS,
         build: build::<disk::DiskCheck>,
+        default_conf: Some("init_config:\ninstances:\n  - use_mount: false\n"),
     },
     BuiltinSpec {
         name: "io",
         summary: "per-device I/O rates, latency and utilisation (iostat -x)",
         options: io::OPTIONS,
         build: build::<io::IoCheck>,
+        default_conf: AGENT_DEFAULT,
     },
     BuiltinSpec {
         name: "load",
         summary: "load averages, raw and per core",
         options: load::OPTIONS,
         build: build::<load::LoadCheck>,
+        default_conf: AGENT_DEFAULT,
     },
     BuiltinSpec {
         name: "memory",
         summary: "physical memory and swap",
         options: memory::OPTIONS,
         build: build::<memory::MemoryCheck>,
+        default_conf: AGENT_DEFAULT,
     },
     BuiltinSpec {
         name: "network",
         summary: "per-interface traffic and errors; TCP/UDP connection states",
         options: network::OPTIONS,
         build: build::<network::NetworkCheck>,
+        default_conf: Some("init_config:\ninstances:\n  - collect_connection_state: false\n"),
     },
     BuiltinSpec {
         name: "process",
         summary: "CPU, memory, threads, fds and I/O of processes matched by name or pattern",
         options: process::OPTIONS,
         build: build::<process::ProcessCheck>,
+        default_conf: None,
     },
     BuiltinSpec {
         name: "uptime",
         summary: "seconds since boot",
         options: uptime::OPTIONS,
         build: build::<uptime::UptimeCheck>,
+        default_conf: AGENT_DEFAULT,
     },
 ];
 
@@ -180,48 +204,56 @@ pub static BUILTINS: &[BuiltinSpec] = &[
         summary: "CPU time split (Linux only)",
         options: &[],
         build: unsupported,
+        default_conf: AGENT_DEFAULT,
     },
     BuiltinSpec {
         name: "disk",
         summary: "filesystem space (Linux only)",
         options: &[],
         build: unsupported,
+        default_conf: AGENT_DEFAULT,
     },
     BuiltinSpec {
         name: "io",
         summary: "device I/O (Linux only)",
         options: &[],
         build: unsupported,
+        default_conf: AGENT_DEFAULT,
     },
     BuiltinSpec {
         name: "load",
         summary: "load averages (Linux only)",
         options: &[],
         build: unsupported,
+        default_conf: AGENT_DEFAULT,
     },
     BuiltinSpec {
         name: "memory",
         summary: "memory and swap (Linux only)",
         options: &[],
         build: unsupported,
+        default_conf: AGENT_DEFAULT,
     },
     BuiltinSpec {
         name: "network",
         summary: "interfaces (Linux only)",
         options: &[],
         build: unsupported,
+        default_conf: AGENT_DEFAULT,
     },
     BuiltinSpec {
         name: "process",
         summary: "processes (Linux only)",
         options: &[],
         build: unsupported,
+        default_conf: AGENT_DEFAULT,
     },
     BuiltinSpec {
         name: "uptime",
         summary: "uptime (Linux only)",
         options: &[],
         build: unsupported,
+        default_conf: AGENT_DEFAULT,
     },
 ];
 

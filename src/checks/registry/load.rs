@@ -52,7 +52,10 @@ impl Registry<'_> {
         let mut warnings = Vec::new();
         let (confs, source, commons) = self.common(spec.name, Some(spec.options), &mut warnings)?;
         let mut checks = Vec::with_capacity(commons.len());
-        if confs.is_empty() {
+        let default = confs.is_empty().then(|| spec.default_conf()).flatten();
+        if let Some(d) = &default {
+            checks.extend((spec.build)(Some(d))?);
+        } else if confs.is_empty() {
             let built = (spec.build)(None).map_err(|e| {
                 let confd = self.config.confd_path.display();
                 let name = spec.name;

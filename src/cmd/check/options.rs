@@ -77,9 +77,21 @@ impl CheckOptions {
         };
         let mut times = a.times;
         if a.rate {
-            // Like the Agent's `check -r`: two runs, one second apart, so rates have a value.
-            times = times.max(2);
-            pause = pause.max(Duration::from_secs(1));
+            // As the Agent's `check -r`: two runs, one second apart, so rates have a value;
+            // like it, -t and --pause give way, and it says so.
+            if times > 2 {
+                eprintln!(
+                    "agentprof: note: --check-rate runs the check twice, as the Agent's: --check-times {times} is overridden to 2"
+                );
+            }
+            if a.pause.is_some() && pause != Duration::from_secs(1) {
+                eprintln!(
+                    "agentprof: note: --check-rate pauses 1000 ms between its two runs, as the Agent's: --pause {} is overridden",
+                    a.pause.as_deref().unwrap_or_default()
+                );
+            }
+            times = 2;
+            pause = Duration::from_secs(1);
         }
         for (flag, set) in [
             ("--discovery-timeout", a.discovery_timeout.is_some()),

@@ -1,0 +1,141 @@
+//! `agentprof check` as a check author who knows `agent check` uses it: the Agent's flags and
+//! defaults on every kind of check, and messages that lead to a command that works (each
+//! test runs the command the message gives).
+
+use crate::support::{Sandbox, reply, serve, venv_python};
+
+#[test]
+fn check_rate_overrides_times_and_pause_as_the_agent_does() {
+    let sb = Sandbox::new();
+    let r = sb.run(&["check", "uptime", "--json", "-r", "-t", "5", "--pause", "10"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "-r runs twice, whatever -t says");
+    let gap = runs[1]["started_at"].as_f64().unwrap() - runs[0]["started_at"].as_f64().unwrap();
+    assert!(gap >= 1.0, "runs {gap}s apart: -r pauses 1000 ms, not --pause 10");
+    assert!(
+        r.stderr.contains("--check-times 5 is overridden to 2")
+            && r.stderr.contains("--pause 10 is overridden"),
+        "{}",
+        r.stderr
+    );
+    // Nothing said when nothing is overridden.
+    let r = sb.run(&["check", "uptime", "--json", "-r"]);
+    assert!(!r.stderr.contains("overridden"), "{}", r.stderr);
+}
+
+#[test]
+fn built_ins_run_the_agents_conf_yaml_default() {
+    let sb = Sandbox::new();
+    // The Agent's disk.d/conf.yaml.default is `instances: [{use_mount: false}]`.
+    let r = sb.run(&[
+        "check",
+        "disk",
+        "--json",
+        "--instance-filter",
+        ".use_mount == false",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.json()["metrics"].as_array().unwrap().is_empty());
+    let r = sb.run(&[
+        "check",
+        "network",
+        "--json",
+        "--instance-filter",
+        ".collect_connection_state == false",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // A file of the user's replaces the default, as in the Agent.
+    sb.write("conf.d/disk.yaml", "instances:\n  - use_mount: true\n");
+    let r = sb.run(&["check", "disk", "--instance-filter", ".use_mount == false"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}
+
+#[test]
+fn init_config_typos_warn_with_their_line() {
+    let sb = Sandbox::new();
+    sb.write(
+        "conf.d/uptime.yaml",
+        "init_config:\n  servce: web\n  min_collection_intervl: 5\ninstances:\n  - {}\n",
+    );
+    let r = sb.run(&["check", "uptime"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for want in [
+        "conf.d/uptime.yaml:2: unknown option `init_config.servce`, ignored (did you mean `service`?)",
+        "conf.d/uptime.yaml:3: unknown option `init_config.min_collection_intervl`, ignored (did you mean `min_collection_interval`?)",
+    ] {
+        assert!(r.stderr.contains(want), "{want}\n{}", r.stderr);
+    }
+    // A plugin's own keys are its business: only near misses of the common ones warn, and
+    // `tags` is not said to be read by the Agent for a Python check.
+    sb.plugin("ex", "echo 'ex.up:1|g'\n");
+    sb.write(
+        "conf.d/ex.yaml",
+        "init_config:\n  servce: web\n  own: 1\ninstances:\n  - tgs: [a:b]\n",
+    );
+    let r = sb.run(&["check", "ex"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("conf.d/ex.yaml:2: init_config.servce: did you mean `service`?"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("own"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("a Python check reads them itself")
+            && !r.stderr.contains("the Agent reads `tags`"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_missing_integration_is_said_with_what_installs_it() {
+    let sb = Sandbox::new();
+    let r = sb.run(&["check", "etcd"]);
+    assert_eq!(r.code, 2);
+    // The PyPI wheel datadog-etcd is the Agent's packaging and holds no code.
+    assert!(!r.stderr.contains("pip install datadog-etcd"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("./etcd") && r.stderr.contains("--python"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// A fresh clone (or after `agentprof init`): `check http_check` points at the example that
+/// is there, and copying it as said (with a URL of this test) runs the check.
+#[test]
+fn http_check_without_configuration_points_at_its_example() {
+    let Some(python) = venv_python() else { return };
+    let sb = Sandbox::new();
+    assert_eq!(sb.run(&["init"]).code, 0);
+    let r = sb.run(&["check", "http_check", "--python", &python]);
+    assert_eq!(r.code, 2);
+    let cp = "cp conf.d/http_check.yaml.example conf.d/http_check.yaml";
+    assert!(r.stderr.contains(cp), "{}", r.stderr);
+    assert!(!r.stderr.contains("instances: [{}]"), "{}", r.stderr);
+    let (addr, _) = serve(|_, _| reply("200 OK", "ok"));
+    let example = std::fs::read_to_string(sb.file("conf.d/http_check.yaml.example")).unwrap();
+    let url = "https://example.internal/health";
+    assert!(example.contains(url));
+    sb.write(
+        "conf.d/http_check.yaml",
+        &example.replace(url, &format!("http://{addr}/health")),
+    );
+    let r = sb.run(&["check", "http_check", "--python", &python, "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    let can_connect = doc["service_checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "http.can_connect")
+        .cloned();
+    assert_eq!(can_connect.map(|s| s["status"].clone()), Some(0.into()));
+    // After init, the unknown-check message no longer says to run it.
+    let r = sb.run(&["check", "etcd"]);
+    assert!(!r.stderr.contains("agentprof init"), "{}", r.stderr);
+}
