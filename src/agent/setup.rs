@@ -33,8 +33,16 @@ pub(super) fn load_checks(
     let mut names = configured_checks(&config.confd_path);
     if names.is_empty() {
         // As the Agent, whose package enables these from their conf.yaml.default files.
+        let start = if config.confd_path.join("disk.yaml.example").is_file() {
+            format!(
+                "to configure one, copy its {}/NAME.yaml.example to NAME.yaml",
+                config.confd_path.display()
+            )
+        } else {
+            "`agentprof init` writes NAME.yaml.example files to start from".to_string()
+        };
         eprintln!(
-            "agentprof: no check is configured in {}: running the Agent's default checks ({}) with their default instances (`agentprof init` writes conf.d/NAME.yaml.example files to start from)",
+            "agentprof: no check is configured in {}: running the Agent's default checks ({}) with their conf.yaml.default instances; {start}",
             config.confd_path.display(),
             DEFAULT_CHECKS.join(", ")
         );

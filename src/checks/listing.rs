@@ -29,6 +29,9 @@ pub struct CheckListing {
     pub summary: String,
     /// Set when the configuration cannot be loaded.
     pub error: Option<String>,
+    /// No file configures it and it has no default it can run (a Python check, `process`):
+    /// `error` says how to write one. Not an error of a file.
+    pub needs_configuration: bool,
 }
 
 impl Registry<'_> {
@@ -94,13 +97,13 @@ impl Registry<'_> {
         path: Option<&Path>,
         summary: &str,
     ) -> CheckListing {
-        let (source, instances, error) = match self.load(name) {
-            Ok(l) => (l.source, l.instances.len(), None),
+        let (source, instances, error, needs_configuration) = match self.load(name) {
+            Ok(l) => (l.source, l.instances.len(), None, false),
             Err(e) => {
-                let source = ConfigSource::of_paths(
-                    CheckConf::locate_all(&self.config.confd_path, name).unwrap_or_default(),
-                );
-                (source, 0, Some(e.to_string()))
+                let files =
+                    CheckConf::locate_all(&self.config.confd_path, name).unwrap_or_default();
+                let none = files.is_empty();
+                (ConfigSource::of_paths(files), 0, Some(e.to_string()), none)
             }
         };
         let resolves_to = match (kind, path) {
@@ -120,6 +123,7 @@ impl Registry<'_> {
             instances,
             summary: summary.to_string(),
             error,
+            needs_configuration,
         }
     }
 }

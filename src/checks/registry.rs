@@ -402,10 +402,13 @@ impl<'a> Registry<'a> {
         let confd_path = &self.config.confd_path;
         // `agentprof init` writes NAME.yaml.example beside the Agent's NAME.d/conf.yaml.example.
         let flat = confd_path.join(format!("{name}.yaml.example"));
-        let example = [confd_path.join(format!("{name}.d/conf.yaml.example")), flat.clone()]
-            .into_iter()
-            .find(|p| p.is_file())
-            .or_else(|| installed.and_then(|i| i.example.clone()));
+        let example = [
+            confd_path.join(format!("{name}.d/conf.yaml.example")),
+            flat.clone(),
+        ]
+        .into_iter()
+        .find(|p| p.is_file())
+        .or_else(|| installed.and_then(|i| i.example.clone()));
         let start = match example {
             Some(example) if example == flat => format!(
                 "copy {} to {confd}/{name}.yaml and edit it (`cp {} {confd}/{name}.yaml`)",

@@ -30,15 +30,20 @@ fn setup(c: &K8sCommon) -> anyhow::Result<Setup> {
     let path = crate::config::CheckConf::find(&agent.confd_path, "profile").ok_or_else(|| {
         UsageError::config(
             &agent.confd_path,
-            "no profile.yaml here: its `kubernetes:` rules say what to collect \
-             (see conf.d/profile.yaml.example)",
+            format!(
+                "no profile.yaml here: its `kubernetes:` rules say what to collect; {}",
+                crate::config::start_from_example(&agent.confd_path, "profile")
+            ),
         )
     })?;
     let text = crate::config::read_config_text(&path)?;
     let rules = K8sConfig::parse(&path, &text)?.ok_or_else(|| {
         UsageError::config(
             &path,
-            "no `kubernetes:` rules: add at least one (see conf.d/profile.yaml.example)",
+            format!(
+                "no `kubernetes:` rules: add at least one (as in {})",
+                agent.confd_path.join("profile.yaml.example").display()
+            ),
         )
     })?;
     let statics = super::pull::static_targets(&path, &text)?;

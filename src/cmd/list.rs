@@ -72,11 +72,14 @@ pub fn run(opts: LoadOptions, json: bool) -> anyhow::Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// One check's row: name, kind, where its configuration comes from, instances (or `error`),
+/// One check's row: name, kind, where its configuration comes from, instances (or `error`,
+/// or `needs a file`),
 /// what it runs as, and what it reports (its version, and the file that overrides a
 /// built-in).
 fn row(r: &CheckListing) -> Vec<String> {
-    let instances = if r.error.is_some() {
+    let instances = if r.needs_configuration {
+        "needs a file".to_string()
+    } else if r.error.is_some() {
         "error".to_string()
     } else {
         r.instances.to_string()
@@ -88,7 +91,11 @@ fn row(r: &CheckListing) -> Vec<String> {
     vec![
         r.name.clone(),
         r.kind.label().to_string(),
-        r.source.to_string(),
+        if r.needs_configuration {
+            "(none)".to_string()
+        } else {
+            r.source.to_string()
+        },
         instances,
         r.resolves_to.clone(),
         match &r.path {

@@ -302,7 +302,10 @@ pub fn run(args: PullArgs) -> anyhow::Result<Outcome> {
                 crate::config::CheckConf::find(&config.confd_path, "profile").ok_or_else(|| {
                     UsageError::config(
                         &config.confd_path,
-                        "no URL given and no profile.yaml here (see conf.d/profile.yaml.example)",
+                        format!(
+                            "no URL given and no profile.yaml here: give a URL (`agentprof pull http://HOST:6060`), or list targets in profile.yaml: {}",
+                            crate::config::start_from_example(&config.confd_path, "profile")
+                        ),
                     )
                 })?;
             from_file(&path)?

@@ -66,6 +66,27 @@ pub(crate) fn read_config_text(path: &Path) -> Result<String, UsageError> {
 }
 
 /// A check file's text as agentprof reads one from disk: nesting refused first, then parsed.
+/// How to start NAME's configuration in `confd`: the command that copies its example when
+/// the example is there (a clone of agentprof, or after `agentprof init`), else `init`, which
+/// writes it.
+pub fn start_from_example(confd: &Path, name: &str) -> String {
+    let example = confd.join(format!("{name}.yaml.example"));
+    let target = confd.join(format!("{name}.yaml"));
+    if example.is_file() {
+        format!(
+            "start from its example: `cp {} {}`, then edit it",
+            example.display(),
+            target.display()
+        )
+    } else {
+        format!(
+            "`agentprof init` writes {}; copy it to {} and edit it",
+            example.display(),
+            target.display()
+        )
+    }
+}
+
 pub fn parse_check_file(path: &Path, text: String) -> Result<CheckConf, UsageError> {
     check_nesting(path, &text)?;
     CheckConf::parse(path, text)

@@ -7,13 +7,18 @@ use crate::support::{Sandbox, reply, serve, venv_python};
 #[test]
 fn check_rate_overrides_times_and_pause_as_the_agent_does() {
     let sb = Sandbox::new();
-    let r = sb.run(&["check", "uptime", "--json", "-r", "-t", "5", "--pause", "10"]);
+    let r = sb.run(&[
+        "check", "uptime", "--json", "-r", "-t", "5", "--pause", "10",
+    ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let doc = r.json();
     let runs = doc["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2, "-r runs twice, whatever -t says");
     let gap = runs[1]["started_at"].as_f64().unwrap() - runs[0]["started_at"].as_f64().unwrap();
-    assert!(gap >= 1.0, "runs {gap}s apart: -r pauses 1000 ms, not --pause 10");
+    assert!(
+        gap >= 1.0,
+        "runs {gap}s apart: -r pauses 1000 ms, not --pause 10"
+    );
     assert!(
         r.stderr.contains("--check-times 5 is overridden to 2")
             && r.stderr.contains("--pause 10 is overridden"),
@@ -97,7 +102,11 @@ fn a_missing_integration_is_said_with_what_installs_it() {
     let r = sb.run(&["check", "etcd"]);
     assert_eq!(r.code, 2);
     // The PyPI wheel datadog-etcd is the Agent's packaging and holds no code.
-    assert!(!r.stderr.contains("pip install datadog-etcd"), "{}", r.stderr);
+    assert!(
+        !r.stderr.contains("pip install datadog-etcd"),
+        "{}",
+        r.stderr
+    );
     assert!(
         r.stderr.contains("./etcd") && r.stderr.contains("--python"),
         "{}",
@@ -138,4 +147,45 @@ fn http_check_without_configuration_points_at_its_example() {
     // After init, the unknown-check message no longer says to run it.
     let r = sb.run(&["check", "etcd"]);
     assert!(!r.stderr.contains("agentprof init"), "{}", r.stderr);
+}
+
+/// After `agentprof init` (as in a clone): `list` says which shipped checks need a file rather
+/// than "error", and `start` says to copy an example, not to run init again.
+#[test]
+fn after_init_list_and_start_say_what_to_copy() {
+    let sb = Sandbox::new();
+    assert_eq!(sb.run(&["init"]).code, 0);
+    let r = sb.run(&["list"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let row = |name: &str| {
+        r.stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    for name in ["directory", "http_check", "process"] {
+        let line = row(name);
+        assert!(
+            line.contains("(none)") && line.contains("needs a file") && !line.contains("error"),
+            "{line}"
+        );
+    }
+    assert!(row("disk").contains(" 1 "), "{}", row("disk"));
+    let doc = sb.run(&["list", "--json"]).json();
+    let dir = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "directory")
+        .cloned()
+        .unwrap();
+    assert_eq!(dir["needs_configuration"], true);
+    let r = sb.run(&["start", "--duration", "1s"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("NAME.yaml.example to NAME.yaml") && !r.stderr.contains("agentprof init"),
+        "{}",
+        r.stderr
+    );
 }

@@ -1250,3 +1250,26 @@ fn an_out_dir_that_cannot_be_made_is_profile_yamls_error() {
         r.stderr
     );
 }
+
+/// A newcomer's first `k8s targets`: the message says the command that starts profile.yaml,
+/// and after it the same command lists the node's pods.
+#[test]
+fn targets_without_profile_yaml_says_the_copy_that_makes_it_work() {
+    let sb = Sandbox::new();
+    let Some((_api, kc)) = cluster(&sb) else {
+        return;
+    };
+    assert_eq!(sb.run(&["init"]).code, 0);
+    let r = k8s(&sb, &kc, &["targets"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let cp = "cp conf.d/profile.yaml.example conf.d/profile.yaml";
+    assert!(r.stderr.contains(cp), "{}", r.stderr);
+    std::fs::copy(
+        sb.file("conf.d/profile.yaml.example"),
+        sb.file("conf.d/profile.yaml"),
+    )
+    .unwrap();
+    let r = k8s(&sb, &kc, &["targets", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.json()["pods"].is_array(), "{}", r.stdout);
+}
