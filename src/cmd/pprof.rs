@@ -168,6 +168,11 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<Outcome> {
             }
         }
     };
+    if !args.normalize
+        && let Some(note) = lengths_differ(base.proto.duration_nanos, new.proto.duration_nanos)
+    {
+        eprintln!("agentprof: note: {note}");
+    }
     let mut report = crate::pprof::diff::diff(
         &base,
         &new,
@@ -217,6 +222,24 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<Outcome> {
         out.write_all(report.text(args.nodes.unwrap_or(30)).as_bytes())?;
     }
     Ok(Outcome::Success)
+}
+
+/// Captures of different lengths (more than 10 % apart): a diff without --normalize counts the
+/// longer one's extra time as a change, which the note says, with the flag that scales it out.
+fn lengths_differ(base_ns: i64, new_ns: i64) -> Option<String> {
+    if base_ns <= 0 || new_ns <= 0 {
+        return None;
+    }
+    let ratio = new_ns as f64 / base_ns as f64;
+    if (0.9..=1.0 / 0.9).contains(&ratio) {
+        return None;
+    }
+    let secs = |ns: i64| crate::duration::human(std::time::Duration::from_nanos(ns as u64));
+    Some(format!(
+        "the base covers {} and the new profile {} ({ratio:.2}×): the changes below include that difference; --normalize scales the base to the new profile's total",
+        secs(base_ns),
+        secs(new_ns)
+    ))
 }
 
 pub fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<Outcome> {

@@ -223,8 +223,8 @@ impl CheckConf {
             .collect();
         for (i, inst) in self.instances.iter().enumerate() {
             if let Some(map) = inst.as_mapping() {
-                for key in map.keys() {
-                    let key = key.as_str().unwrap_or("?");
+                // A key YAML 1.1 reads as no text is said by `yaml11_key_warnings`.
+                for key in map.keys().filter_map(Value::as_str) {
                     if !known.contains(&key) {
                         out.push(self.unknown(key, &format!("instances[{i}]."), &known));
                     }
@@ -265,6 +265,39 @@ impl CheckConf {
                         who_reads(c)
                     ));
                 }
+            }
+        }
+        out
+    }
+
+    /// Instance keys YAML 1.1 reads as something other than text (`n:` is the boolean false,
+    /// `0755:` the number 493), as the Agent's loader does: said with the line and the quoting
+    /// that keeps them names. Every kind of check gets these.
+    pub fn yaml11_key_warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, (v11, v12)) in self
+            .instances
+            .iter()
+            .zip(&self.instances_as_text)
+            .enumerate()
+        {
+            let (Some(a), Some(b)) = (v11.as_mapping(), v12.as_mapping()) else {
+                continue;
+            };
+            for (k11, k12) in a.keys().zip(b.keys()) {
+                let (Some(text), false) = (k12.as_str(), k11.is_string()) else {
+                    continue;
+                };
+                let read = match k11 {
+                    Value::Bool(b) => format!("the boolean {b}"),
+                    Value::Number(n) => format!("the number {n}"),
+                    Value::Null => "null".to_string(),
+                    _ => "not text".to_string(),
+                };
+                out.push(format!(
+                    "{}: instances[{i}]: the key `{text}` is read as {read}, as the Agent's YAML 1.1 loader reads it, so no option named `{text}` reaches the check; quote it ('{text}':) to keep it a name",
+                    self.key_at(text)
+                ));
             }
         }
         out
@@ -451,6 +484,30 @@ mod tests {
 
     fn conf(text: &str) -> Result<CheckConf, UsageError> {
         CheckConf::parse(Path::new("conf.d/disk.yaml"), text.to_string())
+    }
+
+    #[test]
+    fn a_key_yaml_1_1_reads_as_a_boolean_is_said_with_its_line() {
+        let c =
+            conf("instances:\n  - use_mount: yes\n    n: 1\n    'y': 2\n    0755: 3\n").unwrap();
+        let w = c.yaml11_key_warnings();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].starts_with(
+                "conf.d/disk.yaml:3: instances[0]: the key `n` is read as the boolean false"
+            ),
+            "{w:?}"
+        );
+        assert!(
+            w[1].contains("the key `0755` is read as the number 493"),
+            "{w:?}"
+        );
+        // Not also an unknown option `?`.
+        let unknown = c.unknown_key_warnings(&["use_mount"]);
+        assert!(
+            unknown.iter().all(|w| !w.contains("instances[0].?")),
+            "{unknown:?}"
+        );
     }
 
     #[test]

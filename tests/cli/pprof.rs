@@ -494,3 +494,38 @@ fn diff_says_new_only_for_functions_absent_from_the_base() {
         (true.into(), false.into())
     );
 }
+
+/// A 10 s capture against a 5 s one: without --normalize every function seems to have
+/// doubled, and the note says why and which flag scales it out.
+#[test]
+fn diff_of_captures_of_different_lengths_hints_normalize() {
+    use prost::Message;
+    let sb = Sandbox::new();
+    let cpu = std::fs::read(fixture("cpu.pprof")).unwrap();
+    let mut p = agentprof::pprof::proto::Profile::decode(&cpu[..]).unwrap();
+    p.duration_nanos = 5_000_000_000;
+    sb.write_bytes("base.pb", &p.encode_to_vec());
+    p.duration_nanos = 10_000_000_000;
+    for s in &mut p.sample {
+        for v in &mut s.value {
+            *v *= 2;
+        }
+    }
+    sb.write_bytes("new.pb", &p.encode_to_vec());
+    let r = sb.run(&["diff", "base.pb", "new.pb"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("the base covers 5.00s and the new profile 10.00s")
+            && r.stderr.contains("--normalize"),
+        "{}",
+        r.stderr
+    );
+    let r = sb.run(&["diff", "base.pb", "new.pb", "--normalize", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("note"), "{}", r.stderr);
+    assert!(r.json()["report"]["rows"].as_array().unwrap().is_empty());
+    // Equal lengths: nothing said.
+    let r = sb.run(&["diff", "new.pb", "new.pb"]);
+    assert!(!r.stderr.contains("note"), "{}", r.stderr);
+}

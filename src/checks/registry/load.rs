@@ -31,6 +31,7 @@ impl Registry<'_> {
         let confs = self.confs(name)?;
         let mut commons = Vec::new();
         for c in &confs {
+            warnings.extend(c.yaml11_key_warnings());
             match options {
                 Some(options) => warnings.extend(c.unknown_key_warnings(options)),
                 None => warnings.extend(c.near_common_key_warnings()),
