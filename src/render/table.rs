@@ -19,6 +19,9 @@ use costs::{alloc_table, cost, profile};
 /// Runs shown one column each; with more, the cost table shows min, median, max and last.
 const MAX_RUN_COLUMNS: usize = 5;
 
+/// The narrowest terminal tables are fitted to.
+const MIN_FITTED_WIDTH: u16 = 40;
+
 pub(crate) fn table(style: Style, header: &[&str]) -> Table {
     let mut t = Table::new();
     if style.bordered {
@@ -28,7 +31,12 @@ pub(crate) fn table(style: Style, header: &[&str]) -> Table {
     }
     if style.color {
         t.enforce_styling();
-        t.set_content_arrangement(ContentArrangement::Dynamic);
+        // Fitted to the terminal only when it says a width a table can be fitted to: a pty
+        // that reports 0 columns (some CI runners, `script` without a size) would otherwise
+        // get one character a line; below that the terminal wraps whole rows instead.
+        if t.width().is_some_and(|w| w >= MIN_FITTED_WIDTH) {
+            t.set_content_arrangement(ContentArrangement::Dynamic);
+        }
     } else {
         t.force_no_tty();
     }

@@ -189,3 +189,61 @@ fn after_init_list_and_start_say_what_to_copy() {
         r.stderr
     );
 }
+
+/// Runs agentprof on a pseudo-terminal of `cols` columns (python3's pty module), colour on;
+/// what the terminal received.
+fn on_a_pty(cols: u16, args: &[&str], dir: &std::path::Path) -> String {
+    const PTY: &str = r#"
+import os, pty, sys, fcntl, termios, struct, select
+cols = int(sys.argv[1]); argv = sys.argv[2:]
+pid, fd = pty.fork()
+if pid == 0:
+    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
+    env = dict(os.environ); env.pop("NO_COLOR", None)
+    os.execvpe(argv[0], argv, env)
+out = b""
+while True:
+    try:
+        r, _, _ = select.select([fd], [], [], 120)
+        if not r: break
+        chunk = os.read(fd, 65536)
+    except OSError:
+        break
+    if not chunk: break
+    out += chunk
+os.waitpid(pid, 0)
+sys.stdout.write(out.decode("utf-8", "replace"))
+"#;
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(PTY)
+        .arg(cols.to_string())
+        .arg(env!("CARGO_BIN_EXE_agentprof"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("AGENTPROF_CONFIG")
+        .output()
+        .expect("python3 runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_terminal_of_zero_columns_gets_whole_rows() {
+    let sb = Sandbox::new();
+    for cols in [0, 10] {
+        let shown = on_a_pty(cols, &["check", "uptime"], sb.path());
+        let row = shown
+            .lines()
+            .find(|l| l.contains("system.uptime"))
+            .unwrap_or_else(|| panic!("{cols} columns:\n{shown}"));
+        assert!(row.contains("gauge"), "{cols} columns: {row}\n{shown}");
+    }
+    // A terminal with room still gets its table fitted: nothing is cut at 80 columns.
+    let shown = on_a_pty(80, &["check", "uptime"], sb.path());
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.contains("system.uptime") && l.contains("gauge")),
+        "{shown}"
+    );
+}
