@@ -278,7 +278,7 @@ fn work(shared: &Shared) {
         let Some((pos, check, ticket, run)) = next_due(shared) else {
             return;
         };
-        let done = execute(&mut probe, check, shared.measure);
+        let done = execute(&mut probe, check, shared.measure, 0);
         let mut st = lock(shared);
         let slot = &mut st.slots[pos];
         let now = Instant::now();

@@ -36,6 +36,8 @@ use super::{ExternalCheck, ExternalRun, RunOptions};
 const MAX_STDOUT: u64 = 16 * 1024 * 1024;
 /// Tail of stderr kept for the error message.
 const STDERR_TAIL: usize = 4096;
+/// Tail of stderr kept as the plugin's log records (`check -l`).
+const STDERR_LOG: usize = 64 * 1024;
 /// How often a running plugin's figures are sampled.
 const SAMPLE_EVERY: Duration = Duration::from_millis(5);
 
@@ -333,7 +335,7 @@ impl ExternalCheck for ExecCheck {
         });
         let (out_buf, out_reader) =
             spawn_reader(child.stdout.take(), Keep::Head(MAX_STDOUT as usize));
-        let (err_buf, err_reader) = spawn_reader(child.stderr.take(), Keep::Tail(STDERR_TAIL));
+        let (err_buf, err_reader) = spawn_reader(child.stderr.take(), Keep::Tail(STDERR_LOG));
 
         let Watched {
             first,
@@ -385,7 +387,11 @@ fn read_output(
     sink: &mut Sink,
 ) -> String {
     let (stdout, stdout_len) = taken(out_buf);
-    let (mut stderr_tail, _) = taken(err_buf);
+    let (mut stderr_tail, stderr_len) = taken(err_buf);
+    if stderr_tail.len() > STDERR_LOG {
+        stderr_tail.drain(..stderr_tail.len() - STDERR_LOG);
+    }
+    stderr_records(&stderr_tail, stderr_len, sink);
     if stderr_tail.len() > STDERR_TAIL {
         stderr_tail.drain(..stderr_tail.len() - STDERR_TAIL);
     }
@@ -397,6 +403,40 @@ fn read_output(
         ));
     }
     String::from_utf8_lossy(&stderr_tail).trim().to_string()
+}
+
+/// The plugin's stderr as its log: a line that starts with a level word (`DEBUG`, `INFO`,
+/// `WARN`/`WARNING`, `ERROR`, `CRITICAL`/`FATAL`, any case, then `:` or a space, optionally in
+/// brackets) is a record of that level, any other line an INFO record.
+fn stderr_records(tail: &[u8], total: u64, sink: &mut Sink) {
+    use crate::metrics::level::{DEBUG, INFO, WARNING};
+    let text = String::from_utf8_lossy(tail);
+    let mut lines = text.lines();
+    if total > tail.len() as u64 {
+        // The first line kept is most likely cut.
+        lines.next();
+        let lost = total - tail.len() as u64;
+        sink.log(INFO, || {
+            format!("({lost} earlier bytes of stderr not kept)")
+        });
+    }
+    for line in lines.map(str::trim_end).filter(|l| !l.trim().is_empty()) {
+        let word = line
+            .trim_start_matches('[')
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .next()
+            .unwrap_or_default()
+            .to_ascii_uppercase();
+        let level = match word.as_str() {
+            "DEBUG" | "TRACE" => DEBUG,
+            "INFO" => INFO,
+            "WARN" | "WARNING" => WARNING,
+            "ERROR" => 40,
+            "CRITICAL" | "FATAL" => 50,
+            _ => INFO,
+        };
+        sink.log(level, || line.to_string());
+    }
 }
 
 /// What watching a plugin run saw. Traced: the snapshots at exec and at exit. Untraced: the

@@ -25,6 +25,8 @@ struct Job {
     reply: mpsc::Sender<Done>,
     /// Take the process snapshots (off: only the run's wall time is measured).
     measure: bool,
+    /// The least level of the check's log records kept (`check -l`).
+    log_level: u8,
 }
 
 /// One finished run of an in-process check, with the check handed back.
@@ -83,7 +85,7 @@ impl Worker {
                 let _ = id_tx.send(ThreadId::current());
                 let mut probe = Probe::new(Target::SelfProcess);
                 for job in rx {
-                    let done = execute(&mut probe, job.check, job.measure);
+                    let done = execute(&mut probe, job.check, job.measure, job.log_level);
                     if job.reply.send(done).is_err() {
                         break;
                     }
@@ -112,8 +114,16 @@ impl Worker {
 }
 
 /// Runs `check` once on this thread; with `measure`, takes the process snapshots around it.
-pub(crate) fn execute(probe: &mut Probe, mut check: Box<dyn Check>, measure: bool) -> Done {
-    let mut sink = Sink::default();
+pub(crate) fn execute(
+    probe: &mut Probe,
+    mut check: Box<dyn Check>,
+    measure: bool,
+    log_level: u8,
+) -> Done {
+    let mut sink = Sink {
+        log_level,
+        ..Sink::default()
+    };
     let peak_reset = measure && probe.reset_peak_rss();
     let before = if measure {
         probe.before()
@@ -402,6 +412,7 @@ impl Runner {
             check,
             reply: reply_tx,
             measure: self.measure,
+            log_level: self.external_opts.log_level,
         };
         let sent = self
             .worker
@@ -463,7 +474,10 @@ impl Runner {
 
     fn run_external(&mut self, pos: usize, run: u32) -> RunRecord {
         let inst = &mut self.instances[pos];
-        let mut sink = Sink::default();
+        let mut sink = Sink {
+            log_level: self.external_opts.log_level,
+            ..Sink::default()
+        };
         let Some(check) = inst.external.as_mut() else {
             return self.failed(pos, run, "no runnable check".into());
         };

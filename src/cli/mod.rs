@@ -317,8 +317,10 @@ pub struct CheckArgs {
     /// snakeviz); implies --profile=cprofile
     #[arg(long, value_name = "FILE")]
     pub pstats: Option<PathBuf>,
-    /// Keep a Python check's own log records from this level up with each run, shown in the
-    /// table and in --json (as `agent check -l`; default warning; off keeps none)
+    /// Keep the check's own log records from this level up with each run, shown in the table
+    /// and in --json (as `agent check -l`; default warning; off keeps none): a Python check's
+    /// logger, a built-in's own records, an exec plugin's stderr lines (INFO unless a line
+    /// starts with a level word)
     #[arg(short = 'l', long, value_name = "LEVEL",
           value_parser = ["trace", "debug", "info", "warn", "warning", "error", "critical", "off"])]
     pub log_level: Option<String>,

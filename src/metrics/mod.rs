@@ -4,6 +4,13 @@
 mod aggregator;
 pub mod dogstatsd;
 mod sink;
+
+/// A check's log levels: Python's logging numbers, which `check -l` and the Python worker speak.
+pub mod level {
+    pub const DEBUG: u8 = 10;
+    pub const INFO: u8 = 20;
+    pub const WARNING: u8 = 30;
+}
 pub(crate) mod sketch;
 
 pub use aggregator::{Aggregator, Flushed};

@@ -55,7 +55,15 @@ pub struct Sink {
     pub awaiting_previous: u32,
     /// Submissions past `MAX_SUBMISSIONS` in this run, dropped.
     pub dropped: u64,
+    /// The least level of log record kept (Python's numbers: 10 debug … 50 critical; 0 is
+    /// the default, warning).
+    pub log_level: u8,
 }
+
+use super::level::{DEBUG, WARNING};
+
+/// At most this many log records are kept per run; more are counted in one last record.
+const MAX_LOG_RECORDS: usize = 1000;
 
 /// Metric submissions one run of one instance may make: past it they are dropped and counted,
 /// so a plugin printing hundreds of thousands of distinct series cannot take agentprof's
@@ -125,6 +133,33 @@ impl Sink {
         self.events.push(event);
     }
 
+    /// A log record of the check at `level` (Python's numbers), kept when the run's level
+    /// lets it through; the message is made only then.
+    pub fn log(&mut self, level: u8, message: impl FnOnce() -> String) {
+        let least = if self.log_level == 0 {
+            WARNING
+        } else {
+            self.log_level
+        };
+        if level < least {
+            return;
+        }
+        if self.logs.len() >= MAX_LOG_RECORDS {
+            return;
+        }
+        let name = match level {
+            ..=10 => "DEBUG",
+            11..=20 => "INFO",
+            21..=30 => "WARNING",
+            31..=40 => "ERROR",
+            _ => "CRITICAL",
+        };
+        self.logs.push(LogLine {
+            level: name.to_string(),
+            message: message(),
+        });
+    }
+
     pub fn warning(&mut self, message: impl Into<String>) {
         self.warnings.push(message.into());
     }
@@ -132,5 +167,8 @@ impl Sink {
     /// Notes `n` values that will appear from the next run on.
     pub fn awaiting_previous(&mut self, n: u32) {
         self.awaiting_previous += n;
+        self.log(DEBUG, || {
+            format!("{n} values wait for the next run: a rate or a delta needs two samples")
+        });
     }
 }

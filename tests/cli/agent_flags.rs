@@ -247,3 +247,58 @@ fn a_terminal_of_zero_columns_gets_whole_rows() {
         "{shown}"
     );
 }
+
+/// `-l` works on every kind of check, as `agent check -l` does: a built-in's own records, an
+/// exec plugin's stderr lines by their level word.
+#[test]
+fn log_level_applies_to_built_ins_and_exec_plugins() {
+    let sb = Sandbox::new();
+    let logs = |doc: &serde_json::Value| -> Vec<(String, String)> {
+        doc["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["logs"].as_array().cloned().unwrap_or_default())
+            .map(|l| {
+                (
+                    l["level"].as_str().unwrap().to_string(),
+                    l["message"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    for name in ["disk", "uptime", "load", "memory", "cpu"] {
+        let r = sb.run(&["check", name, "-l", "debug", "--json"]);
+        assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+        let got = logs(&r.json());
+        assert!(
+            got.iter().any(|(level, _)| level == "DEBUG"),
+            "{name}: {got:?}"
+        );
+        // The default level (warning) keeps none of them.
+        let r = sb.run(&["check", name, "--json"]);
+        assert!(logs(&r.json()).is_empty(), "{name}");
+    }
+    sb.plugin(
+        "chatty",
+        "echo 'starting' >&2\necho 'WARNING: slow disk' >&2\necho '[debug] x=1' >&2\necho 'c.up:1|g'\n",
+    );
+    let at = |level: &str| {
+        let r = sb.run(&["check", "chatty", "-l", level, "--json"]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        logs(&r.json())
+    };
+    assert_eq!(
+        at("warn"),
+        vec![("WARNING".to_string(), "WARNING: slow disk".to_string())]
+    );
+    assert_eq!(
+        at("debug"),
+        vec![
+            ("INFO".to_string(), "starting".to_string()),
+            ("WARNING".to_string(), "WARNING: slow disk".to_string()),
+            ("DEBUG".to_string(), "[debug] x=1".to_string()),
+        ]
+    );
+    assert!(at("off").is_empty());
+}

@@ -86,6 +86,9 @@ impl Check for CpuCheck {
         let total = Times::from(&stat.total);
         let per: Vec<Times> = stat.cpu_time.iter().map(Times::from).collect();
         sink.gauge("system.cpu.num_cores", per.len() as f64, &[]);
+        sink.log(crate::metrics::level::DEBUG, || {
+            format!("/proc/stat: {} CPUs", per.len())
+        });
         sink.monotonic_count("system.cpu.context_switches", stat.ctxt as f64, &[]);
         match &self.last {
             Some((prev, prev_per)) => {

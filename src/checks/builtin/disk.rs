@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use crate::checks::Check;
 use crate::metrics::Sink;
+use crate::metrics::level::DEBUG;
 
 use super::{Builtin, OptionError, read_procfs, regex_list};
 
@@ -382,22 +383,38 @@ impl Check for DiskCheck {
         for m in &mounts {
             let (device, mount, fstype) = (&m.device, &m.mount, &m.fstype);
             if !self.opts.include_all_devices && !physical.contains(fstype) {
+                sink.log(DEBUG, || {
+                    format!("skipping {mount} ({fstype}): not a device filesystem (include_all_devices: true reports it)")
+                });
                 continue;
             }
             let dev = Some(device.as_str()).filter(|d| !d.is_empty() && *d != "none");
             if self.excluded(dev, fstype, mount) {
+                sink.log(DEBUG, || {
+                    format!("skipping {mount} ({fstype}, device {device}): excluded by the instance's options or the integration's defaults")
+                });
                 continue;
             }
             // A mount that cannot be read (permission, gone) is skipped, as the integration
             // skips it.
-            let Ok(st) = rustix::fs::statvfs(mount.as_str()) else {
-                continue;
+            let st = match rustix::fs::statvfs(mount.as_str()) {
+                Ok(st) => st,
+                Err(e) => {
+                    sink.log(DEBUG, || format!("skipping {mount}: statvfs: {e}"));
+                    continue;
+                }
             };
             let frsize = st.f_frsize as f64;
             let total = st.f_blocks as f64 * frsize;
             if total <= self.opts.min_disk_size * 1024.0 * 1024.0 {
+                sink.log(DEBUG, || {
+                    format!("skipping {mount}: {total} bytes, not above min_disk_size")
+                });
                 continue;
             }
+            sink.log(DEBUG, || {
+                format!("reporting {mount} ({fstype}, device {device})")
+            });
             let used = (st.f_blocks.saturating_sub(st.f_bfree)) as f64 * frsize;
             let free = st.f_bavail as f64 * frsize;
             let t = self.tags(device, mount, fstype, &labels);

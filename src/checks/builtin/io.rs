@@ -53,6 +53,11 @@ impl Check for IoCheck {
             })
             .map(|d| (d.name.clone(), d))
             .collect();
+        sink.log(crate::metrics::level::DEBUG, || {
+            let mut names: Vec<&str> = stats.keys().map(String::as_str).collect();
+            names.sort_unstable();
+            format!("devices reported: {}", names.join(", "))
+        });
         match &self.last {
             None => sink.awaiting_previous(14 * stats.len() as u32),
             Some((then, prev)) => {

@@ -26,6 +26,12 @@ impl Check for LoadCheck {
         use procfs::Current;
         let l = procfs::LoadAverage::current()?;
         let cores = online_cpus()?;
+        sink.log(crate::metrics::level::DEBUG, || {
+            format!(
+                "/proc/loadavg: {} {} {} over {cores} online CPUs",
+                l.one, l.five, l.fifteen
+            )
+        });
         for (name, v) in [("1", l.one), ("5", l.five), ("15", l.fifteen)] {
             sink.gauge(&format!("system.load.{name}"), f64::from(v), &[]);
             sink.gauge(

@@ -30,6 +30,10 @@ impl Check for MemoryCheck {
         let mb = |b: u64| b as f64 / MIB;
         let total = m.mem_total;
         let usable = m.mem_available.unwrap_or(m.mem_free + m.buffers + m.cached);
+        sink.log(crate::metrics::level::DEBUG, || match m.mem_available {
+            Some(_) => "usable memory is the kernel's MemAvailable".to_string(),
+            None => "no MemAvailable in /proc/meminfo (kernel before 3.14): usable memory is free + buffers + cached".to_string(),
+        });
         sink.gauge("system.mem.total", mb(total), &[]);
         sink.gauge("system.mem.free", mb(m.mem_free), &[]);
         sink.gauge("system.mem.used", mb(total.saturating_sub(m.mem_free)), &[]);

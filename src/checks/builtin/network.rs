@@ -110,6 +110,9 @@ impl NetworkCheck {
 impl Check for NetworkCheck {
     fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
         for d in self.reported(procfs::net::dev_status()?.into_values()) {
+            sink.log(crate::metrics::level::DEBUG, || {
+                format!("reporting interface {}", d.name)
+            });
             let t = [format!("device:{}", d.name)];
             sink.rate("system.net.bytes_rcvd", d.recv_bytes as f64, &t);
             sink.rate("system.net.bytes_sent", d.sent_bytes as f64, &t);

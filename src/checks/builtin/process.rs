@@ -217,6 +217,12 @@ impl Check for ProcessCheck {
                 .unwrap_or(0.0)
         };
         let totals = self.totals(pid_from_file)?;
+        sink.log(crate::metrics::level::DEBUG, || {
+            format!(
+                "{} processes matched {:?}",
+                totals.count, self.opts.search_string
+            )
+        });
         let t = [format!("process_name:{}", self.name)];
         sink.gauge("system.processes.number", totals.count as f64, &t);
         let (status, msg) = if totals.count > 0 {

@@ -25,6 +25,9 @@ impl Check for UptimeCheck {
     fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
         use procfs::Current;
         let up = procfs::Uptime::current()?;
+        sink.log(crate::metrics::level::DEBUG, || {
+            format!("/proc/uptime: {} s since boot", up.uptime)
+        });
         sink.gauge("system.uptime", up.uptime, &[]);
         Ok(())
     }

@@ -37,8 +37,6 @@ pub struct CheckOptions {
     /// `--log-level`: the check's log records kept with each run, from this level up
     /// (Python's numbers: 10 debug … 50 critical; above 50 none).
     pub log_level: u8,
-    /// `--log-level` was given (it applies to Python checks only).
-    pub log_level_set: bool,
     /// `--run-timeout`: every instance's run deadline.
     pub run_timeout: Option<Duration>,
     /// `--delay`: a wait after the runs, before the report.
@@ -182,7 +180,6 @@ impl CheckOptions {
                 }
                 None => None,
             },
-            log_level_set: a.log_level.is_some(),
             log_level: python_log_level(a.log_level.as_deref())?,
             delay,
             memory_options,
@@ -222,11 +219,6 @@ pub(super) fn check_profile_flags(
     let refuse = |flag: &str, why: String| Err(UsageError::flag(flag, why));
     if kind != CheckKind::Python {
         let only_python = [
-            (
-                "--log-level",
-                opts.log_level_set,
-                "only a Python check writes log records",
-            ),
             (
                 "--profile-first-run",
                 opts.profile_first_run,
