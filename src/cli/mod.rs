@@ -364,10 +364,11 @@ pub struct CheckArgs {
     #[arg(long, value_name = "EXPR")]
     pub instance_filter: Option<String>,
     /// Stop a Python check in pdb at this line of its file, on the terminal (as `agent check
-    /// -b`); the run has no deadline then
-    #[arg(short = 'b', long, value_name = "LINE",
-          value_parser = clap::value_parser!(u32).range(1..))]
-    pub breakpoint: Option<u32>,
+    /// -b`): a line of its check() method, 0 for the method's first statement, -1 for its last
+    /// line; the run has no deadline then
+    #[arg(short = 'b', long, value_name = "LINE", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i32))]
+    pub breakpoint: Option<i32>,
     /// Also write the report, with secrets scrubbed, to a file for a support case (as
     /// `agent check --flare`): checks/check_NAME_TIMESTAMP.log under the log_file's
     /// directory, else under agentprof's state directory

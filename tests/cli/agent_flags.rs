@@ -192,7 +192,7 @@ fn after_init_list_and_start_say_what_to_copy() {
 
 /// Runs agentprof on a pseudo-terminal of `cols` columns (python3's pty module), colour on;
 /// what the terminal received.
-fn on_a_pty(cols: u16, args: &[&str], dir: &std::path::Path) -> String {
+pub fn on_a_pty(cols: u16, args: &[&str], dir: &std::path::Path) -> String {
     const PTY: &str = r#"
 import os, pty, sys, fcntl, termios, struct, select
 cols = int(sys.argv[1]); argv = sys.argv[2:]

@@ -417,6 +417,66 @@ fn profile_memory_and_its_m_options() {
     assert_eq!(r.code, 2, "{}", r.stderr);
 }
 
+/// `--m-filters` keeps an allocation by the frame that made it, as datadog_checks_base's
+/// profiler does: one made inside textwrap for keep.py is not keep.py's. And the tracebacks
+/// of `--m-sort traceback` hold the check's frames only, never agentprof's host's.
+#[test]
+fn memory_filters_match_the_allocating_frame_and_tracebacks_are_the_checks() {
+    let Some(python) = venv_python() else { return };
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/keep.py",
+        "import textwrap\nfrom datadog_checks.base import AgentCheck\nKEEP = []\n\n\n\
+         class Keep(AgentCheck):\n    def check(self, instance):\n        KEEP.append(bytearray(256 * 1024))\n\
+         \x20       KEEP.append(textwrap.indent('x\\n' * 20000, '  '))\n",
+    );
+    sb.write("conf.d/keep.yaml", "instances: [{}]\n");
+    let top = |extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            "keep",
+            "--python",
+            &python,
+            "-t",
+            "2",
+            "-m",
+            "--json",
+            "--m-frames",
+            "5",
+            "--m-sort",
+            "traceback",
+        ];
+        args.extend_from_slice(extra);
+        let r = sb.run(&args);
+        assert_eq!(r.code, 0, "{extra:?}: {}", r.stderr);
+        r.json()["runs"][1]["memory_profile"]["top"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let all = top(&[]);
+    let frames = |row: &serde_json::Value| -> Vec<String> {
+        row["traceback"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(
+        all.iter().any(|r| frames(r)[0].contains("textwrap")),
+        "textwrap's allocation is there unfiltered: {all:?}"
+    );
+    for row in &all {
+        assert!(frames(row).iter().all(|f| !f.starts_with('<')), "{row}");
+    }
+    let mine = top(&["--m-filters", "*/keep.py"]);
+    assert!(!mine.is_empty());
+    for row in &mine {
+        assert!(frames(row)[0].contains("keep.py:"), "{row}");
+    }
+}
+
 #[test]
 fn flare_writes_the_report_with_secrets_scrubbed() {
     let Some(python) = venv_python() else { return };
@@ -457,17 +517,18 @@ fn flare_writes_the_report_with_secrets_scrubbed() {
 }
 
 /// A user at a terminal: runs its arguments on a pseudo-terminal, answers pdb's prompt with
-/// `p answer`, waits for 42, continues, and reads to the end.
+/// `p answer`, waits for 42 (or, with $PDB_SAY, `command|what to wait for;…`), continues,
+/// and reads to the end.
 const PDB_USER: &str = r#"import os, pty, select, sys, time
 pid, fd = pty.fork()
 if pid == 0:
     os.environ["NO_COLOR"] = "1"
     os.execv(sys.argv[1], sys.argv[1:])
 out = b""
-def read_until(token, limit=120):
+def read_until(token, limit=120, since=0):
     global out
     end = time.monotonic() + limit
-    while token not in out:
+    while token not in out[since:]:
         left = end - time.monotonic()
         if left <= 0:
             sys.exit("timed out waiting for %r: %r" % (token, out[-2000:]))
@@ -481,8 +542,11 @@ def read_until(token, limit=120):
             sys.exit("ended before %r: %r" % (token, out[-2000:]))
         out += chunk
 read_until(b"(Pdb) ")
-os.write(fd, b"p answer\n")
-read_until(b"42")
+for step in os.environ.get("PDB_SAY", "p answer|42").split(";"):
+    say, _, want = step.partition("|")
+    since = len(out)
+    os.write(fd, say.encode() + b"\n")
+    read_until((want or "(Pdb) ").encode(), since=since)
 os.write(fd, b"c\n")
 # The rest, to the end: every holder of the terminal has closed it when agentprof is done.
 end = time.monotonic() + 120
@@ -559,6 +623,64 @@ fn breakpoint_stops_in_pdb_on_the_terminal() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("pdb needs a terminal"), "{stderr}");
+}
+
+/// `-b 0` and `-b -1` are the check method's first statement and last line, as the Agent
+/// takes them; pdb's `w` shows the check's frames, not agentprof's host; a line outside the
+/// method is refused before any run, with the method's lines.
+#[test]
+fn breakpoint_0_and_minus_1_and_a_line_outside_check() {
+    let Some(python) = venv_python() else { return };
+    let sb = Sandbox::new();
+    sb.write(
+        "checks/bp.py",
+        "from datadog_checks.base import AgentCheck\n\n\nclass Bp(AgentCheck):\n    def check(self, instance):\n\
+         \x20       answer = 6 * 7\n        self.gauge('bp.answer', answer)\n",
+    );
+    sb.write("conf.d/bp.yaml", "instances: [{}]\n");
+    let user = sb.write("pdb_user.py", PDB_USER);
+    let at = |line: &str, say: &str| {
+        let out = std::process::Command::new(&python)
+            .arg(&user)
+            .args([
+                env!("CARGO_BIN_EXE_agentprof"),
+                "check",
+                "bp",
+                "-b",
+                line,
+                "--python",
+                &python,
+            ])
+            .env("PDB_SAY", say)
+            .current_dir(sb.path())
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "-b {line}: {shown}");
+        shown
+    };
+    let first = at("0", "w|(Pdb) ");
+    assert!(first.contains("bp.py(6)check()"), "{first}");
+    assert!(
+        !first.contains("<stdin>"),
+        "`w` shows the host's frames: {first}"
+    );
+    assert!(
+        first.contains("run()"),
+        "the base class's run() is the check's: {first}"
+    );
+    let last = at("-1", "p answer|42");
+    assert!(last.contains("bp.py(7)check()"), "{last}");
+    let shown = crate::agent_flags::on_a_pty(
+        80,
+        &["check", "bp", "-b", "2", "--python", &python],
+        sb.path(),
+    );
+    assert!(
+        shown.contains("Line 2 is not part of the check method") && shown.contains("bp.py:5-7"),
+        "{shown}"
+    );
+    assert!(!shown.contains("pdb stops"), "{shown}");
 }
 
 /// Under `start`, an instance whose constructor fails is reported once and not scheduled,

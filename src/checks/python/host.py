@@ -516,6 +516,9 @@ def _load(msg):
     if cls is None:
         raise TypeError("%s: no check class: no subclass of AgentCheck without subclasses of its own "
                         "in module %r" % (origin, module_name))
+    if BREAKPOINT[0] is not None:
+        # Checked before any run, as the Agent refuses a line outside the method at once.
+        BREAKPOINT[0] = _breakpoint_line(cls, BREAKPOINT[0])
     version = getattr(module, "__version__", None)
     if version is None and module_name.startswith("datadog_checks."):
         try:
@@ -582,7 +585,9 @@ def _snapshot():
     import tracemalloc
     snap = tracemalloc.take_snapshot()
     if MEMORY_OPTS["filters"]:
-        snap = snap.filter_traces([tracemalloc.Filter(True, p, all_frames=True)
+        # As datadog_checks_base's memory profiler: a pattern matches the allocating frame
+        # (the most recent), not any frame of its traceback.
+        snap = snap.filter_traces([tracemalloc.Filter(True, p)
                                    for p in MEMORY_OPTS["filters"]])
     return snap
 
@@ -604,7 +609,9 @@ def _lines(stats, top=None):
         line = 0 if MEMORY_OPTS["sort"] == "filename" else frame.lineno
         row = [frame.filename, line, st.size_diff, st.count_diff]
         if MEMORY_OPTS["sort"] == "traceback":
-            row.append(["%s:%d" % (f.filename, f.lineno) for f in reversed(st.traceback)])
+            # The check's frames only: this host's (under every run) are not its.
+            row.append(["%s:%d" % (f.filename, f.lineno) for f in reversed(st.traceback)
+                        if f.filename not in _HOST_FILES])
         out.append(row)
     return out
 
@@ -852,7 +859,7 @@ def run(msg):
     counted = None
     perf = _perf_counter(*count["perf"]) if isinstance(count, dict) else None
     try:
-        if BREAKPOINT[0]:
+        if BREAKPOINT[0] is not None:
             error = _debug(check, BREAKPOINT[0])
         elif count == "valgrind":
             error = _bracket(_counter(), check.run)
@@ -921,14 +928,52 @@ def run(msg):
     }
 
 
+def _breakpoint_line(cls, line):
+    """`-b LINE` as the Agent reads it: a line of the check's file inside its `check` method;
+    0 is the method's first statement and a negative number counts from its last line (-1 the
+    last). Anything else is an error that names the method's lines."""
+    import inspect
+    method = getattr(cls, "check", None)
+    try:
+        source, start = inspect.getsourcelines(method)
+    except (OSError, TypeError):
+        raise ValueError("--breakpoint %d: the check's `check` method has no source to stop in" % line)
+    end = start + len(source) - 1
+    body = [start + i for i, text in enumerate(source)
+            if i > 0 and text.strip() and not text.strip().startswith("#")]
+    if line == 0:
+        line = body[0] if body else start
+    elif line < 0:
+        line = end + line + 1
+    if not start < line <= end:
+        raise ValueError("Line %d is not part of the check method (%s:%d-%d): give a line of "
+                         "its body, 0 for its first statement or -1 for its last line"
+                         % (line, inspect.getsourcefile(method), start, end))
+    return line
+
+
 def _debug(check, line):
     """check.run() with pdb stopping at `line` of the check's file, on the terminal
     (/dev/tty: this worker's stdin and stdout carry agentprof's protocol)."""
     import inspect
     import pdb
+
+    class CheckPdb(pdb.Pdb):
+        """pdb without this host's frames: `w`, `u` and `d` see the check's stack, from the
+        base class's run() up, as under the Agent."""
+
+        def get_stack(self, f, t):
+            stack, i = pdb.Pdb.get_stack(self, f, t)
+            current = stack[i] if 0 <= i < len(stack) else None
+            kept = [e for e in stack if e[0].f_code.co_filename not in _HOST_FILES]
+            if not kept:
+                return stack, i
+            at = next((n for n, e in enumerate(kept) if e is current), len(kept) - 1)
+            return kept, at
+
     path = inspect.getsourcefile(type(check))
     with open("/dev/tty") as tty_in, open("/dev/tty", "w") as tty_out:
-        dbg = pdb.Pdb(stdin=tty_in, stdout=tty_out)
+        dbg = CheckPdb(stdin=tty_in, stdout=tty_out)
         why = dbg.set_break(path, line)
         if why:
             raise ValueError("--breakpoint %d: %s" % (line, why))

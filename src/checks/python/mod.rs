@@ -55,7 +55,7 @@ pub struct LoadSpec {
     /// How `--memory` traces and groups allocations.
     pub memory: MemoryOptions,
     /// `check --breakpoint`: the line of the check's file where pdb stops, on /dev/tty.
-    pub breakpoint: Option<u32>,
+    pub breakpoint: Option<i32>,
 }
 
 /// `check --memory`'s tracing, as `agent check -m` takes it (`--m-frames`, `--m-limit`,
@@ -539,7 +539,7 @@ impl PythonHost {
     }
 
     /// The next worker stops in pdb at this line of the check's file (`check --breakpoint`).
-    pub fn set_breakpoint(&mut self, line: Option<u32>) {
+    pub fn set_breakpoint(&mut self, line: Option<i32>) {
         self.spec.breakpoint = line;
     }
 

@@ -46,7 +46,7 @@ pub struct CheckOptions {
     /// `--instance-filter`.
     pub instance_filter: Option<crate::checks::filter::InstanceFilter>,
     /// `--breakpoint`: the line of a Python check's file to stop at in pdb.
-    pub breakpoint: Option<u32>,
+    pub breakpoint: Option<i32>,
     /// `--flare`: the report also written, scrubbed, to a file.
     pub flare: bool,
 }
