@@ -52,7 +52,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l frequency 
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l flamegraph -d 'Write a flamegraph (SVG) of the sampled runs; implies --profile' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pprof -d 'Write the sampled runs as a gzip pprof file for `go tool pprof`; implies --profile' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l pstats -d 'Write a Python check\'s cProfile statistics as a pstats dump (python -m pstats, snakeviz); implies --profile=cprofile' -r -F
-complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s l -l log-level -d 'Keep a Python check\'s own log records from this level up with each run, shown in the table and in --json (as `agent check -l`; default warning; off keeps none)' -r -f -a "trace\t''
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s l -l log-level -d 'Keep the check\'s own log records from this level up with each run, shown in the table and in --json (as `agent check -l`; default warning; off keeps none): a Python check\'s logger, a built-in\'s own records, an exec plugin\'s stderr lines (INFO unless a line starts with a level word)' -r -f -a "trace\t''
 debug\t''
 info\t''
 warn\t''
@@ -67,10 +67,10 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l m-limit -d
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l m-sort -d 'With --memory: group allocations by line, by file, or by whole traceback' -r -f -a "lineno\t''
 filename\t''
 traceback\t''"
-complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l m-filters -d 'With --memory: only allocations from files matching these comma-separated glob patterns (e.g. \'*/datadog_checks/*\')' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l m-filters -d 'With --memory: only allocations made in files matching these comma-separated glob patterns, by the allocating frame (e.g. \'*/datadog_checks/*\')' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l instance -d 'Run only instance N of the check\'s configuration (0-based, as in instances[N])' -r
-complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l instance-filter -d 'Run only the instances this jq-style expression selects, as `agent check --instance-filter`: `.key == "v"`, `.a.b != 3`, `.flag`, joined with `and`/`or`' -r
-complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s b -l breakpoint -d 'Stop a Python check in pdb at this line of its file, on the terminal (as `agent check -b`); the run has no deadline then' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l instance-filter -d 'Run only the instances this jq expression selects, as `agent check --instance-filter`: paths, comparisons, and/or, `|`, `not`, `select(…)` (e.g. \'.port == 8080\', \'select(.tls.verify | not)\'); an instance is run when the output is neither false nor null' -r
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s b -l breakpoint -d 'Stop a Python check in pdb at this line of its file, on the terminal (as `agent check -b`): a line of its check() method, 0 for the method\'s first statement, -1 for its last line; the run has no deadline then' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l discovery-timeout -d 'Accepted for `agent check` users; agentprof has no Autodiscovery (it reads conf.d)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l discovery-retry-interval -d 'Accepted for `agent check` users; agentprof has no Autodiscovery (it reads conf.d)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l discovery-min-instances -d 'Accepted for `agent check` users; agentprof has no Autodiscovery (it reads conf.d)' -r
@@ -78,7 +78,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l config -d 
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l confd -d 'Directory of check configurations (NAME.yaml and NAME.d/*.yaml; profile.yaml for pull and k8s)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l checks -d 'Directory of plugin checks' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l python -d 'Python interpreter for Python checks (a virtualenv\'s python works)' -r
-complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s r -l rate -l check-rate -d 'Run twice, one second apart, so rates and deltas have a value'
+complete -c agentprof -n "__fish_agentprof_using_subcommand check" -s r -l rate -l check-rate -d 'Run twice, one second apart, so rates and deltas have a value (as `agent check -r`, this overrides --check-times and --pause)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l json -d 'Print one JSON document (schema in docs/json.md)'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l table -d 'Draw bordered tables instead of plain aligned columns'
 complete -c agentprof -n "__fish_agentprof_using_subcommand check" -l profile-first-run -d 'Profile a Python check\'s first run too (by default one warm-up run of each instance, dominated by first imports, comes before the runs and is left out of the profile)'

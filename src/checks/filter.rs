@@ -1,9 +1,11 @@
-//! `check --instance-filter EXPR`: the instances a jq-style expression selects, as `agent
-//! check --instance-filter '.ip_address == "127.0.0.51"'` takes it. The subset read here:
-//! paths (`.a`, `.a.b`, `.a[0]`), comparisons (`==`, `!=`, `<`, `<=`, `>`, `>=`) with a
-//! string, number, `true`, `false` or `null`, a bare path (true unless missing, null or
-//! false, as in jq), `not`, `and`, `or` and parentheses. Anything else is refused with the
-//! position where reading stopped.
+//! `check --instance-filter EXPR`: the instances a jq expression selects, as `agent check
+//! --instance-filter '.ip_address == "127.0.0.51"'` takes it. The subset of jq read here:
+//! paths (`.`, `.a`, `.a.b`, `.a[0]`), strings, numbers, `true`, `false`, `null`, comparisons
+//! (`==`, `!=`, `<`, `<=`, `>`, `>=`) of any two of those, `and`, `or`, pipes (`|`), `not` as
+//! jq's filter (`.x | not`), `select(f)` and parentheses. An instance is selected when the
+//! filter gives a value that is neither false nor null (`select` gives the instance itself);
+//! no output, `false` or `null` leaves it out. Anything else is refused with the position
+//! where reading stopped.
 
 use serde_json::Value;
 
@@ -15,11 +17,17 @@ pub struct InstanceFilter {
 
 #[derive(Debug, Clone, PartialEq)]
 enum Expr {
+    /// A path from the input (`.` is the empty path); missing is null, as in jq.
+    Path(Vec<Step>),
+    Literal(Value),
+    Pipe(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
     And(Box<Expr>, Box<Expr>),
-    Not(Box<Expr>),
-    Truthy(Vec<Step>),
-    Compare(Vec<Step>, Op, Value),
+    Compare(Box<Expr>, Op, Box<Expr>),
+    /// jq's `not`: the input's truth, negated.
+    Not,
+    /// jq's `select(f)`: the input when `f` of it is true, else no output.
+    Select(Box<Expr>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +54,8 @@ enum Token {
     And,
     Or,
     Not,
+    Select,
+    Pipe,
     Open,
     Close,
 }
@@ -55,10 +65,15 @@ impl InstanceFilter {
     pub fn parse(text: &str) -> Result<InstanceFilter, String> {
         let tokens = tokenize(text)?;
         let mut p = Parser { tokens, pos: 0 };
-        let expr = p.or()?;
+        let expr = p.pipe()?;
         if p.pos != p.tokens.len() {
+            let hint = if p.pos > 0 && p.tokens[p.pos - 1] == Token::Not {
+                ": jq's `not` is a filter of its input, with no argument (write `.x | not`)"
+            } else {
+                ""
+            };
             return Err(format!(
-                "unexpected {} after a complete expression",
+                "unexpected {} after a complete expression{hint}",
                 describe(&p.tokens[p.pos])
             ));
         }
@@ -67,25 +82,41 @@ impl InstanceFilter {
 
     /// Whether `instance` is selected.
     pub fn matches(&self, instance: &Value) -> bool {
-        eval(&self.expr, instance)
+        eval(&self.expr, instance).is_some_and(|v| truthy(&v))
     }
 }
 
-fn eval(e: &Expr, v: &Value) -> bool {
+/// jq's truth: everything but false and null.
+fn truthy(v: &Value) -> bool {
+    !matches!(v, Value::Null | Value::Bool(false))
+}
+
+/// The filter's output for `input`: one value, or none (`select` that did not keep it).
+fn eval(e: &Expr, input: &Value) -> Option<Value> {
     match e {
-        Expr::Or(a, b) => eval(a, v) || eval(b, v),
-        Expr::And(a, b) => eval(a, v) && eval(b, v),
-        Expr::Not(a) => !eval(a, v),
-        Expr::Truthy(path) => !matches!(
-            lookup(v, path),
-            None | Some(Value::Null | Value::Bool(false))
-        ),
-        Expr::Compare(path, op, lit) => {
-            let got = lookup(v, path).unwrap_or(&Value::Null);
-            match op {
-                Op::Eq => equal(got, lit),
-                Op::Ne => !equal(got, lit),
-                _ => match order(got, lit) {
+        Expr::Path(path) => Some(lookup(input, path).cloned().unwrap_or(Value::Null)),
+        Expr::Literal(v) => Some(v.clone()),
+        Expr::Pipe(a, b) => eval(a, input).and_then(|x| eval(b, &x)),
+        Expr::Or(a, b) => {
+            if truthy(&eval(a, input)?) {
+                Some(Value::Bool(true))
+            } else {
+                eval(b, input).map(|v| Value::Bool(truthy(&v)))
+            }
+        }
+        Expr::And(a, b) => {
+            if !truthy(&eval(a, input)?) {
+                Some(Value::Bool(false))
+            } else {
+                eval(b, input).map(|v| Value::Bool(truthy(&v)))
+            }
+        }
+        Expr::Compare(a, op, b) => {
+            let (got, lit) = (eval(a, input)?, eval(b, input)?);
+            Some(Value::Bool(match op {
+                Op::Eq => equal(&got, &lit),
+                Op::Ne => !equal(&got, &lit),
+                _ => match order(&got, &lit) {
                     Some(o) => match op {
                         Op::Lt => o.is_lt(),
                         Op::Le => o.is_le(),
@@ -95,7 +126,12 @@ fn eval(e: &Expr, v: &Value) -> bool {
                     },
                     None => false,
                 },
-            }
+            }))
+        }
+        Expr::Not => Some(Value::Bool(!truthy(input))),
+        Expr::Select(f) => {
+            let keep = eval(f, input).is_some_and(|v| truthy(&v));
+            keep.then(|| input.clone())
         }
     }
 }
@@ -133,6 +169,8 @@ fn describe(t: &Token) -> String {
         Token::And => "`and`".into(),
         Token::Or => "`or`".into(),
         Token::Not => "`not`".into(),
+        Token::Select => "`select`".into(),
+        Token::Pipe => "`|`".into(),
         Token::Open => "`(`".into(),
         Token::Close => "`)`".into(),
     }
@@ -148,6 +186,15 @@ impl Parser {
         self.tokens.get(self.pos)
     }
 
+    fn pipe(&mut self) -> Result<Expr, String> {
+        let mut left = self.or()?;
+        while self.peek() == Some(&Token::Pipe) {
+            self.pos += 1;
+            left = Expr::Pipe(Box::new(left), Box::new(self.or()?));
+        }
+        Ok(left)
+    }
+
     fn or(&mut self) -> Result<Expr, String> {
         let mut left = self.and()?;
         while self.peek() == Some(&Token::Or) {
@@ -158,53 +205,58 @@ impl Parser {
     }
 
     fn and(&mut self) -> Result<Expr, String> {
-        let mut left = self.unary()?;
+        let mut left = self.compare()?;
         while self.peek() == Some(&Token::And) {
             self.pos += 1;
-            left = Expr::And(Box::new(left), Box::new(self.unary()?));
+            left = Expr::And(Box::new(left), Box::new(self.compare()?));
         }
         Ok(left)
     }
 
-    fn unary(&mut self) -> Result<Expr, String> {
-        match self.tokens.get(self.pos).cloned() {
-            Some(Token::Not) => {
-                self.pos += 1;
-                Ok(Expr::Not(Box::new(self.unary()?)))
+    fn compare(&mut self) -> Result<Expr, String> {
+        let left = self.term()?;
+        if let Some(Token::Op(op)) = self.peek().cloned() {
+            self.pos += 1;
+            if self.peek().is_none() {
+                return Err("a comparison without its value".into());
             }
-            Some(Token::Open) => {
-                self.pos += 1;
-                let e = self.or()?;
-                if self.peek() != Some(&Token::Close) {
-                    return Err("a `(` without its `)`".into());
+            let right = self.term()?;
+            return Ok(Expr::Compare(Box::new(left), op, Box::new(right)));
+        }
+        Ok(left)
+    }
+
+    /// `( pipe )` after the opening parenthesis was read.
+    fn group(&mut self) -> Result<Expr, String> {
+        let e = self.pipe()?;
+        if self.peek() != Some(&Token::Close) {
+            return Err("a `(` without its `)`".into());
+        }
+        self.pos += 1;
+        Ok(e)
+    }
+
+    fn term(&mut self) -> Result<Expr, String> {
+        let Some(t) = self.tokens.get(self.pos).cloned() else {
+            return Err("an empty expression".into());
+        };
+        self.pos += 1;
+        match t {
+            Token::Path(path) => Ok(Expr::Path(path)),
+            Token::Literal(v) => Ok(Expr::Literal(v)),
+            Token::Not => Ok(Expr::Not),
+            Token::Open => self.group(),
+            Token::Select => {
+                if self.peek() != Some(&Token::Open) {
+                    return Err("`select` takes its condition in parentheses: select(.x)".into());
                 }
                 self.pos += 1;
-                Ok(e)
+                Ok(Expr::Select(Box::new(self.group()?)))
             }
-            Some(Token::Path(path)) => {
-                self.pos += 1;
-                if let Some(Token::Op(op)) = self.peek().cloned() {
-                    self.pos += 1;
-                    match self.tokens.get(self.pos).cloned() {
-                        Some(Token::Literal(v)) => {
-                            self.pos += 1;
-                            Ok(Expr::Compare(path, op, v))
-                        }
-                        Some(t) => Err(format!(
-                            "a comparison needs a string, number, true, false or null, not {}",
-                            describe(&t)
-                        )),
-                        None => Err("a comparison without its value".into()),
-                    }
-                } else {
-                    Ok(Expr::Truthy(path))
-                }
-            }
-            Some(t) => Err(format!(
-                "expected a path such as .name, found {}",
-                describe(&t)
+            other => Err(format!(
+                "expected a path such as .name, a value, `not`, `select(…)` or `(`, found {}",
+                describe(&other)
             )),
-            None => Err("an empty expression".into()),
         }
     }
 }
@@ -223,6 +275,10 @@ fn tokenize(text: &str) -> Result<Vec<Token>, String> {
                 out.push(Token::Open);
                 i += 1;
             }
+            '|' => {
+                out.push(Token::Pipe);
+                i += 1;
+            }
             ')' => {
                 out.push(Token::Close);
                 i += 1;
@@ -237,7 +293,8 @@ fn tokenize(text: &str) -> Result<Vec<Token>, String> {
                             i += 1;
                         }
                         if start == i {
-                            if path.is_empty() && (i >= chars.len() || chars[i] != '[') {
+                            // `.` alone is the input itself; `..` is not taken.
+                            if i < chars.len() && chars[i] == '.' {
                                 return Err(at(start, "a `.` without a key after it"));
                             }
                             continue;
@@ -330,13 +387,14 @@ fn tokenize(text: &str) -> Result<Vec<Token>, String> {
                     "and" => Token::And,
                     "or" => Token::Or,
                     "not" => Token::Not,
+                    "select" => Token::Select,
                     "true" => Token::Literal(Value::Bool(true)),
                     "false" => Token::Literal(Value::Bool(false)),
                     "null" => Token::Literal(Value::Null),
                     _ => {
                         return Err(at(
                             start,
-                            &format!("`{word}` is not taken here (paths, comparisons, and, or, not, parentheses)"),
+                            &format!("`{word}` is not taken here (paths, values, comparisons, and, or, |, not, select(), parentheses)"),
                         ));
                     }
                 });
@@ -367,7 +425,14 @@ mod tests {
         assert!(sel(".port", a.clone()));
         assert!(!sel(".tls.verify", a.clone()));
         assert!(!sel(".missing", a.clone()));
-        assert!(sel("not (.missing or .tls.verify)", a.clone()));
+        assert!(sel("(.missing or .tls.verify) | not", a.clone()));
+        assert!(sel(".tls.verify | not", a.clone()));
+        assert!(sel("select(.port == 8080)", a.clone()));
+        assert!(!sel("select(.port == 80)", a.clone()));
+        assert!(sel(".tls | .verify == false", a.clone()));
+        assert!(sel(r#"select(.tags[0] == "x") | .port > 8000"#, a.clone()));
+        assert!(sel(".port == .port and (.tls.verify | not)", a.clone()));
+        assert!(sel(". | .port", a.clone()));
         assert!(sel(".missing == null", a.clone()));
         assert!(sel(r#".name != "db""#, a));
     }
@@ -377,7 +442,11 @@ mod tests {
         for (bad, says) in [
             (".a = 1", "character 4"),
             (r#".a == "x"#, "closing quote"),
-            ("select(.a)", "`select` is not taken"),
+            ("select .a", "in parentheses"),
+            ("not .a", "write `.x | not`"),
+            ("not (.a)", "write `.x | not`"),
+            ("..a", "without a key"),
+            ("length", "`length` is not taken"),
             (".a ==", "without its value"),
             (".a .b", "after a complete expression"),
             ("", "empty"),

@@ -352,15 +352,17 @@ pub struct CheckArgs {
     #[arg(long, value_name = "KEY", requires = "memory",
           value_parser = ["lineno", "filename", "traceback"])]
     pub m_sort: Option<String>,
-    /// With --memory: only allocations from files matching these comma-separated glob
-    /// patterns (e.g. '*/datadog_checks/*')
+    /// With --memory: only allocations made in files matching these comma-separated glob
+    /// patterns, by the allocating frame (e.g. '*/datadog_checks/*')
     #[arg(long, value_name = "GLOBS", requires = "memory")]
     pub m_filters: Option<String>,
     /// Run only instance N of the check's configuration (0-based, as in instances[N])
     #[arg(long, value_name = "N", conflicts_with = "instance_filter")]
     pub instance: Option<usize>,
-    /// Run only the instances this jq-style expression selects, as `agent check
-    /// --instance-filter`: `.key == "v"`, `.a.b != 3`, `.flag`, joined with `and`/`or`
+    /// Run only the instances this jq expression selects, as `agent check --instance-filter`:
+    /// paths, comparisons, and/or, `|`, `not`, `select(…)` (e.g. '.port == 8080',
+    /// 'select(.tls.verify | not)'); an instance is run when the output is neither false nor
+    /// null
     #[arg(long, value_name = "EXPR")]
     pub instance_filter: Option<String>,
     /// Stop a Python check in pdb at this line of its file, on the terminal (as `agent check

@@ -302,3 +302,81 @@ fn log_level_applies_to_built_ins_and_exec_plugins() {
     );
     assert!(at("off").is_empty());
 }
+
+/// `--instance-filter` selects what jq selects (the Agent runs the filter with a jq
+/// implementation): each filter run by agentprof on five instances and by jq on each.
+#[test]
+fn instance_filter_selects_what_jq_selects() {
+    let instances = [
+        r#"{"name": "a", "port": 8080, "tls": {"verify": false}, "tags": ["x"]}"#,
+        r#"{"name": "b", "port": 80, "tls": {"verify": true}, "tags": ["y", "x"]}"#,
+        r#"{"name": "c", "port": 443}"#,
+        r#"{"port": "8080", "enabled": null}"#,
+        r#"{"name": "e", "enabled": false, "port": 9000}"#,
+    ];
+    let filters = [
+        r#".name == "a""#,
+        ".port > 1000 and .name",
+        ".tls.verify | not",
+        "select(.port == 80)",
+        r#"select(.tags[0] == "x") | .port > 100"#,
+        ".enabled",
+        ".enabled | not",
+        "(.name == \"c\" or .port == \"8080\") | not",
+        ".tls | .verify == false",
+        ". | .name != null",
+        ".port <= 443",
+        "select(.name) | .port",
+    ];
+    let jq_selects = |filter: &str, instance: &str| -> Option<bool> {
+        let mut child = std::process::Command::new("jq")
+            .args(["-c", filter])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .ok()?;
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(instance.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        Some(
+            text.lines()
+                .any(|l| !matches!(l.trim(), "false" | "null" | "")),
+        )
+    };
+    if jq_selects(".", "{}").is_none() {
+        crate::support::skip("no jq (CI installs it): the reference for --instance-filter");
+        return;
+    }
+    let sb = Sandbox::new();
+    sb.plugin("many", "cat >/dev/null\necho 'm.up:1|g'\n");
+    let conf = instances
+        .iter()
+        .map(|i| format!("  - {i}\n"))
+        .collect::<String>();
+    sb.write("conf.d/many.yaml", &format!("instances:\n{conf}"));
+    for filter in filters {
+        let want: Vec<u64> = (0..instances.len() as u64)
+            .filter(|&i| jq_selects(filter, instances[i as usize]) == Some(true))
+            .collect();
+        let r = sb.run(&["check", "many", "--json", "--instance-filter", filter]);
+        let got: Vec<u64> = if r.code == 2 && r.stderr.contains("selects none") {
+            Vec::new()
+        } else {
+            assert_eq!(r.code, 0, "{filter}: {}", r.stderr);
+            r.json()["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|run| run["instance"].as_u64().unwrap())
+                .collect()
+        };
+        assert_eq!(got, want, "{filter}");
+    }
+}

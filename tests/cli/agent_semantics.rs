@@ -336,7 +336,7 @@ fn the_agents_check_flags() {
     assert_eq!(doc["runs"].as_array().unwrap().len(), 2);
     // A filter agentprof does not read, or one that selects nothing: exit 2, saying why.
     for (filter, says) in [
-        ("select(.name)", "`select` is not taken here"),
+        ("not .name", "jq's `not` is a filter of its input"),
         (".name == \"nope\"", "selects none of svc's 4 instances"),
     ] {
         let r = sb.run(&[
