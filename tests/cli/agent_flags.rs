@@ -380,3 +380,33 @@ fn instance_filter_selects_what_jq_selects() {
         assert_eq!(got, want, "{filter}");
     }
 }
+
+/// Where agentprof deliberately differs from the Agent, it says so in one line: one failing
+/// instance of two fails the command (exit 1).
+#[test]
+fn a_failed_instance_fails_the_command_and_says_why_in_one_line() {
+    let sb = Sandbox::new();
+    sb.plugin(
+        "two",
+        "if grep -q bad; then echo boom >&2; exit 3; fi\necho 't.up:1|g'\n",
+    );
+    sb.write("conf.d/two.yaml", "instances:\n  - {}\n  - {bad: 1}\n");
+    let r = sb.run(&["check", "two", "-t", "2"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let said: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("unlike `agent check`"))
+        .collect();
+    assert_eq!(said.len(), 1, "{}", r.stderr);
+    assert!(
+        said[0].contains("2 of 4 runs failed (instances[1])"),
+        "{}",
+        said[0]
+    );
+    // All well: nothing said.
+    sb.write("conf.d/two.yaml", "instances:\n  - {}\n");
+    let r = sb.run(&["check", "two"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("unlike"), "{}", r.stderr);
+}
