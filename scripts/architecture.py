@@ -4,7 +4,7 @@ not import which, and no import circle between the modules of one folder (src/'s
 top-level files included). Run by .ci/run;
 prints each broken rule with the file and line, exits 1 when there is one.
 
-    python3 scripts/architecture.py [--src DIR]
+    python3 scripts/architecture.py [--src DIR] [--crates DIR]
 
 It reads Rust as the compiler does, not line by line: comments and string literals are cut,
 `use` trees are expanded (`use crate::{a::B, c::{D, E}};` over any number of lines), `self`,
@@ -13,8 +13,9 @@ tests included), and paths written in code (`crate::a::f()`, `super::b::C`) coun
 imports. A path whose first name is a module of the current one (`measure::run`) is
 resolved too; anything else is another crate's.
 
-What the compiler holds is not checked here: crates/ are crates of the workspace (pprof and
-procstat depend on nothing of agentprof; cargo refuses a cycle between crates).
+The crates of the workspace (crates/*/src) are read the same way for import circles between
+their files; which crate may use which the compiler holds (pprof and procstat depend on
+nothing of agentprof; cargo refuses a cycle between crates).
 """
 
 import os
@@ -279,8 +280,9 @@ def circles(graph):
     return out
 
 
-def check(src):
-    """The broken rules, one line each."""
+def check(src, label="src", rules=True):
+    """The broken rules, one line each: with `rules`, the folder rules above (src/ only), and
+    for any crate the import circles between the files of one folder."""
     broken = []
     edges = defaultdict(lambda: defaultdict(set))  # folder -> child -> {sibling}
     for d, _, files in sorted(os.walk(src)):
@@ -292,13 +294,13 @@ def check(src):
             for target, line in found:
                 if not target:
                     continue
-                for folder, forbidden, why in RULES:
+                for folder, forbidden, why in (RULES if rules else ()):
                     # The crate root (lib.rs) names what the binary runs.
                     applies = (folder is None and top.removesuffix(".rs") not in COMMANDS
                                and mod.rel != "lib.rs") \
                         or (folder is not None and top == folder)
                     if applies and target[0] in forbidden:
-                        broken.append(f"src/{mod.rel}:{line}: uses crate::{'::'.join(target)} ({why})")
+                        broken.append(f"{label}/{mod.rel}:{line}: uses crate::{'::'.join(target)} ({why})")
                 # Within each folder the file is in (src/ itself too): the child of that
                 # folder it is in importing another child of the same folder.
                 for k in range(len(mod.path)):
@@ -309,18 +311,29 @@ def check(src):
         for cycle in circles(graph):
             hops = " -> ".join(cycle + [cycle[0]])
             where = "".join(f"{f}/" for f in folder)
-            broken.append(f"src/{where}: an import circle {hops}")
+            broken.append(f"{label}/{where}: an import circle {hops}")
     return broken
 
 
 def main(argv):
-    src = os.path.join(ROOT, "src")
-    if len(argv) == 2 and argv[0] == "--src":
-        src = argv[1]
-    elif argv:
-        print("usage: architecture.py [--src DIR]", file=sys.stderr)
-        return 2
+    src, crates = os.path.join(ROOT, "src"), os.path.join(ROOT, "crates")
+    args = list(argv)
+    while args:
+        if len(args) >= 2 and args[0] in ("--src", "--crates"):
+            if args[0] == "--src":
+                src = args[1]
+            else:
+                crates = args[1]
+            args = args[2:]
+        else:
+            print("usage: architecture.py [--src DIR] [--crates DIR]", file=sys.stderr)
+            return 2
     broken = check(src)
+    if os.path.isdir(crates):
+        for name in sorted(os.listdir(crates)):
+            csrc = os.path.join(crates, name, "src")
+            if os.path.isdir(csrc):
+                broken += check(csrc, f"crates/{name}/src", rules=False)
     for b in broken:
         print(b)
     if broken:

@@ -5,7 +5,8 @@ functions and largest files.
     python3 scripts/code_shape.py [--limit 80] [--top 25] [--json]
 
 A function is counted from its `fn` line to the closing brace rustfmt puts at the same
-indentation; a file's code is its lines before `#[cfg(test)]` (its unit tests apart).
+indentation; a file's code is its lines outside `#[cfg(test)]` items (its unit tests apart,
+wherever they stand: code after a test module counts).
 Functions whose line before the `fn` (or doc comment block) says `// long:` with a reason are
 listed as such and not counted over the limit.
 """
@@ -19,16 +20,44 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FN = re.compile(r"^(\s*)(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?(?:async\s+)?(?:unsafe\s+)?fn\s+([A-Za-z0-9_]+)")
 
 
-def functions(path):
+def test_lines(lines):
+    """The 0-based indices of the lines that are test code: each `#[cfg(test)]` item at the
+    top level (a `mod tests { … }` to its closing brace, a test-only function, `use` or
+    `mod x;`), wherever it stands in the file; code after a test module counts again."""
+    out = set()
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith("#[cfg(test)]"):
+            i += 1
+            continue
+        j = i + 1
+        # Further attributes and doc comments of the same item.
+        while j < len(lines) and (lines[j].startswith("#[") or lines[j].startswith("///")):
+            j += 1
+        if j < len(lines) and lines[j].rstrip().endswith(";"):
+            end = j
+        else:
+            end = j
+            while end < len(lines) and lines[end] != "}":
+                end += 1
+        out.update(range(i, min(end, len(lines) - 1) + 1))
+        i = end + 1
+    return out
+
+
+def is_test_file(path):
+    base = os.path.basename(path)
+    return base == "tests.rs" or base.endswith("_tests.rs")
+
+
+def functions(path, root=ROOT):
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
     out = []
     # A file of tests (`tests.rs`, `*_tests.rs`) is a test module as a whole.
-    base = os.path.basename(path)
-    in_tests = base == "tests.rs" or base.endswith("_tests.rs")
+    whole = is_test_file(path)
+    tests = test_lines(lines)
     for i, line in enumerate(lines):
-        if line.startswith("#[cfg(test)]"):
-            in_tests = True
         m = FN.match(line)
         if not m or line.rstrip().endswith(";"):
             continue
@@ -47,22 +76,19 @@ def functions(path):
             if lines[k].strip().startswith("// long:"):
                 reason = lines[k].strip()[len("// long:"):].strip()
             k -= 1
-        out.append({"file": os.path.relpath(path, ROOT), "line": i + 1, "name": name,
-                    "lines": end - i + 1, "test": in_tests, "reason": reason})
+        out.append({"file": os.path.relpath(path, root), "line": i + 1, "name": name,
+                    "lines": end - i + 1, "test": whole or i in tests, "reason": reason})
     return out
 
 
 def code_lines(path):
-    base = os.path.basename(path)
-    if base == "tests.rs" or base.endswith("_tests.rs"):
+    if is_test_file(path):
         return 0
-    n = 0
     with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("#[cfg(test)]"):
-                break
-            n += 1
-    return n
+        lines = f.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return len(lines) - len(test_lines(lines))
 
 
 def main():
@@ -70,20 +96,22 @@ def main():
     ap.add_argument("--limit", type=int, default=80)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--root", default=ROOT, help="the tree to read (its src/ and crates/*/src)")
     a = ap.parse_args()
     fns, files = [], []
     # The library and every crate of the workspace.
-    crates = os.path.join(ROOT, "crates")
-    roots = [os.path.join(ROOT, "src")] + sorted(
-        os.path.join(crates, c, "src") for c in os.listdir(crates) if os.path.isdir(os.path.join(crates, c, "src"))
-    )
+    crates = os.path.join(a.root, "crates")
+    roots = [os.path.join(a.root, "src")]
+    if os.path.isdir(crates):
+        roots += sorted(os.path.join(crates, c, "src") for c in os.listdir(crates)
+                        if os.path.isdir(os.path.join(crates, c, "src")))
     walked = [w for r in roots for w in sorted(os.walk(r))]
     for d, _, names in walked:
         for n in names:
             if n.endswith(".rs"):
                 p = os.path.join(d, n)
-                fns += functions(p)
-                files.append({"file": os.path.relpath(p, ROOT), "code_lines": code_lines(p)})
+                fns += functions(p, a.root)
+                files.append({"file": os.path.relpath(p, a.root), "code_lines": code_lines(p)})
     fns = [f for f in fns if not f["test"]]
     fns.sort(key=lambda f: -f["lines"])
     files.sort(key=lambda f: -f["code_lines"])

@@ -4,7 +4,7 @@ mod agent;
 mod checkconf;
 mod log;
 mod tags;
-pub mod yaml11;
+mod yaml11;
 
 pub use agent::{AgentConfig, ApiKey, HistogramConfig, LoadOptions};
 pub use checkconf::{CheckConf, InstanceCommon, find_key_line, suggest};

@@ -4,6 +4,7 @@
 //! drift (Python call counts, metric names) exactly, memory by its growth per run and its peak.
 
 pub mod against;
+pub mod baseline;
 pub mod callgrind;
 pub mod config;
 mod figures;
@@ -12,6 +13,7 @@ pub mod instructions;
 pub mod measure;
 mod measured;
 pub mod perf;
+pub mod plan;
 mod report;
 pub mod stats;
 mod timing;

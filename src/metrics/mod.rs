@@ -6,7 +6,7 @@ pub mod dogstatsd;
 mod sink;
 
 /// A check's log levels: Python's logging numbers, which `check -l` and the Python worker speak.
-pub mod level {
+pub(crate) mod level {
     pub const DEBUG: u8 = 10;
     pub const INFO: u8 = 20;
     pub const WARNING: u8 = 30;

@@ -83,15 +83,7 @@ fn end_line(f: &mut std::fs::File) -> std::io::Result<()> {
     Ok(())
 }
 
-/// 64-bit FNV-1a: a hash that is the same on every machine and release (names, jitter).
-pub fn fnv64a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
+pub use crate::pprof::fasthash::fnv64a;
 
 /// The longest name part agentprof makes (filesystems take 255 bytes; a time stamp and an
 /// extension are added to it).

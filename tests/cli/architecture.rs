@@ -118,3 +118,66 @@ fn the_map_names_every_folder_file_and_crate() {
         "not on ARCHITECTURE.md's map: {missing:?}"
     );
 }
+
+/// The crates of the workspace are read too: two files of a crate that import each other are
+/// a broken rule, named with the crate.
+#[test]
+fn a_circle_inside_a_crate_is_caught() {
+    let sb = Sandbox::new();
+    sb.write("src/lib.rs", "pub mod a;\n");
+    sb.write("src/a.rs", "pub fn a() {}\n");
+    sb.write("crates/wire/src/lib.rs", "mod json;\nmod proto;\n");
+    sb.write(
+        "crates/wire/src/json.rs",
+        "use crate::proto::Message;\npub fn b64() {}\n",
+    );
+    sb.write(
+        "crates/wire/src/proto.rs",
+        "pub struct Message;\nfn f() {\n    crate::json::b64()\n}\n",
+    );
+    let src = sb.file("src");
+    let crates = sb.file("crates");
+    let (code, out) = run(&[
+        "--src",
+        src.to_str().unwrap(),
+        "--crates",
+        crates.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("crates/wire/src/: an import circle json -> proto -> json"),
+        "{out}"
+    );
+}
+
+/// scripts/code_shape.py counts a file's code wherever its test module stands: a function
+/// after `mod tests` is code, one inside it is not.
+#[test]
+fn code_after_a_test_module_is_counted() {
+    let sb = Sandbox::new();
+    let body = |name: &str| {
+        let mut f = format!("fn {name}() {{\n");
+        for i in 0..90 {
+            f.push_str(&format!("    let _x{i} = {i};\n"));
+        }
+        f.push_str("}\n");
+        f
+    };
+    sb.write(
+        "src/lib.rs",
+        &format!(
+            "{}#[cfg(test)]\nmod tests {{\n    #[test]\n    fn t() {{}}\n}}\n\n{}",
+            body("before"),
+            body("after")
+        ),
+    );
+    let out = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/code_shape.py"))
+        .args(["--json", "--root", sb.path().to_str().unwrap()])
+        .output()
+        .expect("python3 runs scripts/code_shape.py");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["functions_over_limit"], 2, "{doc}");
+    // 2 × 92 lines of code; the 5 lines of the test module are not code.
+    assert_eq!(doc["largest"][0]["code_lines"], 185, "{doc}");
+}

@@ -609,10 +609,16 @@ fn conf_yaml_default_is_read_when_there_is_no_conf_yaml() {
 fn python_only_flags_are_refused_on_other_checks() {
     let sb = Sandbox::new();
     // (`--log-level` applies to every check: tests/cli/agent_flags.rs.)
-    for (args, says) in [(
-        &["check", "uptime", "--profile", "--profile-first-run"][..],
-        "--profile-first-run: uptime is not a Python check",
-    )] {
+    for (args, says) in [
+        (
+            &["check", "uptime", "--profile", "--profile-first-run"][..],
+            "--profile-first-run: uptime is not a Python check",
+        ),
+        (
+            &["check", "uptime", "-b", "3"][..],
+            "--breakpoint: uptime is not a Python check",
+        ),
+    ] {
         let r = sb.run(args);
         assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
         assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);

@@ -8,6 +8,7 @@ pub mod export;
 pub mod import;
 pub mod json;
 pub mod proto;
+mod scalars;
 pub mod scan;
 
 /// The path OTLP/HTTP profiles are posted to.

@@ -6,7 +6,7 @@
 
 use serde::Deserialize;
 
-use crate::json::{b64, hex, i64s, int64, u64s, uint64};
+use crate::scalars::{b64, hex, i64s, int64, u64s, uint64};
 
 #[derive(Clone, PartialEq, prost::Message, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

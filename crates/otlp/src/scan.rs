@@ -3,12 +3,14 @@
 //! budget of fields and an estimate of the memory the decoded messages take. A cut or
 //! malformed message is reported as such.
 
-use pprof::proto::varint;
+use pprof::wire::{Fields, WireValue};
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ScanError {
     #[error("malformed protobuf: {0}")]
     Malformed(&'static str),
+    #[error("malformed protobuf: {0}")]
+    Wire(#[from] pprof::wire::WireError),
     #[error("more than {0} fields and elements (the request's budget)")]
     Fields(u64),
     #[error("decoding it would take about {estimate} bytes, over the {budget} allowed")]
@@ -104,56 +106,26 @@ fn walk(buf: &[u8], msg: Msg, budget: u64, s: &mut Scan, depth: u32) -> Result<(
         return Err(ScanError::Malformed("nested too deep"));
     }
     s.memory += size(msg);
-    let mut at = 0;
-    while at < buf.len() {
-        let key = varint(buf, &mut at).ok_or(ScanError::Malformed("truncated field key"))?;
-        let (field, wire) = (key >> 3, key & 7);
-        if field == 0 {
-            return Err(ScanError::Malformed("field number 0"));
-        }
+    for item in Fields::new(buf) {
+        let (field, value) = item?;
         s.fields += 1;
         if s.fields > budget {
             return Err(ScanError::Fields(budget));
         }
-        match wire {
-            0 => {
-                varint(buf, &mut at).ok_or(ScanError::Malformed("truncated varint"))?;
-            }
-            1 => {
-                at = at
-                    .checked_add(8)
-                    .filter(|&e| e <= buf.len())
-                    .ok_or(ScanError::Malformed("truncated fixed64"))?;
-            }
-            5 => {
-                at = at
-                    .checked_add(4)
-                    .filter(|&e| e <= buf.len())
-                    .ok_or(ScanError::Malformed("truncated fixed32"))?;
-            }
-            2 => {
-                let len = varint(buf, &mut at).ok_or(ScanError::Malformed("truncated length"))?;
-                let end = usize::try_from(len)
-                    .ok()
-                    .and_then(|l| at.checked_add(l))
-                    .filter(|&e| e <= buf.len())
-                    .ok_or(ScanError::Malformed("a length past the end"))?;
-                let body = &buf[at..end];
-                match nested(msg, field) {
-                    Some(m) => walk(body, m, budget, s, depth + 1)?,
-                    None => {
-                        // Bytes, a string, or a packed list: each element of a list may
-                        // become 8 bytes; a string is its bytes and a header.
-                        s.fields += body.len() as u64 / 2;
-                        s.memory += 24 + 8 * body.len() as u64;
-                        if s.fields > budget {
-                            return Err(ScanError::Fields(budget));
-                        }
-                    }
+        let WireValue::Bytes(body) = value else {
+            continue;
+        };
+        match nested(msg, field) {
+            Some(m) => walk(body, m, budget, s, depth + 1)?,
+            None => {
+                // Bytes, a string, or a packed list: each element of a list may
+                // become 8 bytes; a string is its bytes and a header.
+                s.fields += body.len() as u64 / 2;
+                s.memory += 24 + 8 * body.len() as u64;
+                if s.fields > budget {
+                    return Err(ScanError::Fields(budget));
                 }
-                at = end;
             }
-            _ => return Err(ScanError::Malformed("a wire type protobuf does not have")),
         }
     }
     Ok(())

@@ -1,5 +1,5 @@
-//! agentprof's hashing, in one place: the maps' hasher, and the fingerprints `pull`'s deltas
-//! key stacks by.
+//! agentprof's hashing, in one place: the maps' hasher, the fingerprints `pull`'s deltas
+//! key stacks by, and FNV-1a for what must hash the same on every machine and release.
 //!
 //! The maps hash with foldhash, seeded per process, so crafted input cannot aim for
 //! collisions it cannot see (the metrics aggregator's maps are the same). A fingerprint is
@@ -39,4 +39,14 @@ pub fn hash_bytes(b: &[u8]) -> u64 {
     let mut w = [0u8; 8];
     w[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
     mix(h, u64::from_le_bytes(w))
+}
+
+/// 64-bit FNV-1a: a hash that is the same on every machine and release (names, jitter).
+pub fn fnv64a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
 }

@@ -5,6 +5,7 @@
 use super::fold::MAX_FLAME_DEPTH;
 use super::graph::Nodes;
 use super::model::Pprof;
+pub use crate::error::DrawError;
 
 /// Folded stacks of one sign of a profile's values, and what was left out of them.
 #[derive(Debug, Default)]
@@ -45,19 +46,6 @@ fn cut_note(cut: usize) -> Option<String> {
             if cut == 1 { "" } else { "s" }
         )
     })
-}
-
-/// Why a flamegraph was not drawn.
-#[derive(Debug, thiserror::Error)]
-pub enum DrawError {
-    /// Nothing to draw, and why.
-    #[error("{0}: nothing to draw")]
-    Empty(&'static str),
-    #[error("cannot merge the stacks: {0}")]
-    Merge(std::io::Error),
-    /// inferno's error, which includes writing the SVG out.
-    #[error("cannot draw the flamegraph: {0}")]
-    Draw(std::io::Error),
 }
 
 /// Writes a flamegraph of `p`'s `index` values. A profile that holds negative values (a

@@ -7,6 +7,7 @@
 pub mod decode;
 pub mod diff;
 mod encode;
+mod error;
 pub mod fasthash;
 pub mod filter;
 mod flame;
@@ -25,6 +26,8 @@ pub mod report;
 pub mod source;
 mod source_path;
 pub mod text;
+mod totals;
 pub mod views;
+pub mod wire;
 
 pub use encode::gzip_fast;

@@ -4,7 +4,7 @@
 
 use super::fasthash::FastMap;
 
-use super::decode::DecodeError;
+use super::error::DecodeError;
 use super::proto::Profile;
 
 /// A checked profile: `proto` plus index tables.
@@ -292,15 +292,15 @@ impl Pprof {
         *a = (*a + n).min(*b);
     }
 
-    /// Its totals per sample type, as [`crate::decode::totals`] reads them off the bytes.
-    pub fn totals(&self) -> crate::decode::Totals {
+    /// Its totals per sample type, as [`crate::totals::totals`] reads them off the bytes.
+    pub fn totals(&self) -> crate::totals::Totals {
         let mut sums = vec![0i128; self.proto.sample_type.len()];
         for s in &self.proto.sample {
             for (sum, v) in sums.iter_mut().zip(&s.value) {
                 *sum += i128::from(*v);
             }
         }
-        let mut labels = crate::decode::LabelSums::default();
+        let mut labels = crate::totals::LabelSums::default();
         let mut pairs = Vec::new();
         for s in &self.proto.sample {
             if s.label.is_empty() {
@@ -310,7 +310,7 @@ impl Pprof {
             pairs.extend(s.label.iter().map(|l| (l.key, l.str)));
             labels.add(&pairs, &s.value);
         }
-        crate::decode::Totals {
+        crate::totals::Totals {
             types: self
                 .sample_types()
                 .iter()

@@ -221,75 +221,7 @@ fn merge_varints<T, B: prost::bytes::Buf>(
     slow(wire_type, out, buf, ctx)
 }
 
-/// The varint at `buf[*at..]` (at most ten bytes, the last holding bit 63 alone), `at` moved
-/// past it; `None` when it is cut short or too long. agentprof's one reader of the wire
-/// format's varints (the decoder's budget scan, totals, and `pull`'s deltas on the wire).
-#[inline(always)]
-pub fn varint(buf: &[u8], at: &mut usize) -> Option<u64> {
-    // Most values fit one to three bytes (a large profile's location ids take three).
-    if let Some(&b) = buf.get(*at) {
-        if b < 0x80 {
-            *at += 1;
-            return Some(u64::from(b));
-        }
-        if let Some(&c) = buf.get(*at + 1) {
-            if c < 0x80 {
-                *at += 2;
-                return Some(u64::from(b & 0x7f) | (u64::from(c) << 7));
-            }
-            if let Some(&d) = buf.get(*at + 2)
-                && d < 0x80
-            {
-                *at += 3;
-                return Some(
-                    u64::from(b & 0x7f) | (u64::from(c & 0x7f) << 7) | (u64::from(d) << 14),
-                );
-            }
-        }
-    }
-    let (v, next) = varint_slow(buf, *at)?;
-    *at = next;
-    Some(v)
-}
-
-/// A varint of any length: its value and where the next byte is. (The position by value, so
-/// that callers keep theirs in a register.)
-#[inline(never)]
-fn varint_slow(buf: &[u8], mut at: usize) -> Option<(u64, usize)> {
-    let mut v: u64 = 0;
-    for shift in (0..64).step_by(7) {
-        let b = *buf.get(at)?;
-        if shift == 63 && b > 1 {
-            return None;
-        }
-        at += 1;
-        v |= u64::from(b & 0x7f) << shift;
-        if b < 0x80 {
-            return Some((v, at));
-        }
-    }
-    None
-}
-
-/// The bytes `v` takes as a varint.
-#[inline]
-pub fn varint_len(mut v: u64) -> usize {
-    let mut n = 1;
-    while v >= 0x80 {
-        v >>= 7;
-        n += 1;
-    }
-    n
-}
-
-/// `v` written as a varint.
-pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
+pub use crate::wire::{put_varint, varint, varint_len};
 
 #[derive(Clone, Copy, PartialEq, prost::Message)]
 pub struct Label {

@@ -231,7 +231,7 @@ pub fn recolor(
         edits.push((
             at,
             at,
-            crate::views::esc(&format!("; base {} → {}, {change}", fmt(b), fmt(a))),
+            crate::text::esc(&format!("; base {} → {}, {change}", fmt(b), fmt(a))),
         ));
     }
     edits.sort_by(|x, y| y.0.cmp(&x.0).then(y.1.cmp(&x.1)));

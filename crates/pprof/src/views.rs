@@ -7,11 +7,12 @@ use std::fmt::Write as _;
 
 use regex::Regex;
 
-use crate::diff::DrawError;
+use crate::error::DrawError;
 use crate::fasthash::FastMap;
 use crate::graph::{EdgeSet, Nodes};
 use crate::measure::{percentage, scaled_label};
 use crate::model::Pprof;
+use crate::text::esc;
 
 /// Which half of a sandwich.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -102,23 +103,6 @@ impl Default for GraphSize {
             edge_fraction: 0.001,
         }
     }
-}
-
-/// Text as SVG and XML take it (also the differential flamegraph's tooltips).
-pub(crate) fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '&' => o.push_str("&amp;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c if c.is_control() => o.push('\u{fffd}'),
-            c => o.push(c),
-        }
-    }
-    o
 }
 
 /// A function's name as a box shows it: the part after its package path (the whole name

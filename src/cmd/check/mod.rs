@@ -100,31 +100,35 @@ pub fn run(opts: CheckOptions) -> anyhow::Result<Outcome> {
         profile.as_ref(),
         python_host.as_ref(),
     )?;
-    let failed = report.failed_runs();
-    Ok(if failed > 0 {
-        // Deliberately unlike `agent check`, which prints a run's error and exits 0: a run
-        // that failed fails the command, so that CI sees it. Said in one line.
-        let mut bad: Vec<usize> = report
-            .records
-            .iter()
-            .filter(|r| r.error.is_some())
-            .map(|r| r.instance)
-            .collect();
-        bad.sort_unstable();
-        bad.dedup();
-        let instances = bad
-            .iter()
-            .map(|i| format!("instances[{i}]"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        eprintln!(
-            "agentprof: exit 1: {failed} of {} runs failed ({instances}); unlike `agent check`, which prints a run's error without failing, agentprof fails the command so that CI sees it",
-            report.records.len()
-        );
+    Ok(if report.failed_runs() > 0 {
+        say_failed_runs(&report);
         Outcome::RunFailed
     } else {
         Outcome::Success
     })
+}
+
+/// Deliberately unlike `agent check`, which prints a run's error without failing: a run that
+/// failed fails the command (exit 1), so that CI sees it. Said in one line.
+fn say_failed_runs(report: &CheckReport) {
+    let mut bad: Vec<usize> = report
+        .records
+        .iter()
+        .filter(|r| r.error.is_some())
+        .map(|r| r.instance)
+        .collect();
+    bad.sort_unstable();
+    bad.dedup();
+    let instances = bad
+        .iter()
+        .map(|i| format!("instances[{i}]"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    eprintln!(
+        "agentprof: exit 1: {} of {} runs failed ({instances}); unlike `agent check`, which prints a run's error without failing, agentprof fails the command so that CI sees it",
+        report.failed_runs(),
+        report.records.len()
+    );
 }
 
 /// The configuration's and the check's warnings, said on stderr; kept for the report.

@@ -16,6 +16,8 @@ pub(super) const MAX_CUM: usize = 2;
 pub enum WireError {
     #[error("not a valid pprof profile: {0}")]
     Malformed(&'static str),
+    #[error("not a valid pprof profile: {0}")]
+    Wire(#[from] crate::pprof::wire::WireError),
     #[error("the baseline's sample types differ")]
     TypesDiffer,
     #[error("more than {MAX_TYPES} sample types")]

@@ -41,30 +41,18 @@ impl<'a> Fields<'a> {
 
     #[inline(always)]
     pub(super) fn read_field(&mut self) -> R<(usize, Field<'a>)> {
+        use crate::pprof::wire::WireValue;
         let start = self.at;
-        let key = varint(self.buf, &mut self.at)?;
-        let (num, wire) = (key >> 3, key & 7);
-        let f = match wire {
-            0 => Field::Varint(num, varint(self.buf, &mut self.at)?),
-            2 => {
-                let len = varint(self.buf, &mut self.at)? as usize;
-                let end = self
-                    .at
-                    .checked_add(len)
-                    .filter(|&e| e <= self.buf.len())
-                    .ok_or(WireError::Malformed("a field runs past the end"))?;
-                let b = &self.buf[self.at..end];
-                self.at = end;
-                Field::Bytes(num, b)
-            }
-            1 | 5 => {
-                self.at += if wire == 1 { 8 } else { 4 };
-                if self.at > self.buf.len() {
-                    return Err(WireError::Malformed("truncated field"));
-                }
-                Field::Other
-            }
-            _ => return Err(WireError::Malformed("unknown wire type")),
+        let mut fields = crate::pprof::wire::Fields::new(&self.buf[start..]);
+        let Some(item) = fields.next() else {
+            return Err(WireError::Malformed("a field runs past the end"));
+        };
+        let (num, value) = item?;
+        self.at = start + fields.offset();
+        let f = match value {
+            WireValue::Varint(v) => Field::Varint(num, v),
+            WireValue::Bytes(b) => Field::Bytes(num, b),
+            WireValue::Fixed64(_) | WireValue::Fixed32(_) => Field::Other,
         };
         Ok((start, f))
     }

@@ -91,7 +91,9 @@ fn request(
     }
     let scan =
         otlp::scan::scan(body, limits.part.fields, limits.part.memory).map_err(|e| match e {
-            otlp::scan::ScanError::Malformed(_) => Reject::Invalid(format!("OTLP protobuf: {e}")),
+            otlp::scan::ScanError::Malformed(_) | otlp::scan::ScanError::Wire(_) => {
+                Reject::Invalid(format!("OTLP protobuf: {e}"))
+            }
             e => Reject::TooLarge(format!("OTLP request: {e}")),
         })?;
     charge(held, scan.memory, "decoding the OTLP request")?;

@@ -2,7 +2,7 @@
 //! fields, packed elements and strings against a memory budget, so that no input makes the
 //! decoder allocate past it.
 
-use super::super::proto::varint;
+use super::super::wire::{Fields, WireValue, varint};
 use super::{DecodeError, Limits};
 
 /// Where a length-delimited field leads: a nested message, packed varints, or plain bytes.
@@ -82,74 +82,41 @@ fn scan(buf: &[u8], msg: Msg, budget: u64, s: &mut Scan, depth: u32) -> Result<(
     if depth > 3 {
         return Err(malformed("nested too deep"));
     }
-    let mut at = 0;
-    while at < buf.len() {
-        let key_at = at;
-        let key = varint(buf, &mut at).ok_or_else(|| malformed("truncated field key"))?;
-        let (field, wire) = (key >> 3, key & 7);
-        if field == 0 {
-            return Err(DecodeError::Malformed(format!(
-                "no protobuf field can start at byte {key_at} (0x{key:02x})"
-            )));
-        }
+    for item in Fields::new(buf) {
+        let (field, value) = item.map_err(|e| DecodeError::Malformed(e.to_string()))?;
         s.count += 1;
         if s.count > budget {
             return Err(DecodeError::Budget { budget });
         }
-        match wire {
-            0 => {
-                varint(buf, &mut at).ok_or_else(|| malformed("truncated varint"))?;
+        let WireValue::Bytes(body) = value else {
+            continue;
+        };
+        if matches!(msg, Msg::Profile) {
+            match field {
+                4 => s.locations += 1,
+                5 => s.functions += 1,
+                6 => s.strings += 1,
+                _ => {}
             }
-            1 => {
-                at = at
-                    .checked_add(8)
-                    .filter(|&e| e <= buf.len())
-                    .ok_or_else(|| malformed("truncated fixed64"))?
-            }
-            5 => {
-                at = at
-                    .checked_add(4)
-                    .filter(|&e| e <= buf.len())
-                    .ok_or_else(|| malformed("truncated fixed32"))?
-            }
-            2 => {
-                let len = varint(buf, &mut at).ok_or_else(|| malformed("truncated length"))?;
-                let end = usize::try_from(len)
-                    .ok()
-                    .and_then(|l| at.checked_add(l))
-                    .filter(|&e| e <= buf.len())
-                    .ok_or_else(|| malformed("a field runs past the end (truncated?)"))?;
-                let body = &buf[at..end];
-                if matches!(msg, Msg::Profile) {
-                    match field {
-                        4 => s.locations += 1,
-                        5 => s.functions += 1,
-                        6 => s.strings += 1,
-                        _ => {}
-                    }
+        }
+        match nested(msg, field) {
+            Some(Some(inner)) => {
+                if matches!(inner, Msg::Sample) {
+                    s.samples += 1;
+                    s.memory += SAMPLE_BYTES;
+                } else {
+                    s.memory += MESSAGE_BYTES;
                 }
-                match nested(msg, field) {
-                    Some(Some(inner)) => {
-                        if matches!(inner, Msg::Sample) {
-                            s.samples += 1;
-                            s.memory += SAMPLE_BYTES;
-                        } else {
-                            s.memory += MESSAGE_BYTES;
-                        }
-                        scan(body, inner, budget, s, depth + 1)?
-                    }
-                    Some(None) => {
-                        let before = s.count;
-                        scan_packed(body, budget, s)?;
-                        if matches!(msg, Msg::Sample) && field == 1 {
-                            s.sample_locations += s.count - before;
-                        }
-                    }
-                    None => s.memory += STRING_BYTES + body.len() as u64,
-                }
-                at = end;
+                scan(body, inner, budget, s, depth + 1)?
             }
-            _ => return Err(malformed(&format!("wire type {wire} of field {field}"))),
+            Some(None) => {
+                let before = s.count;
+                scan_packed(body, budget, s)?;
+                if matches!(msg, Msg::Sample) && field == 1 {
+                    s.sample_locations += s.count - before;
+                }
+            }
+            None => s.memory += STRING_BYTES + body.len() as u64,
         }
     }
     Ok(())
