@@ -140,44 +140,9 @@ fn lz4_content_size(d: &[u8]) -> Option<u64> {
 
 /// The uncompressed protobuf bytes of `bytes`, within `limits`.
 pub fn decompress(bytes: &[u8], limits: &Limits) -> Result<Vec<u8>, DecodeError> {
-    let size = bytes.len() as u64;
-    if size > limits.body {
-        return Err(DecodeError::TooLarge {
-            size,
-            limit: limits.body,
-        });
-    }
-    if bytes.is_empty() {
-        return Err(DecodeError::Empty);
-    }
-    match sniff(bytes) {
-        Compression::Gzip => bounded(
-            flate2::read::MultiGzDecoder::new(bytes),
-            limits.decompressed,
-            "gzip",
-            stated_size(bytes),
-        ),
-        Compression::Zstd => {
-            // The window is capped too: a frame may ask for a window of gigabytes.
-            let window = limits.decompressed.max(1 << 10);
-            let dec = ruzstd::decoding::StreamingDecoder::new_with_max_window_size(bytes, window)
-                .map_err(|e| DecodeError::Corrupt("zstd", e.to_string()))?;
-            bounded(dec, limits.decompressed, "zstd", stated_size(bytes))
-        }
-        Compression::Lz4 => bounded(
-            lz4_flex::frame::FrameDecoder::new(bytes),
-            limits.decompressed,
-            "lz4",
-            stated_size(bytes),
-        ),
-        Compression::None => {
-            if size > limits.decompressed {
-                return Err(DecodeError::TooLargeDecompressed {
-                    limit: limits.decompressed,
-                });
-            }
-            Ok(bytes.to_vec())
-        }
+    match decoder(bytes, limits)? {
+        Some((r, what)) => bounded(r, limits.decompressed, what, stated_size(bytes)),
+        None => Ok(bytes.to_vec()),
     }
 }
 
@@ -206,6 +171,116 @@ fn bounded(
         out.extend_from_slice(&chunk[..n]);
     }
     Ok(out)
+}
+
+/// Decompressed pieces handed from the decompressing thread to the scanning one.
+const CHUNK: usize = 256 * 1024;
+
+/// Compressed input from this size on is decompressed on a thread of its own while this one
+/// scans what has come out (a thread costs about 50 µs; a megabyte takes milliseconds).
+const OVERLAP_FROM: usize = 256 * 1024;
+
+/// The decompressed bytes of `bytes` and their pre-scan ([`memory_estimate`]), as
+/// `decompress` then `memory_estimate` give them: the decompression runs on another thread
+/// while this one scans each piece that has come out, so the scan costs no time of its own
+/// on a machine with a second core. A decompression error comes first, as it would.
+pub fn decompress_scanned(
+    bytes: &[u8],
+    limits: &Limits,
+) -> Result<(Vec<u8>, Result<Scan, DecodeError>), DecodeError> {
+    if bytes.len() < OVERLAP_FROM || sniff(bytes) == Compression::None {
+        let raw = decompress(bytes, limits)?;
+        let scan = memory_estimate(&raw, limits);
+        return Ok((raw, scan));
+    }
+    let Some((r, what)) = decoder(bytes, limits)? else {
+        unreachable!("compressed input has a decoder")
+    };
+    let limit = limits.decompressed;
+    let room = stated_size(bytes).filter(|n| *n <= limit).unwrap_or(0);
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+        let inflater = scope.spawn(move || -> Result<(), DecodeError> {
+            let mut r = r.take(limit + 1);
+            let mut total = 0u64;
+            loop {
+                let mut chunk = vec![0u8; CHUNK];
+                let mut filled = 0;
+                while filled < CHUNK {
+                    match r.read(&mut chunk[filled..]) {
+                        Ok(0) => break,
+                        Ok(n) => filled += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            let at = usize::try_from(total).unwrap_or(usize::MAX) + filled;
+                            return Err(DecodeError::Corrupt(what, stream_error(&e, at)));
+                        }
+                    }
+                }
+                total += filled as u64;
+                if total > limit {
+                    return Err(DecodeError::TooLargeDecompressed { limit });
+                }
+                if filled == 0 {
+                    return Ok(());
+                }
+                chunk.truncate(filled);
+                if tx.send(chunk).is_err() {
+                    return Ok(());
+                }
+            }
+        });
+        let mut out = Vec::with_capacity(usize::try_from(room).unwrap_or(0));
+        let mut scan = scan::Incremental::default();
+        for chunk in rx {
+            out.extend_from_slice(&chunk);
+            scan.advance(&out, limits.fields);
+        }
+        match inflater.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err(DecodeError::Corrupt(what, "the decompressor failed".into())),
+        }
+        let scan = scan.finish(&out, limits);
+        Ok((out, scan))
+    })
+}
+
+/// A decompressed stream, and the compression's name for its errors.
+type Decoder<'a> = (Box<dyn Read + Send + 'a>, &'static str);
+
+/// A reader of `bytes`' decompressed stream; None for raw protobuf. The input's own size,
+/// and an empty input, are refused here.
+fn decoder<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Option<Decoder<'a>>, DecodeError> {
+    let size = bytes.len() as u64;
+    if size > limits.body {
+        return Err(DecodeError::TooLarge {
+            size,
+            limit: limits.body,
+        });
+    }
+    if bytes.is_empty() {
+        return Err(DecodeError::Empty);
+    }
+    Ok(Some(match sniff(bytes) {
+        Compression::Gzip => (Box::new(flate2::read::MultiGzDecoder::new(bytes)), "gzip"),
+        Compression::Zstd => {
+            // The window is capped too: a frame may ask for a window of gigabytes.
+            let window = limits.decompressed.max(1 << 10);
+            let dec = ruzstd::decoding::StreamingDecoder::new_with_max_window_size(bytes, window)
+                .map_err(|e| DecodeError::Corrupt("zstd", e.to_string()))?;
+            (Box::new(dec), "zstd")
+        }
+        Compression::Lz4 => (Box::new(lz4_flex::frame::FrameDecoder::new(bytes)), "lz4"),
+        Compression::None => {
+            if size > limits.decompressed {
+                return Err(DecodeError::TooLargeDecompressed {
+                    limit: limits.decompressed,
+                });
+            }
+            return Ok(None);
+        }
+    }))
 }
 
 /// `[section]` or `[[array.of.tables]]` alone on a line: TOML, not a JSON array.
@@ -296,12 +371,6 @@ pub fn describe_non_profile(bytes: &[u8]) -> Option<String> {
     )
 }
 
-/// True when every string of the profile's string table is UTF-8 (the common case: nothing
-/// to repair). Runs over a buffer that `prescan` already accepted.
-fn strings_are_utf8(raw: &[u8]) -> bool {
-    top_fields(raw).all(|(field, body)| field != 6 || std::str::from_utf8(body).is_ok())
-}
-
 /// The profile with its string table made valid UTF-8 as go tool pprof's reader tolerates it
 /// (bytes that are not UTF-8 become U+FFFD), every other field copied as it was.
 fn lossy_strings(raw: &[u8]) -> Vec<u8> {
@@ -379,7 +448,8 @@ pub fn decode_raw_or_legacy(raw: &[u8], limits: &Limits) -> Result<Profile, Deco
 /// a field of a wire type it should not have, anything malformed) is read the ordinary way,
 /// with the same errors.
 pub fn decode_pprof(bytes: &[u8], limits: &Limits) -> Result<Pprof, DecodeError> {
-    decode_raw_pprof(&decompress(bytes, limits)?, limits)
+    let (raw, scan) = decompress_scanned(bytes, limits)?;
+    decode_scanned(&raw, limits, scan)
 }
 
 /// [`decode_pprof`] of decompressed bytes.
@@ -405,7 +475,7 @@ pub fn decode_scanned(
 /// The profile with its samples read apart from prost's reading of the rest; None when the
 /// ordinary reader is to read it.
 fn read_apart(raw: &[u8], scan: &Scan) -> Option<Result<Pprof, DecodeError>> {
-    if raw.is_empty() || !strings_are_utf8(raw) {
+    if raw.is_empty() || scan.strings_not_utf8 {
         return None;
     }
     let room = |n: u64| usize::try_from(n).unwrap_or(0);
@@ -481,7 +551,7 @@ pub fn decode_raw(raw: &[u8], limits: &Limits) -> Result<Profile, DecodeError> {
         }
     };
     let repaired;
-    let raw = if strings_are_utf8(raw) {
+    let raw = if !scan.strings_not_utf8 {
         raw
     } else {
         repaired = lossy_strings(raw);
@@ -607,6 +677,114 @@ mod tests {
         raw.extend_from_slice(&sample);
         assert!(!taken_apart(&raw));
         same_both_ways(&raw);
+    }
+
+    /// A profile of `samples` samples and as many strings of pseudo-random letters (so that
+    /// gzip keeps it large), one of them not UTF-8 when `bad_utf8`.
+    fn big_profile(samples: usize, bad_utf8: bool) -> Vec<u8> {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut strings: Vec<String> = vec!["".into(), "samples".into(), "count".into()];
+        for _ in 0..samples {
+            strings.push(
+                (0..24)
+                    .map(|_| (b'a' + (next() % 26) as u8) as char)
+                    .collect(),
+            );
+        }
+        let p = Profile {
+            sample_type: vec![crate::proto::ValueType { r#type: 1, unit: 2 }],
+            string_table: strings,
+            location: (1..=50)
+                .map(|id| crate::proto::Location {
+                    id,
+                    ..Default::default()
+                })
+                .collect(),
+            sample: (0..samples)
+                .map(|i| Sample {
+                    location_id: (0..(i % 7 + 1) as u64)
+                        .map(|d| 1 + (next() + d) % 50)
+                        .collect(),
+                    value: vec![(next() % 1000) as i64],
+                    label: vec![],
+                })
+                .collect(),
+            ..Profile::default()
+        };
+        let mut raw = p.encode_to_vec();
+        if bad_utf8 {
+            // The first letter of the first random string, made a lone continuation byte.
+            let at = raw
+                .windows(6)
+                .position(|w| w == b"\x05count")
+                .expect("count")
+                + 8;
+            raw[at] = 0x80;
+        }
+        raw
+    }
+
+    /// The scan made while another thread decompresses is the scan of the whole: the same
+    /// bytes, counts, estimate and UTF-8 verdict, the same errors (a cut stream, a budget).
+    #[test]
+    fn the_scan_while_decompressing_is_the_scan_of_the_whole() {
+        let limits = Limits::local();
+        for bad in [false, true] {
+            let raw = big_profile(40_000, bad);
+            let gz = crate::gzip_fast(&raw);
+            assert!(gz.len() >= OVERLAP_FROM, "{} bytes", gz.len());
+            let (got, scan) = decompress_scanned(&gz, &limits).expect("decompressed");
+            assert_eq!(got, raw);
+            let whole = memory_estimate(&raw, &limits).expect("scanned");
+            assert_eq!(scan.expect("scanned"), whole);
+            assert_eq!(whole.strings_not_utf8, bad);
+            // Any split of the bytes into pieces scans the same.
+            let mut inc = scan::Incremental::default();
+            let mut at = 0;
+            let mut step = 1;
+            while at < raw.len() {
+                at = (at + step).min(raw.len());
+                step = step * 7 % 4093 + 1;
+                inc.advance(&raw[..at], limits.fields);
+            }
+            assert_eq!(inc.finish(&raw, &limits).expect("scanned"), whole);
+        }
+        let raw = big_profile(40_000, false);
+        let gz = crate::gzip_fast(&raw);
+        // A stream cut short: decompress's error.
+        let cut = &gz[..gz.len() * 2 / 3];
+        assert_eq!(
+            decompress_scanned(cut, &limits).map(|_| ()).unwrap_err(),
+            decompress(cut, &limits).map(|_| ()).unwrap_err()
+        );
+        // A budget of fields: memory_estimate's error.
+        let tight = Limits {
+            fields: 10_000,
+            ..limits
+        };
+        let (_, scan) = decompress_scanned(&gz, &tight).expect("decompressed");
+        assert_eq!(
+            scan.unwrap_err(),
+            memory_estimate(&raw, &tight).unwrap_err()
+        );
+        // Garbage between two fields in the middle: the same malformed field, at the same byte.
+        let mut fields = Fields::new(&raw);
+        while fields.offset() < raw.len() / 2 {
+            fields.next();
+        }
+        let mid = fields.offset();
+        let bad = [&raw[..mid], &[0x07; 8], &raw[mid..]].concat();
+        let (_, scan) = decompress_scanned(&crate::gzip_fast(&bad), &limits).expect("decompressed");
+        assert_eq!(
+            scan.unwrap_err(),
+            memory_estimate(&bad, &limits).unwrap_err()
+        );
     }
 
     #[test]

@@ -91,11 +91,22 @@ impl Nodes {
         let mut loc_start = Vec::with_capacity(p.loc_lines.len() + 1);
         let mut loc_nodes = Vec::with_capacity(p.loc_lines.len());
         loc_start.push(0);
+        // A named function's node is its name's wherever it is called: found once per
+        // function, not hashed again at each of its locations.
+        const UNSEEN: u32 = u32::MAX;
+        let mut by_function = vec![UNSEEN; p.proto.function.len()];
         for (li, lines) in p.loc_lines.iter().enumerate() {
             let objfile_at = p.loc_mapping[li].map_or(0, |m| p.proto.mapping[m].filename);
             let empty = [(None, 0)];
             let lines: &[(Option<usize>, i64)] = if lines.is_empty() { &empty } else { lines };
             for &(f, _) in lines {
+                if let Some(&id) = f
+                    .and_then(|f| by_function.get(f))
+                    .filter(|&&id| id != UNSEEN)
+                {
+                    loc_nodes.push(id);
+                    continue;
+                }
                 let at = match f.map(|f| &p.proto.function[f]) {
                     Some(func) if !p.str(func.name).is_empty() => KeyAt {
                         name: func.name,
@@ -110,11 +121,15 @@ impl Nodes {
                 };
                 let key = at.resolve(p);
                 let next = keys.len() as u32;
+                let named = at.name != 0;
                 let id = *ids.entry(key.clone()).or_insert_with(|| {
                     names.push(key.printable());
                     keys.push(at);
                     next
                 });
+                if named && let Some(f) = f {
+                    by_function[f] = id;
+                }
                 loc_nodes.push(id);
             }
             // Node ids are u32 (as the samples' location positions are).

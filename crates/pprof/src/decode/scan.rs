@@ -2,7 +2,7 @@
 //! fields, packed elements and strings against a memory budget, so that no input makes the
 //! decoder allocate past it.
 
-use super::super::wire::{Fields, WireValue, varint};
+use super::super::wire::{Fields, WireError, WireValue, varint};
 use super::{DecodeError, Limits};
 
 /// Where a length-delimited field leads: a nested message, packed varints, or plain bytes.
@@ -38,7 +38,7 @@ const ELEMENT_BYTES: u64 = 12;
 const STRING_BYTES: u64 = 48;
 
 /// Fields and elements counted, and the memory decoding them is estimated to take.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct Scan {
     pub count: u64,
     pub memory: u64,
@@ -49,6 +49,8 @@ pub struct Scan {
     pub locations: u64,
     pub functions: u64,
     pub strings: u64,
+    /// A string of the string table is not UTF-8 (go tool pprof reads it with U+FFFD).
+    pub strings_not_utf8: bool,
 }
 
 /// Counts every field, nested field and packed element of `buf` against `budget`, without
@@ -64,6 +66,10 @@ pub fn prescan(buf: &[u8], budget: u64) -> Result<u64, DecodeError> {
 pub fn memory_estimate(buf: &[u8], limits: &Limits) -> Result<Scan, DecodeError> {
     let mut s = Scan::default();
     scan(buf, Msg::Profile, limits.fields, &mut s, 0)?;
+    within_memory(s, limits)
+}
+
+fn within_memory(s: Scan, limits: &Limits) -> Result<Scan, DecodeError> {
     if s.memory > limits.memory {
         return Err(DecodeError::Memory {
             estimate: s.memory,
@@ -72,6 +78,68 @@ pub fn memory_estimate(buf: &[u8], limits: &Limits) -> Result<Scan, DecodeError>
         });
     }
     Ok(s)
+}
+
+/// The pre-scan of a profile that arrives in pieces (while it is decompressed on another
+/// thread): each call scans the top-level fields the bytes so far hold whole; `finish` the
+/// rest. The same counts, estimate and errors as [`memory_estimate`] of the whole.
+#[derive(Debug, Default)]
+pub struct Incremental {
+    s: Scan,
+    /// Where the next top-level field starts.
+    at: usize,
+    /// The first error met (scanning stops there).
+    failed: Option<DecodeError>,
+}
+
+impl Incremental {
+    /// Scans the whole top-level fields of `buf` (the bytes so far) not scanned yet.
+    pub fn advance(&mut self, buf: &[u8], budget: u64) {
+        self.step(buf, budget, false);
+    }
+
+    /// The scan of the whole of `buf`, within `limits`.
+    pub fn finish(mut self, buf: &[u8], limits: &Limits) -> Result<Scan, DecodeError> {
+        self.step(buf, limits.fields, true);
+        match self.failed {
+            Some(e) => Err(e),
+            None => within_memory(self.s, limits),
+        }
+    }
+
+    fn step(&mut self, buf: &[u8], budget: u64, whole: bool) {
+        while self.failed.is_none() && self.at < buf.len() {
+            let mut fields = Fields::new(&buf[self.at..]);
+            let Some(item) = fields.next() else {
+                return;
+            };
+            let (field, value) = match item {
+                Ok(f) => f,
+                // Cut short here may be whole once more bytes come.
+                Err(WireError::Key | WireError::Varint | WireError::Length)
+                | Err(WireError::PastEnd | WireError::Fixed64 | WireError::Fixed32)
+                    if !whole =>
+                {
+                    return;
+                }
+                Err(WireError::FieldZero { key, .. }) => {
+                    let at = self.at;
+                    self.failed = Some(DecodeError::Malformed(
+                        WireError::FieldZero { at, key }.to_string(),
+                    ));
+                    return;
+                }
+                Err(e) => {
+                    self.failed = Some(DecodeError::Malformed(e.to_string()));
+                    return;
+                }
+            };
+            self.at += fields.offset();
+            if let Err(e) = one_field(field, value, Msg::Profile, budget, &mut self.s, 0) {
+                self.failed = Some(e);
+            }
+        }
+    }
 }
 
 fn malformed(what: &str) -> DecodeError {
@@ -84,40 +152,59 @@ fn scan(buf: &[u8], msg: Msg, budget: u64, s: &mut Scan, depth: u32) -> Result<(
     }
     for item in Fields::new(buf) {
         let (field, value) = item.map_err(|e| DecodeError::Malformed(e.to_string()))?;
-        s.count += 1;
-        if s.count > budget {
-            return Err(DecodeError::Budget { budget });
-        }
-        let WireValue::Bytes(body) = value else {
-            continue;
-        };
-        if matches!(msg, Msg::Profile) {
-            match field {
-                4 => s.locations += 1,
-                5 => s.functions += 1,
-                6 => s.strings += 1,
-                _ => {}
-            }
-        }
-        match nested(msg, field) {
-            Some(Some(inner)) => {
-                if matches!(inner, Msg::Sample) {
-                    s.samples += 1;
-                    s.memory += SAMPLE_BYTES;
-                } else {
-                    s.memory += MESSAGE_BYTES;
+        one_field(field, value, msg, budget, s, depth)?;
+    }
+    Ok(())
+}
+
+/// One field of a `msg` at `depth`: counted, and its message or packed list scanned.
+#[inline(always)]
+fn one_field(
+    field: u64,
+    value: WireValue,
+    msg: Msg,
+    budget: u64,
+    s: &mut Scan,
+    depth: u32,
+) -> Result<(), DecodeError> {
+    s.count += 1;
+    if s.count > budget {
+        return Err(DecodeError::Budget { budget });
+    }
+    let WireValue::Bytes(body) = value else {
+        return Ok(());
+    };
+    if matches!(msg, Msg::Profile) {
+        match field {
+            4 => s.locations += 1,
+            5 => s.functions += 1,
+            6 => {
+                s.strings += 1;
+                if !s.strings_not_utf8 && std::str::from_utf8(body).is_err() {
+                    s.strings_not_utf8 = true;
                 }
-                scan(body, inner, budget, s, depth + 1)?
             }
-            Some(None) => {
-                let before = s.count;
-                scan_packed(body, budget, s)?;
-                if matches!(msg, Msg::Sample) && field == 1 {
-                    s.sample_locations += s.count - before;
-                }
-            }
-            None => s.memory += STRING_BYTES + body.len() as u64,
+            _ => {}
         }
+    }
+    match nested(msg, field) {
+        Some(Some(inner)) => {
+            if matches!(inner, Msg::Sample) {
+                s.samples += 1;
+                s.memory += SAMPLE_BYTES;
+            } else {
+                s.memory += MESSAGE_BYTES;
+            }
+            scan(body, inner, budget, s, depth + 1)?
+        }
+        Some(None) => {
+            let before = s.count;
+            scan_packed(body, budget, s)?;
+            if matches!(msg, Msg::Sample) && field == 1 {
+                s.sample_locations += s.count - before;
+            }
+        }
+        None => s.memory += STRING_BYTES + body.len() as u64,
     }
     Ok(())
 }
