@@ -410,3 +410,34 @@ fn a_failed_instance_fails_the_command_and_says_why_in_one_line() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stderr.contains("unlike"), "{}", r.stderr);
 }
+
+/// The route the unknown-integration message gives: a Python that has `datadog_checks.NAME`
+/// (here on PYTHONPATH, as `pip install ./NAME` from a checkout would put it), named with
+/// --python, runs it.
+#[test]
+fn an_integration_in_the_python_given_runs() {
+    let Some(python) = venv_python() else { return };
+    let sb = Sandbox::new();
+    sb.write(
+        "site/datadog_checks/etcd/__init__.py",
+        "from .check import EtcdCheck\n__version__ = '9.9.9'\n",
+    );
+    sb.write(
+        "site/datadog_checks/etcd/check.py",
+        "from datadog_checks.base import AgentCheck\n\n\nclass EtcdCheck(AgentCheck):\n    def check(self, instance):\n        self.gauge('etcd.up', 1)\n",
+    );
+    sb.write("conf.d/etcd.d/conf.yaml", "instances: [{}]\n");
+    let site = sb.file("site");
+    let without = sb.run(&["check", "etcd", "--python", &python]);
+    assert_eq!(without.code, 2, "{}", without.stderr);
+    assert!(without.stderr.contains("--python"), "{}", without.stderr);
+    let r = sb.run_env(
+        &["check", "etcd", "--python", &python, "--json"],
+        &[("PYTHONPATH", site.to_str().unwrap())],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        crate::support::metric_values(&r.json(), "etcd.up"),
+        vec![1.0]
+    );
+}
