@@ -9,6 +9,11 @@
 
 use serde_json::Value;
 
+/// Why a filter was refused: what was expected, and where reading stopped.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct FilterError(String);
+
 /// A parsed filter.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstanceFilter {
@@ -62,7 +67,7 @@ enum Token {
 
 impl InstanceFilter {
     /// Parses `text`; the error says what was expected and at which character.
-    pub fn parse(text: &str) -> Result<InstanceFilter, String> {
+    pub fn parse(text: &str) -> Result<InstanceFilter, FilterError> {
         let tokens = tokenize(text)?;
         let mut p = Parser { tokens, pos: 0 };
         let expr = p.pipe()?;
@@ -72,10 +77,10 @@ impl InstanceFilter {
             } else {
                 ""
             };
-            return Err(format!(
+            return Err(FilterError(format!(
                 "unexpected {} after a complete expression{hint}",
                 describe(&p.tokens[p.pos])
-            ));
+            )));
         }
         Ok(InstanceFilter { expr })
     }
@@ -186,7 +191,7 @@ impl Parser {
         self.tokens.get(self.pos)
     }
 
-    fn pipe(&mut self) -> Result<Expr, String> {
+    fn pipe(&mut self) -> Result<Expr, FilterError> {
         let mut left = self.or()?;
         while self.peek() == Some(&Token::Pipe) {
             self.pos += 1;
@@ -195,7 +200,7 @@ impl Parser {
         Ok(left)
     }
 
-    fn or(&mut self) -> Result<Expr, String> {
+    fn or(&mut self) -> Result<Expr, FilterError> {
         let mut left = self.and()?;
         while self.peek() == Some(&Token::Or) {
             self.pos += 1;
@@ -204,7 +209,7 @@ impl Parser {
         Ok(left)
     }
 
-    fn and(&mut self) -> Result<Expr, String> {
+    fn and(&mut self) -> Result<Expr, FilterError> {
         let mut left = self.compare()?;
         while self.peek() == Some(&Token::And) {
             self.pos += 1;
@@ -213,12 +218,12 @@ impl Parser {
         Ok(left)
     }
 
-    fn compare(&mut self) -> Result<Expr, String> {
+    fn compare(&mut self) -> Result<Expr, FilterError> {
         let left = self.term()?;
         if let Some(Token::Op(op)) = self.peek().cloned() {
             self.pos += 1;
             if self.peek().is_none() {
-                return Err("a comparison without its value".into());
+                return Err(FilterError("a comparison without its value".into()));
             }
             let right = self.term()?;
             return Ok(Expr::Compare(Box::new(left), op, Box::new(right)));
@@ -227,18 +232,18 @@ impl Parser {
     }
 
     /// `( pipe )` after the opening parenthesis was read.
-    fn group(&mut self) -> Result<Expr, String> {
+    fn group(&mut self) -> Result<Expr, FilterError> {
         let e = self.pipe()?;
         if self.peek() != Some(&Token::Close) {
-            return Err("a `(` without its `)`".into());
+            return Err(FilterError("a `(` without its `)`".into()));
         }
         self.pos += 1;
         Ok(e)
     }
 
-    fn term(&mut self) -> Result<Expr, String> {
+    fn term(&mut self) -> Result<Expr, FilterError> {
         let Some(t) = self.tokens.get(self.pos).cloned() else {
-            return Err("an empty expression".into());
+            return Err(FilterError("an empty expression".into()));
         };
         self.pos += 1;
         match t {
@@ -248,25 +253,27 @@ impl Parser {
             Token::Open => self.group(),
             Token::Select => {
                 if self.peek() != Some(&Token::Open) {
-                    return Err("`select` takes its condition in parentheses: select(.x)".into());
+                    return Err(FilterError(
+                        "`select` takes its condition in parentheses: select(.x)".into(),
+                    ));
                 }
                 self.pos += 1;
                 Ok(Expr::Select(Box::new(self.group()?)))
             }
-            other => Err(format!(
+            other => Err(FilterError(format!(
                 "expected a path such as .name, a value, `not`, `select(…)` or `(`, found {}",
                 describe(&other)
-            )),
+            ))),
         }
     }
 }
 
 // long: one match arm per token of the jq subset, each with its own error
-fn tokenize(text: &str) -> Result<Vec<Token>, String> {
+fn tokenize(text: &str) -> Result<Vec<Token>, FilterError> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
-    let at = |i: usize, what: &str| format!("character {}: {what}", i + 1);
+    let at = |i: usize, what: &str| FilterError(format!("character {}: {what}", i + 1));
     while i < chars.len() {
         let c = chars[i];
         match c {
@@ -452,7 +459,7 @@ mod tests {
             ("", "empty"),
             ("(.a", "without its `)`"),
         ] {
-            let e = InstanceFilter::parse(bad).unwrap_err();
+            let e = InstanceFilter::parse(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
     }

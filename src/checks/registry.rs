@@ -178,7 +178,7 @@ impl<'a> Registry<'a> {
         match installed::find(&self.config.python, Some(name)) {
             Ok(mut found) => found.pop(),
             Err(e) => {
-                warnings.push(e);
+                warnings.push(e.to_string());
                 None
             }
         }

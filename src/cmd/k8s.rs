@@ -209,8 +209,8 @@ fn targets(args: K8sTargetsArgs) -> anyhow::Result<Outcome> {
             r = tokio::time::timeout(
                 std::time::Duration::from_secs(60),
                 crate::k8s::discover::list_node_pods(&cluster.client, &s.node),
-            ) => r.unwrap_or_else(|_| Err("no answer within 60s".into())),
-            () = crate::serve::stopped() => Err("stopped by a signal".into()),
+            ) => r.unwrap_or_else(|_| Err(String::from("no answer within 60s").into())),
+            () = crate::serve::stopped() => Err(String::from("stopped by a signal").into()),
         };
         let pods = listed.map_err(|e| {
             anyhow::anyhow!(

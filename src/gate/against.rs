@@ -11,6 +11,23 @@ use crate::error::UsageError;
 use super::instructions::ScratchDir;
 use crate::checks::child::stdout_of;
 
+/// Why the baseline's checks directory could not be taken from git.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ExtractError(pub String);
+
+impl From<String> for ExtractError {
+    fn from(message: String) -> ExtractError {
+        ExtractError(message)
+    }
+}
+
+impl From<&str> for ExtractError {
+    fn from(message: &str) -> ExtractError {
+        ExtractError(message.to_string())
+    }
+}
+
 /// How long a git command may take.
 const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -26,7 +43,7 @@ pub enum Baseline {
 
 /// The files of `rel` (under the repository at `top`; empty: all of it) at `commit`,
 /// written under `into` (`git archive`, then `tar`); what failed, when one did.
-fn extract(top: &str, commit: &str, rel: &Path, into: &Path) -> Result<(), String> {
+fn extract(top: &str, commit: &str, rel: &Path, into: &Path) -> Result<(), ExtractError> {
     let tar = into.join("checks.tar");
     let mut archive = vec![
         "archive".to_string(),

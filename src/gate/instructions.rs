@@ -35,6 +35,23 @@ use crate::config::{AgentConfig, LoadOptions};
 use crate::error::UsageError;
 use crate::progress::Progress;
 
+/// Why valgrind's version could not be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ValgrindError(pub String);
+
+impl From<String> for ValgrindError {
+    fn from(message: String) -> ValgrindError {
+        ValgrindError(message)
+    }
+}
+
+impl From<&str> for ValgrindError {
+    fn from(message: &str) -> ValgrindError {
+        ValgrindError(message.to_string())
+    }
+}
+
 /// The environment variable that starts agentprof in its counting child mode: its value is
 /// the [`ChildSpec`] as JSON.
 pub const CHILD_ENV: &str = "AGENTPROF_COUNT_CHILD";
@@ -161,12 +178,12 @@ impl Counter {
 }
 
 /// valgrind's version, or why it cannot count here.
-fn valgrind_version() -> Result<String, String> {
+fn valgrind_version() -> Result<String, ValgrindError> {
     if !cfg!(target_arch = "x86_64") {
-        return Err(format!(
+        return Err(ValgrindError(format!(
             "counting by valgrind is built for x86-64, not {}",
             std::env::consts::ARCH
-        ));
+        )));
     }
     let out = stdout_of(
         Command::new("valgrind").arg("--version"),
@@ -176,9 +193,9 @@ fn valgrind_version() -> Result<String, String> {
     .map_err(|e| format!("cannot run valgrind ({e}): install it (apt-get install valgrind)"))?;
     let version = String::from_utf8_lossy(&out).trim().to_string();
     if !version.starts_with("valgrind-") {
-        return Err(format!(
+        return Err(ValgrindError(format!(
             "`valgrind --version` said {version:?}, not a valgrind version"
-        ));
+        )));
     }
     Ok(version)
 }

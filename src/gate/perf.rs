@@ -7,6 +7,17 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::Command;
 use std::time::Duration;
 
+/// Why a perf counter could not count.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct PerfError(pub String);
+
+impl From<String> for PerfError {
+    fn from(message: String) -> PerfError {
+        PerfError(message)
+    }
+}
+
 /// One kind of event: perf_event_attr's `type` and `config`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Event {
@@ -117,7 +128,7 @@ pub fn count_program(
     cmd: &mut Command,
     input: &[u8],
     timeout: Duration,
-) -> Result<u64, String> {
+) -> Result<u64, PerfError> {
     // On a thread of its own, which starts the program and nothing else: the counter is
     // inherited by what this thread starts and enabled in the program at its exec.
     std::thread::scope(|s| {
@@ -127,18 +138,18 @@ pub fn count_program(
             let out = crate::checks::child::run_bounded(cmd, input, timeout, 16 << 20)
                 .map_err(|e| e.to_string())?;
             if !out.status.success() {
-                return Err(format!(
+                return Err(PerfError(format!(
                     "{}: {}",
                     out.status,
                     crate::checks::child::stderr_tail(&out.stderr, 2000)
-                ));
+                )));
             }
             counter
                 .read()
-                .map_err(|e| format!("reading the counter: {e}"))
+                .map_err(|e| PerfError(format!("reading the counter: {e}")))
         })
         .join()
-        .unwrap_or_else(|_| Err("the counting thread panicked".into()))
+        .unwrap_or_else(|_| Err(PerfError("the counting thread panicked".into())))
     })
 }
 
@@ -188,7 +199,7 @@ mod tests {
             Duration::from_secs(60),
         )
         .expect_err("exit 3");
-        assert!(failed.contains("no"), "{failed}");
+        assert!(failed.0.contains("no"), "{failed}");
         // This thread: what it does is counted.
         let c = Counter::this_thread(TASK_CLOCK, false, false).expect("counter");
         let before = c.read().expect("read");

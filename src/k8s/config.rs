@@ -251,12 +251,12 @@ fn otlp_target(
         }
         return Ok(None);
     };
-    let url = crate::pull::otlp::endpoint(&u).map_err(|e| init_err("otlp_url", e))?;
+    let url = crate::pull::otlp::endpoint(&u).map_err(|e| init_err("otlp_url", e.to_string()))?;
     let mut list = Vec::new();
     for (k, v) in headers.unwrap_or_default() {
         list.push(
             crate::pull::otlp::header(&format!("{k}={v}"))
-                .map_err(|e| init_err("otlp_headers", e))?,
+                .map_err(|e| init_err("otlp_headers", e.to_string()))?,
         );
     }
     Ok(Some(crate::pull::otlp::OtlpTarget {

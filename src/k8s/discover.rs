@@ -5,6 +5,17 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
+/// Why the node's pods could not be listed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct DiscoverError(pub String);
+
+impl From<String> for DiscoverError {
+    fn from(message: String) -> DiscoverError {
+        DiscoverError(message)
+    }
+}
+
 /// Pods per LIST page.
 pub const PAGE: u32 = 50;
 
@@ -13,7 +24,7 @@ pub fn node_selector(node: &str) -> String {
 }
 
 /// Every pod on `node`, in pages.
-pub async fn list_node_pods(client: &kube::Client, node: &str) -> Result<Vec<Pod>, String> {
+pub async fn list_node_pods(client: &kube::Client, node: &str) -> Result<Vec<Pod>, DiscoverError> {
     let api: Api<Pod> = Api::all(client.clone());
     let mut lp = ListParams::default()
         .fields(&node_selector(node))

@@ -17,6 +17,23 @@ use http_body_util::BodyExt;
 use super::api::ApiStats;
 use super::stats::Summary;
 
+/// Why a PEM file's certificates could not be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct PemError(pub String);
+
+impl From<String> for PemError {
+    fn from(message: String) -> PemError {
+        PemError(message)
+    }
+}
+
+impl From<&str> for PemError {
+    fn from(message: &str) -> PemError {
+        PemError(message.to_string())
+    }
+}
+
 /// The largest summary read: a 110-pod node's is a few hundred KiB.
 const MAX_SUMMARY: usize = 16 << 20;
 
@@ -319,7 +336,7 @@ fn read_token(f: &Path) -> Result<String, SetupError> {
 }
 
 /// The DER certificates of a PEM bundle.
-fn pem_certificates(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+fn pem_certificates(pem: &[u8]) -> Result<Vec<Vec<u8>>, PemError> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
     let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(pem)
@@ -327,7 +344,7 @@ fn pem_certificates(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
         .collect::<Result<_, _>>()
         .map_err(|e| e.to_string())?;
     if certs.is_empty() {
-        return Err("no certificate in it".into());
+        return Err(PemError("no certificate in it".into()));
     }
     Ok(certs)
 }

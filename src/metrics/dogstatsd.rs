@@ -8,6 +8,23 @@ use std::hash::{Hash, Hasher};
 
 use super::{Event, MetricType, ServiceCheckStatus, Sink, Submission};
 
+/// What is wrong with a DogStatsD line.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct LineError(pub String);
+
+impl From<String> for LineError {
+    fn from(message: String) -> LineError {
+        LineError(message)
+    }
+}
+
+impl From<&str> for LineError {
+    fn from(message: &str) -> LineError {
+        LineError(message.to_string())
+    }
+}
+
 /// Longest line considered; anything longer is refused without being copied.
 pub const MAX_LINE: usize = 64 * 1024;
 
@@ -39,9 +56,9 @@ pub fn parse_into(text: &str, sink: &mut Sink) -> u32 {
     refused
 }
 
-fn parse_line(line: &str, sink: &mut Sink) -> Result<(), String> {
+fn parse_line(line: &str, sink: &mut Sink) -> Result<(), LineError> {
     if line.len() > MAX_LINE {
-        return Err(format!("longer than {MAX_LINE} bytes"));
+        return Err(LineError(format!("longer than {MAX_LINE} bytes")));
     }
     if let Some(rest) = line.strip_prefix("_sc|") {
         return service_check(rest, sink);
@@ -59,14 +76,14 @@ fn split_tags(s: &str) -> Vec<String> {
         .collect()
 }
 
-fn metric(line: &str, sink: &mut Sink) -> Result<(), String> {
+fn metric(line: &str, sink: &mut Sink) -> Result<(), LineError> {
     let (name, rest) = line
         .split_once(':')
         .ok_or("not a DogStatsD metric (name:value|type)")?;
     // A name with a control character (an escape sequence, NUL, a line break) would act on
     // the terminal that shows it or on the intake that reads it: refused like `|` and space.
     if name.is_empty() || name.contains(['|', ' ']) || name.chars().any(char::is_control) {
-        return Err("bad metric name".into());
+        return Err(LineError("bad metric name".into()));
     }
     let mut fields = rest.split('|');
     let values = fields.next().unwrap_or_default();
@@ -79,7 +96,7 @@ fn metric(line: &str, sink: &mut Sink) -> Result<(), String> {
         "h" | "ms" => MetricType::Histogram,
         "d" => MetricType::Distribution,
         "s" => MetricType::Set,
-        other => return Err(format!("unknown metric type `{other}`")),
+        other => return Err(LineError(format!("unknown metric type `{other}`"))),
     };
     let mut rate = 1.0;
     let mut tags = Vec::new();
@@ -89,7 +106,7 @@ fn metric(line: &str, sink: &mut Sink) -> Result<(), String> {
                 .parse::<f64>()
                 .map_err(|_| format!("bad sample rate `{r}`"))?;
             if !(rate > 0.0 && rate <= 1.0) {
-                return Err(format!("sample rate {r} is not in (0, 1]"));
+                return Err(LineError(format!("sample rate {r} is not in (0, 1]")));
             }
         } else if let Some(t) = f.strip_prefix('#') {
             tags = split_tags(t);
@@ -102,7 +119,7 @@ fn metric(line: &str, sink: &mut Sink) -> Result<(), String> {
         } else {
             let x: f64 = v.parse().map_err(|_| format!("`{v}` is not a number"))?;
             if !x.is_finite() {
-                return Err(format!("`{v}` is not a finite number"));
+                return Err(LineError(format!("`{v}` is not a finite number")));
             }
             x
         };
@@ -140,7 +157,7 @@ fn set_member(v: &str) -> f64 {
     (h.finish() >> 12) as f64
 }
 
-fn service_check(rest: &str, sink: &mut Sink) -> Result<(), String> {
+fn service_check(rest: &str, sink: &mut Sink) -> Result<(), LineError> {
     let mut fields = rest.split('|');
     let name = fields
         .next()
@@ -169,7 +186,7 @@ fn service_check(rest: &str, sink: &mut Sink) -> Result<(), String> {
     Ok(())
 }
 
-fn event(rest: &str, sink: &mut Sink) -> Result<(), String> {
+fn event(rest: &str, sink: &mut Sink) -> Result<(), LineError> {
     let (lens, body) = rest.split_once("}:").ok_or("event without `}:`")?;
     let (tl, xl) = lens
         .split_once(',')

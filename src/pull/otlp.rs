@@ -15,14 +15,35 @@ pub struct OtlpTarget {
     pub original_payload: bool,
 }
 
+/// What is wrong with an OTLP destination given, or with an upload made into a request.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum OtlpError {
+    #[error("not a URL ({0})")]
+    NotUrl(String),
+    #[error("scheme {0}: use http or https")]
+    Scheme(String),
+    #[error("{0:?}: write it as NAME=VALUE")]
+    HeaderForm(String),
+    #[error("{0:?} is not a header name")]
+    HeaderName(String),
+    #[error("the value of {0} is not a header value")]
+    HeaderValue(String),
+    /// An attachment that is not a profile agentprof reads.
+    #[error("{name}: {error}")]
+    Profile {
+        name: String,
+        error: crate::pprof::decode::DecodeError,
+    },
+}
+
 /// An endpoint as given: a URL with no path gets the profiles signal's
 /// (`/v1development/profiles`), as the collector's exporters do with `endpoint`; one with a
 /// path is used as it is.
-pub fn endpoint(text: &str) -> Result<Url, String> {
-    let mut u = Url::parse(text).map_err(|e| format!("not a URL ({e})"))?;
+pub fn endpoint(text: &str) -> Result<Url, OtlpError> {
+    let mut u = Url::parse(text).map_err(|e| OtlpError::NotUrl(e.to_string()))?;
     match u.scheme() {
         "http" | "https" => {}
-        s => return Err(format!("scheme {s}: use http or https")),
+        s => return Err(OtlpError::Scheme(s.to_string())),
     }
     if u.path() == "/" || u.path().is_empty() {
         u.set_path(otlp::PATH);
@@ -31,15 +52,15 @@ pub fn endpoint(text: &str) -> Result<Url, String> {
 }
 
 /// `K=V` of `--otlp-header`: a header name and value HTTP accepts.
-pub fn header(text: &str) -> Result<(String, String), String> {
+pub fn header(text: &str) -> Result<(String, String), OtlpError> {
     let (k, v) = text
         .split_once('=')
-        .ok_or_else(|| format!("{text:?}: write it as NAME=VALUE"))?;
+        .ok_or_else(|| OtlpError::HeaderForm(text.to_string()))?;
     let k = k.trim();
     reqwest::header::HeaderName::from_bytes(k.as_bytes())
-        .map_err(|_| format!("{k:?} is not a header name"))?;
+        .map_err(|_| OtlpError::HeaderName(k.to_string()))?;
     reqwest::header::HeaderValue::from_str(v.trim())
-        .map_err(|_| format!("the value of {k} is not a header value"))?;
+        .map_err(|_| OtlpError::HeaderValue(k.to_string()))?;
     Ok((k.to_string(), v.trim().to_string()))
 }
 
@@ -99,7 +120,7 @@ pub fn request(
     attachments: &[(String, Vec<u8>)],
     tags: &[String],
     original_payload: bool,
-) -> Result<Option<Vec<u8>>, String> {
+) -> Result<Option<Vec<u8>>, OtlpError> {
     use prost::Message;
     let resource = resource(tags);
     let mut export = otlp::export::Export::new();
@@ -108,7 +129,11 @@ pub fn request(
         if !name.ends_with(".pprof") {
             continue;
         }
-        let p = crate::pprof::decode::decode(bytes, &limits).map_err(|e| format!("{name}: {e}"))?;
+        let p =
+            crate::pprof::decode::decode(bytes, &limits).map_err(|error| OtlpError::Profile {
+                name: name.clone(),
+                error,
+            })?;
         export.add(
             &p,
             &otlp::export::Source {

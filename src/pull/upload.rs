@@ -187,7 +187,7 @@ pub enum UploadError {
     /// The upload could not be written in the target's format (a profile that does not
     /// decode, for OTLP).
     #[error("cannot encode the upload: {0}")]
-    Encode(String),
+    Encode(#[from] super::otlp::OtlpError),
     /// More than one target failed.
     #[error("{0}")]
     Several(String),

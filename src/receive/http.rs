@@ -17,6 +17,23 @@ use super::metrics::Metrics;
 use super::queue::{Queue, QueueError, RecordId};
 use crate::budget::{Budget, Reservation};
 
+/// Why the TLS certificate or key could not be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct TlsError(pub String);
+
+impl From<String> for TlsError {
+    fn from(message: String) -> TlsError {
+        TlsError(message)
+    }
+}
+
+impl From<&str> for TlsError {
+    fn from(message: &str) -> TlsError {
+        TlsError(message.to_string())
+    }
+}
+
 /// How long a sender may take to send its headers (or less, with a shorter read timeout).
 pub(super) const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// What an upload holds of the memory budget before its body arrives (`BODY_COPIES` times
@@ -536,7 +553,7 @@ async fn drain(mut body: Body, limit: u64, deadline: Duration) {
 }
 
 /// The TLS settings of `--tls-cert`/`--tls-key` (PEM), checked now.
-pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, String> {
+pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     crate::http::tls();
@@ -545,10 +562,10 @@ pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, 
         .collect::<Result<_, _>>()
         .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?;
     if certs.is_empty() {
-        return Err(format!(
+        return Err(TlsError(format!(
             "--tls-cert {}: no certificate in it",
             cert.display()
-        ));
+        )));
     }
     let key = PrivateKeyDer::from_pem_file(key)
         .map_err(|e| format!("--tls-key {}: {e}", key.display()))?;
@@ -556,5 +573,5 @@ pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, 
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .map(Arc::new)
-        .map_err(|e| format!("--tls-cert/--tls-key: {e}"))
+        .map_err(|e| TlsError(format!("--tls-cert/--tls-key: {e}")))
 }

@@ -37,6 +37,15 @@ pub enum QueueError {
     Full { used: u64, capacity: u64 },
     #[error("the queue cannot be written: {0}")]
     Io(String),
+    /// The queue's directory or a segment of it cannot be read at start.
+    #[error("{0}")]
+    Open(String),
+}
+
+impl From<String> for QueueError {
+    fn from(message: String) -> QueueError {
+        QueueError::Open(message)
+    }
 }
 
 /// The payload's checksum: CRC-32 (zlib's, vectorised), widened to the field's 8 bytes.
@@ -137,7 +146,7 @@ fn read_done(path: &Path) -> std::collections::HashSet<u32> {
 impl Queue {
     /// Opens the queue in `dir` (made if missing): the records not done are returned to be
     /// processed again, and a writer thread starts on a new segment.
-    pub fn open(dir: &Path, capacity: u64) -> Result<(Queue, Vec<Replayed>), String> {
+    pub fn open(dir: &Path, capacity: u64) -> Result<(Queue, Vec<Replayed>), QueueError> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let mut numbers: Vec<u64> = std::fs::read_dir(dir)
             .map_err(|e| format!("{}: {e}", dir.display()))?

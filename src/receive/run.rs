@@ -327,7 +327,7 @@ fn say_stopped(metrics: &Metrics, queue: &Queue, left: bool, queue_dir: &std::pa
 pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     let flag = crate::error::UsageError::flag;
     let (queue, replay) =
-        Queue::open(&opts.queue_dir, opts.capacity).map_err(|e| flag("--queue", e))?;
+        Queue::open(&opts.queue_dir, opts.capacity).map_err(|e| flag("--queue", e.to_string()))?;
     let uploads = crate::pull::open_records(&opts.store.out, "uploads.jsonl")?;
     let metrics = Arc::new(Metrics::new());
     let listener = tokio::net::TcpListener::bind(opts.listen)

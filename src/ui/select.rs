@@ -8,6 +8,17 @@
 
 use super::index::Entry;
 
+/// What is wrong with a selection's id or its query parameters.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct SelectError(pub String);
+
+impl From<String> for SelectError {
+    fn from(message: String) -> SelectError {
+        SelectError(message)
+    }
+}
+
 /// What selects captures, and which of their samples count.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Selection {
@@ -153,7 +164,7 @@ impl Selection {
     /// Reads a selection from a query's pairs; says which is wrong.
     pub fn from_pairs<'a>(
         pairs: impl Iterator<Item = (&'a str, &'a str)>,
-    ) -> Result<Selection, String> {
+    ) -> Result<Selection, SelectError> {
         let mut s = Selection::default();
         let time = |k: &str, v: &str| {
             instant(v)
@@ -183,13 +194,15 @@ impl Selection {
             }
         }
         if s.profile_type.is_empty() {
-            return Err("type: name the profile type (cpu, heap, delta-heap…)".into());
+            return Err(SelectError(
+                "type: name the profile type (cpu, heap, delta-heap…)".into(),
+            ));
         }
         Ok(s)
     }
 
     /// The selection an id names (`sel:…`), or None for a file's id.
-    pub fn parse_id(id: &str) -> Option<Result<Selection, String>> {
+    pub fn parse_id(id: &str) -> Option<Result<Selection, SelectError>> {
         let q = id.strip_prefix(PREFIX)?;
         let pairs: Vec<(String, String)> = form_urlencoded::parse(q.as_bytes())
             .map(|(k, v)| (k.into_owned(), v.into_owned()))
@@ -272,7 +285,7 @@ mod tests {
         let e = Selection::parse_id("sel:type=cpu&from=yesterday")
             .unwrap()
             .unwrap_err();
-        assert!(e.contains("from=\"yesterday\""), "{e}");
+        assert!(e.0.contains("from=\"yesterday\""), "{e}");
         assert!(Selection::parse_id("sel:service=web").unwrap().is_err());
         let have = vec![("pod".to_string(), "b".to_string())];
         assert!(all_keys_match(&s.tags, &have));

@@ -20,7 +20,7 @@ use super::report::ReportError;
 
 /// Lines of context before the first and after the last line with samples.
 pub use crate::source_path::clean;
-use crate::source_path::{open_source, readable_source, trim_path};
+use crate::source_path::{SourceError, open_source, readable_source, trim_path};
 
 const MARGIN: i64 = 5;
 /// The most of a source file read (a line view needs the start of a file, not gigabytes).
@@ -407,7 +407,7 @@ fn routine(
                     text: None,
                 })
                 .collect();
-            routine.error = Some(e);
+            routine.error = Some(e.0);
         }
     }
     routine
@@ -425,7 +425,7 @@ struct Reader<'a> {
     search_path: String,
     trim: String,
     access: &'a SourceAccess,
-    files: FastMap<String, Result<std::rc::Rc<Vec<String>>, String>>,
+    files: FastMap<String, Result<std::rc::Rc<Vec<String>>, SourceError>>,
 }
 
 impl<'a> Reader<'a> {
@@ -438,7 +438,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn lines(&mut self, file: &str) -> Result<std::rc::Rc<Vec<String>>, String> {
+    fn lines(&mut self, file: &str) -> Result<std::rc::Rc<Vec<String>>, SourceError> {
         if let Some(r) = self.files.get(file) {
             return r.clone();
         }
@@ -447,10 +447,12 @@ impl<'a> Reader<'a> {
         r
     }
 
-    fn read(&self, file: &str) -> Result<Vec<String>, String> {
+    fn read(&self, file: &str) -> Result<Vec<String>, SourceError> {
         let dirs = match self.access {
             SourceAccess::Within(dirs) if dirs.is_empty() => {
-                return Err("source not read (agentprof ui --source-path DIR reads it)".into());
+                return Err(SourceError(
+                    "source not read (agentprof ui --source-path DIR reads it)".into(),
+                ));
             }
             SourceAccess::Within(dirs) => Some(dirs),
             SourceAccess::Go { .. } | SourceAccess::Recorded => None,
@@ -459,9 +461,9 @@ impl<'a> Reader<'a> {
         if matches!(self.access, SourceAccess::Recorded) {
             let real = std::fs::canonicalize(&f.1).map_err(|e| e.to_string())?;
             if !readable_source(&real) {
-                return Err(format!(
+                return Err(SourceError(format!(
                     "{file} is not read: not a source file (agentprof ui --source-path DIR reads what is under DIR)"
-                ));
+                )));
             }
         }
         if let Some(dirs) = dirs {
@@ -471,7 +473,7 @@ impl<'a> Reader<'a> {
                 .iter()
                 .any(|d| std::fs::canonicalize(d).is_ok_and(|d| real.starts_with(d)));
             if !inside || !real.is_file() {
-                return Err(format!("{file} is not under --source-path"));
+                return Err(SourceError(format!("{file} is not under --source-path")));
             }
         }
         let mut bytes = Vec::new();

@@ -4,6 +4,17 @@
 
 use std::path::PathBuf;
 
+/// Why a source file could not be opened for a listing.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct SourceError(pub String);
+
+impl From<String> for SourceError {
+    fn from(message: String) -> SourceError {
+        SourceError(message)
+    }
+}
+
 /// The file names the source view reads under [`SourceAccess::Recorded`].
 const SOURCE_EXTENSIONS: &[&str] = &[
     "go", "py", "pyx", "rs", "c", "h", "cc", "cpp", "cxx", "hh", "hpp", "java", "kt", "scala",
@@ -27,12 +38,12 @@ pub(crate) fn open_source(
     path: &str,
     search_path: &str,
     trim: &str,
-) -> Result<(std::fs::File, PathBuf), String> {
+) -> Result<(std::fs::File, PathBuf), SourceError> {
     let path = trim_path(path, trim, search_path);
     if path.starts_with('/') {
         return std::fs::File::open(&path)
             .map(|f| (f, PathBuf::from(&path)))
-            .map_err(|e| format!("open {path}: {}", go_errno(&e)));
+            .map_err(|e| SourceError(format!("open {path}: {}", go_errno(&e))));
     }
     for dir in search_path.split(':') {
         let mut dir = PathBuf::from(dir);
@@ -47,7 +58,9 @@ pub(crate) fn open_source(
             }
         }
     }
-    Err(format!("could not find file {path} on path {search_path}"))
+    Err(SourceError(format!(
+        "could not find file {path} on path {search_path}"
+    )))
 }
 
 /// The text Go's syscall errors print.

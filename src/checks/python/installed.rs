@@ -11,6 +11,17 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// Why the interpreter's installed integrations could not be listed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ProbeError(pub String);
+
+impl From<String> for ProbeError {
+    fn from(message: String) -> ProbeError {
+        ProbeError(message)
+    }
+}
+
 /// Longest the interpreter may take to say what is installed.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -93,7 +104,7 @@ sys.stdout.write(json.dumps(out))
 
 /// Installed integrations in `python`: the one called `name`, or every one when `name` is
 /// None. An interpreter that cannot be run or answers nonsense is an error naming it.
-pub fn find(python: &str, name: Option<&str>) -> Result<Vec<Installed>, String> {
+pub fn find(python: &str, name: Option<&str>) -> Result<Vec<Installed>, ProbeError> {
     if name.is_some_and(|n| NOT_INTEGRATIONS.contains(&n)) {
         return Ok(Vec::new());
     }
@@ -110,11 +121,14 @@ pub fn find(python: &str, name: Option<&str>) -> Result<Vec<Installed>, String> 
     .map_err(|e| format!("`{python}` listing installed integrations: {e}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        return Err(format!(
+        return Err(ProbeError(format!(
             "`{python}` could not list installed integrations: {}",
             err.lines().last().unwrap_or("no message")
-        ));
+        )));
     }
-    serde_json::from_slice(&out.stdout)
-        .map_err(|e| format!("`{python}` listing installed integrations answered nonsense: {e}"))
+    serde_json::from_slice(&out.stdout).map_err(|e| {
+        ProbeError(format!(
+            "`{python}` listing installed integrations answered nonsense: {e}"
+        ))
+    })
 }

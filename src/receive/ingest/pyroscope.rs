@@ -12,6 +12,23 @@ use super::{charge, decode, encode, stem_of, tag};
 use crate::budget::Reservation;
 use crate::pull::upload::Upload;
 
+/// What is wrong with a Pyroscope application name.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct AppNameError(pub String);
+
+impl From<String> for AppNameError {
+    fn from(message: String) -> AppNameError {
+        AppNameError(message)
+    }
+}
+
+impl From<&str> for AppNameError {
+    fn from(message: &str) -> AppNameError {
+        AppNameError(message.to_string())
+    }
+}
+
 /// What `runtime` a Pyroscope `spyName` is.
 fn spy_runtime(spy: &str) -> &str {
     match spy {
@@ -56,7 +73,7 @@ struct Name {
 }
 
 /// `app.cpu{k=v,…}`: the application, the type its name ends with (if any), its labels.
-fn parse_name(name: &str) -> Result<Name, String> {
+fn parse_name(name: &str) -> Result<Name, AppNameError> {
     let (app, labels) = match name.find('{') {
         Some(i) => {
             let rest = &name[i + 1..];
@@ -69,7 +86,9 @@ fn parse_name(name: &str) -> Result<Name, String> {
     };
     let app = app.trim();
     if app.is_empty() {
-        return Err("`name` has no application name (app.cpu{k=v,…})".into());
+        return Err(AppNameError(
+            "`name` has no application name (app.cpu{k=v,…})".into(),
+        ));
     }
     let mut out = Vec::new();
     for kv in labels.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -263,7 +282,7 @@ pub(crate) fn pyroscope(
     held: &mut Reservation,
 ) -> Result<Upload, Reject> {
     let q = query(q)?;
-    let name = parse_name(&q.name).map_err(Reject::Invalid)?;
+    let name = parse_name(&q.name).map_err(|e| Reject::Invalid(e.0))?;
     let runtime = spy_runtime(&q.spy).to_string();
     let mut tags = vec![tag("service", &name.app)];
     for (k, v) in &name.labels {

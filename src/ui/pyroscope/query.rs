@@ -5,6 +5,23 @@
 
 use crate::ui::select::{LabelMatcher, MatchOp, Selection, agentprof_type};
 
+/// What is wrong with a quoted selector value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct QuoteError(pub String);
+
+impl From<String> for QuoteError {
+    fn from(message: String) -> QuoteError {
+        QuoteError(message)
+    }
+}
+
+impl From<&str> for QuoteError {
+    fn from(message: &str) -> QuoteError {
+        QuoteError(message.to_string())
+    }
+}
+
 /// Why a query cannot be answered as asked: Connect's `invalid_argument`.
 #[derive(Debug)]
 pub struct Invalid(pub String);
@@ -75,7 +92,7 @@ pub fn selector(text: &str) -> Result<Vec<LabelMatcher>, Invalid> {
         }
         // A name: a Prometheus label name, or a quoted one.
         let name = if i < b.len() && b[i] == b'"' {
-            let (s, next) = quoted(t, i).map_err(|w| bad(&w, i))?;
+            let (s, next) = quoted(t, i).map_err(|w| bad(&w.0, i))?;
             i = next;
             s
         } else {
@@ -101,7 +118,7 @@ pub fn selector(text: &str) -> Result<Vec<LabelMatcher>, Invalid> {
         if i >= b.len() || !matches!(b[i], b'"' | b'\'' | b'`') {
             return Err(bad("expected a quoted value", i));
         }
-        let (value, next) = quoted(t, i).map_err(|w| bad(&w, i))?;
+        let (value, next) = quoted(t, i).map_err(|w| bad(&w.0, i))?;
         i = next;
         let re = match op.0 {
             MatchOp::Regex | MatchOp::NotRegex => Some(
@@ -137,7 +154,7 @@ pub fn selector(text: &str) -> Result<Vec<LabelMatcher>, Invalid> {
 
 /// The string quoted at `at` (by ", ' or `; backslash escapes in the first two) and where
 /// it ends.
-fn quoted(t: &str, at: usize) -> Result<(String, usize), String> {
+fn quoted(t: &str, at: usize) -> Result<(String, usize), QuoteError> {
     let quote = t.as_bytes()[at] as char;
     let mut out = String::new();
     let mut chars = t[at + 1..].char_indices();
@@ -153,7 +170,7 @@ fn quoted(t: &str, at: usize) -> Result<(String, usize), String> {
             c => out.push(c),
         }
     }
-    Err("an unclosed quote".into())
+    Err(QuoteError("an unclosed quote".into()))
 }
 
 /// Milliseconds since the epoch, as a time; 0 is "not given".

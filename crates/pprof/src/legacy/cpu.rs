@@ -1,5 +1,6 @@
 //! The binary CPU profile (profilez, what gperftools writes).
 
+use super::LegacyError;
 use std::collections::HashMap;
 
 use super::maps::parse_maps;
@@ -27,7 +28,7 @@ fn w64b(b: &[u8]) -> Option<(u64, &[u8])> {
 /// The header is five words: 0, 3, 0 (C++; 1 is Java), the sampling period in microseconds,
 /// 0 — in 32 or 64 bits, either byte order. Samples follow (count, depth, addresses), ended
 /// by 0, 1, 0; then the memory map as text.
-pub(super) fn parse_cpu(b: &[u8]) -> Result<Option<Legacy>, String> {
+pub(super) fn parse_cpu(b: &[u8]) -> Result<Option<Legacy>, LegacyError> {
     for word in [w32l as Word, w32b, w64l, w64b] {
         let mut rest = b;
         let mut h = [0u64; 5];
@@ -48,7 +49,9 @@ pub(super) fn parse_cpu(b: &[u8]) -> Result<Option<Legacy>, String> {
             continue;
         }
         if h[2] == 1 {
-            return Err("a legacy Java CPU profile, which agentprof does not read".into());
+            return Err(LegacyError(
+                "a legacy Java CPU profile, which agentprof does not read".into(),
+            ));
         }
         if h[2] != 0 {
             continue;
@@ -62,7 +65,7 @@ pub(super) fn parse_cpu(b: &[u8]) -> Result<Option<Legacy>, String> {
     Ok(None)
 }
 
-fn cpu_samples(mut b: &[u8], word: Word, period: i64) -> Result<Legacy, String> {
+fn cpu_samples(mut b: &[u8], word: Word, period: i64) -> Result<Legacy, LegacyError> {
     let mut l = Legacy {
         sample_types: vec![("samples", "count"), ("cpu", "nanoseconds")],
         period_type: ("cpu", "nanoseconds"),
@@ -74,10 +77,10 @@ fn cpu_samples(mut b: &[u8], word: Word, period: i64) -> Result<Legacy, String> 
         let (count, t) = word(b).ok_or("a CPU sample is cut short")?;
         let (depth, t) = word(t).ok_or("a CPU sample is cut short")?;
         if depth > (t.len() / 4) as u64 {
-            return Err(format!(
+            return Err(LegacyError(format!(
                 "a CPU sample claims {depth} frames, more than the {} bytes left",
                 t.len()
-            ));
+            )));
         }
         let mut stack = Vec::with_capacity(depth as usize);
         let mut t = t;

@@ -87,17 +87,30 @@ pub fn describe_unread(raw: &[u8]) -> Option<&'static str> {
 #[error("{0}")]
 pub struct LegacyError(pub String);
 
+/// The parsers' messages, turned into the error by `?`.
+impl From<String> for LegacyError {
+    fn from(message: String) -> LegacyError {
+        LegacyError(message)
+    }
+}
+
+impl From<&str> for LegacyError {
+    fn from(message: &str) -> LegacyError {
+        LegacyError(message.to_string())
+    }
+}
+
 /// The profile in `raw` if it is one of the legacy formats agentprof reads; `Ok(None)` when
 /// it is none of them. A legacy profile that is malformed is an error saying where.
 pub fn parse(raw: &[u8]) -> Result<Option<Profile>, LegacyError> {
-    if let Some(l) = parse_cpu(raw).map_err(LegacyError)? {
+    if let Some(l) = parse_cpu(raw)? {
         return Ok(Some(l.into_profile()));
     }
     let Ok(text) = std::str::from_utf8(raw) else {
         return Ok(None);
     };
     for parser in [parse_heap, parse_contention, parse_go_count] {
-        if let Some(l) = parser(text).map_err(LegacyError)? {
+        if let Some(l) = parser(text)? {
             return Ok(Some(l.into_profile()));
         }
     }

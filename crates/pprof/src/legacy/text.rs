@@ -1,6 +1,7 @@
 //! The text formats: heap (heapz, heap_v2, Go's legacy heap, growthz), contention
 //! (contentionz, Go's mutex and contention) and Go's count profiles (goroutine, threadcreate).
 
+use super::LegacyError;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -28,11 +29,15 @@ pub(super) fn is_map_sentinel(line: &str) -> bool {
     line.contains("--- Memory map: ---") || line.contains("MAPPED_LIBRARIES:")
 }
 
-fn hex_addresses(s: &str, line_no: usize) -> Result<Vec<u64>, String> {
+fn hex_addresses(s: &str, line_no: usize) -> Result<Vec<u64>, LegacyError> {
     HEX.find_iter(s)
         .map(|m| {
-            u64::from_str_radix(&m.as_str()[2..], 16)
-                .map_err(|_| format!("line {line_no}: {} is not a 64-bit address", m.as_str()))
+            u64::from_str_radix(&m.as_str()[2..], 16).map_err(|_| {
+                LegacyError(format!(
+                    "line {line_no}: {} is not a 64-bit address",
+                    m.as_str()
+                ))
+            })
         })
         .collect()
 }
@@ -45,9 +50,9 @@ fn call_sites(addrs: &mut Addrs, l: &mut Legacy, stack: &[u64]) -> Vec<usize> {
         .collect()
 }
 
-fn int(s: &str, line_no: usize) -> Result<i64, String> {
+fn int(s: &str, line_no: usize) -> Result<i64, LegacyError> {
     s.parse()
-        .map_err(|_| format!("line {line_no}: {s} is not a number"))
+        .map_err(|_| LegacyError(format!("line {line_no}: {s} is not a number")))
 }
 
 /// Go's unsampling of a heap sample taken at an average rate of one per `rate` bytes: each
@@ -67,7 +72,7 @@ pub(super) fn unsample(count: i64, size: i64, rate: i64) -> (i64, i64) {
 /// A heap profile's header line: whether its counts are sampled (to unsample), the
 /// sampling rate, whether it has allocation figures besides in-use ones; None when the line
 /// is no heap profile's.
-fn heap_header(first: &str) -> Result<Option<(bool, i64, bool)>, String> {
+fn heap_header(first: &str) -> Result<Option<(bool, i64, bool)>, LegacyError> {
     Ok(if let Some(h) = HEAP_HEADER.captures(first) {
         let g = |i: usize| h.get(i).map_or("", |m| m.as_str());
         let mut rate = if g(6).is_empty() { 0 } else { int(g(6), 1)? };
@@ -92,7 +97,7 @@ fn heap_header(first: &str) -> Result<Option<(bool, i64, bool)>, String> {
     })
 }
 
-pub(super) fn parse_heap(text: &str) -> Result<Option<Legacy>, String> {
+pub(super) fn parse_heap(text: &str) -> Result<Option<Legacy>, LegacyError> {
     let Some(first) = text.lines().next() else {
         return Ok(None);
     };
@@ -133,12 +138,12 @@ pub(super) fn parse_heap(text: &str) -> Result<Option<Legacy>, String> {
         let g = |i: usize| c.get(i).map_or("", |m| m.as_str());
         let mut values = Vec::with_capacity(4);
         let mut block = 0;
-        let mut add = |count: &str, size: &str, what: &str| -> Result<(), String> {
+        let mut add = |count: &str, size: &str, what: &str| -> Result<(), LegacyError> {
             let (mut count, mut size) = (int(count, line_no)?, int(size, line_no)?);
             if count == 0 && size != 0 {
-                return Err(format!(
+                return Err(LegacyError(format!(
                     "line {line_no}: {what} count was 0 but {what} bytes was {size}"
-                ));
+                )));
             }
             if count != 0 {
                 block = size.checked_div(count).unwrap_or(i64::MAX);
@@ -174,7 +179,7 @@ fn maps_after_sentinel(rest: &str) -> Vec<LMapping> {
 
 /// A contention profile's `key = value` lines after its first: the cycle rate, the sampling
 /// period and the duration (into `l`); the cycle rate and the index of the first sample line.
-fn contention_header(all: &[&str], l: &mut Legacy) -> Result<(i64, usize), String> {
+fn contention_header(all: &[&str], l: &mut Legacy) -> Result<(i64, usize), LegacyError> {
     let mut cpu_hz = 0i64;
     let mut i = 1;
     while i < all.len() {
@@ -200,16 +205,16 @@ fn contention_header(all: &[&str], l: &mut Legacy) -> Result<(i64, usize), Strin
             "ms since reset" => l.duration_nanos = num()?.saturating_mul(1_000_000),
             "discarded samples" => {}
             "format" | "resolution" => {
-                return Err(format!(
+                return Err(LegacyError(format!(
                     "line {}: a contention profile with `{key} = {val}` (a Java profile), which agentprof does not read",
                     i + 1
-                ));
+                )));
             }
             _ => {
-                return Err(format!(
+                return Err(LegacyError(format!(
                     "line {}: unknown contention attribute {key}",
                     i + 1
-                ));
+                )));
             }
         }
         i += 1;
@@ -217,7 +222,7 @@ fn contention_header(all: &[&str], l: &mut Legacy) -> Result<(i64, usize), Strin
     Ok((cpu_hz, i))
 }
 
-pub(super) fn parse_contention(text: &str) -> Result<Option<Legacy>, String> {
+pub(super) fn parse_contention(text: &str) -> Result<Option<Legacy>, LegacyError> {
     let all: Vec<&str> = text.lines().collect();
     let Some(first) = all.first() else {
         return Ok(None);
@@ -288,7 +293,7 @@ pub(super) fn parse_go_int(s: &str) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
-pub(super) fn parse_go_count(text: &str) -> Result<Option<Legacy>, String> {
+pub(super) fn parse_go_count(text: &str) -> Result<Option<Legacy>, LegacyError> {
     let all: Vec<&str> = text.lines().collect();
     let mut i = 0;
     while i < all.len() && is_space_or_comment(all[i]) {
@@ -301,9 +306,9 @@ pub(super) fn parse_go_count(text: &str) -> Result<Option<Legacy>, String> {
         "goroutine" => "goroutine",
         "threadcreate" => "threadcreate",
         other => {
-            return Err(format!(
+            return Err(LegacyError(format!(
                 "a Go `{other} profile` in text, which agentprof does not read"
-            ));
+            )));
         }
     };
     let mut l = Legacy {

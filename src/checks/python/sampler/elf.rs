@@ -10,17 +10,30 @@ use object::elf::{FileHeader64, PT_LOAD, SHT_DYNSYM, SHT_SYMTAB};
 #[cfg(target_os = "linux")]
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
 
+/// Why a symbol could not be found in the process's ELF files.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ElfError(pub String);
+
+impl From<String> for ElfError {
+    fn from(message: String) -> ElfError {
+        ElfError(message)
+    }
+}
+
 /// A symbol table past this is not read (libpython's is well under 1 MiB).
 #[cfg(target_os = "linux")]
 const MAX_TABLE_BYTES: u64 = 64 << 20;
 
 /// The address of `symbol` in process `pid`, and the file that defines it; or why not.
-pub fn find_symbol(pid: u32, symbol: &str) -> Result<(u64, PathBuf), String> {
+pub fn find_symbol(pid: u32, symbol: &str) -> Result<(u64, PathBuf), ElfError> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))
         .map_err(|e| format!("cannot read /proc/{pid}/maps: {e}"))?;
     let candidates = python_files(&maps);
     if candidates.is_empty() {
-        return Err("no python executable or libpython is mapped in the worker".into());
+        return Err(ElfError(
+            "no python executable or libpython is mapped in the worker".into(),
+        ));
     }
     for (path, start) in &candidates {
         let Ok(file) = File::open(path) else { continue };
@@ -33,10 +46,10 @@ pub fn find_symbol(pid: u32, symbol: &str) -> Result<(u64, PathBuf), String> {
         .iter()
         .map(|(p, _)| p.display().to_string())
         .collect();
-    Err(format!(
+    Err(ElfError(format!(
         "{symbol} is not in the symbol tables of {} (stripped?)",
         names.join(", ")
-    ))
+    )))
 }
 
 /// Files mapped from offset 0 whose name says Python (libpython3.X.so…, python3.X), with

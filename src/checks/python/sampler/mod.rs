@@ -93,7 +93,8 @@ fn outside_reader(pid: u32, interp: &Interpreter) -> Result<Reader, Unreadable> 
         return Err(Unreadable::Version(major, minor));
     }
     let mem = Memory::new(pid);
-    let (runtime, _file) = elf::find_symbol(pid, "_PyRuntime").map_err(Unreadable::Other)?;
+    let (runtime, _file) =
+        elf::find_symbol(pid, "_PyRuntime").map_err(|e| Unreadable::Other(e.0))?;
     let layout = match layout::Layout::known(major, minor) {
         Some(l) => l,
         None if (major, minor) >= (3, 13) => {
