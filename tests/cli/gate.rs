@@ -209,7 +209,9 @@ fn flamegraph_diff_of_a_python_and_a_builtin_check() {
         gate(&sb, &py, &[&five[..], &["--update-baseline"]].concat()).code,
         0
     );
-    setup(&sb, &[("extra_calls", "3000")]);
+    // Enough calls that the sampled stacks hold `_noop` on a loaded machine too: at 3,000
+    // (a tenth of a 2 ms run) a run of 40 samples could miss it.
+    setup(&sb, &[("extra_calls", "30000")]);
     let r = gate(
         &sb,
         &py,
