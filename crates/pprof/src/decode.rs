@@ -15,8 +15,7 @@ pub use scan::{Scan, memory_estimate, prescan};
 
 pub use crate::error::DecodeError;
 pub use crate::totals::{
-    LabelTotals, LabelValue, MAX_LABEL_KEYS, MAX_LABEL_VALUES, Totals, totals,
-    totals_without_labels,
+    LabelTotals, LabelValue, MAX_LABEL_VALUES, Totals, totals, totals_without_labels,
 };
 
 use super::model::Pprof;
@@ -184,7 +183,7 @@ const OVERLAP_FROM: usize = 256 * 1024;
 /// `decompress` then `memory_estimate` give them: the decompression runs on another thread
 /// while this one scans each piece that has come out, so the scan costs no time of its own
 /// on a machine with a second core. A decompression error comes first, as it would.
-pub fn decompress_scanned(
+pub(crate) fn decompress_scanned(
     bytes: &[u8],
     limits: &Limits,
 ) -> Result<(Vec<u8>, Result<Scan, DecodeError>), DecodeError> {
@@ -418,7 +417,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Profile, DecodeError> {
 }
 
 /// Decompressed bytes decoded: profile.proto, else a legacy format go tool pprof reads.
-pub fn decode_raw_or_legacy(raw: &[u8], limits: &Limits) -> Result<Profile, DecodeError> {
+pub(crate) fn decode_raw_or_legacy(raw: &[u8], limits: &Limits) -> Result<Profile, DecodeError> {
     match decode_raw(raw, limits) {
         Ok(p) => Ok(p),
         Err(e @ (DecodeError::Malformed(_) | DecodeError::NotAProfile(_))) => {
@@ -452,12 +451,7 @@ pub fn decode_pprof(bytes: &[u8], limits: &Limits) -> Result<Pprof, DecodeError>
     decode_scanned(&raw, limits, scan)
 }
 
-/// [`decode_pprof`] of decompressed bytes.
-pub fn decode_raw_pprof(raw: &[u8], limits: &Limits) -> Result<Pprof, DecodeError> {
-    decode_scanned(raw, limits, memory_estimate(raw, limits))
-}
-
-/// [`decode_raw_pprof`] with the pre-scan a caller already made of `raw` (the ui charges its
+/// Decodes a profile's decompressed bytes with the pre-scan a caller already made of `raw` (the ui charges its
 /// memory estimate to the budget before decoding), so it is not made twice.
 pub fn decode_scanned(
     raw: &[u8],

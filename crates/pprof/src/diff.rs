@@ -335,9 +335,6 @@ impl DiffReport {
     }
 }
 
-pub use super::fold::MAX_FLAME_DEPTH;
-
 pub use crate::flame::{
-    DrawError, Folded, Look, folded, folded_signed, write_diff_flamegraph, write_flamegraph,
-    write_flamegraph_look, write_flamegraph_with,
+    DrawError, Folded, Look, folded, write_diff_flamegraph, write_flamegraph, write_flamegraph_look,
 };

@@ -8,7 +8,7 @@
 //! many values cheaply before it, `hash_bytes` fingerprints a string.
 
 /// The maps' hasher.
-pub type FastState = foldhash::fast::RandomState;
+pub(crate) type FastState = foldhash::fast::RandomState;
 
 pub type FastMap<K, V> = std::collections::HashMap<K, V, FastState>;
 

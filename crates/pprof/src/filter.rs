@@ -32,7 +32,7 @@ impl std::fmt::Display for FilterError {
 }
 
 /// The longest expression accepted (the UI takes them from a URL).
-pub const MAX_EXPRESSION: usize = 4096;
+pub(crate) const MAX_EXPRESSION: usize = 4096;
 
 /// Compiles one expression; `None` or empty is no filter.
 pub fn compile(name: &'static str, value: Option<&str>) -> Result<Option<Regex>, FilterError> {

@@ -21,7 +21,7 @@ pub struct Folded {
 /// `root;…;leaf value` lines of every sample with a positive value (or, with `negative`, of
 /// every negative one, as positive values), identical stacks merged; inlined calls are frames
 /// of their own.
-pub fn folded_signed(p: &Pprof, index: usize, negative: bool) -> Folded {
+pub(crate) fn folded_signed(p: &Pprof, index: usize, negative: bool) -> Folded {
     folded_with(p, &Nodes::new(p), index, negative)
 }
 
@@ -59,17 +59,6 @@ pub fn write_flamegraph(
     out: impl std::io::Write,
 ) -> Result<(), DrawError> {
     draw(p, &Nodes::new(p), index, title, Look::default(), out).map(|_| ())
-}
-
-/// [`write_flamegraph`] with the nodes of `p` already built.
-pub fn write_flamegraph_with(
-    p: &Pprof,
-    nodes: &Nodes,
-    index: usize,
-    title: &str,
-    out: impl std::io::Write,
-) -> Result<(), DrawError> {
-    draw(p, nodes, index, title, Look::default(), out).map(|_| ())
 }
 
 /// How a flamegraph is drawn beyond its profile.

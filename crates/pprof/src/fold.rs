@@ -9,7 +9,7 @@ use super::model::Pprof;
 
 /// Stacks deeper than this are cut in flamegraphs (the frames nearest the root kept, the cut
 /// named in the stack and the SVG): a million-frame stack would draw a 200 MB picture.
-pub const MAX_FLAME_DEPTH: usize = 1000;
+pub(crate) const MAX_FLAME_DEPTH: usize = 1000;
 
 /// One sign of one sample type's values, merged by path.
 pub struct Tree {
@@ -92,7 +92,7 @@ impl Links {
 impl Tree {
     /// The samples of `p` whose `index` value is positive (with `negative`, the negative
     /// ones as positive values); inlined calls are frames of their own. `nodes` are `p`'s.
-    pub fn with_nodes(p: &Pprof, nodes: &Nodes, index: usize, negative: bool) -> Tree {
+    pub(crate) fn with_nodes(p: &Pprof, nodes: &Nodes, index: usize, negative: bool) -> Tree {
         // The frame name of each report node, interned: two nodes of one name are one frame.
         let mut name_of_node: Vec<u32> = vec![u32::MAX; nodes.len()];
         let mut interned: FastMap<&str, u32> = FastMap::default();
@@ -204,7 +204,7 @@ impl Tree {
     /// [`Tree::lines`] of the frames `keep` holds (see [`Tree::keeping`]): one that is not
     /// is folded into its caller (its value the caller's own), so at most the frames kept
     /// are drawn.
-    pub fn lines_keeping(&self, min_value: f64, keep: Option<&[bool]>) -> Vec<String> {
+    pub(crate) fn lines_keeping(&self, min_value: f64, keep: Option<&[bool]>) -> Vec<String> {
         let n = self.name.len();
         // Each node's line value: its leaf value, or for a node cut short, its whole value.
         let mut own = self.leaf.clone();

@@ -178,14 +178,14 @@ impl Nodes {
 
 /// Flat and cum per node, and (when asked) the call edges with their weight and whether every
 /// call along them was inlined.
-pub struct Graph {
+pub(crate) struct Graph {
     pub flat: Vec<i64>,
     pub cum: Vec<i64>,
     pub edges: FastMap<(u32, u32), (i64, bool)>,
 }
 
 /// The graph of every node with every call edge: what a peek at callers and callees needs.
-pub fn build_all_edges(p: &Pprof, nodes: &Nodes, index: usize) -> Graph {
+pub(crate) fn build_all_edges(p: &Pprof, nodes: &Nodes, index: usize) -> Graph {
     let w = weights(p, index);
     let (flat, cum) = flat_cum(p, nodes, &w);
     let edges = edges(p, nodes, &w, None, EdgeSet::All);
@@ -194,7 +194,7 @@ pub fn build_all_edges(p: &Pprof, nodes: &Nodes, index: usize) -> Graph {
 
 /// Each sample's value of sample type `index`, one after the other: the passes over the
 /// samples read them from here rather than from each sample's own vector.
-pub fn weights(p: &Pprof, index: usize) -> Vec<i64> {
+pub(crate) fn weights(p: &Pprof, index: usize) -> Vec<i64> {
     p.proto.sample.iter().map(|s| s.value[index]).collect()
 }
 
@@ -204,7 +204,7 @@ pub fn weights(p: &Pprof, index: usize) -> Vec<i64> {
 /// A node's flat and cum do not depend on which other nodes pprof keeps (dropped frames are
 /// skipped, and a sample whose leaf is dropped adds to no flat), so a report that drops nodes
 /// keeps these figures for the nodes left and asks [`edges`] for their edges alone.
-pub fn flat_cum(p: &Pprof, nodes: &Nodes, weights: &[i64]) -> (Vec<i64>, Vec<i64>) {
+pub(crate) fn flat_cum(p: &Pprof, nodes: &Nodes, weights: &[i64]) -> (Vec<i64>, Vec<i64>) {
     let n = nodes.len();
     let mut flat = vec![0i64; n];
     let mut cum = vec![0i64; n];

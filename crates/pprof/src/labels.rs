@@ -53,7 +53,7 @@ const HEAD_MAX: usize = 256 * 1024;
 
 /// A writer in front of inferno's: it holds the SVG back until the end of its script,
 /// changes how the script labels frames, and passes the rest (the frames) straight through.
-pub struct ShortLabels<W: Write> {
+pub(crate) struct ShortLabels<W: Write> {
     out: W,
     head: Option<Vec<u8>>,
     changed: usize,
@@ -115,7 +115,7 @@ impl<W: Write> Write for ShortLabels<W> {
 }
 
 /// inferno's flamegraph of `lines`, written through [`ShortLabels`].
-pub fn draw_lines<'a>(
+pub(crate) fn draw_lines<'a>(
     opts: &mut inferno::flamegraph::Options<'_>,
     lines: impl IntoIterator<Item = &'a str>,
     out: impl Write,
@@ -126,7 +126,7 @@ pub fn draw_lines<'a>(
 }
 
 /// [`ShortLabels`] on an SVG already drawn.
-pub fn shorten(svg: &str) -> String {
+pub(crate) fn shorten(svg: &str) -> String {
     shorten_counted(svg).0
 }
 

@@ -186,7 +186,7 @@ pub fn scale(value: i64, from: &str, to: &str) -> (f64, String) {
 }
 
 /// `measurement.ScaledLabel`: `%.2f` with `.00` trimmed, then the unit; `0` for zero.
-pub fn scaled_label(value: i64, from: &str, to: &str) -> String {
+pub(crate) fn scaled_label(value: i64, from: &str, to: &str) -> String {
     let (v, u) = scale(value, from, to);
     let s = format!("{v:.2}");
     let s = s.strip_suffix(".00").unwrap_or(&s);
@@ -213,7 +213,7 @@ pub fn percentage(value: i64, total: i64) -> String {
 }
 
 /// Go's `%.2g`: two significant digits, exponent form below 1e-4, trailing zeros dropped.
-pub fn go_g2(x: f64) -> String {
+pub(crate) fn go_g2(x: f64) -> String {
     if x == 0.0 {
         return "0".into();
     }

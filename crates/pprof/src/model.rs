@@ -114,7 +114,7 @@ pub enum SampleIndexError {
 
 /// What one heap allocation of `cap` elements of `T` takes: its bytes and the allocator's
 /// header and rounding (16 bytes, as glibc's malloc does), nothing for an empty vector.
-pub fn alloc_bytes<T>(cap: usize) -> u64 {
+pub(crate) fn alloc_bytes<T>(cap: usize) -> u64 {
     let bytes = (cap * std::mem::size_of::<T>()) as u64;
     if bytes == 0 {
         0

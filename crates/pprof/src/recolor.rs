@@ -14,7 +14,7 @@ fn key(parent: u64, name: &str) -> u64 {
 
 /// Every frame's (base, new) value with its callees', by path key, from the folded lines
 /// (`root;…;leaf value`) of each.
-pub fn frame_values(base: &[String], new: &[String]) -> FastMap<u64, (f64, f64)> {
+pub(crate) fn frame_values(base: &[String], new: &[String]) -> FastMap<u64, (f64, f64)> {
     let mut out: FastMap<u64, (f64, f64)> = FastMap::default();
     for (lines, second) in [(base, false), (new, true)] {
         for line in lines {
@@ -170,7 +170,7 @@ fn colour(b: f64, a: f64, floor: f64) -> String {
 /// tooltip's figures ending with the base and new values (the root's: the base's total,
 /// `base_total`, and the new one's); `scale` multiplies the base's values (normalized
 /// comparisons), `fmt` writes a value.
-pub fn recolor(
+pub(crate) fn recolor(
     svg: &str,
     values: &FastMap<u64, (f64, f64)>,
     base_total: f64,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 /// Why a source file could not be opened for a listing.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
-pub struct SourceError(pub String);
+pub(crate) struct SourceError(pub String);
 
 impl From<String> for SourceError {
     fn from(message: String) -> SourceError {

@@ -38,7 +38,7 @@ pub struct LabelValue {
 
 /// Values a label's index keeps at most, and labels at most.
 pub const MAX_LABEL_VALUES: usize = 64;
-pub const MAX_LABEL_KEYS: usize = 16;
+pub(crate) const MAX_LABEL_KEYS: usize = 16;
 
 /// One label's values (by string-table index) with their sums per type.
 type ValueSums = Vec<(i64, Vec<i128>)>;

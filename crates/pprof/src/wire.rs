@@ -88,7 +88,7 @@ pub enum WireValue<'a> {
 
 impl WireValue<'_> {
     /// Its wire type's number.
-    pub fn wire_type(&self) -> u64 {
+    pub(crate) fn wire_type(&self) -> u64 {
         match self {
             WireValue::Varint(_) => 0,
             WireValue::Fixed64(_) => 1,

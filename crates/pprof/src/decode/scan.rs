@@ -84,7 +84,7 @@ fn within_memory(s: Scan, limits: &Limits) -> Result<Scan, DecodeError> {
 /// thread): each call scans the top-level fields the bytes so far hold whole; `finish` the
 /// rest. The same counts, estimate and errors as [`memory_estimate`] of the whole.
 #[derive(Debug, Default)]
-pub struct Incremental {
+pub(crate) struct Incremental {
     s: Scan,
     /// Where the next top-level field starts.
     at: usize,

@@ -68,7 +68,7 @@ impl Addrs {
 }
 
 /// What a legacy profile the parser does not read is, for the refusal.
-pub fn describe_unread(raw: &[u8]) -> Option<&'static str> {
+pub(crate) fn describe_unread(raw: &[u8]) -> Option<&'static str> {
     let head = std::str::from_utf8(&raw[..raw.len().min(256)]).unwrap_or("");
     let first = head.lines().find(|l| !is_space_or_comment(l)).unwrap_or("");
     if first.starts_with("--- threadz") {

@@ -18,7 +18,7 @@ use rust::{is_rust_legacy, rust_legacy, rust_v0};
 /// A function's display name from its `name` and `system_name`, as go tool pprof's default
 /// demangling (`-symbolize=demangle=default`: no parameters, no template arguments, no
 /// return type). `None` leaves the name as it is.
-pub fn display_name(name: &str, system_name: &str) -> Option<String> {
+pub(crate) fn display_name(name: &str, system_name: &str) -> Option<String> {
     if !name.is_empty() && name != system_name {
         return None; // already demangled by whoever wrote the profile
     }
