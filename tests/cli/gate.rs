@@ -203,15 +203,15 @@ fn flamegraph_diff_of_a_python_and_a_builtin_check() {
     let Some(py) = venv_python() else { return };
     let _cpu = crate::support::cpu_exclusive();
     let sb = Sandbox::new();
-    setup(&sb, &[]);
+    // Runs of about 20 ms, so that the sampled stacks are there on a loaded machine too (runs
+    // of 2 ms were sometimes not sampled at all in a full test run beside a build), and
+    // enough calls that they hold `_noop`.
+    let work = ("work", "200000");
+    setup(&sb, &[work]);
     let five = ["--times", "5"];
-    assert_eq!(
-        gate(&sb, &py, &[&five[..], &["--update-baseline"]].concat()).code,
-        0
-    );
-    // Enough calls that the sampled stacks hold `_noop` on a loaded machine too: at 3,000
-    // (a tenth of a 2 ms run) a run of 40 samples could miss it.
-    setup(&sb, &[("extra_calls", "30000")]);
+    let r = gate(&sb, &py, &[&five[..], &["--update-baseline"]].concat());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    setup(&sb, &[work, ("extra_calls", "30000")]);
     let r = gate(
         &sb,
         &py,
