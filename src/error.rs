@@ -97,3 +97,28 @@ pub enum Outcome {
     /// `gate --cannot-tell fail`: the gate could not tell (exit 4).
     Undecided,
 }
+
+/// A folder's error that is a message (what is wrong, said where it was found): a type of
+/// its own, so that a signature says whose error it is; made from the message by `?` or
+/// `.into()`.
+macro_rules! message_error {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+        #[error("{0}")]
+        pub struct $name(pub String);
+
+        impl From<String> for $name {
+            fn from(message: String) -> $name {
+                $name(message)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(message: &str) -> $name {
+                $name(message.to_string())
+            }
+        }
+    };
+}
+pub(crate) use message_error;

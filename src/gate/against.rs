@@ -11,21 +11,9 @@ use crate::error::UsageError;
 use super::instructions::ScratchDir;
 use crate::checks::child::stdout_of;
 
-/// Why the baseline's checks directory could not be taken from git.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct ExtractError(pub String);
-
-impl From<String> for ExtractError {
-    fn from(message: String) -> ExtractError {
-        ExtractError(message)
-    }
-}
-
-impl From<&str> for ExtractError {
-    fn from(message: &str) -> ExtractError {
-        ExtractError(message.to_string())
-    }
+crate::error::message_error! {
+    /// Why the baseline's checks directory could not be taken from git.
+    ExtractError
 }
 
 /// How long a git command may take.

@@ -35,21 +35,9 @@ use crate::config::{AgentConfig, LoadOptions};
 use crate::error::UsageError;
 use crate::progress::Progress;
 
-/// Why valgrind's version could not be read.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct ValgrindError(pub String);
-
-impl From<String> for ValgrindError {
-    fn from(message: String) -> ValgrindError {
-        ValgrindError(message)
-    }
-}
-
-impl From<&str> for ValgrindError {
-    fn from(message: &str) -> ValgrindError {
-        ValgrindError(message.to_string())
-    }
+crate::error::message_error! {
+    /// Why valgrind's version could not be read.
+    ValgrindError
 }
 
 /// The environment variable that starts agentprof in its counting child mode: its value is

@@ -7,15 +7,9 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::Command;
 use std::time::Duration;
 
-/// Why a perf counter could not count.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct PerfError(pub String);
-
-impl From<String> for PerfError {
-    fn from(message: String) -> PerfError {
-        PerfError(message)
-    }
+crate::error::message_error! {
+    /// Why a perf counter could not count.
+    PerfError
 }
 
 /// One kind of event: perf_event_attr's `type` and `config`.

@@ -5,15 +5,9 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
-/// Why the node's pods could not be listed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct DiscoverError(pub String);
-
-impl From<String> for DiscoverError {
-    fn from(message: String) -> DiscoverError {
-        DiscoverError(message)
-    }
+crate::error::message_error! {
+    /// Why the node's pods could not be listed.
+    DiscoverError
 }
 
 /// Pods per LIST page.

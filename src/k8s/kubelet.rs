@@ -17,21 +17,9 @@ use http_body_util::BodyExt;
 use super::api::ApiStats;
 use super::stats::Summary;
 
-/// Why a PEM file's certificates could not be read.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct PemError(pub String);
-
-impl From<String> for PemError {
-    fn from(message: String) -> PemError {
-        PemError(message)
-    }
-}
-
-impl From<&str> for PemError {
-    fn from(message: &str) -> PemError {
-        PemError(message.to_string())
-    }
+crate::error::message_error! {
+    /// Why a PEM file's certificates could not be read.
+    PemError
 }
 
 /// The largest summary read: a 110-pod node's is a few hundred KiB.

@@ -8,21 +8,9 @@ use std::hash::{Hash, Hasher};
 
 use super::{Event, MetricType, ServiceCheckStatus, Sink, Submission};
 
-/// What is wrong with a DogStatsD line.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct LineError(pub String);
-
-impl From<String> for LineError {
-    fn from(message: String) -> LineError {
-        LineError(message)
-    }
-}
-
-impl From<&str> for LineError {
-    fn from(message: &str) -> LineError {
-        LineError(message.to_string())
-    }
+crate::error::message_error! {
+    /// What is wrong with a DogStatsD line.
+    LineError
 }
 
 /// Longest line considered; anything longer is refused without being copied.

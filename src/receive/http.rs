@@ -17,21 +17,9 @@ use super::metrics::Metrics;
 use super::queue::{Queue, QueueError, RecordId};
 use crate::budget::{Budget, Reservation};
 
-/// Why the TLS certificate or key could not be used.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct TlsError(pub String);
-
-impl From<String> for TlsError {
-    fn from(message: String) -> TlsError {
-        TlsError(message)
-    }
-}
-
-impl From<&str> for TlsError {
-    fn from(message: &str) -> TlsError {
-        TlsError(message.to_string())
-    }
+crate::error::message_error! {
+    /// Why the TLS certificate or key could not be used.
+    TlsError
 }
 
 /// How long a sender may take to send its headers (or less, with a shorter read timeout).

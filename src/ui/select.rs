@@ -8,15 +8,9 @@
 
 use super::index::Entry;
 
-/// What is wrong with a selection's id or its query parameters.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct SelectError(pub String);
-
-impl From<String> for SelectError {
-    fn from(message: String) -> SelectError {
-        SelectError(message)
-    }
+crate::error::message_error! {
+    /// What is wrong with a selection's id or its query parameters.
+    SelectError
 }
 
 /// What selects captures, and which of their samples count.

@@ -565,11 +565,8 @@ sys.stdout.write(out.decode(errors="replace"))
 sys.exit(os.waitstatus_to_exitcode(status))
 "#;
 
-/// `-b LINE` stops in pdb on the terminal, where the user prints a local and continues; the
-/// run then finishes as usual and agentprof exits.
-#[test]
-fn breakpoint_stops_in_pdb_on_the_terminal() {
-    let Some(python) = venv_python() else { return };
+/// A sandbox with `bp.py` (its check() at lines 5-7) configured, and the pdb user's script.
+fn breakpoint_sandbox() -> (Sandbox, std::path::PathBuf) {
     let sb = Sandbox::new();
     sb.write(
         "checks/bp.py",
@@ -578,6 +575,15 @@ fn breakpoint_stops_in_pdb_on_the_terminal() {
     );
     sb.write("conf.d/bp.yaml", "instances: [{}]\n");
     let user = sb.write("pdb_user.py", PDB_USER);
+    (sb, user)
+}
+
+/// `-b LINE` stops in pdb on the terminal, where the user prints a local and continues; the
+/// run then finishes as usual and agentprof exits.
+#[test]
+fn breakpoint_stops_in_pdb_on_the_terminal() {
+    let Some(python) = venv_python() else { return };
+    let (sb, user) = breakpoint_sandbox();
     let out = std::process::Command::new(&python)
         .arg(&user)
         .args([
@@ -631,14 +637,7 @@ fn breakpoint_stops_in_pdb_on_the_terminal() {
 #[test]
 fn breakpoint_0_and_minus_1_and_a_line_outside_check() {
     let Some(python) = venv_python() else { return };
-    let sb = Sandbox::new();
-    sb.write(
-        "checks/bp.py",
-        "from datadog_checks.base import AgentCheck\n\n\nclass Bp(AgentCheck):\n    def check(self, instance):\n\
-         \x20       answer = 6 * 7\n        self.gauge('bp.answer', answer)\n",
-    );
-    sb.write("conf.d/bp.yaml", "instances: [{}]\n");
-    let user = sb.write("pdb_user.py", PDB_USER);
+    let (sb, user) = breakpoint_sandbox();
     let at = |line: &str, say: &str| {
         let out = std::process::Command::new(&python)
             .arg(&user)

@@ -11,15 +11,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// Why the interpreter's installed integrations could not be listed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct ProbeError(pub String);
-
-impl From<String> for ProbeError {
-    fn from(message: String) -> ProbeError {
-        ProbeError(message)
-    }
+crate::error::message_error! {
+    /// Why the interpreter's installed integrations could not be listed.
+    ProbeError
 }
 
 /// Longest the interpreter may take to say what is installed.

@@ -12,21 +12,9 @@ use super::{charge, decode, encode, stem_of, tag};
 use crate::budget::Reservation;
 use crate::pull::upload::Upload;
 
-/// What is wrong with a Pyroscope application name.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct AppNameError(pub String);
-
-impl From<String> for AppNameError {
-    fn from(message: String) -> AppNameError {
-        AppNameError(message)
-    }
-}
-
-impl From<&str> for AppNameError {
-    fn from(message: &str) -> AppNameError {
-        AppNameError(message.to_string())
-    }
+crate::error::message_error! {
+    /// What is wrong with a Pyroscope application name.
+    AppNameError
 }
 
 /// What `runtime` a Pyroscope `spyName` is.

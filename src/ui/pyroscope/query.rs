@@ -5,21 +5,9 @@
 
 use crate::ui::select::{LabelMatcher, MatchOp, Selection, agentprof_type};
 
-/// What is wrong with a quoted selector value.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct QuoteError(pub String);
-
-impl From<String> for QuoteError {
-    fn from(message: String) -> QuoteError {
-        QuoteError(message)
-    }
-}
-
-impl From<&str> for QuoteError {
-    fn from(message: &str) -> QuoteError {
-        QuoteError(message.to_string())
-    }
+crate::error::message_error! {
+    /// What is wrong with a quoted selector value.
+    QuoteError
 }
 
 /// Why a query cannot be answered as asked: Connect's `invalid_argument`.

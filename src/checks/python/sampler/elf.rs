@@ -10,15 +10,9 @@ use object::elf::{FileHeader64, PT_LOAD, SHT_DYNSYM, SHT_SYMTAB};
 #[cfg(target_os = "linux")]
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
 
-/// Why a symbol could not be found in the process's ELF files.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct ElfError(pub String);
-
-impl From<String> for ElfError {
-    fn from(message: String) -> ElfError {
-        ElfError(message)
-    }
+crate::error::message_error! {
+    /// Why a symbol could not be found in the process's ELF files.
+    ElfError
 }
 
 /// A symbol table past this is not read (libpython's is well under 1 MiB).
