@@ -578,27 +578,41 @@ fn breakpoint_sandbox() -> (Sandbox, std::path::PathBuf) {
     (sb, user)
 }
 
+/// `agentprof check bp -b LINE --python PYTHON` and `extra`, run by the pdb user on a
+/// pseudo-terminal, who says `say` (see PDB_USER).
+fn at_breakpoint(
+    sb: &Sandbox,
+    user: &std::path::Path,
+    python: &str,
+    line: &str,
+    say: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    std::process::Command::new(python)
+        .arg(user)
+        .args([
+            env!("CARGO_BIN_EXE_agentprof"),
+            "check",
+            "bp",
+            "-b",
+            line,
+            "--python",
+            python,
+        ])
+        .args(extra)
+        .env("PDB_SAY", say)
+        .current_dir(sb.path())
+        .output()
+        .unwrap()
+}
+
 /// `-b LINE` stops in pdb on the terminal, where the user prints a local and continues; the
 /// run then finishes as usual and agentprof exits.
 #[test]
 fn breakpoint_stops_in_pdb_on_the_terminal() {
     let Some(python) = venv_python() else { return };
     let (sb, user) = breakpoint_sandbox();
-    let out = std::process::Command::new(&python)
-        .arg(&user)
-        .args([
-            env!("CARGO_BIN_EXE_agentprof"),
-            "check",
-            "bp",
-            "-b",
-            "7",
-            "--python",
-            &python,
-            "--json",
-        ])
-        .current_dir(sb.path())
-        .output()
-        .unwrap();
+    let out = at_breakpoint(&sb, &user, &python, "7", "p answer|42", &["--json"]);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
@@ -639,21 +653,7 @@ fn breakpoint_0_and_minus_1_and_a_line_outside_check() {
     let Some(python) = venv_python() else { return };
     let (sb, user) = breakpoint_sandbox();
     let at = |line: &str, say: &str| {
-        let out = std::process::Command::new(&python)
-            .arg(&user)
-            .args([
-                env!("CARGO_BIN_EXE_agentprof"),
-                "check",
-                "bp",
-                "-b",
-                line,
-                "--python",
-                &python,
-            ])
-            .env("PDB_SAY", say)
-            .current_dir(sb.path())
-            .output()
-            .unwrap();
+        let out = at_breakpoint(&sb, &user, &python, line, say, &[]);
         let shown = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(out.status.success(), "-b {line}: {shown}");
         shown
