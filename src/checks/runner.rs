@@ -120,10 +120,7 @@ pub(crate) fn execute(
     measure: bool,
     log_level: u8,
 ) -> Done {
-    let mut sink = Sink {
-        log_level,
-        ..Sink::default()
-    };
+    let mut sink = Sink::with_log_level(log_level);
     let peak_reset = measure && probe.reset_peak_rss();
     let before = if measure {
         probe.before()
@@ -474,10 +471,7 @@ impl Runner {
 
     fn run_external(&mut self, pos: usize, run: u32) -> RunRecord {
         let inst = &mut self.instances[pos];
-        let mut sink = Sink {
-            log_level: self.external_opts.log_level,
-            ..Sink::default()
-        };
+        let mut sink = Sink::with_log_level(self.external_opts.log_level);
         let Some(check) = inst.external.as_mut() else {
             return self.failed(pos, run, "no runnable check".into());
         };

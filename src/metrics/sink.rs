@@ -58,6 +58,8 @@ pub struct Sink {
     /// The least level of log record kept (Python's numbers: 10 debug … 50 critical; 0 is
     /// the default, warning).
     pub log_level: u8,
+    /// Records past `MAX_LOG_RECORDS` were dropped (said once, as a warning).
+    logs_cut: bool,
 }
 
 use super::level::{DEBUG, WARNING};
@@ -133,6 +135,14 @@ impl Sink {
         self.events.push(event);
     }
 
+    /// An empty sink that keeps the check's log records from `log_level` up (0: warning).
+    pub fn with_log_level(log_level: u8) -> Sink {
+        Sink {
+            log_level,
+            ..Sink::default()
+        }
+    }
+
     /// A log record of the check at `level` (Python's numbers), kept when the run's level
     /// lets it through; the message is made only then.
     pub fn log(&mut self, level: u8, message: impl FnOnce() -> String) {
@@ -145,6 +155,12 @@ impl Sink {
             return;
         }
         if self.logs.len() >= MAX_LOG_RECORDS {
+            if !self.logs_cut {
+                self.logs_cut = true;
+                self.warning(format!(
+                    "log records past the {MAX_LOG_RECORDS} a run keeps were dropped"
+                ));
+            }
             return;
         }
         let name = match level {
@@ -170,5 +186,34 @@ impl Sink {
         self.log(DEBUG, || {
             format!("{n} values wait for the next run: a rate or a delta needs two samples")
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::level::{DEBUG, INFO};
+
+    #[test]
+    fn records_below_the_level_are_not_kept_and_past_the_cap_are_said_once() {
+        let mut s = Sink::with_log_level(INFO);
+        s.log(DEBUG, unreachable_message);
+        assert!(s.logs.is_empty());
+        for i in 0..MAX_LOG_RECORDS + 5 {
+            s.log(INFO, || format!("r{i}"));
+        }
+        assert_eq!(s.logs.len(), MAX_LOG_RECORDS);
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        // The default level is warning.
+        let mut d = Sink::default();
+        d.log(INFO, || "info".into());
+        d.log(WARNING, || "warn".into());
+        assert_eq!(d.logs.len(), 1);
+        assert_eq!(d.logs[0].level, "WARNING");
+    }
+
+    /// A message that must not be made: a record under the level is never formatted.
+    fn unreachable_message() -> String {
+        panic!("a record under the level was formatted")
     }
 }

@@ -187,13 +187,17 @@ pub(crate) fn decompress_scanned(
     bytes: &[u8],
     limits: &Limits,
 ) -> Result<(Vec<u8>, Result<Scan, DecodeError>), DecodeError> {
-    if bytes.len() < OVERLAP_FROM || sniff(bytes) == Compression::None {
+    let one_after_the_other = |bytes: &[u8]| {
         let raw = decompress(bytes, limits)?;
         let scan = memory_estimate(&raw, limits);
-        return Ok((raw, scan));
+        Ok((raw, scan))
+    };
+    if bytes.len() < OVERLAP_FROM {
+        return one_after_the_other(bytes);
     }
+    // Raw protobuf has nothing to decompress.
     let Some((r, what)) = decoder(bytes, limits)? else {
-        unreachable!("compressed input has a decoder")
+        return one_after_the_other(bytes);
     };
     let limit = limits.decompressed;
     let room = stated_size(bytes).filter(|n| *n <= limit).unwrap_or(0);
