@@ -266,18 +266,16 @@ fn emit(shared: &Shared, line: &CaptureLine<'_>, c: &Collection) -> bool {
         return false;
     };
     let mut recorded = true;
-    if let Some(file) = &shared.captures {
-        use std::io::Write;
-        let mut file = lock(file);
-        if let Err(e) = writeln!(file, "{text}").and_then(|()| file.flush()) {
-            recorded = false;
-            super::events::log(
-                shared.json,
-                "record_error",
-                serde_json::json!({"target": line.target, "file": "captures.jsonl",
-                    "error": e.to_string()}),
-            );
-        }
+    if let Some(file) = &shared.captures
+        && let Err(e) = crate::pull::append_record(&mut lock(file), &text, false)
+    {
+        recorded = false;
+        super::events::log(
+            shared.json,
+            "record_error",
+            serde_json::json!({"target": line.target, "file": "captures.jsonl",
+                "error": e.to_string()}),
+        );
     }
     if shared.json {
         use std::io::Write;

@@ -64,10 +64,9 @@ async fn prepare(
     metrics: &Arc<Metrics>,
 ) -> anyhow::Result<(Collector, mpsc::UnboundedReceiver<Done>)> {
     let captures = match &opts.out {
-        Some(dir) => Some(Mutex::new(crate::pull::open_records(
-            dir,
-            "captures.jsonl",
-        )?)),
+        Some(dir) => Some(Mutex::new(
+            crate::pull::open_records(dir, "captures.jsonl", crate::pull::CutLine::Keep)?.0,
+        )),
         None => None,
     };
     // The uploaders' blocking clients are made (and later dropped) on the blocking pool.

@@ -51,9 +51,13 @@ impl Target {
 
 /// `--out` made, and its record file `name` (`captures.jsonl`, `uploads.jsonl`) opened for
 /// appending: where `k8s` and `receive` write one JSON line per capture or upload. A file
-/// whose last line was cut (the machine lost power mid-write) is ended with a newline first,
-/// so the next record is a line of its own, not glued to the cut one where no reader finds it.
-pub fn open_records(out: &Path, name: &str) -> Result<std::fs::File, crate::error::UsageError> {
+/// whose last line was cut (the process killed or the machine stopped mid-write) is mended
+/// as `cut` says, so that the next record is a line of its own, never glued to the cut one.
+pub fn open_records(
+    out: &Path,
+    name: &str,
+    cut: CutLine,
+) -> Result<(std::fs::File, Option<u64>), crate::error::UsageError> {
     let cannot = |e: std::io::Error| {
         crate::error::UsageError::flag("--out", format!("{}: {e}", out.display()))
     };
@@ -64,23 +68,77 @@ pub fn open_records(out: &Path, name: &str) -> Result<std::fs::File, crate::erro
         .append(true)
         .open(out.join(name))
         .map_err(cannot)?;
-    end_line(&mut f).map_err(cannot)?;
-    Ok(f)
+    let dropped = mend_cut_line(&mut f, cut).map_err(cannot)?;
+    Ok((f, dropped))
 }
 
-/// A newline appended to `f` unless it is empty or already ends with one.
-fn end_line(f: &mut std::fs::File) -> std::io::Result<()> {
+/// `line` and its newline appended to a record file in one write (synced with `sync`): a
+/// write that fails part way (the disk filled) is taken back off, so that the next record is
+/// not glued to a fragment and the caller may write it again whole.
+pub fn append_record(f: &mut std::fs::File, line: &str, sync: bool) -> std::io::Result<()> {
+    use std::io::Write;
+    let before = f.metadata()?.len();
+    let mut text = String::with_capacity(line.len() + 1);
+    text.push_str(line);
+    text.push('\n');
+    let written = f
+        .write_all(text.as_bytes())
+        .and_then(|()| if sync { f.sync_data() } else { Ok(()) });
+    if written.is_err() {
+        let _ = f.set_len(before);
+    }
+    written
+}
+
+/// What becomes of a record file's last line when a crash cut it short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CutLine {
+    /// Ended with a newline and kept (`k8s`: the capture's files were written before its
+    /// line, and nothing else says they exist).
+    Keep,
+    /// Taken off (`receive`: an upload is marked done in its queue only after its whole line
+    /// is written and synced, so the upload of a cut line is replayed and its line written
+    /// again whole — keeping the cut one would say it was stored twice).
+    Drop,
+}
+
+/// `f` ended after its last whole line: a newline appended to a cut line (`Keep`) or the cut
+/// line truncated away (`Drop`, whose byte count is returned).
+fn mend_cut_line(f: &mut std::fs::File, cut: CutLine) -> std::io::Result<Option<u64>> {
     use std::io::{Read, Seek, SeekFrom, Write};
-    if f.metadata()?.len() == 0 {
-        return Ok(());
+    let len = f.metadata()?.len();
+    if len == 0 {
+        return Ok(None);
     }
     f.seek(SeekFrom::End(-1))?;
     let mut last = [0u8; 1];
     f.read_exact(&mut last)?;
-    if last[0] != b'\n' {
-        f.write_all(b"\n")?;
+    if last[0] == b'\n' {
+        return Ok(None);
     }
-    Ok(())
+    if cut == CutLine::Keep {
+        f.write_all(b"\n")?;
+        return Ok(None);
+    }
+    // The cut line's start: after the last newline before it, read backwards a block at a time.
+    let mut block = vec![0u8; 64 << 10];
+    let mut end = len;
+    let keep = loop {
+        if end == 0 {
+            break 0;
+        }
+        let from = end.saturating_sub(block.len() as u64);
+        let part = &mut block[..(end - from) as usize];
+        f.seek(SeekFrom::Start(from))?;
+        f.read_exact(part)?;
+        if let Some(at) = part.iter().rposition(|&b| b == b'\n') {
+            break from + at as u64 + 1;
+        }
+        end = from;
+    };
+    f.set_len(keep)?;
+    f.sync_data()?;
+    Ok(Some(len - keep))
 }
 
 pub use crate::pprof::fasthash::fnv64a;
@@ -565,29 +623,52 @@ fn send_figures(
 mod tests {
     use super::*;
 
-    /// A record file whose last line was cut gets its newline before the next record; an
-    /// empty one and a whole one are left as they are.
+    /// A record file whose last line was cut gets its newline before the next record (`Keep`)
+    /// or loses the cut line (`Drop`, even one longer than the block it is read back in, or
+    /// the only line); an empty one and a whole one are left as they are.
     #[test]
-    fn a_cut_last_record_is_ended_before_the_next() {
+    fn a_cut_last_record_is_ended_or_taken_off_before_the_next() {
         use std::io::Write;
         let dir = tempfile::tempdir().unwrap();
-        for (was, now) in [
-            ("", ""),
-            ("{\"a\":1}\n", "{\"a\":1}\n"),
-            ("{\"a\":1}\n{\"b\":", "{\"a\":1}\n{\"b\":\n"),
-        ] {
-            std::fs::write(dir.path().join("r.jsonl"), was).unwrap();
-            let mut f = open_records(dir.path(), "r.jsonl").unwrap();
+        let long = format!("{{\"b\":\"{}", "x".repeat(200_000));
+        let cases: [(&str, String, &str, CutLine, Option<u64>); 6] = [
+            ("", String::new(), "", CutLine::Keep, None),
+            ("", String::new(), "", CutLine::Drop, None),
+            (
+                "{\"a\":1}\n",
+                String::new(),
+                "{\"a\":1}\n",
+                CutLine::Drop,
+                None,
+            ),
+            (
+                "{\"a\":1}\n",
+                "{\"b\":".into(),
+                "{\"a\":1}\n{\"b\":\n",
+                CutLine::Keep,
+                None,
+            ),
+            (
+                "{\"a\":1}\n",
+                long.clone(),
+                "{\"a\":1}\n",
+                CutLine::Drop,
+                Some(long.len() as u64),
+            ),
+            ("", long.clone(), "", CutLine::Drop, Some(long.len() as u64)),
+        ];
+        for (whole, cut, now, how, dropped) in cases {
+            std::fs::write(dir.path().join("r.jsonl"), format!("{whole}{cut}")).unwrap();
+            let (mut f, said) = open_records(dir.path(), "r.jsonl", how).unwrap();
+            assert_eq!(said, dropped, "{how:?} of {whole:?}");
             assert_eq!(
                 std::fs::read_to_string(dir.path().join("r.jsonl")).unwrap(),
-                now
+                now,
+                "{how:?}"
             );
             f.write_all(b"{\"c\":3}\n").unwrap();
             let text = std::fs::read_to_string(dir.path().join("r.jsonl")).unwrap();
-            assert!(
-                text.ends_with("\n{\"c\":3}\n") || text == "{\"c\":3}\n",
-                "{text:?}"
-            );
+            assert_eq!(text, format!("{now}{{\"c\":3}}\n"));
         }
     }
 

@@ -91,10 +91,7 @@ const WORKERS: usize = 2;
 /// The upload's line, appended to uploads.jsonl and synced: the upload is done only once
 /// this is on disk.
 fn write_line(line: &str, uploads: &std::sync::Mutex<std::fs::File>) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut f = crate::sync::lock(uploads);
-    f.write_all(format!("{line}\n").as_bytes())?;
-    f.sync_data()
+    crate::pull::append_record(&mut crate::sync::lock(uploads), line, true)
 }
 
 /// The line printed for a stored upload (escaped where it holds what the client sent).
@@ -328,7 +325,15 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     let flag = crate::error::UsageError::flag;
     let (queue, replay) =
         Queue::open(&opts.queue_dir, opts.capacity).map_err(|e| flag("--queue", e.to_string()))?;
-    let uploads = crate::pull::open_records(&opts.store.out, "uploads.jsonl")?;
+    let (uploads, cut) =
+        crate::pull::open_records(&opts.store.out, "uploads.jsonl", crate::pull::CutLine::Drop)?;
+    if let Some(bytes) = cut {
+        eprintln!(
+            "agentprof receive: the last line of {} was cut short by a crash ({bytes} bytes) \
+             and is taken off: its upload is still in the queue and is stored again",
+            opts.store.out.join("uploads.jsonl").display()
+        );
+    }
     let metrics = Arc::new(Metrics::new());
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await

@@ -282,3 +282,60 @@ fn kill_9_again_and_again_stores_each_upload_once_and_forwards_it_once_per_key()
     }
     assert!(sent.values().all(|keys| keys.iter().all(|k| k.len() == 32)));
 }
+
+/// A kill -9 in the middle of writing an upload's uploads.jsonl line (a write of several
+/// pages stops at a page when the process is killed) leaves the line cut, and the upload's
+/// queue record not done. The next start takes the cut line off and stores the upload
+/// again: one whole line, no fragment glued to the next line or counted as a second copy.
+/// (The cut line was kept, ended with a newline: the upload read as stored twice, once in a
+/// line no JSON reader can parse.)
+#[test]
+fn a_line_cut_by_a_kill_is_taken_off_and_its_upload_stored_once() {
+    let sb = Sandbox::new();
+    let (body, ct) = crate::receive::recorded_upload("service:once,seq:cut");
+    let post = |url: &str| {
+        reqwest::blocking::Client::new()
+            .post(url)
+            .header("content-type", ct.as_str())
+            .body(body.clone())
+            .timeout(std::time::Duration::from_secs(30))
+            .send()
+            .map(|r| r.status().as_u16())
+    };
+    // The whole line this upload gets, from a receiver of its own.
+    let whole = {
+        let other = Sandbox::new();
+        let rx = Receiver::start(&other, &[]);
+        assert_eq!(post(&rx.url()).unwrap(), 202);
+        rx.next();
+        rx.stop();
+        std::fs::read_to_string(other.file("out/uploads.jsonl")).unwrap()
+    };
+    // Acknowledged and not stored (its service's directory is a file for now); then killed.
+    std::fs::create_dir_all(sb.file("out")).unwrap();
+    sb.write("out/once", "a file where the service's directory goes");
+    let rx = Receiver::start(&sb, &[]);
+    assert_eq!(post(&rx.url()).unwrap(), 202);
+    wait_for("the store refused", || {
+        rx.stderr.lock().unwrap().contains("cannot store an upload")
+    });
+    unsafe { libc::kill(rx.pid() as i32, libc::SIGKILL) };
+    drop(rx);
+    // What a kill during the line's write leaves: its first part, before the digest.
+    let cut = &whole[..whole.find("\"digest\"").expect("a digest") / 2];
+    assert!(cut.contains("seq:cut"), "{cut}");
+    std::fs::write(sb.file("out/uploads.jsonl"), cut).unwrap();
+    std::fs::remove_file(sb.file("out/once")).unwrap();
+
+    let rx = Receiver::start(&sb, &[]);
+    let line = rx.next();
+    assert!(line.to_string().contains("seq:cut"), "{line}");
+    let stderr = rx.stop();
+    let text = std::fs::read_to_string(sb.file("out/uploads.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "stored twice:\n{text}");
+    assert!(stderr.contains("was cut short by a crash"), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(lines[0]).expect("a whole JSON line");
+    assert_eq!(doc["digest"], line["digest"]);
+    assert!(text.ends_with('\n'));
+}
