@@ -493,7 +493,7 @@ fn every_alpha_can_fail_and_an_unreachable_one_is_refused() {
 /// True when valgrind can count instructions here; under CI (where `.ci/run` installs it)
 /// its absence is a failure.
 #[track_caller]
-fn require_valgrind() -> bool {
+pub fn require_valgrind() -> bool {
     let ok = std::process::Command::new("valgrind")
         .arg("--version")
         .output()

@@ -5,6 +5,7 @@ mod agent_flags;
 mod agent_semantics;
 mod architecture;
 mod check;
+mod ci_docs;
 mod errors;
 mod exec;
 mod first_hour;

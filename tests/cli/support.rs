@@ -512,7 +512,7 @@ pub fn venv_python() -> Option<String> {
 }
 
 /// Whether the tests that stand for an issue's acceptance figures run at that size
-/// (`AGENTPROF_ACCEPTANCE=1`, as `scripts/bench_acceptance.sh` runs them: kill -9 ten times,
+/// (`AGENTPROF_ACCEPTANCE=1`, as `scripts/bench_exactly_once.sh` runs them: kill -9 ten times,
 /// 300 holders beside 100 honest uploads, a 10-minute outage) rather than the size a CI run
 /// affords. Either way they assert the same things.
 pub fn acceptance() -> bool {
