@@ -72,6 +72,71 @@ pub fn functions(text: &str) -> HashMap<String, FunctionCost> {
     out
 }
 
+/// Where a run's memory accesses were served, from callgrind's cache simulation
+/// (`--cache-sim=yes`): instruction fetches and data reads and writes that hit the first-level
+/// caches, the last-level cache, or went to memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CacheHits {
+    pub l1: f64,
+    pub ll: f64,
+    pub ram: f64,
+}
+
+impl CacheHits {
+    /// Cycles as Gungraun (iai-callgrind) estimates them: an L1 hit 1, an LL hit 5, a memory
+    /// access 35.
+    pub fn estimated_cycles(&self) -> f64 {
+        self.l1 + 5.0 * self.ll + 35.0 * self.ram
+    }
+
+    /// `self` less `other`, each at least 0 (a run's less the empty bracket's).
+    pub fn less(&self, other: &CacheHits) -> CacheHits {
+        CacheHits {
+            l1: (self.l1 - other.l1).max(0.0),
+            ll: (self.ll - other.ll).max(0.0),
+            ram: (self.ram - other.ram).max(0.0),
+        }
+    }
+
+    pub fn add(&mut self, other: &CacheHits) {
+        self.l1 += other.l1;
+        self.ll += other.ll;
+        self.ram += other.ram;
+    }
+}
+
+/// The cache hits of a callgrind file's `events:` and `summary:` (or `totals:`) lines; None
+/// when it was written without the cache simulation.
+pub fn cache_hits(text: &str) -> Option<CacheHits> {
+    let events: Vec<&str> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("events:"))?
+        .split_whitespace()
+        .collect();
+    let totals: Vec<f64> = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("summary:")
+                .or_else(|| l.strip_prefix("totals:"))
+        })?
+        .split_whitespace()
+        .map(|v| v.parse::<f64>().ok())
+        .collect::<Option<_>>()?;
+    // A file may leave out trailing events that are 0.
+    let get = |name: &str| -> Option<f64> {
+        let at = events.iter().position(|e| *e == name)?;
+        Some(totals.get(at).copied().unwrap_or(0.0))
+    };
+    let accesses = get("Ir")? + get("Dr")? + get("Dw")?;
+    let l1_misses = get("I1mr")? + get("D1mr")? + get("D1mw")?;
+    let ll_misses = get("ILmr")? + get("DLmr")? + get("DLmw")?;
+    Some(CacheHits {
+        l1: (accesses - l1_misses).max(0.0),
+        ll: (l1_misses - ll_misses).max(0.0),
+        ram: ll_misses,
+    })
+}
+
 /// The name a `fn=`/`cfn=` spec stands for: `(id) name` defines id, `(id)` is what id was
 /// defined as, a bare name is itself.
 fn resolve<'a>(names: &mut HashMap<&'a str, &'a str>, spec: &'a str) -> Option<&'a str> {
@@ -208,6 +273,32 @@ fn=(3) cold
 4 60
 * 0
 ";
+
+    /// The header and summary valgrind 3.19's callgrind writes with `--cache-sim=yes`; a
+    /// file without the simulation has none; a summary that leaves out trailing zeros reads
+    /// them as 0.
+    #[test]
+    fn cache_hits_come_from_the_events_and_summary() {
+        let file = "positions: line\nevents: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw\n\
+                    summary: 126561 27888 11769 1083 991 580 1065 781 547\n";
+        let c = cache_hits(file).expect("simulated");
+        let accesses = 126561.0 + 27888.0 + 11769.0;
+        assert_eq!(c.l1 + c.ll + c.ram, accesses);
+        assert_eq!(c.ram, 1065.0 + 781.0 + 547.0);
+        assert_eq!(c.ll, (1083.0 + 991.0 + 580.0) - c.ram);
+        assert_eq!(c.estimated_cycles(), c.l1 + 5.0 * c.ll + 35.0 * c.ram);
+        assert_eq!(cache_hits(FILE), None);
+        let short =
+            cache_hits("events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw\nsummary: 10 5 5 2\n")
+                .expect("trailing zeros left out");
+        assert_eq!((short.l1, short.ll, short.ram), (18.0, 2.0, 0.0));
+        let run = c.less(&CacheHits {
+            l1: 1e9,
+            ll: 1.0,
+            ram: 1.0,
+        });
+        assert_eq!(run.l1, 0.0);
+    }
 
     #[test]
     fn own_and_inclusive_costs_follow_names_and_call_lines() {

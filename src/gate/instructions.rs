@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::callgrind::{self, FunctionCost};
+use super::callgrind::{self, CacheHits, FunctionCost};
 
 use crate::checks::child::stdout_of;
 use crate::checks::{CheckKind, LoadedCheck, Runnable};
@@ -155,6 +155,13 @@ impl Counter {
             "--tool=callgrind".into(),
             "-q".into(),
             "--trace-children=yes".into(),
+            // Where each access was served (L1, last level, memory), for estimated cycles,
+            // in caches of one size on every machine (32 KiB L1s, an 8 MiB last level), so
+            // that a baseline made on one runner compares with another's counts.
+            "--cache-sim=yes".into(),
+            "--I1=32768,8,64".into(),
+            "--D1=32768,8,64".into(),
+            "--LL=8388608,16,64".into(),
             format!("--callgrind-out-file={}/cg.%p", dir.display()),
         ];
         if bracketed {
@@ -238,6 +245,7 @@ pub fn count(
     count_perf(event, loaded, instance, runs, progress).map(|per_run| Counted {
         per_run,
         by_function: BTreeMap::new(),
+        cache_per_run: Vec::new(),
     })
 }
 
@@ -246,6 +254,8 @@ pub fn count(
 pub struct Counted {
     pub per_run: Vec<f64>,
     pub by_function: BTreeMap<String, FunctionCost>,
+    /// Counted by callgrind: each counted run's cache hits (its cache simulation).
+    pub cache_per_run: Vec<CacheHits>,
 }
 
 /// Counts by the hardware counter (see the module's documentation).
@@ -420,6 +430,7 @@ fn count_exec(
         .ok_or_else(|| anyhow::anyhow!("{name}: not one program per run"))?;
     let mut out = Vec::new();
     let mut functions = Vec::new();
+    let mut cache = Vec::new();
     for run in 1..=runs + WARM_UPS {
         let sub = dir.join(format!("run{run}"));
         std::fs::create_dir_all(&sub)?;
@@ -433,13 +444,29 @@ fn count_exec(
         let dumps = summaries(&sub)?;
         if run > WARM_UPS {
             out.push(dumps.iter().map(|d| d.total).sum());
+            let mut hits = CacheHits::default();
+            let mut simulated = true;
+            for d in &dumps {
+                match &d.cache {
+                    Some(c) => hits.add(c),
+                    None => simulated = false,
+                }
+            }
+            if simulated {
+                cache.push(hits);
+            }
             functions.extend(dumps.into_iter().map(|d| d.functions));
         }
         progress.inc();
     }
+    // Cache hits only when every counted run had them.
+    if cache.len() != out.len() {
+        cache.clear();
+    }
     Ok(Counted {
         per_run: out,
         by_function: callgrind::per_run(&functions, runs as usize),
+        cache_per_run: cache,
     })
 }
 
@@ -506,6 +533,7 @@ fn per_run(dumps: Vec<Dump>, runs: u32) -> anyhow::Result<Counted> {
         ));
     }
     let overhead = dumps[0].total;
+    let overhead_cache = dumps[0].cache;
     let counted = &dumps[1 + WARM_UPS as usize..];
     let functions: Vec<_> = counted.iter().map(|d| d.functions.clone()).collect();
     Ok(Counted {
@@ -514,6 +542,13 @@ fn per_run(dumps: Vec<Dump>, runs: u32) -> anyhow::Result<Counted> {
             .map(|d| (d.total - overhead).max(0.0))
             .collect(),
         by_function: callgrind::per_run(&functions, counted.len()),
+        cache_per_run: match overhead_cache {
+            Some(o) => counted
+                .iter()
+                .map_while(|d| d.cache.map(|c| c.less(&o)))
+                .collect(),
+            None => Vec::new(),
+        },
     })
 }
 
@@ -536,13 +571,14 @@ fn dumps_of(dir: &Path, pid: Option<u32>) -> anyhow::Result<Vec<Dump>> {
     Ok(numbered.into_iter().map(|x| x.1).collect())
 }
 
-/// One callgrind file: its process, its dump number (`cg.PID.N`), its instructions and each
-/// function's.
+/// One callgrind file: its process, its dump number (`cg.PID.N`), its instructions, each
+/// function's, and its cache hits (when simulated).
 struct Dump {
     pid: u32,
     part: Option<u32>,
     total: f64,
     functions: std::collections::HashMap<String, FunctionCost>,
+    cache: Option<CacheHits>,
 }
 
 /// Every callgrind file in `dir`, each read once.
@@ -562,11 +598,12 @@ fn summaries(dir: &Path) -> anyhow::Result<Vec<Dump>> {
         };
         let Some(pid) = pid else { continue };
         match read_dump(&path) {
-            Ok((total, functions)) => out.push(Dump {
+            Ok((total, functions, cache)) => out.push(Dump {
                 pid,
                 part,
                 total,
                 functions,
+                cache,
             }),
             // A process killed while it wrote its last, unnumbered file (a worker stopped
             // after its runs) left it unfinished; its counts were dumped already.
@@ -577,11 +614,16 @@ fn summaries(dir: &Path) -> anyhow::Result<Vec<Dump>> {
     Ok(out)
 }
 
-/// A callgrind file's `summary:` (or `totals:`) line, its instructions (Ir), and its
-/// functions' costs.
-fn read_dump(
-    path: &Path,
-) -> anyhow::Result<(f64, std::collections::HashMap<String, FunctionCost>)> {
+/// What one callgrind file holds: its instructions, each function's, its cache hits.
+type DumpCounts = (
+    f64,
+    std::collections::HashMap<String, FunctionCost>,
+    Option<CacheHits>,
+);
+
+/// A callgrind file's `summary:` (or `totals:`) line, its instructions (Ir), its functions'
+/// costs and its cache hits.
+fn read_dump(path: &Path) -> anyhow::Result<DumpCounts> {
     let text = crate::config::read_limited(path, 256 << 20, "")?;
     let text = String::from_utf8_lossy(&text);
     let total = text
@@ -592,7 +634,11 @@ fn read_dump(
         })
         .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
         .ok_or_else(|| anyhow::anyhow!("{}: no summary line", path.display()))?;
-    Ok((total, callgrind::functions(&text)))
+    Ok((
+        total,
+        callgrind::functions(&text),
+        callgrind::cache_hits(&text),
+    ))
 }
 
 #[cfg(test)]

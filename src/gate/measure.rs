@@ -441,6 +441,7 @@ fn extra_passes(
         progress.finish();
         stats.instructions_per_run = counts.per_run;
         stats.instructions_by_function = counts.by_function;
+        stats.cache_hits_per_run = counts.cache_per_run;
         stats.instructions_source = Some(counter.source());
     }
     Ok(())

@@ -76,6 +76,10 @@ pub struct GateStats {
     /// what it called (the functions that matter: `gate::callgrind::per_run`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub instructions_by_function: BTreeMap<String, super::callgrind::FunctionCost>,
+    /// Counted by callgrind: each counted run's accesses served by L1, the last-level cache
+    /// and memory (its cache simulation), for estimated cycles.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cache_hits_per_run: Vec<super::callgrind::CacheHits>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -173,6 +177,7 @@ impl GateStats {
             instructions_per_run: Vec::new(),
             instructions_source: None,
             instructions_by_function: BTreeMap::new(),
+            cache_hits_per_run: Vec::new(),
         }
     }
 
@@ -288,6 +293,7 @@ impl GateStats {
             instructions_per_run: Vec::new(),
             instructions_source: None,
             instructions_by_function: BTreeMap::new(),
+            cache_hits_per_run: Vec::new(),
         })
     }
 }

@@ -239,3 +239,53 @@ pub(super) fn instructions(base: &GateStats, new: &GateStats, cfg: &GateConfig) 
         detectable_pct: Some((detectable - 1.0) * 100.0),
     })
 }
+
+/// Estimated cycles from callgrind's cache simulation (both sides counted with it): the
+/// means per run, for information — the verdict rests on the instruction count, which the
+/// cache model only weighs. Its detail says where the accesses were served on each side.
+pub(super) fn estimated_cycles(base: &GateStats, new: &GateStats) -> Option<Finding> {
+    use super::callgrind::CacheHits;
+    let mean = |v: &[CacheHits]| -> Option<CacheHits> {
+        if v.is_empty() {
+            return None;
+        }
+        let mut sum = CacheHits::default();
+        for c in v {
+            sum.add(c);
+        }
+        let n = v.len() as f64;
+        Some(CacheHits {
+            l1: sum.l1 / n,
+            ll: sum.ll / n,
+            ram: sum.ram / n,
+        })
+    };
+    let (b, n) = (
+        mean(&base.cache_hits_per_run)?,
+        mean(&new.cache_hits_per_run)?,
+    );
+    let (bc, nc) = (b.estimated_cycles(), n.estimated_cycles());
+    let change = if bc > 0.0 {
+        format!("{:+.2}%", (nc / bc - 1.0) * 100.0)
+    } else {
+        "n/a".into()
+    };
+    Some(Finding {
+        figure: "estimated cycles per run (mean)".into(),
+        baseline: grouped(bc),
+        current: grouped(nc),
+        change,
+        status: Status::Info,
+        detail: format!(
+            "callgrind's cache simulation: L1 hits {} → {}, LL hits {} → {}, RAM {} → {}; \
+             cycles = L1 + 5 × LL + 35 × RAM (Gungraun's weights); not gated",
+            grouped(b.l1),
+            grouped(n.l1),
+            grouped(b.ll),
+            grouped(n.ll),
+            grouped(b.ram),
+            grouped(n.ram)
+        ),
+        detectable_pct: None,
+    })
+}

@@ -8,7 +8,8 @@ use super::callgrind::{FunctionChange, changes};
 use super::figures::{memory, metric_series, python_calls, traced_allocations};
 use super::finding::{Finding, GateConfig, Measure, Mode, Status};
 use super::timing::{
-    Timing, instruction_means, instructions, paired, samples, timing_finding, two_sample,
+    Timing, estimated_cycles, instruction_means, instructions, paired, samples, timing_finding,
+    two_sample,
 };
 
 /// The gate's answer.
@@ -79,6 +80,7 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig, mode: Mode) 
                 .map(|(_, _, r, _)| r);
         }
         f.push(x);
+        f.extend(estimated_cycles(base, new));
     }
     // The gated timing first, then the other.
     timings.sort_by_key(|(gated, _)| !*gated);

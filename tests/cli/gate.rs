@@ -541,6 +541,18 @@ fn instruction_counts_are_deterministic_and_catch_a_small_growth() {
             .contains("callgrind"),
         "{base}"
     );
+    // callgrind's cache simulation per counted run: every access served somewhere, so the
+    // estimated cycles are at least the instructions.
+    let hits = base["cache_hits_per_run"].as_array().expect("cache hits");
+    assert_eq!(hits.len(), counts.len(), "{base}");
+    for (h, ir) in hits.iter().zip(&counts) {
+        let (l1, ll, ram) = (
+            h["l1"].as_f64().unwrap(),
+            h["ll"].as_f64().unwrap(),
+            h["ram"].as_f64().unwrap(),
+        );
+        assert!(l1 + ll + ram >= *ir, "{h} for {ir} instructions");
+    }
     // Counted again from scratch: the same mean within 0.5 %.
     let r = gate(&sb, &py, &[&args[..], &["--update-baseline"]].concat());
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -589,6 +601,13 @@ fn instruction_counts_are_deterministic_and_catch_a_small_growth() {
     let doc = r.json();
     assert_eq!(doc["outcome"], "pass", "{doc}");
     assert_eq!(doc["findings"][0]["figure"], "instructions per run (mean)");
+    let cycles = &doc["findings"][1];
+    assert_eq!(cycles["figure"], "estimated cycles per run (mean)", "{doc}");
+    assert_eq!(cycles["status"], "info", "{cycles}");
+    assert!(
+        cycles["detail"].as_str().unwrap().contains("L1 hits"),
+        "{cycles}"
+    );
     // 5 % more iterations: 5 % more instructions, a regression.
     setup(&sb, &[("work", "21000")]);
     let r = gate(&sb, &py, &args);
