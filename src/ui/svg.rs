@@ -34,7 +34,9 @@ impl Svg {
 /// leaves the last highlight. The search matches a frame's function name alone (not its
 /// title's " (N samples, x%)"), so `$` and `^` anchor as in go tool pprof; what it finds is
 /// called "Drawn frames matched", as it cannot see frames folded out of the picture (the
-/// page shows the whole profile's share, from /api/match).
+/// page shows the whole profile's share, from /api/match). A term that arrives before the
+/// SVG's own script has set itself up (its `init` runs at the document's load) is searched
+/// at that load.
 pub const IN_PAGE_SEARCH: &str = "<script><![CDATA[\n(function(){\
 if(typeof g_to_text==='function')g_to_func=function(e){return g_to_text(e).replace(/ \\([^()]*\\)$/,'');};\
 if(typeof search==='function'){var s0=search;search=function(t){s0(t);\
@@ -44,7 +46,9 @@ window.addEventListener('message',function(e){\
 if(e.source!==window.parent)return;var d=e.data;if(!d||d.agentprof!=='search'||typeof d.term!=='string'||d.term.length>1024)return;\
 try{new RegExp(d.term);}catch(x){return;}\
 if(typeof searching!=='undefined'&&searching&&typeof search_prompt==='function')search_prompt();\
-if(d.term&&typeof search==='function'){try{search(d.term);}catch(x){}}});})();\n]]></script>";
+if(!d.term||typeof search!=='function')return;\
+var go=function(){try{search(d.term);}catch(x){}};\
+if(document.getElementById('frames')===frames)go();else window.addEventListener('load',go,{once:true});});})();\n]]></script>";
 
 /// The script the profile view's flamegraph also gets: a right-click on a frame tells the
 /// page which function it is (`{agentprof:'frame', name}`), for its filters.

@@ -179,6 +179,27 @@ try {
   await shot("phone");
   await page.setViewportSize({ width: 1400, height: 1700 });
 
+  // A term typed while the flamegraph is still on its way to its frame (a large one takes
+  // seconds) is searched once it has arrived: posted before the SVG's script listened, it
+  // was lost. The frame's SVG is held back until the term is typed.
+  let release, onAsked;
+  const held = new Promise((r) => { release = r; });
+  const asked = new Promise((r) => { onAsked = r; });
+  await page.route("**/api/flamegraph.svg**", async (route) => {
+    if (route.request().resourceType() === "document") { onAsked(); await held; }
+    await route.continue();
+  });
+  await page.reload();
+  await asked;
+  await page.fill("#p-search", plan.open.search);
+  await page.waitForFunction(() => /%/.test(document.getElementById("p-search-state").textContent));
+  release();
+  await page.frameLocator("#p-flame").locator("svg #frames g").first().waitFor();
+  const late = page.frames().find((f) => f.url().includes("/api/flamegraph.svg"));
+  await late.waitForFunction(() => /matched:/.test(document.getElementById("matched").textContent));
+  seen.flame_search_while_loading = await late.evaluate(() => document.getElementById("matched").textContent);
+  await page.unroute("**/api/flamegraph.svg**");
+
   // A pstats dump as pstats' table, sorted by a click.
   if (plan.pstats) {
     await page.goto(`${plan.base}/#/s?id=${encodeURIComponent(plan.pstats.id)}`);

@@ -727,7 +727,12 @@ fn ui_in_a_real_browser() {
     // Searched as a user searches: typed into the page's box (highlighted in place, the
     // flamegraph not fetched again), and by the SVG's own button.
     assert_eq!(seen["search_fetches"], 0, "{seen}");
-    for k in ["flame_search", "flame_button_search"] {
+    // Also a term typed while the flamegraph was still on its way to its frame.
+    for k in [
+        "flame_search",
+        "flame_button_search",
+        "flame_search_while_loading",
+    ] {
         assert!(
             seen[k]
                 .as_str()

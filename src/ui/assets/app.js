@@ -338,6 +338,15 @@ function searchBox(inputId, frameId, onSearch, matchUrl) {
     clearTimeout(timer);
     timer = setTimeout(send, 120);
   };
+  // A flamegraph that arrives in its frame after the term was typed (a large one takes
+  // seconds) is handed the term once it has loaded: a message posted before the SVG's
+  // script listens is lost.
+  document.addEventListener("load", (ev) => {
+    const frame = ev.target, term = $(inputId).value;
+    if (term && frame && frame.id === frameId && frame.contentWindow && frame.dataset.url) {
+      frame.contentWindow.postMessage({ agentprof: "search", term }, "*");
+    }
+  }, true);
   $(inputId).onkeydown = (ev) => {
     if (ev.key !== "Enter") return;
     ev.preventDefault();
