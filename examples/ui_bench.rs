@@ -70,12 +70,9 @@ fn corpus(dir: &Path, n: usize) -> Vec<(String, PathBuf)> {
         std::fs::write(&file, gz(&p.encode_to_vec())).unwrap();
         let pod = if i % 2 == 0 { "web-1" } else { "web-2" };
         // The totals as `agentprof k8s` records them (with the sample labels' index).
-        let mut totals = serde_json::to_value(
-            agentprof::pprof::model::Pprof::new(p.clone())
-                .unwrap()
-                .totals(),
-        )
-        .unwrap();
+        let mut totals =
+            serde_json::to_value(agentprof::pprof::Pprof::new(p.clone()).unwrap().totals())
+                .unwrap();
         totals["file"] = json!(format!("out/web/cpu-{stamp}.pb.gz"));
         let line = json!({"time": stamp, "target": "web", "namespace": "shop", "pod": pod,
             "container": "app", "cause": "scheduled", "tags": [format!("pod_name:{pod}")],

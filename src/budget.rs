@@ -199,7 +199,7 @@ impl Reservation {
     }
 }
 
-pub use crate::pprof::decode::stated_size;
+pub use crate::pprof::stated_size;
 
 #[cfg(test)]
 mod tests {

@@ -5,8 +5,8 @@
 
 use reqwest::Url;
 
-pub use crate::pprof::text::flame_frame;
-use crate::pprof::text::is_unsafe;
+pub use crate::pprof::flame_frame;
+use crate::pprof::is_unsafe;
 
 /// `url` without its user name and password.
 pub fn url(url: &Url) -> String {

@@ -127,7 +127,7 @@ fn fixtures() -> Vec<Vec<u8>> {
 
 #[test]
 fn pprof_decoder_top_and_delta() {
-    use agentprof::pprof::decode::{Limits, decode_raw, decompress};
+    use agentprof::pprof::{Limits, decode_raw, decompress};
     let mut seeds = Vec::new();
     for f in fixtures() {
         // Raw protobuf seeds mutate into more interesting structure than compressed ones.
@@ -148,9 +148,9 @@ fn pprof_decoder_top_and_delta() {
         let Ok(p) = decode_raw(&raw, &limits) else {
             return;
         };
-        if let Ok(mut p) = agentprof::pprof::model::Pprof::new(p) {
+        if let Ok(mut p) = agentprof::pprof::Pprof::new(p) {
             let _ = p.prepare_for_report();
-            let _ = agentprof::pprof::report::top(&p, &Default::default());
+            let _ = agentprof::pprof::top(&p, &Default::default());
         }
         let _ = agentprof::pull::wiredelta::delta(heap.clone(), raw);
     });
@@ -192,7 +192,7 @@ fn legacy_profiles_names_and_top() {
         cpu,
     ];
     for (i, seed) in seeds.iter().enumerate() {
-        let p = agentprof::pprof::legacy::parse(seed);
+        let p = agentprof::pprof::parse_legacy(seed);
         assert!(
             matches!(&p, Ok(Some(p)) if !p.sample.is_empty() && !p.mapping.is_empty()),
             "seed {i} does not read: {:?}",
@@ -200,12 +200,12 @@ fn legacy_profiles_names_and_top() {
         );
     }
     run("legacy", seeds, |input| {
-        let Ok(Some(p)) = agentprof::pprof::legacy::parse(input) else {
+        let Ok(Some(p)) = agentprof::pprof::parse_legacy(input) else {
             return;
         };
-        if let Ok(mut p) = agentprof::pprof::model::Pprof::new(p) {
+        if let Ok(mut p) = agentprof::pprof::Pprof::new(p) {
             let _ = p.prepare_for_report();
-            let _ = agentprof::pprof::report::top(&p, &Default::default());
+            let _ = agentprof::pprof::top(&p, &Default::default());
         }
     });
 }

@@ -1,16 +1,16 @@
 //! `agentprof top`, `diff` and `flamegraph`: pprof files read with the limits the user allows.
 
-use crate::pprof::report::ReportError;
+use crate::pprof::ReportError;
 use std::io::Write;
 use std::path::Path;
 
 use crate::cli::{DeltaArgs, DiffArgs, FlamegraphArgs, NameFilterArgs, ProfileLimitArgs, TopArgs};
 use crate::error::UsageError;
-use crate::pprof::decode::{DecodeError, Limits, decode_pprof};
-use crate::pprof::filter::NameFilter;
-use crate::pprof::model::Pprof;
-use crate::pprof::report::{TopOptions, top_filtered};
-use crate::pprof::source::SourceAccess;
+use crate::pprof::NameFilter;
+use crate::pprof::Pprof;
+use crate::pprof::SourceAccess;
+use crate::pprof::{DecodeError, Limits, decode_pprof};
+use crate::pprof::{TopOptions, top_filtered};
 
 use super::Outcome;
 
@@ -66,7 +66,7 @@ pub(crate) fn name_filter(a: &NameFilterArgs) -> anyhow::Result<NameFilter> {
 }
 
 fn symbol(flag: &str, re: &str) -> anyhow::Result<regex::Regex> {
-    crate::pprof::filter::compile("argument", Some(re))
+    crate::pprof::compile_regex("argument", Some(re))
         .map_err(|e| UsageError::flag(flag, e.to_string()))?
         .ok_or_else(|| {
             UsageError::flag(flag, "an empty expression matches every function; give one").into()
@@ -107,7 +107,7 @@ pub fn top(args: TopArgs) -> anyhow::Result<Outcome> {
         .collect::<Vec<_>>();
     let (report, text) = if let Some(rx) = &peek {
         let (r, w) =
-            crate::pprof::peek::peek(&p, &filter, rx, &opts).map_err(|e| refused("--peek", e))?;
+            crate::pprof::peek(&p, &filter, rx, &opts).map_err(|e| refused("--peek", e))?;
         warn(&w);
         let text = r.text();
         (serde_json::to_value(r)?, text)
@@ -116,9 +116,8 @@ pub fn top(args: TopArgs) -> anyhow::Result<Outcome> {
             search_path: args.source_path.clone().unwrap_or_default(),
             trim_path: args.trim_path.clone().unwrap_or_default(),
         };
-        let (r, w) =
-            crate::pprof::source::list(&p, &filter, rx, args.sample_index.as_deref(), &access)
-                .map_err(|e| refused("--list", e))?;
+        let (r, w) = crate::pprof::list(&p, &filter, rx, args.sample_index.as_deref(), &access)
+            .map_err(|e| refused("--list", e))?;
         warn(&w);
         let text = r.text();
         (serde_json::to_value(r)?, text)
@@ -158,12 +157,10 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<Outcome> {
     let base = load(&args.base, &lim)?;
     let new = load(&args.new, &lim)?;
     let files = format!("{} and {}", args.base.display(), args.new.display());
-    let refused = |e: crate::pprof::diff::DiffError| -> anyhow::Error {
+    let refused = |e: crate::pprof::DiffError| -> anyhow::Error {
         match e {
-            crate::pprof::diff::DiffError::SampleIndex(m) => {
-                UsageError::flag("--sample-index", m).into()
-            }
-            crate::pprof::diff::DiffError::Mismatch(m) => {
+            crate::pprof::DiffError::SampleIndex(m) => UsageError::flag("--sample-index", m).into(),
+            crate::pprof::DiffError::Mismatch(m) => {
                 UsageError::config(&files, format!("cannot be compared: {m}")).into()
             }
         }
@@ -173,7 +170,7 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<Outcome> {
     {
         eprintln!("agentprof: note: {note}");
     }
-    let mut report = crate::pprof::diff::diff(
+    let mut report = crate::pprof::diff(
         &base,
         &new,
         args.sample_index.as_deref(),
@@ -182,7 +179,7 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<Outcome> {
     )
     .map_err(refused)?;
     if let Some(svg) = &args.flamegraph {
-        let idx = crate::pprof::diff::common_index(&base, &new, args.sample_index.as_deref())
+        let idx = crate::pprof::common_index(&base, &new, args.sample_index.as_deref())
             .map_err(refused)?;
         let title = format!(
             "{} vs {} — {}",
@@ -192,7 +189,7 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<Outcome> {
         );
         let file = std::fs::File::create(svg)
             .map_err(|e| UsageError::flag("--flamegraph", format!("{}: {e}", svg.display())))?;
-        crate::pprof::diff::write_diff_flamegraph(
+        crate::pprof::write_diff_flamegraph(
             &base,
             &new,
             idx,
@@ -261,7 +258,7 @@ pub fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<Outcome> {
         .unwrap_or_else(|| format!("{} — {}", args.file.display(), p.sample_types()[index].0));
     let file = std::fs::File::create(&args.output)
         .map_err(|e| UsageError::flag("--output", format!("{}: {e}", args.output.display())))?;
-    crate::pprof::diff::write_flamegraph(&p, index, &title, std::io::BufWriter::new(file))?;
+    crate::pprof::write_flamegraph(&p, index, &title, std::io::BufWriter::new(file))?;
     eprintln!("agentprof: wrote {}", args.output.display());
     Ok(Outcome::Success)
 }
@@ -284,19 +281,19 @@ pub fn delta(args: DeltaArgs) -> anyhow::Result<Outcome> {
     };
     let (base_bytes, new_bytes) = (read(&args.base)?, read(&args.new)?);
     let t0 = std::time::Instant::now();
-    let base_raw = crate::pprof::decode::decompress(&base_bytes, &lim)
+    let base_raw = crate::pprof::decompress(&base_bytes, &lim)
         .map_err(|e| UsageError::config(&args.base, e.to_string()))?;
-    let new_raw = crate::pprof::decode::decompress(&new_bytes, &lim)
+    let new_raw = crate::pprof::decompress(&new_bytes, &lim)
         .map_err(|e| UsageError::config(&args.new, e.to_string()))?;
     let inflate_s = t0.elapsed().as_secs_f64();
-    crate::pprof::decode::prescan(&base_raw, lim.fields)
+    crate::pprof::prescan(&base_raw, lim.fields)
         .map_err(|e| UsageError::config(&args.base, e.to_string()))?;
     let (base_len, new_len) = (base_raw.len(), new_raw.len());
     let t1 = std::time::Instant::now();
     let out = crate::pull::wiredelta::delta(base_raw, new_raw)
         .map_err(|e| UsageError::config(&args.base, e.to_string()))?;
     let delta_s = t1.elapsed().as_secs_f64();
-    let d = crate::pprof::decode::decode_raw(&out, &lim)
+    let d = crate::pprof::decode_raw(&out, &lim)
         .map_err(|e| anyhow::anyhow!("the delta does not read back: {e}"))?;
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(&out)?;

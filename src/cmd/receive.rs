@@ -134,9 +134,9 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
                 .or(file.out_dir.clone())
                 .unwrap_or_else(|| "profiles".into()),
             top: args.top.or(file.top).unwrap_or(0),
-            limits: crate::pprof::decode::Limits {
+            limits: crate::pprof::Limits {
                 fields: file.max_profile_fields.unwrap_or(8 << 20),
-                ..crate::pprof::decode::Limits::network(body_mb)
+                ..crate::pprof::Limits::network(body_mb)
             },
         },
         queue_dir: args

@@ -178,8 +178,8 @@ pub fn write_flamegraph_diff(
     base: &GateStats,
     new: &GateStats,
     out: impl std::io::Write,
-) -> Result<(), crate::pprof::diff::DrawError> {
-    use crate::pprof::diff::DrawError;
+) -> Result<(), crate::pprof::DrawError> {
+    use crate::pprof::DrawError;
     if base.stacks_ns_per_run.is_empty() || new.stacks_ns_per_run.is_empty() {
         return Err(DrawError::Empty("no stacks to compare"));
     }

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use super::CallProfile;
-use crate::pprof::diff::DrawError;
+use crate::pprof::DrawError;
 
 /// Writes an SVG flamegraph titled `title`; refuses an empty profile rather than drawing nothing.
 pub fn write_flamegraph(

@@ -6,8 +6,8 @@
 use serde::Serialize;
 
 use super::CallProfile;
-use crate::pprof::model::Pprof;
-use crate::pprof::report::{TopOptions, top_nodes};
+use crate::pprof::Pprof;
+use crate::pprof::{TopOptions, top_nodes};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TopRow {

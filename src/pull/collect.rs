@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use super::delta::{self, DeltaCache, NoDelta};
 use super::fetch::{self, endpoint, redact};
 use super::{Collection, GoFigures, PullOptions, Pulled, Target, upload, wiredelta};
-use crate::pprof::decode::Limits;
-use crate::pprof::model::Pprof;
+use crate::pprof::Limits;
+use crate::pprof::Pprof;
 use crate::sync::lock;
 
 fn sum_of(p: &Pprof, sample_type: &str) -> Option<i64> {
@@ -182,8 +182,8 @@ struct Shown {
     gz: Vec<u8>,
     delta_gz: Option<Vec<u8>>,
     /// The totals of the profile and of its delta, for the record.
-    totals: crate::pprof::decode::Totals,
-    delta_totals: Option<crate::pprof::decode::Totals>,
+    totals: crate::pprof::Totals,
+    delta_totals: Option<crate::pprof::Totals>,
     shown: Option<Pprof>,
     cumulative: bool,
 }
@@ -242,11 +242,11 @@ impl One<'_, '_> {
         if self.opts.top > 0
             && let Some(shown) = &got.shown
         {
-            let o = crate::pprof::report::TopOptions {
+            let o = crate::pprof::TopOptions {
                 nodes: self.opts.top,
                 ..Default::default()
             };
-            entry.top = crate::pprof::report::top(shown, &o).ok();
+            entry.top = crate::pprof::top(shown, &o).ok();
         }
         // What is uploaded: cpu, goroutines and the deltas, as dd-trace-go sends them; heap
         // without its delta too (its live-heap types need none, and dd-trace-go's first
@@ -352,7 +352,7 @@ impl One<'_, '_> {
             Ok(base_bytes) => {
                 let t0 = Instant::now();
                 let mut restarted = false;
-                let delta = crate::pprof::decode::decompress(&base_bytes, &self.limits)
+                let delta = crate::pprof::decompress(&base_bytes, &self.limits)
                     .map_err(|e| e.to_string())
                     .and_then(|base| {
                         wiredelta::delta(base, raw).map_err(|e| {
@@ -366,7 +366,7 @@ impl One<'_, '_> {
                         // One decoded profile at a time: the snapshot's is dropped before
                         // the delta's is built (collections run side by side).
                         *shown = None;
-                        match crate::pprof::decode::decode_raw(&raw, &self.limits)
+                        match crate::pprof::decode_raw(&raw, &self.limits)
                             .map_err(|e| e.to_string())
                             .and_then(|p| Pprof::new(p).map_err(|e| e.to_string()))
                         {
@@ -403,7 +403,7 @@ impl One<'_, '_> {
             failed(entry, format!("cannot create {}: {e}", dir.display()));
             return;
         }
-        let written = |entry: &mut Pulled, f: PathBuf, totals: &crate::pprof::decode::Totals| {
+        let written = |entry: &mut Pulled, f: PathBuf, totals: &crate::pprof::Totals| {
             entry.totals.push(super::FileTotals {
                 file: f.clone(),
                 totals: totals.clone(),
@@ -437,7 +437,7 @@ impl One<'_, '_> {
                 .sample_index(None)
                 .map_err(anyhow::Error::msg)
                 .and_then(|i| {
-                    crate::pprof::diff::write_flamegraph(
+                    crate::pprof::write_flamegraph(
                         shown,
                         i,
                         &format!("{} {kind} — {stamp}", t.service),
@@ -458,7 +458,7 @@ impl One<'_, '_> {
 
 /// The profile gzipped: as received when it came gzipped, else compressed now.
 fn gzip_of(bytes: &[u8], raw: &[u8]) -> Vec<u8> {
-    if crate::pprof::decode::sniff(bytes) == crate::pprof::decode::Compression::Gzip {
+    if crate::pprof::sniff(bytes) == crate::pprof::Compression::Gzip {
         return bytes.to_vec();
     }
     gzip_raw(raw)

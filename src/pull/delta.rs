@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use crate::pprof::model::Pprof;
+use crate::pprof::Pprof;
 
 /// What every cached baseline costs besides its bytes (key, bookkeeping).
 pub const ENTRY_OVERHEAD: usize = 256;
@@ -159,7 +159,7 @@ pub(crate) mod reference {
     use std::hash::{BuildHasher, Hash, Hasher};
 
     use super::is_cumulative;
-    use crate::pprof::model::Pprof;
+    use crate::pprof::Pprof;
     use crate::pprof::proto::{Profile, Sample};
 
     /// A stack's identity: per location a hash of its lines' (function, file, line), and a hash

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use reqwest::Url;
 
-use crate::pprof::decode::{DecodeError, Limits, decode_raw, decompress, describe_non_profile};
 use crate::pprof::proto::Profile;
+use crate::pprof::{DecodeError, Limits, decode_raw, decompress, describe_non_profile};
 
 /// The profile types `net/http/pprof` serves.
 pub const TYPES: &[&str] = &[

@@ -250,7 +250,7 @@ pub struct Pulled {
     /// Time to make the delta (inflating the baseline and subtracting).
     pub delta_s: Option<f64>,
     /// With --top: the rows of the profile shown (the delta when there is one).
-    pub top: Option<crate::pprof::report::TopReport>,
+    pub top: Option<crate::pprof::TopReport>,
     /// Each pprof file written, with its totals (the ui's timeline reads them here).
     pub totals: Vec<FileTotals>,
 }
@@ -260,7 +260,7 @@ pub struct Pulled {
 pub struct FileTotals {
     pub file: PathBuf,
     #[serde(flatten)]
-    pub totals: crate::pprof::decode::Totals,
+    pub totals: crate::pprof::Totals,
 }
 
 /// The heap profile's sample types behind `prof_go_lifetime_heap_objects` and

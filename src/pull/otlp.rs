@@ -32,7 +32,7 @@ pub enum OtlpError {
     #[error("{name}: {error}")]
     Profile {
         name: String,
-        error: crate::pprof::decode::DecodeError,
+        error: crate::pprof::DecodeError,
     },
 }
 
@@ -124,16 +124,15 @@ pub fn request(
     use prost::Message;
     let resource = resource(tags);
     let mut export = otlp::export::Export::new();
-    let limits = crate::pprof::decode::Limits::local();
+    let limits = crate::pprof::Limits::local();
     for (name, bytes) in attachments {
         if !name.ends_with(".pprof") {
             continue;
         }
-        let p =
-            crate::pprof::decode::decode(bytes, &limits).map_err(|error| OtlpError::Profile {
-                name: name.clone(),
-                error,
-            })?;
+        let p = crate::pprof::decode(bytes, &limits).map_err(|error| OtlpError::Profile {
+            name: name.clone(),
+            error,
+        })?;
         export.add(
             &p,
             &otlp::export::Source {

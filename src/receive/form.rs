@@ -20,7 +20,7 @@ pub(super) use super::multipart::{Field, FieldsError, fields};
 pub(super) use super::reject::busy;
 pub use super::reject::{Reject, UploadLimits};
 use crate::budget::{Reservation, stated_size};
-use crate::pprof::decode::{Compression, Limits};
+use crate::pprof::{Compression, Limits};
 
 /// Which form the client used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -210,7 +210,7 @@ fn check(
     // an upload over its budget is refused at once.
     let stated: u64 = files
         .iter()
-        .filter(|f| crate::pprof::decode::sniff(&f.data) != Compression::None)
+        .filter(|f| crate::pprof::sniff(&f.data) != Compression::None)
         .filter_map(|f| stated_size(&f.data))
         .map(|n| n.min(limits.part.decompressed))
         .sum();
@@ -444,16 +444,16 @@ impl Room<'_> {
             decompressed: limit,
             ..*part
         };
-        let raw = match crate::pprof::decode::decompress(data, &at(first)) {
-            Err(crate::pprof::decode::DecodeError::TooLargeDecompressed { .. }) if first < cap => {
+        let raw = match crate::pprof::decompress(data, &at(first)) {
+            Err(crate::pprof::DecodeError::TooLargeDecompressed { .. }) if first < cap => {
                 super::reject::charge(self.held, cap - first, "decompressing an attachment")?;
-                crate::pprof::decode::decompress(data, &at(cap))
+                crate::pprof::decompress(data, &at(cap))
             }
             other => other,
         }
         .map_err(|e| match e {
-            crate::pprof::decode::DecodeError::TooLarge { .. }
-            | crate::pprof::decode::DecodeError::TooLargeDecompressed { .. } => over(cap),
+            crate::pprof::DecodeError::TooLarge { .. }
+            | crate::pprof::DecodeError::TooLargeDecompressed { .. } => over(cap),
             e => Reject::Attachment {
                 name: name.to_string(),
                 why: e.to_string(),
@@ -471,7 +471,7 @@ fn attachment(
     room: &mut Room<'_>,
 ) -> Result<Attachment, Reject> {
     let (name, stem, kind) = named(&f, legacy);
-    let compression = crate::pprof::decode::sniff(&f.data);
+    let compression = crate::pprof::sniff(&f.data);
     let raw = match kind {
         // Uncompressed: checked where it is, not copied.
         Kind::Pprof if compression == Compression::None => {
@@ -484,17 +484,15 @@ fn attachment(
                 )));
             }
             room.left -= len;
-            crate::pprof::decode::prescan(&f.data, limits.fields).map_err(|e| {
-                Reject::Attachment {
-                    name: name.clone(),
-                    why: e.to_string(),
-                }
+            crate::pprof::prescan(&f.data, limits.fields).map_err(|e| Reject::Attachment {
+                name: name.clone(),
+                why: e.to_string(),
             })?;
             None
         }
         Kind::Pprof => {
             let raw = room.decompress(&name, &f.data, limits)?;
-            crate::pprof::decode::prescan(&raw, limits.fields).map_err(|e| Reject::Attachment {
+            crate::pprof::prescan(&raw, limits.fields).map_err(|e| Reject::Attachment {
                 name: name.clone(),
                 why: e.to_string(),
             })?;

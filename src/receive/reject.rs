@@ -1,7 +1,7 @@
 //! Why an upload is refused and the status that says so, and what an upload may take in
 //! memory: shared by the dd-trace form, its multipart reader and the other profilers' APIs.
 
-use crate::pprof::decode::Limits;
+use crate::pprof::Limits;
 
 /// What an upload may take in memory: the network limits of each part, and the bytes all of
 /// its parts may take decompressed.

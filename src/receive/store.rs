@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::form::{Kind, Upload};
-use crate::pprof::decode::{Compression, Limits, Totals};
+use crate::pprof::{Compression, Limits, Totals};
 
 /// Where and how uploads are stored.
 #[derive(Debug, Clone)]
@@ -38,11 +38,11 @@ pub struct StoredAttachment {
     /// Sample records (pprof only).
     pub samples: Option<usize>,
     /// Its totals per sample type (pprof only).
-    pub totals: Option<crate::pprof::decode::Totals>,
+    pub totals: Option<crate::pprof::Totals>,
     pub error: Option<String>,
     /// The top functions by flat value (with `--top N`), as `agentprof top` lists them,
     /// and of which sample type.
-    pub top: Option<Vec<crate::pprof::report::TopRow>>,
+    pub top: Option<Vec<crate::pprof::TopRow>>,
     pub top_sample_type: Option<String>,
 }
 
@@ -244,8 +244,8 @@ pub struct StoreError(pub String);
 fn top_rows(
     p: crate::pprof::proto::Profile,
     n: usize,
-) -> Option<(String, Vec<crate::pprof::report::TopRow>)> {
-    let mut pp = crate::pprof::model::Pprof::new(p).ok()?;
+) -> Option<(String, Vec<crate::pprof::TopRow>)> {
+    let mut pp = crate::pprof::Pprof::new(p).ok()?;
     pp.prepare_for_report();
     let types: Vec<String> = pp
         .sample_types()
@@ -272,12 +272,12 @@ fn top_rows(
             }
         })
         .map(|i| types[i].clone());
-    let o = crate::pprof::report::TopOptions {
+    let o = crate::pprof::TopOptions {
         nodes: n,
         sample_index: cpu,
         ..Default::default()
     };
-    let t = crate::pprof::report::top(&pp, &o).ok()?;
+    let t = crate::pprof::top(&pp, &o).ok()?;
     Some((t.sample_type, t.rows))
 }
 
@@ -296,7 +296,7 @@ fn contents<'a>(
         (Kind::Pprof, _) => {
             let raw = content;
             // The totals off the wire; the profile is decoded only for its top table.
-            match crate::pprof::decode::totals(raw) {
+            match crate::pprof::totals(raw) {
                 Some(t) => {
                     s.samples = Some(t.samples);
                     s.totals = Some(t.clone());
@@ -334,7 +334,7 @@ fn top_table(
     s: &mut StoredAttachment,
     held: &mut crate::budget::Reservation,
 ) {
-    let estimate = match crate::pprof::decode::memory_estimate(raw, &opts.limits) {
+    let estimate = match crate::pprof::memory_estimate(raw, &opts.limits) {
         Ok(scan) => scan.memory,
         Err(e) => {
             s.error = Some(e.to_string());
@@ -349,7 +349,7 @@ fn top_table(
         ));
         return;
     }
-    match crate::pprof::decode::decode_raw(raw, &opts.limits) {
+    match crate::pprof::decode_raw(raw, &opts.limits) {
         Ok(p) => {
             if let Some((ty, rows)) = top_rows(p, opts.top) {
                 s.top_sample_type = Some(ty);

@@ -58,7 +58,7 @@ pub struct Figures {
     pub types: Vec<(String, String, f64)>,
     /// Per sample label, per value, the totals of the samples carrying it (the record's
     /// `labels`; a file read for its totals is not indexed).
-    pub labels: Vec<crate::pprof::decode::LabelTotals>,
+    pub labels: Vec<crate::pprof::LabelTotals>,
     /// Whether `labels` is the index of every label (records before it have none).
     pub indexed: bool,
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Outcome;
-use crate::pprof::decode::Limits;
+use crate::pprof::Limits;
 
 pub struct UiOptions {
     /// Canonical directories.

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::index::{Entry, Figures};
 use super::select::{Selection, all_keys_match, instant, tags_of};
 use super::state::{Loaded, Problem, Ui};
-use crate::pprof::model::Pprof;
+use crate::pprof::Pprof;
 
 /// Totals read off files kept at most, as many as a listing holds (about 250 bytes each);
 /// past it the cache starts again.
@@ -55,7 +55,7 @@ pub struct Series {
     pub groups: Vec<Group>,
     /// The sample labels the selection's captures carry (from their label index), with
     /// their values (at most 64 a label; `truncated`: it has more), for the page to offer.
-    pub labels: Vec<crate::pprof::decode::LabelTotals>,
+    pub labels: Vec<crate::pprof::LabelTotals>,
     pub captures: usize,
     /// Where the totals came from: the records, files read now, files read before.
     pub from_records: usize,
@@ -214,15 +214,15 @@ impl Ui {
         let held = self.room(None, meta.len(), 0)?;
         let bytes = crate::config::read_limited(&path, self.limits.body, "--max-size-mb")
             .map_err(|x| Problem::unprocessable(self.scrub(&format!("{}: {x:#}", e.id))))?;
-        let stated = crate::pprof::decode::stated_size(&bytes)
+        let stated = crate::pprof::stated_size(&bytes)
             .unwrap_or(self.limits.decompressed)
             .min(self.limits.decompressed);
         let mut held = held;
         held = self.room(Some(held), stated, 0)?;
-        let raw = crate::pprof::decode::decompress(&bytes, &self.limits)
+        let raw = crate::pprof::decompress(&bytes, &self.limits)
             .map_err(|x| Problem::unprocessable(format!("{}: {x}", e.id)))?;
         drop(bytes);
-        let t = crate::pprof::decode::totals_without_labels(&raw).ok_or_else(|| {
+        let t = crate::pprof::totals_without_labels(&raw).ok_or_else(|| {
             Problem::unprocessable(format!("{}: not a well-formed pprof profile", e.id))
         })?;
         drop((raw, held));
@@ -390,7 +390,7 @@ impl Ui {
                 sel.describe()
             )));
         }
-        let mut m = crate::pprof::merge::Merger::new();
+        let mut m = crate::pprof::Merger::new();
         let mut held = self.room(None, 1 << 16, pinned)?;
         for e in &caps {
             let path = self.listed_file(&e.id)?;
@@ -495,8 +495,8 @@ fn type_index(f: &Figures, asked: Option<&str>) -> Result<usize, Problem> {
 /// up to the index's bound per label.
 fn offered_labels<'a>(
     figures: impl Iterator<Item = &'a Figures>,
-) -> Vec<crate::pprof::decode::LabelTotals> {
-    use crate::pprof::decode::{LabelTotals, LabelValue, MAX_LABEL_VALUES};
+) -> Vec<crate::pprof::LabelTotals> {
+    use crate::pprof::{LabelTotals, LabelValue, MAX_LABEL_VALUES};
     let mut keys: std::collections::BTreeMap<String, (bool, std::collections::BTreeSet<String>)> =
         Default::default();
     for f in figures {

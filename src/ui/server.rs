@@ -3,7 +3,7 @@
 //! ever reaches the file system), and what a profile holds reaches the page as JSON the
 //! page puts in as text, or as inferno's SVG (its names XML-escaped) in a sandboxed frame.
 
-use crate::pprof::report::ReportError;
+use crate::pprof::ReportError;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -57,8 +57,8 @@ struct One {
 }
 
 impl One {
-    fn filter(&self) -> Result<crate::pprof::filter::NameFilter, Problem> {
-        crate::pprof::filter::NameFilter::new(
+    fn filter(&self) -> Result<crate::pprof::NameFilter, Problem> {
+        crate::pprof::NameFilter::new(
             self.focus.as_deref(),
             self.ignore.as_deref(),
             self.hide.as_deref(),
@@ -68,13 +68,13 @@ impl One {
     }
 
     fn symbol(&self) -> Result<regex::Regex, Problem> {
-        crate::pprof::filter::compile("re", self.re.as_deref())
+        crate::pprof::compile_regex("re", self.re.as_deref())
             .map_err(|e| Problem::bad(e.to_string()))?
             .ok_or_else(|| Problem::bad("re: name the functions (a regular expression)"))
     }
 
-    fn options(&self) -> crate::pprof::report::TopOptions {
-        crate::pprof::report::TopOptions {
+    fn options(&self) -> crate::pprof::TopOptions {
+        crate::pprof::TopOptions {
             sample_index: self.sample_index.clone(),
             cum: self.cum,
             nodes: self.nodes.unwrap_or(0),
@@ -191,11 +191,11 @@ async fn top(State(ui): State<Shared>, Q(q): Q<One>) -> Result<Response, Problem
         let p = ui.profile(&q.id)?;
         let opts = q.options();
         let (report, warnings) = if filter.is_empty() {
-            let r = crate::pprof::report::top_with(&p, p.nodes(), &opts).map_err(Problem::bad)?;
+            let r = crate::pprof::top_with(&p, p.nodes(), &opts).map_err(Problem::bad)?;
             (r, Vec::new())
         } else {
             let _room = ui.room_like(&p)?;
-            crate::pprof::report::top_filtered(&p, &filter, &opts).map_err(Problem::bad)?
+            crate::pprof::top_filtered(&p, &filter, &opts).map_err(Problem::bad)?
         };
         let selection = super::select::Selection::parse_id(&q.id)
             .and_then(Result::ok)
@@ -213,7 +213,7 @@ async fn top(State(ui): State<Shared>, Q(q): Q<One>) -> Result<Response, Problem
     .await
 }
 
-fn sample_types(p: &crate::pprof::model::Pprof) -> Vec<serde_json::Value> {
+fn sample_types(p: &crate::pprof::Pprof) -> Vec<serde_json::Value> {
     p.sample_types()
         .iter()
         .map(|(t, u)| serde_json::json!({"type": t, "unit": u}))
@@ -228,7 +228,7 @@ async fn peek(State(ui): State<Shared>, Q(q): Q<One>) -> Result<Response, Proble
         let p = ui.profile(&q.id)?;
         let _room = ui.room_like(&p)?;
         let (report, warnings) =
-            crate::pprof::peek::peek(&p, &filter, &symbol, &q.options()).map_err(report_refused)?;
+            crate::pprof::peek(&p, &filter, &symbol, &q.options()).map_err(report_refused)?;
         Ok(json(serde_json::json!({
             "schema": 1,
             "id": q.id,
@@ -249,12 +249,12 @@ async fn find(State(ui): State<Shared>, Q(q): Q<One>) -> Result<Response, Proble
         let index = p
             .sample_index(q.sample_index.as_deref())
             .map_err(Problem::bad)?;
-        let whole = crate::pprof::filter::find(&p, &re, index);
+        let whole = crate::pprof::find_matching(&p, &re, index);
         let found = if filter.is_empty() {
             whole
         } else {
             let _room = ui.room_like(&p)?;
-            crate::pprof::filter::find(&filter.apply(&p).0, &re, index)
+            crate::pprof::find_matching(&filter.apply(&p).0, &re, index)
         };
         let share = if whole.total == 0 {
             0.0
@@ -285,12 +285,12 @@ async fn source(State(ui): State<Shared>, Q(q): Q<One>) -> Result<Response, Prob
         // Without --source-path, the source files at the paths the profile records (on a
         // loopback address only: a page others reach reads only what --source-path gives).
         let access = if ui.sources.is_empty() && ui.local {
-            crate::pprof::source::SourceAccess::Recorded
+            crate::pprof::SourceAccess::Recorded
         } else {
-            crate::pprof::source::SourceAccess::Within(ui.sources.clone())
+            crate::pprof::SourceAccess::Within(ui.sources.clone())
         };
         let (mut report, warnings) =
-            crate::pprof::source::list(&p, &filter, &symbol, q.sample_index.as_deref(), &access)
+            crate::pprof::list(&p, &filter, &symbol, q.sample_index.as_deref(), &access)
                 .map_err(report_refused)?;
         for r in &mut report.routines {
             if let Some(e) = r.error.take() {
@@ -339,7 +339,7 @@ async fn flamegraph(
 fn compared(ui: &Ui, q: &Two) -> Result<Pair, Problem> {
     let base = ui.profile(&q.base)?;
     let new = ui.profile_beside(&q.id, base.held())?;
-    let idx = crate::pprof::diff::common_index(&base, &new, q.sample_index.as_deref())
+    let idx = crate::pprof::common_index(&base, &new, q.sample_index.as_deref())
         .map_err(|e| Problem::bad(e.to_string()))?;
     Ok((base, new, idx))
 }
@@ -348,7 +348,7 @@ fn compared(ui: &Ui, q: &Two) -> Result<Pair, Problem> {
 async fn diff(State(ui): State<Shared>, Q(q): Q<Two>) -> Result<Response, Problem> {
     blocking(move || {
         let (base, new, _) = compared(&ui, &q)?;
-        let mut report = crate::pprof::diff::diff_with(
+        let mut report = crate::pprof::diff_with(
             [(&base.p, base.nodes()), (&new.p, new.nodes())],
             q.sample_index.as_deref(),
             q.normalize,
@@ -385,7 +385,7 @@ async fn diff_flamegraph(
             new.sample_types()[idx.1].0
         );
         let mut out = Vec::new();
-        crate::pprof::diff::write_diff_flamegraph(&base, &new, idx, q.normalize, &title, &mut out)
+        crate::pprof::write_diff_flamegraph(&base, &new, idx, q.normalize, &title, &mut out)
             .map_err(|e| Problem::unprocessable(format!("{e:#}")))?;
         Ok(svg(out, gzip))
     })

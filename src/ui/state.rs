@@ -16,9 +16,9 @@ use axum::response::{IntoResponse, Response};
 
 use super::index::{Listing, Records, scan};
 use super::svg::{Svg, with_frame_picker};
-use crate::pprof::decode::Limits;
-use crate::pprof::graph::Nodes;
-use crate::pprof::model::Pprof;
+use crate::pprof::Limits;
+use crate::pprof::Nodes;
+use crate::pprof::Pprof;
 
 /// A listing is rescanned when it is older than this.
 const LISTING_TTL: Duration = Duration::from_millis(1000);
@@ -243,19 +243,17 @@ impl Ui {
         let bytes = crate::config::read_limited(path, self.limits.body, "--max-size-mb")
             .map_err(|e| unprocessable(format!("{e:#}")))?;
         let limit = self.limits.decompressed;
-        let stated = crate::pprof::decode::stated_size(&bytes).filter(|n| *n <= limit);
+        let stated = crate::pprof::stated_size(&bytes).filter(|n| *n <= limit);
         let first = stated.unwrap_or(limit.min(bytes.len() as u64 * 16)).max(1);
         held = self.room(Some(held), first, pinned)?;
         let at = |n: u64| Limits {
             decompressed: n,
             ..self.limits
         };
-        let raw = match crate::pprof::decode::decompress(&bytes, &at(first)) {
-            Err(crate::pprof::decode::DecodeError::TooLargeDecompressed { .. })
-                if first < limit =>
-            {
+        let raw = match crate::pprof::decompress(&bytes, &at(first)) {
+            Err(crate::pprof::DecodeError::TooLargeDecompressed { .. }) if first < limit => {
                 held = self.room(Some(held), limit - first, pinned)?;
-                crate::pprof::decode::decompress(&bytes, &at(limit))
+                crate::pprof::decompress(&bytes, &at(limit))
             }
             other => other,
         }
@@ -263,10 +261,10 @@ impl Ui {
         drop(bytes);
         // The decoded model (with agentprof's index of it) is what is kept; its estimate
         // covers the decoding's peak.
-        let scan = crate::pprof::decode::memory_estimate(&raw, &self.limits);
+        let scan = crate::pprof::memory_estimate(&raw, &self.limits);
         let model = scan.as_ref().map_or(raw.len() as u64 * 4, |s| s.memory);
         held = self.room(Some(held), model, pinned)?;
-        let p = crate::pprof::decode::decode_scanned(&raw, &self.limits, scan)
+        let p = crate::pprof::decode_scanned(&raw, &self.limits, scan)
             .map_err(|e| unprocessable(e.to_string()))?;
         Ok((p, held))
     }
@@ -422,7 +420,7 @@ impl Ui {
         self.once(format!("flamegraph {look} {id}"), cached, || {
             let title = format!("{} — {}", self.label(id), p.sample_types()[index].0);
             let mut out = Vec::new();
-            let folded = crate::pprof::diff::write_flamegraph_look(
+            let folded = crate::pprof::write_flamegraph_look(
                 &p,
                 p.nodes(),
                 index,
@@ -463,7 +461,7 @@ impl Ui {
         &self,
         id: &str,
         sample_index: Option<&str>,
-        filter: &crate::pprof::filter::NameFilter,
+        filter: &crate::pprof::NameFilter,
         (icicle, frames): (bool, usize),
     ) -> Result<Svg, Problem> {
         let p = self.profile(id)?;
@@ -476,8 +474,8 @@ impl Ui {
             p.sample_types()[index].0
         );
         let mut out = Vec::new();
-        let nodes = crate::pprof::graph::Nodes::new(&kept);
-        let folded = crate::pprof::diff::write_flamegraph_look(
+        let nodes = crate::pprof::Nodes::new(&kept);
+        let folded = crate::pprof::write_flamegraph_look(
             &kept,
             &nodes,
             index,
@@ -503,8 +501,8 @@ pub const MAX_FRAMES: usize = 3_000;
 /// The most a request may ask for.
 pub const MOST_FRAMES: usize = 200_000;
 
-fn look_of(icicle: bool, frames: usize) -> crate::pprof::diff::Look {
-    crate::pprof::diff::Look {
+fn look_of(icicle: bool, frames: usize) -> crate::pprof::Look {
+    crate::pprof::Look {
         icicle,
         max_frames: Some(frames.clamp(100, MOST_FRAMES)),
         ..Default::default()

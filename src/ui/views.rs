@@ -33,13 +33,13 @@ fn viewed(
     ui: &Ui,
     q: &ViewQuery,
     draw: impl FnOnce(
-        &crate::pprof::model::Pprof,
-        &crate::pprof::graph::Nodes,
+        &crate::pprof::Pprof,
+        &crate::pprof::Nodes,
         usize,
         String,
     ) -> Result<Vec<u8>, Problem>,
 ) -> Result<Vec<u8>, Problem> {
-    let filter = crate::pprof::filter::NameFilter::new(
+    let filter = crate::pprof::NameFilter::new(
         q.focus.as_deref(),
         q.ignore.as_deref(),
         q.hide.as_deref(),
@@ -56,7 +56,7 @@ fn viewed(
     }
     let _room = ui.room_like(&p)?;
     let (kept, _) = filter.apply(&p);
-    let nodes = crate::pprof::graph::Nodes::new(&kept);
+    let nodes = crate::pprof::Nodes::new(&kept);
     draw(&kept, &nodes, index, format!("{title} (filtered)"))
 }
 
@@ -74,12 +74,12 @@ pub async fn sandwich(
                 "nodes= sizes the call graph (/api/graph.svg); a sandwich has no nodes to bound",
             ));
         }
-        let re = crate::pprof::filter::compile("re", q.re.as_deref())
+        let re = crate::pprof::compile_regex("re", q.re.as_deref())
             .map_err(|e| Problem::bad(e.to_string()))?
             .ok_or_else(|| Problem::bad("re: name the function (a regular expression)"))?;
         let side = match q.side.as_deref() {
-            Some("callers") | None => crate::pprof::views::Side::Callers,
-            Some("callees") => crate::pprof::views::Side::Callees,
+            Some("callers") | None => crate::pprof::Side::Callers,
+            Some("callees") => crate::pprof::Side::Callees,
             Some(other) => {
                 return Err(Problem::bad(format!("side={other:?}: callers or callees")));
             }
@@ -88,21 +88,22 @@ pub async fn sandwich(
             let mut out = Vec::new();
             let title = format!(
                 "{title} — {} of {}",
-                if side == crate::pprof::views::Side::Callers {
+                if side == crate::pprof::Side::Callers {
                     "callers"
                 } else {
                     "callees"
                 },
                 re.as_str()
             );
-            crate::pprof::views::write_sandwich(p, nodes, index, &re, side, &title, &mut out)
-                .map_err(|e| match e {
-                    crate::pprof::diff::DrawError::Empty(_) => Problem {
+            crate::pprof::write_sandwich(p, nodes, index, &re, side, &title, &mut out).map_err(
+                |e| match e {
+                    crate::pprof::DrawError::Empty(_) => Problem {
                         status: axum::http::StatusCode::NOT_FOUND,
                         message: format!("{}: {e}", re.as_str()),
                     },
                     e => Problem::unprocessable(e.to_string()),
-                })?;
+                },
+            )?;
             Ok(out)
         })?;
         Ok(svg_reply(svg, gzip))
@@ -123,13 +124,13 @@ pub async fn call_graph(
                 "re= and side= choose a sandwich (/api/sandwich.svg); the call graph has every function",
             ));
         }
-        let size = crate::pprof::views::GraphSize {
+        let size = crate::pprof::GraphSize {
             nodes: q.nodes.unwrap_or(40).clamp(1, 400),
             ..Default::default()
         };
         let svg = viewed(&ui, &q, |p, nodes, index, title| {
             let mut out = Vec::new();
-            crate::pprof::views::write_call_graph(p, nodes, index, &title, size, &mut out)
+            crate::pprof::write_call_graph(p, nodes, index, &title, size, &mut out)
                 .map_err(|e| Problem::unprocessable(e.to_string()))?;
             Ok(super::svg::with_graph_navigation(out))
         })?;

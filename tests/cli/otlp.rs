@@ -308,7 +308,7 @@ fn captures_cross_the_collector_and_come_back_identical() {
         .iter()
         .map(|g| {
             let bytes = std::fs::read(col.dir.join(format!("{g}-0.original"))).expect("original");
-            agentprof::pprof::decode::decode(&bytes, &agentprof::pprof::decode::Limits::local())
+            agentprof::pprof::decode(&bytes, &agentprof::pprof::Limits::local())
                 .expect("the original decodes")
                 .sample_type
                 .len()
@@ -538,8 +538,7 @@ pub fn post(url: &str, headers: &[(&str, &str)], body: Vec<u8>) -> (u16, String)
 /// An honest request of the dd-trace-go CPU fixture.
 pub fn honest() -> otlp::proto::ExportProfilesServiceRequest {
     let bytes = std::fs::read(crate::support::fixture("cpu.pprof")).expect("fixture");
-    let p = agentprof::pprof::decode::decode(&bytes, &agentprof::pprof::decode::Limits::local())
-        .expect("decodes");
+    let p = agentprof::pprof::decode(&bytes, &agentprof::pprof::Limits::local()).expect("decodes");
     let mut e = otlp::export::Export::new();
     let resource = vec![("service.name".to_string(), "honest".to_string())];
     e.add(

@@ -17,8 +17,7 @@ fn ms(t: &str) -> i64 {
 /// A capture file's total of sample type `cpu` (nanoseconds).
 fn cpu_total(file: &Path) -> i64 {
     let raw = std::fs::read(file).unwrap();
-    let p =
-        agentprof::pprof::decode::decode(&raw, &agentprof::pprof::decode::Limits::local()).unwrap();
+    let p = agentprof::pprof::decode(&raw, &agentprof::pprof::Limits::local()).unwrap();
     let i = p
         .sample_type
         .iter()

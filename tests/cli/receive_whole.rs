@@ -13,8 +13,7 @@ use crate::support::{Sandbox, fixture};
 /// An OTLP request of the dd-trace-go CPU fixture once per service.
 fn request(services: &[&str]) -> Vec<u8> {
     let bytes = std::fs::read(fixture("cpu.pprof")).expect("fixture");
-    let p = agentprof::pprof::decode::decode(&bytes, &agentprof::pprof::decode::Limits::local())
-        .expect("decodes");
+    let p = agentprof::pprof::decode(&bytes, &agentprof::pprof::Limits::local()).expect("decodes");
     let mut e = otlp::export::Export::new();
     for s in services {
         let resource = vec![("service.name".to_string(), (*s).to_string())];

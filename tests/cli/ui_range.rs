@@ -573,7 +573,7 @@ fn a_timeline_by_sample_label_is_answered_from_the_records_index() {
             *want.entry(format!("trace endpoint:{v}")).or_default() += s.value[cpu_i] as f64;
         }
         let mut totals =
-            serde_json::to_value(agentprof::pprof::model::Pprof::new(p).unwrap().totals()).unwrap();
+            serde_json::to_value(agentprof::pprof::Pprof::new(p).unwrap().totals()).unwrap();
         totals["file"] = json!(format!("out/web/cpu-{time}.pb.gz"));
         let line = json!({"time": time, "target": "web", "namespace": "shop", "pod": "web-1",
             "cause": "scheduled", "profiles": [{"type": "cpu",

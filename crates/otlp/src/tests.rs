@@ -113,7 +113,7 @@ fn fixture(name: &str) -> (Vec<u8>, pp::Profile) {
         env!("CARGO_MANIFEST_DIR")
     );
     let bytes = std::fs::read(&path).expect("fixture");
-    let p = pprof::decode::decode(&bytes, &pprof::decode::Limits::local()).expect("decodes");
+    let p = pprof::decode(&bytes, &pprof::Limits::local()).expect("decodes");
     (bytes, p)
 }
 

@@ -336,5 +336,5 @@ impl DiffReport {
 }
 
 pub use crate::flame::{
-    DrawError, Folded, Look, folded, write_diff_flamegraph, write_flamegraph, write_flamegraph_look,
+    DrawError, Look, write_diff_flamegraph, write_flamegraph, write_flamegraph_look,
 };

@@ -34,11 +34,6 @@ fn folded_with(p: &Pprof, nodes: &Nodes, index: usize, negative: bool) -> Folded
     }
 }
 
-/// [`folded_signed`]'s positive lines.
-pub fn folded(p: &Pprof, index: usize) -> Vec<String> {
-    folded_signed(p, index, false).lines
-}
-
 fn cut_note(cut: usize) -> Option<String> {
     (cut > 0).then(|| {
         format!(
@@ -325,7 +320,7 @@ mod tests {
     fn pruned_flamegraph_is_the_same_picture() {
         let p = many_small();
         let idx = 0;
-        let all = folded(&p, idx);
+        let all = folded_signed(&p, idx, false).lines;
         let tree = super::super::fold::Tree::with_nodes(&p, &Nodes::new(&p), idx, false);
         let min = inferno::flamegraph::Options::default().min_width / (100.0 / tree.total() as f64);
         let pruned = tree.lines(min);
@@ -412,7 +407,7 @@ mod tests {
     #[test]
     fn folded_lines_merge_paths_and_keep_each_value() {
         let p = many_small();
-        let lines = folded(&p, 0);
+        let lines = folded_signed(&p, 0, false).lines;
         assert!(
             lines.contains(&"main;work,semicolon;spin 5000000".to_string()),
             "{:?}",

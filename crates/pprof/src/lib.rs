@@ -4,30 +4,58 @@
 //! gzip. It knows nothing of checks, servers or the command line: the rest of agentprof
 //! depends on it, never the other way round (the compiler holds that, as a crate).
 
-pub mod decode;
-pub mod diff;
+// Every type a public item names can be named by the crate's users too.
+#![warn(unnameable_types)]
+
+mod decode;
+mod diff;
 mod encode;
 mod error;
 pub mod fasthash;
-pub mod filter;
+mod filter;
 mod flame;
 mod fold;
-pub mod graph;
+mod graph;
 mod labels;
-pub mod legacy;
+mod legacy;
 mod measure;
-pub mod merge;
-pub mod model;
+mod merge;
+mod model;
 mod names;
-pub mod peek;
+mod peek;
 pub mod proto;
 mod recolor;
-pub mod report;
-pub mod source;
+mod report;
+mod source;
 mod source_path;
-pub mod text;
+mod text;
 mod totals;
-pub mod views;
+mod views;
 pub mod wire;
 
+// The public API, named here; the modules are internals. `proto` (profile.proto's types),
+// `wire` (the protobuf field reader otlp and pull share) and `fasthash` stay modules of their own.
+pub use decode::{
+    Compression, DecodeError, LabelTotals, LabelValue, Limits, MAX_LABEL_VALUES, Scan, Totals,
+    decode, decode_pprof, decode_raw, decode_scanned, decompress, describe_non_profile,
+    memory_estimate, prescan, sniff, stated_size, totals, totals_without_labels,
+};
+pub use diff::{
+    DiffError, DiffReport, DiffRow, DiffRowText, DrawError, Look, common_index, diff, diff_with,
+    write_diff_flamegraph, write_flamegraph, write_flamegraph_look,
+};
 pub use encode::gzip_fast;
+pub use filter::{
+    FilterError, Found, Matched, NameFilter, compile as compile_regex, find as find_matching,
+};
+pub use graph::Nodes;
+pub use legacy::{LegacyError, parse as parse_legacy};
+pub use merge::{MergeError, Merger};
+pub use model::{Pprof, SampleIndexError};
+pub use peek::{PeekEdge, PeekEntry, PeekReport, peek};
+pub use report::{
+    ReportError, TopNode, TopOptions, TopReport, TopRow, top, top_filtered, top_nodes, top_with,
+};
+pub use source::{ListReport, Routine, SourceAccess, SourceLine, list};
+pub use text::{flame_frame, is_unsafe};
+pub use views::{GraphSize, Side, write_call_graph, write_sandwich};

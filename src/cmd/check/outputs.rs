@@ -97,7 +97,7 @@ fn write_python_samples(
         );
     }
     if let Some(path) = &opts.flamegraph {
-        let p = crate::pprof::model::Pprof::new(proto)
+        let p = crate::pprof::Pprof::new(proto)
             .map_err(|e| anyhow::anyhow!("the sampled profile does not check: {e}"))?;
         let file = std::fs::File::create(path).map_err(|e| {
             UsageError::flag(
@@ -106,7 +106,7 @@ fn write_python_samples(
             )
         })?;
         let title = format!("agentprof check {} — wall time, sampled", report.check);
-        crate::pprof::diff::write_flamegraph(&p, 2, &title, std::io::BufWriter::new(file))?;
+        crate::pprof::write_flamegraph(&p, 2, &title, std::io::BufWriter::new(file))?;
         eprintln!("agentprof: wrote {}", path.display());
     }
     Ok(())

@@ -106,8 +106,8 @@ pub fn delta(previous: Vec<u8>, mut current: Vec<u8>) -> R<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pprof::decode::{Limits, decode_raw};
-    use crate::pprof::model::Pprof;
+    use crate::pprof::Pprof;
+    use crate::pprof::{Limits, decode_raw};
     use prost::Message;
 
     fn totals(p: &Pprof) -> Vec<i64> {

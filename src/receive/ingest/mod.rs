@@ -15,7 +15,7 @@ use pprof::proto as pp;
 use super::form::{Reject, UploadLimits};
 use super::reject::charge;
 use crate::budget::Reservation;
-use crate::pprof::decode::Limits;
+use crate::pprof::Limits;
 
 /// A tag's name or value as the upload protocol carries it: commas and newlines (and a
 /// colon, in a name) become `_`.
@@ -84,7 +84,7 @@ fn decode(
     limits: &Limits,
     held: &mut Reservation,
 ) -> Result<pp::Profile, Reject> {
-    let bad = |e: crate::pprof::decode::DecodeError| Reject::Attachment {
+    let bad = |e: crate::pprof::DecodeError| Reject::Attachment {
         name: name.to_string(),
         why: e.to_string(),
     };
@@ -93,10 +93,10 @@ fn decode(
         limits.decompressed.min(64 * data.len() as u64 + 4096),
         name,
     )?;
-    let raw = crate::pprof::decode::decompress(data, limits).map_err(bad)?;
-    let scan = crate::pprof::decode::memory_estimate(&raw, limits).map_err(bad)?;
+    let raw = crate::pprof::decompress(data, limits).map_err(bad)?;
+    let scan = crate::pprof::memory_estimate(&raw, limits).map_err(bad)?;
     charge(held, scan.memory, name)?;
-    crate::pprof::decode::decode_raw(&raw, limits).map_err(bad)
+    crate::pprof::decode_raw(&raw, limits).map_err(bad)
 }
 
 fn encode(p: &pp::Profile) -> Vec<u8> {
@@ -132,7 +132,7 @@ fn inflated<'a>(
     held: &mut Reservation,
     buf: &'a mut Vec<u8>,
 ) -> Result<&'a [u8], Reject> {
-    let sniffed = crate::pprof::decode::sniff(body) == crate::pprof::decode::Compression::Gzip;
+    let sniffed = crate::pprof::sniff(body) == crate::pprof::Compression::Gzip;
     if !gzip && !sniffed {
         return Ok(body);
     }
@@ -142,10 +142,10 @@ fn inflated<'a>(
         decompressed: limits.decompressed,
         ..limits.part
     };
-    *buf = crate::pprof::decode::decompress(body, &lim).map_err(|e| match e {
-        crate::pprof::decode::DecodeError::TooLargeDecompressed { limit } => Reject::TooLarge(
-            format!("the request is over {limit} bytes decompressed (upload_decompressed_mb)"),
-        ),
+    *buf = crate::pprof::decompress(body, &lim).map_err(|e| match e {
+        crate::pprof::DecodeError::TooLargeDecompressed { limit } => Reject::TooLarge(format!(
+            "the request is over {limit} bytes decompressed (upload_decompressed_mb)"
+        )),
         e => Reject::Invalid(format!("gzip: {e}")),
     })?;
     held.shrink_to(held.bytes().saturating_sub(limits.decompressed) + buf.len() as u64);

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use crate::pprof::model::Pprof;
+use crate::pprof::Pprof;
 use crate::pprof::proto;
 
 use super::proto::{FlameGraph, FlameGraphDiff, Level};

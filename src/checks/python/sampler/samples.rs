@@ -251,7 +251,7 @@ impl Samples {
 
 /// One function of the top table: its wall and CPU time as the leaf (flat) and anywhere on
 /// the stack (cum, once per sample however deep it recurses): `go tool pprof -top -cum`'s
-/// rows of the profile's `wall` and `cpu` sample types (`pprof::report::top_nodes`).
+/// rows of the profile's `wall` and `cpu` sample types (`pprof::top_nodes`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FunctionTime {
     pub function: String,
@@ -268,8 +268,8 @@ impl Samples {
     /// The `n` functions with the most cumulative wall time, in go tool pprof's order, with
     /// their CPU time beside; and how many functions there are in all.
     pub fn top(&self, n: usize) -> (Vec<FunctionTime>, usize) {
-        use crate::pprof::report::{TopOptions, top_nodes};
-        let Ok(p) = crate::pprof::model::Pprof::new(self.to_proto()) else {
+        use crate::pprof::{TopOptions, top_nodes};
+        let Ok(p) = crate::pprof::Pprof::new(self.to_proto()) else {
             return (Vec::new(), 0);
         };
         let nodes = |index: &str, nodes: usize| {
@@ -342,7 +342,7 @@ pub fn frame_named(file: &str, function: &str, line: i32, first_line: i32) -> Sa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pprof::model::Pprof;
+    use crate::pprof::Pprof;
 
     #[test]
     fn a_profile_pprof_reads_with_wall_last() {
