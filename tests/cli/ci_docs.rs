@@ -38,26 +38,7 @@ fn installs(step: &str) -> bool {
 /// instruction-count baseline committed (made as docs/ci.md says), cloned from a `file://`
 /// origin, on a pull request's branch whose check does four times the work.
 fn repository(sb: &Sandbox, py: &str) -> std::path::PathBuf {
-    let git = |dir: &Path, args: &[&str]| {
-        let st = Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "init.defaultBranch=main",
-            ])
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("git");
-        assert!(
-            st.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&st.stderr)
-        );
-    };
+    let git = crate::support::git_in;
     let upstream = sb.file("upstream");
     std::fs::create_dir_all(upstream.join("checks")).unwrap();
     std::fs::create_dir_all(upstream.join("conf.d")).unwrap();

@@ -54,17 +54,7 @@ impl Sandbox {
 
     /// Runs git in the sandbox (a repository there, committed as `t`); panics when it fails.
     pub fn git(&self, args: &[&str]) {
-        let st = std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .current_dir(self.dir.path())
-            .output()
-            .expect("git runs");
-        assert!(
-            st.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&st.stderr)
-        );
+        git_in(self.dir.path(), args);
     }
 
     pub fn write(&self, rel: &str, text: &str) -> PathBuf {
@@ -517,6 +507,22 @@ pub fn venv_python() -> Option<String> {
 /// affords. Either way they assert the same things.
 pub fn acceptance() -> bool {
     std::env::var("AGENTPROF_ACCEPTANCE").is_ok_and(|v| v.trim() == "1")
+}
+
+/// Runs git in `dir` as `t`, new repositories on `main`; panics when it fails.
+pub fn git_in(dir: &Path, args: &[&str]) {
+    let st = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(["-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        st.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&st.stderr)
+    );
 }
 
 /// Whether this run is CI's: `CI` set to anything but an empty value, `0` or `false`.
