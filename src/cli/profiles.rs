@@ -88,13 +88,18 @@ pub struct NameFilterArgs {
     pub show: Option<String>,
 }
 
+crate::error::message_error! {
+    /// Why a flag's value is not a fraction from 0 to 1.
+    FractionError
+}
+
 /// A fraction from 0 to 1.
-fn fraction(s: &str) -> Result<f64, String> {
+fn fraction(s: &str) -> Result<f64, FractionError> {
     let v: f64 = s
         .parse()
-        .map_err(|_| format!("{s:?} is not a number (a fraction such as 0.005)"))?;
+        .map_err(|_| FractionError(format!("{s:?} is not a number (a fraction such as 0.005)")))?;
     if !(0.0..=1.0).contains(&v) {
-        return Err(format!("{s} is outside 0 to 1"));
+        return Err(FractionError(format!("{s} is outside 0 to 1")));
     }
     Ok(v)
 }

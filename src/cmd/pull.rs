@@ -19,27 +19,30 @@ use super::{Outcome, confd_options};
 /// Default time between collections, as dd-trace-go's.
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
 
+crate::error::message_error! {
+    /// What is wrong with a pull target's setting (a flag's value or a profile.yaml entry's).
+    SpecError
+}
+
 /// Tags in the upload are comma-separated: a name may not hold a comma, colon or newline, a
 /// value not a comma or newline.
-fn check_tag(tag: &str) -> Result<(), String> {
+fn check_tag(tag: &str) -> Result<(), SpecError> {
     let (k, v) = tag
         .split_once(':')
         .ok_or_else(|| format!("tag {tag:?}: write it as key:value"))?;
     if k.is_empty() || k.contains([',', '\n']) {
-        return Err(format!(
-            "tag {tag:?}: a name cannot be empty or hold a comma or newline"
-        ));
+        return Err(
+            format!("tag {tag:?}: a name cannot be empty or hold a comma or newline").into(),
+        );
     }
     if v.contains([',', '\n']) {
-        return Err(format!(
-            "tag {tag:?}: a value cannot hold a comma or newline"
-        ));
+        return Err(format!("tag {tag:?}: a value cannot hold a comma or newline").into());
     }
     Ok(())
 }
 
-fn duration(text: &str, what: &str) -> Result<Duration, String> {
-    crate::duration::parse(text, 1.0).map_err(|e| format!("{what}: {e}"))
+fn duration(text: &str, what: &str) -> Result<Duration, SpecError> {
+    crate::duration::parse(text, 1.0).map_err(|e| SpecError(format!("{what}: {e}")))
 }
 
 #[derive(Debug, Deserialize)]
@@ -101,7 +104,7 @@ struct Spec<'a> {
     tls: Tls,
 }
 
-fn target(s: Spec<'_>) -> Result<Target, String> {
+fn target(s: Spec<'_>) -> Result<Target, SpecError> {
     let url = parse_target(s.url).map_err(|e| format!("URL: {e}"))?;
     let mut types = Vec::new();
     for t in &s.types {
@@ -112,7 +115,7 @@ fn target(s: Spec<'_>) -> Result<Target, String> {
             t
         };
         if !TYPES.contains(&t.as_str()) {
-            return Err(format!("profile type {t:?}: use {}", TYPES.join(", ")));
+            return Err(format!("profile type {t:?}: use {}", TYPES.join(", ")).into());
         }
         if !types.contains(&t) {
             types.push(t);
@@ -128,7 +131,8 @@ fn target(s: Spec<'_>) -> Result<Target, String> {
         return Err(format!(
             "interval {}: at least 10s",
             crate::duration::human(s.interval)
-        ));
+        )
+        .into());
     }
     let http_timeout = s
         .http_timeout
@@ -138,7 +142,8 @@ fn target(s: Spec<'_>) -> Result<Target, String> {
             "http timeout {} must exceed the profile duration {}",
             crate::duration::human(http_timeout),
             crate::duration::human(s.profile_duration)
-        ));
+        )
+        .into());
     }
     for t in &s.tags {
         check_tag(t)?;
@@ -200,7 +205,7 @@ pub(super) fn static_targets(path: &Path, text: &str) -> anyhow::Result<Vec<Targ
         if !inst.enabled {
             continue;
         }
-        let at = |e: String| UsageError::config(path, format!("instance {}: {e}", i + 1));
+        let at = |e: SpecError| UsageError::config(path, format!("instance {}: {e}", i + 1));
         let d = |v: &Option<String>, def: Duration, what| -> Result<Duration, UsageError> {
             v.as_deref()
                 .map_or(Ok(def), |t| duration(t, what))
@@ -431,10 +436,10 @@ pub(super) fn otlp_target(
     }))
 }
 
-pub(super) fn parse_upload(text: &str) -> Result<reqwest::Url, String> {
+pub(super) fn parse_upload(text: &str) -> Result<reqwest::Url, SpecError> {
     let u = reqwest::Url::parse(text).map_err(|e| format!("not a URL ({e})"))?;
     match u.scheme() {
         "http" | "https" => Ok(u),
-        s => Err(format!("scheme {s}: use http or https")),
+        s => Err(format!("scheme {s}: use http or https").into()),
     }
 }

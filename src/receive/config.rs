@@ -134,22 +134,27 @@ pub fn load(source: Option<&Path>) -> Result<ReceiveFile, UsageError> {
     Ok(r)
 }
 
+crate::error::message_error! {
+    /// Why `receive.endpoints` cannot be served.
+    EndpointError
+}
+
 /// Upload paths the router can serve: each absolute, of URL path characters only (no route
 /// parameters, no wildcards), none twice, none that is the health check's.
-fn endpoints(list: &[String]) -> Result<(), String> {
+fn endpoints(list: &[String]) -> Result<(), EndpointError> {
     let mut seen = std::collections::HashSet::new();
     for e in list {
         let ok_char = |c: char| c.is_ascii_alphanumeric() || "-._~/".contains(c);
         if !e.starts_with('/') || e.len() < 2 || !e.chars().all(ok_char) || e.contains("//") {
             return Err(format!(
                 "{e:?} is not a plain path (letters, digits and -._~/ only; write /profiling/v1/input)"
-            ));
+            ).into());
         }
         if e == "/healthz" {
             return Err("\"/healthz\" is the receiver's health check".into());
         }
         if !seen.insert(e.trim_end_matches('/')) {
-            return Err(format!("{e:?} is listed twice"));
+            return Err(format!("{e:?} is listed twice").into());
         }
     }
     Ok(())

@@ -18,15 +18,20 @@ mod int64 {
         S(String),
     }
 
-    fn read(e: Either) -> Result<i64, String> {
+    crate::error::message_error! {
+        /// A JSON number or string that is not a 64-bit integer.
+        NotAnInteger
+    }
+
+    fn read(e: Either) -> Result<i64, NotAnInteger> {
         match e {
             Either::N(n) => Ok(n),
             Either::F(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Ok(f as i64),
-            Either::F(f) => Err(format!("{f} is not a 64-bit integer")),
+            Either::F(f) => Err(NotAnInteger(format!("{f} is not a 64-bit integer"))),
             Either::S(s) => s
                 .trim()
                 .parse()
-                .map_err(|_| format!("{s:?} is not a 64-bit integer")),
+                .map_err(|_| NotAnInteger(format!("{s:?} is not a 64-bit integer"))),
         }
     }
 
