@@ -154,7 +154,7 @@ set edit:completion:arg-completer[agentprof] = {|@words|
             cand --counter 'With --measure instructions: what counts them [default: the CPU''s counter where the kernel offers one, else valgrind; against a baseline, what counted it]'
             cand --max-time 'With --against: when the planned rounds cannot tell (the interval straddles the threshold), rounds are added until they can, or until the A/B has taken this long (0: none added) [default: 60s]'
             cand --cannot-tell 'What CANNOT TELL exits with: pass (0) or fail (4)'
-            cand --flamegraph-diff 'Write a differential flamegraph of the baseline''s and this run''s stacks (red: more time per run, blue: less); cProfile stacks for Python checks, sampled for built-ins'
+            cand --flamegraph-diff 'Write a differential flamegraph of the baseline''s and this run''s stacks (red: more time per run, blue: less); cProfile stacks for Python checks, sampled for built-ins; with --measure instructions counted by valgrind, instructions per run from callgrind''s call graph, for every kind of check'
             cand --format 'Output format'
             cand -o 'Write the report here instead of stdout'
             cand --output 'Write the report here instead of stdout'

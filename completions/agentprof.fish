@@ -144,7 +144,7 @@ valgrind\t'valgrind\'s callgrind: slower, and the report then lists the function
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l max-time -d 'With --against: when the planned rounds cannot tell (the interval straddles the threshold), rounds are added until they can, or until the A/B has taken this long (0: none added) [default: 60s]' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l cannot-tell -d 'What CANNOT TELL exits with: pass (0) or fail (4)' -r -f -a "pass\t'Exit 0: the verdict line, the Markdown report\'s heading and JUnit\'s `<skipped>` say it'
 fail\t'Exit 4, its own code: the job fails (or a CI rule tells it from a regression)'"
-complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l flamegraph-diff -d 'Write a differential flamegraph of the baseline\'s and this run\'s stacks (red: more time per run, blue: less); cProfile stacks for Python checks, sampled for built-ins' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l flamegraph-diff -d 'Write a differential flamegraph of the baseline\'s and this run\'s stacks (red: more time per run, blue: less); cProfile stacks for Python checks, sampled for built-ins; with --measure instructions counted by valgrind, instructions per run from callgrind\'s call graph, for every kind of check' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand gate" -l format -d 'Output format' -r -f -a "table\t''
 json\t''
 markdown\t''

@@ -215,7 +215,9 @@ pub struct GateArgs {
     #[arg(long)]
     pub memory: bool,
     /// Write a differential flamegraph of the baseline's and this run's stacks (red: more
-    /// time per run, blue: less); cProfile stacks for Python checks, sampled for built-ins
+    /// time per run, blue: less); cProfile stacks for Python checks, sampled for built-ins;
+    /// with --measure instructions counted by valgrind, instructions per run from callgrind's
+    /// call graph, for every kind of check
     #[arg(long, value_name = "OUT.svg")]
     pub flamegraph_diff: Option<PathBuf>,
     /// Output format

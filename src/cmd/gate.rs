@@ -41,7 +41,7 @@ fn compare_files(args: &GateArgs, files: &[std::path::PathBuf]) -> anyhow::Resul
     plan::comparable(cfg.alpha, &base, &current)?;
     if args.flamegraph_diff.is_some() {
         for (path, s) in [(&files[0], &base), (&files[1], &current)] {
-            if s.stacks_ns_per_run.is_empty() {
+            if s.stacks_ns_per_run.is_empty() && s.instruction_stacks_per_run.is_empty() {
                 return Err(UsageError::flag(
                     "--flamegraph-diff",
                     format!("{} has no stacks (a gate run writes them with --update-baseline or --flamegraph-diff)", path.display()),
@@ -53,8 +53,14 @@ fn compare_files(args: &GateArgs, files: &[std::path::PathBuf]) -> anyhow::Resul
     report(args, &cfg, &base, &current, Mode::Baseline)
 }
 
-/// `--memory` is for Python checks, `--flamegraph-diff` for checks agentprof runs itself.
-fn fits_kind(args: &GateArgs, name: &str, kind: CheckKind) -> Result<(), UsageError> {
+/// `--memory` is for Python checks, `--flamegraph-diff` for checks agentprof runs itself or
+/// whose instructions callgrind counts.
+fn fits_kind(
+    args: &GateArgs,
+    name: &str,
+    kind: CheckKind,
+    measure: Measure,
+) -> Result<(), UsageError> {
     if args.memory && kind != CheckKind::Python {
         return Err(UsageError::flag(
             "--memory",
@@ -71,11 +77,12 @@ fn fits_kind(args: &GateArgs, name: &str, kind: CheckKind) -> Result<(), UsageEr
             ),
         ));
     }
-    if args.flamegraph_diff.is_some() && kind == CheckKind::Exec {
+    if args.flamegraph_diff.is_some() && kind == CheckKind::Exec && measure != Measure::Instructions
+    {
         return Err(UsageError::flag(
             "--flamegraph-diff",
             format!(
-                "{name} is an exec plugin: it runs outside agentprof, which takes no stacks of it"
+                "{name} is an exec plugin: it runs outside agentprof, which takes no stacks of it (with --measure instructions, callgrind's call graph gives them)"
             ),
         ));
     }
@@ -129,7 +136,7 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         args.against.is_some(),
     )?;
     plan.times = times;
-    fits_kind(&args, name, first.kind)?;
+    fits_kind(&args, name, first.kind, cfg.measure)?;
     if first.kind == CheckKind::Exec {
         plan.stacks = false;
     }
@@ -266,8 +273,13 @@ fn report(
         let written = std::fs::File::create(path)
             .map_err(anyhow::Error::from)
             .and_then(|f| {
-                crate::gate::write_flamegraph_diff(base, current, std::io::BufWriter::new(f))
-                    .map_err(anyhow::Error::from)
+                crate::gate::write_flamegraph_diff(
+                    base,
+                    current,
+                    cfg.measure == Measure::Instructions,
+                    std::io::BufWriter::new(f),
+                )
+                .map_err(anyhow::Error::from)
             });
         match written {
             Ok(()) => eprintln!("agentprof: wrote {}", path.display()),

@@ -84,7 +84,10 @@ pub fn read_for(
             ),
         );
     }
-    if wants.stacks && base.stacks_ns_per_run.is_empty() {
+    if wants.stacks
+        && base.stacks_ns_per_run.is_empty()
+        && base.instruction_stacks_per_run.is_empty()
+    {
         return refuse(
             "--flamegraph-diff",
             format!(

@@ -137,6 +137,172 @@ pub fn cache_hits(text: &str) -> Option<CacheHits> {
     })
 }
 
+/// Each function's own instructions and each call edge's inclusive instructions (caller,
+/// callee) in one callgrind file: the call graph a flamegraph of instructions is folded from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallGraph {
+    pub own: HashMap<String, f64>,
+    pub calls: HashMap<(String, String), f64>,
+}
+
+impl CallGraph {
+    /// `other`'s costs added to these.
+    pub fn add(&mut self, other: &CallGraph) {
+        for (f, c) in &other.own {
+            *self.own.entry(f.clone()).or_default() += c;
+        }
+        for (e, c) in &other.calls {
+            *self.calls.entry(e.clone()).or_default() += c;
+        }
+    }
+}
+
+/// The call graph of a callgrind file (its `calls=` lines: the cost line after one is the
+/// inclusive cost of those calls from the current function to the last `cfn=`).
+pub fn call_graph(text: &str) -> CallGraph {
+    let mut names: HashMap<&str, &str> = HashMap::new();
+    let mut g = CallGraph::default();
+    let mut positions = 1;
+    let mut current: Option<&str> = None;
+    let mut callee: Option<&str> = None;
+    let mut after_call = false;
+    for line in text.lines() {
+        if let Some(p) = line.strip_prefix("positions:") {
+            positions = p.split_whitespace().count().max(1);
+        } else if let Some(spec) = line.strip_prefix("fn=") {
+            current = resolve(&mut names, spec.trim());
+            after_call = false;
+        } else if let Some(spec) = line.strip_prefix("cfn=") {
+            callee = resolve(&mut names, spec.trim());
+        } else if line.starts_with("calls=") {
+            after_call = true;
+        } else if line
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'*'))
+        {
+            let ir = line
+                .split_whitespace()
+                .nth(positions)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0) as f64;
+            if let Some(f) = current {
+                match (after_call, callee) {
+                    (true, Some(c)) => {
+                        *g.calls.entry((f.to_string(), c.to_string())).or_default() += ir;
+                    }
+                    (true, None) => {}
+                    (false, _) => *g.own.entry(f.to_string()).or_default() += ir,
+                }
+            }
+            after_call = false;
+        }
+    }
+    g
+}
+
+/// A call graph folded into stacks (`root;…;leaf N`, N instructions per run over `runs`):
+/// from each function nothing calls, each call edge's inclusive cost followed down,
+/// each function's own cost shared among its calls in proportion to what each brought it —
+/// the usual reading of a call graph that does not keep whole stacks (as gprof's). A
+/// recursive call is not followed again on its own path; frames under 1/2000 of the
+/// total are left out; at most 64 frames deep.
+pub fn fold(g: &CallGraph, runs: usize) -> Vec<String> {
+    let n = runs.max(1) as f64;
+    let mut incoming: HashMap<&str, f64> = HashMap::new();
+    let mut out_edges: HashMap<&str, Vec<(&str, f64)>> = HashMap::new();
+    for ((from, to), c) in &g.calls {
+        if from != to {
+            *incoming.entry(to.as_str()).or_default() += c;
+            out_edges
+                .entry(from.as_str())
+                .or_default()
+                .push((to.as_str(), *c));
+        }
+    }
+    for v in out_edges.values_mut() {
+        v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    }
+    let inclusive = |f: &str| -> f64 {
+        g.own.get(f).copied().unwrap_or(0.0)
+            + out_edges
+                .get(f)
+                .map_or(0.0, |v| v.iter().map(|(_, c)| c).sum::<f64>())
+    };
+    let total: f64 = g.own.values().sum();
+    let floor = total / 2000.0;
+    let mut roots: Vec<&str> = g
+        .own
+        .keys()
+        .map(String::as_str)
+        .chain(out_edges.keys().copied())
+        .filter(|f| !incoming.contains_key(f))
+        .collect();
+    roots.sort_unstable();
+    roots.dedup();
+    let mut lines: HashMap<String, f64> = HashMap::new();
+    let mut path: Vec<&str> = Vec::new();
+    for r in roots {
+        let whole = inclusive(r);
+        walk(
+            r, whole, &inclusive, &out_edges, g, floor, &mut path, &mut lines,
+        );
+    }
+    let mut v: Vec<String> = lines
+        .into_iter()
+        .filter(|(_, c)| *c / n >= 0.5)
+        .map(|(stack, c)| format!("{stack} {}", (c / n).round() as u64))
+        .collect();
+    v.sort();
+    v
+}
+
+/// `f` reached with `budget` of its inclusive cost: its own share as a line, its calls
+/// followed with theirs.
+#[allow(clippy::too_many_arguments)]
+fn walk<'a>(
+    f: &'a str,
+    budget: f64,
+    inclusive: &dyn Fn(&str) -> f64,
+    out_edges: &HashMap<&'a str, Vec<(&'a str, f64)>>,
+    g: &CallGraph,
+    floor: f64,
+    path: &mut Vec<&'a str>,
+    lines: &mut HashMap<String, f64>,
+) {
+    const DEPTH: usize = 64;
+    let whole = inclusive(f);
+    if budget < floor || whole <= 0.0 {
+        return;
+    }
+    // The caller's figure for the call leads (a file whose callee counted less than its
+    // callers say it cost keeps the callers' total).
+    let scale = budget / whole;
+    path.push(f);
+    let mut own = g.own.get(f).copied().unwrap_or(0.0) * scale;
+    for &(callee, c) in out_edges.get(f).map(Vec::as_slice).unwrap_or_default() {
+        if path.len() >= DEPTH || path.contains(&callee) || c * scale < floor {
+            // Not followed: its cost stays in this frame.
+            own += c * scale;
+            continue;
+        }
+        walk(
+            callee,
+            c * scale,
+            inclusive,
+            out_edges,
+            g,
+            floor,
+            path,
+            lines,
+        );
+    }
+    if own > 0.0 {
+        *lines.entry(path.join(";")).or_default() += own;
+    }
+    path.pop();
+}
+
 /// The name a `fn=`/`cfn=` spec stands for: `(id) name` defines id, `(id)` is what id was
 /// defined as, a bare name is itself.
 fn resolve<'a>(names: &mut HashMap<&'a str, &'a str>, spec: &'a str) -> Option<&'a str> {
@@ -298,6 +464,37 @@ fn=(3) cold
             ram: 1.0,
         });
         assert_eq!(run.l1, 0.0);
+    }
+
+    /// The file's call graph folded: main's own 10, hot's 1000 under main, and cold as main's
+    /// call of it cost (100, where cold's own lines say 60: the caller's figure leads, so
+    /// main's frame is its inclusive cost).
+    #[test]
+    fn the_call_graph_folds_into_stacks() {
+        let g = call_graph(FILE);
+        assert_eq!(g.own.get("main"), Some(&10.0));
+        assert_eq!(g.calls.get(&("main".into(), "hot".into())), Some(&1000.0));
+        assert_eq!(g.calls.get(&("main".into(), "cold".into())), Some(&100.0));
+        assert_eq!(g.own.get("hot"), Some(&1000.0));
+        let lines = fold(&g, 1);
+        assert_eq!(
+            lines,
+            ["main 10", "main;cold 100", "main;hot 1000"],
+            "{lines:?}"
+        );
+        // Over two runs, per run.
+        assert_eq!(fold(&g, 2)[2], "main;hot 500");
+        // A recursion is cut on its own path, its cost kept in the frame that made it.
+        let mut r = CallGraph::default();
+        r.own.insert("a".into(), 10.0);
+        r.own.insert("b".into(), 10.0);
+        r.calls.insert(("a".into(), "b".into()), 20.0);
+        r.calls.insert(("b".into(), "a".into()), 10.0);
+        let lines = fold(&r, 1);
+        assert!(
+            lines.iter().all(|l| l.matches(';').count() < 64),
+            "{lines:?}"
+        );
     }
 
     #[test]

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::callgrind::{self, CacheHits, FunctionCost};
+use super::callgrind::{self, CacheHits, CallGraph, FunctionCost};
 
 use crate::checks::child::stdout_of;
 use crate::checks::{CheckKind, LoadedCheck, Runnable};
@@ -246,6 +246,7 @@ pub fn count(
         per_run,
         by_function: BTreeMap::new(),
         cache_per_run: Vec::new(),
+        stacks: Vec::new(),
     })
 }
 
@@ -256,6 +257,9 @@ pub struct Counted {
     pub by_function: BTreeMap<String, FunctionCost>,
     /// Counted by callgrind: each counted run's cache hits (its cache simulation).
     pub cache_per_run: Vec<CacheHits>,
+    /// Counted by callgrind: the counted runs' call graph folded into stacks, instructions
+    /// per run (`callgrind::fold`).
+    pub stacks: Vec<String>,
 }
 
 /// Counts by the hardware counter (see the module's documentation).
@@ -431,6 +435,7 @@ fn count_exec(
     let mut out = Vec::new();
     let mut functions = Vec::new();
     let mut cache = Vec::new();
+    let mut graph = CallGraph::default();
     for run in 1..=runs + WARM_UPS {
         let sub = dir.join(format!("run{run}"));
         std::fs::create_dir_all(&sub)?;
@@ -455,6 +460,9 @@ fn count_exec(
             if simulated {
                 cache.push(hits);
             }
+            for d in &dumps {
+                graph.add(&d.graph);
+            }
             functions.extend(dumps.into_iter().map(|d| d.functions));
         }
         progress.inc();
@@ -467,6 +475,7 @@ fn count_exec(
         per_run: out,
         by_function: callgrind::per_run(&functions, runs as usize),
         cache_per_run: cache,
+        stacks: callgrind::fold(&graph, runs as usize),
     })
 }
 
@@ -536,6 +545,10 @@ fn per_run(dumps: Vec<Dump>, runs: u32) -> anyhow::Result<Counted> {
     let overhead_cache = dumps[0].cache;
     let counted = &dumps[1 + WARM_UPS as usize..];
     let functions: Vec<_> = counted.iter().map(|d| d.functions.clone()).collect();
+    let mut graph = CallGraph::default();
+    for d in counted {
+        graph.add(&d.graph);
+    }
     Ok(Counted {
         per_run: counted
             .iter()
@@ -549,6 +562,7 @@ fn per_run(dumps: Vec<Dump>, runs: u32) -> anyhow::Result<Counted> {
                 .collect(),
             None => Vec::new(),
         },
+        stacks: callgrind::fold(&graph, counted.len()),
     })
 }
 
@@ -579,6 +593,7 @@ struct Dump {
     total: f64,
     functions: std::collections::HashMap<String, FunctionCost>,
     cache: Option<CacheHits>,
+    graph: CallGraph,
 }
 
 /// Every callgrind file in `dir`, each read once.
@@ -598,12 +613,13 @@ fn summaries(dir: &Path) -> anyhow::Result<Vec<Dump>> {
         };
         let Some(pid) = pid else { continue };
         match read_dump(&path) {
-            Ok((total, functions, cache)) => out.push(Dump {
+            Ok((total, functions, cache, graph)) => out.push(Dump {
                 pid,
                 part,
                 total,
                 functions,
                 cache,
+                graph,
             }),
             // A process killed while it wrote its last, unnumbered file (a worker stopped
             // after its runs) left it unfinished; its counts were dumped already.
@@ -619,6 +635,7 @@ type DumpCounts = (
     f64,
     std::collections::HashMap<String, FunctionCost>,
     Option<CacheHits>,
+    CallGraph,
 );
 
 /// A callgrind file's `summary:` (or `totals:`) line, its instructions (Ir), its functions'
@@ -638,6 +655,7 @@ fn read_dump(path: &Path) -> anyhow::Result<DumpCounts> {
         total,
         callgrind::functions(&text),
         callgrind::cache_hits(&text),
+        callgrind::call_graph(&text),
     ))
 }
 

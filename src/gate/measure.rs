@@ -442,6 +442,7 @@ fn extra_passes(
         stats.instructions_per_run = counts.per_run;
         stats.instructions_by_function = counts.by_function;
         stats.cache_hits_per_run = counts.cache_per_run;
+        stats.instruction_stacks_per_run = counts.stacks;
         stats.instructions_source = Some(counter.source());
     }
     Ok(())

@@ -80,6 +80,10 @@ pub struct GateStats {
     /// and memory (its cache simulation), for estimated cycles.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cache_hits_per_run: Vec<super::callgrind::CacheHits>,
+    /// Counted by callgrind: `root;…;leaf N` folded stacks, instructions per counted run
+    /// (callgrind's call graph followed down), for `--flamegraph-diff` of instructions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instruction_stacks_per_run: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -178,6 +182,7 @@ impl GateStats {
             instructions_source: None,
             instructions_by_function: BTreeMap::new(),
             cache_hits_per_run: Vec::new(),
+            instruction_stacks_per_run: Vec::new(),
         }
     }
 
@@ -294,6 +299,7 @@ impl GateStats {
             instructions_source: None,
             instructions_by_function: BTreeMap::new(),
             cache_hits_per_run: Vec::new(),
+            instruction_stacks_per_run: Vec::new(),
         })
     }
 }

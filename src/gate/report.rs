@@ -173,18 +173,38 @@ impl Verdict {
 
 /// Writes a differential flamegraph of the baseline's and the current stacks: frames sized by
 /// the current nanoseconds per run, red where a stack takes more time than in the baseline,
-/// blue where it takes less.
+/// blue where it takes less. With `instructions` and both sides counted by callgrind, of
+/// instructions per run instead (callgrind's call graph folded into stacks).
 pub fn write_flamegraph_diff(
     base: &GateStats,
     new: &GateStats,
+    instructions: bool,
     out: impl std::io::Write,
 ) -> Result<(), crate::pprof::DrawError> {
     use crate::pprof::DrawError;
-    if base.stacks_ns_per_run.is_empty() || new.stacks_ns_per_run.is_empty() {
+    let counted = instructions
+        && !base.instruction_stacks_per_run.is_empty()
+        && !new.instruction_stacks_per_run.is_empty();
+    let (before, after, what, unit) = if counted {
+        (
+            &base.instruction_stacks_per_run,
+            &new.instruction_stacks_per_run,
+            "instructions",
+            "instructions per run",
+        )
+    } else {
+        (
+            &base.stacks_ns_per_run,
+            &new.stacks_ns_per_run,
+            "time",
+            "ns per run",
+        )
+    };
+    if before.is_empty() || after.is_empty() {
         return Err(DrawError::Empty("no stacks to compare"));
     }
-    let before = base.stacks_ns_per_run.join("\n");
-    let after = new.stacks_ns_per_run.join("\n");
+    let before = before.join("\n");
+    let after = after.join("\n");
     let mut merged = Vec::new();
     inferno::differential::from_readers(
         inferno::differential::Options::default(),
@@ -196,10 +216,10 @@ pub fn write_flamegraph_diff(
     let text = String::from_utf8_lossy(&merged);
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = format!(
-        "agentprof gate {}: baseline -> now (red: more time per run, blue: less)",
+        "agentprof gate {}: baseline -> now (red: more {what} per run, blue: less)",
         new.check
     );
-    opts.count_name = "ns per run".into();
+    opts.count_name = unit.into();
     inferno::flamegraph::from_lines(&mut opts, text.lines(), out).map_err(DrawError::Draw)
 }
 

@@ -995,8 +995,27 @@ fn the_instruction_diff_names_the_function_made_slower() {
         assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
     }
     conf(30000);
-    let r = gate(&["--format", "json"]);
+    let r = gate(&["--format", "json", "--flamegraph-diff", "diff.svg"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    // A differential flamegraph of instructions (callgrind's call graph as stacks): hot_loop
+    // under main, red, its instructions up by about half; cold_loop unchanged.
+    let svg = std::fs::read_to_string(sb.file("diff.svg")).expect("the flamegraph");
+    assert!(
+        svg.contains("more instructions per run") && svg.contains("instructions per run"),
+        "{}",
+        &svg[..svg.len().min(2000)]
+    );
+    let title = |f: &str| -> String {
+        let at = svg
+            .find(&format!("<title>{f} ("))
+            .unwrap_or_else(|| panic!("no frame {f} in the flamegraph"));
+        svg[at..at + svg[at..].find("</title>").unwrap()].to_string()
+    };
+    let hot = title("hot_loop");
+    assert!(hot.contains("+") && hot.contains('%'), "{hot}");
+    let cold = title("cold_loop");
+    assert!(cold.contains("0.00%") || !cold.contains('+'), "{cold}");
+    eprintln!("measured: differential flamegraph of instructions: {hot}; {cold}");
     let doc = r.json();
     let first = &doc["functions"][0];
     assert_eq!(first["function"], "hot_loop", "{}", doc["functions"]);
