@@ -202,7 +202,8 @@ pub fn call_graph(text: &str) -> CallGraph {
 }
 
 /// A call graph folded into stacks (`root;…;leaf N`, N instructions per run over `runs`):
-/// from each function nothing calls, each call edge's inclusive cost followed down,
+/// from each function nothing calls (or whose cost its callers do not account for), each
+/// call edge's inclusive cost followed down,
 /// each function's own cost shared among its calls in proportion to what each brought it —
 /// the usual reading of a call graph that does not keep whole stacks (as gprof's). A
 /// recursive call is not followed again on its own path; frames under 1/2000 of the
@@ -231,21 +232,24 @@ pub fn fold(g: &CallGraph, runs: usize) -> Vec<String> {
     };
     let total: f64 = g.own.values().sum();
     let floor = total / 2000.0;
-    let mut roots: Vec<&str> = g
+    // The roots: what nothing calls, and what was running when counting began (a bracket
+    // opened inside an interpreter's eval loop, which its own recursion also calls) — each
+    // with the part of its cost its callers do not account for.
+    let mut roots: Vec<(&str, f64)> = g
         .own
         .keys()
         .map(String::as_str)
         .chain(out_edges.keys().copied())
-        .filter(|f| !incoming.contains_key(f))
+        .map(|f| (f, inclusive(f) - incoming.get(f).copied().unwrap_or(0.0)))
+        .filter(|&(_, unexplained)| unexplained >= floor && unexplained > 0.0)
         .collect();
-    roots.sort_unstable();
-    roots.dedup();
+    roots.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    roots.dedup_by(|a, b| a.0 == b.0);
     let mut lines: HashMap<String, f64> = HashMap::new();
     let mut path: Vec<&str> = Vec::new();
-    for r in roots {
-        let whole = inclusive(r);
+    for (r, budget) in roots {
         walk(
-            r, whole, &inclusive, &out_edges, g, floor, &mut path, &mut lines,
+            r, budget, &inclusive, &out_edges, g, floor, &mut path, &mut lines,
         );
     }
     let mut v: Vec<String> = lines

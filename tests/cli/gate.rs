@@ -553,6 +553,21 @@ fn instruction_counts_are_deterministic_and_catch_a_small_growth() {
         );
         assert!(l1 + ll + ram >= *ir, "{h} for {ir} instructions");
     }
+    // callgrind's call graph as stacks (for --flamegraph-diff): they hold the run's count,
+    // within the part a call graph cannot place.
+    let stacked: f64 = base["instruction_stacks_per_run"]
+        .as_array()
+        .expect("instruction stacks")
+        .iter()
+        .map(|l| {
+            let l = l.as_str().unwrap();
+            l[l.rfind(' ').unwrap() + 1..].parse::<f64>().unwrap()
+        })
+        .sum();
+    assert!(
+        (stacked / first - 1.0).abs() < 0.1,
+        "stacks hold {stacked} of {first} instructions per run"
+    );
     // Counted again from scratch: the same mean within 0.5 %.
     let r = gate(&sb, &py, &[&args[..], &["--update-baseline"]].concat());
     assert_eq!(r.code, 0, "{}", r.stderr);
