@@ -182,7 +182,10 @@ pub fn write_flamegraph_diff(
     out: impl std::io::Write,
 ) -> Result<(), crate::pprof::DrawError> {
     use crate::pprof::DrawError;
-    let counted = instructions
+    // Instructions when asked, or when they are the only stacks both sides have (two
+    // reports of instruction counts compared with --compare).
+    let timed = !base.stacks_ns_per_run.is_empty() && !new.stacks_ns_per_run.is_empty();
+    let counted = (instructions || !timed)
         && !base.instruction_stacks_per_run.is_empty()
         && !new.instruction_stacks_per_run.is_empty();
     let (before, after, what, unit) = if counted {

@@ -310,6 +310,18 @@ async function loadFlame(frameId, url, search, onFolded) {
 // the whole profile is searched too, frames folded out of the picture included, and its
 // share — what go tool pprof -focus keeps — or "nothing matched" is said under the box; the
 // answer of the latest term only (an older one still coming is cancelled).
+// The search box of each flamegraph frame. A flamegraph that arrives in its frame after the
+// term was typed (a large one takes seconds) is handed the term once it has loaded: a message
+// posted before the SVG's script listens is lost. One listener for every frame and view.
+const searchBoxes = new Map();
+document.addEventListener("load", (ev) => {
+  const frame = ev.target, input = frame && frame.id ? searchBoxes.get(frame.id) : null;
+  const term = input && $(input) ? $(input).value : "";
+  if (term && frame.contentWindow && frame.dataset.url) {
+    frame.contentWindow.postMessage({ agentprof: "search", term }, "*");
+  }
+}, true);
+
 function searchBox(inputId, frameId, onSearch, matchUrl) {
   let timer = null, pending = null;
   const state = $(inputId + "-state");
@@ -338,15 +350,7 @@ function searchBox(inputId, frameId, onSearch, matchUrl) {
     clearTimeout(timer);
     timer = setTimeout(send, 120);
   };
-  // A flamegraph that arrives in its frame after the term was typed (a large one takes
-  // seconds) is handed the term once it has loaded: a message posted before the SVG's
-  // script listens is lost.
-  document.addEventListener("load", (ev) => {
-    const frame = ev.target, term = $(inputId).value;
-    if (term && frame && frame.id === frameId && frame.contentWindow && frame.dataset.url) {
-      frame.contentWindow.postMessage({ agentprof: "search", term }, "*");
-    }
-  }, true);
+  searchBoxes.set(frameId, inputId);
   $(inputId).onkeydown = (ev) => {
     if (ev.key !== "Enter") return;
     ev.preventDefault();
