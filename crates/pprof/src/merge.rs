@@ -76,6 +76,21 @@ impl Merger {
         i
     }
 
+    /// `p`'s string `i` interned, through `memo` (`p`'s string index → the merge's id).
+    fn intern_at(&mut self, p: &Pprof, i: i64, memo: &mut [u32]) -> u32 {
+        let slot = usize::try_from(i).ok().filter(|&i| i < memo.len());
+        if let Some(at) = slot
+            && memo[at] != u32::MAX
+        {
+            return memo[at];
+        }
+        let id = self.intern(p.str(i));
+        if let Some(at) = slot {
+            memo[at] = id;
+        }
+        id
+    }
+
     /// What the merge holds, roughly (its tables, keys and maps), to charge a budget with.
     pub fn heap_bytes(&self) -> u64 {
         let v = self.types.len().max(1) as u64;
@@ -144,6 +159,8 @@ impl Merger {
         let mapping_of = self.map_mappings(p);
         let function_of = self.map_functions(p);
         let location_of = self.map_locations(p, &mapping_of, &function_of);
+        // Each of `p`'s strings interned once, though its samples' labels repeat them.
+        let mut memo = vec![u32::MAX; p.proto.string_table.len()];
         for (i, sample) in p.proto.sample.iter().enumerate() {
             if sample.value.iter().all(|v| *v == 0) || !keep(i) {
                 continue;
@@ -153,7 +170,7 @@ impl Merger {
                 .iter()
                 .map(|&l| location_of[l as usize])
                 .collect();
-            self.add_sample(p, stack, sample);
+            self.add_sample(p, stack, sample, &mut memo);
         }
         self.added += 1;
         Ok(())
@@ -161,16 +178,16 @@ impl Merger {
 
     /// One sample of `p` on the merge's `stack`: its values added to the sample of the same
     /// stack and labels, or a sample of its own.
-    fn add_sample(&mut self, p: &Pprof, stack: Vec<u64>, sample: &Sample) {
+    fn add_sample(&mut self, p: &Pprof, stack: Vec<u64>, sample: &Sample, memo: &mut [u32]) {
         let mut labels: Vec<(u32, u32, i64, u32)> = sample
             .label
             .iter()
             .map(|l| {
                 (
-                    self.intern(p.str(l.key)),
-                    self.intern(p.str(l.str)),
+                    self.intern_at(p, l.key, memo),
+                    self.intern_at(p, l.str, memo),
                     l.num,
-                    self.intern(p.str(l.num_unit)),
+                    self.intern_at(p, l.num_unit, memo),
                 )
             })
             .collect();
