@@ -18,60 +18,6 @@ pub struct FunctionCost {
     pub inclusive: f64,
 }
 
-/// Per function name (functions of one name in several objects summed): its own and
-/// inclusive instructions in one callgrind file. Lines it cannot read are skipped.
-pub fn functions(text: &str) -> HashMap<String, FunctionCost> {
-    let mut names: HashMap<&str, &str> = HashMap::new();
-    let mut out: HashMap<String, FunctionCost> = HashMap::new();
-    // Position columns before the first event (`positions: instr line` has two).
-    let mut positions = 1;
-    let mut current: Option<&str> = None;
-    let mut after_call = false;
-    for line in text.lines() {
-        if let Some(p) = line.strip_prefix("positions:") {
-            positions = p.split_whitespace().count().max(1);
-            continue;
-        }
-        if let Some(spec) = line.strip_prefix("fn=") {
-            current = resolve(&mut names, spec.trim());
-            after_call = false;
-            continue;
-        }
-        if let Some(spec) = line.strip_prefix("cfn=") {
-            // Defines a name the file may later use in `fn=`.
-            resolve(&mut names, spec.trim());
-            continue;
-        }
-        if line.starts_with("calls=") {
-            after_call = true;
-            continue;
-        }
-        let Some(first) = line.bytes().next() else {
-            continue;
-        };
-        if !(first.is_ascii_digit() || matches!(first, b'+' | b'-' | b'*')) {
-            continue;
-        }
-        let Some(ir) = line
-            .split_whitespace()
-            .nth(positions)
-            .and_then(|v| v.parse::<u64>().ok())
-        else {
-            after_call = false;
-            continue;
-        };
-        if let Some(f) = current {
-            let cost = out.entry(f.to_string()).or_default();
-            cost.inclusive += ir as f64;
-            if !after_call {
-                cost.own += ir as f64;
-            }
-        }
-        after_call = false;
-    }
-    out
-}
-
 /// Where a run's memory accesses were served, from callgrind's cache simulation
 /// (`--cache-sim=yes`): instruction fetches and data reads and writes that hit the first-level
 /// caches, the last-level cache, or went to memory.
@@ -146,6 +92,21 @@ pub struct CallGraph {
 }
 
 impl CallGraph {
+    /// Per function name (functions of one name in several objects summed): its own and
+    /// inclusive instructions (its own and its calls', recursive ones included).
+    pub fn functions(&self) -> HashMap<String, FunctionCost> {
+        let mut out: HashMap<String, FunctionCost> = HashMap::new();
+        for (f, c) in &self.own {
+            let cost = out.entry(f.clone()).or_default();
+            cost.own += c;
+            cost.inclusive += c;
+        }
+        for ((f, _), c) in &self.calls {
+            out.entry(f.clone()).or_default().inclusive += c;
+        }
+        out
+    }
+
     /// `other`'s costs added to these.
     pub fn add(&mut self, other: &CallGraph) {
         for (f, c) in &other.own {
@@ -157,8 +118,9 @@ impl CallGraph {
     }
 }
 
-/// The call graph of a callgrind file (its `calls=` lines: the cost line after one is the
-/// inclusive cost of those calls from the current function to the last `cfn=`).
+/// The call graph of a callgrind file (the module's reading of the format: the cost line
+/// after a `calls=` line is the inclusive cost of those calls to the last `cfn=`). Lines it
+/// cannot read are skipped.
 pub fn call_graph(text: &str) -> CallGraph {
     let mut names: HashMap<&str, &str> = HashMap::new();
     let mut g = CallGraph::default();
@@ -184,15 +146,15 @@ pub fn call_graph(text: &str) -> CallGraph {
             let ir = line
                 .split_whitespace()
                 .nth(positions)
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0) as f64;
-            if let Some(f) = current {
-                match (after_call, callee) {
-                    (true, Some(c)) => {
-                        *g.calls.entry((f.to_string(), c.to_string())).or_default() += ir;
-                    }
-                    (true, None) => {}
-                    (false, _) => *g.own.entry(f.to_string()).or_default() += ir,
+                .and_then(|v| v.parse::<u64>().ok());
+            if let (Some(f), Some(ir)) = (current, ir) {
+                let ir = ir as f64;
+                if after_call {
+                    // A call with no `cfn=` before it is counted as the function's own call.
+                    let to = callee.unwrap_or(f);
+                    *g.calls.entry((f.to_string(), to.to_string())).or_default() += ir;
+                } else {
+                    *g.own.entry(f.to_string()).or_default() += ir;
                 }
             }
             after_call = false;
@@ -503,7 +465,7 @@ fn=(3) cold
 
     #[test]
     fn own_and_inclusive_costs_follow_names_and_call_lines() {
-        let f = functions(FILE);
+        let f = call_graph(FILE).functions();
         assert_eq!(
             f["main"],
             FunctionCost {
@@ -523,15 +485,28 @@ fn=(3) cold
         let two = FILE
             .replace("positions: line", "positions: instr line")
             .replace("5 10\n", "0x10 5 10\n");
-        assert_eq!(functions(&two)["main"].own, 10.0);
-        assert!(functions("junk\nfn=(9)\n1 x\ncalls=\n").is_empty());
+        assert_eq!(call_graph(&two).functions()["main"].own, 10.0);
+        assert!(
+            call_graph("junk\nfn=(9)\n1 x\ncalls=\n")
+                .functions()
+                .is_empty()
+        );
     }
 
     #[test]
     fn the_function_made_slower_leads_the_changes() {
-        let base = per_run(&[functions(FILE), functions(FILE)], 2);
+        let base = per_run(
+            &[call_graph(FILE).functions(), call_graph(FILE).functions()],
+            2,
+        );
         let slower = FILE.replace("3 900", "3 1900").replace("5 1000", "5 2000");
-        let now = per_run(&[functions(&slower), functions(&slower)], 2);
+        let now = per_run(
+            &[
+                call_graph(&slower).functions(),
+                call_graph(&slower).functions(),
+            ],
+            2,
+        );
         let c = changes(&base, &now, 10);
         assert_eq!(c[0].function, "hot", "{c:?}");
         assert_eq!((c[0].baseline.own, c[0].current.own), (1000.0, 2000.0));

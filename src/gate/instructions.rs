@@ -651,11 +651,12 @@ fn read_dump(path: &Path) -> anyhow::Result<DumpCounts> {
         })
         .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
         .ok_or_else(|| anyhow::anyhow!("{}: no summary line", path.display()))?;
+    let graph = callgrind::call_graph(&text);
     Ok((
         total,
-        callgrind::functions(&text),
+        graph.functions(),
         callgrind::cache_hits(&text),
-        callgrind::call_graph(&text),
+        graph,
     ))
 }
 
