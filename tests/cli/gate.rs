@@ -574,24 +574,41 @@ fn instruction_counts_are_deterministic_and_catch_a_small_growth() {
     let (_, again) = counted(&sb, "base.json");
     let drift = (mean(&again) / first - 1.0).abs();
     assert!(drift < 0.005, "{counts:?} then {again:?}");
-    // A baseline said to be counted by a hardware counter, and no --counter: where the
-    // machine has none it is refused (exit 2, before any run) rather than compared with
-    // callgrind's counts; where it has one, that counter counts this side too.
+    // A baseline said to be counted by a hardware counter: --counter valgrind refuses it
+    // (exit 2, before any run) on every machine ...
     let mut perf = base.clone();
     perf["instructions_source"] = "perf_event_open (hardware instructions, user space)".into();
     sb.write("perf.json", &perf.to_string());
-    let r = sb.run(&[
-        "gate",
-        "work",
-        "--baseline",
-        "perf.json",
-        "--python",
-        &py,
-        "--measure",
-        "instructions",
-        "--format",
-        "json",
-    ]);
+    let against_perf = |extra: &[&str]| {
+        let mut a = vec![
+            "gate",
+            "work",
+            "--baseline",
+            "perf.json",
+            "--python",
+            &py,
+            "--measure",
+            "instructions",
+            "--format",
+            "json",
+        ];
+        a.extend_from_slice(extra);
+        sb.run(&a)
+    };
+    let r = against_perf(&["--counter", "valgrind"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("--counter")
+            && r.stderr.contains("was counted by perf_event_open")
+            && r.stderr
+                .contains("make the baseline again with --counter valgrind"),
+        "{}",
+        r.stderr
+    );
+    // ... and without --counter, where the machine has no hardware counter it is refused
+    // rather than compared with callgrind's counts; where it has one, that counter counts
+    // this side too.
+    let r = against_perf(&[]);
     if r.code == 2 {
         assert!(
             r.stderr
@@ -602,13 +619,20 @@ fn instruction_counts_are_deterministic_and_catch_a_small_growth() {
             r.stderr
         );
     } else {
-        let doc = r.json();
         assert!(
-            doc["findings"][0]["detail"]
+            r.code == 0 || r.code == 1,
+            "counted by the hardware counter: exit {}\n{}{}",
+            r.code,
+            r.stdout,
+            r.stderr
+        );
+        let counted = finding(&r.json(), "instructions per run (mean)");
+        assert!(
+            counted["detail"]
                 .as_str()
                 .unwrap_or_default()
                 .starts_with("perf_event_open"),
-            "{doc}"
+            "{counted}"
         );
     }
     let r = gate(&sb, &py, &args);
