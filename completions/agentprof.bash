@@ -1324,7 +1324,7 @@ _agentprof() {
             return 0
             ;;
         agentprof__subcmd__ui)
-            opts="-h -V --listen --allow-host --open --memory-mb --keep-idle --source-path --duration --config --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
+            opts="-h -V --listen --allow-host --open --memory-mb --keep-idle --source-path --cache-dir --no-cache --duration --config --max-size-mb --max-decompressed-mb --max-fields --max-memory-mb --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1347,6 +1347,10 @@ _agentprof() {
                     return 0
                     ;;
                 --source-path)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cache-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -242,6 +242,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l allow-host -d
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l memory-mb -d 'Memory the profiles being read and kept may hold together (MiB): each file\'s bytes, its decompressed size and its decoded model are reserved before they are held, kept profiles given back least recently used first; without room a request gets 503' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l keep-idle -d 'After D without a request, the profiles and flamegraphs kept are dropped and their memory given back to the system (the next request reads them again)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l source-path -d 'A directory of source files the source view may read (repeatable): a profile\'s file names are looked for under it as go tool pprof -source_path does, and nothing outside these directories is read. Without one, a ui on a loopback address reads the source files (.go, .py, .rs and the like) at the paths the profile records, and a ui on another address shows the lines with samples and no text' -r -F
+complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l cache-dir -d 'Where the merges of each ended hour\'s captures (hourly rollups) are kept, so that a day\'s merge reads 24 profiles rather than every capture (default: $XDG_CACHE_HOME/agentprof/ui, else ~/.cache/agentprof/ui); the directories shown are only read' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l duration -d 'Stop after D (default: run until SIGTERM or Ctrl-C)' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l config -d 'agentprof.yaml to use (else $AGENTPROF_CONFIG, ./agentprof.yaml, /etc/agentprof/agentprof.yaml)' -r -F
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l max-size-mb -d 'Largest file accepted, compressed or not (MiB)' -r
@@ -249,6 +250,7 @@ complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l max-decompres
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l max-fields -d 'Most protobuf fields and packed elements accepted, counted before decoding' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l max-memory-mb -d 'Most memory decoding may take (MiB), estimated from the profile\'s samples and elements before anything is allocated' -r
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l open -d 'Open the page in the desktop\'s browser once it is served'
+complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -l no-cache -d 'Keep no hourly rollups: every merge reads its captures'
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -s h -l help -d 'Print help'
 complete -c agentprof -n "__fish_agentprof_using_subcommand ui" -s V -l version -d 'Print version'
 complete -c agentprof -n "__fish_agentprof_using_subcommand diff" -l sample-index -d 'Sample type to compare (name or index); default: the new profile\'s default' -r

@@ -49,7 +49,10 @@ fn corpus(dir: &Path, n: usize) -> Vec<(String, PathBuf)> {
     use prost::Message;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let cpu = std::fs::read(root.join("tests/fixtures/dd-trace-go-upload/cpu.pprof")).unwrap();
-    let start = jiff::Timestamp::from_second(1_796_119_200).unwrap();
+    // The week that ended at the last whole hour: its hours have ended (the ui keeps
+    // rollups of ended hours only).
+    let now = jiff::Timestamp::now().as_second();
+    let start = jiff::Timestamp::from_second(now - now % 3600 - 7 * 86_400).unwrap();
     let step = 7 * 86_400 * 1_000_000_000i64 / n as i64;
     let mut lines = String::new();
     let mut out = Vec::new();
@@ -149,6 +152,7 @@ fn main() {
     let mut ui = Command::new(&bin)
         .current_dir(dir.path())
         .args(["ui", "prof", "--listen", "127.0.0.1:0", "--duration", "1h"])
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -267,6 +271,37 @@ fn main() {
             );
         }
     }
+    // The day again in a fresh ui each time (nothing in its memory), its whole hours read
+    // from the rollups the first one kept: median of 5.
+    {
+        let from = end - jiff::SignedDuration::from_secs(86_400);
+        let sel = format!("sel:service=web&type=cpu&from={from}&to={end}");
+        let (mut listed, mut merged) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            let (mut fresh, base) = start_ui(&bin, dir.path());
+            let timed = |path: &str| {
+                let t = Instant::now();
+                let r = client.get(format!("{base}{path}")).send().unwrap();
+                assert!(r.status().is_success(), "{path}");
+                let _ = r.bytes().unwrap();
+                t.elapsed().as_secs_f64() * 1000.0
+            };
+            listed.push(timed("/api/profiles"));
+            merged.push(timed(&format!("/api/top?id={}&nodes=20", enc(&sel))));
+            let _ = fresh.kill();
+            let _ = fresh.wait();
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        println!(
+            "merge of 1 day in a fresh ui, its whole hours from the hourly rollups kept: median {:.0} ms (of {:.0?}), after the page's listing of the captures (median {:.0} ms)",
+            median(&mut merged),
+            merged,
+            median(&mut listed)
+        );
+    }
     // A week grouped by dd-trace-go's `trace endpoint`, then one endpoint's share, from the
     // records' label index (no capture decoded).
     for (what, query) in [
@@ -308,6 +343,7 @@ fn start_ui(bin: &Path, dir: &Path) -> (std::process::Child, String) {
     let mut ui = Command::new(bin)
         .current_dir(dir)
         .args(["ui", "prof", "--listen", "127.0.0.1:0", "--duration", "1h"])
+        .env("XDG_CACHE_HOME", dir.join("cache"))
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();

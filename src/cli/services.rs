@@ -271,6 +271,15 @@ pub struct UiArgs {
     /// a ui on another address shows the lines with samples and no text
     #[arg(long = "source-path", value_name = "DIR")]
     pub source_paths: Vec<PathBuf>,
+    /// Where the merges of each ended hour's captures (hourly rollups) are kept, so that a
+    /// day's merge reads 24 profiles rather than every capture (default:
+    /// $XDG_CACHE_HOME/agentprof/ui, else ~/.cache/agentprof/ui); the directories shown are
+    /// only read
+    #[arg(long = "cache-dir", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Keep no hourly rollups: every merge reads its captures
+    #[arg(long = "no-cache", conflicts_with = "cache_dir")]
+    pub no_cache: bool,
     /// Stop after D (default: run until SIGTERM or Ctrl-C)
     #[arg(long, value_name = "D")]
     pub duration: Option<String>,

@@ -63,8 +63,14 @@ pub fn run(args: UiArgs) -> anyhow::Result<Outcome> {
         .transpose()?;
     let keep_idle = crate::duration::parse(&args.keep_idle, 1.0)
         .map_err(|e| UsageError::flag("--keep-idle", e))?;
+    let cache = if args.no_cache {
+        None
+    } else {
+        args.cache_dir.clone().or_else(default_cache_dir)
+    };
     let opts = UiOptions {
         keep_idle,
+        cache,
         roots,
         listen,
         open: args.open,
@@ -77,4 +83,18 @@ pub fn run(args: UiArgs) -> anyhow::Result<Outcome> {
     crate::signal::install();
     let rt = crate::serve::runtime(crate::serve::Runtime::Server { blocking: 4 })?;
     rt.block_on(crate::ui::run(opts))
+}
+
+/// `$XDG_CACHE_HOME/agentprof/ui`, else `$HOME/.cache/agentprof/ui` (absolute paths only, as
+/// the XDG base directory specification says).
+fn default_cache_dir() -> Option<PathBuf> {
+    let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+    std::env::var_os("XDG_CACHE_HOME")
+        .and_then(absolute)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .and_then(absolute)
+                .map(|h| h.join(".cache"))
+        })
+        .map(|c| c.join("agentprof").join("ui"))
 }

@@ -6,6 +6,7 @@ pub mod pstats;
 pub mod pyroscope;
 pub mod range;
 pub mod reply;
+pub mod rollup;
 pub mod select;
 pub mod server;
 pub mod state;
@@ -36,6 +37,9 @@ pub struct UiOptions {
     pub sources: Vec<PathBuf>,
     /// `--keep-idle`: after this long without a request what is kept is dropped.
     pub keep_idle: Duration,
+    /// `--cache-dir`: where hourly rollups are kept (None: `--no-cache`, every merge reads
+    /// its captures).
+    pub cache: Option<PathBuf>,
 }
 
 /// Serves the page until SIGTERM/SIGINT or `--duration`.
@@ -73,6 +77,10 @@ pub async fn run(opts: UiOptions) -> anyhow::Result<Outcome> {
     }
     let mut ui = state::Ui::new(opts.roots, opts.limits, opts.memory);
     ui.sources = opts.sources;
+    ui.rollups = opts
+        .cache
+        .as_deref()
+        .map(|c| rollup::Rollups::new(c, &ui.roots));
     ui.local = bound.ip().is_loopback();
     let ui = Arc::new(ui);
     if opts.open {

@@ -10,6 +10,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 
 use super::index::{Entry, Figures};
+use super::rollup::Part;
 use super::select::{Selection, all_keys_match, instant, tags_of};
 use super::state::{Loaded, Problem, Ui};
 use crate::pprof::Pprof;
@@ -390,32 +391,90 @@ impl Ui {
                 sel.describe()
             )));
         }
+        let n = caps.len();
+        let parts = match &self.rollups {
+            Some(r) if r.usable() => super::rollup::plan(sel, caps, jiff::Timestamp::now()),
+            _ => caps.into_iter().map(Part::Capture).collect(),
+        };
         let mut m = crate::pprof::Merger::new();
         let mut held = self.room(None, 1 << 16, pinned)?;
-        for e in &caps {
-            let path = self.listed_file(&e.id)?;
-            let (p, one) = self.read_pprof(&e.id, &path, pinned + held.bytes())?;
-            let keep = |i: usize| {
-                sel.labels.is_empty() || all_keys_match(&sel.labels, &sample_labels(&p, i))
-            };
-            m.add_where(&p, keep).map_err(|x| {
-                Problem::unprocessable(format!(
-                    "{} cannot be merged with those before it: {x}",
-                    e.id
-                ))
-            })?;
-            drop((p, one));
+        let mut oldest = None;
+        for part in parts {
+            match part {
+                Part::Capture(e) => {
+                    let path = self.listed_file(&e.id)?;
+                    let (p, one) = self.read_pprof(&e.id, &path, pinned + held.bytes())?;
+                    add_kept(&mut m, &p, &e.id, &sel.labels)?;
+                    drop((p, one));
+                }
+                Part::Hour { start, captures } => {
+                    let Some(rollups) = &self.rollups else {
+                        continue;
+                    };
+                    let file = rollups.path(sel, start, &captures);
+                    let stored = file
+                        .is_file()
+                        .then(|| {
+                            let name = format!("the hourly rollup {}", file.display());
+                            self.read_pprof(&name, &file, pinned + held.bytes()).ok()
+                        })
+                        .flatten();
+                    let (p, one) = match stored {
+                        Some(read) => read,
+                        None => {
+                            let (p, one) = self.merge_hour(&captures, pinned + held.bytes(), &m)?;
+                            let gz = crate::pprof::gzip_fast(&prost::Message::encode_to_vec(
+                                &p.to_proto(),
+                            ));
+                            let oldest = *oldest.get_or_insert_with(|| {
+                                super::rollup::oldest(sel, &listing.entries)
+                            });
+                            rollups.store(&file, &gz, oldest);
+                            (p, one)
+                        }
+                    };
+                    let first = captures.first().map_or("", |e| e.id.as_str());
+                    add_kept(&mut m, &p, first, &sel.labels)?;
+                    drop((p, one));
+                }
+            }
             let now = m.heap_bytes();
             if now > held.bytes() {
                 let more = now - held.bytes();
                 held = self.room(Some(held), more, pinned)?;
             }
         }
-        let n = caps.len();
         let p = m
             .finish()
             .map_err(|x| Problem::unprocessable(x.to_string()))?;
         Ok((p, held, n))
+    }
+
+    /// One hour's captures merged whole (its rollup), held beside `beside` (the merge it
+    /// joins) and `pinned`.
+    fn merge_hour(
+        &self,
+        captures: &[&Entry],
+        pinned: u64,
+        beside: &crate::pprof::Merger,
+    ) -> Result<(Pprof, crate::budget::Reservation), Problem> {
+        let mut m = crate::pprof::Merger::new();
+        let mut held = self.room(None, 1 << 16, pinned)?;
+        for e in captures {
+            let path = self.listed_file(&e.id)?;
+            let (p, one) = self.read_pprof(&e.id, &path, pinned + held.bytes())?;
+            add_kept(&mut m, &p, &e.id, &[])?;
+            drop((p, one));
+            let now = m.heap_bytes() + beside.heap_bytes();
+            if now > held.bytes() {
+                let more = now - held.bytes();
+                held = self.room(Some(held), more, pinned)?;
+            }
+        }
+        let p = m
+            .finish()
+            .map_err(|x| Problem::unprocessable(x.to_string()))?;
+        Ok((p, held))
     }
 
     /// The merged profile a selection's id names, made ready for reports and kept while its
@@ -460,6 +519,20 @@ impl Ui {
             "to": sel.to.map(|t| t.to_string()),
         })
     }
+}
+
+/// `p`'s samples that carry `labels` (all when none) added to `m`; `id` names the capture in
+/// the error.
+fn add_kept(
+    m: &mut crate::pprof::Merger,
+    p: &Pprof,
+    id: &str,
+    labels: &[(String, String)],
+) -> Result<(), Problem> {
+    let keep = |i: usize| labels.is_empty() || all_keys_match(labels, &sample_labels(p, i));
+    m.add_where(p, keep).map_err(|x| {
+        Problem::unprocessable(format!("{id} cannot be merged with those before it: {x}"))
+    })
 }
 
 /// The sample type a name (or number) picks among a capture's totals; None: the last.

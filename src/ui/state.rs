@@ -69,6 +69,8 @@ pub struct Ui {
     /// It listens on a loopback address only: without `--source-path` the source view reads
     /// the files at the paths a profile records.
     pub local: bool,
+    /// Hourly rollups of the captures, kept on disk (`ui --cache-dir`).
+    pub rollups: Option<super::rollup::Rollups>,
     pub limits: Limits,
     /// What profiles being read and kept may hold together.
     pub(super) memory: crate::budget::Budget,
@@ -101,6 +103,7 @@ impl Ui {
             roots,
             sources: Vec::new(),
             local: true,
+            rollups: None,
             limits,
             memory: crate::budget::Budget::new(memory),
             ceiling: crate::procstat::self_rss()

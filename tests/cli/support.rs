@@ -94,7 +94,9 @@ impl Sandbox {
             .env_remove("AGENTPROF_CONFIG")
             .env_remove("DD_HOSTNAME")
             .env_remove("DD_TAGS")
-            .env("NO_COLOR", "1");
+            .env("NO_COLOR", "1")
+            // What agentprof caches (the ui's rollups) stays in the sandbox.
+            .env("XDG_CACHE_HOME", self.file(".cache"));
         for (k, v) in env {
             cmd.env(k, v);
         }

@@ -27,6 +27,7 @@ impl Ui {
             .args(args)
             .args(["--listen", "127.0.0.1:0", "--duration", "120s"])
             .env_remove("AGENTPROF_CONFIG")
+            .env("XDG_CACHE_HOME", sb.file(".cache"))
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -613,3 +613,128 @@ fn a_timeline_by_sample_label_is_answered_from_the_records_index() {
         .sum();
     assert_eq!(total, want["trace endpoint:get_movies"], "{one:#}");
 }
+
+/// Twelve CPU captures of `web`, 08:00 to 10:45 every 15 minutes of 2026-12-01, the i-th
+/// with the fixture's values times i + 1; the files' paths under the sandbox, oldest first.
+fn three_hours(sb: &Sandbox) -> Vec<String> {
+    use prost::Message;
+    let mut files = Vec::new();
+    let mut lines = String::new();
+    for i in 0..12i64 {
+        let mut p = scaled_capture(i);
+        let (h, m) = (8 + i / 4, (i % 4) * 15);
+        let time = format!("2026-12-01T{h:02}:{m:02}:00.000Z");
+        p.time_nanos = time.parse::<jiff::Timestamp>().unwrap().as_nanosecond() as i64;
+        p.duration_nanos = 10_000_000_000;
+        let rel = format!("prof/web/cpu-{time}.pb.gz");
+        sb.write_bytes(&rel, &gz(&p.encode_to_vec()));
+        let line = json!({"time": time, "target": "web", "namespace": "shop", "pod": "web-1",
+            "container": "app", "cause": "scheduled", "tags": ["pod_name:web-1"],
+            "profiles": [{"type": "cpu", "files": [format!("out/web/cpu-{time}.pb.gz")], "totals": []}]});
+        lines.push_str(&format!("{line}\n"));
+        files.push(rel);
+    }
+    sb.write("prof/captures.jsonl", &lines);
+    files
+}
+
+/// The hourly rollups the ui keeps in the sandbox's cache, by path.
+fn rollups(sb: &Sandbox) -> Vec<std::path::PathBuf> {
+    fn walk(d: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&sb.file(".cache/agentprof/ui"), &mut out);
+    out.sort();
+    out
+}
+
+/// A range of whole ended hours is merged from hourly rollups the ui keeps in its cache
+/// (--cache-dir): its table, its sample-label share and the file saved are byte for byte
+/// the merge of the captures (--no-cache) and go tool pprof's; a fresh ui reads the
+/// rollups, not the captures; a capture rewritten in an hour makes that hour's rollup again
+/// and removes the old one.
+#[test]
+fn whole_hours_are_merged_from_rollups_equal_to_the_merge_of_their_captures() {
+    if !crate::support::require_go() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let files = three_hours(&sb);
+    let range = "service=web&type=cpu&from=2026-12-01T07:50:00Z&to=2026-12-01T11:10:00Z";
+    let id = sel(range);
+    let labelled = sel(&format!(
+        "{range}&label=local%20root%20span%20id%3D8167443446631090604"
+    ));
+    let answers = |ui: &Ui| {
+        let top = ui.json(&format!("/api/top?id={id}&nodes=25"));
+        let part = ui.json(&format!("/api/top?id={labelled}&nodes=25"));
+        let (status, _, saved) = ui.get(&format!("/file?id={id}"));
+        assert_eq!(status, 200);
+        assert_eq!(top["selection"]["captures"], 12, "{top:#}");
+        (top["report"].clone(), part["report"].clone(), saved)
+    };
+    let plain = answers(&Ui::start(&sb, &["prof", "--no-cache"]));
+    assert!(rollups(&sb).is_empty(), "--no-cache keeps nothing");
+
+    let rolled = answers(&Ui::start(&sb, &["prof"]));
+    let kept = rollups(&sb);
+    assert_eq!(kept.len(), 3, "one rollup per hour: {kept:?}");
+    assert_eq!(rolled.0, plain.0, "the table");
+    assert_eq!(rolled.1, plain.1, "a sample label's share");
+    assert!(rolled.2 == plain.2, "the merged file, byte for byte");
+    // go tool pprof's merge of the twelve files: the same table.
+    let go_merge = |files: &[String]| {
+        let mut args = vec!["tool".to_string(), "pprof".into(), "-proto".into()];
+        args.extend(files.iter().map(|f| sb.file(f).display().to_string()));
+        let out = std::process::Command::new("go")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let merged = sb.write_bytes("go-merged.pb.gz", &out.stdout);
+        let cli = sb.run(&["top", "--json", "-n", "25", merged.to_str().unwrap()]);
+        serde_json::from_str::<Value>(&cli.stdout).unwrap()["report"].clone()
+    };
+    assert_eq!(rolled.0, go_merge(&files), "go tool pprof's merge");
+
+    // A fresh ui answers from the rollups: one hour's file holding another hour's merge
+    // changes the answer (the name, not the content, ties a rollup to its captures).
+    let (first, last) = (&kept[0], &kept[2]);
+    let last_bytes = std::fs::read(last).unwrap();
+    std::fs::copy(first, last).unwrap();
+    let swapped = answers(&Ui::start(&sb, &["prof"]));
+    assert_ne!(swapped.0, plain.0, "the rollups were read");
+    std::fs::write(last, &last_bytes).unwrap();
+
+    // A capture of 10:00–11:00 rewritten (five times its values): that hour's rollup is
+    // made again, the old one removed, and the merge is go's of the files as they are now.
+    {
+        use prost::Message;
+        let mut p = scaled_capture(4);
+        p.time_nanos = "2026-12-01T10:15:00Z"
+            .parse::<jiff::Timestamp>()
+            .unwrap()
+            .as_nanosecond() as i64;
+        p.duration_nanos = 10_000_000_000;
+        sb.write_bytes(&files[9], &gz(&p.encode_to_vec()));
+    }
+    let redone = answers(&Ui::start(&sb, &["prof"]));
+    let now = rollups(&sb);
+    assert_eq!(now.len(), 3, "{now:?}");
+    assert_eq!(now[..2], kept[..2], "the other hours' rollups are kept");
+    assert_ne!(now[2], kept[2], "10:00's is made again");
+    assert_eq!(redone.0, go_merge(&files));
+    assert_ne!(redone.0, plain.0);
+}
