@@ -184,6 +184,54 @@ mod tests {
         assert_eq!(v.outcome, Outcome::Regression, "{}", v.summary);
     }
 
+    /// A busier machine than the baseline's, as measured on a memory-heavy check beside
+    /// bursty load: the check's per-process CPU ×1.77, the calibration loop ×1.39. Divided
+    /// by the calibration alone, an unchanged check read as +27 % (a false REGRESSION); a
+    /// check made 22 % slower whose calibration rose as much read as +0.7 % with an interval
+    /// that left out +22 %. The interval carries the calibration's shift: it holds the
+    /// truth, and the answer is CANNOT TELL; a quiet machine's answers stand.
+    #[test]
+    fn a_busier_machine_than_the_baselines_widens_the_interval_to_hold_the_truth() {
+        let cfg = GateConfig::default();
+        let mut base = stats(&[0.010; 8], 0, None);
+        base.cpu_process_medians = processes(0.010, 0.04, 8, 0);
+        base.calibration_s = processes(0.002, 0.04, 8, 2);
+        base.calibration_loop = Some("loop".into());
+        let busier = |check: f64, truth: f64, loop_: f64| {
+            let mut now = base.clone();
+            now.cpu_process_medians = processes(0.010 * check * truth, 0.04, 8, 1);
+            now.calibration_s = processes(0.002 * loop_, 0.04, 8, 3);
+            now
+        };
+        let interval = |v: &super::Verdict| -> (f64, f64) {
+            let d = &v.findings[0].detail;
+            let ci = d.split("95% CI ").nth(1).expect(d);
+            let (lo, rest) = ci.split_once('–').expect(d);
+            let hi = rest.split(|c: char| c == ')' || c == ' ').next().expect(d);
+            (lo.parse().expect(d), hi.parse().expect(d))
+        };
+        // Unchanged, the machine busier for the check than for the loop.
+        let v = compare(&base, &busier(1.77, 1.0, 1.39), &cfg, Mode::Baseline);
+        assert_eq!(v.outcome, Outcome::CannotTell, "{}", v.summary);
+        let (lo, hi) = interval(&v);
+        assert!(lo <= 1.0 && 1.0 <= hi, "({lo}, {hi})");
+        assert!(
+            v.findings[0].detail.contains("widened ×1.39"),
+            "{}",
+            v.findings[0].detail
+        );
+        // 22 % slower, the loop slowed as much by the load.
+        let v = compare(&base, &busier(1.0, 1.22, 1.21), &cfg, Mode::Baseline);
+        assert_ne!(v.outcome, Outcome::Pass, "{}", v.summary);
+        let (lo, hi) = interval(&v);
+        assert!(lo <= 1.22 && 1.22 <= hi, "({lo}, {hi})");
+        // On a machine as quiet as the baseline's: 1.5× caught, the same check passes.
+        let v = compare(&base, &busier(1.0, 1.5, 1.0), &cfg, Mode::Baseline);
+        assert_eq!(v.outcome, Outcome::Regression, "{}", v.summary);
+        let v = compare(&base, &busier(1.0, 1.0, 1.0), &cfg, Mode::Baseline);
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.summary);
+    }
+
     /// Paired rounds of `base` against `ratio` times them, each pair moved by ±1 %.
     fn rounds(base: &GateStats, ratio: f64) -> GateStats {
         let mut s = base.clone();

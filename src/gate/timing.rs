@@ -106,6 +106,43 @@ pub(super) fn two_sample(base: &[f64], new: &[f64], alpha: f64) -> Option<Timing
     })
 }
 
+/// How far the machine's speed moved between a baseline file and this run: the ratio of
+/// the two sides' median calibrations (at least 1, either way), when both timed the same
+/// loop. Dividing by the calibration cancels a machine slowed as a whole only for a check
+/// that slows as the loop does: a busier machine slowed a memory-heavy check ×1.77 while
+/// the loop slowed ×1.39. A check slows between not at all and twice as much (in log terms)
+/// as the loop, so the calibrated ratio may be off by this factor either way.
+pub(super) fn calibration_shift(base: &GateStats, new: &GateStats) -> Option<f64> {
+    if base.calibration_loop.is_none()
+        || base.calibration_loop != new.calibration_loop
+        || base.calibration_s.is_empty()
+        || new.calibration_s.is_empty()
+    {
+        return None;
+    }
+    let c = stats::median(&new.calibration_s)? / stats::median(&base.calibration_s)?;
+    (c.is_finite() && c > 0.0).then(|| c.max(1.0 / c))
+}
+
+impl Timing {
+    /// The 95 % interval widened by `shift` each way ([`calibration_shift`]), said in its
+    /// description: the interval holds the change whichever way the machine's load weighs
+    /// on the check.
+    pub(super) fn widen(&mut self, shift: f64) {
+        if let Some((lo, hi)) = self.ci {
+            self.ci = Some((lo / shift, hi * shift));
+        }
+        self.what.push_str(&format!(
+            "; interval widened ×{shift:.3} each way: the machine ran the calibration loop {} than when the baseline was made",
+            if shift < 1.0005 {
+                "as fast".to_string()
+            } else {
+                format!("×{shift:.3} slower or faster")
+            }
+        ));
+    }
+}
+
 /// Paired rounds: round i of `a` against round i of `b`, Wilcoxon signed-rank.
 pub(super) fn paired(a: &[f64], b: &[f64], alpha: f64) -> Option<Timing> {
     let n = a.len().min(b.len());
@@ -140,7 +177,13 @@ pub(super) fn timing_finding(label: &str, t: &Timing, cfg: &GateConfig, gated: b
     let cleared = !t.interval_clears || t.ci.is_some_and(|(lo, _)| lo > 1.0 + cfg.time_threshold);
     let slower =
         beyond && cleared && t.p < cfg.alpha && t.new_median - t.base_median > cfg.min_slowdown_s;
-    let detectable = t.significant_from.map(|s| s.max(policy));
+    // Against a file a regression needs the interval's lower end past the threshold too: the
+    // slowdown that would move it there (the interval moves with the ratio).
+    let clearing = match t.ci {
+        Some((lo, _)) if t.interval_clears && lo > 0.0 => t.ratio / lo * (1.0 + cfg.time_threshold),
+        _ => 1.0,
+    };
+    let detectable = t.significant_from.map(|s| s.max(policy).max(clearing));
     // No regression is said only when the interval rules one out: its upper end within what
     // the thresholds let pass. An interval across the threshold is CANNOT TELL (and A/B adds
     // rounds), not a pass of a slowdown that may be the threshold's size.

@@ -171,7 +171,15 @@ fn timing_of(
             } else {
                 label.to_string()
             };
-            two_sample(&b, &n, cfg.alpha).map(|t| (label, t))
+            let shift = normalized
+                .then(|| super::timing::calibration_shift(base, new))
+                .flatten();
+            two_sample(&b, &n, cfg.alpha).map(|mut t| {
+                if let Some(shift) = shift {
+                    t.widen(shift);
+                }
+                (label, t)
+            })
         }
     }
 }
