@@ -207,7 +207,7 @@ mod tests {
             let d = &v.findings[0].detail;
             let ci = d.split("95% CI ").nth(1).expect(d);
             let (lo, rest) = ci.split_once('–').expect(d);
-            let hi = rest.split(|c: char| c == ')' || c == ' ').next().expect(d);
+            let hi = rest.split([')', ' ']).next().expect(d);
             (lo.parse().expect(d), hi.parse().expect(d))
         };
         // Unchanged, the machine busier for the check than for the loop.
