@@ -225,6 +225,27 @@ mod tests {
         assert_ne!(v.outcome, Outcome::Pass, "{}", v.summary);
         let (lo, hi) = interval(&v);
         assert!(lo <= 1.22 && 1.22 <= hi, "({lo}, {hi})");
+        // The loop unmoved, the processes scattered by the load: an awk and sort plugin made
+        // +35 % slower (A/B beside the same load: +34.8 %), its baseline made on the quiet
+        // machine — the figures of one such gate, which read +21 % with a narrow interval.
+        let mut quiet = stats(&[0.009; 8], 0, None);
+        quiet.cpu_process_medians = vec![
+            0.0090, 0.0091, 0.0095, 0.0091, 0.0089, 0.0090, 0.0090, 0.0090,
+        ];
+        quiet.calibration_s = vec![0.0018; 8];
+        quiet.calibration_loop = Some("loop".into());
+        let mut loaded = quiet.clone();
+        loaded.cpu_process_medians = vec![
+            0.0113, 0.0112, 0.0116, 0.0113, 0.0099, 0.0099, 0.0106, 0.0106,
+        ];
+        let v = compare(&quiet, &loaded, &cfg, Mode::Baseline);
+        let (lo, hi) = interval(&v);
+        assert!(
+            lo <= 1.35 && 1.35 <= hi,
+            "({lo}, {hi}) {}",
+            v.findings[0].detail
+        );
+        assert_ne!(v.outcome, Outcome::Pass, "{}", v.summary);
         // On a machine as quiet as the baseline's: 1.5× caught, the same check passes.
         let v = compare(&base, &busier(1.0, 1.5, 1.0), &cfg, Mode::Baseline);
         assert_eq!(v.outcome, Outcome::Regression, "{}", v.summary);

@@ -174,9 +174,10 @@ fn timing_of(
             let shift = normalized
                 .then(|| super::timing::calibration_shift(base, new))
                 .flatten();
+            let spread = super::timing::spread_change(&b, &n);
             two_sample(&b, &n, cfg.alpha).map(|mut t| {
-                if let Some(shift) = shift {
-                    t.widen(shift);
+                if shift.is_some() || spread.is_some() {
+                    t.widen(shift.unwrap_or(1.0), spread.unwrap_or(1.0));
                 }
                 (label, t)
             })
