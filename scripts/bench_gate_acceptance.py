@@ -7,9 +7,10 @@ The project: a Python check that reads and parses a 220 KB JSON status document 
 gauge per service (about 3 ms a run), and an exec plugin that sorts a 220 KB access log and
 counts it with awk. Each is made slower by doing a share of its work a second time, the share
 found in process so that the check slows by each `--slow` (default 1.05 and 1.22); the true
-slowdown is measured in process on the quiet machine with that share (the check's `check()`
-timed by `time.process_time` over many calls in one interpreter; the plugin's CPU, its
-children's rusage, over many runs), and every gate verdict is set beside it.
+slowdown is measured in process on the quiet machine with that share (the Python check's
+thread CPU around each run in agentprof's worker, `agentprof check -t 60`; the plugin's CPU,
+its children's rusage, over many runs; each the median of three turns), and every gate
+verdict is set beside it.
 
 Phases: quiet (nothing else running of ours), each slowdown in each mode `-m` times; then
 bursty (two processes that stream memory in bursts of 0.2–2 s with pauses of 0.2–2 s): the
@@ -122,28 +123,19 @@ def write_variant(d, kind, again):
 
 
 def cpu_in_process(d, kind, py, again):
-    """The CPU seconds of one run of the variant, measured in process on the quiet machine:
-    the Python check's check() over many calls in one interpreter (median of 7 blocks of
-    40), the plugin's children's rusage over many runs (median of 5 blocks of 40)."""
+    """The CPU seconds of one run of the variant, measured in the check's own process on the
+    quiet machine: the Python check's thread CPU around each `check.run()` in agentprof's
+    worker (`agentprof check -t 60`, the median run; the same AgentCheck base and aggregator
+    the gate runs it with), the plugin's children's rusage over many runs (median of 5
+    blocks of 40)."""
     script = os.path.join(d, "checks", "status.py" if kind == "python" else "status.sh")
     write_variant(d, kind, again)
     try:
         if kind == "python":
-            code = (
-                "import time\n"
-                "src = open(%r).read()\n"
-                "ns = {'__file__': %r}; exec(compile(src, 'status.py', 'exec'), ns)\n"
-                "c = ns['StatusCheck']('status', {}, [{}])\n"
-                "blocks = []\n"
-                "for _ in range(7):\n"
-                "    t = time.process_time()\n"
-                "    for _ in range(40): c.check({})\n"
-                "    blocks.append((time.process_time() - t) / 40)\n"
-                "blocks.sort(); print(blocks[3])\n"
-            ) % (script, script)
-            out = subprocess.run([py, "-c", code], capture_output=True, text=True, check=True,
-                                 env=dict(os.environ, DDEV_SKIP_GENERIC_TAGS_CHECK="1"))
-            return float(out.stdout.strip())
+            r = subprocess.run([BIN, "check", "status", "-t", "60", "--json", "--python", py],
+                               cwd=d, capture_output=True, text=True, check=True)
+            runs = json.loads(r.stdout)["runs"]
+            return statistics.median(x["cpu"]["user_s"] + x["cpu"]["system_s"] for x in runs)
         blocks = []
         for _ in range(5):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -157,15 +149,18 @@ def cpu_in_process(d, kind, py, again):
 
 
 def variants(d, kind, py, targets):
-    """For each target slowdown, the share done again that gives it and the true slowdown
-    measured with that share (a line through the unchanged run and one with half again)."""
+    """For each target slowdown, the share done again that gives it (a line through the
+    unchanged run and one with half again) and the true slowdown measured with that share:
+    the median of three ratios, the variant and the unchanged check measured in turn."""
     base = cpu_in_process(d, kind, py, 0.0)
     half = cpu_in_process(d, kind, py, 0.5)
-    per_share = (half / base - 1.0) / 0.5
+    per_share = max((half / base - 1.0) / 0.5, 0.01)
     out = {}
     for t in targets:
         again = (t - 1.0) / per_share
-        out[t] = (again, cpu_in_process(d, kind, py, again) / cpu_in_process(d, kind, py, 0.0))
+        ratios = [cpu_in_process(d, kind, py, again) / cpu_in_process(d, kind, py, 0.0)
+                  for _ in range(3)]
+        out[t] = (again, statistics.median(ratios))
     return out
 
 

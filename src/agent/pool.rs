@@ -331,7 +331,7 @@ mod tests {
 
     struct Sleepy(Duration);
     impl Check for Sleepy {
-        fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
+        fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
             std::thread::sleep(self.0);
             sink.gauge("slept", 1.0, &[]);
             Ok(())

@@ -39,7 +39,19 @@ use crate::profile::{MemoryProfile, RunCost};
 /// One configured instance of a check, ready to run again and again (state lives across runs).
 pub trait Check: Send {
     /// Runs once, submitting through `sink`. An error fails this run; the runner goes on.
-    fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()>;
+    fn run(&mut self, sink: &mut Sink) -> Result<(), CheckError>;
+}
+
+/// Why one run of a built-in check failed: the run's record says it, the runner goes on.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// A kernel table the check reads (`/proc/stat`, `/proc/net/dev`, …).
+    #[error(transparent)]
+    Proc(#[from] procfs::ProcError),
+    /// Another file the check reads (`/proc/mounts`, the instance's `pid_file`): which, and
+    /// what is wrong with it.
+    #[error("{what}: {reason}")]
+    File { what: String, reason: String },
 }
 
 /// A check that runs in a process of its own (an exec plugin, a Python worker) and measures

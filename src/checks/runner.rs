@@ -99,17 +99,15 @@ impl Worker {
         })
     }
 
-    /// The run thread's id, waiting for it to start the first time.
-    fn thread(&mut self) -> anyhow::Result<ThreadId> {
+    /// The run thread's id, waiting for it to start the first time (None: it exited at
+    /// start).
+    fn thread(&mut self) -> Option<ThreadId> {
         if let Some(id) = self.thread {
-            return Ok(id);
+            return Some(id);
         }
-        let id = self
-            .thread_rx
-            .recv()
-            .map_err(|_| anyhow::anyhow!("the run thread exited at start"))?;
+        let id = self.thread_rx.recv().ok()?;
         self.thread = Some(id);
-        Ok(id)
+        Some(id)
     }
 }
 
@@ -400,10 +398,13 @@ impl Runner {
         }
         let (reply_tx, reply_rx) = mpsc::channel();
         if let (Some(p), Some(w)) = (self.profile.as_mut(), self.worker.as_mut())
-            && let Err(e) = w.thread().and_then(|t| Ok(p.sampler.start(t)?))
+            && let Err(e) = w
+                .thread()
+                .ok_or_else(|| "the run thread exited at start".to_string())
+                .and_then(|t| p.sampler.start(t).map_err(|e| e.to_string()))
         {
             self.instances[pos].check = Some(check);
-            return self.failed(pos, run, format!("{e:#}"));
+            return self.failed(pos, run, e);
         }
         let job = Job {
             check,
@@ -541,7 +542,7 @@ mod tests {
 
     struct Sleepy(Duration);
     impl Check for Sleepy {
-        fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
+        fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
             std::thread::sleep(self.0);
             sink.gauge("slept", 1.0, &[]);
             Ok(())
@@ -550,7 +551,7 @@ mod tests {
 
     struct Panics;
     impl Check for Panics {
-        fn run(&mut self, _sink: &mut Sink) -> anyhow::Result<()> {
+        fn run(&mut self, _sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
             panic!("boom")
         }
     }
@@ -624,7 +625,7 @@ mod tests {
 
     struct Spins(u64);
     impl Check for Spins {
-        fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
+        fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
             std::hint::black_box(crate::profile::sampler_tests::spin(self.0));
             sink.gauge("spun", 1.0, &[]);
             Ok(())

@@ -237,7 +237,7 @@ pub fn count(
     instance: usize,
     runs: u32,
     progress: &mut Progress,
-) -> anyhow::Result<Counted> {
+) -> Result<Counted, CountError> {
     let event = match counter.by {
         By::Perf(event) => event,
         By::Valgrind { .. } => return count_valgrind(opts, loaded, instance, runs, progress),
@@ -248,6 +248,37 @@ pub fn count(
         cache_per_run: Vec::new(),
         stacks: Vec::new(),
     })
+}
+
+/// Why instructions could not be counted.
+#[derive(Debug, thiserror::Error)]
+pub enum CountError {
+    /// A run, the worker or valgrind failed for this check.
+    #[error("{check}: {what}")]
+    Check { check: String, what: String },
+    /// What counting needs of the system: a scratch directory, agentprof's own path, the
+    /// counter, callgrind's files.
+    #[error("{what}: {error}")]
+    Io { what: String, error: std::io::Error },
+    /// callgrind's files do not hold the counts asked for.
+    #[error("{0}")]
+    Files(String),
+}
+
+impl CountError {
+    fn check(check: &str, what: impl Into<String>) -> CountError {
+        CountError::Check {
+            check: check.to_string(),
+            what: what.into(),
+        }
+    }
+
+    fn io(what: &str, error: std::io::Error) -> CountError {
+        CountError::Io {
+            what: what.to_string(),
+            error,
+        }
+    }
 }
 
 /// What counting found: each counted run's instructions, and (callgrind only) each
@@ -269,7 +300,7 @@ fn count_perf(
     instance: usize,
     runs: u32,
     progress: &mut Progress,
-) -> anyhow::Result<Vec<f64>> {
+) -> Result<Vec<f64>, CountError> {
     let name = loaded.name.clone();
     let failed = |run: u32, e: &dyn std::fmt::Display| {
         let which = if run <= WARM_UPS {
@@ -277,7 +308,7 @@ fn count_perf(
         } else {
             format!("counted run {}", run - WARM_UPS)
         };
-        anyhow::anyhow!("{name}: {which} failed: {e}")
+        CountError::check(&name, format!("{which} failed: {e}"))
     };
     let mut out = Vec::with_capacity(runs as usize);
     let mut keep = |run: u32, n: u64, progress: &mut Progress| {
@@ -288,7 +319,7 @@ fn count_perf(
     };
     if let Some(host) = loaded.python.clone() {
         let mut h = crate::sync::lock_unless_poisoned(&host)
-            .ok_or_else(|| anyhow::anyhow!("{name}: the Python worker is unusable"))?;
+            .ok_or_else(|| CountError::check(&name, "the Python worker is unusable"))?;
         let how = crate::checks::Counting::Perf {
             kind: event.kind,
             config: event.config,
@@ -305,12 +336,13 @@ fn count_perf(
     match loaded.instances.into_iter().nth(instance).map(|(_, r)| r) {
         Some(Runnable::InProcess(mut check)) => {
             // This thread runs the check and reads its counter around each call, nothing else.
-            let counter = super::perf::Counter::this_thread(event, true, false)?;
+            let io = |e| CountError::io("perf_event_open", e);
+            let counter = super::perf::Counter::this_thread(event, true, false).map_err(io)?;
             for run in 1..=runs + WARM_UPS {
                 let mut sink = crate::metrics::Sink::default();
-                let before = counter.read()?;
+                let before = counter.read().map_err(io)?;
                 let result = check.run(&mut sink);
-                let n = counter.read()?.saturating_sub(before);
+                let n = counter.read().map_err(io)?.saturating_sub(before);
                 result.map_err(|e| failed(run, &e))?;
                 keep(run, n, progress);
             }
@@ -318,7 +350,7 @@ fn count_perf(
         Some(Runnable::External(check)) => {
             let inv = check
                 .invocation()
-                .ok_or_else(|| anyhow::anyhow!("{name}: not one program per run"))?;
+                .ok_or_else(|| CountError::check(&name, "not one program per run"))?;
             for run in 1..=runs + WARM_UPS {
                 let n = super::perf::count_program(
                     event,
@@ -330,7 +362,7 @@ fn count_perf(
                 keep(run, n, progress);
             }
         }
-        None => return Err(anyhow::anyhow!("{name}: no instance {instance}")),
+        None => return Err(CountError::check(&name, format!("no instance {instance}"))),
     }
     Ok(out)
 }
@@ -342,8 +374,8 @@ fn count_valgrind(
     instance: usize,
     runs: u32,
     progress: &mut Progress,
-) -> anyhow::Result<Counted> {
-    let dir = ScratchDir::new()?;
+) -> Result<Counted, CountError> {
+    let dir = ScratchDir::new().map_err(|e| CountError::io("a scratch directory", e))?;
     match loaded.kind {
         CheckKind::Builtin => {
             let spec = ChildSpec {
@@ -353,13 +385,15 @@ fn count_valgrind(
                 runs,
             };
             let argv = Counter::command(dir.path(), true);
-            let exe = std::env::current_exe()?;
+            let exe =
+                std::env::current_exe().map_err(|e| CountError::io("agentprof's own path", e))?;
+            let spec = serde_json::to_string(&spec)
+                .map_err(|e| CountError::check(&loaded.name, e.to_string()))?;
             let mut cmd = Command::new(&argv[0]);
-            cmd.args(&argv[1..])
-                .arg(exe)
-                .env(CHILD_ENV, serde_json::to_string(&spec)?);
-            stdout_of(&mut cmd, &[], COUNT_TIMEOUT)
-                .map_err(|e| anyhow::anyhow!("{}: counting under valgrind: {e}", loaded.name))?;
+            cmd.args(&argv[1..]).arg(exe).env(CHILD_ENV, spec);
+            stdout_of(&mut cmd, &[], COUNT_TIMEOUT).map_err(|e| {
+                CountError::check(&loaded.name, format!("counting under valgrind: {e}"))
+            })?;
             progress.set(u64::from(runs) + 1);
             per_run(dumps_of(dir.path(), None)?, runs)
         }
@@ -374,13 +408,13 @@ fn count_python(
     instance: usize,
     runs: u32,
     progress: &mut Progress,
-) -> anyhow::Result<Counted> {
+) -> Result<Counted, CountError> {
     let host = loaded
         .python
         .clone()
-        .ok_or_else(|| anyhow::anyhow!("{}: no Python worker", loaded.name))?;
+        .ok_or_else(|| CountError::check(&loaded.name, "no Python worker"))?;
     let mut h = crate::sync::lock_unless_poisoned(&host)
-        .ok_or_else(|| anyhow::anyhow!("{}: the Python worker is unusable", loaded.name))?;
+        .ok_or_else(|| CountError::check(&loaded.name, "the Python worker is unusable"))?;
     // The same hash seed in every counted worker: Python's string hashing moves dict and set
     // layouts, and with them the instructions a run takes.
     let mut wrapper = vec!["env".to_string(), "PYTHONHASHSEED=0".to_string()];
@@ -399,7 +433,7 @@ fn count_python(
     }
     h.run_under(wrapper);
     h.count_start()
-        .map_err(|e| anyhow::anyhow!("{}: counting under valgrind: {e}", loaded.name))?;
+        .map_err(|e| CountError::check(&loaded.name, format!("counting under valgrind: {e}")))?;
     let pid = h.worker_pid();
     for run in 1..=runs + WARM_UPS {
         let r = h.run_counted(instance, COUNT_TIMEOUT, crate::checks::Counting::Valgrind);
@@ -409,7 +443,10 @@ fn count_python(
             } else {
                 format!("counted run {}", run - WARM_UPS)
             };
-            return Err(anyhow::anyhow!("{}: {which} failed: {e}", loaded.name));
+            return Err(CountError::check(
+                &loaded.name,
+                format!("{which} failed: {e}"),
+            ));
         }
         progress.inc();
     }
@@ -424,27 +461,27 @@ fn count_exec(
     instance: usize,
     runs: u32,
     progress: &mut Progress,
-) -> anyhow::Result<Counted> {
+) -> Result<Counted, CountError> {
     let name = loaded.name.clone();
     let Some((_, Runnable::External(check))) = loaded.instances.into_iter().nth(instance) else {
-        return Err(anyhow::anyhow!("{name}: no instance {instance}"));
+        return Err(CountError::check(&name, format!("no instance {instance}")));
     };
     let inv = check
         .invocation()
-        .ok_or_else(|| anyhow::anyhow!("{name}: not one program per run"))?;
+        .ok_or_else(|| CountError::check(&name, "not one program per run"))?;
     let mut out = Vec::new();
     let mut functions = Vec::new();
     let mut cache = Vec::new();
     let mut graph = CallGraph::default();
     for run in 1..=runs + WARM_UPS {
         let sub = dir.join(format!("run{run}"));
-        std::fs::create_dir_all(&sub)?;
+        std::fs::create_dir_all(&sub).map_err(|e| CountError::io("a scratch directory", e))?;
         let argv = Counter::command(&sub, false);
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]).arg(&inv.program).args(&inv.args);
         let stdin = inv.stdin.clone();
         stdout_of(&mut cmd, &stdin, COUNT_TIMEOUT)
-            .map_err(|e| anyhow::anyhow!("{name}: run {run} under valgrind: {e}"))?;
+            .map_err(|e| CountError::check(&name, format!("run {run} under valgrind: {e}")))?;
         // Every process of the run's tree.
         let dumps = summaries(&sub)?;
         if run > WARM_UPS {
@@ -533,13 +570,13 @@ fn bracket<T>(work: impl FnOnce() -> T) -> T {
 /// The dumps of a bracketed process (the overhead bracket, the warm-ups, the counted runs)
 /// made into counts per counted run, each less the overhead, and the counted runs'
 /// functions.
-fn per_run(dumps: Vec<Dump>, runs: u32) -> anyhow::Result<Counted> {
+fn per_run(dumps: Vec<Dump>, runs: u32) -> Result<Counted, CountError> {
     let want = (runs + WARM_UPS) as usize + 1;
     if dumps.len() != want {
-        return Err(anyhow::anyhow!(
+        return Err(CountError::Files(format!(
             "callgrind wrote {} counts where {want} were expected (an empty bracket, {WARM_UPS} warm-ups and {runs} runs)",
             dumps.len()
-        ));
+        )));
     }
     let overhead = dumps[0].total;
     let overhead_cache = dumps[0].cache;
@@ -568,7 +605,7 @@ fn per_run(dumps: Vec<Dump>, runs: u32) -> anyhow::Result<Counted> {
 
 /// The numbered dumps (`cg.PID.N`, N from 1) of the one process that made them (or of
 /// `pid`), in order.
-fn dumps_of(dir: &Path, pid: Option<u32>) -> anyhow::Result<Vec<Dump>> {
+fn dumps_of(dir: &Path, pid: Option<u32>) -> Result<Vec<Dump>, CountError> {
     let mut numbered: Vec<(u32, Dump)> = summaries(dir)?
         .into_iter()
         .filter(|d| pid.is_none_or(|want| d.pid == want))
@@ -576,10 +613,10 @@ fn dumps_of(dir: &Path, pid: Option<u32>) -> anyhow::Result<Vec<Dump>> {
         .collect();
     let pids: std::collections::BTreeSet<u32> = numbered.iter().map(|x| x.1.pid).collect();
     if pids.len() > 1 {
-        return Err(anyhow::anyhow!(
+        return Err(CountError::Files(format!(
             "callgrind counts came from {} processes, not one",
             pids.len()
-        ));
+        )));
     }
     numbered.sort_by_key(|x| x.0);
     Ok(numbered.into_iter().map(|x| x.1).collect())
@@ -597,10 +634,11 @@ struct Dump {
 }
 
 /// Every callgrind file in `dir`, each read once.
-fn summaries(dir: &Path) -> anyhow::Result<Vec<Dump>> {
+fn summaries(dir: &Path) -> Result<Vec<Dump>, CountError> {
+    let io = |e| CountError::io(&format!("callgrind's files in {}", dir.display()), e);
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
@@ -640,8 +678,9 @@ type DumpCounts = (
 
 /// A callgrind file's `summary:` (or `totals:`) line, its instructions (Ir), its functions'
 /// costs and its cache hits.
-fn read_dump(path: &Path) -> anyhow::Result<DumpCounts> {
-    let text = crate::config::read_limited(path, 256 << 20, "")?;
+fn read_dump(path: &Path) -> Result<DumpCounts, CountError> {
+    let text = crate::config::read_limited(path, 256 << 20, "")
+        .map_err(|e| CountError::Files(e.to_string()))?;
     let text = String::from_utf8_lossy(&text);
     let total = text
         .lines()
@@ -650,7 +689,7 @@ fn read_dump(path: &Path) -> anyhow::Result<DumpCounts> {
                 .or_else(|| l.strip_prefix("totals:"))
         })
         .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-        .ok_or_else(|| anyhow::anyhow!("{}: no summary line", path.display()))?;
+        .ok_or_else(|| CountError::Files(format!("{}: no summary line", path.display())))?;
     let graph = callgrind::call_graph(&text);
     Ok((
         total,

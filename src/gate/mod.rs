@@ -246,6 +246,29 @@ mod tests {
             v.findings[0].detail
         );
         assert_ne!(v.outcome, Outcome::Pass, "{}", v.summary);
+        // A quiet machine, a JSON-parsing Python check's own baseline figures, 25 % slower,
+        // scattered 1.6 times as much: no widening for that scatter, the slowdown caught.
+        let mut json_check = stats(&[0.005; 8], 0, None);
+        json_check.cpu_process_medians = vec![
+            0.00531, 0.00463, 0.00462, 0.00467, 0.00479, 0.00506, 0.00512, 0.00480,
+        ];
+        json_check.calibration_s = vec![0.00068; 8];
+        json_check.calibration_loop = Some("loop".into());
+        let mut slower = json_check.clone();
+        slower.cpu_process_medians = [
+            0.00531, 0.00440, 0.00462, 0.00467, 0.00479, 0.00506, 0.00530, 0.00480,
+        ]
+        .iter()
+        .rev()
+        .map(|x| x * 1.25)
+        .collect();
+        let v = compare(&json_check, &slower, &cfg, Mode::Baseline);
+        assert_eq!(v.outcome, Outcome::Regression, "{}", v.findings[0].detail);
+        assert!(
+            v.findings[0].detail.contains("scatter ×1.000"),
+            "{}",
+            v.findings[0].detail
+        );
         // On a machine as quiet as the baseline's: 1.5× caught, the same check passes.
         let v = compare(&base, &busier(1.0, 1.5, 1.0), &cfg, Mode::Baseline);
         assert_eq!(v.outcome, Outcome::Regression, "{}", v.summary);

@@ -125,10 +125,12 @@ pub(super) fn calibration_shift(base: &GateStats, new: &GateStats) -> Option<f64
 }
 
 /// How far the machine's load may have moved one side's samples, judged by how much more
-/// they scatter than the other side's: the ratio of their relative interquartile ranges
-/// (upper quartile over lower), squared — the scatter is the part of the load's effect that
-/// differs between processes, the part they share can be as large again; at least 1; None
-/// with fewer than 4 samples a side. The load moves a check unlike any calibration loop (an
+/// they scatter than the other side's. Each side's scatter is the log of its upper quartile
+/// over its lower; where one side's is more than three times the other's (more than eight
+/// samples' quartiles differ by on the same machine: an unchanged check gated on a quiet
+/// machine scattered up to 1.6 times its baseline), the samples are moved by up to twice the
+/// difference — the scatter is the part of the load's effect that differs between processes,
+/// the part they share can be as large again; else 1. None with fewer than 4 samples a side. The load moves a check unlike any calibration loop (an
 /// awk and sort plugin's CPU per run fell ×0.78 beside bursty load while the integer loop
 /// stayed at ×1.00, and its processes scattered ×1.07 more than the quiet baseline's: the
 /// plugin made +35 % slower read +19 %, 95 % interval 1.100–1.256).
@@ -148,8 +150,13 @@ pub(super) fn spread_change(a: &[f64], b: &[f64]) -> Option<f64> {
         let (lo, hi) = (q(0.25), q(0.75));
         (lo > 0.0 && hi.is_finite()).then(|| hi / lo)
     };
-    let (x, y) = (relative(a)?, relative(b)?);
-    Some((2.0 * (x.ln() - y.ln()).abs()).exp())
+    let (x, y) = (relative(a)?.ln(), relative(b)?.ln());
+    let (wide, narrow) = (x.max(y), x.min(y));
+    // A floor of 0.5 %: quartiles that nearly coincide are not a scatter to divide by.
+    if wide <= 3.0 * narrow.max(0.005) {
+        return Some(1.0);
+    }
+    Some((2.0 * (wide - narrow)).exp())
 }
 
 impl Timing {

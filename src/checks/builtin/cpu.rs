@@ -80,7 +80,7 @@ fn emit(sink: &mut Sink, now: &Times, prev: &Times, tags: &[String]) {
 }
 
 impl Check for CpuCheck {
-    fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
         use procfs::CurrentSI;
         let stat = procfs::KernelStats::current()?;
         let total = Times::from(&stat.total);

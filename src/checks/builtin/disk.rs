@@ -365,10 +365,13 @@ impl DiskCheck {
 }
 
 impl Check for DiskCheck {
-    fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
         // Room for a node's few hundred mounts.
-        let text = read_procfs("/proc/mounts", 32 << 10)
-            .map_err(|e| anyhow::anyhow!("cannot read /proc/mounts: {e}"))?;
+        let text =
+            read_procfs("/proc/mounts", 32 << 10).map_err(|e| crate::checks::CheckError::File {
+                what: "cannot read /proc/mounts".into(),
+                reason: e.to_string(),
+            })?;
         let mounts = mounts(&text);
         let physical = if self.opts.include_all_devices {
             HashSet::new()

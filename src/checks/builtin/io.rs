@@ -43,7 +43,7 @@ impl Builtin for IoCheck {
 }
 
 impl Check for IoCheck {
-    fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
         let now = Instant::now();
         let stats: HashMap<String, procfs::DiskStat> = procfs::diskstats()?
             .into_iter()

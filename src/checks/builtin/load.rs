@@ -22,7 +22,7 @@ impl Builtin for LoadCheck {
 }
 
 impl Check for LoadCheck {
-    fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
         use procfs::Current;
         let l = procfs::LoadAverage::current()?;
         let cores = online_cpus()?;
@@ -47,7 +47,7 @@ impl Check for LoadCheck {
 /// CPUs online, as the Agent's `psutil.cpu_count()` counts them: from the kernel's online
 /// list through sysconf, not by formatting /proc/cpuinfo at every run (which costs ten times
 /// as much).
-fn online_cpus() -> anyhow::Result<f64> {
+fn online_cpus() -> Result<f64, procfs::ProcError> {
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     if n > 0 {

@@ -24,7 +24,7 @@ impl Builtin for MemoryCheck {
 const MIB: f64 = 1024.0 * 1024.0;
 
 impl Check for MemoryCheck {
-    fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
         use procfs::Current;
         let m = procfs::Meminfo::current()?;
         let mb = |b: u64| b as f64 / MIB;

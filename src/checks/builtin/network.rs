@@ -108,7 +108,7 @@ impl NetworkCheck {
 }
 
 impl Check for NetworkCheck {
-    fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
         for d in self.reported(procfs::net::dev_status()?.into_values()) {
             sink.log(crate::metrics::level::DEBUG, || {
                 format!("reporting interface {}", d.name)

@@ -112,16 +112,15 @@ impl ProcessCheck {
         }
     }
 
-    fn pid_from_file(&self) -> anyhow::Result<Option<i32>> {
+    fn pid_from_file(&self) -> Result<Option<i32>, crate::checks::CheckError> {
         let Some(path) = &self.opts.pid_file else {
             return Ok(None);
         };
-        let text =
-            std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("pid_file {path}: {e}"))?;
+        let text = std::fs::read_to_string(path).map_err(|e| pid_file(path, e.to_string()))?;
         let pid = text
             .trim()
             .parse::<i32>()
-            .map_err(|_| anyhow::anyhow!("pid_file {path}: `{}` is not a pid", text.trim()))?;
+            .map_err(|_| pid_file(path, format!("`{}` is not a pid", text.trim())))?;
         Ok(Some(pid))
     }
 }
@@ -145,7 +144,7 @@ struct Totals {
 
 impl ProcessCheck {
     /// Every process that matches (the pid file's, else the search), agentprof itself left out.
-    fn totals(&self, pid_from_file: Option<i32>) -> anyhow::Result<Totals> {
+    fn totals(&self, pid_from_file: Option<i32>) -> Result<Totals, procfs::ProcError> {
         let tps = procfs::ticks_per_second() as f64;
         // agentprof reading /proc is not the process the user asked about.
         let me = std::process::id() as i32;
@@ -207,7 +206,7 @@ impl ProcessCheck {
 }
 
 impl Check for ProcessCheck {
-    fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
         let now = Instant::now();
         let pid_from_file = self.pid_from_file()?;
         let page_total = {
@@ -271,5 +270,13 @@ impl Check for ProcessCheck {
             self.last_cpu = Some((now, totals.cpu));
         }
         Ok(())
+    }
+}
+
+/// The instance's `pid_file` could not be read as a pid: its path and why.
+fn pid_file(path: &str, reason: String) -> crate::checks::CheckError {
+    crate::checks::CheckError::File {
+        what: format!("pid_file {path}"),
+        reason,
     }
 }

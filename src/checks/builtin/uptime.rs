@@ -22,7 +22,7 @@ impl Builtin for UptimeCheck {
 }
 
 impl Check for UptimeCheck {
-    fn run(&mut self, sink: &mut Sink) -> anyhow::Result<()> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
         use procfs::Current;
         let up = procfs::Uptime::current()?;
         sink.log(crate::metrics::level::DEBUG, || {
