@@ -2,12 +2,10 @@
 
 use std::io::Write;
 
-use crate::checks::CheckKind;
 use crate::cli::{CannotTellExit, GateArgs, GateCounter, GateFormat, GateMeasure};
-use crate::config::AgentConfig;
 use crate::error::UsageError;
 use crate::gate::config::{GateSection, resolve};
-use crate::gate::measure::{Extend, Plan, Side, load, measure, measure_ab};
+use crate::gate::run::{Ran, Request};
 use crate::gate::{GateConfig, GateStats, Measure, Mode, compare};
 use crate::gate::{baseline, plan};
 
@@ -53,42 +51,6 @@ fn compare_files(args: &GateArgs, files: &[std::path::PathBuf]) -> anyhow::Resul
     report(args, &cfg, &base, &current, Mode::Baseline)
 }
 
-/// `--memory` is for Python checks, `--flamegraph-diff` for checks agentprof runs itself or
-/// whose instructions callgrind counts.
-fn fits_kind(
-    args: &GateArgs,
-    name: &str,
-    kind: CheckKind,
-    measure: Measure,
-) -> Result<(), UsageError> {
-    if args.memory && kind != CheckKind::Python {
-        return Err(UsageError::flag(
-            "--memory",
-            format!(
-                "{name} is not a Python check: --memory compares Python allocations (tracemalloc); RSS is compared for every check"
-            ),
-        ));
-    }
-    if args.compat_base && kind != CheckKind::Python {
-        return Err(UsageError::flag(
-            "--compat-base",
-            format!(
-                "{name} is not a Python check: --compat-base is for a Python check's base class"
-            ),
-        ));
-    }
-    if args.flamegraph_diff.is_some() && kind == CheckKind::Exec && measure != Measure::Instructions
-    {
-        return Err(UsageError::flag(
-            "--flamegraph-diff",
-            format!(
-                "{name} is an exec plugin: it runs outside agentprof, which takes no stacks of it (with --measure instructions, callgrind's call graph gives them)"
-            ),
-        ));
-    }
-    Ok(())
-}
-
 fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
     if args.max_time.is_some() && args.against.is_none() {
         return Err(
@@ -105,158 +67,31 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         )
         .into());
     };
-    let options = load_options(&args.config);
-    let config = AgentConfig::load(&options)?;
-    for w in &config.warnings {
-        eprintln!("agentprof: warning: {w}");
-    }
-    let mut plan = Plan {
+    let req = Request {
         name,
-        times: 0,
-        processes: plan::PROCESSES,
-        instance: args.instance,
+        options: load_options(&args.config),
+        flags: flags(&args),
+        gate_config: args.gate_config.as_deref(),
+        baseline: args.baseline.as_deref(),
+        against: args.against.as_deref(),
+        update_baseline: args.update_baseline,
         memory: args.memory,
-        stacks: args.update_baseline || args.flamegraph_diff.is_some(),
-        count: None,
         compat_base: args.compat_base,
-    };
-    let first = load(&config, &plan)?;
-    // The first of the check's files with a `gate:` section.
-    let mut section = None;
-    for p in first.source.paths() {
-        section = GateSection::from_check_conf(p)?;
-        if section.is_some() {
-            break;
-        }
-    }
-    let (cfg, times) = resolve(
-        flags(&args),
-        args.gate_config.as_deref(),
-        section,
-        args.against.is_some(),
-    )?;
-    plan.times = times;
-    fits_kind(&args, name, first.kind, cfg.measure)?;
-    if first.kind == CheckKind::Exec {
-        plan.stacks = false;
-    }
-    let side = Side {
-        config: &config,
-        options: &options,
-    };
-    if let Some(against) = &args.against {
-        // What counts instructions is found before any run, so a machine that has nothing
-        // to count with costs no time.
-        let counter = plan::counter(&cfg, counter_choice(&args), None, None)?;
-        plan.count = counter.as_ref();
-        return ab(&args, &cfg, &mut plan, &side, first, against);
-    }
-    let Some(baseline) = &args.baseline else {
-        return Err(UsageError::flag("--baseline", "give a baseline file, or --against").into());
-    };
-    // The baseline is read before the runs, so a missing or unusable one costs no time.
-    let wants = baseline::Wants {
-        allocations: args.memory,
         stacks: args.flamegraph_diff.is_some(),
+        instance: args.instance,
+        counter: counter_choice(&args),
+        max_time: args.max_time.as_deref(),
     };
-    let base = match args.update_baseline {
-        true => None,
-        false => Some(baseline::read_for(baseline, name, &cfg, wants)?),
-    };
-    // Counted as the baseline was, where this machine can.
-    let counter = plan::counter(
-        &cfg,
-        counter_choice(&args),
-        base.as_ref().and_then(|b| b.instructions_source.as_deref()),
-        Some(baseline),
-    )?;
-    plan.count = counter.as_ref();
-    // The timing test must be able to fail: enough processes for the alpha asked for.
-    plan.processes = plan::processes(cfg.alpha, base.as_ref().map(|b| (baseline.as_path(), b)))?;
-    plan.times = plan::timed_runs(plan.times, plan.processes);
-    let current = measure(&side, &plan, first)?;
-    let Some(base) = base else {
-        baseline::write(baseline, &current)?;
-        return Ok(Outcome::Success);
-    };
-    report(&args, &cfg, &base, &current, Mode::Baseline)
-}
-
-/// `--against DIR|REV`: the baseline version's checks directory, or that directory as a git
-/// revision has it, run in interleaved rounds with this one.
-fn ab(
-    args: &GateArgs,
-    cfg: &GateConfig,
-    plan: &mut Plan,
-    side: &Side,
-    first: crate::checks::LoadedCheck,
-    against: &str,
-) -> anyhow::Result<Outcome> {
-    let started = std::time::Instant::now();
-    let max_time = plan::max_time(args.max_time.as_deref().unwrap_or(plan::DEFAULT_MAX_TIME))?;
-    if first.kind == CheckKind::Builtin {
-        return Err(UsageError::flag(
-            "--against",
-            format!(
-                "{} is a built-in check, part of agentprof itself: A/B compares two versions of a plugin's files; gate a built-in with --baseline, or --measure instructions",
-                plan.name
-            ),
-        )
-        .into());
+    match crate::gate::run::run(&req)? {
+        Ran::Measured {
+            cfg,
+            base,
+            current,
+            mode,
+        } => report(&args, &cfg, &base, &current, mode),
+        Ran::BaselineWritten => Ok(Outcome::Success),
+        Ran::NoBaseline(verdict) => emit(&args, &verdict, None),
     }
-    if first.kind == CheckKind::Python
-        && !side
-            .config
-            .checks_path
-            .join(format!("{}.py", plan.name))
-            .is_file()
-    {
-        return Err(UsageError::flag(
-            "--against",
-            format!(
-                "{} is an installed integration (datadog_checks.{}), not a file in the checks directory: A/B compares two checks directories",
-                plan.name, plan.name
-            ),
-        )
-        .into());
-    }
-    drop(first);
-    let checkout = crate::gate::against::Baseline::resolve(against, &side.config.checks_path)?;
-    let mut base_config = side.config.clone();
-    base_config.checks_path = checkout.checks_dir().to_path_buf();
-    // A change that adds the check: the baseline version has none to compare with.
-    if !crate::checks::Registry::new(&base_config).has_plugin(plan.name) {
-        let verdict = crate::gate::Verdict::no_baseline(plan.name, cfg, &checkout.describe());
-        return emit(args, &verdict, None);
-    }
-    let rounds = plan::ab_rounds(cfg.alpha)?;
-    plan.processes = rounds;
-    let mut base_options = side.options.clone();
-    base_options.checks = Some(base_config.checks_path.clone());
-    let base_side = Side {
-        config: &base_config,
-        options: &base_options,
-    };
-    eprintln!(
-        "agentprof: A/B: {} from {} against this tree, {rounds} interleaved rounds",
-        plan.name,
-        checkout.describe()
-    );
-    // Timings that cannot tell yet get more rounds, within --max-time (counts are
-    // deterministic: their rounds are what was planned).
-    let judge = |a: &GateStats, b: &GateStats| {
-        compare(a, b, cfg, Mode::Paired)
-            .findings
-            .first()
-            .is_some_and(|f| f.status == crate::gate::Status::CannotTell)
-    };
-    let extend = (cfg.measure != Measure::Instructions && !max_time.is_zero()).then(|| Extend {
-        until: started + max_time,
-        max_rounds: plan::MAX_ROUNDS,
-        undecided: &judge,
-    });
-    let (a, b) = measure_ab(&base_side, side, plan, extend.as_ref())?;
-    report(args, cfg, &a, &b, Mode::Paired)
 }
 
 fn report(

@@ -15,6 +15,7 @@ mod measured;
 pub mod perf;
 pub mod plan;
 mod report;
+pub mod run;
 pub mod stats;
 mod timing;
 mod verdict;
