@@ -19,17 +19,25 @@ pub(super) async fn stopped_or_at(end: Option<Instant>) {
     }
 }
 
+/// The API server never answered in the whole run: where it was, and its last trouble
+/// (a runtime failure, exit 3).
+#[derive(Debug, thiserror::Error)]
+#[error("the API server at {server} never answered: {last}")]
+pub struct NeverAnswered {
+    server: String,
+    last: String,
+}
+
 /// An error when the API server never answered in the whole run (its last trouble said).
-pub(super) fn answered_once(cluster: &super::client::Cluster) -> anyhow::Result<()> {
+pub(super) fn answered_once(cluster: &super::client::Cluster) -> Result<(), NeverAnswered> {
     if cluster.api.get_ok() == 0 {
-        anyhow::bail!(
-            "the API server at {} never answered: {}",
-            cluster.server,
-            cluster
+        return Err(NeverAnswered {
+            server: cluster.server.to_string(),
+            last: cluster
                 .api
                 .unhealthy()
-                .unwrap_or_else(|| "no request completed".into())
-        );
+                .unwrap_or_else(|| "no request completed".into()),
+        });
     }
     Ok(())
 }

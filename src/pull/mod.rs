@@ -459,7 +459,7 @@ pub fn run(
 
 /// The uploaders of `--upload` (dd-trace's format, in `spool`) and `--otlp` (OTLP profiles,
 /// in `spool/otlp`), each with 64 MiB of spool and `upload_timeout` (30 s) per request.
-pub fn uploaders(opts: &PullOptions) -> anyhow::Result<Vec<upload::Uploader>> {
+pub fn uploaders(opts: &PullOptions) -> Result<Vec<upload::Uploader>, crate::error::UsageError> {
     let flag = crate::error::UsageError::flag;
     let timeout = opts.upload_timeout.unwrap_or(upload::DEFAULT_TIMEOUT);
     let mut out = Vec::new();
