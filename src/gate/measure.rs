@@ -225,6 +225,50 @@ fn timed_load(
     })
 }
 
+/// The machine's CPU time so far, busy and in all (seconds over all CPUs, from the first
+/// line of /proc/stat: stolen time counts as busy, it is other work on the host), and
+/// agentprof's own with its reaped children's.
+fn machine_time() -> Option<(f64, f64, f64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .take(8)
+        .map(|x| x.parse::<f64>().ok())
+        .collect::<Option<_>>()?;
+    if v.len() < 8 {
+        return None;
+    }
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    if hz <= 0.0 {
+        return None;
+    }
+    // user nice system idle iowait irq softirq steal
+    let busy = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz;
+    let all = busy + (v[3] + v[4]) / hz;
+    let own = [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN]
+        .iter()
+        .map(|who| {
+            // SAFETY: getrusage writes into the rusage we own.
+            let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+            unsafe { libc::getrusage(*who, &mut u) };
+            let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+            s(u.ru_utime) + s(u.ru_stime)
+        })
+        .sum();
+    Some((busy, all, own))
+}
+
+/// The share of the machine's CPU time between `start` and now that was not agentprof's
+/// (nor its children's): other work beside the gate.
+fn others_busy(start: Option<(f64, f64, f64)>) -> Option<f64> {
+    let (b0, a0, o0) = start?;
+    let (b1, a1, o1) = machine_time()?;
+    let all = a1 - a0;
+    (all > 0.0).then(|| (((b1 - b0) - (o1 - o0)) / all).clamp(0.0, 1.0))
+}
+
 /// Runs the check: `times` timed runs of one instance, spread over `processes` fresh loads
 /// (for Python checks, worker processes), each after a warm-up run, with the machine's speed
 /// measured before and after each load's runs; then the untimed extra passes.
@@ -237,6 +281,7 @@ pub fn measure(side: &Side, plan: &Plan, first: LoadedCheck) -> anyhow::Result<G
     let mut stats = GateStats::empty(plan.name, kind.label());
     let mut records = Vec::with_capacity((per * processes) as usize);
     let mut next = Some(first);
+    let started = machine_time();
     for _ in 0..processes {
         let loaded = match next.take() {
             Some(l) => l,
@@ -248,6 +293,7 @@ pub fn measure(side: &Side, plan: &Plan, first: LoadedCheck) -> anyhow::Result<G
         records.extend(t.records);
     }
     progress.finish();
+    stats.others_busy = others_busy(started);
     stats.absorb_records(&records);
     stats.calibration_loop = Some(calibration_loop(kind).to_string());
     extra_passes(side, plan, kind, per, &mut stats)?;

@@ -44,6 +44,11 @@ pub struct GateStats {
     /// same one.
     #[serde(default)]
     pub calibration_loop: Option<String>,
+    /// The share of the machine's CPU time (all its CPUs, from /proc/stat, stolen time
+    /// included) that work other than agentprof and its children took while the runs went
+    /// on: 0 on a quiet machine, 0.5 with a core's worth of other work on two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_busy: Option<f64>,
     pub rss_after: Vec<u64>,
     pub peak_rss: Vec<u64>,
     /// Python checks: function calls per run (cProfile), and the functions called most.
@@ -109,6 +114,8 @@ pub enum BaselineError {
         "rss_slope_per_process or instructions_per_run: a value is not a finite number (≥ 0 for counts)"
     )]
     NotFinite,
+    #[error("others_busy: not a share of the machine's time (0 to 1)")]
+    NotAShare,
     #[error("no runs[] (not an agentprof check --json report)")]
     NoRuns,
     #[error("runs[] is empty")]
@@ -143,6 +150,12 @@ impl GateStats {
                 });
             }
         }
+        if self
+            .others_busy
+            .is_some_and(|b| !(b.is_finite() && (0.0..=1.0).contains(&b)))
+        {
+            return Err(BaselineError::NotAShare);
+        }
         if self.rss_slope_per_process.iter().any(|v| !v.is_finite())
             || self
                 .instructions_per_run
@@ -169,6 +182,7 @@ impl GateStats {
             rss_slope_per_process: Vec::new(),
             calibration_s: Vec::new(),
             calibration_loop: None,
+            others_busy: None,
             rss_after: Vec::new(),
             peak_rss: Vec::new(),
             python_calls_per_run: None,
@@ -277,6 +291,7 @@ impl GateStats {
             rss_slope_per_process: Vec::new(),
             calibration_s: Vec::new(),
             calibration_loop: None,
+            others_busy: None,
             rss_after: ok
                 .iter()
                 .filter_map(|r| u(&r["memory"]["rss_after"]))

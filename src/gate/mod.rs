@@ -270,6 +270,34 @@ mod tests {
             "{}",
             v.findings[0].detail
         );
+        // The JSON-parsing check unchanged beside bursty load (about half the machine), its
+        // baseline made on the quiet machine: its CPU per run read −13 % with neither the
+        // loop nor the scatter moved. The other work measured on each side widens the
+        // interval to hold the truth.
+        let mut quiet_json = json_check.clone();
+        quiet_json.others_busy = Some(0.02);
+        let mut busy_json = quiet_json.clone();
+        busy_json.cpu_process_medians = json_check
+            .cpu_process_medians
+            .iter()
+            .rev()
+            .map(|x| x * 0.87)
+            .collect();
+        busy_json.others_busy = Some(0.48);
+        let v = compare(&quiet_json, &busy_json, &cfg, Mode::Baseline);
+        let (lo, hi) = interval(&v);
+        assert!(
+            lo <= 1.0 && 1.0 <= hi,
+            "({lo}, {hi}) {}",
+            v.findings[0].detail
+        );
+        assert!(
+            v.findings[0]
+                .detail
+                .contains("other work 2% of the machine then, 48% now"),
+            "{}",
+            v.findings[0].detail
+        );
         // On a machine as quiet as the baseline's: 1.5× caught, the same check passes.
         let v = compare(&base, &busier(1.0, 1.5, 1.0), &cfg, Mode::Baseline);
         assert_eq!(v.outcome, Outcome::Regression, "{}", v.summary);

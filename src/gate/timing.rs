@@ -159,18 +159,39 @@ pub(super) fn spread_change(a: &[f64], b: &[f64]) -> Option<f64> {
     Some((2.0 * (wide - narrow)).exp())
 }
 
+/// How far other work on the machine may have moved this run's figures from the baseline's:
+/// the two sides' shares of the machine taken by other work (`others_busy`), and the factor
+/// their difference allows, 1 + 1.5 × (difference − 0.05). Beside bursty memory-streaming
+/// load (about half the machine), checks' CPU per run moved by −13 % (a JSON-parsing Python
+/// check), −22 % (an awk and sort plugin) and +77 % (a memory-heavy check) against baselines
+/// made on the quiet machine, while neither the calibration loop nor the processes' scatter
+/// showed it; a difference of 5 points or less (a quiet machine's own) moves nothing.
+pub(super) fn load_change(base: &GateStats, new: &GateStats) -> Option<(f64, f64, f64)> {
+    let (b, n) = (base.others_busy?, new.others_busy?);
+    let factor = 1.0 + 1.5 * ((n - b).abs() - 0.05).max(0.0);
+    Some((b, n, factor))
+}
+
 impl Timing {
     /// The 95 % interval widened each way by how far the calibration loop moved (`shift`,
-    /// [`calibration_shift`]) times how much more one side scatters than the other
-    /// (`spread`, [`spread_change`]), said in its description: the interval holds the change
+    /// [`calibration_shift`]), how much more one side scatters than the other (`spread`,
+    /// [`spread_change`]) and how much busier with other work one side's machine was
+    /// (`load`, [`load_change`]), said in its description: the interval holds the change
     /// whichever way the machine's load weighs on the check.
-    pub(super) fn widen(&mut self, shift: f64, spread: f64) {
-        let by = shift * spread;
+    pub(super) fn widen(&mut self, shift: f64, spread: f64, load: Option<(f64, f64, f64)>) {
+        let by = shift * spread * load.map_or(1.0, |l| l.2);
         if let Some((lo, hi)) = self.ci {
             self.ci = Some((lo / by, hi * by));
         }
+        let others = load.map_or(String::new(), |(b, n, f)| {
+            format!(
+                ", other work {:.0}% of the machine then, {:.0}% now ×{f:.3}",
+                b * 100.0,
+                n * 100.0
+            )
+        });
         self.what.push_str(&format!(
-            "; interval widened ×{by:.3} each way for a machine unlike the baseline's (calibration loop ×{shift:.3}, the processes' scatter ×{spread:.3})"
+            "; interval widened ×{by:.3} each way for a machine unlike the baseline's (calibration loop ×{shift:.3}, the processes' scatter ×{spread:.3}{others})"
         ));
     }
 }

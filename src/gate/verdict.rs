@@ -175,9 +175,10 @@ fn timing_of(
                 .then(|| super::timing::calibration_shift(base, new))
                 .flatten();
             let spread = super::timing::spread_change(&b, &n);
+            let load = super::timing::load_change(base, new);
             two_sample(&b, &n, cfg.alpha).map(|mut t| {
-                if shift.is_some() || spread.is_some() {
-                    t.widen(shift.unwrap_or(1.0), spread.unwrap_or(1.0));
+                if shift.is_some() || spread.is_some() || load.is_some() {
+                    t.widen(shift.unwrap_or(1.0), spread.unwrap_or(1.0), load);
                 }
                 (label, t)
             })
