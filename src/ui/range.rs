@@ -402,10 +402,7 @@ impl Ui {
         for part in parts {
             match part {
                 Part::Capture(e) => {
-                    let path = self.listed_file(&e.id)?;
-                    let (p, one) = self.read_pprof(&e.id, &path, pinned + held.bytes())?;
-                    add_kept(&mut m, &p, &e.id, &sel.labels)?;
-                    drop((p, one));
+                    self.add_capture(&mut m, e, &sel.labels, pinned + held.bytes())?;
                 }
                 Part::Hour { start, captures } => {
                     let Some(rollups) = &self.rollups else {
@@ -438,16 +435,40 @@ impl Ui {
                     drop((p, one));
                 }
             }
-            let now = m.heap_bytes();
-            if now > held.bytes() {
-                let more = now - held.bytes();
-                held = self.room(Some(held), more, pinned)?;
-            }
+            held = self.grown(held, m.heap_bytes(), pinned)?;
         }
         let p = m
             .finish()
             .map_err(|x| Problem::unprocessable(x.to_string()))?;
         Ok((p, held, n))
+    }
+
+    /// Capture `e` read and its samples that carry `labels` added to `m`; the file and its
+    /// decoding held only meanwhile, beside `pinned`.
+    fn add_capture(
+        &self,
+        m: &mut crate::pprof::Merger,
+        e: &Entry,
+        labels: &[(String, String)],
+        pinned: u64,
+    ) -> Result<(), Problem> {
+        let path = self.listed_file(&e.id)?;
+        let (p, _held) = self.read_pprof(&e.id, &path, pinned)?;
+        add_kept(m, &p, &e.id, labels)
+    }
+
+    /// `held` made to cover `now` bytes (a merge that grew), beside `pinned`.
+    fn grown(
+        &self,
+        held: crate::budget::Reservation,
+        now: u64,
+        pinned: u64,
+    ) -> Result<crate::budget::Reservation, Problem> {
+        if now <= held.bytes() {
+            return Ok(held);
+        }
+        let more = now - held.bytes();
+        self.room(Some(held), more, pinned)
     }
 
     /// One hour's captures merged whole (its rollup), held beside `beside` (the merge it
@@ -461,15 +482,8 @@ impl Ui {
         let mut m = crate::pprof::Merger::new();
         let mut held = self.room(None, 1 << 16, pinned)?;
         for e in captures {
-            let path = self.listed_file(&e.id)?;
-            let (p, one) = self.read_pprof(&e.id, &path, pinned + held.bytes())?;
-            add_kept(&mut m, &p, &e.id, &[])?;
-            drop((p, one));
-            let now = m.heap_bytes() + beside.heap_bytes();
-            if now > held.bytes() {
-                let more = now - held.bytes();
-                held = self.room(Some(held), more, pinned)?;
-            }
+            self.add_capture(&mut m, e, &[], pinned + held.bytes())?;
+            held = self.grown(held, m.heap_bytes() + beside.heap_bytes(), pinned)?;
         }
         let p = m
             .finish()

@@ -64,6 +64,21 @@ pub fn sel(query: &str) -> String {
     enc(&format!("sel:{query}"))
 }
 
+/// `go tool pprof -proto` of `files`: go's merge, written to go-merged.pb.gz in the sandbox.
+fn go_merged(sb: &Sandbox, files: &[std::path::PathBuf]) -> std::path::PathBuf {
+    let out = std::process::Command::new("go")
+        .args(["tool", "pprof", "-proto"])
+        .args(files)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    sb.write_bytes("go-merged.pb.gz", &out.stdout)
+}
+
 fn go_top(files: &[std::path::PathBuf]) -> String {
     let mut args = vec!["tool", "pprof", "-top", "-nodecount=25"];
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
@@ -128,20 +143,8 @@ fn a_range_merges_as_go_tool_pprof_merges_and_the_timeline_shows_each_capture() 
     let id = sel(range);
     let top = ui.json(&format!("/api/top?id={id}&nodes=25"));
     assert_eq!(top["selection"]["captures"], 3, "{top:#}");
-    let merged = sb.file("go-merged.pb.gz");
     let three: Vec<_> = files[1..4].iter().map(|f| sb.file(f)).collect();
-    let mut args = vec!["tool".to_string(), "pprof".into(), "-proto".into()];
-    args.extend(three.iter().map(|f| f.display().to_string()));
-    let out = std::process::Command::new("go")
-        .args(&args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::write(&merged, &out.stdout).unwrap();
+    let merged = go_merged(&sb, &three);
     let cli = sb.run(&["top", "--json", "-n", "25", merged.to_str().unwrap()]);
     let cli: Value = serde_json::from_str(&cli.stdout).unwrap();
     assert_eq!(top["report"], cli["report"], "the merge's table and header");
@@ -692,18 +695,8 @@ fn whole_hours_are_merged_from_rollups_equal_to_the_merge_of_their_captures() {
     assert!(rolled.2 == plain.2, "the merged file, byte for byte");
     // go tool pprof's merge of the twelve files: the same table.
     let go_merge = |files: &[String]| {
-        let mut args = vec!["tool".to_string(), "pprof".into(), "-proto".into()];
-        args.extend(files.iter().map(|f| sb.file(f).display().to_string()));
-        let out = std::process::Command::new("go")
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let merged = sb.write_bytes("go-merged.pb.gz", &out.stdout);
+        let paths: Vec<_> = files.iter().map(|f| sb.file(f)).collect();
+        let merged = go_merged(&sb, &paths);
         let cli = sb.run(&["top", "--json", "-n", "25", merged.to_str().unwrap()]);
         serde_json::from_str::<Value>(&cli.stdout).unwrap()["report"].clone()
     };
