@@ -35,8 +35,8 @@ pub const CANNOT_TELL: u8 = 4;
 /// The whole command line, run: its exit status.
 pub fn main() -> u8 {
     // agentprof under valgrind, counting a built-in check's instructions for `gate`.
-    if let Ok(spec) = std::env::var(crate::gate::instructions::CHILD_ENV) {
-        return crate::gate::instructions::child(&spec);
+    if let Ok(spec) = std::env::var(crate::gate::valgrind::CHILD_ENV) {
+        return crate::gate::valgrind::child(&spec);
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::error::UsageError;
 
-use super::instructions::ScratchDir;
+use super::counted::ScratchDir;
 use crate::checks::child::stdout_of;
 
 crate::error::message_error! {

@@ -7,6 +7,7 @@ pub mod against;
 pub mod baseline;
 pub mod callgrind;
 pub mod config;
+mod counted;
 mod figures;
 mod finding;
 pub mod instructions;
@@ -18,6 +19,7 @@ mod report;
 pub mod run;
 pub mod stats;
 mod timing;
+pub mod valgrind;
 mod verdict;
 
 pub use finding::{GateConfig, Measure, Mode, Status};
