@@ -406,6 +406,11 @@ impl Ui {
                 }
                 Part::Hour { start, captures } => {
                     let Some(rollups) = &self.rollups else {
+                        // Planned only with rollups; without, the hour is its captures.
+                        for e in &captures {
+                            self.add_capture(&mut m, e, &sel.labels, pinned + held.bytes())?;
+                        }
+                        held = self.grown(held, m.heap_bytes(), pinned)?;
                         continue;
                     };
                     let file = rollups.path(sel, start, &captures);
@@ -426,7 +431,11 @@ impl Ui {
                             let oldest = *oldest.get_or_insert_with(|| {
                                 super::rollup::oldest(sel, &listing.entries)
                             });
-                            rollups.store(&file, &gz, oldest);
+                            // One the ui could not read back (over --max-size-mb) is
+                            // not kept: the hour is merged from its captures each time.
+                            if gz.len() as u64 <= self.limits.body {
+                                rollups.store(&file, &gz, oldest);
+                            }
                             (p, one)
                         }
                     };
