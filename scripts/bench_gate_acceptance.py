@@ -203,6 +203,8 @@ def gate(d, py, mode):
 
 
 def series(d, py, kind, mode, again, n, true_ratio, phase):
+    if n == 0:
+        return
     write_variant(d, kind, again)
     out = [gate(d, py, mode) for _ in range(n)]
     write_variant(d, kind, 0.0)
