@@ -63,6 +63,16 @@ impl CountError {
         }
     }
 
+    /// Run `run` of `check` failed: a warm-up (the first [`WARM_UPS`]) or a counted one.
+    pub(super) fn run_failed(check: &str, run: u32, why: &dyn std::fmt::Display) -> CountError {
+        let which = if run <= WARM_UPS {
+            format!("warm-up run {run}")
+        } else {
+            format!("counted run {}", run - WARM_UPS)
+        };
+        CountError::check(check, format!("{which} failed: {why}"))
+    }
+
     pub(super) fn io(what: &str, error: std::io::Error) -> CountError {
         CountError::Io {
             what: what.to_string(),

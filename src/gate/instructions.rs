@@ -137,14 +137,7 @@ fn count_perf(
     progress: &mut Progress,
 ) -> Result<Vec<f64>, CountError> {
     let name = loaded.name.clone();
-    let failed = |run: u32, e: &dyn std::fmt::Display| {
-        let which = if run <= WARM_UPS {
-            format!("warm-up run {run}")
-        } else {
-            format!("counted run {}", run - WARM_UPS)
-        };
-        CountError::check(&name, format!("{which} failed: {e}"))
-    };
+    let failed = |run: u32, e: &dyn std::fmt::Display| CountError::run_failed(&name, run, e);
     let mut out = Vec::with_capacity(runs as usize);
     let mut keep = |run: u32, n: u64, progress: &mut Progress| {
         if run > WARM_UPS {

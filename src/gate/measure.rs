@@ -261,7 +261,9 @@ fn machine_time() -> Option<(f64, f64, f64)> {
 }
 
 /// The share of the machine's CPU time between `start` and now that was not agentprof's
-/// (nor its children's): other work beside the gate.
+/// (nor its children's): other work beside the gate. A child is counted when it is reaped,
+/// with what it spent before `start` (the first worker's start-up): the share errs low, by a
+/// few points over a gate's seconds, never high.
 fn others_busy(start: Option<(f64, f64, f64)>) -> Option<f64> {
     let (b0, a0, o0) = start?;
     let (b1, a1, o1) = machine_time()?;
@@ -656,5 +658,40 @@ mod tests {
         );
         assert_eq!(without_line("f (a:b.py:x)"), "f (a:b.py:x)");
         assert!(calibrate_native() > 0.0);
+    }
+
+    /// The machine's busy time, read off /proc/stat (in ticks), holds a spin of 0.3 s of this
+    /// thread's CPU less a tick or two, as does agentprof's own (getrusage); the share left to
+    /// others is a share. (Not busy ≥ own: own counts children when they are reaped, with CPU
+    /// they spent before the interval.)
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_machines_busy_time_holds_agentprofs_own() {
+        let start = machine_time().expect("/proc/stat");
+        // 0.3 s of this thread's CPU, however busy the machine (at most a minute of waiting).
+        let thread_cpu = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: clock_gettime writes the timespec it is given.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+        };
+        let (t0, wall) = (thread_cpu(), std::time::Instant::now());
+        let mut x = 0u64;
+        while thread_cpu() - t0 < 0.3 && wall.elapsed() < std::time::Duration::from_secs(60) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let end = machine_time().expect("/proc/stat");
+        let (busy, spun) = (end.0 - start.0, thread_cpu() - t0);
+        assert!(spun >= 0.3, "this thread's CPU {spun}");
+        assert!(busy >= spun - 0.05, "busy {busy} < this thread's {spun}");
+        assert!(
+            end.2 - start.2 >= spun - 0.01,
+            "agentprof's own holds this thread's"
+        );
+        let share = others_busy(Some(start)).expect("a share");
+        assert!((0.0..=1.0).contains(&share), "{share}");
     }
 }

@@ -172,15 +172,7 @@ fn count_python(
     for run in 1..=runs + WARM_UPS {
         let r = h.run_counted(instance, COUNT_TIMEOUT, crate::checks::Counting::Valgrind);
         if let Err(e) = r {
-            let which = if run <= WARM_UPS {
-                format!("warm-up run {run}")
-            } else {
-                format!("counted run {}", run - WARM_UPS)
-            };
-            return Err(CountError::check(
-                &loaded.name,
-                format!("{which} failed: {e}"),
-            ));
+            return Err(CountError::run_failed(&loaded.name, run, &e));
         }
         progress.inc();
     }
