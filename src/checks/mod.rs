@@ -46,6 +46,7 @@ pub trait Check: Send {
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
     /// A kernel table the check reads (`/proc/stat`, `/proc/net/dev`, …).
+    #[cfg(target_os = "linux")]
     #[error(transparent)]
     Proc(#[from] procfs::ProcError),
     /// Another file the check reads (`/proc/mounts`, the instance's `pid_file`): which, and
