@@ -2,6 +2,7 @@
 """The gate on a check author's project, each mode against the truth measured in process.
 
     python3 scripts/bench_gate_acceptance.py --python VENV/bin/python [-n 30] [-m 5] [--skip-exec]
+        [--modes instructions,ab,baseline] [--slow 1.05,1.22] [--threshold PCT]
 
 The project: a Python check that reads and parses a 220 KB JSON status document and submits a
 gauge per service (about 3 ms a run), and an exec plugin that sorts a 220 KB access log and
@@ -171,9 +172,13 @@ MODES = {
 }
 
 
+THRESHOLD = []  # --threshold PCT for every gate, when given
+
+
 def gate(d, py, mode):
     t0 = time.perf_counter()
-    r = subprocess.run([BIN, "gate", "status", "--python", py, "--format", "json", *MODES[mode]],
+    r = subprocess.run([BIN, "gate", "status", "--python", py, "--format", "json", *MODES[mode],
+                        *THRESHOLD],
                        cwd=d, capture_output=True, text=True)
     took = time.perf_counter() - t0
     if r.returncode not in (0, 1):
@@ -246,7 +251,10 @@ def main():
     ap.add_argument("--slow", default="1.05,1.22")
     ap.add_argument("--modes", default="instructions,ab,baseline")
     ap.add_argument("--skip-exec", action="store_true")
+    ap.add_argument("--threshold", help="the gate's --threshold PCT (default: each mode's own)")
     a = ap.parse_args()
+    if a.threshold:
+        THRESHOLD.extend(["--threshold", a.threshold])
     d = tempfile.mkdtemp(prefix="bench-gate-acceptance-")
     load = []
     try:

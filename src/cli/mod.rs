@@ -107,10 +107,11 @@ Modes:
                            the kernel offers one, else valgrind's callgrind (with either mode)
 
 Answers:
-  no regression            the run could have seen a slowdown of the threshold and saw none
-  REGRESSION               a figure failed; the verdict line names what failed first
-  CANNOT TELL              the noise hid slowdowns of the threshold's size: the line says the
-                           smallest it could see (\"detects ≥ +N%\")
+  no regression            the timing's 95% interval ends within the threshold
+  REGRESSION               a figure failed (a timing: p < alpha and its 95% interval wholly past
+                           the threshold); the verdict line names what failed first
+  CANNOT TELL              the interval straddles the threshold, or the noise hid slowdowns of
+                           its size: the line says the smallest it could see (\"detects ≥ +N%\")
   NEW — no baseline        --against: the baseline version has no such check
 
 Exit status:

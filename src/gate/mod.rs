@@ -410,6 +410,18 @@ mod tests {
         // +1 % ± 1 %: the interval rules the threshold out.
         let v = compare(&a, &rounds(&a, 1.01), &cfg, Mode::Paired);
         assert_eq!(v.outcome, Outcome::Pass, "{}", v.summary);
+        // +5.3 % ± 1 %, significant (p ≈ 1e-6) and past the threshold, but the interval
+        // reaches down to +4.3 %: a slowdown the threshold lets pass may be all there is.
+        let v = compare(&a, &rounds(&a, 1.053), &cfg, Mode::Paired);
+        assert_eq!(v.outcome, Outcome::CannotTell, "{}", v.summary);
+        assert!(
+            v.findings[0].detail.contains("95% CI 1.04"),
+            "{:?}",
+            v.findings[0]
+        );
+        // +7 % ± 1 %: the whole interval is past it.
+        let v = compare(&a, &rounds(&a, 1.07), &cfg, Mode::Paired);
+        assert_eq!(v.outcome, Outcome::Regression, "{}", v.summary);
     }
 
     #[test]
