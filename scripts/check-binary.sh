@@ -27,6 +27,6 @@ grep -q ' \.symtab ' <<<"$sections" || { echo "check-binary: $bin has no symbol 
 grep -Eq ' \.debug_line +PROGBITS .* C ' <<<"$sections" \
   || { echo "check-binary: $bin has no compressed .debug_line" >&2; exit 1; }
 profile=$("$bin" check disk --profile 2>/dev/null)
-grep -q '(src/checks/builtin/disk.rs' <<<"$profile" \
+grep -q '(crates/checks/src/builtin/disk.rs' <<<"$profile" \
   || { echo "check-binary: check disk --profile names no file of agentprof's:" >&2; echo "$profile" >&2; exit 1; }
 echo "check-binary: $bin is a PIE linked against the system's libc, $((size / 1024 / 1024)) MiB, profiles named with files and lines"

@@ -13,13 +13,14 @@ cd "$work"
 grep -rl --include='*.rs' 'target_os = "linux"' src crates | xargs sed -i 's/target_os = "linux"/target_os = "agentprof_not_linux"/g'
 python3 - <<'PY'
 import re
-for manifest in ("Cargo.toml", "crates/procstat/Cargo.toml"):
+for manifest in ("Cargo.toml", "crates/checks/Cargo.toml", "crates/procstat/Cargo.toml"):
     s = open(manifest).read()
     s = s.replace("""[target.'cfg(target_os = "linux")'.dependencies]""",
                   """[target.'cfg(target_os = "agentprof_not_linux")'.dependencies]""")
     m = re.search(r"""\[target\.'cfg\(not\(target_os = "linux"\)\)'\.dependencies\]\n(sysinfo = [^\n]+)\n""", s)
-    s = s.replace(m.group(0), "")
-    s = s.replace("[dependencies]\n", "[dependencies]\n" + m.group(1) + "\n", 1)
+    if m:
+        s = s.replace(m.group(0), "")
+        s = s.replace("[dependencies]\n", "[dependencies]\n" + m.group(1) + "\n", 1)
     open(manifest, "w").write(s)
 PY
 RUSTFLAGS="--check-cfg=cfg(target_os,values(\"agentprof_not_linux\"))" \

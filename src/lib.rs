@@ -5,30 +5,30 @@
 
 mod agent;
 mod budget;
-pub mod checks;
+pub use agentprof_checks as checks;
 pub mod cli;
 mod cmd;
-pub mod config;
-mod duration;
+pub use agentprof_checks::config;
+use agentprof_checks::duration;
 mod emit;
 mod error;
 mod files;
 mod gate;
 mod http;
 pub mod k8s;
-pub mod metrics;
 pub use ::pprof;
 pub use ::procstat;
-pub mod profile;
+pub use agentprof_checks::metrics;
+pub use agentprof_checks::profile;
 mod progress;
 pub mod pull;
 mod receive;
-mod redact;
+use agentprof_checks::redact;
 mod render;
 mod retention;
 mod serve;
-mod signal;
-mod sync;
+use agentprof_checks::signal;
+use agentprof_checks::sync;
 mod ui;
 
 /// The command line: what the binary runs, and the generated completions and man pages

@@ -124,10 +124,7 @@ pub(super) fn write_agent_profile(dir: &Path, p: &crate::profile::CallProfile) -
 /// running right now is logged at the next interval.
 pub(super) fn log_top_calls(
     log: &mut LogSink,
-    hosts: &[(
-        String,
-        Arc<std::sync::Mutex<crate::checks::python::PythonHost>>,
-    )],
+    hosts: &[(String, Arc<std::sync::Mutex<crate::checks::PythonHost>>)],
 ) {
     for (name, host) in hosts {
         let Ok(h) = host.try_lock() else { continue };
@@ -156,7 +153,7 @@ pub(super) fn log_top_calls(
 
 /// `  cum wall  cum wall%   cum cpu  function (file:line)` rows, as go tool pprof -top -cum
 /// lays its columns out.
-fn sampled_top(samples: &crate::checks::python::Samples, n: usize) -> String {
+fn sampled_top(samples: &crate::checks::Samples, n: usize) -> String {
     let total = samples.total();
     let pct = |v: u64, of: u64| v as f64 / of.max(1) as f64 * 100.0;
     let mut out = String::from("  cum wall  cum wall%    cum cpu   cum cpu%  function\n");
@@ -179,10 +176,7 @@ fn sampled_top(samples: &crate::checks::python::Samples, n: usize) -> String {
 /// check with no samples, outside developer mode, writes nothing); the paths written.
 pub(super) fn write_python_profiles(
     dir: &Path,
-    hosts: &[(
-        String,
-        Arc<std::sync::Mutex<crate::checks::python::PythonHost>>,
-    )],
+    hosts: &[(String, Arc<std::sync::Mutex<crate::checks::PythonHost>>)],
 ) -> Vec<PathBuf> {
     let mut written = Vec::new();
     for (name, host) in hosts {

@@ -168,10 +168,7 @@ fn serve_metrics(addr: &str) -> anyhow::Result<Arc<openmetrics::OpenMetrics>> {
     Ok(m)
 }
 
-pub(super) type PythonHosts = Vec<(
-    String,
-    Arc<std::sync::Mutex<crate::checks::python::PythonHost>>,
-)>;
+pub(super) type PythonHosts = Vec<(String, Arc<std::sync::Mutex<crate::checks::PythonHost>>)>;
 
 /// The check threads started, and what the loop needs to know of them.
 pub(super) struct Started {
@@ -241,7 +238,7 @@ pub(super) fn start_checks(
                 // Developer mode samples Python checks' stacks, for the periodic top calls
                 // and a profile file of each at the end.
                 crate::sync::lock(host)
-                    .set_profiler(crate::checks::python::Profiler::Sample { hz: PYTHON_HZ });
+                    .set_profiler(crate::checks::Profiler::Sample { hz: PYTHON_HZ });
             }
             let Some(f) = load_python(&name, host, report) else {
                 continue;
@@ -301,15 +298,15 @@ const PYTHON_HZ: u32 = 100;
 
 fn load_python(
     name: &str,
-    host: &Arc<std::sync::Mutex<crate::checks::python::PythonHost>>,
+    host: &Arc<std::sync::Mutex<crate::checks::PythonHost>>,
     report: &mut AgentReport,
 ) -> Option<Vec<usize>> {
-    if let Err(e) = crate::checks::python::load(host) {
+    if let Err(e) = crate::checks::start_python(host) {
         report.config_errors.push(e.to_string());
         return None;
     }
     let mut failed = Vec::new();
-    for f in crate::checks::python::failed_instances(host) {
+    for f in crate::checks::failed_instances(host) {
         report.config_errors.push(format!(
             "{name}: instances[{}] did not load and is not scheduled; the others run: {}",
             f.instance, f.error

@@ -82,7 +82,7 @@ fn gate(args: GateArgs) -> anyhow::Result<Outcome> {
         counter: counter_choice(&args),
         max_time: args.max_time.as_deref(),
     };
-    match crate::gate::run::run(&req)? {
+    match crate::gate::run::run(&req).map_err(gate_error)? {
         Ran::Measured {
             cfg,
             base,
@@ -222,4 +222,13 @@ fn counter_choice(a: &GateArgs) -> Option<plan::CounterChoice> {
         GateCounter::Perf => plan::CounterChoice::Perf,
         GateCounter::Valgrind => plan::CounterChoice::Valgrind,
     })
+}
+
+/// A gate run's error as the command's: a usage or configuration error stays one (exit 2),
+/// anything else stopped the measurement (exit 3).
+fn gate_error(e: crate::gate::GateError) -> anyhow::Error {
+    match e {
+        crate::gate::GateError::Usage(u) => u.into(),
+        other => other.into(),
+    }
 }

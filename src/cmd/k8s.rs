@@ -136,7 +136,7 @@ fn collect(args: K8sArgs) -> anyhow::Result<Outcome> {
         spool: args
             .spool
             .clone()
-            .unwrap_or_else(|| crate::checks::python::state_dir().join("upload-spool")),
+            .unwrap_or_else(|| crate::config::state_dir().join("upload-spool")),
         upload_timeout: super::pull::upload_timeout(&args.upload_timeout, "--upload-timeout")?,
         metrics_listen,
         duration,

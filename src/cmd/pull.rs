@@ -380,7 +380,7 @@ fn options(args: &PullArgs, config: AgentConfig) -> anyhow::Result<PullOptions> 
         spool: args
             .spool
             .clone()
-            .unwrap_or_else(|| crate::checks::python::state_dir().join("upload-spool")),
+            .unwrap_or_else(|| crate::config::state_dir().join("upload-spool")),
         body_size_limit_mb: args.body_size_limit_mb,
         delta_cache_mb: args.delta_cache_mb,
         hostname: config.hostname.clone(),

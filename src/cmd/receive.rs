@@ -75,7 +75,7 @@ fn forwarder(
         .spool
         .clone()
         .or(file.spool_dir.clone())
-        .unwrap_or_else(|| crate::checks::python::state_dir().join("receive-spool"));
+        .unwrap_or_else(|| crate::config::state_dir().join("receive-spool"));
     let key = agent.api_key.as_ref().map(|k| k.0.clone());
     let timeout = match &args.forward_timeout {
         Some(t) => super::pull::upload_timeout(t, "--forward-timeout")?,
@@ -143,7 +143,7 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
             .queue
             .clone()
             .or(file.queue_dir.clone())
-            .unwrap_or_else(|| crate::checks::python::state_dir().join("receive-queue")),
+            .unwrap_or_else(|| crate::config::state_dir().join("receive-queue")),
         capacity: file.cache_capacity_mb.unwrap_or(256) * MIB,
         body_limit: body_mb * MIB,
         memory_limit: file.memory_limit_mb.unwrap_or(192) * MIB,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::error::UsageError;
 
 use super::counted::ScratchDir;
-use crate::checks::child::stdout_of;
+use crate::checks::stdout_of;
 
 crate::error::message_error! {
     /// Why the baseline's checks directory could not be taken from git.

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::counted::{COUNT_TIMEOUT, CountError, Counted, WARM_UPS};
-use crate::checks::child::stdout_of;
+use crate::checks::stdout_of;
 use crate::checks::{LoadedCheck, Runnable};
 use crate::config::LoadOptions;
 use crate::error::UsageError;
@@ -216,7 +216,7 @@ mod tests {
             .load(name)
             .expect("the check loads");
         if let Some(h) = &loaded.python {
-            crate::checks::python::load(h).expect("the worker starts");
+            crate::checks::start_python(h).expect("the worker starts");
         }
         let counter = Counter {
             by: By::Perf(perf::TASK_CLOCK),

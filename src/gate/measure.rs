@@ -6,12 +6,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::checks::python::PythonHost;
+use crate::checks::PythonHost;
 use crate::checks::{CheckKind, LoadedCheck, Registry, Runner};
 use crate::config::{AgentConfig, LoadOptions};
 use crate::error::UsageError;
 
 use super::GateStats;
+use super::error::GateError;
 use super::instructions::Counter;
 
 /// Sampling frequency of a built-in check's stacks for `--flamegraph-diff`; those runs are
@@ -170,7 +171,7 @@ pub struct Side<'a> {
     pub options: &'a LoadOptions,
 }
 
-pub fn load(config: &AgentConfig, plan: &Plan) -> anyhow::Result<LoadedCheck> {
+pub fn load(config: &AgentConfig, plan: &Plan) -> Result<LoadedCheck, GateError> {
     let loaded = Registry::new(config).load(plan.name)?;
     if plan.instance >= loaded.instances.len() {
         return Err(UsageError::flag(
@@ -203,7 +204,7 @@ fn timed_load(
     runs: u32,
     calibrated: bool,
     progress: &mut crate::progress::Progress,
-) -> anyhow::Result<Timed> {
+) -> Result<Timed, GateError> {
     let kind = loaded.kind;
     let kind_label = kind.label();
     let (mut runner, host, warm) = warmed(config, plan, loaded, None, false)?;
@@ -274,7 +275,7 @@ fn others_busy(start: Option<(f64, f64, f64)>) -> Option<f64> {
 /// Runs the check: `times` timed runs of one instance, spread over `processes` fresh loads
 /// (for Python checks, worker processes), each after a warm-up run, with the machine's speed
 /// measured before and after each load's runs; then the untimed extra passes.
-pub fn measure(side: &Side, plan: &Plan, first: LoadedCheck) -> anyhow::Result<GateStats> {
+pub fn measure(side: &Side, plan: &Plan, first: LoadedCheck) -> Result<GateStats, GateError> {
     let processes = plan.processes.min(plan.times).max(1);
     let per = plan.times.div_ceil(processes);
     let kind = first.kind;
@@ -318,7 +319,7 @@ pub fn measure_ab(
     b: &Side,
     plan: &Plan,
     extend: Option<&Extend>,
-) -> anyhow::Result<(GateStats, GateStats)> {
+) -> Result<(GateStats, GateStats), GateError> {
     let rounds = plan.processes.max(1);
     let per = plan.times.div_ceil(rounds).max(5);
     let first_a = load(a.config, plan)?;
@@ -377,16 +378,15 @@ pub fn measure_ab(
             let (slope, wall, cpu) =
                 load_figures(plan.name, kind.label(), warm, &timed, kind.persists());
             if wall.is_none() || cpu.is_none() {
-                return Err(anyhow::anyhow!(
-                    "{}: every run of round {} failed on the {} side",
-                    plan.name,
-                    round + 1,
-                    if s == 0 {
+                return Err(GateError::RoundFailed {
+                    check: plan.name.to_string(),
+                    round: round + 1,
+                    side: if s == 0 {
                         "A (--against)"
                     } else {
                         "B (this tree)"
-                    }
-                ));
+                    },
+                });
             }
             let t = Timed {
                 records: timed,
@@ -432,7 +432,7 @@ fn extra_passes(
     kind: CheckKind,
     per: u32,
     stats: &mut GateStats,
-) -> anyhow::Result<()> {
+) -> Result<(), GateError> {
     let runs = per.max(3);
     if kind == CheckKind::Python {
         let loaded = load(side.config, plan)?;
@@ -521,16 +521,24 @@ fn warm_up(
     runner: &mut Runner,
     host: &Option<Arc<Mutex<PythonHost>>>,
     name: &str,
-) -> anyhow::Result<crate::profile::RunRecord> {
+) -> Result<crate::profile::RunRecord, GateError> {
     let (warm, reset) = runner.warm_up(host.as_ref());
     let warm = warm
         .into_iter()
         .next()
-        .ok_or_else(|| anyhow::anyhow!("{name}: no instance to warm up"))?;
+        .ok_or_else(|| GateError::NoInstance {
+            check: name.to_string(),
+        })?;
     if let Some(e) = &warm.error {
-        return Err(anyhow::anyhow!("{name}: the warm-up run failed: {e}"));
+        return Err(GateError::WarmUp {
+            check: name.to_string(),
+            why: e.to_string(),
+        });
     }
-    reset.map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    reset.map_err(|e| GateError::Worker {
+        check: name.to_string(),
+        why: e.to_string(),
+    })?;
     Ok(warm)
 }
 
@@ -542,15 +550,15 @@ fn warmed(
     loaded: LoadedCheck,
     profile_hz: Option<u32>,
     memory: bool,
-) -> anyhow::Result<(Runner, Host, crate::profile::RunRecord)> {
+) -> Result<(Runner, Host, crate::profile::RunRecord), GateError> {
     let host = loaded.python.clone();
     if let Some(h) = &host {
-        crate::checks::python::load(h)?;
+        crate::checks::start_python(h)?;
         let worker = crate::sync::lock(h);
         let on_compat = worker
             .loaded
             .as_ref()
-            .is_some_and(|l| l.base == crate::checks::python::COMPAT_BASE);
+            .is_some_and(|l| l.base == crate::checks::COMPAT_BASE);
         if !plan.compat_base && on_compat {
             let python = worker.interpreter().to_string();
             return Err(UsageError::flag(
@@ -576,7 +584,7 @@ fn sampled_stacks(
     plan: &Plan,
     per: u32,
     progress: &mut crate::progress::Progress,
-) -> anyhow::Result<Option<Vec<String>>> {
+) -> Result<Option<Vec<String>>, GateError> {
     let mut sampled = Runner::new(
         load(config, plan)?,
         config,
@@ -598,10 +606,10 @@ fn python_sampled_stacks(
     plan: &Plan,
     per: u32,
     progress: &mut crate::progress::Progress,
-) -> anyhow::Result<Option<Vec<String>>> {
+) -> Result<Option<Vec<String>>, GateError> {
     let loaded = load(config, plan)?;
     if let Some(h) = &loaded.python {
-        crate::sync::lock(h).set_profiler(crate::checks::python::Profiler::Sample {
+        crate::sync::lock(h).set_profiler(crate::checks::Profiler::Sample {
             hz: PYTHON_STACK_HZ,
         });
     }

@@ -8,6 +8,7 @@ pub mod baseline;
 pub mod callgrind;
 pub mod config;
 mod counted;
+mod error;
 mod figures;
 mod finding;
 pub mod instructions;
@@ -22,6 +23,7 @@ mod timing;
 pub mod valgrind;
 mod verdict;
 
+pub use error::GateError;
 pub use finding::{GateConfig, Measure, Mode, Status};
 pub use measured::GateStats;
 pub use report::write_flamegraph_diff;

@@ -129,13 +129,13 @@ pub fn count_program(
         s.spawn(|| {
             let counter = Counter::this_thread(event, true, true)
                 .map_err(|e| format!("perf_event_open: {e}"))?;
-            let out = crate::checks::child::run_bounded(cmd, input, timeout, 16 << 20)
+            let out = crate::checks::run_bounded(cmd, input, timeout, 16 << 20)
                 .map_err(|e| e.to_string())?;
             if !out.status.success() {
                 return Err(PerfError(format!(
                     "{}: {}",
                     out.status,
-                    crate::checks::child::stderr_tail(&out.stderr, 2000)
+                    crate::checks::stderr_tail(&out.stderr, 2000)
                 )));
             }
             counter

@@ -10,6 +10,7 @@ use crate::config::{AgentConfig, LoadOptions};
 use crate::error::UsageError;
 
 use super::config::{GateSection, resolve};
+use super::error::GateError;
 use super::measure::{Extend, Plan, Side, load, measure, measure_ab};
 use super::plan::{self, CounterChoice};
 use super::{GateConfig, GateStats, Measure, Mode, Verdict, baseline, compare};
@@ -49,9 +50,9 @@ pub enum Ran {
     NoBaseline(Box<Verdict>),
 }
 
-/// Loads, plans and measures what `req` asks; errors of the gate's own (a check that cannot
-/// run, a baseline that cannot be read or written) as anyhow, usage errors among them.
-pub fn run(req: &Request) -> anyhow::Result<Ran> {
+/// Loads, plans and measures what `req` asks; what stops it before a verdict (a flag, a file
+/// or a baseline the user must change; a check that cannot be measured) as a `GateError`.
+pub fn run(req: &Request) -> Result<Ran, GateError> {
     let config = AgentConfig::load(&req.options)?;
     for w in &config.warnings {
         eprintln!("agentprof: warning: {w}");
@@ -173,7 +174,7 @@ fn ab(
     side: &Side,
     first: LoadedCheck,
     against: &str,
-) -> anyhow::Result<Ran> {
+) -> Result<Ran, GateError> {
     let started = std::time::Instant::now();
     let max_time = plan::max_time(req.max_time.unwrap_or(plan::DEFAULT_MAX_TIME))?;
     if first.kind == CheckKind::Builtin {

@@ -20,7 +20,8 @@ use serde::{Deserialize, Serialize};
 
 use super::callgrind::{self, CacheHits, CallGraph, FunctionCost};
 use super::counted::{COUNT_TIMEOUT, CountError, Counted, ScratchDir, WARM_UPS};
-use crate::checks::child::stdout_of;
+use super::error::GateError;
+use crate::checks::stdout_of;
 use crate::checks::{CheckKind, LoadedCheck, Runnable};
 use crate::config::{AgentConfig, LoadOptions};
 use crate::progress::Progress;
@@ -249,8 +250,8 @@ pub fn child(spec: &str) -> u8 {
     match child_runs(spec) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("agentprof: {e:#}");
-            if crate::error::is_usage_error(&e) {
+            eprintln!("agentprof: {e}");
+            if matches!(e, GateError::Usage(_)) {
                 2
             } else {
                 1
@@ -259,27 +260,25 @@ pub fn child(spec: &str) -> u8 {
     }
 }
 
-fn child_runs(spec: &str) -> anyhow::Result<()> {
-    let spec: ChildSpec = serde_json::from_str(spec)?;
+fn child_runs(spec: &str) -> Result<(), GateError> {
+    let spec: ChildSpec = serde_json::from_str(spec)
+        .map_err(|e| CountError::check("the counting child", format!("its request: {e}")))?;
     let config = AgentConfig::load(&spec.options)?;
     let loaded = crate::checks::Registry::new(&config).load(&spec.name)?;
     let Some((_, Runnable::InProcess(mut check))) = loaded.instances.into_iter().nth(spec.instance)
     else {
-        return Err(anyhow::anyhow!(
-            "{}: instance {} is not a built-in's",
-            spec.name,
-            spec.instance
-        ));
+        let what = format!("instance {} is not a built-in's", spec.instance);
+        return Err(CountError::check(&spec.name, what).into());
     };
     if client_request(RUNNING_ON_VALGRIND) == 0 {
-        return Err(anyhow::anyhow!("not running under valgrind"));
+        return Err(CountError::check(&spec.name, "not running under valgrind").into());
     }
     client_request(START_INSTRUMENTATION);
     bracket(|| ());
     for run in 1..=spec.runs + WARM_UPS {
         let mut sink = crate::metrics::Sink::default();
         bracket(|| check.run(&mut sink))
-            .map_err(|e| anyhow::anyhow!("{}: run {run} failed: {e:#}", spec.name))?;
+            .map_err(|e| CountError::run_failed(&spec.name, run, &e))?;
     }
     Ok(())
 }

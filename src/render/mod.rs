@@ -22,13 +22,13 @@ pub struct CheckReport {
     pub records: Vec<RunRecord>,
     pub profile: Option<ProfileView>,
     /// How the Python worker was started, for Python checks.
-    pub python: Option<crate::checks::python::Loaded>,
+    pub python: Option<crate::checks::Loaded>,
     /// With `--memory` and several runs: lines that grew most from the first run to the last.
     pub memory_growth: Option<Vec<crate::profile::AllocLine>>,
     /// Configuration warnings (unknown options): printed on stderr when found, kept for JSON.
     pub config_warnings: Vec<String>,
     /// What a Python check set with `set_metadata`, as `agent check` shows it.
-    pub metadata: Vec<crate::checks::python::CheckMetadata>,
+    pub metadata: Vec<crate::checks::CheckMetadata>,
     /// The runs' metrics, service checks and events went to a [`json::Spool`] as they came.
     pub spooled: bool,
 }
@@ -62,7 +62,7 @@ pub struct PythonSampled {
     pub warm_up: bool,
     /// Functions seen in all; `rows` are the first `top` of them.
     pub functions: usize,
-    pub rows: Vec<crate::checks::python::sampler::FunctionTime>,
+    pub rows: Vec<crate::checks::FunctionTime>,
 }
 
 /// The sampled call profile, summarised for display.

@@ -32,57 +32,84 @@ fn the_tree_keeps_its_rules() {
 #[test]
 fn imports_the_line_reader_missed_are_caught() {
     let sb = Sandbox::new();
+    // src/: the commands' crate.
     let files: &[(&str, &str)] = &[
         (
-            "lib.rs",
-            "pub mod checks;\npub mod metrics;\npub mod profile;\npub mod pull;\npub mod ui;\npub mod gate;\nmod cmd;\n// The crate root names what the binary runs.\npub use cmd::main;\n",
+            "src/lib.rs",
+            "pub mod checks;\npub mod pull;\npub mod receive;\npub mod ui;\npub mod gate;\nmod cmd;\n// The crate root names what the binary runs.\npub use cmd::main;\n",
         ),
-        // With metrics' import below, a circle between two folders.
+        // With pull's import below, a circle between two folders.
         (
-            "checks/mod.rs",
-            "pub struct Registry;\npub struct Runner;\nfn f() {\n    crate::metrics::g()\n}\n",
+            "src/checks/mod.rs",
+            "pub struct Registry;\npub struct Runner;\nfn f() {\n    crate::pull::g()\n}\n",
         ),
-        ("pull/mod.rs", "pub mod fetch;\n"),
-        ("pull/fetch.rs", "pub fn fetch() {}\n"),
-        // A grouped import of one path.
         (
-            "metrics/mod.rs",
-            "// use crate::checks::Commented;\nconst S: &str = \"crate::checks::InAString\";\nuse crate::{checks::Registry};\n",
+            "src/pull/mod.rs",
+            "pub mod fetch;\nuse crate::checks::Registry;\npub fn g() {}\n",
         ),
-        ("profile/mod.rs", "pub mod legacy;\n"),
-        ("cmd/mod.rs", "pub fn main() {}\n"),
-        // Two levels up, then into a command's folder.
-        ("profile/legacy/mod.rs", "use super::super::pull::fetch;\n"),
+        // Two levels up, into a folder it must not use; a grouped import of one path.
+        (
+            "src/pull/fetch.rs",
+            "// use crate::k8s::Commented;\nconst S: &str = \"crate::k8s::InAString\";\nuse super::super::{receive::Form};\npub fn fetch() {}\n",
+        ),
+        ("src/cmd/mod.rs", "pub fn main() {}\n"),
+        ("src/receive/mod.rs", "pub struct Form;\n"),
         // A multi-line grouped import.
-        ("ui/mod.rs", "use crate::{\n    checks::Runner,\n};\n"),
+        ("src/ui/mod.rs", "use crate::{\n    checks::Runner,\n};\n"),
         // A circle between two files of a folder, one side written in code.
-        ("gate/mod.rs", "mod a;\nmod b;\n"),
-        ("gate/a.rs", "use super::b::B;\npub struct A;\n"),
+        ("src/gate/mod.rs", "mod a;\nmod b;\n"),
+        ("src/gate/a.rs", "use super::b::B;\npub struct A;\n"),
         (
-            "gate/b.rs",
+            "src/gate/b.rs",
             "pub struct B;\nfn f() -> super::a::A { super::a::A }\n",
         ),
+        // crates/checks: the check runner's own rules.
+        (
+            "crates/checks/src/lib.rs",
+            "mod runner;\npub mod metrics;\npub mod profile;\npub mod config;\n",
+        ),
+        (
+            "crates/checks/src/runner.rs",
+            "pub struct Runner;\nfn f() {\n    crate::metrics::g()\n}\n",
+        ),
+        // A grouped import of one path: a circle with the runner.
+        (
+            "crates/checks/src/metrics/mod.rs",
+            "// use crate::runner::Commented;\nuse crate::{runner::Runner};\npub fn g() {}\n",
+        ),
+        ("crates/checks/src/profile/mod.rs", "pub mod names;\n"),
         // Below the tests' attribute still counts.
         (
-            "profile/names.rs",
-            "pub fn n() {}\n#[cfg(test)]\nmod tests {\n    use crate::ui;\n}\n",
+            "crates/checks/src/profile/names.rs",
+            "pub fn n() {}\n#[cfg(test)]\nmod tests {\n    use super::super::super::runner::Runner;\n}\n",
+        ),
+        (
+            "crates/checks/src/config/mod.rs",
+            "fn f() { crate::profile::names::n() }\n",
         ),
     ];
     for (path, text) in files {
-        sb.write(&format!("src/{path}"), text);
+        sb.write(path, text);
     }
-    let (code, out) = run(&["--src", sb.file("src").to_str().unwrap()]);
+    let (code, out) = run(&[
+        "--src",
+        sb.file("src").to_str().unwrap(),
+        "--crates",
+        sb.file("crates").to_str().unwrap(),
+    ]);
     assert_eq!(code, 1, "{out}");
     let mut lines: Vec<&str> = out.lines().collect();
     lines.sort();
     assert_eq!(
         lines,
         [
-            "src/: an import circle checks -> metrics -> checks",
+            "crates/checks/src/: an import circle metrics -> runner -> metrics",
+            "crates/checks/src/config/mod.rs:1: uses crate::profile::names (config reads files; it imports no domain folder)",
+            "crates/checks/src/metrics/mod.rs:2: uses crate::runner (metrics is below the runner)",
+            "crates/checks/src/profile/names.rs:4: uses crate::runner (run records are below the runner)",
+            "src/: an import circle checks -> pull -> checks",
             "src/gate/: an import circle a -> b -> a",
-            "src/metrics/mod.rs:3: uses crate::checks (metrics is below checks)",
-            "src/profile/legacy/mod.rs:1: uses crate::pull::fetch (profile imports nothing of the commands)",
-            "src/profile/names.rs:4: uses crate::ui (profile imports nothing of the commands)",
+            "src/pull/fetch.rs:3: uses crate::receive (pull never imports k8s or receive)",
             "src/ui/mod.rs:2: uses crate::checks (ui reads files through pprof and render)",
         ],
         "{out}"

@@ -181,7 +181,7 @@ fn json_spool(json: bool) -> anyhow::Result<Option<render::json::Spool>> {
 /// The Python worker started with the run's memory and debugger options; each instance
 /// that did not load is said and kept as a warning of the report.
 fn load_python(
-    host: &Arc<Mutex<crate::checks::python::PythonHost>>,
+    host: &Arc<Mutex<crate::checks::PythonHost>>,
     opts: &CheckOptions,
     config_warnings: &mut Vec<String>,
 ) -> anyhow::Result<()> {
@@ -190,13 +190,13 @@ fn load_python(
         h.set_memory_options(opts.memory_options.clone());
         h.set_breakpoint(opts.breakpoint);
         if opts.profile && !opts.cprofile {
-            h.set_profiler(crate::checks::python::Profiler::Sample {
+            h.set_profiler(crate::checks::Profiler::Sample {
                 hz: opts.frequency_for(crate::checks::CheckKind::Python),
             });
         }
     }
-    crate::checks::python::load(host)?;
-    for f in crate::checks::python::failed_instances(host) {
+    crate::checks::start_python(host)?;
+    for f in crate::checks::failed_instances(host) {
         let w = format!(
             "instances[{}] did not load, the others run: {}",
             f.instance, f.error
@@ -255,17 +255,14 @@ fn say_naming_cost() {
 /// What the Python worker tells after the runs.
 #[derive(Default)]
 struct PythonAfter {
-    loaded: Option<crate::checks::python::Loaded>,
+    loaded: Option<crate::checks::Loaded>,
     /// With `--memory` and more than one run: the allocations that grew across them.
     memory_growth: Option<Vec<crate::profile::AllocLine>>,
     /// What the check set with `set_metadata`.
-    metadata: Vec<crate::checks::python::CheckMetadata>,
+    metadata: Vec<crate::checks::CheckMetadata>,
 }
 
-fn python_after(
-    host: &Arc<Mutex<crate::checks::python::PythonHost>>,
-    opts: &CheckOptions,
-) -> PythonAfter {
+fn python_after(host: &Arc<Mutex<crate::checks::PythonHost>>, opts: &CheckOptions) -> PythonAfter {
     let mut h = crate::sync::lock(host);
     PythonAfter {
         loaded: h.loaded.clone(),
@@ -279,7 +276,7 @@ fn python_after(
 /// The warm-up runs of a profiled Python check (`Runner::warm_up`): false when the worker
 /// could not forget them (then the profile includes them, and the title does not say they
 /// were left out).
-fn warm_up(runner: &mut Runner, host: &Arc<Mutex<crate::checks::python::PythonHost>>) -> bool {
+fn warm_up(runner: &mut Runner, host: &Arc<Mutex<crate::checks::PythonHost>>) -> bool {
     match runner.warm_up(Some(host)).1 {
         Ok(()) => true,
         Err(e) => {

@@ -42,9 +42,9 @@ pub struct CheckOptions {
     /// `--delay`: a wait after the runs, before the report.
     pub delay: Duration,
     /// `--m-frames`, `--m-limit`, `--m-sort`, `--m-filters`.
-    pub memory_options: crate::checks::python::MemoryOptions,
+    pub memory_options: crate::checks::MemoryOptions,
     /// `--instance-filter`.
-    pub instance_filter: Option<crate::checks::filter::InstanceFilter>,
+    pub instance_filter: Option<crate::checks::InstanceFilter>,
     /// `--breakpoint`: the line of a Python check's file to stop at in pdb.
     pub breakpoint: Option<i32>,
     /// `--flare`: the report also written, scrubbed, to a file.
@@ -116,13 +116,13 @@ impl CheckOptions {
         };
         let instance_filter = match &a.instance_filter {
             Some(f) => Some(
-                crate::checks::filter::InstanceFilter::parse(f)
+                crate::checks::InstanceFilter::parse(f)
                     .map_err(|e| UsageError::flag("--instance-filter", e))?,
             ),
             None => None,
         };
-        let defaults = crate::checks::python::MemoryOptions::default();
-        let memory_options = crate::checks::python::MemoryOptions {
+        let defaults = crate::checks::MemoryOptions::default();
+        let memory_options = crate::checks::MemoryOptions {
             frames: a.m_frames.unwrap_or(defaults.frames),
             limit: a.m_limit.unwrap_or(defaults.limit),
             sort: a.m_sort.clone().unwrap_or(defaults.sort),
@@ -362,7 +362,7 @@ pub(super) fn check_instance_flag(
 pub(super) fn selected_instances(
     registry: &Registry,
     name: &str,
-    filter: &crate::checks::filter::InstanceFilter,
+    filter: &crate::checks::InstanceFilter,
 ) -> Result<Vec<usize>, UsageError> {
     let instances = registry.instance_values(name)?;
     let keep: Vec<usize> = instances

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
 
-use crate::checks::python::PythonHost;
+use crate::checks::PythonHost;
 use crate::config::AgentConfig;
 use crate::error::UsageError;
 use crate::profile::{CallProfile, write_flamegraph};
@@ -134,7 +134,7 @@ pub(super) fn write_flare(config: &AgentConfig, check: &str, text: &str) -> anyh
         .and_then(|f| f.parent())
         .filter(|d| !d.as_os_str().is_empty())
         .map(Path::to_path_buf)
-        .unwrap_or_else(crate::checks::python::state_dir);
+        .unwrap_or_else(crate::config::state_dir);
     let dir = base.join("checks");
     let stamp = jiff::Zoned::now().strftime("%Y-%m-%d_%H-%M-%S");
     let path = dir.join(format!("check_{check}_{stamp}.log"));

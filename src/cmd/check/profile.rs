@@ -50,7 +50,7 @@ pub(super) fn profile_view(
     records: &[crate::profile::RunRecord],
     profile: Option<&CallProfile>,
     repeated: u32,
-    python_host: Option<&Arc<Mutex<crate::checks::python::PythonHost>>>,
+    python_host: Option<&Arc<Mutex<crate::checks::PythonHost>>>,
     warmed: bool,
 ) -> Option<ProfileView> {
     if let (Some(host), true, false) = (python_host, opts.profile, opts.cprofile) {
@@ -139,7 +139,7 @@ pub(super) fn repeat_for_profile(
 
 /// A Python check's sampled profile: its top `top` functions by cumulative wall time.
 fn python_sampled(
-    host: &crate::checks::python::PythonHost,
+    host: &crate::checks::PythonHost,
     top: usize,
     warmed: bool,
 ) -> Option<PythonSampled> {

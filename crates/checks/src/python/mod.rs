@@ -339,7 +339,7 @@ impl PythonHost {
         &mut self,
         index: usize,
         timeout: Duration,
-        count: crate::checks::Counting,
+        count: crate::Counting,
     ) -> Result<Option<u64>, String> {
         let opts = RunOptions {
             count: Some(count),
@@ -649,19 +649,4 @@ pub fn check_id(name: &str, instance: &Value, init_config: &Value) -> String {
         Some(n) => format!("{name}:{n}:{h:x}"),
         None => format!("{name}:{h:x}"),
     }
-}
-
-/// Where persistent caches live: $AGENTPROF_STATE_DIR, else $XDG_STATE_HOME/agentprof, else
-/// ~/.local/state/agentprof.
-pub fn state_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("AGENTPROF_STATE_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
-    }
-    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d).join("agentprof");
-    }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
-    home.join(".local/state/agentprof")
 }

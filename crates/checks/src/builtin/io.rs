@@ -7,7 +7,7 @@ use std::time::Instant;
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::checks::Check;
+use crate::Check;
 use crate::metrics::Sink;
 
 use super::{Builtin, OptionError, regex_list};
@@ -43,7 +43,7 @@ impl Builtin for IoCheck {
 }
 
 impl Check for IoCheck {
-    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
         let now = Instant::now();
         let stats: HashMap<String, procfs::DiskStat> = procfs::diskstats()?
             .into_iter()

@@ -3,7 +3,7 @@
 
 mod callprofile;
 mod flamegraph;
-pub(crate) mod leak;
+pub mod leak;
 mod pprof_out;
 mod pstats;
 mod record;

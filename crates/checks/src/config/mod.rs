@@ -44,7 +44,7 @@ pub fn read_limited(path: &Path, limit: u64, raise: &str) -> Result<Vec<u8>, Usa
     Ok(bytes)
 }
 
-pub(crate) fn read_config_text(path: &Path) -> Result<String, UsageError> {
+pub fn read_config_text(path: &Path) -> Result<String, UsageError> {
     let cannot = |e: std::io::Error| UsageError::config(path, format!("cannot read: {e}"));
     let file = std::fs::File::open(path).map_err(cannot)?;
     let mut text = String::new();
@@ -132,4 +132,19 @@ fn check_nesting(path: &Path, text: &str) -> Result<(), UsageError> {
         }
     }
     Ok(())
+}
+
+/// Where persistent caches live: $AGENTPROF_STATE_DIR, else $XDG_STATE_HOME/agentprof, else
+/// ~/.local/state/agentprof.
+pub fn state_dir() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os("AGENTPROF_STATE_DIR").filter(|d| !d.is_empty()) {
+        return std::path::PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return std::path::PathBuf::from(d).join("agentprof");
+    }
+    let home = std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    home.join(".local/state/agentprof")
 }

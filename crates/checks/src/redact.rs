@@ -3,7 +3,7 @@
 //! summary or `--json`; and the one place text that came from the network or a check (a
 //! service name, a server's error page, a metric name) is made safe to print on a terminal.
 
-use reqwest::Url;
+use ::url::Url;
 
 pub use crate::pprof::flame_frame;
 use crate::pprof::is_unsafe;

@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use crate::checks::Check;
+use crate::Check;
 use crate::metrics::Sink;
 
 use super::{Builtin, OptionError};
@@ -24,7 +24,7 @@ impl Builtin for MemoryCheck {
 const MIB: f64 = 1024.0 * 1024.0;
 
 impl Check for MemoryCheck {
-    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
         use procfs::Current;
         let m = procfs::Meminfo::current()?;
         let mb = |b: u64| b as f64 / MIB;

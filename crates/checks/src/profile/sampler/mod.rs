@@ -143,7 +143,7 @@ pub struct NamingCost {
 fn trim_runner_frames(locations: &mut Vec<Vec<usize>>, profile: &super::CallProfile) {
     let is_runner = |f: usize| {
         let name = &profile.frames[f].function;
-        is_marker(name) || name.starts_with("agentprof::checks::runner::execute")
+        is_marker(name) || name.starts_with("agentprof_checks::runner::execute")
     };
     while let Some(last) = locations.last_mut() {
         while last.last().is_some_and(|&f| is_runner(f)) {
@@ -196,7 +196,9 @@ pub(crate) mod tests {
 
     #[test]
     fn marker_is_recognised() {
-        assert!(is_marker("agentprof::profile::sampler::measured_run<T>"));
+        assert!(is_marker(
+            "agentprof_checks::profile::sampler::measured_run<T>"
+        ));
         assert!(is_marker(
             "measured_run<core::result::Result<(), anyhow::Error>>"
         ));

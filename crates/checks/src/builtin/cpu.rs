@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::checks::Check;
+use crate::Check;
 use crate::metrics::Sink;
 
 use super::{Builtin, OptionError};
@@ -80,7 +80,7 @@ fn emit(sink: &mut Sink, now: &Times, prev: &Times, tags: &[String]) {
 }
 
 impl Check for CpuCheck {
-    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
         use procfs::CurrentSI;
         let stat = procfs::KernelStats::current()?;
         let total = Times::from(&stat.total);

@@ -11,7 +11,7 @@ pub(crate) mod level {
     pub const INFO: u8 = 20;
     pub const WARNING: u8 = 30;
 }
-pub(crate) mod sketch;
+pub mod sketch;
 
 pub use aggregator::{Aggregator, Flushed};
 pub use sink::{LogLine, Sink, Submission};

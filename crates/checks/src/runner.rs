@@ -30,7 +30,7 @@ struct Job {
 }
 
 /// One finished run of an in-process check, with the check handed back.
-pub(crate) struct Done {
+pub struct Done {
     pub check: Box<dyn Check>,
     pub sink: Sink,
     pub result: Result<(), String>,
@@ -112,12 +112,7 @@ impl Worker {
 }
 
 /// Runs `check` once on this thread; with `measure`, takes the process snapshots around it.
-pub(crate) fn execute(
-    probe: &mut Probe,
-    mut check: Box<dyn Check>,
-    measure: bool,
-    log_level: u8,
-) -> Done {
+pub fn execute(probe: &mut Probe, mut check: Box<dyn Check>, measure: bool, log_level: u8) -> Done {
     let mut sink = Sink::with_log_level(log_level);
     let peak_reset = measure && probe.reset_peak_rss();
     let before = if measure {
@@ -277,17 +272,14 @@ impl Runner {
     /// records, and whether the statistics were reset (Err: the host could not forget them).
     pub fn warm_up(
         &mut self,
-        host: Option<&std::sync::Arc<std::sync::Mutex<crate::checks::python::PythonHost>>>,
-    ) -> (
-        Vec<RunRecord>,
-        Result<(), crate::checks::python::WorkerError>,
-    ) {
+        host: Option<&std::sync::Arc<std::sync::Mutex<crate::python::PythonHost>>>,
+    ) -> (Vec<RunRecord>, Result<(), crate::python::WorkerError>) {
         let warm = (0..self.instance_count())
             .map(|pos| self.run(pos, 0))
             .collect();
         let reset = match host {
             Some(h) => crate::sync::lock_unless_poisoned(h)
-                .ok_or(crate::checks::python::WorkerError::Unusable)
+                .ok_or(crate::python::WorkerError::Unusable)
                 .and_then(|mut h| h.reset_stats()),
             None => Ok(()),
         };
@@ -505,7 +497,7 @@ impl Runner {
     }
 }
 
-pub(crate) fn timeout_of(common: &InstanceCommon) -> Duration {
+pub fn timeout_of(common: &InstanceCommon) -> Duration {
     // Validated when the configuration was loaded; a value past Duration's range is the default.
     Duration::try_from_secs_f64(common.run_timeout.unwrap_or(DEFAULT_TIMEOUT_S))
         .unwrap_or(Duration::from_secs_f64(DEFAULT_TIMEOUT_S))
@@ -515,7 +507,7 @@ pub(crate) fn timeout_of(common: &InstanceCommon) -> Duration {
 /// instance's `service` (else init_config's) is set; and the instance's `tags` for built-ins
 /// and exec plugins only. The Agent's Python loader does not add them: a Python check passes
 /// its instance's tags itself, and one that forgets looks as wrong here as under the Agent.
-pub(crate) fn instance_tags(common: &InstanceCommon, kind: super::CheckKind) -> Vec<String> {
+pub fn instance_tags(common: &InstanceCommon, kind: super::CheckKind) -> Vec<String> {
     let mut tags = if kind == super::CheckKind::Python {
         Vec::new()
     } else {
@@ -527,7 +519,7 @@ pub(crate) fn instance_tags(common: &InstanceCommon, kind: super::CheckKind) -> 
     tags
 }
 
-pub(crate) fn hostname_of(common: &InstanceCommon, config: &AgentConfig) -> String {
+pub fn hostname_of(common: &InstanceCommon, config: &AgentConfig) -> String {
     if common.empty_default_hostname {
         String::new()
     } else {
@@ -542,7 +534,7 @@ mod tests {
 
     struct Sleepy(Duration);
     impl Check for Sleepy {
-        fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
+        fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
             std::thread::sleep(self.0);
             sink.gauge("slept", 1.0, &[]);
             Ok(())
@@ -551,7 +543,7 @@ mod tests {
 
     struct Panics;
     impl Check for Panics {
-        fn run(&mut self, _sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
+        fn run(&mut self, _sink: &mut Sink) -> Result<(), crate::CheckError> {
             panic!("boom")
         }
     }
@@ -625,7 +617,7 @@ mod tests {
 
     struct Spins(u64);
     impl Check for Spins {
-        fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
+        fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
             std::hint::black_box(crate::profile::sampler_tests::spin(self.0));
             sink.gauge("spun", 1.0, &[]);
             Ok(())

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::checks::RunOptions;
+use crate::RunOptions;
 use crate::procstat::{Probe, Target};
 use crate::profile::RunCost;
 
@@ -113,11 +113,11 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), WorkerError> {
 }
 
 /// How the worker is asked to count a run: `null`, `"valgrind"` or `{"perf": [type, config]}`.
-fn counting(c: Option<crate::checks::Counting>) -> Value {
+fn counting(c: Option<crate::Counting>) -> Value {
     match c {
         None => Value::Null,
-        Some(crate::checks::Counting::Valgrind) => "valgrind".into(),
-        Some(crate::checks::Counting::Perf { kind, config }) => {
+        Some(crate::Counting::Valgrind) => "valgrind".into(),
+        Some(crate::Counting::Perf { kind, config }) => {
             serde_json::json!({ "perf": [kind, config] })
         }
     }

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::checks::Check;
+use crate::Check;
 use crate::metrics::Sink;
 use crate::metrics::level::DEBUG;
 
@@ -365,13 +365,12 @@ impl DiskCheck {
 }
 
 impl Check for DiskCheck {
-    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
         // Room for a node's few hundred mounts.
-        let text =
-            read_procfs("/proc/mounts", 32 << 10).map_err(|e| crate::checks::CheckError::File {
-                what: "cannot read /proc/mounts".into(),
-                reason: e.to_string(),
-            })?;
+        let text = read_procfs("/proc/mounts", 32 << 10).map_err(|e| crate::CheckError::File {
+            what: "cannot read /proc/mounts".into(),
+            reason: e.to_string(),
+        })?;
         let mounts = mounts(&text);
         let physical = if self.opts.include_all_devices {
             HashSet::new()

@@ -4,7 +4,7 @@
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::checks::Check;
+use crate::Check;
 use crate::metrics::Sink;
 
 use super::{Builtin, OptionError, regex_list};
@@ -108,7 +108,7 @@ impl NetworkCheck {
 }
 
 impl Check for NetworkCheck {
-    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
         for d in self.reported(procfs::net::dev_status()?.into_values()) {
             sink.log(crate::metrics::level::DEBUG, || {
                 format!("reporting interface {}", d.name)

@@ -155,7 +155,7 @@ impl Registry<'_> {
             instances: raws,
             check_ids,
             config: self.agent_settings(),
-            state_dir: python::state_dir().join("persistent_cache"),
+            state_dir: crate::config::state_dir().join("persistent_cache"),
             wrapper: Vec::new(),
             memory: Default::default(),
             breakpoint: None,

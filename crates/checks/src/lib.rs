@@ -1,12 +1,28 @@
-//! Checks: the contract every kind of check meets, the registry that finds them, the runner
-//! that measures each run, and the built-in system checks.
+//! agentprof's check runner, Agent-compatible: the contract every kind of check meets, the
+//! registry that finds checks (built-ins, Python checks, exec plugins) as the Agent's conf.d
+//! and checks.d lay them out, the runner that measures each run into a `RunRecord`, the
+//! built-in system checks, the Python worker and exec plugins; with what they need and
+//! nothing of agentprof's commands: configuration read as the Agent reads it (`config`),
+//! submissions and their aggregation (`metrics`), run records and call profiles (`profile`).
 
-pub(crate) mod builtin;
-pub(crate) mod child;
-pub(crate) mod exec;
+pub mod config;
+pub mod duration;
+pub mod error;
+pub mod metrics;
+pub mod profile;
+pub mod redact;
+pub mod signal;
+pub mod sync;
+
+use ::pprof;
+use ::procstat;
+
+mod builtin;
+mod child;
+mod exec;
 #[cfg(target_os = "linux")]
 mod exec_trace;
-pub(crate) mod filter;
+mod filter;
 #[cfg(not(target_os = "linux"))]
 mod exec_trace_none {
     /// Elsewhere plugins are not traced: only their end is reported (the other variants
@@ -20,14 +36,20 @@ mod exec_trace_none {
     }
 }
 mod listing;
-pub(crate) mod python;
+mod python;
 mod registry;
 mod runner;
 
+pub use child::{ChildError, run_bounded, stderr_tail, stdout_of};
+pub use filter::{FilterError, InstanceFilter};
 pub use listing::CheckListing;
+pub use python::sampler::FunctionTime;
+pub use python::{
+    COMPAT_BASE, CheckMetadata, FailedInstance, Loaded, MemoryOptions, Profiler, PythonHost,
+    Samples, WorkerError, failed_instances, load as start_python,
+};
 pub use registry::{ConfigSource, LoadedCheck, Registry};
-pub use runner::Runner;
-pub(crate) use runner::{execute, hostname_of, instance_tags, timeout_of};
+pub use runner::{Runner, execute, hostname_of, instance_tags, timeout_of};
 
 use std::time::Duration;
 

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use serde::Deserialize;
 
-use crate::checks::Check;
+use crate::Check;
 use crate::metrics::{ServiceCheckStatus, Sink};
 
 use super::{Builtin, OptionError};
@@ -112,7 +112,7 @@ impl ProcessCheck {
         }
     }
 
-    fn pid_from_file(&self) -> Result<Option<i32>, crate::checks::CheckError> {
+    fn pid_from_file(&self) -> Result<Option<i32>, crate::CheckError> {
         let Some(path) = &self.opts.pid_file else {
             return Ok(None);
         };
@@ -206,7 +206,7 @@ impl ProcessCheck {
 }
 
 impl Check for ProcessCheck {
-    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
         let now = Instant::now();
         let pid_from_file = self.pid_from_file()?;
         let page_total = {
@@ -274,8 +274,8 @@ impl Check for ProcessCheck {
 }
 
 /// The instance's `pid_file` could not be read as a pid: its path and why.
-fn pid_file(path: &str, reason: String) -> crate::checks::CheckError {
-    crate::checks::CheckError::File {
+fn pid_file(path: &str, reason: String) -> crate::CheckError {
+    crate::CheckError::File {
         what: format!("pid_file {path}"),
         reason,
     }

@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use crate::checks::Check;
+use crate::Check;
 use crate::metrics::Sink;
 
 use super::{Builtin, OptionError};
@@ -22,7 +22,7 @@ impl Builtin for LoadCheck {
 }
 
 impl Check for LoadCheck {
-    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
         use procfs::Current;
         let l = procfs::LoadAverage::current()?;
         let cores = online_cpus()?;
