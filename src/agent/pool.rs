@@ -176,7 +176,7 @@ impl Pool {
                         slot.index,
                         slot.runs,
                         started_at,
-                        Err(why),
+                        Err(why.into()),
                         cost,
                         Flushed::default(),
                     ));

@@ -81,20 +81,19 @@ impl Baseline {
                 checks_path.display()
             ))
         })?;
-        let git = |args: &[&str]| -> Result<String, String> {
+        let git = |args: &[&str]| -> Result<String, crate::checks::ChildError> {
             let out = stdout_of(
                 Command::new("git").arg("-C").arg(&checks).args(args),
                 &[],
                 GIT_TIMEOUT,
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
             Ok(String::from_utf8_lossy(&out).trim().to_string())
         };
         let top = git(&["rev-parse", "--show-toplevel"]).map_err(|e| {
             refuse(format!(
                 "{} is not in a git repository ({})",
                 checks.display(),
-                e.lines().last().unwrap_or("")
+                e.to_string().lines().last().unwrap_or("")
             ))
         })?;
         let commit = git(&[

@@ -315,7 +315,7 @@ impl ExternalCheck for ExecCheck {
             Ok(s) => s,
             Err(e) => {
                 return ExternalRun {
-                    result: Err(format!("cannot start {}: {e}", self.program.display())),
+                    result: Err(format!("cannot start {}: {e}", self.program.display()).into()),
                     started_at,
                     cost: RunCost::default(),
                     memory: None,
@@ -506,12 +506,12 @@ impl ExecCheck {
         timeout: Duration,
         status: Option<i32>,
         tail: &str,
-    ) -> Result<(), String> {
-        let with_tail = |msg: String| {
+    ) -> Result<(), crate::RunFailure> {
+        let with_tail = |msg: String| -> crate::RunFailure {
             if tail.is_empty() {
-                msg
+                msg.into()
             } else {
-                format!("{msg}; stderr ends with:\n{tail}")
+                format!("{msg}; stderr ends with:\n{tail}").into()
             }
         };
         if timed_out {

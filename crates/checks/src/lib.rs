@@ -125,9 +125,15 @@ pub enum Counting {
     Perf { kind: u32, config: u64 },
 }
 
+crate::error::message_error! {
+    /// Why one run of a check failed, in the words its record keeps: the check's error or
+    /// exception, an exit status with the end of stderr, a timeout, a panic.
+    RunFailure
+}
+
 /// What an external run returns: its outcome and what it cost the process that ran it.
 pub struct ExternalRun {
-    pub result: Result<(), String>,
+    pub result: Result<(), RunFailure>,
     /// Unix seconds at the start of the run.
     pub started_at: f64,
     pub cost: RunCost,

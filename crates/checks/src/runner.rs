@@ -33,7 +33,7 @@ struct Job {
 pub struct Done {
     pub check: Box<dyn Check>,
     pub sink: Sink,
-    pub result: Result<(), String>,
+    pub result: Result<(), crate::RunFailure>,
     pub started_at: f64,
     pub wall_s: f64,
     pub before: ProcessSnapshot,
@@ -132,8 +132,8 @@ pub fn execute(probe: &mut Probe, mut check: Box<dyn Check>, measure: bool, log_
     };
     let result = match outcome {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(format!("{e:#}")),
-        Err(panic) => Err(format!("the check panicked: {}", panic_message(&panic))),
+        Ok(Err(e)) => Err(format!("{e:#}").into()),
+        Err(panic) => Err(format!("the check panicked: {}", panic_message(&panic)).into()),
     };
     Done {
         check,
@@ -490,7 +490,7 @@ impl Runner {
             index,
             run,
             crate::duration::unix_now(),
-            Err(why),
+            Err(why.into()),
             RunCost::default(),
             Flushed::default(),
         )

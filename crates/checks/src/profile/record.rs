@@ -174,13 +174,13 @@ impl RunRecord {
         instance: usize,
         run: u32,
         started_at: f64,
-        result: Result<(), String>,
+        result: Result<(), crate::RunFailure>,
         cost: RunCost,
         flushed: Flushed,
     ) -> RunRecord {
         let (status, error) = match result {
             Ok(()) => (RunStatus::Ok, None),
-            Err(e) => (RunStatus::Error, Some(e)),
+            Err(e) => (RunStatus::Error, Some(e.0)),
         };
         RunRecord {
             check: check.to_string(),

@@ -295,7 +295,7 @@ impl PythonHost {
     ) -> ExternalRun {
         let started_at = crate::duration::unix_now();
         let failed = |e: String| ExternalRun {
-            result: Err(e),
+            result: Err(e.into()),
             started_at,
             cost: RunCost::default(),
             memory: None,
@@ -340,17 +340,17 @@ impl PythonHost {
         index: usize,
         timeout: Duration,
         count: crate::Counting,
-    ) -> Result<Option<u64>, String> {
+    ) -> Result<Option<u64>, crate::RunFailure> {
         let opts = RunOptions {
             count: Some(count),
             ..Default::default()
         };
         if let Some(why) = self.not_loaded(index) {
-            return Err(why);
+            return Err(why.into());
         }
         let outcome = match self.ensure_started() {
             Ok(w) => w.run(index, opts, timeout, protocol::Sampling::Off).0,
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.to_string().into()),
         };
         match outcome {
             Ok(measured) => {
@@ -363,7 +363,7 @@ impl PythonHost {
                     .take()
                     .map(protocol::Worker::stop)
                     .unwrap_or_default();
-                Err(format!("{e}{status}"))
+                Err(format!("{e}{status}").into())
             }
         }
     }

@@ -8,7 +8,7 @@ use crate::metrics::{Event, MetricType, ServiceCheckStatus, Sink, Submission};
 use crate::profile::{AllocLine, MemoryProfile};
 
 /// Moves a run's submissions into `sink`; the run's error, if any.
-pub(super) fn absorb(reply: &Value, sink: &mut Sink) -> Result<(), String> {
+pub(super) fn absorb(reply: &Value, sink: &mut Sink) -> Result<(), crate::RunFailure> {
     for l in reply["logs"].as_array().into_iter().flatten() {
         if let (Some(level), Some(message)) = (l[0].as_str(), l[1].as_str()) {
             sink.logs.push(crate::metrics::LogLine {
@@ -74,7 +74,7 @@ pub(super) fn absorb(reply: &Value, sink: &mut Sink) -> Result<(), String> {
         }
     }
     match reply["error"].as_str() {
-        Some(e) => Err(e.to_string()),
+        Some(e) => Err(e.to_string().into()),
         None => Ok(()),
     }
 }
