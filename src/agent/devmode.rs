@@ -102,14 +102,14 @@ pub(super) fn write_agent_profile(dir: &Path, p: &crate::profile::CallProfile) -
     }
     let mut svg_bytes = Vec::new();
     let drawn = crate::profile::write_flamegraph(p, "agentprof start — the agent", &mut svg_bytes)
-        .map_err(anyhow::Error::from)
+        .map_err(|e| e.to_string())
         .and_then(|()| {
-            crate::files::write_new(dir, &stem, "svg", &svg_bytes).map_err(anyhow::Error::from)
+            crate::files::write_new(dir, &stem, "svg", &svg_bytes).map_err(|e| e.to_string())
         });
     match drawn {
         Ok(svg) => written.push(svg),
         Err(e) => eprintln!(
-            "agentprof: cannot write {stem}.svg in {}: {e:#}",
+            "agentprof: cannot write {stem}.svg in {}: {e}",
             dir.display()
         ),
     }

@@ -102,7 +102,12 @@ pub fn configured_checks(confd: &Path) -> Vec<String> {
 /// Runs every configured check on its interval until SIGINT, SIGTERM or `--duration`: the
 /// checks loaded, the outputs opened, the check threads started, then the collector loop
 /// until they are done.
-pub fn run(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<AgentReport> {
+/// Its errors are the configuration's (exit 2): checks, outputs and listeners are set up
+/// before the first run; a check that fails afterwards is in the report.
+pub fn run(
+    config: &AgentConfig,
+    opts: &StartOptions,
+) -> Result<AgentReport, crate::error::UsageError> {
     let mut report = AgentReport::default();
     let checks = load_checks(config, &mut report)?;
     let which = agent_metrics::AgentMetrics::load(&config.confd_path)?;

@@ -27,7 +27,7 @@ const DEFAULT_CHECKS: [&str; 7] = ["cpu", "disk", "io", "load", "memory", "netwo
 pub(super) fn load_checks(
     config: &AgentConfig,
     report: &mut AgentReport,
-) -> anyhow::Result<Vec<crate::checks::LoadedCheck>> {
+) -> Result<Vec<crate::checks::LoadedCheck>, UsageError> {
     let registry = Registry::new(config);
     let mut checks = Vec::new();
     let mut names = configured_checks(&config.confd_path);
@@ -66,8 +66,7 @@ pub(super) fn load_checks(
         return Err(UsageError::config(
             &config.confd_path,
             "no check is configured here (add NAME.yaml with `instances:`; `agentprof init` writes an example of each, conf.d/NAME.yaml.example)",
-        )
-        .into());
+        ));
     }
     Ok(checks)
 }
@@ -82,7 +81,7 @@ pub(super) struct Outputs {
 }
 
 impl Outputs {
-    pub(super) fn open(config: &AgentConfig, opts: &StartOptions) -> anyhow::Result<Outputs> {
+    pub(super) fn open(config: &AgentConfig, opts: &StartOptions) -> Result<Outputs, UsageError> {
         // Metrics go where agentprof.yaml sends them; to stdout only when asked
         // (`metrics_file: -`), so the terminal shows the agent, not a stream of JSON lines.
         let forwarders = crate::emit::configured(config)?;
@@ -149,7 +148,7 @@ impl Outputs {
 }
 
 /// `--metrics-listen`: the agent's own figures on /metrics, from a thread of their own.
-fn serve_metrics(addr: &str) -> anyhow::Result<Arc<openmetrics::OpenMetrics>> {
+fn serve_metrics(addr: &str) -> Result<Arc<openmetrics::OpenMetrics>, UsageError> {
     let listener = std::net::TcpListener::bind(addr).map_err(|e| {
         UsageError::flag("--metrics-listen", format!("cannot listen on {addr}: {e}"))
     })?;

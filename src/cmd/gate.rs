@@ -16,7 +16,7 @@ use super::{Outcome, load_options};
 /// regression.
 pub fn run(args: GateArgs) -> anyhow::Result<Outcome> {
     gate(args).map_err(|e| {
-        if crate::error::is_usage_error(&e) {
+        if super::is_usage_error(&e) {
             e
         } else {
             UsageError::flag("gate", format!("{e:#}")).into()

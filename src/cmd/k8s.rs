@@ -151,6 +151,11 @@ fn collect(args: K8sArgs) -> anyhow::Result<Outcome> {
     crate::signal::install();
     let rt = runtime()?;
     rt.block_on(crate::k8s::run::run(opts))
+        .map_err(|e| match e {
+            // A usage error stays one (exit 2); the rest stopped the collector (exit 3).
+            crate::k8s::K8sError::Usage(u) => u.into(),
+            other => other.into(),
+        })
 }
 
 /// The report of `k8s targets --json` (docs/json.md).

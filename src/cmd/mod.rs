@@ -22,7 +22,6 @@ use clap::Parser;
 use crate::cli::{Cli, Command, ConfdArgs, ConfigArgs};
 use crate::config::LoadOptions;
 use crate::error::UsageError;
-use crate::error::is_usage_error;
 
 pub use crate::error::Outcome;
 
@@ -115,4 +114,10 @@ fn load_options(c: &ConfigArgs) -> LoadOptions {
         python: c.python.clone(),
         ..confd_options(&c.files)
     }
+}
+
+/// True when `err` (or anything it wraps) is a usage or configuration error: exit 2.
+pub(crate) fn is_usage_error(err: &anyhow::Error) -> bool {
+    err.chain()
+        .any(|e| e.downcast_ref::<crate::error::UsageError>().is_some())
 }

@@ -167,5 +167,5 @@ pub fn run(args: ReceiveArgs) -> anyhow::Result<Outcome> {
     };
     crate::signal::install();
     let rt = crate::serve::runtime(crate::serve::Runtime::Server { blocking: 16 })?;
-    rt.block_on(crate::receive::run::run(opts))
+    Ok(rt.block_on(crate::receive::run::run(opts))?)
 }

@@ -82,7 +82,7 @@ pub fn run(args: UiArgs) -> anyhow::Result<Outcome> {
     };
     crate::signal::install();
     let rt = crate::serve::runtime(crate::serve::Runtime::Server { blocking: 4 })?;
-    rt.block_on(crate::ui::run(opts))
+    Ok(rt.block_on(crate::ui::run(opts))?)
 }
 
 /// `$XDG_CACHE_HOME/agentprof/ui`, else `$HOME/.cache/agentprof/ui` (absolute paths only, as

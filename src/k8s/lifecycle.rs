@@ -19,6 +19,21 @@ pub(super) async fn stopped_or_at(end: Option<Instant>) {
     }
 }
 
+/// What stops the collector before or after its loop: a flag, a file or a setting the
+/// user must change (exit 2), or a runtime failure (exit 3): the API server never answered,
+/// a thread or task of its own could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum K8sError {
+    #[error(transparent)]
+    Usage(#[from] crate::error::UsageError),
+    #[error(transparent)]
+    NeverAnswered(#[from] NeverAnswered),
+    #[error("cannot start the upload thread: {0}")]
+    UploadThread(std::io::Error),
+    #[error("a task of the collector's start failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
 /// The API server never answered in the whole run: where it was, and its last trouble
 /// (a runtime failure, exit 3).
 #[derive(Debug, thiserror::Error)]

@@ -14,6 +14,7 @@ mod events;
 pub(crate) mod kubelet;
 pub(crate) mod lease;
 mod lifecycle;
+pub use lifecycle::K8sError;
 pub(crate) mod metrics;
 mod remembered;
 mod rule;

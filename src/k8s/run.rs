@@ -26,7 +26,7 @@ use super::events::log;
 use super::kubelet::{Kubelet, KubeletSettings};
 use super::lease::{Holding, Keeper};
 use super::lifecycle::{
-    answered_once, identity, keep_out_dir, say_lease_lost, say_started, stopped_or_at,
+    K8sError, answered_once, identity, keep_out_dir, say_lease_lost, say_started, stopped_or_at,
 };
 use super::metrics::Metrics;
 use super::stats::Summary;
@@ -36,7 +36,7 @@ use crate::pull::fetch::Cancel;
 
 /// One HTTP client per rule (its timeout and TLS), made on the blocking pool: a file of the
 /// rule's TLS settings that cannot be read stops the start, not each capture.
-async fn rule_clients(rules: &K8sConfig) -> anyhow::Result<Vec<Arc<reqwest::blocking::Client>>> {
+async fn rule_clients(rules: &K8sConfig) -> Result<Vec<Arc<reqwest::blocking::Client>>, K8sError> {
     let flag = crate::error::UsageError::flag;
     let specs: Vec<_> = rules
         .rules
@@ -62,7 +62,7 @@ async fn rule_clients(rules: &K8sConfig) -> anyhow::Result<Vec<Arc<reqwest::bloc
 async fn prepare(
     opts: RunOptions,
     metrics: &Arc<Metrics>,
-) -> anyhow::Result<(Collector, mpsc::UnboundedReceiver<Done>)> {
+) -> Result<(Collector, mpsc::UnboundedReceiver<Done>), K8sError> {
     let captures = match &opts.out {
         Some(dir) => Some(Mutex::new(
             crate::pull::open_records(dir, "captures.jsonl", crate::pull::CutLine::Keep)?.0,
@@ -80,10 +80,7 @@ async fn prepare(
     let made = tokio::task::spawn_blocking(move || crate::pull::uploaders(&pull_opts)).await??;
     let mut uploaders = Vec::with_capacity(made.len());
     for u in made {
-        uploaders.push(
-            crate::pull::upload::Background::start(u)
-                .map_err(|e| anyhow::anyhow!("cannot start the upload thread: {e}"))?,
-        );
+        uploaders.push(crate::pull::upload::Background::start(u).map_err(K8sError::UploadThread)?);
     }
     let clients = rule_clients(&opts.rules).await?;
     let shared = Arc::new(Shared {
@@ -313,7 +310,7 @@ enum End {
 /// own; while this instance holds it, it collects; when it loses it (another instance took
 /// it, or the API server could not be reached to renew it within its duration), it stops
 /// collecting at once and waits as a standby again.
-pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
+pub async fn run(opts: RunOptions) -> Result<Outcome, K8sError> {
     let cluster = super::client::connect(&opts.connect).await?;
     let metrics = Arc::new(Metrics::new(Arc::clone(&cluster.api)));
     if let Some(addr) = opts.metrics_listen {
@@ -387,7 +384,11 @@ pub async fn run(opts: RunOptions) -> anyhow::Result<Outcome> {
 }
 
 /// `--metrics-listen`: the collector's own metrics, served from now on.
-async fn serve_metrics(addr: SocketAddr, metrics: &Arc<Metrics>, json: bool) -> anyhow::Result<()> {
+async fn serve_metrics(
+    addr: SocketAddr,
+    metrics: &Arc<Metrics>,
+    json: bool,
+) -> Result<(), crate::error::UsageError> {
     let bound = super::metrics::serve(addr, Arc::clone(metrics))
         .await
         .map_err(|e| crate::error::UsageError::flag("--metrics-listen", format!("{addr}: {e}")))?;
@@ -400,8 +401,11 @@ async fn serve_metrics(addr: SocketAddr, metrics: &Arc<Metrics>, json: bool) -> 
 }
 
 /// The kubelet of this node, as the rules and the cluster's credentials reach it.
-fn kubelet(opts: &RunOptions, cluster: &super::client::Cluster) -> anyhow::Result<Kubelet> {
-    Ok(Kubelet::new(
+fn kubelet(
+    opts: &RunOptions,
+    cluster: &super::client::Cluster,
+) -> Result<Kubelet, crate::error::UsageError> {
+    Kubelet::new(
         KubeletSettings {
             url: opts.rules.kubelet_url.clone(),
             node_ip: std::env::var("NODE_IP").ok(),
@@ -412,7 +416,7 @@ fn kubelet(opts: &RunOptions, cluster: &super::client::Cluster) -> anyhow::Resul
         cluster,
         &opts.node,
     )
-    .map_err(|e| crate::error::UsageError::flag(e.setting, e.message))?)
+    .map_err(|e| crate::error::UsageError::flag(e.setting, e.message))
 }
 
 /// The lease holder's loop: pod events, finished collections, monitoring rounds on the

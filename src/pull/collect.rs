@@ -435,7 +435,7 @@ impl One<'_, '_> {
             let mut svg = Vec::new();
             let drawn = shown
                 .sample_index(None)
-                .map_err(anyhow::Error::msg)
+                .map_err(|e| e.to_string())
                 .and_then(|i| {
                     crate::pprof::write_flamegraph(
                         shown,
@@ -443,14 +443,14 @@ impl One<'_, '_> {
                         &format!("{} {kind} — {stamp}", t.service),
                         &mut svg,
                     )
-                    .map_err(anyhow::Error::from)
+                    .map_err(|e| e.to_string())
                 })
                 .and_then(|()| {
-                    crate::files::write_new(&dir, &stem, "svg", &svg).map_err(anyhow::Error::from)
+                    crate::files::write_new(&dir, &stem, "svg", &svg).map_err(|e| e.to_string())
                 });
             match drawn {
                 Ok(f) => entry.files.push(f),
-                Err(e) => eprintln!("agentprof: {}: no flamegraph: {e:#}", entry.url),
+                Err(e) => eprintln!("agentprof: {}: no flamegraph: {e}", entry.url),
             }
         }
     }

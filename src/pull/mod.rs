@@ -420,7 +420,7 @@ pub fn run(
     targets: Vec<Target>,
     opts: &PullOptions,
     sink: impl FnMut(&Collection),
-) -> anyhow::Result<Failures> {
+) -> Result<Failures, crate::error::UsageError> {
     let uploaders: Vec<std::sync::Mutex<upload::Uploader>> = uploaders(opts)?
         .into_iter()
         .map(std::sync::Mutex::new)
@@ -514,7 +514,7 @@ pub fn run_with(
     opts: &PullOptions,
     shared: &Shared<'_>,
     mut sink: impl FnMut(&Collection),
-) -> anyhow::Result<(Failures, usize)> {
+) -> Result<(Failures, usize), crate::error::UsageError> {
     let mut runners = Vec::new();
     for t in targets {
         let client = fetch::client(t.http_timeout, &t.tls)

@@ -271,15 +271,19 @@ impl Worker {
 }
 
 /// `--metrics-listen`: receive's own metrics, served from now on.
-async fn serve_metrics(addr: std::net::SocketAddr, metrics: &Arc<Metrics>) -> anyhow::Result<()> {
+async fn serve_metrics(
+    addr: std::net::SocketAddr,
+    metrics: &Arc<Metrics>,
+) -> Result<(), crate::error::UsageError> {
     let m = Arc::clone(metrics);
     let app = crate::serve::metrics_router(move || m.render());
-    let l = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| crate::error::UsageError::flag("--metrics-listen", format!("{addr}: {e}")))?;
+    let refused = |e: std::io::Error| {
+        crate::error::UsageError::flag("--metrics-listen", format!("{addr}: {e}"))
+    };
+    let l = tokio::net::TcpListener::bind(addr).await.map_err(refused)?;
     eprintln!(
         "agentprof receive: metrics on http://{}/metrics",
-        l.local_addr()?
+        l.local_addr().map_err(refused)?
     );
     crate::serve::spawn(l, app, crate::serve::Bounds::metrics());
     Ok(())
@@ -321,7 +325,7 @@ fn say_stopped(metrics: &Metrics, queue: &Queue, left: bool, queue_dir: &std::pa
 /// Runs until SIGTERM/SIGINT or `--duration`: the queue opened (what a previous run
 /// acknowledged and did not store goes first), the workers started, the server run; at the
 /// stop, the workers get 10 s, the forwarders flush, and what is left is said.
-pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
+pub async fn run(opts: ReceiveOptions) -> Result<Outcome, crate::error::UsageError> {
     let flag = crate::error::UsageError::flag;
     let (queue, replay) =
         Queue::open(&opts.queue_dir, opts.capacity).map_err(|e| flag("--queue", e.to_string()))?;
@@ -338,7 +342,9 @@ pub async fn run(opts: ReceiveOptions) -> anyhow::Result<Outcome> {
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
         .map_err(|e| flag("--listen", format!("{}: {e}", opts.listen)))?;
-    let bound = listener.local_addr()?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| flag("--listen", format!("{}: {e}", opts.listen)))?;
     if let Some(addr) = opts.metrics_listen {
         serve_metrics(addr, &metrics).await?;
     }

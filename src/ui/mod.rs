@@ -43,11 +43,15 @@ pub struct UiOptions {
 }
 
 /// Serves the page until SIGTERM/SIGINT or `--duration`.
-pub async fn run(opts: UiOptions) -> anyhow::Result<Outcome> {
-    let listener = tokio::net::TcpListener::bind(opts.listen)
+/// Its one error: the address cannot be listened on (`--listen`, exit 2).
+pub async fn run(opts: UiOptions) -> Result<Outcome, crate::error::UsageError> {
+    let listen = opts.listen;
+    let refused =
+        |e: std::io::Error| crate::error::UsageError::flag("--listen", format!("{listen}: {e}"));
+    let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .map_err(|e| crate::error::UsageError::flag("--listen", format!("{}: {e}", opts.listen)))?;
-    let bound = listener.local_addr()?;
+        .map_err(refused)?;
+    let bound = listener.local_addr().map_err(refused)?;
     let url = format!("http://{bound}/");
     let dirs: Vec<String> = opts.roots.iter().map(|r| r.display().to_string()).collect();
     eprintln!(

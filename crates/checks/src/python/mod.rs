@@ -320,16 +320,19 @@ impl PythonHost {
                 cost: measured.cost,
                 memory: memory_of(&measured.reply["memory"]),
             },
-            Err(e) => {
-                // Dead, hung or confused: stop it; the next run starts a fresh worker.
-                let status = self
-                    .worker
-                    .take()
-                    .map(protocol::Worker::stop)
-                    .unwrap_or_default();
-                failed(format!("{e}{status}"))
-            }
+            Err(e) => failed(self.worker_failed(e)),
         }
+    }
+
+    /// A run the worker did not answer as it should: dead, hung or confused. It is stopped
+    /// (the next run starts a fresh one); the error, with how the worker ended.
+    fn worker_failed(&mut self, e: impl std::fmt::Display) -> String {
+        let status = self
+            .worker
+            .take()
+            .map(protocol::Worker::stop)
+            .unwrap_or_default();
+        format!("{e}{status}")
     }
 
     /// Runs instance `index` once with its instructions counted as `count` says: what a
@@ -357,14 +360,7 @@ impl PythonHost {
                 absorb(&measured.reply, &mut Sink::default())?;
                 Ok(measured.reply["instructions"].as_u64())
             }
-            Err(e) => {
-                let status = self
-                    .worker
-                    .take()
-                    .map(protocol::Worker::stop)
-                    .unwrap_or_default();
-                Err(format!("{e}{status}").into())
-            }
+            Err(e) => Err(self.worker_failed(e).into()),
         }
     }
 
