@@ -2,7 +2,7 @@
 //! files and lines of `--profile`'s functions, and have the linker compress them (zstd, which
 //! gdb, readelf and agentprof read; zlib where the linker has no zstd): 12 MB of line
 //! programs become about 3.5 MB of the installed binary. agentprof decompresses them when it
-//! names a profile (src/profile/sampler/dwarf.rs). And identical functions are folded into
+//! names a profile (crates/checks/src/profile/sampler/dwarf.rs). And identical functions are folded into
 //! one (`--icf=all`: generic code instantiated alike for different types), 0.75 MB less.
 //! Both measured in docs/details.md.
 //!
