@@ -1092,3 +1092,41 @@ fn the_instruction_diff_names_the_function_made_slower() {
         r.stdout
     );
 }
+
+/// A/B loads both versions afresh each round, and which is loaded first alternates: a
+/// version loaded second ran 3–8 % faster than the same check loaded first, so loading the
+/// baseline first every round read an unchanged check as −4.7 % (interval 0.930–0.974).
+/// Each worker notes its side as it imports the check; the rounds' loads go A B, B A, …
+#[test]
+fn ab_rounds_alternate_which_version_is_loaded_first() {
+    let Some(py) = venv_python() else { return };
+    let sb = Sandbox::new();
+    let check = |side: &str| {
+        format!(
+            "import os\nwith open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'loads.log'), 'a') as f:\n    f.write({side:?} + '\\n')\n{}",
+            crate::gate_check::WORK
+        )
+    };
+    setup(&sb, &[("work", "2000")]);
+    sb.write("old/work.py", &check("A"));
+    sb.write("checks/work.py", &check("B"));
+    let r = sb.run(&[
+        "gate",
+        "work",
+        "--against",
+        "old",
+        "--python",
+        &py,
+        "--max-time",
+        "0",
+    ]);
+    assert!(r.code == 0 || r.code == 1, "{}{}", r.stdout, r.stderr);
+    let log = std::fs::read_to_string(sb.file("loads.log")).unwrap();
+    let loads: Vec<&str> = log.lines().collect();
+    let rounds = 20;
+    assert!(loads.len() >= 2 * rounds, "{log}");
+    for (i, pair) in loads[..2 * rounds].chunks(2).enumerate() {
+        let want = if i % 2 == 0 { ["A", "B"] } else { ["B", "A"] };
+        assert_eq!(pair, want, "round {}: {log}", i + 1);
+    }
+}
