@@ -25,15 +25,7 @@ const STACK_TIME: std::time::Duration = std::time::Duration::from_millis(500);
 /// that slowed down as a whole does not look like a slower check. (Python checks time a
 /// pure-Python loop in their worker instead.)
 pub fn calibrate_native() -> f64 {
-    let cpu = || {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes the timespec it is given.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-    };
+    let cpu = thread_cpu_s;
     let mut times = [0.0f64; 7];
     for t in &mut times {
         let t0 = cpu();
@@ -49,6 +41,17 @@ pub fn calibrate_native() -> f64 {
     }
     times.sort_by(f64::total_cmp);
     times[3]
+}
+
+/// The calling thread's CPU time so far, in seconds.
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 type Host = Option<Arc<Mutex<PythonHost>>>;
@@ -685,15 +688,7 @@ mod tests {
     fn the_machines_busy_time_holds_agentprofs_own() {
         let start = machine_time().expect("/proc/stat");
         // 0.3 s of this thread's CPU, however busy the machine (at most a minute of waiting).
-        let thread_cpu = || {
-            let mut ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            // SAFETY: clock_gettime writes the timespec it is given.
-            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-            ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-        };
+        let thread_cpu = thread_cpu_s;
         let (t0, wall) = (thread_cpu(), std::time::Instant::now());
         let mut x = 0u64;
         while thread_cpu() - t0 < 0.3 && wall.elapsed() < std::time::Duration::from_secs(60) {

@@ -118,24 +118,13 @@ fn cpu_from_main(sb: &Sandbox, name: &str, rows: &[(&str, i64)]) -> std::path::P
     called_from_main(sb, name, ("cpu", "nanoseconds"), rows)
 }
 
-/// `agentprof top ARGS FILE` and `go tool pprof -top GOARGS FILE` print the same text.
 /// What `go tool pprof -proto -diff_base BASE NEW` writes: NEW with BASE's samples negated
 /// and labelled pprof::base=true.
 pub fn go_diff_base(base: &std::path::Path, new: &std::path::Path) -> Vec<u8> {
-    let out = std::process::Command::new("go")
-        .args(["tool", "pprof", "-proto", "-diff_base"])
-        .arg(base)
-        .arg(new)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    crate::support::go_proto(&["-diff_base"], &[base, new])
 }
 
+/// `agentprof top ARGS FILE` and `go tool pprof -top GOARGS FILE` print the same text.
 pub fn same_as_go(sb: &Sandbox, file: &std::path::Path, ours: &[&str], theirs: &[&str]) -> String {
     let f = file.to_str().unwrap();
     let mut a = vec!["top"];

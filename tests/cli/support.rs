@@ -257,6 +257,23 @@ pub fn go(args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// `go tool pprof -proto ARGS… FILES…`: the profile go writes (its merge of FILES, or a diff
+/// with `-diff_base`); a go that fails fails the test with its stderr.
+pub fn go_proto(args: &[&str], files: &[&Path]) -> Vec<u8> {
+    let out = Command::new("go")
+        .args(["tool", "pprof", "-proto"])
+        .args(args)
+        .args(files)
+        .output()
+        .expect("go");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// What `go tool pprof -top` prints as a CPU profile's share of its duration: the percentage
 /// after "Total samples = …" in its header ("95.97" of "Duration: 1s, Total samples = 960ms
 /// (95.97%)").

@@ -66,17 +66,8 @@ pub fn sel(query: &str) -> String {
 
 /// `go tool pprof -proto` of `files`: go's merge, written to go-merged.pb.gz in the sandbox.
 fn go_merged(sb: &Sandbox, files: &[std::path::PathBuf]) -> std::path::PathBuf {
-    let out = std::process::Command::new("go")
-        .args(["tool", "pprof", "-proto"])
-        .args(files)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    sb.write_bytes("go-merged.pb.gz", &out.stdout)
+    let files: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
+    sb.write_bytes("go-merged.pb.gz", &crate::support::go_proto(&[], &files))
 }
 
 fn go_top(files: &[std::path::PathBuf]) -> String {
