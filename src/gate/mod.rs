@@ -488,6 +488,59 @@ mod tests {
         assert_eq!(v.findings[0].figure, "instructions per run (mean)");
     }
 
+    /// The counts CI gave for the same Python check counted twice: runs 1-3 near 13.43 M and
+    /// runs 4-8 near 13.80 M on both sides (the interpreter's own work at fixed runs). Each
+    /// side's mean read alone is ±2.1 % — past the 2 % threshold, CANNOT TELL for identical
+    /// counts; run against run it is a pass, and 5 % more work in every run still fails.
+    #[test]
+    fn counts_with_a_fixed_pattern_across_runs_are_compared_run_by_run() {
+        let cfg = GateConfig {
+            measure: Measure::Instructions,
+            time_threshold: Measure::Instructions.default_threshold(false),
+            ..GateConfig::default()
+        };
+        let mut base = stats(&[0.010; 5], 0, None);
+        base.instructions_per_run = vec![
+            13_429_214.0,
+            13_433_560.0,
+            13_396_307.0,
+            13_811_123.0,
+            13_782_487.0,
+            13_806_188.0,
+            13_769_426.0,
+            13_805_928.0,
+        ];
+        let mut now = base.clone();
+        now.instructions_per_run = base
+            .instructions_per_run
+            .iter()
+            .map(|x| x - 294.0)
+            .collect();
+        let v = compare(&base, &now, &cfg, Mode::Baseline);
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.summary);
+        assert!(
+            v.findings[0].detail.contains("run k against run k"),
+            "{}",
+            v.findings[0].detail
+        );
+        // Read side by side, the same counts hide the threshold.
+        now.instructions_per_run.pop();
+        let v = compare(&base, &now, &cfg, Mode::Baseline);
+        assert_eq!(v.outcome, Outcome::CannotTell, "{}", v.summary);
+        assert!(v.findings[0].detail.contains("of each mean"));
+        // 5 % more in every run.
+        now.instructions_per_run = base.instructions_per_run.iter().map(|x| x * 1.05).collect();
+        let v = compare(&base, &now, &cfg, Mode::Baseline);
+        assert_eq!(v.outcome, Outcome::Regression, "{}", v.summary);
+        // A change that moves the pattern (the slow runs start at run 2): the run-by-run
+        // ratios scatter, and the noise says so.
+        let mut moved = base.instructions_per_run.clone();
+        moved[1] = 13_800_000.0;
+        now.instructions_per_run = moved;
+        let c = timing::instruction_change(&base, &now).unwrap();
+        assert!(c.paired && c.noise > 0.005, "{c:?}");
+    }
+
     #[test]
     fn a_drift_just_past_the_threshold_is_no_regression_against_a_file() {
         let cfg = GateConfig::default();

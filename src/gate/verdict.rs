@@ -8,7 +8,7 @@ use super::callgrind::{FunctionChange, changes};
 use super::figures::{memory, metric_series, python_calls, traced_allocations};
 use super::finding::{Finding, GateConfig, Measure, Mode, Status};
 use super::timing::{
-    Timing, estimated_cycles, instruction_means, instructions, paired, samples, timing_finding,
+    Timing, estimated_cycles, instruction_change, instructions, paired, samples, timing_finding,
     two_sample,
 };
 
@@ -75,9 +75,9 @@ pub fn compare(base: &GateStats, new: &GateStats, cfg: &GateConfig, mode: Mode) 
         let (x, counted) = instructions_finding(base, new, cfg);
         if counted {
             source = new.instructions_source.clone().unwrap_or_default();
-            faster_by = instruction_means(base, new)
-                .filter(|&(_, _, r, noise)| r < 1.0 - noise)
-                .map(|(_, _, r, _)| r);
+            faster_by = instruction_change(base, new)
+                .filter(|c| c.ratio < 1.0 - c.noise)
+                .map(|c| c.ratio);
         }
         f.push(x);
         f.extend(estimated_cycles(base, new));
