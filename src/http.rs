@@ -4,14 +4,9 @@
 
 use std::time::Duration;
 
-/// Chooses rustls' ring provider for the process (the first call does; the rest find it
-/// chosen). Every TLS client and server of agentprof calls it before it builds its config.
-pub fn tls() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
+// The process's TLS provider and the Retry-After reading live with the cluster's client, the
+// lowest crate that speaks HTTP; every client and server of agentprof uses them from here.
+pub use agentprof_k8s::http::{retry_after, tls};
 
 /// A blocking client builder with agentprof's rules; `timeout` bounds each request whole,
 /// and connecting takes at most 10 s of it.
@@ -48,15 +43,4 @@ pub fn send_failure(e: &reqwest::Error, timeout: Duration) -> String {
     } else {
         root_cause(e)
     }
-}
-
-/// A Retry-After header's wait (429, 503): seconds, or an HTTP date. Every client of
-/// agentprof reads it here.
-pub fn retry_after(h: &http::HeaderMap) -> Option<Duration> {
-    let v = h.get(http::header::RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(s) = v.parse::<u64>() {
-        return Some(Duration::from_secs(s));
-    }
-    let at = jiff::fmt::rfc2822::parse(v).ok()?.timestamp();
-    Some(Duration::try_from(at.duration_since(jiff::Timestamp::now())).unwrap_or(Duration::ZERO))
 }

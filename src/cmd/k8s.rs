@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use crate::cli::{K8sAction, K8sArgs, K8sCommon, K8sTargetsArgs};
 use crate::config::AgentConfig;
 use crate::error::UsageError;
-use crate::k8s::client::{Cluster, Connect};
 use crate::k8s::config::K8sConfig;
 use crate::k8s::targets::{PodReport, evaluate};
+use agentprof_k8s::{Cluster, Connect};
 
 use super::{Outcome, confd_options};
 
@@ -59,7 +59,7 @@ fn setup(c: &K8sCommon) -> anyhow::Result<Setup> {
         )
         .into());
     }
-    if !crate::k8s::selector::is_dns_subdomain(&node) {
+    if !agentprof_k8s::is_dns_subdomain(&node) {
         return Err(UsageError::flag("--node", format!("{node:?} is not a node name")).into());
     }
     let cluster_name = rules
@@ -209,11 +209,11 @@ fn targets(args: K8sTargetsArgs) -> anyhow::Result<Outcome> {
     crate::signal::install();
     let rt = runtime()?;
     let (cluster, pods): (Cluster, _) = rt.block_on(async {
-        let cluster = crate::k8s::client::connect(&s.connect).await?;
+        let cluster = agentprof_k8s::connect(&s.connect).await?;
         let listed = tokio::select! {
             r = tokio::time::timeout(
                 std::time::Duration::from_secs(60),
-                crate::k8s::discover::list_node_pods(&cluster.client, &s.node),
+                agentprof_k8s::list_node_pods(&cluster.client, &s.node),
             ) => r.unwrap_or_else(|_| Err(String::from("no answer within 60s").into())),
             () = crate::serve::stopped() => Err(String::from("stopped by a signal").into()),
         };

@@ -13,17 +13,17 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
 use super::capture::{Capture, Cause, Done, Shared};
-use super::client::Connect;
 use super::config::{K8sConfig, Rule};
 use super::events::log;
 use super::metrics::Metrics;
 use super::remembered::{Memory, Remembered};
 use super::schedule::{backoff, jitter};
-use super::stats::{ContainerRef, Summary};
 use super::targets::{Found, evaluate};
 use super::trigger::{Fired, Level, Monitor};
 use crate::pull::fetch::Cancel;
 use crate::sync::lock;
+use agentprof_k8s::Connect;
+use agentprof_k8s::{ContainerRef, Summary};
 
 mod dispatch;
 
@@ -362,7 +362,7 @@ impl Collector {
     pub(super) fn round(
         &mut self,
         due: &[String],
-        result: Result<Summary, super::kubelet::KubeletError>,
+        result: Result<Summary, agentprof_k8s::KubeletError>,
         at: Instant,
     ) {
         self.metrics

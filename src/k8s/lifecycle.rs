@@ -8,8 +8,8 @@ use tokio::time::Instant;
 
 use super::collector::RunOptions;
 use super::events::log;
-use super::kubelet::Kubelet;
 use super::metrics::Metrics;
+use agentprof_k8s::Kubelet;
 
 /// Resolves at `end` (never without one), or at SIGTERM/SIGINT.
 pub(super) async fn stopped_or_at(end: Option<Instant>) {
@@ -44,7 +44,7 @@ pub struct NeverAnswered {
 }
 
 /// An error when the API server never answered in the whole run (its last trouble said).
-pub(super) fn answered_once(cluster: &super::client::Cluster) -> Result<(), NeverAnswered> {
+pub(super) fn answered_once(cluster: &agentprof_k8s::Cluster) -> Result<(), NeverAnswered> {
     if cluster.api.get_ok() == 0 {
         return Err(NeverAnswered {
             server: cluster.server.to_string(),
@@ -91,7 +91,7 @@ pub(super) fn identity(hostname: &str) -> String {
 /// kubelet and its credentials, the lease.
 pub(super) fn say_started(
     opts: &RunOptions,
-    cluster: &super::client::Cluster,
+    cluster: &agentprof_k8s::Cluster,
     kubelet: &Kubelet,
     lease_name: &str,
 ) {
@@ -99,7 +99,7 @@ pub(super) fn say_started(
         opts.json,
         "started",
         serde_json::json!({"node": opts.node, "api_server": cluster.server, "source": cluster.source,
-            "credentials": super::client::credentials(&cluster.config),
+            "credentials": agentprof_k8s::credentials(&cluster.config),
             "rules": opts.rules.rules.len(), "kubelet": kubelet.describe(),
             "kubelet_credentials": kubelet.credentials(),
             "lease": format!("{}/{lease_name}", cluster.namespace)}),

@@ -15,7 +15,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::api::ApiStats;
+use agentprof_k8s::ApiStats;
 
 type Labels = Vec<(&'static str, String)>;
 

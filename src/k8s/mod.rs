@@ -4,15 +4,10 @@
 //! schedule), the kubelet's usage and the trigger window (kubelet, stats, trigger), one
 //! collector per node (lease), and the loop that ties them (run, metrics).
 
-pub(crate) mod api;
 pub(crate) mod capture;
-pub(crate) mod client;
 pub(crate) mod collector;
 pub mod config;
-pub(crate) mod discover;
 mod events;
-pub(crate) mod kubelet;
-pub(crate) mod lease;
 mod lifecycle;
 pub use lifecycle::K8sError;
 pub(crate) mod metrics;
@@ -20,8 +15,6 @@ mod remembered;
 mod rule;
 pub(crate) mod run;
 pub mod schedule;
-pub(crate) mod selector;
-pub(crate) mod stats;
 pub(crate) mod tags;
 pub(crate) mod targets;
 pub(crate) mod trigger;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::selector::{Selector, is_dns_label};
+use agentprof_k8s::{Selector, is_dns_label};
 
 mod figures;
 
@@ -474,7 +474,7 @@ fn tagging(at: &At<'_>, r: &mut RawRule) -> Result<Tagging, UsageError> {
         let m = m.unwrap_or_default();
         for (from, to) in &m {
             if key == "pod_label_as_tags" {
-                super::selector::check_key(from).map_err(|e| at.err(key, e))?;
+                agentprof_k8s::check_key(from).map_err(|e| at.err(key, e))?;
             }
             if !tag_name_ok(to) {
                 return Err(at.err(

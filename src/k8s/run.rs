@@ -23,16 +23,16 @@ use super::collector::Collector;
 pub use super::collector::RunOptions;
 use super::config::K8sConfig;
 use super::events::log;
-use super::kubelet::{Kubelet, KubeletSettings};
-use super::lease::{Holding, Keeper};
 use super::lifecycle::{
     K8sError, answered_once, identity, keep_out_dir, say_lease_lost, say_started, stopped_or_at,
 };
 use super::metrics::Metrics;
-use super::stats::Summary;
 use crate::error::Outcome;
 use crate::pull::delta::DeltaCache;
 use crate::pull::fetch::Cancel;
+use agentprof_k8s::Summary;
+use agentprof_k8s::{Holding, Keeper};
+use agentprof_k8s::{Kubelet, KubeletSettings};
 
 /// One HTTP client per rule (its timeout and TLS), made on the blocking pool: a file of the
 /// rule's TLS settings that cannot be read stops the start, not each capture.
@@ -202,7 +202,7 @@ fn on_event(
             );
         }
         Err(e) => {
-            let why = super::discover::chain(&e);
+            let why = agentprof_k8s::chain(&e);
             // A list that failed leaves the pod cache stale until one succeeds, even when
             // the server's answer was a 200 (a proxy's page, a cut body).
             if let watcher::Error::InitialListFailed(inner) = &e {
@@ -251,7 +251,7 @@ async fn drain(c: &mut Collector, done_rx: &mut mpsc::UnboundedReceiver<Done>) {
     }
 }
 
-type Round = (Result<Summary, super::kubelet::KubeletError>, Instant);
+type Round = (Result<Summary, agentprof_k8s::KubeletError>, Instant);
 
 /// The static targets, collected as `pull` collects them (one at a time, each on its
 /// interval) on a thread of the blocking pool, with the collector's delta cache, uploader
@@ -311,14 +311,14 @@ enum End {
 /// it, or the API server could not be reached to renew it within its duration), it stops
 /// collecting at once and waits as a standby again.
 pub async fn run(opts: RunOptions) -> Result<Outcome, K8sError> {
-    let cluster = super::client::connect(&opts.connect).await?;
+    let cluster = agentprof_k8s::connect(&opts.connect).await?;
     let metrics = Arc::new(Metrics::new(Arc::clone(&cluster.api)));
     if let Some(addr) = opts.metrics_listen {
         serve_metrics(addr, &metrics, opts.json).await?;
     }
     let kubelet = Arc::new(kubelet(&opts, &cluster)?);
     let identity = identity(&opts.hostname);
-    let lease = super::lease::NodeLease::new(
+    let lease = agentprof_k8s::NodeLease::new(
         &cluster.client,
         &cluster.namespace,
         &opts.node,
@@ -403,7 +403,7 @@ async fn serve_metrics(
 /// The kubelet of this node, as the rules and the cluster's credentials reach it.
 fn kubelet(
     opts: &RunOptions,
-    cluster: &super::client::Cluster,
+    cluster: &agentprof_k8s::Cluster,
 ) -> Result<Kubelet, crate::error::UsageError> {
     Kubelet::new(
         KubeletSettings {
@@ -425,7 +425,7 @@ fn kubelet(
 /// is a stream polled beside the rest, the lease is renewed by its own task.
 async fn lead(
     c: &mut Collector,
-    cluster: &super::client::Cluster,
+    cluster: &agentprof_k8s::Cluster,
     kubelet: Arc<Kubelet>,
     lease: &mut watch::Receiver<Holding>,
     done_rx: &mut mpsc::UnboundedReceiver<Done>,
@@ -434,7 +434,7 @@ async fn lead(
     let stats_timeout = stats_timeout(&c.opts.rules);
     let api: kube::Api<Pod> = kube::Api::all(cluster.client.clone());
     let stream =
-        watcher::watcher(api, super::discover::watcher_config(&c.opts.node)).default_backoff();
+        watcher::watcher(api, agentprof_k8s::watcher_config(&c.opts.node)).default_backoff();
     tokio::pin!(stream);
     let (stats_tx, mut stats_rx) = mpsc::channel::<Round>(1);
     // The targets the round in flight serves (also those that came due while it ran).
@@ -521,7 +521,7 @@ fn held_until(holding: &Holding, now: Instant) -> Result<Instant, End> {
 
 /// The summary, and the collector dropped on the blocking pool (the uploader's blocking
 /// client may not be dropped inside the runtime).
-async fn finish(c: Collector, cluster: &super::client::Cluster) -> Outcome {
+async fn finish(c: Collector, cluster: &agentprof_k8s::Cluster) -> Outcome {
     let outcome = summary(&c, cluster);
     let shared = Arc::clone(&c.shared);
     let json = c.opts.json;
@@ -558,7 +558,7 @@ fn pod_key(p: &Pod) -> String {
 /// The `stopped` event: `api_requests` counts the requests that reached the API server (an
 /// answer, or none within the deadline), as its audit log does; `api_errors` the attempts
 /// that got no connection or lost it before an answer (`code="error"` in /metrics).
-fn summary(c: &Collector, cluster: &super::client::Cluster) -> Outcome {
+fn summary(c: &Collector, cluster: &agentprof_k8s::Cluster) -> Outcome {
     let api = cluster.api.by_verb_where(|o| o != "error");
     let errors = cluster.api.by_verb_where(|o| o == "error");
     log(

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::config::{Rule, Thresholds};
-use super::stats::Usage;
+use agentprof_k8s::Usage;
 
 /// A container's limits from its pod spec: percentages need them, and are ignored without.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
-crate::error::message_error! {
+agentprof_checks::message_error! {
     /// Why the node's pods could not be listed.
     DiscoverError
 }

@@ -20,7 +20,7 @@ use kube::client::{Body, DynBody};
 use tokio::time::Instant;
 use tower::BoxError;
 
-use crate::sync::lock;
+use agentprof_checks::sync::lock;
 
 /// The longest a call may take for its answer, and a non-watch call for its whole body.
 pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
@@ -89,13 +89,10 @@ fn describe_failure(at: Instant, why: &str) -> String {
 }
 
 impl ApiStats {
-    pub(super) fn record(
-        &self,
-        verb: &'static str,
-        resource: &'static str,
-        outcome: &str,
-        ok: bool,
-    ) {
+    /// Counts one call: its verb, resource and outcome (a status code, `error` or
+    /// `timeout`), and whether it succeeded. [`ApiLayer`] records every call it passes; a
+    /// client that reaches the API server another way records its own.
+    pub fn record(&self, verb: &'static str, resource: &'static str, outcome: &str, ok: bool) {
         *lock(&self.by)
             .entry((verb, resource, outcome.to_string()))
             .or_default() += 1;

@@ -167,7 +167,7 @@ mod tests {
     fn fixture() -> Summary {
         let body = std::fs::read(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/kubelet/stats_summary_gke.json"),
+                .join("../../tests/fixtures/kubelet/stats_summary_gke.json"),
         )
         .expect("fixture");
         Summary::parse(&body).expect("parse")

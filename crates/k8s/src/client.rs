@@ -13,7 +13,7 @@ use std::time::Duration;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 pub use super::api::ApiStats;
-use crate::error::UsageError;
+use agentprof_checks::error::UsageError;
 
 /// Where the API server is, as the user asked for it.
 #[derive(Debug, Clone, Default)]
@@ -124,7 +124,7 @@ pub fn client(config: kube::Config, api: &Arc<ApiStats>) -> Result<kube::Client,
 pub async fn connect(c: &Connect) -> Result<Cluster, UsageError> {
     let (config, source) = config(c).await?;
     let namespace = config.default_namespace.clone();
-    let server = crate::redact::url_text(&config.cluster_url.to_string());
+    let server = agentprof_checks::redact::url_text(&config.cluster_url.to_string());
     let api = Arc::new(ApiStats::default());
     let client = client(config.clone(), &api)
         .map_err(|e| UsageError::flag("--kubeconfig", format!("{source}: {e}")))?;
@@ -162,7 +162,7 @@ pub fn credentials(config: &kube::Config) -> String {
 }
 
 fn read_kubeconfig(path: &Path) -> Result<Kubeconfig, UsageError> {
-    let text = crate::config::read_limited(path, 4 << 20, "")
+    let text = agentprof_checks::config::read_limited(path, 4 << 20, "")
         .map_err(|e| UsageError::flag("--kubeconfig", e.to_string()))?;
     let text = String::from_utf8(text)
         .map_err(|_| UsageError::flag("--kubeconfig", format!("{}: not UTF-8", path.display())))?;
@@ -172,7 +172,7 @@ fn read_kubeconfig(path: &Path) -> Result<Kubeconfig, UsageError> {
 
 /// A small file's trimmed text (a namespace), if it is there.
 fn read_small(path: &Path) -> Option<String> {
-    let b = crate::config::read_limited(path, 64 << 10, "").ok()?;
+    let b = agentprof_checks::config::read_limited(path, 64 << 10, "").ok()?;
     let s = String::from_utf8(b).ok()?.trim().to_string();
     (!s.is_empty()).then_some(s)
 }

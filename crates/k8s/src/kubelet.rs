@@ -17,7 +17,7 @@ use http_body_util::BodyExt;
 use super::api::ApiStats;
 use super::stats::Summary;
 
-crate::error::message_error! {
+agentprof_checks::message_error! {
     /// Why a PEM file's certificates could not be read.
     PemError
 }
@@ -48,7 +48,7 @@ pub struct Direct {
 
 /// Where the kubelet is, and how agentprof authenticates to it.
 pub struct KubeletSettings<'a> {
-    pub url: Option<reqwest::Url>,
+    pub url: Option<url::Url>,
     pub node_ip: Option<String>,
     pub tls_verify: bool,
     pub client_ca: Option<&'a Path>,
@@ -57,7 +57,7 @@ pub struct KubeletSettings<'a> {
 
 /// The kubelet's address: `kubelet_url`, else `https://$NODE_IP:10250`, else none (the node
 /// proxy).
-fn address(s: &KubeletSettings<'_>) -> Result<Option<reqwest::Url>, SetupError> {
+fn address(s: &KubeletSettings<'_>) -> Result<Option<url::Url>, SetupError> {
     if let Some(u) = &s.url {
         return Ok(Some(u.clone()));
     }
@@ -69,7 +69,7 @@ fn address(s: &KubeletSettings<'_>) -> Result<Option<reqwest::Url>, SetupError> 
     } else {
         ip.to_string()
     };
-    reqwest::Url::parse(&format!("https://{host}:10250"))
+    url::Url::parse(&format!("https://{host}:10250"))
         .map(Some)
         .map_err(|e| SetupError::new("$NODE_IP", format!("{host}: {e}")))
 }
@@ -98,7 +98,7 @@ impl SetupError {
 pub enum KubeletError {
     #[error(
         "{kubelet}: no answer within {} (the shortest monitor_interval, at most 10 s)",
-        crate::duration::human(*.after)
+        agentprof_checks::duration::human(*.after)
     )]
     Timeout { kubelet: String, after: Duration },
     /// Not answered: a connection, TLS or credentials problem, or an HTTP status (`code`).
@@ -137,7 +137,10 @@ impl Kubelet {
         let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
         let base = format!("{}://{}{port}", url.scheme(), url.host_str().unwrap_or(""));
         config.cluster_url = base.parse().map_err(|e| {
-            SetupError::new("kubelet_url", format!("{}: {e}", crate::redact::url(&url)))
+            SetupError::new(
+                "kubelet_url",
+                format!("{}: {e}", agentprof_checks::redact::url(&url)),
+            )
         })?;
         config.tls_server_name = None;
         config.proxy_url = None;
@@ -150,7 +153,7 @@ impl Kubelet {
             read_token(f)?;
         }
         if let Some(ca) = s.client_ca {
-            let pem = crate::config::read_limited(ca, 1 << 20, "")
+            let pem = agentprof_checks::config::read_limited(ca, 1 << 20, "")
                 .map_err(|e| SetupError::new("kubelet_client_ca", e.to_string()))?;
             config.root_cert = Some(pem_certificates(&pem).map_err(|e| {
                 SetupError::new("kubelet_client_ca", format!("{}: {e}", ca.display()))
@@ -173,7 +176,7 @@ impl Kubelet {
             config,
             client: tokio::sync::Mutex::new(client),
             path,
-            shown: crate::redact::url(&url),
+            shown: agentprof_checks::redact::url(&url),
             credentials,
             token_file,
             stats,
@@ -300,7 +303,7 @@ impl Direct {
             message: format!(
                 "{}: HTTP {status}{hint}: {}",
                 self.shown,
-                crate::redact::printable(text.trim())
+                agentprof_checks::redact::printable(text.trim())
             ),
         })
     }
@@ -308,7 +311,7 @@ impl Direct {
 
 /// A token file's token, trimmed (a file written by hand ends in a newline).
 fn read_token(f: &Path) -> Result<String, SetupError> {
-    let b = crate::config::read_limited(f, 64 << 10, "")
+    let b = agentprof_checks::config::read_limited(f, 64 << 10, "")
         .map_err(|e| SetupError::new("kubelet_token_file", e.to_string()))?;
     let t = String::from_utf8_lossy(&b).trim().to_string();
     if t.is_empty() || t.contains(|c: char| c.is_control()) {
