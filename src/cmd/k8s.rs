@@ -209,13 +209,18 @@ fn targets(args: K8sTargetsArgs) -> anyhow::Result<Outcome> {
     crate::signal::install();
     let rt = runtime()?;
     let (cluster, pods): (Cluster, _) = rt.block_on(async {
-        let cluster = agentprof_k8s::connect(&s.connect).await?;
+        let cluster = agentprof_k8s::connect(&s.connect)
+            .await
+            .map_err(|e| match crate::k8s::K8sError::from(e) {
+                crate::k8s::K8sError::Usage(u) => anyhow::Error::from(u),
+                other => other.into(),
+            })?;
         let listed = tokio::select! {
             r = tokio::time::timeout(
                 std::time::Duration::from_secs(60),
                 agentprof_k8s::list_node_pods(&cluster.client, &s.node),
-            ) => r.unwrap_or_else(|_| Err(String::from("no answer within 60s").into())),
-            () = crate::serve::stopped() => Err(String::from("stopped by a signal").into()),
+            ) => r.map_err(|_| String::from("no answer within 60s")).and_then(|r| r.map_err(|e| e.to_string())),
+            () = crate::serve::stopped() => Err(String::from("stopped by a signal")),
         };
         let pods = listed.map_err(|e| {
             anyhow::anyhow!(

@@ -362,7 +362,7 @@ impl Collector {
     pub(super) fn round(
         &mut self,
         due: &[String],
-        result: Result<Summary, agentprof_k8s::KubeletError>,
+        result: Result<Summary, agentprof_k8s::Error>,
         at: Instant,
     ) {
         self.metrics

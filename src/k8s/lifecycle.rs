@@ -32,6 +32,22 @@ pub enum K8sError {
     UploadThread(std::io::Error),
     #[error("a task of the collector's start failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+    /// The cluster failed at run time.
+    #[error(transparent)]
+    Cluster(agentprof_k8s::Error),
+}
+
+/// A cluster setting agentprof cannot use is a usage error (exit 2); the rest of the
+/// cluster's errors stop the collector at run time.
+impl From<agentprof_k8s::Error> for K8sError {
+    fn from(e: agentprof_k8s::Error) -> K8sError {
+        match e {
+            agentprof_k8s::Error::Setting { setting, message } => {
+                K8sError::Usage(crate::error::UsageError::flag(setting, message))
+            }
+            e => K8sError::Cluster(e),
+        }
+    }
 }
 
 /// The API server never answered in the whole run: where it was, and its last trouble

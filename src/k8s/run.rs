@@ -251,7 +251,7 @@ async fn drain(c: &mut Collector, done_rx: &mut mpsc::UnboundedReceiver<Done>) {
     }
 }
 
-type Round = (Result<Summary, agentprof_k8s::KubeletError>, Instant);
+type Round = (Result<Summary, agentprof_k8s::Error>, Instant);
 
 /// The static targets, collected as `pull` collects them (one at a time, each on its
 /// interval) on a thread of the blocking pool, with the collector's delta cache, uploader
@@ -401,11 +401,8 @@ async fn serve_metrics(
 }
 
 /// The kubelet of this node, as the rules and the cluster's credentials reach it.
-fn kubelet(
-    opts: &RunOptions,
-    cluster: &agentprof_k8s::Cluster,
-) -> Result<Kubelet, crate::error::UsageError> {
-    Kubelet::new(
+fn kubelet(opts: &RunOptions, cluster: &agentprof_k8s::Cluster) -> Result<Kubelet, K8sError> {
+    Ok(Kubelet::new(
         KubeletSettings {
             url: opts.rules.kubelet_url.clone(),
             node_ip: std::env::var("NODE_IP").ok(),
@@ -415,8 +412,7 @@ fn kubelet(
         },
         cluster,
         &opts.node,
-    )
-    .map_err(|e| crate::error::UsageError::flag(e.setting, e.message))
+    )?)
 }
 
 /// The lease holder's loop: pod events, finished collections, monitoring rounds on the

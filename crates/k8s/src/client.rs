@@ -13,7 +13,7 @@ use std::time::Duration;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 pub use super::api::ApiStats;
-use agentprof_checks::error::UsageError;
+use crate::Error;
 
 /// Where the API server is, as the user asked for it.
 #[derive(Debug, Clone, Default)]
@@ -62,7 +62,7 @@ fn kubeconfig_path(c: &Connect) -> Option<PathBuf> {
 
 /// The configuration as the user asked: a kubeconfig's context, or the pod's service
 /// account (whose token file kube re-reads every minute, as client-go does).
-async fn config(c: &Connect) -> Result<(kube::Config, String), UsageError> {
+async fn config(c: &Connect) -> Result<(kube::Config, String), Error> {
     let (mut config, source) = match kubeconfig_path(c) {
         Some(path) => {
             let shown = path.display().to_string();
@@ -73,18 +73,18 @@ async fn config(c: &Connect) -> Result<(kube::Config, String), UsageError> {
             };
             let config = kube::Config::from_custom_kubeconfig(kc, &opts)
                 .await
-                .map_err(|e| UsageError::flag("--kubeconfig", format!("{shown}: {e}")))?;
+                .map_err(|e| Error::setting("--kubeconfig", format!("{shown}: {e}")))?;
             (config, shown)
         }
         None => {
             if c.context.is_some() {
-                return Err(UsageError::flag(
+                return Err(Error::setting(
                     "--context",
                     "no kubeconfig to take it from (give --kubeconfig, or set $KUBECONFIG)",
                 ));
             }
             let config = kube::Config::incluster().map_err(|e| {
-                UsageError::flag(
+                Error::setting(
                     "--kubeconfig",
                     format!(
                         "not in a cluster ({e}) and no kubeconfig: give --kubeconfig, set \
@@ -121,13 +121,13 @@ pub fn client(config: kube::Config, api: &Arc<ApiStats>) -> Result<kube::Client,
 }
 
 /// Connects as the user asked: a kubeconfig's context, or the pod's service account.
-pub async fn connect(c: &Connect) -> Result<Cluster, UsageError> {
+pub async fn connect(c: &Connect) -> Result<Cluster, Error> {
     let (config, source) = config(c).await?;
     let namespace = config.default_namespace.clone();
     let server = agentprof_checks::redact::url_text(&config.cluster_url.to_string());
     let api = Arc::new(ApiStats::default());
     let client = client(config.clone(), &api)
-        .map_err(|e| UsageError::flag("--kubeconfig", format!("{source}: {e}")))?;
+        .map_err(|e| Error::setting("--kubeconfig", format!("{source}: {e}")))?;
     Ok(Cluster {
         client,
         config,
@@ -161,13 +161,13 @@ pub fn credentials(config: &kube::Config) -> String {
     }
 }
 
-fn read_kubeconfig(path: &Path) -> Result<Kubeconfig, UsageError> {
+fn read_kubeconfig(path: &Path) -> Result<Kubeconfig, Error> {
     let text = agentprof_checks::config::read_limited(path, 4 << 20, "")
-        .map_err(|e| UsageError::flag("--kubeconfig", e.to_string()))?;
+        .map_err(|e| Error::setting("--kubeconfig", e.to_string()))?;
     let text = String::from_utf8(text)
-        .map_err(|_| UsageError::flag("--kubeconfig", format!("{}: not UTF-8", path.display())))?;
+        .map_err(|_| Error::setting("--kubeconfig", format!("{}: not UTF-8", path.display())))?;
     Kubeconfig::from_yaml(&text)
-        .map_err(|e| UsageError::flag("--kubeconfig", format!("{}: {e}", path.display())))
+        .map_err(|e| Error::setting("--kubeconfig", format!("{}: {e}", path.display())))
 }
 
 /// A small file's trimmed text (a namespace), if it is there.

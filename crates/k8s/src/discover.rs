@@ -5,10 +5,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
-agentprof_checks::message_error! {
-    /// Why the node's pods could not be listed.
-    DiscoverError
-}
+use crate::Error;
 
 /// Pods per LIST page.
 pub const PAGE: u32 = 50;
@@ -18,7 +15,7 @@ pub fn node_selector(node: &str) -> String {
 }
 
 /// Every pod on `node`, in pages.
-pub async fn list_node_pods(client: &kube::Client, node: &str) -> Result<Vec<Pod>, DiscoverError> {
+pub async fn list_node_pods(client: &kube::Client, node: &str) -> Result<Vec<Pod>, Error> {
     let api: Api<Pod> = Api::all(client.clone());
     let mut lp = ListParams::default()
         .fields(&node_selector(node))
@@ -28,7 +25,7 @@ pub async fn list_node_pods(client: &kube::Client, node: &str) -> Result<Vec<Pod
         let page = api
             .list(&lp)
             .await
-            .map_err(|e| describe(&e, "list", "pods"))?;
+            .map_err(|e| Error::Discover(describe(&e, "list", "pods")))?;
         pods.extend(page.items);
         match page.metadata.continue_ {
             Some(c) if !c.is_empty() => lp = lp.continue_token(&c),

@@ -16,11 +16,7 @@ use http_body_util::BodyExt;
 
 use super::api::ApiStats;
 use super::stats::Summary;
-
-agentprof_checks::message_error! {
-    /// Why a PEM file's certificates could not be read.
-    PemError
-}
+use crate::Error;
 
 /// The largest summary read: a 110-pod node's is a few hundred KiB.
 const MAX_SUMMARY: usize = 16 << 20;
@@ -57,7 +53,7 @@ pub struct KubeletSettings<'a> {
 
 /// The kubelet's address: `kubelet_url`, else `https://$NODE_IP:10250`, else none (the node
 /// proxy).
-fn address(s: &KubeletSettings<'_>) -> Result<Option<url::Url>, SetupError> {
+fn address(s: &KubeletSettings<'_>) -> Result<Option<url::Url>, Error> {
     if let Some(u) = &s.url {
         return Ok(Some(u.clone()));
     }
@@ -71,54 +67,7 @@ fn address(s: &KubeletSettings<'_>) -> Result<Option<url::Url>, SetupError> {
     };
     url::Url::parse(&format!("https://{host}:10250"))
         .map(Some)
-        .map_err(|e| SetupError::new("$NODE_IP", format!("{host}: {e}")))
-}
-
-/// A kubelet setting agentprof cannot use: which one, and why.
-#[derive(Debug, thiserror::Error)]
-#[error("{setting}: {message}")]
-pub struct SetupError {
-    /// The setting as the user wrote it: `kubelet_url`, `kubelet_client_ca`,
-    /// `kubelet_token_file` or `$NODE_IP`.
-    pub setting: &'static str,
-    pub message: String,
-}
-
-impl SetupError {
-    fn new(setting: &'static str, message: impl Into<String>) -> SetupError {
-        SetupError {
-            setting,
-            message: message.into(),
-        }
-    }
-}
-
-/// Why a kubelet round got no summary.
-#[derive(Debug, thiserror::Error)]
-pub enum KubeletError {
-    #[error(
-        "{kubelet}: no answer within {} (the shortest monitor_interval, at most 10 s)",
-        agentprof_checks::duration::human(*.after)
-    )]
-    Timeout { kubelet: String, after: Duration },
-    /// Not answered: a connection, TLS or credentials problem, or an HTTP status (`code`).
-    #[error("{message}")]
-    Request { code: Option<u16>, message: String },
-    #[error("{kubelet}: {source}")]
-    Summary {
-        kubelet: String,
-        #[source]
-        source: super::stats::SummaryError,
-    },
-}
-
-impl KubeletError {
-    fn request(message: impl Into<String>) -> KubeletError {
-        KubeletError::Request {
-            code: None,
-            message: message.into(),
-        }
-    }
+        .map_err(|e| Error::setting("$NODE_IP", format!("{host}: {e}")))
 }
 
 impl Kubelet {
@@ -126,7 +75,7 @@ impl Kubelet {
         s: KubeletSettings<'_>,
         cluster: &super::client::Cluster,
         node: &str,
-    ) -> Result<Kubelet, SetupError> {
+    ) -> Result<Kubelet, Error> {
         let Some(url) = address(&s)? else {
             return Ok(Kubelet::Proxy {
                 client: cluster.client.clone(),
@@ -137,7 +86,7 @@ impl Kubelet {
         let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
         let base = format!("{}://{}{port}", url.scheme(), url.host_str().unwrap_or(""));
         config.cluster_url = base.parse().map_err(|e| {
-            SetupError::new(
+            Error::setting(
                 "kubelet_url",
                 format!("{}: {e}", agentprof_checks::redact::url(&url)),
             )
@@ -154,10 +103,8 @@ impl Kubelet {
         }
         if let Some(ca) = s.client_ca {
             let pem = agentprof_checks::config::read_limited(ca, 1 << 20, "")
-                .map_err(|e| SetupError::new("kubelet_client_ca", e.to_string()))?;
-            config.root_cert = Some(pem_certificates(&pem).map_err(|e| {
-                SetupError::new("kubelet_client_ca", format!("{}: {e}", ca.display()))
-            })?);
+                .map_err(|e| Error::setting("kubelet_client_ca", e.to_string()))?;
+            config.root_cert = Some(pem_certificates(&pem, ca)?);
         }
         config.accept_invalid_certs = !s.tls_verify;
         let credentials = match &token_file {
@@ -170,7 +117,7 @@ impl Kubelet {
         };
         let stats = Arc::new(ApiStats::default());
         let client = super::client::client(config.clone(), &stats)
-            .map_err(|e| SetupError::new("kubelet_url", format!("a client for it: {e}")))?;
+            .map_err(|e| Error::setting("kubelet_url", format!("a client for it: {e}")))?;
         let path = format!("{}/stats/summary", url.path().trim_end_matches('/'));
         Ok(Kubelet::Direct(Box::new(Direct {
             config,
@@ -200,28 +147,28 @@ impl Kubelet {
     }
 
     /// One query, within `timeout`.
-    pub async fn summary(&self, timeout: Duration) -> Result<Summary, KubeletError> {
+    pub async fn summary(&self, timeout: Duration) -> Result<Summary, Error> {
         match tokio::time::timeout(timeout, self.fetch()).await {
             Ok(r) => r,
-            Err(_) => Err(KubeletError::Timeout {
+            Err(_) => Err(Error::KubeletTimeout {
                 kubelet: self.describe(),
                 after: timeout,
             }),
         }
     }
 
-    async fn fetch(&self) -> Result<Summary, KubeletError> {
+    async fn fetch(&self) -> Result<Summary, Error> {
         let body = match self {
             Kubelet::Direct(d) => d.fetch().await?,
             Kubelet::Proxy { client, node } => {
                 let req = http::Request::get(format!("/api/v1/nodes/{node}/proxy/stats/summary"))
                     .body(Vec::new())
-                    .map_err(|e| KubeletError::request(e.to_string()))?;
+                    .map_err(|e| Error::request(e.to_string()))?;
                 client
                     .request_text(req)
                     .await
                     .map_err(|e| {
-                        KubeletError::request(format!(
+                        Error::request(format!(
                             "{}: {}",
                             self.describe(),
                             super::discover::describe(&e, "get", "nodes/proxy")
@@ -230,9 +177,12 @@ impl Kubelet {
                     .into_bytes()
             }
         };
-        Summary::parse(&body).map_err(|source| KubeletError::Summary {
-            kubelet: self.describe(),
-            source,
+        Summary::parse(&body).map_err(|e| match e {
+            Error::NotASummary { source, .. } => Error::NotASummary {
+                kubelet: Some(self.describe()),
+                source,
+            },
+            e => e,
         })
     }
 }
@@ -240,13 +190,13 @@ impl Kubelet {
 impl Direct {
     /// The summary's bytes; a 401 reads the credentials again (a rotated token) and asks once
     /// more.
-    async fn fetch(&self) -> Result<Vec<u8>, KubeletError> {
+    async fn fetch(&self) -> Result<Vec<u8>, Error> {
         match self.once().await {
-            Err(KubeletError::Request {
+            Err(Error::KubeletRequest {
                 code: Some(401), ..
             }) => {
                 let fresh = super::client::client(self.config.clone(), &self.stats)
-                    .map_err(|e| KubeletError::request(format!("kubelet client: {e}")))?;
+                    .map_err(|e| Error::request(format!("kubelet client: {e}")))?;
                 *self.client.lock().await = fresh;
                 self.once().await
             }
@@ -254,27 +204,27 @@ impl Direct {
         }
     }
 
-    async fn once(&self) -> Result<Vec<u8>, KubeletError> {
+    async fn once(&self) -> Result<Vec<u8>, Error> {
         let client = self.client.lock().await.clone();
         let mut req = http::Request::get(self.path.as_str());
         if let Some(f) = &self.token_file {
-            let token = read_token(f).map_err(|e| KubeletError::request(e.to_string()))?;
+            let token = read_token(f).map_err(|e| Error::request(e.to_string()))?;
             req = req.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
         }
         let req = req
             .body(kube::client::Body::empty())
-            .map_err(|e| KubeletError::request(e.to_string()))?;
+            .map_err(|e| Error::request(e.to_string()))?;
         let resp = client.send(req).await.map_err(|e| {
-            KubeletError::request(format!("{}: {}", self.shown, super::discover::chain(&e)))
+            Error::request(format!("{}: {}", self.shown, super::discover::chain(&e)))
         })?;
         let status = resp.status();
         let mut body = resp.into_body();
         let mut bytes = Vec::new();
         while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| KubeletError::request(format!("{}: {e}", self.shown)))?;
+            let frame = frame.map_err(|e| Error::request(format!("{}: {e}", self.shown)))?;
             if let Some(chunk) = frame.data_ref() {
                 if bytes.len() + chunk.len() > MAX_SUMMARY {
-                    return Err(KubeletError::request(format!(
+                    return Err(Error::request(format!(
                         "{}: the summary is larger than {} MiB",
                         self.shown,
                         MAX_SUMMARY >> 20
@@ -298,7 +248,7 @@ impl Direct {
             ),
             _ => String::new(),
         };
-        Err(KubeletError::Request {
+        Err(Error::KubeletRequest {
             code: Some(status.as_u16()),
             message: format!(
                 "{}: HTTP {status}{hint}: {}",
@@ -310,12 +260,12 @@ impl Direct {
 }
 
 /// A token file's token, trimmed (a file written by hand ends in a newline).
-fn read_token(f: &Path) -> Result<String, SetupError> {
+fn read_token(f: &Path) -> Result<String, Error> {
     let b = agentprof_checks::config::read_limited(f, 64 << 10, "")
-        .map_err(|e| SetupError::new("kubelet_token_file", e.to_string()))?;
+        .map_err(|e| Error::setting("kubelet_token_file", e.to_string()))?;
     let t = String::from_utf8_lossy(&b).trim().to_string();
     if t.is_empty() || t.contains(|c: char| c.is_control()) {
-        return Err(SetupError::new(
+        return Err(Error::setting(
             "kubelet_token_file",
             format!(
                 "{}: not a bearer token (empty, or with control characters)",
@@ -326,16 +276,19 @@ fn read_token(f: &Path) -> Result<String, SetupError> {
     Ok(t)
 }
 
-/// The DER certificates of a PEM bundle.
-fn pem_certificates(pem: &[u8]) -> Result<Vec<Vec<u8>>, PemError> {
+/// The DER certificates of the PEM bundle read from `ca` (kubelet_client_ca).
+fn pem_certificates(pem: &[u8], ca: &Path) -> Result<Vec<Vec<u8>>, Error> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
+    let bad = |e: &dyn std::fmt::Display| {
+        Error::setting("kubelet_client_ca", format!("{}: {e}", ca.display()))
+    };
     let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(pem)
         .map(|c| c.map(|c| c.to_vec()))
         .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| bad(&e))?;
     if certs.is_empty() {
-        return Err(PemError("no certificate in it".into()));
+        return Err(bad(&"no certificate in it"));
     }
     Ok(certs)
 }
@@ -349,11 +302,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let empty = dir.path().join("token");
         std::fs::write(&empty, "\n").unwrap();
+        let setting = |e: Error| match e {
+            Error::Setting { setting, .. } => setting,
+            e => panic!("not a setting's error: {e:?}"),
+        };
         let e = read_token(&empty).unwrap_err();
-        assert_eq!(e.setting, "kubelet_token_file");
         assert!(e.to_string().contains("not a bearer token"), "{e}");
+        assert_eq!(setting(e), "kubelet_token_file");
         let e = read_token(&dir.path().join("absent")).unwrap_err();
-        assert_eq!(e.setting, "kubelet_token_file");
+        assert_eq!(setting(e), "kubelet_token_file");
         std::fs::write(&empty, "abc.def\n").unwrap();
         assert_eq!(read_token(&empty).unwrap(), "abc.def");
 
@@ -365,7 +322,7 @@ mod tests {
             token_file: None,
         };
         let e = address(&settings("10.0.0.1 bad")).unwrap_err();
-        assert_eq!(e.setting, "$NODE_IP");
+        assert_eq!(setting(e), "$NODE_IP");
         assert_eq!(
             address(&settings("fd00::1")).unwrap().unwrap().as_str(),
             "https://[fd00::1]:10250/"

@@ -15,18 +15,7 @@ use kube::api::{Api, ObjectMeta, PostParams};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// Why the lease could not be taken or renewed.
-#[derive(Debug, thiserror::Error)]
-pub enum LeaseError {
-    #[error("{}", super::discover::describe(.source, .verb, "leases"))]
-    Api {
-        verb: &'static str,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("no answer within {} s from the API server", .0.as_secs())]
-    Timeout(Duration),
-}
+use crate::Error;
 
 /// How long a lease holds without renewal.
 pub const DURATION: Duration = Duration::from_secs(15);
@@ -79,12 +68,12 @@ impl NodeLease {
 
     /// Takes or renews the lease. Ok(true): this instance holds it now; Ok(false): another
     /// holds it and it has not expired; Err: the API server could not be asked.
-    pub async fn try_hold(&mut self) -> Result<bool, LeaseError> {
+    pub async fn try_hold(&mut self) -> Result<bool, Error> {
         let current = self
             .api
             .get_opt(&self.name)
             .await
-            .map_err(|source| LeaseError::Api {
+            .map_err(|source| Error::Lease {
                 verb: "get",
                 source,
             })?;
@@ -133,14 +122,14 @@ impl NodeLease {
                 self.held = false;
                 Ok(false)
             }
-            Err(source) => Err(LeaseError::Api {
+            Err(source) => Err(Error::Lease {
                 verb: "update",
                 source,
             }),
         }
     }
 
-    async fn create(&mut self) -> Result<bool, LeaseError> {
+    async fn create(&mut self) -> Result<bool, Error> {
         let l = Lease {
             metadata: ObjectMeta {
                 name: Some(self.name.clone()),
@@ -159,7 +148,7 @@ impl NodeLease {
                 self.held = false;
                 Ok(false)
             }
-            Err(source) => Err(LeaseError::Api {
+            Err(source) => Err(Error::Lease {
                 verb: "create",
                 source,
             }),
@@ -247,7 +236,7 @@ async fn keep(
         let sent = Instant::now();
         let outcome = match tokio::time::timeout(CALL, lease.try_hold()).await {
             Ok(r) => r,
-            Err(_) => Err(LeaseError::Timeout(CALL)),
+            Err(_) => Err(Error::LeaseTimeout(CALL)),
         };
         match outcome {
             Ok(mine) => {

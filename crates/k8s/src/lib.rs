@@ -9,6 +9,7 @@
 mod api;
 mod client;
 mod discover;
+mod error;
 pub mod http;
 mod kubelet;
 mod lease;
@@ -17,8 +18,9 @@ mod stats;
 
 pub use api::ApiStats;
 pub use client::{Cluster, Connect, connect, credentials};
-pub use discover::{DiscoverError, chain, list_node_pods, watcher_config};
-pub use kubelet::{Kubelet, KubeletError, KubeletSettings, SetupError};
-pub use lease::{Holding, Keeper, LeaseError, NodeLease};
-pub use selector::{Selector, SelectorError, check_key, is_dns_label, is_dns_subdomain};
-pub use stats::{ContainerRef, Summary, SummaryError, Usage};
+pub use discover::{chain, list_node_pods, watcher_config};
+pub use error::Error;
+pub use kubelet::{Kubelet, KubeletSettings};
+pub use lease::{Holding, Keeper, NodeLease};
+pub use selector::{Selector, check_key, is_dns_label, is_dns_subdomain};
+pub use stats::{ContainerRef, Summary, Usage};

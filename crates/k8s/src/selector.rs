@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::Error;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
     /// `key=value`, `key==value`, `key in (a,b)`.
@@ -23,47 +25,12 @@ pub struct Requirement {
     pub values: Vec<String>,
 }
 
-/// What is wrong with a label selector, a label key or a value.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum SelectorError {
-    #[error("an empty requirement (two commas, or a comma at an end)")]
-    EmptyRequirement,
-    #[error("a `)` without its `(` at character {0}")]
-    UnopenedParenthesis(usize),
-    #[error("a `(` is not closed")]
-    UnclosedParenthesis,
-    #[error("{part:?}: `{op}` takes a list in parentheses: {key} {op} (a,b)")]
-    ListWithoutParentheses {
-        part: String,
-        op: &'static str,
-        key: String,
-    },
-    #[error("{0:?}: the list is empty")]
-    EmptyList(String),
-    #[error(
-        "{0:?}: expected `key=value`, `key!=value`, `key in (…)`, `key notin (…)`, `key` or `!key`"
-    )]
-    Unrecognised(String),
-    #[error(
-        "label key {0:?}: the prefix must be a DNS subdomain (lowercase, at most 253 characters)"
-    )]
-    KeyPrefix(String),
-    #[error(
-        "label key {0:?}: the name must be 1 to 63 characters, alphanumeric at both ends, with `-`, `_`, `.` inside"
-    )]
-    KeyName(String),
-    #[error(
-        "label value {0:?}: at most 63 characters, alphanumeric at both ends, with `-`, `_`, `.` inside"
-    )]
-    Value(String),
-}
-
 /// A parsed selector: every requirement must hold. Empty selects everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Selector(pub Vec<Requirement>);
 
 impl Selector {
-    pub fn parse(text: &str) -> Result<Selector, SelectorError> {
+    pub fn parse(text: &str) -> Result<Selector, Error> {
         let mut out = Vec::new();
         for part in split_top_level(text)? {
             let part = part.trim();
@@ -71,7 +38,7 @@ impl Selector {
                 if text.trim().is_empty() {
                     continue;
                 }
-                return Err(SelectorError::EmptyRequirement);
+                return Err(Error::EmptyRequirement);
             }
             out.push(requirement(part)?);
         }
@@ -92,7 +59,7 @@ impl Selector {
 }
 
 /// Splits at commas outside parentheses.
-fn split_top_level(text: &str) -> Result<Vec<&str>, SelectorError> {
+fn split_top_level(text: &str) -> Result<Vec<&str>, Error> {
     let mut parts = Vec::new();
     let (mut depth, mut start) = (0i32, 0usize);
     for (i, c) in text.char_indices() {
@@ -101,7 +68,7 @@ fn split_top_level(text: &str) -> Result<Vec<&str>, SelectorError> {
             ')' => {
                 depth -= 1;
                 if depth < 0 {
-                    return Err(SelectorError::UnopenedParenthesis(i + 1));
+                    return Err(Error::UnopenedParenthesis(i + 1));
                 }
             }
             ',' if depth == 0 => {
@@ -112,13 +79,13 @@ fn split_top_level(text: &str) -> Result<Vec<&str>, SelectorError> {
         }
     }
     if depth != 0 {
-        return Err(SelectorError::UnclosedParenthesis);
+        return Err(Error::UnclosedParenthesis);
     }
     parts.push(&text[start..]);
     Ok(parts)
 }
 
-fn requirement(part: &str) -> Result<Requirement, SelectorError> {
+fn requirement(part: &str) -> Result<Requirement, Error> {
     if let Some(key) = part.strip_prefix('!') {
         let key = key.trim();
         check_key(key)?;
@@ -150,7 +117,7 @@ fn requirement(part: &str) -> Result<Requirement, SelectorError> {
                 let inner = list
                     .strip_prefix('(')
                     .and_then(|l| l.strip_suffix(')'))
-                    .ok_or_else(|| SelectorError::ListWithoutParentheses {
+                    .ok_or_else(|| Error::ListWithoutParentheses {
                         part: part.to_string(),
                         op: kw,
                         key: key.to_string(),
@@ -158,7 +125,7 @@ fn requirement(part: &str) -> Result<Requirement, SelectorError> {
                 check_key(key)?;
                 let values: Vec<String> = inner.split(',').map(|v| v.trim().to_string()).collect();
                 if values.iter().all(String::is_empty) {
-                    return Err(SelectorError::EmptyList(part.to_string()));
+                    return Err(Error::EmptyList(part.to_string()));
                 }
                 for v in &values {
                     check_value(v)?;
@@ -170,7 +137,7 @@ fn requirement(part: &str) -> Result<Requirement, SelectorError> {
                 });
             }
         }
-        return Err(SelectorError::Unrecognised(part.to_string()));
+        return Err(Error::Unrecognised(part.to_string()));
     }
     check_key(part)?;
     Ok(Requirement {
@@ -182,7 +149,7 @@ fn requirement(part: &str) -> Result<Requirement, SelectorError> {
 
 /// A label key: an optional DNS-subdomain prefix and `/`, then a name of at most 63
 /// characters, alphanumerics with `-`, `_`, `.` inside.
-pub fn check_key(key: &str) -> Result<(), SelectorError> {
+pub fn check_key(key: &str) -> Result<(), Error> {
     let (prefix, name) = match key.rsplit_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
@@ -190,20 +157,20 @@ pub fn check_key(key: &str) -> Result<(), SelectorError> {
     if let Some(p) = prefix
         && !is_dns_subdomain(p)
     {
-        return Err(SelectorError::KeyPrefix(key.to_string()));
+        return Err(Error::KeyPrefix(key.to_string()));
     }
     if !is_name(name) {
-        return Err(SelectorError::KeyName(key.to_string()));
+        return Err(Error::KeyName(key.to_string()));
     }
     Ok(())
 }
 
 /// A label value: empty, or a name as in [`check_key`].
-pub fn check_value(v: &str) -> Result<(), SelectorError> {
+pub fn check_value(v: &str) -> Result<(), Error> {
     if v.is_empty() || is_name(v) {
         Ok(())
     } else {
-        Err(SelectorError::Value(v.to_string()))
+        Err(Error::Value(v.to_string()))
     }
 }
 

@@ -92,14 +92,12 @@ pub struct ContainerRef<'a> {
     pub container: &'a str,
 }
 
-/// A kubelet answer that is not a stats summary.
-#[derive(Debug, thiserror::Error)]
-#[error("not a kubelet stats summary: {0}")]
-pub struct SummaryError(#[from] serde_json::Error);
-
 impl Summary {
-    pub fn parse(body: &[u8]) -> Result<Summary, SummaryError> {
-        Ok(serde_json::from_slice(body)?)
+    pub fn parse(body: &[u8]) -> Result<Summary, crate::Error> {
+        serde_json::from_slice(body).map_err(|source| crate::Error::NotASummary {
+            kubelet: None,
+            source,
+        })
     }
 
     /// The container's usage, or `None` when the summary does not list it (`stats_not_found`).
