@@ -60,7 +60,13 @@ fn datakits_example_reads_with_every_value() {
         r.pod_label_as_tags["app.kubernetes.io/component"],
         "component"
     );
-    assert_eq!(r.selector.0.len(), 2);
+    assert_eq!(
+        r.selector,
+        agentprof_k8s::Selector::parse(
+            "app.kubernetes.io/name=guancedb,app.kubernetes.io/component=select"
+        )
+        .unwrap()
+    );
 }
 
 #[test]

@@ -21,7 +21,11 @@ use crate::Error;
 /// The largest summary read: a 110-pod node's is a few hundred KiB.
 const MAX_SUMMARY: usize = 16 << 20;
 
-pub enum Kubelet {
+/// Where this node's kubelet is read: at its own address (`kubelet_url` or `$NODE_IP`), or
+/// through the API server's node proxy.
+pub struct Kubelet(Route);
+
+enum Route {
     Direct(Box<Direct>),
     /// `/api/v1/nodes/<node>/proxy/stats/summary` through the API server.
     Proxy {
@@ -30,7 +34,7 @@ pub enum Kubelet {
     },
 }
 
-pub struct Direct {
+struct Direct {
     config: kube::Config,
     client: tokio::sync::Mutex<kube::Client>,
     path: String,
@@ -77,10 +81,10 @@ impl Kubelet {
         node: &str,
     ) -> Result<Kubelet, Error> {
         let Some(url) = address(&s)? else {
-            return Ok(Kubelet::Proxy {
+            return Ok(Kubelet(Route::Proxy {
                 client: cluster.client.clone(),
                 node: node.to_string(),
-            });
+            }));
         };
         let mut config = cluster.config.clone();
         let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
@@ -119,7 +123,7 @@ impl Kubelet {
         let client = super::client::client(config.clone(), &stats)
             .map_err(|e| Error::setting("kubelet_url", format!("a client for it: {e}")))?;
         let path = format!("{}/stats/summary", url.path().trim_end_matches('/'));
-        Ok(Kubelet::Direct(Box::new(Direct {
+        Ok(Kubelet(Route::Direct(Box::new(Direct {
             config,
             client: tokio::sync::Mutex::new(client),
             path,
@@ -127,22 +131,22 @@ impl Kubelet {
             credentials,
             token_file,
             stats,
-        })))
+        }))))
     }
 
     /// Where the summary comes from, for messages.
     pub fn describe(&self) -> String {
-        match self {
-            Kubelet::Direct(d) => d.shown.clone(),
-            Kubelet::Proxy { node, .. } => format!("the API server's proxy to node {node}"),
+        match &self.0 {
+            Route::Direct(d) => d.shown.clone(),
+            Route::Proxy { node, .. } => format!("the API server's proxy to node {node}"),
         }
     }
 
     /// What the kubelet is sent to authenticate, for the start line.
     pub fn credentials(&self) -> String {
-        match self {
-            Kubelet::Direct(d) => d.credentials.clone(),
-            Kubelet::Proxy { .. } => "the API server's (through its node proxy)".into(),
+        match &self.0 {
+            Route::Direct(d) => d.credentials.clone(),
+            Route::Proxy { .. } => "the API server's (through its node proxy)".into(),
         }
     }
 
@@ -158,9 +162,9 @@ impl Kubelet {
     }
 
     async fn fetch(&self) -> Result<Summary, Error> {
-        let body = match self {
-            Kubelet::Direct(d) => d.fetch().await?,
-            Kubelet::Proxy { client, node } => {
+        let body = match &self.0 {
+            Route::Direct(d) => d.fetch().await?,
+            Route::Proxy { client, node } => {
                 let req = http::Request::get(format!("/api/v1/nodes/{node}/proxy/stats/summary"))
                     .body(Vec::new())
                     .map_err(|e| Error::request(e.to_string()))?;

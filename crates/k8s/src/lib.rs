@@ -6,6 +6,8 @@
 //! coordination.k8s.io Lease. What the collector does with them — rules, targets, triggers,
 //! captures — is the main crate's.
 
+#![warn(unnameable_types)]
+
 mod api;
 mod client;
 mod discover;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use crate::Error;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
+enum Op {
     /// `key=value`, `key==value`, `key in (a,b)`.
     In,
     /// `key!=value`, `key notin (a,b)`.
@@ -19,7 +19,7 @@ pub enum Op {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Requirement {
+struct Requirement {
     pub key: String,
     pub op: Op,
     pub values: Vec<String>,
@@ -27,7 +27,7 @@ pub struct Requirement {
 
 /// A parsed selector: every requirement must hold. Empty selects everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Selector(pub Vec<Requirement>);
+pub struct Selector(Vec<Requirement>);
 
 impl Selector {
     pub fn parse(text: &str) -> Result<Selector, Error> {

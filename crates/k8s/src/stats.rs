@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 #[derive(Debug, Deserialize)]
 pub struct Summary {
     #[serde(default, deserialize_with = "lenient_list")]
-    pub pods: Vec<PodStats>,
+    pods: Vec<PodStats>,
 }
 
 /// The entries of a list that read as `T`; the others are left out.
@@ -40,7 +40,7 @@ fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error>
 }
 
 #[derive(Debug, Deserialize)]
-pub struct PodStats {
+struct PodStats {
     #[serde(rename = "podRef")]
     pub pod_ref: PodRef,
     #[serde(default, deserialize_with = "lenient_list")]
@@ -48,7 +48,7 @@ pub struct PodStats {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct PodRef {
+struct PodRef {
     pub name: String,
     pub namespace: String,
     #[serde(default)]
@@ -56,7 +56,7 @@ pub struct PodRef {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct ContainerStats {
+struct ContainerStats {
     pub name: String,
     #[serde(default, deserialize_with = "lenient_struct")]
     pub cpu: Option<Cpu>,
@@ -65,13 +65,13 @@ pub struct ContainerStats {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct Cpu {
+struct Cpu {
     #[serde(rename = "usageNanoCores", default, deserialize_with = "lenient_u64")]
     pub usage_nano_cores: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct Memory {
+struct Memory {
     #[serde(rename = "workingSetBytes", default, deserialize_with = "lenient_u64")]
     pub working_set_bytes: Option<u64>,
 }

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use pprof::proto as pp;
 
+use crate::Error;
 use crate::export::keys;
 use crate::proto::{
     AnyValue, ExportProfilesServiceRequest, KeyValue, Profile, ProfilesDictionary, Value,
@@ -28,31 +29,15 @@ pub struct Imported {
     pub original: Option<(String, Vec<u8>)>,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum ImportError {
-    #[error("{at}: {what} {index} is outside the dictionary's {table} ({len} entries)")]
-    Index {
-        at: String,
-        what: &'static str,
-        index: i64,
-        table: &'static str,
-        len: usize,
-    },
-    #[error("{at}: a sample has {values} values; an OTLP profile has one sample type")]
-    Values { at: String, values: usize },
-    #[error("the request has profiles and no dictionary")]
-    NoDictionary,
-}
-
 fn check(
     at: &dyn Fn() -> String,
     what: &'static str,
     table: &'static str,
     i: i32,
     len: usize,
-) -> Result<usize, ImportError> {
+) -> Result<usize, Error> {
     if i < 0 || i as usize >= len {
-        return Err(ImportError::Index {
+        return Err(Error::Index {
             at: at(),
             what,
             index: i as i64,
@@ -111,7 +96,7 @@ fn key_text(kv: &KeyValue, strings: &[String]) -> String {
 }
 
 /// The pprof profiles of a request, with their resources and scopes.
-pub fn import(req: &ExportProfilesServiceRequest) -> Result<Vec<Imported>, ImportError> {
+pub fn import(req: &ExportProfilesServiceRequest) -> Result<Vec<Imported>, Error> {
     let empty = ProfilesDictionary::default();
     let any = req
         .resource_profiles
@@ -120,7 +105,7 @@ pub fn import(req: &ExportProfilesServiceRequest) -> Result<Vec<Imported>, Impor
         .any(|s| !s.profiles.is_empty());
     let dict = match &req.dictionary {
         Some(d) => d,
-        None if any => return Err(ImportError::NoDictionary),
+        None if any => return Err(Error::NoDictionary),
         None => &empty,
     };
     let strings = &dict.string_table;
@@ -234,7 +219,7 @@ impl<'a> Builder<'a> {
         i: i32,
         at: &dyn Fn() -> String,
         what: &'static str,
-    ) -> Result<i64, ImportError> {
+    ) -> Result<i64, Error> {
         if let Some(&s) = self.strings.get(&i) {
             return Ok(s);
         }
@@ -248,7 +233,7 @@ impl<'a> Builder<'a> {
         &self,
         i: i32,
         at: &dyn Fn() -> String,
-    ) -> Result<(String, &'a crate::proto::KeyValueAndUnit), ImportError> {
+    ) -> Result<(String, &'a crate::proto::KeyValueAndUnit), Error> {
         let k = check(
             at,
             "attribute index",
@@ -267,7 +252,7 @@ impl<'a> Builder<'a> {
         Ok((self.dict.string_table[a.key_strindex as usize].clone(), a))
     }
 
-    fn function(&mut self, i: i32, at: &dyn Fn() -> String) -> Result<u64, ImportError> {
+    fn function(&mut self, i: i32, at: &dyn Fn() -> String) -> Result<u64, Error> {
         let k = check(
             at,
             "function index",
@@ -292,7 +277,7 @@ impl<'a> Builder<'a> {
         Ok(id)
     }
 
-    fn mapping(&mut self, i: i32, at: &dyn Fn() -> String) -> Result<u64, ImportError> {
+    fn mapping(&mut self, i: i32, at: &dyn Fn() -> String) -> Result<u64, Error> {
         if i == 0 {
             return Ok(0);
         }
@@ -339,7 +324,7 @@ impl<'a> Builder<'a> {
         Ok(id)
     }
 
-    fn location(&mut self, i: i32, at: &dyn Fn() -> String) -> Result<u64, ImportError> {
+    fn location(&mut self, i: i32, at: &dyn Fn() -> String) -> Result<u64, Error> {
         let k = check(
             at,
             "location index",
@@ -381,7 +366,7 @@ impl<'a> Builder<'a> {
         Ok(id)
     }
 
-    fn label(&mut self, a: i32, at: &dyn Fn() -> String) -> Result<pp::Label, ImportError> {
+    fn label(&mut self, a: i32, at: &dyn Fn() -> String) -> Result<pp::Label, Error> {
         let (key, attr) = self.attribute(a, at)?;
         let key = self.text(&key);
         let mut label = pp::Label {
@@ -411,7 +396,7 @@ impl<'a> Builder<'a> {
         mut self,
         group: &[(usize, &Profile)],
         base: &str,
-    ) -> Result<(pp::Profile, Vec<(String, String)>), ImportError> {
+    ) -> Result<(pp::Profile, Vec<(String, String)>), Error> {
         let Some(&(first_k, first)) = group.first() else {
             return Ok((self.p, Vec::new()));
         };
@@ -439,7 +424,7 @@ impl<'a> Builder<'a> {
         &mut self,
         first: &Profile,
         at: &dyn Fn() -> String,
-    ) -> Result<Vec<(String, String)>, ImportError> {
+    ) -> Result<Vec<(String, String)>, Error> {
         if let Some(pt) = &first.period_type {
             self.p.period_type = Some(pp::ValueType {
                 r#type: self.string(pt.type_strindex, at, "period type")?,
@@ -475,7 +460,7 @@ impl<'a> Builder<'a> {
         group: &[(usize, &Profile)],
         si: usize,
         base: &str,
-    ) -> Result<pp::Sample, ImportError> {
+    ) -> Result<pp::Sample, Error> {
         let (first_k, first) = group[0];
         let smp = &first.samples[si];
         let at = || format!("{base}, profile {first_k}, sample {si}");
@@ -519,7 +504,7 @@ impl<'a> Builder<'a> {
         for &(k, prof) in group {
             let v = &prof.samples[si].values;
             if v.len() > 1 {
-                return Err(ImportError::Values {
+                return Err(Error::Values {
                     at: format!("{base}, profile {k}, sample {si}"),
                     values: v.len(),
                 });

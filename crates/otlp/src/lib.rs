@@ -4,12 +4,15 @@
 //! bound a request is held to before it is decoded (`scan`). It knows nothing of servers or
 //! the command line.
 
+mod error;
 pub mod export;
 pub mod import;
 pub mod json;
 pub mod proto;
 mod scalars;
 pub mod scan;
+
+pub use error::Error;
 
 /// The path OTLP/HTTP profiles are posted to.
 pub const PATH: &str = "/v1development/profiles";

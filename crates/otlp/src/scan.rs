@@ -5,17 +5,7 @@
 
 use pprof::wire::{Fields, WireValue};
 
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum ScanError {
-    #[error("malformed protobuf: {0}")]
-    Malformed(&'static str),
-    #[error("malformed protobuf: {0}")]
-    Wire(#[from] pprof::wire::WireError),
-    #[error("more than {0} fields and elements (the request's budget)")]
-    Fields(u64),
-    #[error("decoding it would take about {estimate} bytes, over the {budget} allowed")]
-    Memory { estimate: u64, budget: u64 },
-}
+use crate::Error;
 
 /// Counted fields and the estimated memory of the decoded request.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
@@ -88,11 +78,11 @@ fn nested(m: Msg, f: u64) -> Option<Msg> {
 }
 
 /// Counts `buf` (an `ExportProfilesServiceRequest`) against `fields` and `memory`.
-pub fn scan(buf: &[u8], fields: u64, memory: u64) -> Result<Scan, ScanError> {
+pub fn scan(buf: &[u8], fields: u64, memory: u64) -> Result<Scan, Error> {
     let mut s = Scan::default();
     walk(buf, Msg::Request, fields, &mut s, 0)?;
     if s.memory > memory {
-        return Err(ScanError::Memory {
+        return Err(Error::Memory {
             estimate: s.memory,
             budget: memory,
         });
@@ -100,17 +90,17 @@ pub fn scan(buf: &[u8], fields: u64, memory: u64) -> Result<Scan, ScanError> {
     Ok(s)
 }
 
-fn walk(buf: &[u8], msg: Msg, budget: u64, s: &mut Scan, depth: u32) -> Result<(), ScanError> {
+fn walk(buf: &[u8], msg: Msg, budget: u64, s: &mut Scan, depth: u32) -> Result<(), Error> {
     // AnyValue lists nest; the spec's values seldom go past a few levels.
     if depth > 24 {
-        return Err(ScanError::Malformed("nested too deep"));
+        return Err(Error::Malformed("nested too deep"));
     }
     s.memory += size(msg);
     for item in Fields::new(buf) {
         let (field, value) = item?;
         s.fields += 1;
         if s.fields > budget {
-            return Err(ScanError::Fields(budget));
+            return Err(Error::Fields(budget));
         }
         let WireValue::Bytes(body) = value else {
             continue;
@@ -123,7 +113,7 @@ fn walk(buf: &[u8], msg: Msg, budget: u64, s: &mut Scan, depth: u32) -> Result<(
                 s.fields += body.len() as u64 / 2;
                 s.memory += 24 + 8 * body.len() as u64;
                 if s.fields > budget {
-                    return Err(ScanError::Fields(budget));
+                    return Err(Error::Fields(budget));
                 }
             }
         }

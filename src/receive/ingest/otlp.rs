@@ -91,7 +91,7 @@ fn request(
     }
     let scan =
         otlp::scan::scan(body, limits.part.fields, limits.part.memory).map_err(|e| match e {
-            otlp::scan::ScanError::Malformed(_) | otlp::scan::ScanError::Wire(_) => {
+            otlp::Error::Malformed(_) | otlp::Error::Wire(_) => {
                 Reject::Invalid(format!("OTLP protobuf: {e}"))
             }
             e => Reject::TooLarge(format!("OTLP request: {e}")),
