@@ -1,6 +1,5 @@
 //! `agentprof top`, `diff` and `flamegraph`: pprof files read with the limits the user allows.
 
-use crate::pprof::ReportError;
 use std::io::Write;
 use std::path::Path;
 
@@ -9,7 +8,7 @@ use crate::error::UsageError;
 use crate::pprof::NameFilter;
 use crate::pprof::Pprof;
 use crate::pprof::SourceAccess;
-use crate::pprof::{DecodeError, Limits, decode_pprof};
+use crate::pprof::{Error as PprofError, Limits, decode_pprof};
 use crate::pprof::{TopOptions, top_filtered};
 
 use super::Outcome;
@@ -39,10 +38,10 @@ pub fn load(path: &Path, limits: &Limits) -> anyhow::Result<Pprof> {
         .into());
     }
     let bytes = crate::config::read_limited(path, limits.body, "--max-size-mb")?;
-    let hint = |e: &DecodeError| match e {
-        DecodeError::TooLargeDecompressed { .. } => " (raise it with --max-decompressed-mb)",
-        DecodeError::Budget { .. } => " (raise it with --max-fields)",
-        DecodeError::Memory { .. } => " (raise it with --max-memory-mb)",
+    let hint = |e: &PprofError| match e {
+        PprofError::TooLargeDecompressed { .. } => " (raise it with --max-decompressed-mb)",
+        PprofError::Budget { .. } => " (raise it with --max-fields)",
+        PprofError::Memory { .. } => " (raise it with --max-memory-mb)",
         _ => "",
     };
     let mut p = decode_pprof(&bytes, limits)
@@ -62,7 +61,10 @@ pub(crate) fn name_filter(a: &NameFilterArgs) -> anyhow::Result<NameFilter> {
         a.hide.as_deref(),
         a.show.as_deref(),
     )
-    .map_err(|e| UsageError::flag(format!("--{}", e.name), e.to_string()).into())
+    .map_err(|e| match &e {
+        PprofError::Filter { name, .. } => UsageError::flag(format!("--{name}"), &e).into(),
+        _ => anyhow::Error::from(e),
+    })
 }
 
 fn symbol(flag: &str, re: &str) -> anyhow::Result<regex::Regex> {
@@ -145,10 +147,11 @@ pub fn top(args: TopArgs) -> anyhow::Result<Outcome> {
 }
 
 /// A report refused: a bad sample index, or an expression that matches no function.
-fn refused(flag: &str, e: ReportError) -> anyhow::Error {
+fn refused(flag: &str, e: PprofError) -> anyhow::Error {
     match e {
-        ReportError::NoMatches(_) => UsageError::flag(flag, e).into(),
-        ReportError::SampleIndex(_) => UsageError::flag("--sample-index", e).into(),
+        PprofError::NoMatches(_) => UsageError::flag(flag, e).into(),
+        e if e.is_sample_index() => UsageError::flag("--sample-index", e).into(),
+        e => e.into(),
     }
 }
 
@@ -157,12 +160,13 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<Outcome> {
     let base = load(&args.base, &lim)?;
     let new = load(&args.new, &lim)?;
     let files = format!("{} and {}", args.base.display(), args.new.display());
-    let refused = |e: crate::pprof::DiffError| -> anyhow::Error {
+    let refused = |e: PprofError| -> anyhow::Error {
         match e {
-            crate::pprof::DiffError::SampleIndex(m) => UsageError::flag("--sample-index", m).into(),
-            crate::pprof::DiffError::Mismatch(m) => {
+            PprofError::Mismatch(m) => {
                 UsageError::config(&files, format!("cannot be compared: {m}")).into()
             }
+            e if e.is_sample_index() => UsageError::flag("--sample-index", e).into(),
+            e => e.into(),
         }
     };
     if !args.normalize

@@ -180,8 +180,8 @@ pub fn write_flamegraph_diff(
     new: &GateStats,
     instructions: bool,
     out: impl std::io::Write,
-) -> Result<(), crate::pprof::DrawError> {
-    use crate::pprof::DrawError;
+) -> Result<(), crate::pprof::Error> {
+    use crate::pprof::Error as DrawError;
     // Instructions when asked, or when they are the only stacks both sides have (two
     // reports of instruction counts compared with --compare).
     let timed = !base.stacks_ns_per_run.is_empty() && !new.stacks_ns_per_run.is_empty();
@@ -204,7 +204,7 @@ pub fn write_flamegraph_diff(
         )
     };
     if before.is_empty() || after.is_empty() {
-        return Err(DrawError::Empty("no stacks to compare"));
+        return Err(DrawError::NothingToDraw("no stacks to compare"));
     }
     let before = before.join("\n");
     let after = after.join("\n");
@@ -215,7 +215,7 @@ pub fn write_flamegraph_diff(
         after.as_bytes(),
         &mut merged,
     )
-    .map_err(DrawError::Merge)?;
+    .map_err(DrawError::fold_stacks)?;
     let text = String::from_utf8_lossy(&merged);
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = format!(
@@ -223,7 +223,7 @@ pub fn write_flamegraph_diff(
         new.check
     );
     opts.count_name = unit.into();
-    inferno::flamegraph::from_lines(&mut opts, text.lines(), out).map_err(DrawError::Draw)
+    inferno::flamegraph::from_lines(&mut opts, text.lines(), out).map_err(DrawError::draw)
 }
 
 const FUNCTIONS_TITLE: &str =

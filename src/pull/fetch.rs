@@ -11,7 +11,7 @@ use std::time::Duration;
 use reqwest::Url;
 
 use crate::pprof::proto::Profile;
-use crate::pprof::{DecodeError, Limits, decode_raw, decompress, describe_non_profile};
+use crate::pprof::{Limits, decode_raw, decompress, describe_non_profile};
 
 /// The profile types `net/http/pprof` serves.
 pub const TYPES: &[&str] = &[
@@ -251,7 +251,7 @@ pub enum FetchError {
     Profile {
         url: String,
         #[source]
-        source: DecodeError,
+        source: crate::pprof::Error,
     },
 }
 
@@ -348,7 +348,7 @@ pub fn fetch(
 fn too_large(url: String, size: u64, limit: u64) -> FetchError {
     FetchError::Profile {
         url,
-        source: DecodeError::TooLarge { size, limit },
+        source: crate::pprof::Error::TooLarge { size, limit },
     }
 }
 

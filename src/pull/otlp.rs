@@ -32,7 +32,7 @@ pub enum OtlpError {
     #[error("{name}: {error}")]
     Profile {
         name: String,
-        error: crate::pprof::DecodeError,
+        error: crate::pprof::Error,
     },
 }
 

@@ -445,15 +445,15 @@ impl Room<'_> {
             ..*part
         };
         let raw = match crate::pprof::decompress(data, &at(first)) {
-            Err(crate::pprof::DecodeError::TooLargeDecompressed { .. }) if first < cap => {
+            Err(crate::pprof::Error::TooLargeDecompressed { .. }) if first < cap => {
                 super::reject::charge(self.held, cap - first, "decompressing an attachment")?;
                 crate::pprof::decompress(data, &at(cap))
             }
             other => other,
         }
         .map_err(|e| match e {
-            crate::pprof::DecodeError::TooLarge { .. }
-            | crate::pprof::DecodeError::TooLargeDecompressed { .. } => over(cap),
+            crate::pprof::Error::TooLarge { .. }
+            | crate::pprof::Error::TooLargeDecompressed { .. } => over(cap),
             e => Reject::Attachment {
                 name: name.to_string(),
                 why: e.to_string(),

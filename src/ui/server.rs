@@ -3,7 +3,6 @@
 //! ever reaches the file system), and what a profile holds reaches the page as JSON the
 //! page puts in as text, or as inferno's SVG (its names XML-escaped) in a sandboxed frame.
 
-use crate::pprof::ReportError;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -85,13 +84,13 @@ impl One {
 
 /// A report that found no function: 404 with go tool pprof's words; anything else is the
 /// request's fault.
-fn report_refused(e: ReportError) -> Problem {
+fn report_refused(e: crate::pprof::Error) -> Problem {
     match e {
-        ReportError::NoMatches(_) => Problem {
+        crate::pprof::Error::NoMatches(_) => Problem {
             status: StatusCode::NOT_FOUND,
             message: e.to_string(),
         },
-        ReportError::SampleIndex(_) => Problem::bad(e),
+        _ => Problem::bad(e),
     }
 }
 

@@ -254,7 +254,7 @@ impl Ui {
             ..self.limits
         };
         let raw = match crate::pprof::decompress(&bytes, &at(first)) {
-            Err(crate::pprof::DecodeError::TooLargeDecompressed { .. }) if first < limit => {
+            Err(crate::pprof::Error::TooLargeDecompressed { .. }) if first < limit => {
                 held = self.room(Some(held), limit - first, pinned)?;
                 crate::pprof::decompress(&bytes, &at(limit))
             }

@@ -97,7 +97,7 @@ pub async fn sandwich(
             );
             crate::pprof::write_sandwich(p, nodes, index, &re, side, &title, &mut out).map_err(
                 |e| match e {
-                    crate::pprof::DrawError::Empty(_) => Problem {
+                    crate::pprof::Error::NothingToDraw(_) => Problem {
                         status: axum::http::StatusCode::NOT_FOUND,
                         message: format!("{}: {e}", re.as_str()),
                     },

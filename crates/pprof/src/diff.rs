@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::graph::{Nodes, flat_cum, total, weights};
 use super::measure::{scale, scaled_label};
-use super::model::{Pprof, SampleIndexError};
+use super::model::Pprof;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct DiffRow {
@@ -71,24 +71,6 @@ fn per_function(p: &Pprof, nodes: &Nodes, index: usize) -> HashMap<String, (i64,
     out
 }
 
-/// Why two profiles cannot be compared.
-#[derive(Debug)]
-pub enum DiffError {
-    /// `--sample-index` names nothing in one of them.
-    SampleIndex(SampleIndexError),
-    /// They do not report the same thing; the message names both sides' types.
-    Mismatch(String),
-}
-
-impl std::fmt::Display for DiffError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DiffError::SampleIndex(e) => e.fmt(f),
-            DiffError::Mismatch(m) => f.write_str(m),
-        }
-    }
-}
-
 fn type_list(p: &Pprof) -> String {
     p.sample_types()
         .iter()
@@ -102,13 +84,13 @@ pub fn common_index(
     base: &Pprof,
     new: &Pprof,
     name: Option<&str>,
-) -> Result<(usize, usize), DiffError> {
-    let ni = new.sample_index(name).map_err(DiffError::SampleIndex)?;
+) -> Result<(usize, usize), crate::Error> {
+    let ni = new.sample_index(name)?;
     let (t, u) = new.sample_types()[ni];
     let bi = match name {
-        Some(n) => base.sample_index(Some(n)).map_err(DiffError::SampleIndex)?,
+        Some(n) => base.sample_index(Some(n))?,
         None => base.sample_index(Some(t)).map_err(|_| {
-            DiffError::Mismatch(format!(
+            crate::Error::Mismatch(format!(
                 "the new profile reports {t}/{u}, which the base does not have (the base has {}; the new one {})",
                 type_list(base),
                 type_list(new)
@@ -117,7 +99,7 @@ pub fn common_index(
     };
     let (bt, bu) = base.sample_types()[bi];
     if bt != t || !bu.eq_ignore_ascii_case(u) {
-        return Err(DiffError::Mismatch(format!(
+        return Err(crate::Error::Mismatch(format!(
             "the profiles differ: the base reports {bt}/{bu}, the new one {t}/{u} (the base has {}; the new one {})",
             type_list(base),
             type_list(new)
@@ -132,7 +114,7 @@ pub fn diff(
     sample_index: Option<&str>,
     normalize: bool,
     cum: bool,
-) -> Result<DiffReport, DiffError> {
+) -> Result<DiffReport, crate::Error> {
     let sides = [(base, &Nodes::new(base)), (new, &Nodes::new(new))];
     diff_with(sides, sample_index, normalize, cum)
 }
@@ -144,7 +126,7 @@ pub fn diff_with(
     sample_index: Option<&str>,
     normalize: bool,
     cum: bool,
-) -> Result<DiffReport, DiffError> {
+) -> Result<DiffReport, crate::Error> {
     let (bi, ni) = common_index(base, new, sample_index)?;
     let (stype, unit) = new.sample_types()[ni];
     let (base_total, new_total) = (total(base, bi), total(new, ni));
@@ -335,6 +317,4 @@ impl DiffReport {
     }
 }
 
-pub use crate::flame::{
-    DrawError, Look, write_diff_flamegraph, write_flamegraph, write_flamegraph_look,
-};
+pub use crate::flame::{Look, write_diff_flamegraph, write_flamegraph, write_flamegraph_look};

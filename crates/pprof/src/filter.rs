@@ -18,29 +18,16 @@ pub struct NameFilter {
     show: Option<Regex>,
 }
 
-/// A filter that does not compile: which one, and why.
-#[derive(Debug)]
-pub struct FilterError {
-    pub name: &'static str,
-    pub message: String,
-}
-
-impl std::fmt::Display for FilterError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "parsing {} regexp: {}", self.name, self.message)
-    }
-}
-
 /// The longest expression accepted (the UI takes them from a URL).
 pub(crate) const MAX_EXPRESSION: usize = 4096;
 
 /// Compiles one expression; `None` or empty is no filter.
-pub fn compile(name: &'static str, value: Option<&str>) -> Result<Option<Regex>, FilterError> {
+pub fn compile(name: &'static str, value: Option<&str>) -> Result<Option<Regex>, crate::Error> {
     let Some(v) = value.filter(|v| !v.is_empty()) else {
         return Ok(None);
     };
     if v.len() > MAX_EXPRESSION {
-        return Err(FilterError {
+        return Err(crate::Error::Filter {
             name,
             message: format!("{} bytes, more than {MAX_EXPRESSION}", v.len()),
         });
@@ -49,7 +36,7 @@ pub fn compile(name: &'static str, value: Option<&str>) -> Result<Option<Regex>,
         .size_limit(1 << 20)
         .build()
         .map(Some)
-        .map_err(|e| FilterError {
+        .map_err(|e| crate::Error::Filter {
             name,
             message: e.to_string(),
         })
@@ -70,7 +57,7 @@ impl NameFilter {
         ignore: Option<&str>,
         hide: Option<&str>,
         show: Option<&str>,
-    ) -> Result<NameFilter, FilterError> {
+    ) -> Result<NameFilter, crate::Error> {
         Ok(NameFilter {
             focus: compile("focus", focus)?,
             ignore: compile("ignore", ignore)?,

@@ -36,26 +36,28 @@ pub mod wire;
 // The public API, named here; the modules are internals. `proto` (profile.proto's types),
 // `wire` (the protobuf field reader otlp and pull share) and `fasthash` stay modules of their own.
 pub use decode::{
-    Compression, DecodeError, LabelTotals, LabelValue, Limits, MAX_LABEL_VALUES, Scan, Totals,
-    decode, decode_pprof, decode_raw, decode_scanned, decompress, describe_non_profile,
-    memory_estimate, prescan, sniff, stated_size, totals, totals_without_labels,
+    Compression, LabelTotals, LabelValue, Limits, MAX_LABEL_VALUES, Scan, Totals, decode,
+    decode_pprof, decode_raw, decode_scanned, decompress, describe_non_profile, memory_estimate,
+    prescan, sniff, stated_size, totals, totals_without_labels,
 };
 pub use diff::{
-    DiffError, DiffReport, DiffRow, DiffRowText, DrawError, Look, common_index, diff, diff_with,
-    write_diff_flamegraph, write_flamegraph, write_flamegraph_look,
+    DiffReport, DiffRow, DiffRowText, Look, common_index, diff, diff_with, write_diff_flamegraph,
+    write_flamegraph, write_flamegraph_look,
 };
 pub use encode::gzip_fast;
-pub use filter::{
-    FilterError, Found, Matched, NameFilter, compile as compile_regex, find as find_matching,
-};
+pub use error::Error;
+pub use filter::{Found, Matched, NameFilter, compile as compile_regex, find as find_matching};
 pub use graph::Nodes;
-pub use legacy::{LegacyError, parse as parse_legacy};
-pub use merge::{MergeError, Merger};
-pub use model::{Pprof, SampleIndexError};
+pub use merge::Merger;
+pub use model::Pprof;
 pub use peek::{PeekEdge, PeekEntry, PeekReport, peek};
-pub use report::{
-    ReportError, TopNode, TopOptions, TopReport, TopRow, top, top_filtered, top_nodes, top_with,
-};
+pub use report::{TopNode, TopOptions, TopReport, TopRow, top, top_filtered, top_nodes, top_with};
 pub use source::{ListReport, Routine, SourceAccess, SourceLine, list};
 pub use text::{flame_frame, is_unsafe};
 pub use views::{GraphSize, Side, write_call_graph, write_sandwich};
+
+/// A legacy (pre-protobuf) text profile as go tool pprof reads it; `Ok(None)` when the bytes
+/// are none of its formats.
+pub fn parse_legacy(raw: &[u8]) -> Result<Option<proto::Profile>, Error> {
+    legacy::parse(raw).map_err(|e| Error::Legacy(e.0))
+}

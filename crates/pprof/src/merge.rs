@@ -9,20 +9,6 @@ use crate::fasthash::FastMap;
 use crate::model::Pprof;
 use crate::proto::{Function, Label, Line, Location, Mapping, Profile, Sample, ValueType};
 
-/// Why a profile cannot be merged with those before it.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum MergeError {
-    #[error("incompatible sample types: {first} and {other}")]
-    SampleTypes { first: String, other: String },
-    #[error("incompatible period types: {first} and {other}")]
-    PeriodTypes { first: String, other: String },
-    #[error("nothing to merge")]
-    Empty,
-    /// The merge did not check as a profile (a reference of a source that checked, lost).
-    #[error("the merged profile does not check: {0}")]
-    Invalid(String),
-}
-
 type MappingKey = (u64, u64, u64, u32, u32);
 type FunctionKey = (u32, u32, u32, i64);
 type LocationKey = (u64, u64, bool, Vec<(u64, i64, i64)>);
@@ -116,12 +102,16 @@ impl Merger {
 
     /// Adds a profile's samples (those whose values are all zero are left out, as go's
     /// merge does) and its header.
-    pub fn add(&mut self, p: &Pprof) -> Result<(), MergeError> {
+    pub fn add(&mut self, p: &Pprof) -> Result<(), crate::Error> {
         self.add_where(p, |_| true)
     }
 
     /// [`Merger::add`] of the samples `keep` takes (by position in `p`).
-    pub fn add_where(&mut self, p: &Pprof, keep: impl Fn(usize) -> bool) -> Result<(), MergeError> {
+    pub fn add_where(
+        &mut self,
+        p: &Pprof,
+        keep: impl Fn(usize) -> bool,
+    ) -> Result<(), crate::Error> {
         let s = |i: i64| p.str(i);
         let types: Vec<(u32, u32)> = p
             .proto
@@ -139,7 +129,7 @@ impl Merger {
             self.default_sample_type = self.intern(s(p.proto.default_sample_type));
         } else {
             if types != self.types {
-                return Err(MergeError::SampleTypes {
+                return Err(crate::Error::SampleTypes {
                     first: self.type_name(&self.types),
                     other: self.type_name(&types),
                 });
@@ -149,7 +139,7 @@ impl Merger {
                 period_type.unwrap_or((0, 0)),
             );
             if a != b {
-                return Err(MergeError::PeriodTypes {
+                return Err(crate::Error::PeriodTypes {
                     first: self.type_name(&[a]),
                     other: self.type_name(&[b]),
                 });
@@ -336,9 +326,9 @@ impl Merger {
     }
 
     /// The merged profile, checked as any profile read is.
-    pub fn finish(self) -> Result<Pprof, MergeError> {
+    pub fn finish(self) -> Result<Pprof, crate::Error> {
         if self.added == 0 {
-            return Err(MergeError::Empty);
+            return Err(crate::Error::NothingToMerge);
         }
         let vt = |(t, u): (u32, u32)| ValueType {
             r#type: t.into(),
@@ -362,7 +352,7 @@ impl Merger {
             doc_url: self.doc_url.into(),
         };
         // Every reference was made here, to what was added: it checks.
-        Pprof::new(proto).map_err(|e| MergeError::Invalid(e.to_string()))
+        Pprof::new(proto).map_err(|e| crate::Error::MergedInvalid(e.to_string()))
     }
 }
 
@@ -463,6 +453,9 @@ mod tests {
             m.add(&b).unwrap_err().to_string(),
             "incompatible sample types: cpu/nanoseconds and cpu/count"
         );
-        assert!(matches!(Merger::new().finish(), Err(MergeError::Empty)));
+        assert!(matches!(
+            Merger::new().finish(),
+            Err(crate::Error::NothingToMerge)
+        ));
     }
 }

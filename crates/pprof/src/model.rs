@@ -4,7 +4,6 @@
 
 use super::fasthash::FastMap;
 
-use super::error::DecodeError;
 use super::proto::Profile;
 
 /// A checked profile: `proto` plus index tables.
@@ -20,8 +19,8 @@ pub struct Pprof {
     sample_span: Vec<(usize, usize)>,
 }
 
-fn bad(what: String) -> DecodeError {
-    DecodeError::Malformed(what)
+fn bad(what: String) -> crate::Error {
+    crate::Error::Malformed(what)
 }
 
 /// The string table's size, to check the indexes that name a string.
@@ -29,7 +28,7 @@ fn bad(what: String) -> DecodeError {
 struct Strings(i64);
 
 impl Strings {
-    fn check(self, i: i64, what: &str) -> Result<(), DecodeError> {
+    fn check(self, i: i64, what: &str) -> Result<(), crate::Error> {
         let n = self.0;
         if i < 0 || i >= n.max(1) || (n == 0 && i != 0) {
             return Err(bad(format!("{what} names string {i}; the table has {n}")));
@@ -48,7 +47,7 @@ struct Ids {
 
 impl Ids {
     /// The ids of `items` (`what`: "mapping", "function", "location"), none 0, none twice.
-    fn new<T>(items: &[T], id: impl Fn(&T) -> u64, what: &str) -> Result<Ids, DecodeError> {
+    fn new<T>(items: &[T], id: impl Fn(&T) -> u64, what: &str) -> Result<Ids, crate::Error> {
         let dense = items.iter().enumerate().all(|(i, t)| id(t) == i as u64 + 1);
         let mut map = FastMap::default();
         if !dense {
@@ -83,7 +82,7 @@ impl Ids {
 
 /// The string table's size, the locations' positions by id, and each location's mapping
 /// and lines: every reference but the samples' checked.
-fn tables(proto: &Profile) -> Result<(Strings, Ids, LocationTables), DecodeError> {
+fn tables(proto: &Profile) -> Result<(Strings, Ids, LocationTables), crate::Error> {
     let strings = Strings(proto.string_table.len() as i64);
     check_strings(proto, strings)?;
     let mappings = Ids::new(&proto.mapping, |m| m.id, "mapping")?;
@@ -100,17 +99,6 @@ fn tables(proto: &Profile) -> Result<(Strings, Ids, LocationTables), DecodeError
 type SampleTables = (Vec<u32>, Vec<(usize, usize)>);
 /// Per location: its mapping's position and its lines' (function position, line).
 type LocationTables = (Vec<Option<usize>>, Vec<Vec<(Option<usize>, i64)>>);
-
-/// A `-sample_index` the profile does not have.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum SampleIndexError {
-    #[error("the profile has no sample types")]
-    NoSampleTypes,
-    #[error("sample index {asked} is outside the range [0..{last}]")]
-    OutOfRange { asked: String, last: usize },
-    #[error("sample index {asked:?} must be one of: {}", .types.join(", "))]
-    Unknown { asked: String, types: Vec<String> },
-}
 
 /// What one heap allocation of `cap` elements of `T` takes: its bytes and the allocator's
 /// header and rounding (16 bytes, as glibc's malloc does), nothing for an empty vector.
@@ -172,7 +160,7 @@ impl Pprof {
     /// The profile checked and indexed. Each sample's `location_id` is emptied once its
     /// positions are in `sample_loc` (read them with [`Pprof::sample_locs`]): a large
     /// profile's ids are much of its memory, and they are not kept twice.
-    pub fn new(mut proto: Profile) -> Result<Pprof, DecodeError> {
+    pub fn new(mut proto: Profile) -> Result<Pprof, crate::Error> {
         let (strings, locations, (loc_mapping, loc_lines)) = tables(&proto)?;
         let (sample_loc, sample_span) = sample_tables(&proto, &locations, strings)?;
         for s in &mut proto.sample {
@@ -194,7 +182,7 @@ impl Pprof {
         proto: Profile,
         mut ids: Vec<u32>,
         spans: Vec<(usize, usize)>,
-    ) -> Result<Pprof, DecodeError> {
+    ) -> Result<Pprof, crate::Error> {
         let (strings, locations, (loc_mapping, loc_lines)) = tables(&proto)?;
         for (n, (s, &(a, b))) in proto.sample.iter().zip(&spans).enumerate() {
             check_sample(n, s, proto.sample_type.len(), strings)?;
@@ -342,10 +330,10 @@ impl Pprof {
 
     /// The sample type to report, as `go tool pprof -sample_index`: a name, an index, or
     /// (None) the profile's default sample type, else the last.
-    pub fn sample_index(&self, name: Option<&str>) -> Result<usize, SampleIndexError> {
+    pub fn sample_index(&self, name: Option<&str>) -> Result<usize, crate::Error> {
         let types = self.sample_types();
         if types.is_empty() {
-            return Err(SampleIndexError::NoSampleTypes);
+            return Err(crate::Error::NoSampleTypes);
         }
         let Some(name) = name.filter(|n| !n.is_empty()) else {
             let dst = self.str(self.proto.default_sample_type);
@@ -358,7 +346,7 @@ impl Pprof {
         };
         if let Ok(i) = name.parse::<i64>() {
             if i < 0 || i as usize >= types.len() {
-                return Err(SampleIndexError::OutOfRange {
+                return Err(crate::Error::SampleIndexOutOfRange {
                     asked: name.to_string(),
                     last: types.len() - 1,
                 });
@@ -369,7 +357,7 @@ impl Pprof {
         types
             .iter()
             .position(|(t, _)| *t == name || *t == no_inuse)
-            .ok_or_else(|| SampleIndexError::Unknown {
+            .ok_or_else(|| crate::Error::UnknownSampleIndex {
                 asked: name.to_string(),
                 types: types.iter().map(|(t, _)| t.to_string()).collect(),
             })
@@ -377,7 +365,7 @@ impl Pprof {
 }
 
 /// Every string index outside the samples and locations names a string of the table.
-fn check_strings(proto: &Profile, strings: Strings) -> Result<(), DecodeError> {
+fn check_strings(proto: &Profile, strings: Strings) -> Result<(), crate::Error> {
     if strings.0 > 0 && !proto.string_table[0].is_empty() {
         return Err(bad("string 0 is not empty".into()));
     }
@@ -408,7 +396,7 @@ fn location_tables(
     proto: &Profile,
     mappings: &Ids,
     functions: &Ids,
-) -> Result<LocationTables, DecodeError> {
+) -> Result<LocationTables, crate::Error> {
     let mut loc_mapping = Vec::with_capacity(proto.location.len());
     let mut loc_lines = Vec::with_capacity(proto.location.len());
     for l in &proto.location {
@@ -447,7 +435,7 @@ fn sample_tables(
     proto: &Profile,
     locations: &Ids,
     strings: Strings,
-) -> Result<SampleTables, DecodeError> {
+) -> Result<SampleTables, crate::Error> {
     let types = proto.sample_type.len();
     let all: usize = proto.sample.iter().map(|s| s.location_id.len()).sum();
     let mut sample_loc = Vec::with_capacity(all);
@@ -469,7 +457,7 @@ fn check_sample(
     s: &super::proto::Sample,
     types: usize,
     strings: Strings,
-) -> Result<(), DecodeError> {
+) -> Result<(), crate::Error> {
     if s.value.len() != types {
         return Err(bad(format!(
             "sample {n} has {} values for {types} sample types",
@@ -484,7 +472,7 @@ fn check_sample(
     Ok(())
 }
 
-fn unknown_location(n: usize, id: impl std::fmt::Display) -> DecodeError {
+fn unknown_location(n: usize, id: impl std::fmt::Display) -> crate::Error {
     bad(format!(
         "sample {n} names location {id}, which is not in the profile"
     ))

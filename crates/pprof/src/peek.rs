@@ -9,9 +9,7 @@ use super::filter::NameFilter;
 use super::graph::{Nodes, build_all_edges, total};
 use super::measure::{percentage, scaled_label};
 use super::model::Pprof;
-use super::report::{
-    Counts, ReportError, TopOptions, add_filters, header, output_unit, sort_nodes,
-};
+use super::report::{Counts, TopOptions, add_filters, header, output_unit, sort_nodes};
 
 /// One call into or out of a function.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -132,7 +130,7 @@ pub fn peek(
     filter: &NameFilter,
     symbol: &Regex,
     opts: &TopOptions,
-) -> Result<(PeekReport, Vec<&'static str>), ReportError> {
+) -> Result<(PeekReport, Vec<&'static str>), crate::Error> {
     let index = p.sample_index(opts.sample_index.as_deref())?;
     let whole = total(p, index);
     let mut kept = None;
@@ -188,7 +186,7 @@ pub fn peek(
         });
     }
     if entries.is_empty() {
-        return Err(ReportError::NoMatches(symbol.as_str().to_string()));
+        return Err(crate::Error::NoMatches(symbol.as_str().to_string()));
     }
     Ok((
         PeekReport {

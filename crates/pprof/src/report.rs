@@ -11,17 +11,7 @@ use super::fasthash::FastMap;
 use super::filter::NameFilter;
 use super::graph::{self, Graph, Nodes, total};
 use super::measure::{percentage, scale, scaled_label};
-use super::model::{Pprof, SampleIndexError};
-
-/// Why a report (top, peek, list) cannot be made of a profile.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ReportError {
-    #[error(transparent)]
-    SampleIndex(#[from] SampleIndexError),
-    /// `-peek` or `-list` matched no function (go tool pprof's words).
-    #[error("no matches found for regexp: {0}")]
-    NoMatches(String),
-}
+use super::model::Pprof;
 
 #[derive(Debug, Clone)]
 pub struct TopOptions {
@@ -137,7 +127,7 @@ pub struct TopNode {
 
 /// The nodes `go tool pprof -top` shows with `opts`, in its order; and how many nodes there
 /// were before `opts.nodes` cut the list.
-pub fn top_nodes(p: &Pprof, opts: &TopOptions) -> Result<(Vec<TopNode>, usize), SampleIndexError> {
+pub fn top_nodes(p: &Pprof, opts: &TopOptions) -> Result<(Vec<TopNode>, usize), crate::Error> {
     let nodes = Nodes::new(p);
     let index = p.sample_index(opts.sample_index.as_deref())?;
     let sel = select(p, &nodes, index, opts);
@@ -158,16 +148,12 @@ pub fn top_nodes(p: &Pprof, opts: &TopOptions) -> Result<(Vec<TopNode>, usize), 
 
 /// The `go tool pprof -top` report of `p`: the nodes kept and shown, their inline marks,
 /// the output unit, the header, the rows.
-pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, SampleIndexError> {
+pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, crate::Error> {
     top_with(p, &Nodes::new(p), opts)
 }
 
 /// [`top`] with the nodes of `p` already built.
-pub fn top_with(
-    p: &Pprof,
-    nodes: &Nodes,
-    opts: &TopOptions,
-) -> Result<TopReport, SampleIndexError> {
+pub fn top_with(p: &Pprof, nodes: &Nodes, opts: &TopOptions) -> Result<TopReport, crate::Error> {
     let index = p.sample_index(opts.sample_index.as_deref())?;
     top_of(p, nodes, index, total(p, index), &[], opts)
 }
@@ -179,7 +165,7 @@ pub fn top_filtered(
     p: &Pprof,
     filter: &NameFilter,
     opts: &TopOptions,
-) -> Result<(TopReport, Vec<&'static str>), SampleIndexError> {
+) -> Result<(TopReport, Vec<&'static str>), crate::Error> {
     let index = p.sample_index(opts.sample_index.as_deref())?;
     if filter.is_empty() {
         return Ok((
@@ -209,7 +195,7 @@ fn top_of(
     total: i64,
     filters: &[String],
     opts: &TopOptions,
-) -> Result<TopReport, SampleIndexError> {
+) -> Result<TopReport, crate::Error> {
     let (stype, sunit) = p.sample_types()[index];
     let sel = select(p, nodes, index, opts);
     let inline_in = inline_marks(&sel.edges, sel.edge_cutoff, nodes.len());

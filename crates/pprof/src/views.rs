@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 
 use regex::Regex;
 
-use crate::error::DrawError;
 use crate::fasthash::FastMap;
 use crate::graph::{EdgeSet, Nodes};
 use crate::measure::{percentage, scaled_label};
@@ -35,7 +34,7 @@ pub fn write_sandwich(
     side: Side,
     title: &str,
     out: impl std::io::Write,
-) -> Result<usize, DrawError> {
+) -> Result<usize, crate::Error> {
     let tree = crate::fold::Tree::with_nodes(p, nodes, index, false);
     let mut halves: FastMap<String, u64> = FastMap::default();
     let mut stacks = 0usize;
@@ -63,7 +62,7 @@ pub fn write_sandwich(
         *halves.entry(half).or_default() += value;
     }
     if halves.is_empty() {
-        return Err(DrawError::Empty(
+        return Err(crate::Error::NothingToDraw(
             "no stack goes through a function it matches",
         ));
     }
@@ -84,7 +83,7 @@ pub fn write_sandwich(
         opts.direction = inferno::flamegraph::Direction::Inverted;
     }
     crate::labels::draw_lines(&mut opts, lines.iter().map(String::as_str), out)
-        .map_err(DrawError::Draw)?;
+        .map_err(crate::Error::draw)?;
     Ok(stacks)
 }
 
@@ -182,11 +181,11 @@ fn kept_graph(
     nodes: &Nodes,
     index: usize,
     size: GraphSize,
-) -> Result<CallGraph, DrawError> {
+) -> Result<CallGraph, crate::Error> {
     let graph = crate::graph::build_all_edges(p, nodes, index);
     let total = crate::graph::total(p, index);
     if total == 0 {
-        return Err(DrawError::Empty(
+        return Err(crate::Error::NothingToDraw(
             "the profile has no samples of this type with a value",
         ));
     }
@@ -275,7 +274,7 @@ pub fn write_call_graph(
     title: &str,
     size: GraphSize,
     out: &mut impl std::io::Write,
-) -> Result<(), DrawError> {
+) -> Result<(), crate::Error> {
     let g = kept_graph(p, nodes, index, size)?;
     let (_, unit) = p.sample_types()[index];
     let rows = rows_of(&g);
@@ -329,7 +328,7 @@ pub fn write_call_graph(
     draw_edges(&mut s, &g, &names, &xy, &boxes, gap, unit);
     draw_nodes(&mut s, &g, &names, &labels, &font, &xy, &boxes);
     s.push_str("</svg>");
-    out.write_all(s.as_bytes()).map_err(DrawError::Draw)
+    out.write_all(s.as_bytes()).map_err(crate::Error::draw)
 }
 
 /// The boxes: light for little, deep red for most of the total, each with its name and

@@ -84,7 +84,7 @@ fn decode(
     limits: &Limits,
     held: &mut Reservation,
 ) -> Result<pp::Profile, Reject> {
-    let bad = |e: crate::pprof::DecodeError| Reject::Attachment {
+    let bad = |e: crate::pprof::Error| Reject::Attachment {
         name: name.to_string(),
         why: e.to_string(),
     };
@@ -143,7 +143,7 @@ fn inflated<'a>(
         ..limits.part
     };
     *buf = crate::pprof::decompress(body, &lim).map_err(|e| match e {
-        crate::pprof::DecodeError::TooLargeDecompressed { limit } => Reject::TooLarge(format!(
+        crate::pprof::Error::TooLargeDecompressed { limit } => Reject::TooLarge(format!(
             "the request is over {limit} bytes decompressed (upload_decompressed_mb)"
         )),
         e => Reject::Invalid(format!("gzip: {e}")),

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use super::CallProfile;
-use crate::pprof::DrawError;
+use crate::pprof::Error as DrawError;
 
 /// Writes an SVG flamegraph titled `title`; refuses an empty profile rather than drawing nothing.
 pub fn write_flamegraph(
@@ -13,13 +13,13 @@ pub fn write_flamegraph(
 ) -> Result<(), DrawError> {
     let lines = folded(profile);
     if lines.is_empty() {
-        return Err(DrawError::Empty("no samples were taken"));
+        return Err(DrawError::NothingToDraw("no samples were taken"));
     }
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
     opts.count_name = "samples".into();
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
-        .map_err(DrawError::Draw)
+        .map_err(DrawError::draw)
 }
 
 /// `root;…;leaf count` lines, one per distinct stack.

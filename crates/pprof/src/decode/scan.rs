@@ -3,7 +3,7 @@
 //! decoder allocate past it.
 
 use super::super::wire::{Fields, WireError, WireValue, varint};
-use super::{DecodeError, Limits};
+use super::Limits;
 
 /// Where a length-delimited field leads: a nested message, packed varints, or plain bytes.
 #[derive(Clone, Copy)]
@@ -56,22 +56,22 @@ pub struct Scan {
 /// Counts every field, nested field and packed element of `buf` against `budget`, without
 /// allocating, and estimates the memory decoding them takes; a cut or malformed message is
 /// reported as such.
-pub fn prescan(buf: &[u8], budget: u64) -> Result<u64, DecodeError> {
+pub fn prescan(buf: &[u8], budget: u64) -> Result<u64, crate::Error> {
     let mut s = Scan::default();
     scan(buf, Msg::Profile, budget, &mut s, 0)?;
     Ok(s.count)
 }
 
 /// `prescan` with the memory estimate, checked against `limits.memory` before allocation.
-pub fn memory_estimate(buf: &[u8], limits: &Limits) -> Result<Scan, DecodeError> {
+pub fn memory_estimate(buf: &[u8], limits: &Limits) -> Result<Scan, crate::Error> {
     let mut s = Scan::default();
     scan(buf, Msg::Profile, limits.fields, &mut s, 0)?;
     within_memory(s, limits)
 }
 
-fn within_memory(s: Scan, limits: &Limits) -> Result<Scan, DecodeError> {
+fn within_memory(s: Scan, limits: &Limits) -> Result<Scan, crate::Error> {
     if s.memory > limits.memory {
-        return Err(DecodeError::Memory {
+        return Err(crate::Error::Memory {
             estimate: s.memory,
             budget: limits.memory,
             samples: s.samples,
@@ -89,7 +89,7 @@ pub(crate) struct Incremental {
     /// Where the next top-level field starts.
     at: usize,
     /// The first error met (scanning stops there).
-    failed: Option<DecodeError>,
+    failed: Option<crate::Error>,
 }
 
 impl Incremental {
@@ -99,7 +99,7 @@ impl Incremental {
     }
 
     /// The scan of the whole of `buf`, within `limits`.
-    pub fn finish(mut self, buf: &[u8], limits: &Limits) -> Result<Scan, DecodeError> {
+    pub fn finish(mut self, buf: &[u8], limits: &Limits) -> Result<Scan, crate::Error> {
         self.step(buf, limits.fields, true);
         match self.failed {
             Some(e) => Err(e),
@@ -124,13 +124,13 @@ impl Incremental {
                 }
                 Err(WireError::FieldZero { key, .. }) => {
                     let at = self.at;
-                    self.failed = Some(DecodeError::Malformed(
+                    self.failed = Some(crate::Error::Malformed(
                         WireError::FieldZero { at, key }.to_string(),
                     ));
                     return;
                 }
                 Err(e) => {
-                    self.failed = Some(DecodeError::Malformed(e.to_string()));
+                    self.failed = Some(crate::Error::Malformed(e.to_string()));
                     return;
                 }
             };
@@ -142,16 +142,16 @@ impl Incremental {
     }
 }
 
-fn malformed(what: &str) -> DecodeError {
-    DecodeError::Malformed(what.to_string())
+fn malformed(what: &str) -> crate::Error {
+    crate::Error::Malformed(what.to_string())
 }
 
-fn scan(buf: &[u8], msg: Msg, budget: u64, s: &mut Scan, depth: u32) -> Result<(), DecodeError> {
+fn scan(buf: &[u8], msg: Msg, budget: u64, s: &mut Scan, depth: u32) -> Result<(), crate::Error> {
     if depth > 3 {
         return Err(malformed("nested too deep"));
     }
     for item in Fields::new(buf) {
-        let (field, value) = item.map_err(|e| DecodeError::Malformed(e.to_string()))?;
+        let (field, value) = item.map_err(|e| crate::Error::Malformed(e.to_string()))?;
         one_field(field, value, msg, budget, s, depth)?;
     }
     Ok(())
@@ -166,10 +166,10 @@ fn one_field(
     budget: u64,
     s: &mut Scan,
     depth: u32,
-) -> Result<(), DecodeError> {
+) -> Result<(), crate::Error> {
     s.count += 1;
     if s.count > budget {
-        return Err(DecodeError::Budget { budget });
+        return Err(crate::Error::Budget { budget });
     }
     let WireValue::Bytes(body) = value else {
         return Ok(());
@@ -210,14 +210,14 @@ fn one_field(
 }
 
 /// A packed repeated varint field: each element counts against the budget.
-fn scan_packed(body: &[u8], budget: u64, s: &mut Scan) -> Result<(), DecodeError> {
+fn scan_packed(body: &[u8], budget: u64, s: &mut Scan) -> Result<(), crate::Error> {
     let mut p = 0;
     while p < body.len() {
         varint(body, &mut p).ok_or_else(|| malformed("truncated packed varint"))?;
         s.count += 1;
         s.memory += ELEMENT_BYTES;
         if s.count > budget {
-            return Err(DecodeError::Budget { budget });
+            return Err(crate::Error::Budget { budget });
         }
     }
     Ok(())

@@ -85,7 +85,7 @@ pub(crate) fn describe_unread(raw: &[u8]) -> Option<&'static str> {
 /// A legacy profile that is malformed: what is wrong and where.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
-pub struct LegacyError(pub String);
+pub(crate) struct LegacyError(pub String);
 
 /// The parsers' messages, turned into the error by `?`.
 impl From<String> for LegacyError {
