@@ -33,7 +33,7 @@ pub enum Error {
         source: serde_json::Error,
     },
     /// A call on the node's Lease failed.
-    #[error("{}", crate::discover::describe(.source, .verb, "leases"))]
+    #[error("{}", describe(.source, .verb, "leases"))]
     Lease {
         verb: &'static str,
         #[source]
@@ -89,4 +89,41 @@ impl Error {
             message: message.into(),
         }
     }
+}
+
+/// A kube error in words a user can act on (RBAC, credentials, reachability), for the
+/// request that failed: `verb` on `resource` (as RBAC names them: `list` `pods`, `update`
+/// `leases`), every cause in the chain kept.
+pub fn describe(e: &kube::Error, verb: &str, resource: &str) -> String {
+    match e {
+        kube::Error::Api(s) if s.code == 401 => format!(
+            "the API server refused the credentials to {verb} {resource} (401 {}): check the \
+             token or the kubeconfig user",
+            s.message
+        ),
+        kube::Error::Api(s) if s.code == 403 => format!(
+            "forbidden to {verb} {resource} (403): {} — agentprof's ServiceAccount needs \
+             `{verb}` on `{resource}` (deploy/kubernetes/10-rbac.yaml grants it)",
+            s.message
+        ),
+        kube::Error::Api(s) => format!(
+            "{verb} {resource}: the API server answered {} {}: {}",
+            s.code, s.reason, s.message
+        ),
+        other => format!("{verb} {resource}: {}", chain(other)),
+    }
+}
+
+/// An error and every cause under it, each said once.
+pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        let t = next.to_string();
+        if !text.contains(&t) {
+            text = format!("{text}: {t}");
+        }
+        cur = next;
+    }
+    text
 }

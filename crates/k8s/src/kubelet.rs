@@ -175,7 +175,7 @@ impl Kubelet {
                         Error::request(format!(
                             "{}: {}",
                             self.describe(),
-                            super::discover::describe(&e, "get", "nodes/proxy")
+                            crate::error::describe(&e, "get", "nodes/proxy")
                         ))
                     })?
                     .into_bytes()
@@ -218,9 +218,10 @@ impl Direct {
         let req = req
             .body(kube::client::Body::empty())
             .map_err(|e| Error::request(e.to_string()))?;
-        let resp = client.send(req).await.map_err(|e| {
-            Error::request(format!("{}: {}", self.shown, super::discover::chain(&e)))
-        })?;
+        let resp = client
+            .send(req)
+            .await
+            .map_err(|e| Error::request(format!("{}: {}", self.shown, crate::error::chain(&e))))?;
         let status = resp.status();
         let mut body = resp.into_body();
         let mut bytes = Vec::new();

@@ -20,8 +20,8 @@ mod stats;
 
 pub use api::ApiStats;
 pub use client::{Cluster, Connect, connect, credentials};
-pub use discover::{chain, list_node_pods, watcher_config};
-pub use error::Error;
+pub use discover::{list_node_pods, watcher_config};
+pub use error::{Error, chain};
 pub use kubelet::{Kubelet, KubeletSettings};
 pub use lease::{Holding, Keeper, NodeLease};
 pub use selector::{Selector, check_key, is_dns_label, is_dns_subdomain};

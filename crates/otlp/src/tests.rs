@@ -5,6 +5,7 @@
 use pprof::proto as pp;
 use prost::Message;
 
+use crate::Error;
 use crate::export::{Export, Source};
 use crate::import::import;
 use crate::proto::ExportProfilesServiceRequest;
@@ -397,8 +398,8 @@ fn a_hostile_request_is_refused_before_it_is_decoded() {
     pprof::proto::put_varint(&mut req, resource.len() as u64);
     req.extend_from_slice(&resource);
     let e = crate::scan::scan(&req, 100_000, u64::MAX).expect_err("budget");
-    assert_eq!(e, crate::Error::Fields(100_000));
+    assert_eq!(e, Error::Fields(100_000));
     let e = crate::scan::scan(&req, u64::MAX, 16 << 20).expect_err("memory");
-    assert!(matches!(e, crate::Error::Memory { .. }), "{e}");
+    assert!(matches!(e, Error::Memory { .. }), "{e}");
     assert!(crate::scan::scan(&req[..req.len() - 1], u64::MAX, u64::MAX).is_err());
 }

@@ -20,6 +20,7 @@ pub use crate::totals::{
 use super::model::Pprof;
 use super::proto::{Label, Profile, ProfileWithoutSamples, Sample};
 use super::wire::{Fields, WireValue, put_varint, varint};
+use crate::Error;
 
 const MIB: u64 = 1 << 20;
 
@@ -137,7 +138,7 @@ fn lz4_content_size(d: &[u8]) -> Option<u64> {
 }
 
 /// The uncompressed protobuf bytes of `bytes`, within `limits`.
-pub fn decompress(bytes: &[u8], limits: &Limits) -> Result<Vec<u8>, crate::Error> {
+pub fn decompress(bytes: &[u8], limits: &Limits) -> Result<Vec<u8>, Error> {
     match decoder(bytes, limits)? {
         Some((r, what)) => bounded(r, limits.decompressed, what, stated_size(bytes)),
         None => Ok(bytes.to_vec()),
@@ -150,7 +151,7 @@ fn bounded(
     limit: u64,
     what: &'static str,
     stated: Option<u64>,
-) -> Result<Vec<u8>, crate::Error> {
+) -> Result<Vec<u8>, Error> {
     // Room for what the stream states it holds (within the limit): no doubling on the way.
     let room = stated.filter(|n| *n <= limit).unwrap_or(0);
     let mut out = Vec::with_capacity(usize::try_from(room).unwrap_or(0));
@@ -161,10 +162,10 @@ fn bounded(
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(crate::Error::Corrupt(what, stream_error(&e, out.len()))),
+            Err(e) => return Err(Error::Corrupt(what, stream_error(&e, out.len()))),
         };
         if out.len() as u64 + n as u64 > limit {
-            return Err(crate::Error::TooLargeDecompressed { limit });
+            return Err(Error::TooLargeDecompressed { limit });
         }
         out.extend_from_slice(&chunk[..n]);
     }
@@ -185,7 +186,7 @@ const OVERLAP_FROM: usize = 256 * 1024;
 pub(crate) fn decompress_scanned(
     bytes: &[u8],
     limits: &Limits,
-) -> Result<(Vec<u8>, Result<Scan, crate::Error>), crate::Error> {
+) -> Result<(Vec<u8>, Result<Scan, Error>), Error> {
     let one_after_the_other = |bytes: &[u8]| {
         let raw = decompress(bytes, limits)?;
         let scan = memory_estimate(&raw, limits);
@@ -202,7 +203,7 @@ pub(crate) fn decompress_scanned(
     let room = stated_size(bytes).filter(|n| *n <= limit).unwrap_or(0);
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
-        let inflater = scope.spawn(move || -> Result<(), crate::Error> {
+        let inflater = scope.spawn(move || -> Result<(), Error> {
             let mut r = r.take(limit + 1);
             let mut total = 0u64;
             loop {
@@ -215,13 +216,13 @@ pub(crate) fn decompress_scanned(
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                         Err(e) => {
                             let at = usize::try_from(total).unwrap_or(usize::MAX) + filled;
-                            return Err(crate::Error::Corrupt(what, stream_error(&e, at)));
+                            return Err(Error::Corrupt(what, stream_error(&e, at)));
                         }
                     }
                 }
                 total += filled as u64;
                 if total > limit {
-                    return Err(crate::Error::TooLargeDecompressed { limit });
+                    return Err(Error::TooLargeDecompressed { limit });
                 }
                 if filled == 0 {
                     return Ok(());
@@ -242,10 +243,7 @@ pub(crate) fn decompress_scanned(
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(e),
             Err(_) => {
-                return Err(crate::Error::Corrupt(
-                    what,
-                    "the decompressor failed".into(),
-                ));
+                return Err(Error::Corrupt(what, "the decompressor failed".into()));
             }
         }
         let scan = scan.finish(&out, limits);
@@ -258,16 +256,16 @@ type Decoder<'a> = (Box<dyn Read + Send + 'a>, &'static str);
 
 /// A reader of `bytes`' decompressed stream; None for raw protobuf. The input's own size,
 /// and an empty input, are refused here.
-fn decoder<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Option<Decoder<'a>>, crate::Error> {
+fn decoder<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Option<Decoder<'a>>, Error> {
     let size = bytes.len() as u64;
     if size > limits.body {
-        return Err(crate::Error::TooLarge {
+        return Err(Error::TooLarge {
             size,
             limit: limits.body,
         });
     }
     if bytes.is_empty() {
-        return Err(crate::Error::Empty);
+        return Err(Error::Empty);
     }
     Ok(Some(match sniff(bytes) {
         Compression::Gzip => (Box::new(flate2::read::MultiGzDecoder::new(bytes)), "gzip"),
@@ -275,13 +273,13 @@ fn decoder<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Option<Decoder<'a>>, 
             // The window is capped too: a frame may ask for a window of gigabytes.
             let window = limits.decompressed.max(1 << 10);
             let dec = ruzstd::decoding::StreamingDecoder::new_with_max_window_size(bytes, window)
-                .map_err(|e| crate::Error::Corrupt("zstd", e.to_string()))?;
+                .map_err(|e| Error::Corrupt("zstd", e.to_string()))?;
             (Box::new(dec), "zstd")
         }
         Compression::Lz4 => (Box::new(lz4_flex::frame::FrameDecoder::new(bytes)), "lz4"),
         Compression::None => {
             if size > limits.decompressed {
-                return Err(crate::Error::TooLargeDecompressed {
+                return Err(Error::TooLargeDecompressed {
                     limit: limits.decompressed,
                 });
             }
@@ -419,32 +417,30 @@ const CONVERT: &str =
 /// Decodes a profile from raw or compressed bytes within `limits`: profile.proto, or one of
 /// the legacy formats go tool pprof still reads (see [`super::legacy`]), as go tool pprof
 /// tries them: protobuf first.
-pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Profile, crate::Error> {
+pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Profile, Error> {
     let raw = decompress(bytes, limits)?;
     decode_raw_or_legacy(&raw, limits)
 }
 
 /// Decompressed bytes decoded: profile.proto, else a legacy format go tool pprof reads.
-pub(crate) fn decode_raw_or_legacy(raw: &[u8], limits: &Limits) -> Result<Profile, crate::Error> {
+pub(crate) fn decode_raw_or_legacy(raw: &[u8], limits: &Limits) -> Result<Profile, Error> {
     match decode_raw(raw, limits) {
         Ok(p) => Ok(p),
-        Err(e @ (crate::Error::Malformed(_) | crate::Error::NotAProfile(_))) => {
-            match super::legacy::parse(raw) {
-                Ok(Some(p)) => Ok(p),
-                Err(why) => Err(crate::Error::Legacy(why.0)),
-                Ok(None) => Err(match super::legacy::describe_unread(raw) {
-                    Some(what) => crate::Error::NotAProfile(format!(
-                        "{what}, which agentprof does not read; {CONVERT}"
+        Err(e @ (Error::Malformed(_) | Error::NotAProfile(_))) => match super::legacy::parse(raw) {
+            Ok(Some(p)) => Ok(p),
+            Err(why) => Err(Error::Legacy(why.0)),
+            Ok(None) => Err(match super::legacy::describe_unread(raw) {
+                Some(what) => {
+                    Error::NotAProfile(format!("{what}, which agentprof does not read; {CONVERT}"))
+                }
+                None => match e {
+                    Error::Malformed(m) => Error::Malformed(format!(
+                        "{m} (neither profile.proto nor a legacy format agentprof reads; {CONVERT})"
                     )),
-                    None => match e {
-                        crate::Error::Malformed(m) => crate::Error::Malformed(format!(
-                            "{m} (neither profile.proto nor a legacy format agentprof reads; {CONVERT})"
-                        )),
-                        other => other,
-                    },
-                }),
-            }
-        }
+                    other => other,
+                },
+            }),
+        },
         Err(e) => Err(e),
     }
 }
@@ -454,7 +450,7 @@ pub(crate) fn decode_raw_or_legacy(raw: &[u8], limits: &Limits) -> Result<Profil
 /// sample, and memory touched once, were much of `agentprof top`'s time on a large profile). A profile this reader does not take (an id past 32 bits,
 /// a field of a wire type it should not have, anything malformed) is read the ordinary way,
 /// with the same errors.
-pub fn decode_pprof(bytes: &[u8], limits: &Limits) -> Result<Pprof, crate::Error> {
+pub fn decode_pprof(bytes: &[u8], limits: &Limits) -> Result<Pprof, Error> {
     let (raw, scan) = decompress_scanned(bytes, limits)?;
     decode_scanned(&raw, limits, scan)
 }
@@ -464,8 +460,8 @@ pub fn decode_pprof(bytes: &[u8], limits: &Limits) -> Result<Pprof, crate::Error
 pub fn decode_scanned(
     raw: &[u8],
     limits: &Limits,
-    scan: Result<Scan, crate::Error>,
-) -> Result<Pprof, crate::Error> {
+    scan: Result<Scan, Error>,
+) -> Result<Pprof, Error> {
     if let Ok(scan) = scan
         && let Some(p) = read_apart(raw, &scan)
     {
@@ -476,7 +472,7 @@ pub fn decode_scanned(
 
 /// The profile with its samples read apart from prost's reading of the rest; None when the
 /// ordinary reader is to read it.
-fn read_apart(raw: &[u8], scan: &Scan) -> Option<Result<Pprof, crate::Error>> {
+fn read_apart(raw: &[u8], scan: &Scan) -> Option<Result<Pprof, Error>> {
     if raw.is_empty() || scan.strings_not_utf8 {
         return None;
     }
@@ -539,15 +535,15 @@ fn sample_apart(body: &[u8], ids: &mut Vec<u32>) -> Option<Sample> {
 }
 
 /// Decodes uncompressed protobuf bytes within `limits.fields`.
-pub fn decode_raw(raw: &[u8], limits: &Limits) -> Result<Profile, crate::Error> {
+pub fn decode_raw(raw: &[u8], limits: &Limits) -> Result<Profile, Error> {
     if raw.is_empty() {
-        return Err(crate::Error::Empty);
+        return Err(Error::Empty);
     }
     let scan = match memory_estimate(raw, limits) {
         Ok(s) => s,
         Err(e) => {
             return Err(match (&e, describe_non_profile(raw)) {
-                (crate::Error::Malformed(_), Some(what)) => crate::Error::NotAProfile(what),
+                (Error::Malformed(_), Some(what)) => Error::NotAProfile(what),
                 _ => e,
             });
         }
@@ -566,12 +562,11 @@ pub fn decode_raw(raw: &[u8], limits: &Limits) -> Result<Profile, crate::Error> 
     p.location.reserve_exact(room(scan.locations));
     p.function.reserve_exact(room(scan.functions));
     p.string_table.reserve_exact(room(scan.strings));
-    p.merge(raw)
-        .map_err(|e| crate::Error::Malformed(e.to_string()))?;
+    p.merge(raw).map_err(|e| Error::Malformed(e.to_string()))?;
     if p.sample_type.is_empty() && p.sample.is_empty() && p.string_table.is_empty() {
         return Err(match describe_non_profile(raw) {
-            Some(what) => crate::Error::NotAProfile(what),
-            None => crate::Error::NotAProfile("no sample types and no strings".into()),
+            Some(what) => Error::NotAProfile(what),
+            None => Error::NotAProfile("no sample types and no strings".into()),
         });
     }
     Ok(p)
@@ -840,7 +835,7 @@ mod tests {
         let bomb = gz.finish().expect("gzip");
         assert!(bomb.len() < 200_000);
         let e = decode(&bomb, &Limits::default()).unwrap_err();
-        assert_eq!(e, crate::Error::TooLargeDecompressed { limit: 8 << 20 });
+        assert_eq!(e, Error::TooLargeDecompressed { limit: 8 << 20 });
     }
 
     #[test]
@@ -868,7 +863,7 @@ mod tests {
         );
         assert_eq!(
             decode(&bomb, &Limits::default()).unwrap_err(),
-            crate::Error::TooLargeDecompressed { limit: 8 << 20 }
+            Error::TooLargeDecompressed { limit: 8 << 20 }
         );
     }
 
@@ -883,7 +878,7 @@ mod tests {
         };
         assert_eq!(
             decode(&raw, &tight).unwrap_err(),
-            crate::Error::Budget { budget: n - 1 }
+            Error::Budget { budget: n - 1 }
         );
         assert!(decode(&raw, &Limits { fields: n, ..tight }).is_ok());
     }
@@ -894,7 +889,7 @@ mod tests {
         let cut = &raw[..raw.len() - 7];
         assert!(matches!(
             decode(cut, &Limits::default()),
-            Err(crate::Error::Malformed(_))
+            Err(Error::Malformed(_))
         ));
         let html = b"<!DOCTYPE html><html><body>Sign in</body></html>";
         assert!(
@@ -928,7 +923,7 @@ mod tests {
         };
         assert_eq!(
             decompress(&[0u8; 11], &small).unwrap_err(),
-            crate::Error::TooLarge {
+            Error::TooLarge {
                 size: 11,
                 limit: 10
             }

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use super::graph::{Nodes, flat_cum, total, weights};
 use super::measure::{scale, scaled_label};
 use super::model::Pprof;
+use crate::Error;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct DiffRow {
@@ -84,13 +85,13 @@ pub fn common_index(
     base: &Pprof,
     new: &Pprof,
     name: Option<&str>,
-) -> Result<(usize, usize), crate::Error> {
+) -> Result<(usize, usize), Error> {
     let ni = new.sample_index(name)?;
     let (t, u) = new.sample_types()[ni];
     let bi = match name {
         Some(n) => base.sample_index(Some(n))?,
         None => base.sample_index(Some(t)).map_err(|_| {
-            crate::Error::Mismatch(format!(
+            Error::Mismatch(format!(
                 "the new profile reports {t}/{u}, which the base does not have (the base has {}; the new one {})",
                 type_list(base),
                 type_list(new)
@@ -99,7 +100,7 @@ pub fn common_index(
     };
     let (bt, bu) = base.sample_types()[bi];
     if bt != t || !bu.eq_ignore_ascii_case(u) {
-        return Err(crate::Error::Mismatch(format!(
+        return Err(Error::Mismatch(format!(
             "the profiles differ: the base reports {bt}/{bu}, the new one {t}/{u} (the base has {}; the new one {})",
             type_list(base),
             type_list(new)
@@ -114,7 +115,7 @@ pub fn diff(
     sample_index: Option<&str>,
     normalize: bool,
     cum: bool,
-) -> Result<DiffReport, crate::Error> {
+) -> Result<DiffReport, Error> {
     let sides = [(base, &Nodes::new(base)), (new, &Nodes::new(new))];
     diff_with(sides, sample_index, normalize, cum)
 }
@@ -126,7 +127,7 @@ pub fn diff_with(
     sample_index: Option<&str>,
     normalize: bool,
     cum: bool,
-) -> Result<DiffReport, crate::Error> {
+) -> Result<DiffReport, Error> {
     let (bi, ni) = common_index(base, new, sample_index)?;
     let (stype, unit) = new.sample_types()[ni];
     let (base_total, new_total) = (total(base, bi), total(new, ni));

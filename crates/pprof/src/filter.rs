@@ -8,6 +8,7 @@ use regex::Regex;
 
 use super::fasthash::FastMap;
 use super::model::Pprof;
+use crate::Error;
 
 /// The four filters, compiled; empty when none is given.
 #[derive(Clone, Default)]
@@ -22,12 +23,12 @@ pub struct NameFilter {
 pub(crate) const MAX_EXPRESSION: usize = 4096;
 
 /// Compiles one expression; `None` or empty is no filter.
-pub fn compile(name: &'static str, value: Option<&str>) -> Result<Option<Regex>, crate::Error> {
+pub fn compile(name: &'static str, value: Option<&str>) -> Result<Option<Regex>, Error> {
     let Some(v) = value.filter(|v| !v.is_empty()) else {
         return Ok(None);
     };
     if v.len() > MAX_EXPRESSION {
-        return Err(crate::Error::Filter {
+        return Err(Error::Filter {
             name,
             message: format!("{} bytes, more than {MAX_EXPRESSION}", v.len()),
         });
@@ -36,7 +37,7 @@ pub fn compile(name: &'static str, value: Option<&str>) -> Result<Option<Regex>,
         .size_limit(1 << 20)
         .build()
         .map(Some)
-        .map_err(|e| crate::Error::Filter {
+        .map_err(|e| Error::Filter {
             name,
             message: e.to_string(),
         })
@@ -57,7 +58,7 @@ impl NameFilter {
         ignore: Option<&str>,
         hide: Option<&str>,
         show: Option<&str>,
-    ) -> Result<NameFilter, crate::Error> {
+    ) -> Result<NameFilter, Error> {
         Ok(NameFilter {
             focus: compile("focus", focus)?,
             ignore: compile("ignore", ignore)?,

@@ -5,6 +5,7 @@
 use super::fold::MAX_FLAME_DEPTH;
 use super::graph::Nodes;
 use super::model::Pprof;
+use crate::Error;
 
 /// Folded stacks of one sign of a profile's values, and what was left out of them.
 #[derive(Debug, Default)]
@@ -51,7 +52,7 @@ pub fn write_flamegraph(
     index: usize,
     title: &str,
     out: impl std::io::Write,
-) -> Result<(), crate::Error> {
+) -> Result<(), Error> {
     draw(p, &Nodes::new(p), index, title, Look::default(), out).map(|_| ())
 }
 
@@ -88,7 +89,7 @@ pub fn write_flamegraph_look(
     title: &str,
     look: Look,
     out: impl std::io::Write,
-) -> Result<usize, crate::Error> {
+) -> Result<usize, Error> {
     draw(p, nodes, index, title, look, out)
 }
 
@@ -100,7 +101,7 @@ fn draw(
     title: &str,
     look: Look,
     out: impl std::io::Write,
-) -> Result<usize, crate::Error> {
+) -> Result<usize, Error> {
     let tree = super::fold::Tree::with_nodes(p, nodes, index, false);
     let (stype, unit) = p.sample_types()[index];
     let mut opts = inferno::flamegraph::Options::default();
@@ -149,14 +150,14 @@ fn draw(
     }
     let lines = tree.lines_keeping(min_value, kept.as_ref().map(|k| &k.0[..]));
     if lines.is_empty() {
-        return Err(crate::Error::NothingToDraw(
+        return Err(Error::NothingToDraw(
             "the profile has no samples of this type with a value",
         ));
     }
     let notes: Vec<String> = [cut_note(tree.cut), folded].into_iter().flatten().collect();
     opts.subtitle = (!notes.is_empty()).then(|| notes.join("; "));
     crate::labels::draw_lines(&mut opts, lines.iter().map(String::as_str), out)
-        .map_err(crate::Error::draw)?;
+        .map_err(Error::draw)?;
     Ok(kept.map_or(0, |k| k.1))
 }
 
@@ -166,12 +167,10 @@ fn draw_differential(
     normalize: bool,
     mut opts: inferno::flamegraph::Options<'_>,
     out: impl std::io::Write,
-) -> Result<(), crate::Error> {
+) -> Result<(), Error> {
     let (before, after) = (before.join("\n"), after.join("\n"));
     if after.is_empty() && before.is_empty() {
-        return Err(crate::Error::NothingToDraw(
-            "no samples of this type with a value",
-        ));
+        return Err(Error::NothingToDraw("no samples of this type with a value"));
     }
     let mut merged = Vec::new();
     let dopt = inferno::differential::Options {
@@ -179,9 +178,9 @@ fn draw_differential(
         ..Default::default()
     };
     inferno::differential::from_readers(dopt, before.as_bytes(), after.as_bytes(), &mut merged)
-        .map_err(crate::Error::fold_stacks)?;
+        .map_err(Error::fold_stacks)?;
     let text = String::from_utf8_lossy(&merged);
-    crate::labels::draw_lines(&mut opts, text.lines(), out).map_err(crate::Error::draw)
+    crate::labels::draw_lines(&mut opts, text.lines(), out).map_err(Error::draw)
 }
 
 /// Writes a differential flamegraph: frames are sized by the new profile and coloured by
@@ -196,11 +195,11 @@ pub fn write_diff_flamegraph(
     normalize: bool,
     title: &str,
     mut out: impl std::io::Write,
-) -> Result<(), crate::Error> {
+) -> Result<(), Error> {
     let before = folded_signed(base, bi, false);
     let after = folded_signed(new, ni, false);
     if after.lines.is_empty() {
-        return Err(crate::Error::NothingToDraw(
+        return Err(Error::NothingToDraw(
             "the new profile has no samples of this type with a value",
         ));
     }
@@ -227,13 +226,12 @@ pub fn write_diff_flamegraph(
     opts.subtitle = Some(notes.join("; "));
     let mut svg = Vec::new();
     inferno::flamegraph::from_lines(&mut opts, after.lines.iter().map(String::as_str), &mut svg)
-        .map_err(crate::Error::draw)?;
+        .map_err(Error::draw)?;
     let svg = String::from_utf8_lossy(&svg);
     let fmt = |v: f64| crate::measure::scaled_label(v.round() as i64, unit, "auto");
     let colored = crate::recolor::recolor(&svg, &values, tb, scale, 0.0005 * ta, fmt);
     let colored = crate::labels::shorten(&colored);
-    out.write_all(colored.as_bytes())
-        .map_err(crate::Error::draw)
+    out.write_all(colored.as_bytes()).map_err(Error::draw)
 }
 
 #[cfg(test)]

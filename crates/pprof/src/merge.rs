@@ -5,6 +5,7 @@
 //! comments each once). Profiles are added one at a time, so a range of a thousand captures
 //! holds one decoded capture beside what is merged so far.
 
+use crate::Error;
 use crate::fasthash::FastMap;
 use crate::model::Pprof;
 use crate::proto::{Function, Label, Line, Location, Mapping, Profile, Sample, ValueType};
@@ -102,16 +103,12 @@ impl Merger {
 
     /// Adds a profile's samples (those whose values are all zero are left out, as go's
     /// merge does) and its header.
-    pub fn add(&mut self, p: &Pprof) -> Result<(), crate::Error> {
+    pub fn add(&mut self, p: &Pprof) -> Result<(), Error> {
         self.add_where(p, |_| true)
     }
 
     /// [`Merger::add`] of the samples `keep` takes (by position in `p`).
-    pub fn add_where(
-        &mut self,
-        p: &Pprof,
-        keep: impl Fn(usize) -> bool,
-    ) -> Result<(), crate::Error> {
+    pub fn add_where(&mut self, p: &Pprof, keep: impl Fn(usize) -> bool) -> Result<(), Error> {
         let s = |i: i64| p.str(i);
         let types: Vec<(u32, u32)> = p
             .proto
@@ -129,7 +126,7 @@ impl Merger {
             self.default_sample_type = self.intern(s(p.proto.default_sample_type));
         } else {
             if types != self.types {
-                return Err(crate::Error::SampleTypes {
+                return Err(Error::SampleTypes {
                     first: self.type_name(&self.types),
                     other: self.type_name(&types),
                 });
@@ -139,7 +136,7 @@ impl Merger {
                 period_type.unwrap_or((0, 0)),
             );
             if a != b {
-                return Err(crate::Error::PeriodTypes {
+                return Err(Error::PeriodTypes {
                     first: self.type_name(&[a]),
                     other: self.type_name(&[b]),
                 });
@@ -326,9 +323,9 @@ impl Merger {
     }
 
     /// The merged profile, checked as any profile read is.
-    pub fn finish(self) -> Result<Pprof, crate::Error> {
+    pub fn finish(self) -> Result<Pprof, Error> {
         if self.added == 0 {
-            return Err(crate::Error::NothingToMerge);
+            return Err(Error::NothingToMerge);
         }
         let vt = |(t, u): (u32, u32)| ValueType {
             r#type: t.into(),
@@ -352,7 +349,7 @@ impl Merger {
             doc_url: self.doc_url.into(),
         };
         // Every reference was made here, to what was added: it checks.
-        Pprof::new(proto).map_err(|e| crate::Error::MergedInvalid(e.to_string()))
+        Pprof::new(proto).map_err(|e| Error::MergedInvalid(e.to_string()))
     }
 }
 
@@ -453,9 +450,6 @@ mod tests {
             m.add(&b).unwrap_err().to_string(),
             "incompatible sample types: cpu/nanoseconds and cpu/count"
         );
-        assert!(matches!(
-            Merger::new().finish(),
-            Err(crate::Error::NothingToMerge)
-        ));
+        assert!(matches!(Merger::new().finish(), Err(Error::NothingToMerge)));
     }
 }

@@ -3,6 +3,7 @@
 //! per sample type — the checks `go tool pprof` makes before it reports anything.
 
 use super::fasthash::FastMap;
+use crate::Error;
 
 use super::proto::Profile;
 
@@ -19,8 +20,8 @@ pub struct Pprof {
     sample_span: Vec<(usize, usize)>,
 }
 
-fn bad(what: String) -> crate::Error {
-    crate::Error::Malformed(what)
+fn bad(what: String) -> Error {
+    Error::Malformed(what)
 }
 
 /// The string table's size, to check the indexes that name a string.
@@ -28,7 +29,7 @@ fn bad(what: String) -> crate::Error {
 struct Strings(i64);
 
 impl Strings {
-    fn check(self, i: i64, what: &str) -> Result<(), crate::Error> {
+    fn check(self, i: i64, what: &str) -> Result<(), Error> {
         let n = self.0;
         if i < 0 || i >= n.max(1) || (n == 0 && i != 0) {
             return Err(bad(format!("{what} names string {i}; the table has {n}")));
@@ -47,7 +48,7 @@ struct Ids {
 
 impl Ids {
     /// The ids of `items` (`what`: "mapping", "function", "location"), none 0, none twice.
-    fn new<T>(items: &[T], id: impl Fn(&T) -> u64, what: &str) -> Result<Ids, crate::Error> {
+    fn new<T>(items: &[T], id: impl Fn(&T) -> u64, what: &str) -> Result<Ids, Error> {
         let dense = items.iter().enumerate().all(|(i, t)| id(t) == i as u64 + 1);
         let mut map = FastMap::default();
         if !dense {
@@ -82,7 +83,7 @@ impl Ids {
 
 /// The string table's size, the locations' positions by id, and each location's mapping
 /// and lines: every reference but the samples' checked.
-fn tables(proto: &Profile) -> Result<(Strings, Ids, LocationTables), crate::Error> {
+fn tables(proto: &Profile) -> Result<(Strings, Ids, LocationTables), Error> {
     let strings = Strings(proto.string_table.len() as i64);
     check_strings(proto, strings)?;
     let mappings = Ids::new(&proto.mapping, |m| m.id, "mapping")?;
@@ -160,7 +161,7 @@ impl Pprof {
     /// The profile checked and indexed. Each sample's `location_id` is emptied once its
     /// positions are in `sample_loc` (read them with [`Pprof::sample_locs`]): a large
     /// profile's ids are much of its memory, and they are not kept twice.
-    pub fn new(mut proto: Profile) -> Result<Pprof, crate::Error> {
+    pub fn new(mut proto: Profile) -> Result<Pprof, Error> {
         let (strings, locations, (loc_mapping, loc_lines)) = tables(&proto)?;
         let (sample_loc, sample_span) = sample_tables(&proto, &locations, strings)?;
         for s in &mut proto.sample {
@@ -182,7 +183,7 @@ impl Pprof {
         proto: Profile,
         mut ids: Vec<u32>,
         spans: Vec<(usize, usize)>,
-    ) -> Result<Pprof, crate::Error> {
+    ) -> Result<Pprof, Error> {
         let (strings, locations, (loc_mapping, loc_lines)) = tables(&proto)?;
         for (n, (s, &(a, b))) in proto.sample.iter().zip(&spans).enumerate() {
             check_sample(n, s, proto.sample_type.len(), strings)?;
@@ -330,10 +331,10 @@ impl Pprof {
 
     /// The sample type to report, as `go tool pprof -sample_index`: a name, an index, or
     /// (None) the profile's default sample type, else the last.
-    pub fn sample_index(&self, name: Option<&str>) -> Result<usize, crate::Error> {
+    pub fn sample_index(&self, name: Option<&str>) -> Result<usize, Error> {
         let types = self.sample_types();
         if types.is_empty() {
-            return Err(crate::Error::NoSampleTypes);
+            return Err(Error::NoSampleTypes);
         }
         let Some(name) = name.filter(|n| !n.is_empty()) else {
             let dst = self.str(self.proto.default_sample_type);
@@ -346,7 +347,7 @@ impl Pprof {
         };
         if let Ok(i) = name.parse::<i64>() {
             if i < 0 || i as usize >= types.len() {
-                return Err(crate::Error::SampleIndexOutOfRange {
+                return Err(Error::SampleIndexOutOfRange {
                     asked: name.to_string(),
                     last: types.len() - 1,
                 });
@@ -357,7 +358,7 @@ impl Pprof {
         types
             .iter()
             .position(|(t, _)| *t == name || *t == no_inuse)
-            .ok_or_else(|| crate::Error::UnknownSampleIndex {
+            .ok_or_else(|| Error::UnknownSampleIndex {
                 asked: name.to_string(),
                 types: types.iter().map(|(t, _)| t.to_string()).collect(),
             })
@@ -365,7 +366,7 @@ impl Pprof {
 }
 
 /// Every string index outside the samples and locations names a string of the table.
-fn check_strings(proto: &Profile, strings: Strings) -> Result<(), crate::Error> {
+fn check_strings(proto: &Profile, strings: Strings) -> Result<(), Error> {
     if strings.0 > 0 && !proto.string_table[0].is_empty() {
         return Err(bad("string 0 is not empty".into()));
     }
@@ -396,7 +397,7 @@ fn location_tables(
     proto: &Profile,
     mappings: &Ids,
     functions: &Ids,
-) -> Result<LocationTables, crate::Error> {
+) -> Result<LocationTables, Error> {
     let mut loc_mapping = Vec::with_capacity(proto.location.len());
     let mut loc_lines = Vec::with_capacity(proto.location.len());
     for l in &proto.location {
@@ -435,7 +436,7 @@ fn sample_tables(
     proto: &Profile,
     locations: &Ids,
     strings: Strings,
-) -> Result<SampleTables, crate::Error> {
+) -> Result<SampleTables, Error> {
     let types = proto.sample_type.len();
     let all: usize = proto.sample.iter().map(|s| s.location_id.len()).sum();
     let mut sample_loc = Vec::with_capacity(all);
@@ -457,7 +458,7 @@ fn check_sample(
     s: &super::proto::Sample,
     types: usize,
     strings: Strings,
-) -> Result<(), crate::Error> {
+) -> Result<(), Error> {
     if s.value.len() != types {
         return Err(bad(format!(
             "sample {n} has {} values for {types} sample types",
@@ -472,7 +473,7 @@ fn check_sample(
     Ok(())
 }
 
-fn unknown_location(n: usize, id: impl std::fmt::Display) -> crate::Error {
+fn unknown_location(n: usize, id: impl std::fmt::Display) -> Error {
     bad(format!(
         "sample {n} names location {id}, which is not in the profile"
     ))

@@ -10,6 +10,7 @@ use super::graph::{Nodes, build_all_edges, total};
 use super::measure::{percentage, scaled_label};
 use super::model::Pprof;
 use super::report::{Counts, TopOptions, add_filters, header, output_unit, sort_nodes};
+use crate::Error;
 
 /// One call into or out of a function.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -130,7 +131,7 @@ pub fn peek(
     filter: &NameFilter,
     symbol: &Regex,
     opts: &TopOptions,
-) -> Result<(PeekReport, Vec<&'static str>), crate::Error> {
+) -> Result<(PeekReport, Vec<&'static str>), Error> {
     let index = p.sample_index(opts.sample_index.as_deref())?;
     let whole = total(p, index);
     let mut kept = None;
@@ -186,7 +187,7 @@ pub fn peek(
         });
     }
     if entries.is_empty() {
-        return Err(crate::Error::NoMatches(symbol.as_str().to_string()));
+        return Err(Error::NoMatches(symbol.as_str().to_string()));
     }
     Ok((
         PeekReport {

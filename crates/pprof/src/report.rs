@@ -7,6 +7,7 @@
 //! inlined calls.
 
 use super::fasthash::FastMap;
+use crate::Error;
 
 use super::filter::NameFilter;
 use super::graph::{self, Graph, Nodes, total};
@@ -127,7 +128,7 @@ pub struct TopNode {
 
 /// The nodes `go tool pprof -top` shows with `opts`, in its order; and how many nodes there
 /// were before `opts.nodes` cut the list.
-pub fn top_nodes(p: &Pprof, opts: &TopOptions) -> Result<(Vec<TopNode>, usize), crate::Error> {
+pub fn top_nodes(p: &Pprof, opts: &TopOptions) -> Result<(Vec<TopNode>, usize), Error> {
     let nodes = Nodes::new(p);
     let index = p.sample_index(opts.sample_index.as_deref())?;
     let sel = select(p, &nodes, index, opts);
@@ -148,12 +149,12 @@ pub fn top_nodes(p: &Pprof, opts: &TopOptions) -> Result<(Vec<TopNode>, usize), 
 
 /// The `go tool pprof -top` report of `p`: the nodes kept and shown, their inline marks,
 /// the output unit, the header, the rows.
-pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, crate::Error> {
+pub fn top(p: &Pprof, opts: &TopOptions) -> Result<TopReport, Error> {
     top_with(p, &Nodes::new(p), opts)
 }
 
 /// [`top`] with the nodes of `p` already built.
-pub fn top_with(p: &Pprof, nodes: &Nodes, opts: &TopOptions) -> Result<TopReport, crate::Error> {
+pub fn top_with(p: &Pprof, nodes: &Nodes, opts: &TopOptions) -> Result<TopReport, Error> {
     let index = p.sample_index(opts.sample_index.as_deref())?;
     top_of(p, nodes, index, total(p, index), &[], opts)
 }
@@ -165,7 +166,7 @@ pub fn top_filtered(
     p: &Pprof,
     filter: &NameFilter,
     opts: &TopOptions,
-) -> Result<(TopReport, Vec<&'static str>), crate::Error> {
+) -> Result<(TopReport, Vec<&'static str>), Error> {
     let index = p.sample_index(opts.sample_index.as_deref())?;
     if filter.is_empty() {
         return Ok((
@@ -195,7 +196,7 @@ fn top_of(
     total: i64,
     filters: &[String],
     opts: &TopOptions,
-) -> Result<TopReport, crate::Error> {
+) -> Result<TopReport, Error> {
     let (stype, sunit) = p.sample_types()[index];
     let sel = select(p, nodes, index, opts);
     let inline_in = inline_marks(&sel.edges, sel.edge_cutoff, nodes.len());

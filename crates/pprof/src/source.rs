@@ -16,6 +16,7 @@ use super::filter::NameFilter;
 use super::graph::total;
 use super::measure::{percentage, scaled_label};
 use super::model::Pprof;
+use crate::Error;
 
 /// Lines of context before the first and after the last line with samples.
 pub use crate::source_path::clean;
@@ -155,7 +156,7 @@ pub fn list(
     symbol: &Regex,
     sample_index: Option<&str>,
     access: &SourceAccess,
-) -> Result<(ListReport, Vec<&'static str>), crate::Error> {
+) -> Result<(ListReport, Vec<&'static str>), Error> {
     let index = p.sample_index(sample_index)?;
     let whole = total(p, index);
     let mut kept = None;
@@ -178,7 +179,7 @@ pub fn list(
         }
     }
     if by_name.is_empty() {
-        return Err(crate::Error::NoMatches(symbol.as_str().to_string()));
+        return Err(Error::NoMatches(symbol.as_str().to_string()));
     }
     let mut reader = Reader::new(search_path, trim, access);
     let mut report = ListReport {

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use regex::Regex;
 
+use crate::Error;
 use crate::fasthash::FastMap;
 use crate::graph::{EdgeSet, Nodes};
 use crate::measure::{percentage, scaled_label};
@@ -34,7 +35,7 @@ pub fn write_sandwich(
     side: Side,
     title: &str,
     out: impl std::io::Write,
-) -> Result<usize, crate::Error> {
+) -> Result<usize, Error> {
     let tree = crate::fold::Tree::with_nodes(p, nodes, index, false);
     let mut halves: FastMap<String, u64> = FastMap::default();
     let mut stacks = 0usize;
@@ -62,7 +63,7 @@ pub fn write_sandwich(
         *halves.entry(half).or_default() += value;
     }
     if halves.is_empty() {
-        return Err(crate::Error::NothingToDraw(
+        return Err(Error::NothingToDraw(
             "no stack goes through a function it matches",
         ));
     }
@@ -83,7 +84,7 @@ pub fn write_sandwich(
         opts.direction = inferno::flamegraph::Direction::Inverted;
     }
     crate::labels::draw_lines(&mut opts, lines.iter().map(String::as_str), out)
-        .map_err(crate::Error::draw)?;
+        .map_err(Error::draw)?;
     Ok(stacks)
 }
 
@@ -176,16 +177,11 @@ struct CallGraph {
 
 /// The `size.nodes` heaviest nodes by cum and the calls between them (the nearest kept
 /// caller) weighing at least `size.edge_fraction` of the total.
-fn kept_graph(
-    p: &Pprof,
-    nodes: &Nodes,
-    index: usize,
-    size: GraphSize,
-) -> Result<CallGraph, crate::Error> {
+fn kept_graph(p: &Pprof, nodes: &Nodes, index: usize, size: GraphSize) -> Result<CallGraph, Error> {
     let graph = crate::graph::build_all_edges(p, nodes, index);
     let total = crate::graph::total(p, index);
     if total == 0 {
-        return Err(crate::Error::NothingToDraw(
+        return Err(Error::NothingToDraw(
             "the profile has no samples of this type with a value",
         ));
     }
@@ -274,7 +270,7 @@ pub fn write_call_graph(
     title: &str,
     size: GraphSize,
     out: &mut impl std::io::Write,
-) -> Result<(), crate::Error> {
+) -> Result<(), Error> {
     let g = kept_graph(p, nodes, index, size)?;
     let (_, unit) = p.sample_types()[index];
     let rows = rows_of(&g);
@@ -328,7 +324,7 @@ pub fn write_call_graph(
     draw_edges(&mut s, &g, &names, &xy, &boxes, gap, unit);
     draw_nodes(&mut s, &g, &names, &labels, &font, &xy, &boxes);
     s.push_str("</svg>");
-    out.write_all(s.as_bytes()).map_err(crate::Error::draw)
+    out.write_all(s.as_bytes()).map_err(Error::draw)
 }
 
 /// The boxes: light for little, deep red for most of the total, each with its name and

@@ -4,6 +4,7 @@
 
 use super::super::wire::{Fields, WireError, WireValue, varint};
 use super::Limits;
+use crate::Error;
 
 /// Where a length-delimited field leads: a nested message, packed varints, or plain bytes.
 #[derive(Clone, Copy)]
@@ -56,22 +57,22 @@ pub struct Scan {
 /// Counts every field, nested field and packed element of `buf` against `budget`, without
 /// allocating, and estimates the memory decoding them takes; a cut or malformed message is
 /// reported as such.
-pub fn prescan(buf: &[u8], budget: u64) -> Result<u64, crate::Error> {
+pub fn prescan(buf: &[u8], budget: u64) -> Result<u64, Error> {
     let mut s = Scan::default();
     scan(buf, Msg::Profile, budget, &mut s, 0)?;
     Ok(s.count)
 }
 
 /// `prescan` with the memory estimate, checked against `limits.memory` before allocation.
-pub fn memory_estimate(buf: &[u8], limits: &Limits) -> Result<Scan, crate::Error> {
+pub fn memory_estimate(buf: &[u8], limits: &Limits) -> Result<Scan, Error> {
     let mut s = Scan::default();
     scan(buf, Msg::Profile, limits.fields, &mut s, 0)?;
     within_memory(s, limits)
 }
 
-fn within_memory(s: Scan, limits: &Limits) -> Result<Scan, crate::Error> {
+fn within_memory(s: Scan, limits: &Limits) -> Result<Scan, Error> {
     if s.memory > limits.memory {
-        return Err(crate::Error::Memory {
+        return Err(Error::Memory {
             estimate: s.memory,
             budget: limits.memory,
             samples: s.samples,
@@ -89,7 +90,7 @@ pub(crate) struct Incremental {
     /// Where the next top-level field starts.
     at: usize,
     /// The first error met (scanning stops there).
-    failed: Option<crate::Error>,
+    failed: Option<Error>,
 }
 
 impl Incremental {
@@ -99,7 +100,7 @@ impl Incremental {
     }
 
     /// The scan of the whole of `buf`, within `limits`.
-    pub fn finish(mut self, buf: &[u8], limits: &Limits) -> Result<Scan, crate::Error> {
+    pub fn finish(mut self, buf: &[u8], limits: &Limits) -> Result<Scan, Error> {
         self.step(buf, limits.fields, true);
         match self.failed {
             Some(e) => Err(e),
@@ -124,13 +125,13 @@ impl Incremental {
                 }
                 Err(WireError::FieldZero { key, .. }) => {
                     let at = self.at;
-                    self.failed = Some(crate::Error::Malformed(
+                    self.failed = Some(Error::Malformed(
                         WireError::FieldZero { at, key }.to_string(),
                     ));
                     return;
                 }
                 Err(e) => {
-                    self.failed = Some(crate::Error::Malformed(e.to_string()));
+                    self.failed = Some(Error::Malformed(e.to_string()));
                     return;
                 }
             };
@@ -142,16 +143,16 @@ impl Incremental {
     }
 }
 
-fn malformed(what: &str) -> crate::Error {
-    crate::Error::Malformed(what.to_string())
+fn malformed(what: &str) -> Error {
+    Error::Malformed(what.to_string())
 }
 
-fn scan(buf: &[u8], msg: Msg, budget: u64, s: &mut Scan, depth: u32) -> Result<(), crate::Error> {
+fn scan(buf: &[u8], msg: Msg, budget: u64, s: &mut Scan, depth: u32) -> Result<(), Error> {
     if depth > 3 {
         return Err(malformed("nested too deep"));
     }
     for item in Fields::new(buf) {
-        let (field, value) = item.map_err(|e| crate::Error::Malformed(e.to_string()))?;
+        let (field, value) = item.map_err(|e| Error::Malformed(e.to_string()))?;
         one_field(field, value, msg, budget, s, depth)?;
     }
     Ok(())
@@ -166,10 +167,10 @@ fn one_field(
     budget: u64,
     s: &mut Scan,
     depth: u32,
-) -> Result<(), crate::Error> {
+) -> Result<(), Error> {
     s.count += 1;
     if s.count > budget {
-        return Err(crate::Error::Budget { budget });
+        return Err(Error::Budget { budget });
     }
     let WireValue::Bytes(body) = value else {
         return Ok(());
@@ -210,14 +211,14 @@ fn one_field(
 }
 
 /// A packed repeated varint field: each element counts against the budget.
-fn scan_packed(body: &[u8], budget: u64, s: &mut Scan) -> Result<(), crate::Error> {
+fn scan_packed(body: &[u8], budget: u64, s: &mut Scan) -> Result<(), Error> {
     let mut p = 0;
     while p < body.len() {
         varint(body, &mut p).ok_or_else(|| malformed("truncated packed varint"))?;
         s.count += 1;
         s.memory += ELEMENT_BYTES;
         if s.count > budget {
-            return Err(crate::Error::Budget { budget });
+            return Err(Error::Budget { budget });
         }
     }
     Ok(())
