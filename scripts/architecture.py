@@ -120,9 +120,9 @@ def tokens(text):
         yield t, line
 
 
-def use_tree(toks, i, prefix, out, line):
-    """Parses one use tree at toks[i]; appends (path, line) for each leaf; returns the index
-    after it."""
+def use_tree(toks, i, prefix, out, line, names=None):
+    """Parses one use tree at toks[i]; appends (path, line) for each leaf (and to `names`,
+    when given, (the name it is known by, path)); returns the index after it."""
     path = list(prefix)
     while i < len(toks):
         t = toks[i][0]
@@ -132,7 +132,7 @@ def use_tree(toks, i, prefix, out, line):
                 if toks[i][0] == ",":
                     i += 1
                     continue
-                i = use_tree(toks, i, path, out, toks[i][1])
+                i = use_tree(toks, i, path, out, toks[i][1], names)
             return i + 1
         if t == "*":
             out.append((path, line))
@@ -143,10 +143,14 @@ def use_tree(toks, i, prefix, out, line):
         if re.match(r"[A-Za-z_]", t):
             path = path + [t]
             i += 1
+            known = t
             if i < len(toks) and toks[i][0] == "as":
+                known = toks[i + 1][0] if i + 1 < len(toks) else t
                 i += 2
             if i >= len(toks) or toks[i][0] != "::":
                 out.append((path, line))
+                if names is not None:
+                    names.append((known, path))
                 return i
             continue
         return i
@@ -263,7 +267,44 @@ def resolve(src, here, path, use):
     k = len(absolute)
     while k > 0 and not is_module(src, absolute[:k]):
         k -= 1
+    # An item the module re-exports (`pub use error::Error;` in lib.rs) is the module's it
+    # comes from: `crate::Error` is error.rs's.
+    if k < len(absolute):
+        origin = reexports(src, tuple(absolute[:k])).get(absolute[k])
+        if origin is not None:
+            return origin
     return absolute[:k]
+
+
+REEXPORTS = {}
+
+
+def reexports(src, module):
+    """name -> the module path it comes from, for each `pub use` of the module `module`."""
+    key = (src, module)
+    if key in REEXPORTS:
+        return REEXPORTS[key]
+    REEXPORTS[key] = {}
+    base = os.path.join(src, *module)
+    for f in ([os.path.join(src, "lib.rs")] if not module else [base + ".rs", os.path.join(base, "mod.rs")]):
+        if os.path.isfile(f):
+            break
+    else:
+        return REEXPORTS[key]
+    with open(f) as fh:
+        toks = list(tokens(strip(fh.read())))
+    found = {}
+    for i, (t, line) in enumerate(toks):
+        if t != "use" or i == 0 or toks[i - 1][0] not in ("pub", ")"):
+            continue
+        names = []
+        use_tree(toks, i + 1, [], [], line, names)
+        for name, path in names:
+            r = resolve(src, list(module), path, use=True)
+            if r is not None and r != list(module):
+                found[name] = r
+    REEXPORTS[key] = found
+    return found
 
 
 def circles(graph):

@@ -147,16 +147,25 @@ fn the_map_names_every_folder_file_and_crate() {
 }
 
 /// The crates of the workspace are read too: two files of a crate that import each other are
-/// a broken rule, named with the crate.
+/// a broken rule, named with the crate — also when one names the other's item through the
+/// crate root's `pub use`.
 #[test]
 fn a_circle_inside_a_crate_is_caught() {
     let sb = Sandbox::new();
     sb.write("src/lib.rs", "pub mod a;\n");
     sb.write("src/a.rs", "pub fn a() {}\n");
-    sb.write("crates/wire/src/lib.rs", "mod json;\nmod proto;\n");
+    sb.write(
+        "crates/wire/src/lib.rs",
+        "mod error;\nmod json;\nmod proto;\npub use error::{Error as WireError, describe};\n",
+    );
+    // A circle through the crate root's re-export: `crate::WireError` is error.rs's.
+    sb.write(
+        "crates/wire/src/error.rs",
+        "pub struct Error;\npub fn describe() -> String {\n    crate::json::b64()\n}\n",
+    );
     sb.write(
         "crates/wire/src/json.rs",
-        "use crate::proto::Message;\npub fn b64() {}\n",
+        "use crate::WireError;\nuse crate::proto::Message;\npub fn b64() -> String {\n    String::new()\n}\n",
     );
     sb.write(
         "crates/wire/src/proto.rs",
@@ -173,6 +182,10 @@ fn a_circle_inside_a_crate_is_caught() {
     assert_eq!(code, 1, "{out}");
     assert!(
         out.contains("crates/wire/src/: an import circle json -> proto -> json"),
+        "{out}"
+    );
+    assert!(
+        out.contains("crates/wire/src/: an import circle error -> json -> error"),
         "{out}"
     );
 }
