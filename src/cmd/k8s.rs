@@ -150,12 +150,15 @@ fn collect(args: K8sArgs) -> anyhow::Result<Outcome> {
     };
     crate::signal::install();
     let rt = runtime()?;
-    rt.block_on(crate::k8s::run::run(opts))
-        .map_err(|e| match e {
-            // A usage error stays one (exit 2); the rest stopped the collector (exit 3).
-            crate::k8s::K8sError::Usage(u) => u.into(),
-            other => other.into(),
-        })
+    rt.block_on(crate::k8s::run::run(opts)).map_err(stopped)
+}
+
+/// A usage error stays one (exit 2); the rest stopped the collector (exit 3).
+fn stopped(e: crate::k8s::K8sError) -> anyhow::Error {
+    match e {
+        crate::k8s::K8sError::Usage(u) => u.into(),
+        other => other.into(),
+    }
 }
 
 /// The report of `k8s targets --json` (docs/json.md).
@@ -211,10 +214,7 @@ fn targets(args: K8sTargetsArgs) -> anyhow::Result<Outcome> {
     let (cluster, pods): (Cluster, _) = rt.block_on(async {
         let cluster = agentprof_k8s::connect(&s.connect)
             .await
-            .map_err(|e| match crate::k8s::K8sError::from(e) {
-                crate::k8s::K8sError::Usage(u) => anyhow::Error::from(u),
-                other => other.into(),
-            })?;
+            .map_err(|e| stopped(e.into()))?;
         let listed = tokio::select! {
             r = tokio::time::timeout(
                 std::time::Duration::from_secs(60),

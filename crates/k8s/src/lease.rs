@@ -106,27 +106,11 @@ impl NodeLease {
                 None
             },
         ));
-        match self
+        let r = self
             .api
             .replace(&self.name, &PostParams::default(), &lease)
-            .await
-        {
-            Ok(l) => {
-                self.seen = l.metadata.resource_version.map(|v| (v, Instant::now()));
-                self.held = true;
-                self.holder = Some(self.identity.clone());
-                Ok(true)
-            }
-            // Another instance wrote it first: who, the next look says.
-            Err(kube::Error::Api(s)) if s.code == 409 => {
-                self.held = false;
-                Ok(false)
-            }
-            Err(source) => Err(Error::Lease {
-                verb: "update",
-                source,
-            }),
-        }
+            .await;
+        self.written(r, "update")
     }
 
     async fn create(&mut self) -> Result<bool, Error> {
@@ -137,21 +121,30 @@ impl NodeLease {
             },
             spec: Some(self.spec(0, None)),
         };
-        match self.api.create(&PostParams::default(), &l).await {
-            Ok(_) => {
+        let r = self.api.create(&PostParams::default(), &l).await;
+        self.written(r, "create")
+    }
+
+    /// A write of the lease (`verb`: create or update) answered: this instance holds it, at
+    /// the version written; or another instance wrote it first (409: who, the next look
+    /// says).
+    fn written(
+        &mut self,
+        r: Result<Lease, kube::Error>,
+        verb: &'static str,
+    ) -> Result<bool, Error> {
+        match r {
+            Ok(l) => {
+                self.seen = l.metadata.resource_version.map(|v| (v, Instant::now()));
                 self.held = true;
                 self.holder = Some(self.identity.clone());
                 Ok(true)
             }
-            // Another instance created it first.
             Err(kube::Error::Api(s)) if s.code == 409 => {
                 self.held = false;
                 Ok(false)
             }
-            Err(source) => Err(Error::Lease {
-                verb: "create",
-                source,
-            }),
+            Err(source) => Err(Error::Lease { verb, source }),
         }
     }
 
