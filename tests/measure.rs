@@ -20,7 +20,7 @@ const MIB: usize = 1024 * 1024;
 struct Doing<F: FnMut() + Send>(F);
 
 impl<F: FnMut() + Send> Check for Doing<F> {
-    fn run(&mut self, _sink: &mut Sink) -> Result<(), agentprof::checks::CheckError> {
+    fn run(&mut self, _sink: &mut Sink) -> Result<(), agentprof::checks::Error> {
         (self.0)();
         Ok(())
     }

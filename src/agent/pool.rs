@@ -176,7 +176,7 @@ impl Pool {
                         slot.index,
                         slot.runs,
                         started_at,
-                        Err(why.into()),
+                        Err(crate::checks::Error::Run(why)),
                         cost,
                         Flushed::default(),
                     ));
@@ -331,7 +331,7 @@ mod tests {
 
     struct Sleepy(Duration);
     impl Check for Sleepy {
-        fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::CheckError> {
+        fn run(&mut self, sink: &mut Sink) -> Result<(), crate::checks::Error> {
             std::thread::sleep(self.0);
             sink.gauge("slept", 1.0, &[]);
             Ok(())

@@ -118,6 +118,10 @@ fn load_options(c: &ConfigArgs) -> LoadOptions {
 
 /// True when `err` (or anything it wraps) is a usage or configuration error: exit 2.
 pub(crate) fn is_usage_error(err: &anyhow::Error) -> bool {
-    err.chain()
-        .any(|e| e.downcast_ref::<crate::error::UsageError>().is_some())
+    err.chain().any(|e| {
+        e.downcast_ref::<crate::error::UsageError>()
+            .is_some_and(|u| u.is_usage())
+            || e.downcast_ref::<agentprof_checks::Error>()
+                .is_some_and(|c| c.is_usage())
+    })
 }

@@ -81,7 +81,7 @@ impl Baseline {
                 checks_path.display()
             ))
         })?;
-        let git = |args: &[&str]| -> Result<String, crate::checks::ChildError> {
+        let git = |args: &[&str]| -> Result<String, crate::checks::Error> {
             let out = stdout_of(
                 Command::new("git").arg("-C").arg(&checks).args(args),
                 &[],

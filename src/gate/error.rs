@@ -14,6 +14,10 @@ pub enum GateError {
     /// Instructions could not be counted.
     #[error(transparent)]
     Count(#[from] CountError),
+    /// The check runner's: a usage error (the check, its configuration) or a check that cannot
+    /// be started.
+    #[error(transparent)]
+    Checks(agentprof_checks::Error),
     /// The check's instance has no run to warm up (nothing configured to run).
     #[error("{check}: no instance to warm up")]
     NoInstance { check: String },
@@ -31,4 +35,16 @@ pub enum GateError {
         round: u32,
         side: &'static str,
     },
+}
+
+/// The check runner's usage errors are the gate's usage errors; the rest stop the gate as
+/// errors of their own (exit 3).
+impl From<agentprof_checks::Error> for GateError {
+    fn from(e: agentprof_checks::Error) -> GateError {
+        if e.is_usage() {
+            GateError::Usage(e.into())
+        } else {
+            GateError::Checks(e)
+        }
+    }
 }

@@ -1,27 +1,11 @@
 //! A program run to its end within a deadline, its output read up to a bound: the probes and
 //! helpers agentprof starts (an interpreter asked what it has installed, git, valgrind).
 
+use crate::Error;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-/// Why a program run to its end gave no answer.
-#[derive(Debug, thiserror::Error)]
-pub enum ChildError {
-    #[error("cannot start: {0}")]
-    Start(std::io::Error),
-    #[error("no answer within {}", crate::duration::human(*.0))]
-    Timeout(Duration),
-    #[error("{0}")]
-    Wait(std::io::Error),
-    /// It ended with a failure: its exit status and the end of its stderr.
-    #[error("{status}: {stderr}")]
-    Failed {
-        status: std::process::ExitStatus,
-        stderr: String,
-    },
-}
 
 /// Runs `cmd` in a process group of its own with `input` on its stdin (none: /dev/null), to
 /// its end within `timeout`; its stdout and stderr are read up to `max` bytes each. Past the
@@ -32,7 +16,7 @@ pub fn run_bounded(
     input: &[u8],
     timeout: Duration,
     max: usize,
-) -> Result<Output, ChildError> {
+) -> Result<Output, Error> {
     cmd.stdin(if input.is_empty() {
         Stdio::null()
     } else {
@@ -41,7 +25,7 @@ pub fn run_bounded(
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
     .process_group(0);
-    let mut child = cmd.spawn().map_err(ChildError::Start)?;
+    let mut child = cmd.spawn().map_err(Error::ChildStart)?;
     let group = child.id() as i32;
     crate::signal::adopt_group(group);
     if let Some(mut stdin) = child.stdin.take() {
@@ -76,8 +60,12 @@ pub fn run_bounded(
         match child.try_wait() {
             Ok(Some(status)) => break Ok(status),
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
-            Ok(None) => break Err(ChildError::Timeout(timeout)),
-            Err(e) => break Err(ChildError::Wait(e)),
+            Ok(None) => {
+                break Err(Error::ChildTimeout {
+                    within: crate::duration::human(timeout),
+                });
+            }
+            Err(e) => break Err(Error::ChildWait(e)),
         }
     };
     // SAFETY: kill(2) of the process group the child was made the leader of.
@@ -95,16 +83,12 @@ pub fn run_bounded(
 
 /// [`run_bounded`] for a program whose stdout is the answer (16 MiB at most): that stdout,
 /// or an error with its exit status and the end of its stderr.
-pub fn stdout_of(
-    cmd: &mut Command,
-    input: &[u8],
-    timeout: Duration,
-) -> Result<Vec<u8>, ChildError> {
+pub fn stdout_of(cmd: &mut Command, input: &[u8], timeout: Duration) -> Result<Vec<u8>, Error> {
     let out = run_bounded(cmd, input, timeout, 16 << 20)?;
     if out.status.success() {
         return Ok(out.stdout);
     }
-    Err(ChildError::Failed {
+    Err(Error::ChildFailed {
         status: out.status,
         stderr: stderr_tail(&out.stderr, 2000),
     })
@@ -158,7 +142,7 @@ mod tests {
             100,
         )
         .expect_err("past the deadline");
-        assert!(matches!(e, ChildError::Timeout(_)), "{e}");
+        assert!(matches!(e, Error::ChildTimeout { .. }), "{e}");
         assert!(e.to_string().starts_with("no answer within"), "{e}");
         assert_eq!(stderr_tail("abc\ndéf\n".as_bytes(), 3), "déf");
     }

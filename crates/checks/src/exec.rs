@@ -13,6 +13,7 @@
 //! included) and its process group are killed, so nothing it started outlives the run or
 //! holds its output open.
 
+use crate::Error;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -315,7 +316,10 @@ impl ExternalCheck for ExecCheck {
             Ok(s) => s,
             Err(e) => {
                 return ExternalRun {
-                    result: Err(format!("cannot start {}: {e}", self.program.display()).into()),
+                    result: Err(Error::Run(format!(
+                        "cannot start {}: {e}",
+                        self.program.display()
+                    ))),
                     started_at,
                     cost: RunCost::default(),
                     memory: None,
@@ -506,12 +510,12 @@ impl ExecCheck {
         timeout: Duration,
         status: Option<i32>,
         tail: &str,
-    ) -> Result<(), crate::RunFailure> {
-        let with_tail = |msg: String| -> crate::RunFailure {
+    ) -> Result<(), Error> {
+        let with_tail = |msg: String| -> Error {
             if tail.is_empty() {
-                msg.into()
+                Error::Run(msg)
             } else {
-                format!("{msg}; stderr ends with:\n{tail}").into()
+                Error::Run(format!("{msg}; stderr ends with:\n{tail}"))
             }
         };
         if timed_out {
@@ -523,7 +527,7 @@ impl ExecCheck {
         match status.map(describe_status) {
             Some(None) => Ok(()),
             Some(Some(why)) => Err(with_tail(format!("{} {why}", self.program.display()))),
-            None => Err("the plugin's exit status was lost".into()),
+            None => Err(Error::Run("the plugin's exit status was lost".into())),
         }
     }
 }

@@ -7,12 +7,8 @@
 //! no output, `false` or `null` leaves it out. Anything else is refused with the position
 //! where reading stopped.
 
+use crate::Error;
 use serde_json::Value;
-
-/// Why a filter was refused: what was expected, and where reading stopped.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct FilterError(String);
 
 /// A parsed filter.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,7 +63,7 @@ enum Token {
 
 impl InstanceFilter {
     /// Parses `text`; the error says what was expected and at which character.
-    pub fn parse(text: &str) -> Result<InstanceFilter, FilterError> {
+    pub fn parse(text: &str) -> Result<InstanceFilter, Error> {
         let tokens = tokenize(text)?;
         let mut p = Parser { tokens, pos: 0 };
         let expr = p.pipe()?;
@@ -77,7 +73,7 @@ impl InstanceFilter {
             } else {
                 ""
             };
-            return Err(FilterError(format!(
+            return Err(Error::Filter(format!(
                 "unexpected {} after a complete expression{hint}",
                 describe(&p.tokens[p.pos])
             )));
@@ -191,7 +187,7 @@ impl Parser {
         self.tokens.get(self.pos)
     }
 
-    fn pipe(&mut self) -> Result<Expr, FilterError> {
+    fn pipe(&mut self) -> Result<Expr, Error> {
         let mut left = self.or()?;
         while self.peek() == Some(&Token::Pipe) {
             self.pos += 1;
@@ -200,7 +196,7 @@ impl Parser {
         Ok(left)
     }
 
-    fn or(&mut self) -> Result<Expr, FilterError> {
+    fn or(&mut self) -> Result<Expr, Error> {
         let mut left = self.and()?;
         while self.peek() == Some(&Token::Or) {
             self.pos += 1;
@@ -209,7 +205,7 @@ impl Parser {
         Ok(left)
     }
 
-    fn and(&mut self) -> Result<Expr, FilterError> {
+    fn and(&mut self) -> Result<Expr, Error> {
         let mut left = self.compare()?;
         while self.peek() == Some(&Token::And) {
             self.pos += 1;
@@ -218,12 +214,12 @@ impl Parser {
         Ok(left)
     }
 
-    fn compare(&mut self) -> Result<Expr, FilterError> {
+    fn compare(&mut self) -> Result<Expr, Error> {
         let left = self.term()?;
         if let Some(Token::Op(op)) = self.peek().cloned() {
             self.pos += 1;
             if self.peek().is_none() {
-                return Err(FilterError("a comparison without its value".into()));
+                return Err(Error::Filter("a comparison without its value".into()));
             }
             let right = self.term()?;
             return Ok(Expr::Compare(Box::new(left), op, Box::new(right)));
@@ -232,18 +228,18 @@ impl Parser {
     }
 
     /// `( pipe )` after the opening parenthesis was read.
-    fn group(&mut self) -> Result<Expr, FilterError> {
+    fn group(&mut self) -> Result<Expr, Error> {
         let e = self.pipe()?;
         if self.peek() != Some(&Token::Close) {
-            return Err(FilterError("a `(` without its `)`".into()));
+            return Err(Error::Filter("a `(` without its `)`".into()));
         }
         self.pos += 1;
         Ok(e)
     }
 
-    fn term(&mut self) -> Result<Expr, FilterError> {
+    fn term(&mut self) -> Result<Expr, Error> {
         let Some(t) = self.tokens.get(self.pos).cloned() else {
-            return Err(FilterError("an empty expression".into()));
+            return Err(Error::Filter("an empty expression".into()));
         };
         self.pos += 1;
         match t {
@@ -253,14 +249,14 @@ impl Parser {
             Token::Open => self.group(),
             Token::Select => {
                 if self.peek() != Some(&Token::Open) {
-                    return Err(FilterError(
+                    return Err(Error::Filter(
                         "`select` takes its condition in parentheses: select(.x)".into(),
                     ));
                 }
                 self.pos += 1;
                 Ok(Expr::Select(Box::new(self.group()?)))
             }
-            other => Err(FilterError(format!(
+            other => Err(Error::Filter(format!(
                 "expected a path such as .name, a value, `not`, `select(…)` or `(`, found {}",
                 describe(&other)
             ))),
@@ -269,11 +265,11 @@ impl Parser {
 }
 
 // long: one match arm per token of the jq subset, each with its own error
-fn tokenize(text: &str) -> Result<Vec<Token>, FilterError> {
+fn tokenize(text: &str) -> Result<Vec<Token>, Error> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
-    let at = |i: usize, what: &str| FilterError(format!("character {}: {what}", i + 1));
+    let at = |i: usize, what: &str| Error::Filter(format!("character {}: {what}", i + 1));
     while i < chars.len() {
         let c = chars[i];
         match c {

@@ -5,9 +5,11 @@
 //! nothing of agentprof's commands: configuration read as the Agent reads it (`config`),
 //! submissions and their aggregation (`metrics`), run records and call profiles (`profile`).
 
+#![warn(unnameable_types)]
+
 pub mod config;
 pub mod duration;
-pub mod error;
+mod error;
 pub mod metrics;
 pub mod profile;
 pub mod redact;
@@ -40,16 +42,17 @@ mod python;
 mod registry;
 mod runner;
 
-pub use child::{ChildError, run_bounded, stderr_tail, stdout_of};
-pub use filter::{FilterError, InstanceFilter};
+pub use child::{run_bounded, stderr_tail, stdout_of};
+pub use error::Error;
+pub use filter::InstanceFilter;
 pub use listing::CheckListing;
-pub use python::sampler::FunctionTime;
+pub use python::sampler::{FunctionTime, SampledFrame, Values as SampleValues};
 pub use python::{
-    COMPAT_BASE, CheckMetadata, FailedInstance, Loaded, MemoryOptions, Profiler, PythonHost,
-    Samples, WorkerError, failed_instances, load as start_python,
+    COMPAT_BASE, CheckMetadata, FailedInstance, LoadSpec, Loaded, MemoryOptions, Profiler,
+    PythonHost, Samples, failed_instances, load as start_python,
 };
 pub use registry::{ConfigSource, LoadedCheck, Registry};
-pub use runner::{Runner, execute, hostname_of, instance_tags, timeout_of};
+pub use runner::{Done, Runner, execute, hostname_of, instance_tags, timeout_of};
 
 use std::time::Duration;
 
@@ -61,20 +64,7 @@ use crate::profile::{MemoryProfile, RunCost};
 /// One configured instance of a check, ready to run again and again (state lives across runs).
 pub trait Check: Send {
     /// Runs once, submitting through `sink`. An error fails this run; the runner goes on.
-    fn run(&mut self, sink: &mut Sink) -> Result<(), CheckError>;
-}
-
-/// Why one run of a built-in check failed: the run's record says it, the runner goes on.
-#[derive(Debug, thiserror::Error)]
-pub enum CheckError {
-    /// A kernel table the check reads (`/proc/stat`, `/proc/net/dev`, …).
-    #[cfg(target_os = "linux")]
-    #[error(transparent)]
-    Proc(#[from] procfs::ProcError),
-    /// Another file the check reads (`/proc/mounts`, the instance's `pid_file`): which, and
-    /// what is wrong with it.
-    #[error("{what}: {reason}")]
-    File { what: String, reason: String },
+    fn run(&mut self, sink: &mut Sink) -> Result<(), Error>;
 }
 
 /// A check that runs in a process of its own (an exec plugin, a Python worker) and measures
@@ -125,15 +115,9 @@ pub enum Counting {
     Perf { kind: u32, config: u64 },
 }
 
-crate::error::message_error! {
-    /// Why one run of a check failed, in the words its record keeps: the check's error or
-    /// exception, an exit status with the end of stderr, a timeout, a panic.
-    RunFailure
-}
-
 /// What an external run returns: its outcome and what it cost the process that ran it.
 pub struct ExternalRun {
-    pub result: Result<(), RunFailure>,
+    pub result: Result<(), Error>,
     /// Unix seconds at the start of the run.
     pub started_at: f64,
     pub cost: RunCost,

@@ -5,13 +5,13 @@
 //! built-in's name overrides it; so does an installed integration when an interpreter was
 //! chosen (with none chosen, a built-in runs without starting Python at all).
 
+use crate::Error;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
 use crate::config::{AgentConfig, CheckConf, InstanceCommon};
-use crate::error::UsageError;
 
 use super::builtin::{BUILTINS, BuiltinSpec};
 use super::python::PythonHost;
@@ -213,7 +213,7 @@ impl<'a> Registry<'a> {
     /// NAME is no check here. Where a configuration (or only its example) for NAME exists,
     /// the error says so: what is missing is the check's code, most often an integration
     /// installed in another interpreter than the one agentprof ran.
-    fn unknown(&self, name: &str) -> UsageError {
+    fn unknown(&self, name: &str) -> Error {
         let confd = &self.config.confd_path;
         let interpreter = if self.config.python_chosen {
             format!("the interpreter `{}`", self.config.python)
@@ -231,11 +231,11 @@ impl<'a> Registry<'a> {
         if let Ok(confs) = CheckConf::locate_all(confd, name)
             && let Some(conf) = confs.first()
         {
-            return UsageError::config(conf, format!("configures `{name}`, but {missing}"));
+            return Error::config(conf, format!("configures `{name}`, but {missing}"));
         }
         let example = confd.join(format!("{name}.d/conf.yaml.example"));
         if example.is_file() {
-            return UsageError::config(
+            return Error::config(
                 &example,
                 format!(
                     "is only an example (copy it to {}/{name}.d/conf.yaml and edit it), and {missing}",
@@ -243,7 +243,7 @@ impl<'a> Registry<'a> {
                 ),
             );
         }
-        UsageError::UnknownCheck {
+        Error::UnknownCheck {
             name: name.to_string(),
             suggestion: self.closest(name),
         }
@@ -323,7 +323,7 @@ impl<'a> Registry<'a> {
     }
 
     /// Every file that configures NAME, read (see [`CheckConf::locate_all`]).
-    fn confs(&self, name: &str) -> Result<Vec<CheckConf>, UsageError> {
+    fn confs(&self, name: &str) -> Result<Vec<CheckConf>, Error> {
         CheckConf::locate_all(&self.config.confd_path, name)?
             .iter()
             .map(|p| CheckConf::read(p))
@@ -333,7 +333,7 @@ impl<'a> Registry<'a> {
     /// NAME's instances as JSON, in the order the runner numbers them (a built-in without
     /// configuration runs the Agent's conf.yaml.default, an exec plugin one `{}`): what
     /// `check --instance-filter` reads.
-    pub fn instance_values(&self, name: &str) -> Result<Vec<serde_json::Value>, UsageError> {
+    pub fn instance_values(&self, name: &str) -> Result<Vec<serde_json::Value>, Error> {
         let confs = self.confs(name)?;
         if confs.is_empty() {
             let default = match self.plugin(name) {
@@ -354,7 +354,7 @@ impl<'a> Registry<'a> {
     /// (no Python is started for it); an integration installed in the interpreter; a
     /// built-in; else NAME is unknown (and a plugin file without its executable bit is
     /// named as such).
-    pub fn load(&self, name: &str) -> Result<LoadedCheck, UsageError> {
+    pub fn load(&self, name: &str) -> Result<LoadedCheck, Error> {
         match self.plugin(name) {
             Some(Plugin::Exec(path)) => return self.load_exec(name, &path),
             Some(Plugin::Python(path)) => return self.load_python(name, Some(&path), None),
@@ -376,7 +376,7 @@ impl<'a> Registry<'a> {
             return Ok(loaded);
         }
         if let Some(path) = self.not_executable(name) {
-            return Err(UsageError::config(
+            return Err(Error::config(
                 &path,
                 format!(
                     "is not executable, so it is not an exec plugin (chmod +x {}); a Python check is named {name}.py",
@@ -397,7 +397,7 @@ impl<'a> Registry<'a> {
 
     /// "NAME has no configuration…": where agentprof looked, what the Agent does (it runs no
     /// Python check without one), and the example to start from when there is one.
-    fn no_conf_error(&self, name: &str, installed: Option<&Installed>) -> UsageError {
+    fn no_conf_error(&self, name: &str, installed: Option<&Installed>) -> Error {
         let confd = self.config.confd_path.display();
         let confd_path = &self.config.confd_path;
         // `agentprof init` writes NAME.yaml.example beside the Agent's NAME.d/conf.yaml.example.
@@ -423,7 +423,7 @@ impl<'a> Registry<'a> {
                 "write {confd}/{name}.d/conf.yaml with `instances: [{{}}]` to run its defaults"
             ),
         };
-        UsageError::config(
+        Error::config(
             format!("{confd}/{name}.d/conf.yaml"),
             format!(
                 "does not exist (nor {confd}/{name}.yaml, {confd}/{name}.d/*.yaml or conf.yaml.default): {name} has no configuration, and the Agent schedules no Python check without one (`agent check {name}`: no valid check found). To run it, {start}; --confd points elsewhere"
@@ -442,7 +442,7 @@ fn install_hint(name: &str) -> String {
 
 /// Each instance's common options, `run_timeout` and `service` defaulting to init_config's
 /// (the Agent applies init_config's `service` to every instance; an instance's own wins).
-fn commons_of(c: &CheckConf) -> Result<Vec<InstanceCommon>, UsageError> {
+fn commons_of(c: &CheckConf) -> Result<Vec<InstanceCommon>, Error> {
     let mut commons = c.typed_instances::<InstanceCommon>()?;
     if let Some(t) = c.init_run_timeout()? {
         for common in &mut commons {
@@ -463,17 +463,17 @@ fn commons_of(c: &CheckConf) -> Result<Vec<InstanceCommon>, UsageError> {
 /// past it a duration would overflow, and no check waits that long on purpose.
 const MAX_CONFIGURED_SECS: f64 = 1e9;
 
-fn validate_common(conf: &CheckConf, i: usize, common: &InstanceCommon) -> Result<(), UsageError> {
+fn validate_common(conf: &CheckConf, i: usize, common: &InstanceCommon) -> Result<(), Error> {
     let bad = |key: &str, msg: String| {
         let message = format!("instances[{i}].{key}: {msg}");
         match conf.key_line(key) {
-            Some(line) => UsageError::ConfigAt {
+            Some(line) => Error::ConfigAt {
                 path: conf.path.clone(),
                 line,
                 column: 1,
                 message,
             },
-            None => UsageError::config(&conf.path, message),
+            None => Error::config(&conf.path, message),
         }
     };
     for (key, value) in [

@@ -4,6 +4,7 @@
 //! shows up as a run's threads, VMS or RSS. A run past its `timeout` is reported as failed and
 //! abandoned; the instance is not run again while it is still going.
 
+use crate::Error;
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -33,7 +34,7 @@ struct Job {
 pub struct Done {
     pub check: Box<dyn Check>,
     pub sink: Sink,
-    pub result: Result<(), crate::RunFailure>,
+    pub result: Result<(), Error>,
     pub started_at: f64,
     pub wall_s: f64,
     pub before: ProcessSnapshot,
@@ -132,8 +133,11 @@ pub fn execute(probe: &mut Probe, mut check: Box<dyn Check>, measure: bool, log_
     };
     let result = match outcome {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(format!("{e:#}").into()),
-        Err(panic) => Err(format!("the check panicked: {}", panic_message(&panic)).into()),
+        Ok(Err(e)) => Err(Error::Run(format!("{e:#}"))),
+        Err(panic) => Err(Error::Run(format!(
+            "the check panicked: {}",
+            panic_message(&panic)
+        ))),
     };
     Done {
         check,
@@ -273,13 +277,13 @@ impl Runner {
     pub fn warm_up(
         &mut self,
         host: Option<&std::sync::Arc<std::sync::Mutex<crate::python::PythonHost>>>,
-    ) -> (Vec<RunRecord>, Result<(), crate::python::WorkerError>) {
+    ) -> (Vec<RunRecord>, Result<(), Error>) {
         let warm = (0..self.instance_count())
             .map(|pos| self.run(pos, 0))
             .collect();
         let reset = match host {
             Some(h) => crate::sync::lock_unless_poisoned(h)
-                .ok_or(crate::python::WorkerError::Unusable)
+                .ok_or(Error::WorkerUnusable)
                 .and_then(|mut h| h.reset_stats()),
             None => Ok(()),
         };
@@ -490,7 +494,7 @@ impl Runner {
             index,
             run,
             crate::duration::unix_now(),
-            Err(why.into()),
+            Err(Error::Run(why)),
             RunCost::default(),
             Flushed::default(),
         )
@@ -534,7 +538,7 @@ mod tests {
 
     struct Sleepy(Duration);
     impl Check for Sleepy {
-        fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
+        fn run(&mut self, sink: &mut Sink) -> Result<(), Error> {
             std::thread::sleep(self.0);
             sink.gauge("slept", 1.0, &[]);
             Ok(())
@@ -543,7 +547,7 @@ mod tests {
 
     struct Panics;
     impl Check for Panics {
-        fn run(&mut self, _sink: &mut Sink) -> Result<(), crate::CheckError> {
+        fn run(&mut self, _sink: &mut Sink) -> Result<(), Error> {
             panic!("boom")
         }
     }
@@ -617,7 +621,7 @@ mod tests {
 
     struct Spins(u64);
     impl Check for Spins {
-        fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
+        fn run(&mut self, sink: &mut Sink) -> Result<(), Error> {
             std::hint::black_box(crate::profile::sampler_tests::spin(self.0));
             sink.gauge("spun", 1.0, &[]);
             Ok(())

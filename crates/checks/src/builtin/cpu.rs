@@ -1,12 +1,13 @@
 //! `cpu`: share of CPU time per state since the previous run, in percent, as the Agent's cpu
 //! check computes it from /proc/stat; the first run only records the counters.
 
+use crate::Error;
 use serde::Deserialize;
 
 use crate::Check;
 use crate::metrics::Sink;
 
-use super::{Builtin, OptionError};
+use super::Builtin;
 
 pub const OPTIONS: &[&str] = &["report_total_percpu"];
 
@@ -55,7 +56,7 @@ pub struct CpuCheck {
 
 impl Builtin for CpuCheck {
     type Instance = CpuInstance;
-    fn new(opts: CpuInstance) -> Result<Self, OptionError> {
+    fn new(opts: CpuInstance) -> Result<Self, Error> {
         Ok(CpuCheck { opts, last: None })
     }
 }
@@ -80,7 +81,7 @@ fn emit(sink: &mut Sink, now: &Times, prev: &Times, tags: &[String]) {
 }
 
 impl Check for CpuCheck {
-    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), Error> {
         use procfs::CurrentSI;
         let stat = procfs::KernelStats::current()?;
         let total = Times::from(&stat.total);

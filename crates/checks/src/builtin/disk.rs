@@ -4,6 +4,7 @@
 //! system.disk.* in KiB, `utilized` a percentage to one decimal as psutil rounds it,
 //! `in_use` that over 100; system.fs.inodes.*; system.disk.read_time/write_time(_pct).
 
+use crate::Error;
 use std::collections::{HashMap, HashSet};
 
 use regex::Regex;
@@ -13,7 +14,7 @@ use crate::Check;
 use crate::metrics::Sink;
 use crate::metrics::level::DEBUG;
 
-use super::{Builtin, OptionError, read_procfs, regex_list};
+use super::{Builtin, read_procfs, regex_list};
 
 pub const OPTIONS: &[&str] = &[
     "use_mount",
@@ -111,7 +112,7 @@ fn with_extras(
     patterns: &[String],
     extra: impl IntoIterator<Item = String>,
     ignore_case: bool,
-) -> Result<Option<Regex>, OptionError> {
+) -> Result<Option<Regex>, Error> {
     let mut all: Vec<String> = patterns.iter().filter(|p| !p.is_empty()).cloned().collect();
     for e in extra {
         if !all.contains(&e) {
@@ -124,9 +125,9 @@ fn with_extras(
 impl Builtin for DiskCheck {
     type Instance = DiskInstance;
 
-    fn new(opts: DiskInstance) -> Result<Self, OptionError> {
+    fn new(opts: DiskInstance) -> Result<Self, Error> {
         if !(opts.min_disk_size.is_finite() && opts.min_disk_size >= 0.0) {
-            return Err(OptionError::new(
+            return Err(Error::option(
                 "min_disk_size",
                 format!("{} must be 0 or more (MiB)", opts.min_disk_size),
             ));
@@ -365,9 +366,9 @@ impl DiskCheck {
 }
 
 impl Check for DiskCheck {
-    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), Error> {
         // Room for a node's few hundred mounts.
-        let text = read_procfs("/proc/mounts", 32 << 10).map_err(|e| crate::CheckError::File {
+        let text = read_procfs("/proc/mounts", 32 << 10).map_err(|e| Error::File {
             what: "cannot read /proc/mounts".into(),
             reason: e.to_string(),
         })?;

@@ -1,6 +1,7 @@
 //! `io`: per-device rates, latency and utilisation from /proc/diskstats, with iostat -x's
 //! formulas, as the Agent's io check reports them. Values need the previous run's counters.
 
+use crate::Error;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -10,7 +11,7 @@ use serde::Deserialize;
 use crate::Check;
 use crate::metrics::Sink;
 
-use super::{Builtin, OptionError, regex_list};
+use super::{Builtin, regex_list};
 
 pub const OPTIONS: &[&str] = &["device_include", "device_exclude", "device_blacklist_re"];
 
@@ -31,7 +32,7 @@ pub struct IoCheck {
 
 impl Builtin for IoCheck {
     type Instance = IoInstance;
-    fn new(opts: IoInstance) -> Result<Self, OptionError> {
+    fn new(opts: IoInstance) -> Result<Self, Error> {
         let mut exclude = opts.device_exclude.clone();
         exclude.extend(opts.device_blacklist_re.clone());
         Ok(IoCheck {
@@ -43,7 +44,7 @@ impl Builtin for IoCheck {
 }
 
 impl Check for IoCheck {
-    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), Error> {
         let now = Instant::now();
         let stats: HashMap<String, procfs::DiskStat> = procfs::diskstats()?
             .into_iter()

@@ -1,11 +1,12 @@
 //! `load`: 1, 5 and 15 minute load averages, raw and divided by the number of cores.
 
+use crate::Error;
 use serde::Deserialize;
 
 use crate::Check;
 use crate::metrics::Sink;
 
-use super::{Builtin, OptionError};
+use super::Builtin;
 
 pub const OPTIONS: &[&str] = &[];
 
@@ -16,13 +17,13 @@ pub struct LoadCheck;
 
 impl Builtin for LoadCheck {
     type Instance = LoadInstance;
-    fn new(_: LoadInstance) -> Result<Self, OptionError> {
+    fn new(_: LoadInstance) -> Result<Self, Error> {
         Ok(LoadCheck)
     }
 }
 
 impl Check for LoadCheck {
-    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), Error> {
         use procfs::Current;
         let l = procfs::LoadAverage::current()?;
         let cores = online_cpus()?;

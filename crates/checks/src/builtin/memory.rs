@@ -1,11 +1,12 @@
 //! `memory`: physical memory and swap in MiB, as the Agent's memory check reports them.
 
+use crate::Error;
 use serde::Deserialize;
 
 use crate::Check;
 use crate::metrics::Sink;
 
-use super::{Builtin, OptionError};
+use super::Builtin;
 
 pub const OPTIONS: &[&str] = &[];
 
@@ -16,7 +17,7 @@ pub struct MemoryCheck;
 
 impl Builtin for MemoryCheck {
     type Instance = MemoryInstance;
-    fn new(_: MemoryInstance) -> Result<Self, OptionError> {
+    fn new(_: MemoryInstance) -> Result<Self, Error> {
         Ok(MemoryCheck)
     }
 }
@@ -24,7 +25,7 @@ impl Builtin for MemoryCheck {
 const MIB: f64 = 1024.0 * 1024.0;
 
 impl Check for MemoryCheck {
-    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), Error> {
         use procfs::Current;
         let m = procfs::Meminfo::current()?;
         let mb = |b: u64| b as f64 / MIB;

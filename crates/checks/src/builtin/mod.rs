@@ -1,6 +1,7 @@
 //! Built-in system checks in Rust, with the Datadog Agent's metric names, units and types so
 //! dashboards keep working. One file per check; each declares its options so typos warn.
 
+use crate::Error;
 #[cfg(target_os = "linux")]
 mod cpu;
 #[cfg(target_os = "linux")]
@@ -22,12 +23,11 @@ use regex::{Regex, RegexBuilder};
 use serde::de::DeserializeOwned;
 
 use crate::config::CheckConf;
-use crate::error::UsageError;
 
 use super::Check;
 
 /// Builds a check's instances from its configuration file (or its defaults when `None`).
-pub type BuildFn = fn(Option<&CheckConf>) -> Result<Vec<Box<dyn Check>>, UsageError>;
+pub type BuildFn = fn(Option<&CheckConf>) -> Result<Vec<Box<dyn Check>>, Error>;
 
 /// A built-in check: its name, what it does, its instance options and how to build it.
 pub struct BuiltinSpec {
@@ -53,32 +53,15 @@ impl BuiltinSpec {
     }
 }
 
-/// What is wrong with a built-in check's instance: the option at fault, and why.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{option}: {message}")]
-pub struct OptionError {
-    pub option: &'static str,
-    pub message: String,
-}
-
-impl OptionError {
-    pub fn new(option: &'static str, message: impl Into<String>) -> OptionError {
-        OptionError {
-            option,
-            message: message.into(),
-        }
-    }
-}
-
 /// A built-in check type, built from its typed instance options.
 pub trait Builtin: Check + Sized + 'static {
     type Instance: DeserializeOwned + Default;
     /// Validates the options.
-    fn new(instance: Self::Instance) -> Result<Self, OptionError>;
+    fn new(instance: Self::Instance) -> Result<Self, Error>;
 }
 
 /// Builds every instance of `C` from its file, or its default instance when there is none.
-pub fn build<C: Builtin>(conf: Option<&CheckConf>) -> Result<Vec<Box<dyn Check>>, UsageError> {
+pub fn build<C: Builtin>(conf: Option<&CheckConf>) -> Result<Vec<Box<dyn Check>>, Error> {
     let instances = match conf {
         Some(c) => c.typed_instances::<C::Instance>()?,
         None => vec![C::Instance::default()],
@@ -90,8 +73,8 @@ pub fn build<C: Builtin>(conf: Option<&CheckConf>) -> Result<Vec<Box<dyn Check>>
             C::new(inst)
                 .map(|c| Box::new(c) as Box<dyn Check>)
                 .map_err(|e| match conf {
-                    Some(c) => UsageError::config(&c.path, format!("instances[{i}].{e}")),
-                    None => UsageError::config("(default instance)", e),
+                    Some(c) => Error::config(&c.path, format!("instances[{i}].{e}")),
+                    None => Error::config("(default instance)", e),
                 })
         })
         .collect()
@@ -102,7 +85,7 @@ pub fn regex_list(
     option: &'static str,
     patterns: &[String],
     ignore_case: bool,
-) -> Result<Option<Regex>, OptionError> {
+) -> Result<Option<Regex>, Error> {
     if patterns.is_empty() {
         return Ok(None);
     }
@@ -116,7 +99,7 @@ pub fn regex_list(
         .size_limit(1 << 20)
         .build()
         .map(Some)
-        .map_err(|e| OptionError::new(option, format!("not a valid regular expression: {e}")))
+        .map_err(|e| Error::option(option, format!("not a valid regular expression: {e}")))
 }
 
 /// A procfs file read whole. procfs reports a size of 0, so `fs::read` starts with a 32-byte
@@ -190,8 +173,8 @@ pub static BUILTINS: &[BuiltinSpec] = &[
 ];
 
 #[cfg(not(target_os = "linux"))]
-fn unsupported(_conf: Option<&CheckConf>) -> Result<Vec<Box<dyn Check>>, UsageError> {
-    Err(UsageError::flag(
+fn unsupported(_conf: Option<&CheckConf>) -> Result<Vec<Box<dyn Check>>, Error> {
+    Err(Error::flag(
         "check",
         "the built-in system checks read /proc and run on Linux only for now",
     ))

@@ -1,13 +1,14 @@
 //! `network`: per-interface traffic, packets, errors and drops (rates), TCP segment counters,
 //! and optionally TCP/UDP connection states, with the Agent's network check names.
 
+use crate::Error;
 use regex::Regex;
 use serde::Deserialize;
 
 use crate::Check;
 use crate::metrics::Sink;
 
-use super::{Builtin, OptionError, regex_list};
+use super::{Builtin, regex_list};
 
 pub const OPTIONS: &[&str] = &[
     "excluded_interfaces",
@@ -41,7 +42,7 @@ pub struct NetworkCheck {
 
 impl Builtin for NetworkCheck {
     type Instance = NetworkInstance;
-    fn new(opts: NetworkInstance) -> Result<Self, OptionError> {
+    fn new(opts: NetworkInstance) -> Result<Self, Error> {
         let re: Vec<String> = opts.excluded_interface_re.into_iter().collect();
         Ok(NetworkCheck {
             excluded: opts.excluded_interfaces,
@@ -108,7 +109,7 @@ impl NetworkCheck {
 }
 
 impl Check for NetworkCheck {
-    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), Error> {
         for d in self.reported(procfs::net::dev_status()?.into_values()) {
             sink.log(crate::metrics::level::DEBUG, || {
                 format!("reporting interface {}", d.name)

@@ -2,6 +2,7 @@
 //! check reports them (system.processes.* tagged process_name:NAME, and the process.up service
 //! check).
 
+use crate::Error;
 use std::collections::HashMap;
 
 /// The shortest window `system.processes.cpu.pct` is computed over (see `run`).
@@ -20,7 +21,7 @@ use serde::Deserialize;
 use crate::Check;
 use crate::metrics::{ServiceCheckStatus, Sink};
 
-use super::{Builtin, OptionError};
+use super::Builtin;
 
 pub const OPTIONS: &[&str] = &[
     "name",
@@ -64,19 +65,19 @@ pub struct ProcessCheck {
 
 impl Builtin for ProcessCheck {
     type Instance = ProcessInstance;
-    fn new(opts: ProcessInstance) -> Result<Self, OptionError> {
+    fn new(opts: ProcessInstance) -> Result<Self, Error> {
         let name = opts
             .name
             .clone()
             .filter(|n| !n.trim().is_empty())
             .ok_or_else(|| {
-                OptionError::new(
+                Error::option(
                     "name",
                     "required; the process check tags everything with process_name:NAME",
                 )
             })?;
         if opts.search_string.is_empty() && opts.pid.is_none() && opts.pid_file.is_none() {
-            return Err(OptionError::new(
+            return Err(Error::option(
                 "search_string",
                 "required (a list of names or patterns), unless pid or pid_file is set",
             ));
@@ -112,7 +113,7 @@ impl ProcessCheck {
         }
     }
 
-    fn pid_from_file(&self) -> Result<Option<i32>, crate::CheckError> {
+    fn pid_from_file(&self) -> Result<Option<i32>, Error> {
         let Some(path) = &self.opts.pid_file else {
             return Ok(None);
         };
@@ -206,7 +207,7 @@ impl ProcessCheck {
 }
 
 impl Check for ProcessCheck {
-    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), Error> {
         let now = Instant::now();
         let pid_from_file = self.pid_from_file()?;
         let page_total = {
@@ -274,8 +275,8 @@ impl Check for ProcessCheck {
 }
 
 /// The instance's `pid_file` could not be read as a pid: its path and why.
-fn pid_file(path: &str, reason: String) -> crate::CheckError {
-    crate::CheckError::File {
+fn pid_file(path: &str, reason: String) -> Error {
+    Error::File {
         what: format!("pid_file {path}"),
         reason,
     }

@@ -1,11 +1,12 @@
 //! `uptime`: seconds since the machine booted.
 
+use crate::Error;
 use serde::Deserialize;
 
 use crate::Check;
 use crate::metrics::Sink;
 
-use super::{Builtin, OptionError};
+use super::Builtin;
 
 pub const OPTIONS: &[&str] = &[];
 
@@ -16,13 +17,13 @@ pub struct UptimeCheck;
 
 impl Builtin for UptimeCheck {
     type Instance = UptimeInstance;
-    fn new(_: UptimeInstance) -> Result<Self, OptionError> {
+    fn new(_: UptimeInstance) -> Result<Self, Error> {
         Ok(UptimeCheck)
     }
 }
 
 impl Check for UptimeCheck {
-    fn run(&mut self, sink: &mut Sink) -> Result<(), crate::CheckError> {
+    fn run(&mut self, sink: &mut Sink) -> Result<(), Error> {
         use procfs::Current;
         let up = procfs::Uptime::current()?;
         sink.log(crate::metrics::level::DEBUG, || {

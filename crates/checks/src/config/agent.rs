@@ -1,12 +1,12 @@
 //! agentprof.yaml: searched in --config, $AGENTPROF_CONFIG, ./agentprof.yaml,
 //! /etc/agentprof/agentprof.yaml; DD_HOSTNAME and DD_TAGS override as in the Datadog Agent.
 
+use crate::Error;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use super::validate_tag;
-use crate::error::UsageError;
 
 use super::checkconf::{find_key_line, suggest};
 
@@ -181,7 +181,7 @@ impl AgentConfig {
     }
 
     /// Finds and reads agentprof.yaml, then applies environment and flag overrides.
-    pub fn load(opts: &LoadOptions) -> Result<AgentConfig, UsageError> {
+    pub fn load(opts: &LoadOptions) -> Result<AgentConfig, Error> {
         let explicit = opts.config.clone().or_else(|| {
             std::env::var_os(ENV_CONFIG)
                 .filter(|v| !v.is_empty())
@@ -195,7 +195,7 @@ impl AgentConfig {
                     } else {
                         ENV_CONFIG
                     };
-                    return Err(UsageError::flag(
+                    return Err(Error::flag(
                         flag,
                         format!("{} does not exist or is not a file", path.display()),
                     ));
@@ -219,7 +219,7 @@ impl AgentConfig {
         file: AgentConfigFile,
         warnings: Vec<String>,
         opts: &LoadOptions,
-    ) -> Result<AgentConfig, UsageError> {
+    ) -> Result<AgentConfig, Error> {
         let base = source
             .as_deref()
             .and_then(Path::parent)
@@ -234,7 +234,7 @@ impl AgentConfig {
         if let Some(n) = file.log_file_max_rolls
             && n > MAX_ROLLS
         {
-            return Err(UsageError::config(
+            return Err(Error::config(
                 &cfg_path,
                 format!("log_file_max_rolls: {n} is outside 0 to {MAX_ROLLS}"),
             ));
@@ -295,11 +295,11 @@ impl AgentConfig {
 }
 
 /// `agent_version:`, an Agent version (the one agentprof reports as when not given).
-fn resolve_agent_version(v: Option<String>, cfg_path: &Path) -> Result<String, UsageError> {
+fn resolve_agent_version(v: Option<String>, cfg_path: &Path) -> Result<String, Error> {
     match v {
         None => Ok(AGENT_VERSION.to_string()),
         Some(v) if is_version(&v) => Ok(v),
-        Some(v) => Err(UsageError::config(
+        Some(v) => Err(Error::config(
             cfg_path,
             format!(
                 "agent_version: {:?} is not an Agent version (e.g. {AGENT_VERSION})",
@@ -328,12 +328,12 @@ fn site(configured: Option<String>) -> String {
 }
 
 /// agentprof.yaml's `log_level`, checked to be a level.
-fn resolve_log_level(level: Option<String>, cfg_path: &Path) -> Result<Option<String>, UsageError> {
+fn resolve_log_level(level: Option<String>, cfg_path: &Path) -> Result<Option<String>, Error> {
     level
         .map(|l| {
             super::Level::parse(&l)
                 .map(|_| l)
-                .map_err(|e| UsageError::config(cfg_path, format!("log_level: {e}")))
+                .map_err(|e| Error::config(cfg_path, format!("log_level: {e}")))
         })
         .transpose()
 }
@@ -345,7 +345,7 @@ const MAX_ROLLS: u32 = 1000;
 /// be a host name as the Agent accepts it (letters, digits, `-`, `_`, `.`; at most 255): it
 /// goes into every DogStatsD datagram and API series, where a newline, `|` or `#` would
 /// forge metrics of its own.
-fn hostname(configured: Option<String>, cfg_path: &Path) -> Result<String, UsageError> {
+fn hostname(configured: Option<String>, cfg_path: &Path) -> Result<String, Error> {
     let from_env = std::env::var("DD_HOSTNAME")
         .ok()
         .filter(|h| !h.trim().is_empty());
@@ -367,8 +367,8 @@ fn hostname(configured: Option<String>, cfg_path: &Path) -> Result<String, Usage
         crate::redact::printable(&name)
     );
     Err(match source {
-        Some(path) => UsageError::config(path, format!("hostname: {why}")),
-        None => UsageError::flag("DD_HOSTNAME", why),
+        Some(path) => Error::config(path, format!("hostname: {why}")),
+        None => Error::flag("DD_HOSTNAME", why),
     })
 }
 
@@ -383,13 +383,13 @@ fn chosen_python(opts: &LoadOptions, configured: Option<String>) -> Option<Strin
 }
 
 /// The configured tags and `DD_TAGS`'s, each checked.
-fn resolve_tags(mut tags: Vec<String>, cfg_path: &Path) -> Result<Vec<String>, UsageError> {
+fn resolve_tags(mut tags: Vec<String>, cfg_path: &Path) -> Result<Vec<String>, Error> {
     if let Ok(env_tags) = std::env::var("DD_TAGS") {
         tags.extend(env_tags.split_whitespace().map(str::to_string));
     }
     for tag in &tags {
         if let Err(why) = validate_tag(tag) {
-            return Err(UsageError::config(
+            return Err(Error::config(
                 cfg_path,
                 format!("tags: `{tag}` is not a valid tag: {why}"),
             ));
@@ -399,12 +399,12 @@ fn resolve_tags(mut tags: Vec<String>, cfg_path: &Path) -> Result<Vec<String>, U
 }
 
 /// `--confd` and `--checks`, when given, name directories.
-fn check_dirs(opts: &LoadOptions) -> Result<(), UsageError> {
+fn check_dirs(opts: &LoadOptions) -> Result<(), Error> {
     for (flag, dir) in [("--confd", &opts.confd), ("--checks", &opts.checks)] {
         if let Some(d) = dir
             && !d.is_dir()
         {
-            return Err(UsageError::flag(
+            return Err(Error::flag(
                 flag,
                 format!("{} is not a directory", d.display()),
             ));
@@ -418,12 +418,12 @@ fn resolve_histogram(
     aggregates: Option<Vec<String>>,
     percentiles: Option<Vec<f64>>,
     cfg_path: &Path,
-) -> Result<HistogramConfig, UsageError> {
+) -> Result<HistogramConfig, Error> {
     let mut histogram = HistogramConfig::default();
     if let Some(aggs) = aggregates {
         for a in &aggs {
             if !["max", "min", "median", "avg", "sum", "count"].contains(&a.as_str()) {
-                return Err(UsageError::config(
+                return Err(Error::config(
                     cfg_path,
                     format!(
                         "histogram_aggregates: unknown aggregate `{a}` (use max, min, median, avg, sum, count)"
@@ -436,7 +436,7 @@ fn resolve_histogram(
     if let Some(pcts) = percentiles {
         for p in &pcts {
             if !(*p > 0.0 && *p < 1.0) {
-                return Err(UsageError::config(
+                return Err(Error::config(
                     cfg_path,
                     format!(
                         "histogram_percentiles: {p} is not between 0 and 1 (write 0.95 for the 95th)"
@@ -450,7 +450,7 @@ fn resolve_histogram(
 }
 
 /// `log_file_max_size` as bytes (a number or a size such as `10MB`; 10 MiB when unset).
-fn resolve_max_size(v: Option<&serde_yaml_ng::Value>, cfg_path: &Path) -> Result<u64, UsageError> {
+fn resolve_max_size(v: Option<&serde_yaml_ng::Value>, cfg_path: &Path) -> Result<u64, Error> {
     Ok(match v {
         None => 10 << 20,
         Some(v) => {
@@ -460,15 +460,15 @@ fn resolve_max_size(v: Option<&serde_yaml_ng::Value>, cfg_path: &Path) -> Result
                 other => format!("{other:?}"),
             };
             super::parse_size(&text)
-                .map_err(|e| UsageError::config(cfg_path, format!("log_file_max_size: {e}")))?
+                .map_err(|e| Error::config(cfg_path, format!("log_file_max_size: {e}")))?
         }
     })
 }
 
-fn read_file(path: &Path) -> Result<(AgentConfigFile, Vec<String>), UsageError> {
+fn read_file(path: &Path) -> Result<(AgentConfigFile, Vec<String>), Error> {
     let text = super::read_config_text(path)?;
     let value: serde_yaml_ng::Value =
-        serde_yaml_ng::from_str(&text).map_err(|e| UsageError::yaml(path, &e))?;
+        serde_yaml_ng::from_str(&text).map_err(|e| Error::yaml(path, &e))?;
     let mut warnings = Vec::new();
     match &value {
         serde_yaml_ng::Value::Null => return Ok((AgentConfigFile::default(), warnings)),
@@ -488,14 +488,14 @@ fn read_file(path: &Path) -> Result<(AgentConfigFile, Vec<String>), UsageError> 
             }
         }
         _ => {
-            return Err(UsageError::config(
+            return Err(Error::config(
                 path,
                 "expected a mapping of settings (hostname:, tags:, confd_path: …)",
             ));
         }
     }
     let file: AgentConfigFile =
-        serde_yaml_ng::from_str(&text).map_err(|e| UsageError::yaml(path, &e))?;
+        serde_yaml_ng::from_str(&text).map_err(|e| Error::yaml(path, &e))?;
     Ok((file, warnings))
 }
 

@@ -1,13 +1,12 @@
 //! One check configuration file (`conf.d/NAME.yaml` or one of `conf.d/NAME.d/*.yaml`) with
 //! `init_config:` and `instances:` exactly as Datadog users write them.
 
+use crate::Error;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_yaml_ng::Value;
-
-use crate::error::UsageError;
 
 /// Options every instance of every check understands. `run_timeout` is agentprof's own
 /// deadline for a run: a name no integration uses, so an integration's own `timeout` (an HTTP
@@ -71,7 +70,7 @@ impl CheckConf {
     /// Where NAME's configuration is, or why the file that is there cannot be one (a
     /// directory, a FIFO, a device, a dangling link or a link loop): such a file is never
     /// silently passed over for the default instance. The first of [`Self::locate_all`].
-    pub fn locate(confd: &Path, name: &str) -> Result<Option<PathBuf>, UsageError> {
+    pub fn locate(confd: &Path, name: &str) -> Result<Option<PathBuf>, Error> {
         Ok(Self::locate_all(confd, name)?.into_iter().next())
     }
 
@@ -81,7 +80,7 @@ impl CheckConf {
     /// is none of those. `auto_conf.yaml` (an Autodiscovery template, run by the Agent only
     /// for a matching container) and `metrics.yaml` (a JMX check's metric list) are not
     /// configurations of their own.
-    pub fn locate_all(confd: &Path, name: &str) -> Result<Vec<PathBuf>, UsageError> {
+    pub fn locate_all(confd: &Path, name: &str) -> Result<Vec<PathBuf>, Error> {
         let dir = confd.join(format!("{name}.d"));
         let mut candidates = vec![
             confd.join(format!("{name}.yaml")),
@@ -119,16 +118,16 @@ impl CheckConf {
     }
 
     /// Reads and parses `path`. Syntax errors carry file:line:column.
-    pub fn read(path: &Path) -> Result<CheckConf, UsageError> {
+    pub fn read(path: &Path) -> Result<CheckConf, Error> {
         let text = super::read_config_text(path)?;
         Self::parse(path, text)
     }
 
     /// Parses a check's file as the Agent does: YAML 1.1 values (`yes` is true, `0755` is
     /// 493; see [`super::yaml11`]), syntax errors located by the YAML reader.
-    pub fn parse(path: &Path, text: String) -> Result<CheckConf, UsageError> {
+    pub fn parse(path: &Path, text: String) -> Result<CheckConf, Error> {
         let mut as_text: Value =
-            serde_yaml_ng::from_str(&text).map_err(|e| UsageError::yaml(path, &e))?;
+            serde_yaml_ng::from_str(&text).map_err(|e| Error::yaml(path, &e))?;
         let _ = as_text.apply_merge();
         let instances_as_text = match as_text.get("instances") {
             Some(Value::Sequence(seq)) => seq.clone(),
@@ -136,7 +135,7 @@ impl CheckConf {
         };
         let value = super::yaml11::load(&text).unwrap_or(as_text);
         let Value::Mapping(map) = value else {
-            return Err(UsageError::config(
+            return Err(Error::config(
                 path,
                 "expected a mapping with `init_config:` and `instances:`",
             ));
@@ -153,7 +152,7 @@ impl CheckConf {
             Some(Value::Null) | None => Vec::new(),
             Some(_) => {
                 let line = find_key_line(&text, "instances").unwrap_or(1);
-                return Err(UsageError::ConfigAt {
+                return Err(Error::ConfigAt {
                     path: path.to_path_buf(),
                     line,
                     column: 1,
@@ -162,14 +161,14 @@ impl CheckConf {
             }
         };
         if instances.is_empty() {
-            return Err(UsageError::config(
+            return Err(Error::config(
                 path,
                 "no instances: add at least one under `instances:` (`- {}` runs the defaults)",
             ));
         }
         for (i, inst) in instances.iter().enumerate() {
             if !inst.is_mapping() {
-                return Err(UsageError::config(
+                return Err(Error::config(
                     path,
                     format!("instances[{i}]: expected a mapping of options"),
                 ));
@@ -335,11 +334,11 @@ impl CheckConf {
 
     /// `init_config`'s `run_timeout`: the default of every instance that sets none; a value
     /// that is not a number is an error at its line.
-    pub fn init_run_timeout(&self) -> Result<Option<f64>, UsageError> {
+    pub fn init_run_timeout(&self) -> Result<Option<f64>, Error> {
         let Some(v) = self.init_config.get("run_timeout") else {
             return Ok(None);
         };
-        v.as_f64().map(Some).ok_or_else(|| UsageError::ConfigAt {
+        v.as_f64().map(Some).ok_or_else(|| Error::ConfigAt {
             path: self.path.clone(),
             line: find_key_line(&self.text, "run_timeout").unwrap_or(1),
             column: 1,
@@ -348,12 +347,12 @@ impl CheckConf {
     }
 
     /// init_config's `service`, which the Agent applies to every instance without its own.
-    pub fn init_service(&self) -> Result<Option<String>, UsageError> {
+    pub fn init_service(&self) -> Result<Option<String>, Error> {
         match self.init_config.get("service") {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) if s.is_empty() => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(UsageError::ConfigAt {
+            Some(_) => Err(Error::ConfigAt {
                 path: self.path.clone(),
                 line: find_key_line(&self.text, "service").unwrap_or(1),
                 column: 1,
@@ -364,7 +363,7 @@ impl CheckConf {
 
     /// Every instance as the check's typed options, from the values the Agent would read
     /// (YAML 1.1); a wrong type names the option and its place.
-    pub fn typed_instances<T: DeserializeOwned + Default>(&self) -> Result<Vec<T>, UsageError> {
+    pub fn typed_instances<T: DeserializeOwned + Default>(&self) -> Result<Vec<T>, Error> {
         let mut out = Vec::with_capacity(self.instances.len());
         let empty = Value::Mapping(Default::default());
         for (i, v11) in self.instances.iter().enumerate() {
@@ -382,11 +381,11 @@ impl CheckConf {
 
     /// Why instance `i` does not fit the check's options, at its line where the YAML reader
     /// finds the same fault; else with the YAML 1.1 reading that made it (`on` is a boolean).
-    fn type_error<T: DeserializeOwned>(&self, i: usize, e: &serde_yaml_ng::Error) -> UsageError {
+    fn type_error<T: DeserializeOwned>(&self, i: usize, e: &serde_yaml_ng::Error) -> Error {
         if let Err(located) = serde_yaml_ng::from_str::<TypedFile<T>>(&self.text) {
-            return UsageError::yaml(&self.path, &located);
+            return Error::yaml(&self.path, &located);
         }
-        UsageError::config(
+        Error::config(
             &self.path,
             format!(
                 "instances[{i}]: {e} (the Agent reads unquoted yes/no/on/off/y/n as booleans and 0755 as an octal number, as YAML 1.1 does: quote a value meant as text)"
@@ -397,7 +396,7 @@ impl CheckConf {
 
 /// `p` when it is a file that can be read; nothing when there is nothing at `p`; an error
 /// when what is there cannot be a configuration file.
-fn usable(p: PathBuf) -> Result<Option<PathBuf>, UsageError> {
+fn usable(p: PathBuf) -> Result<Option<PathBuf>, Error> {
     let Ok(link) = std::fs::symlink_metadata(&p) else {
         return Ok(None);
     };
@@ -414,7 +413,7 @@ fn usable(p: PathBuf) -> Result<Option<PathBuf>, UsageError> {
         }
         Err(e) => format!("cannot be read: {e}"),
     };
-    Err(UsageError::config(&p, why))
+    Err(Error::config(&p, why))
 }
 
 /// The key of `known` that `key` most likely misspells: one letter dropped or swapped for a
@@ -482,7 +481,7 @@ mod tests {
         use_mount: bool,
     }
 
-    fn conf(text: &str) -> Result<CheckConf, UsageError> {
+    fn conf(text: &str) -> Result<CheckConf, Error> {
         CheckConf::parse(Path::new("conf.d/disk.yaml"), text.to_string())
     }
 
@@ -514,7 +513,7 @@ mod tests {
     fn syntax_error_has_line_and_column() {
         let err = conf("init_config:\ninstances:\n  - use_mount: [\n").unwrap_err();
         match err {
-            UsageError::ConfigAt { line, .. } => assert!(line >= 3),
+            Error::ConfigAt { line, .. } => assert!(line >= 3),
             other => panic!("expected a located error, got {other}"),
         }
     }

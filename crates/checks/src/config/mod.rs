@@ -1,5 +1,6 @@
 //! agentprof.yaml and conf.d: where agentprof finds its settings and each check's instances.
 
+use crate::Error;
 mod agent;
 mod checkconf;
 mod log;
@@ -14,8 +15,6 @@ pub use tags::validate_tag;
 use std::io::Read;
 use std::path::Path;
 
-use crate::error::UsageError;
-
 /// Largest configuration file agentprof reads; real ones are a few KiB.
 pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
 
@@ -23,8 +22,8 @@ pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
 /// Reads a file the user named, never more than `limit` bytes: the bound holds while reading,
 /// so /dev/zero, a FIFO or a file that grows cannot take memory without end. `raise` says how
 /// to allow more (a flag), or is empty.
-pub fn read_limited(path: &Path, limit: u64, raise: &str) -> Result<Vec<u8>, UsageError> {
-    let cannot = |e: std::io::Error| UsageError::config(path, format!("cannot read: {e}"));
+pub fn read_limited(path: &Path, limit: u64, raise: &str) -> Result<Vec<u8>, Error> {
+    let cannot = |e: std::io::Error| Error::config(path, format!("cannot read: {e}"));
     let file = std::fs::File::open(path).map_err(cannot)?;
     let mut bytes = Vec::new();
     file.take(limit + 1)
@@ -36,7 +35,7 @@ pub fn read_limited(path: &Path, limit: u64, raise: &str) -> Result<Vec<u8>, Usa
         } else {
             format!(" (raise it with {raise})")
         };
-        return Err(UsageError::config(
+        return Err(Error::config(
             path,
             format!("more than the {limit}-byte limit{how}"),
         ));
@@ -44,8 +43,8 @@ pub fn read_limited(path: &Path, limit: u64, raise: &str) -> Result<Vec<u8>, Usa
     Ok(bytes)
 }
 
-pub fn read_config_text(path: &Path) -> Result<String, UsageError> {
-    let cannot = |e: std::io::Error| UsageError::config(path, format!("cannot read: {e}"));
+pub fn read_config_text(path: &Path) -> Result<String, Error> {
+    let cannot = |e: std::io::Error| Error::config(path, format!("cannot read: {e}"));
     let file = std::fs::File::open(path).map_err(cannot)?;
     let mut text = String::new();
     // Read one byte past the limit, so a file that grows meanwhile is caught too.
@@ -53,7 +52,7 @@ pub fn read_config_text(path: &Path) -> Result<String, UsageError> {
         .read_to_string(&mut text)
         .map_err(cannot)?;
     if text.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(UsageError::config(
+        return Err(Error::config(
             path,
             format!(
                 "larger than {} MiB; is this a configuration file?",
@@ -87,7 +86,7 @@ pub fn start_from_example(confd: &Path, name: &str) -> String {
     }
 }
 
-pub fn parse_check_file(path: &Path, text: String) -> Result<CheckConf, UsageError> {
+pub fn parse_check_file(path: &Path, text: String) -> Result<CheckConf, Error> {
     check_nesting(path, &text)?;
     CheckConf::parse(path, text)
 }
@@ -98,8 +97,8 @@ const MAX_NESTING: usize = 64;
 
 /// Refuses nesting past `MAX_NESTING` (flow `[`/`{` or indentation) before the YAML parser
 /// sees the text, with the line where it happens.
-fn check_nesting(path: &Path, text: &str) -> Result<(), UsageError> {
-    let refuse = |line: usize, what: &str| UsageError::ConfigAt {
+fn check_nesting(path: &Path, text: &str) -> Result<(), Error> {
+    let refuse = |line: usize, what: &str| Error::ConfigAt {
         path: path.to_path_buf(),
         line,
         column: 1,

@@ -4,14 +4,10 @@
 //! `_e{title_len,text_len}:title|text[|d:ts][|h:host][|k:key][|p:priority][|s:source][|t:type][|#tags]`.
 //! A line that does not parse is a warning naming the line; it never stops the run.
 
+use crate::Error;
 use std::hash::{Hash, Hasher};
 
 use super::{Event, MetricType, ServiceCheckStatus, Sink, Submission};
-
-crate::error::message_error! {
-    /// What is wrong with a DogStatsD line.
-    LineError
-}
 
 /// Longest line considered; anything longer is refused without being copied.
 pub const MAX_LINE: usize = 64 * 1024;
@@ -44,9 +40,14 @@ pub fn parse_into(text: &str, sink: &mut Sink) -> u32 {
     refused
 }
 
-fn parse_line(line: &str, sink: &mut Sink) -> Result<(), LineError> {
+/// What is wrong with a DogStatsD line.
+fn line_error(why: impl Into<String>) -> Error {
+    Error::StatsdLine(why.into())
+}
+
+fn parse_line(line: &str, sink: &mut Sink) -> Result<(), Error> {
     if line.len() > MAX_LINE {
-        return Err(LineError(format!("longer than {MAX_LINE} bytes")));
+        return Err(Error::StatsdLine(format!("longer than {MAX_LINE} bytes")));
     }
     if let Some(rest) = line.strip_prefix("_sc|") {
         return service_check(rest, sink);
@@ -64,27 +65,27 @@ fn split_tags(s: &str) -> Vec<String> {
         .collect()
 }
 
-fn metric(line: &str, sink: &mut Sink) -> Result<(), LineError> {
+fn metric(line: &str, sink: &mut Sink) -> Result<(), Error> {
     let (name, rest) = line
         .split_once(':')
-        .ok_or("not a DogStatsD metric (name:value|type)")?;
+        .ok_or_else(|| line_error("not a DogStatsD metric (name:value|type)"))?;
     // A name with a control character (an escape sequence, NUL, a line break) would act on
     // the terminal that shows it or on the intake that reads it: refused like `|` and space.
     if name.is_empty() || name.contains(['|', ' ']) || name.chars().any(char::is_control) {
-        return Err(LineError("bad metric name".into()));
+        return Err(Error::StatsdLine("bad metric name".into()));
     }
     let mut fields = rest.split('|');
     let values = fields.next().unwrap_or_default();
     let kind = fields
         .next()
-        .ok_or("no metric type (|g, |c, |h, |d, |ms or |s)")?;
+        .ok_or_else(|| line_error("no metric type (|g, |c, |h, |d, |ms or |s)"))?;
     let mtype = match kind {
         "g" => MetricType::Gauge,
         "c" => MetricType::Count,
         "h" | "ms" => MetricType::Histogram,
         "d" => MetricType::Distribution,
         "s" => MetricType::Set,
-        other => return Err(LineError(format!("unknown metric type `{other}`"))),
+        other => return Err(Error::StatsdLine(format!("unknown metric type `{other}`"))),
     };
     let mut rate = 1.0;
     let mut tags = Vec::new();
@@ -92,9 +93,11 @@ fn metric(line: &str, sink: &mut Sink) -> Result<(), LineError> {
         if let Some(r) = f.strip_prefix('@') {
             rate = r
                 .parse::<f64>()
-                .map_err(|_| format!("bad sample rate `{r}`"))?;
+                .map_err(|_| line_error(format!("bad sample rate `{r}`")))?;
             if !(rate > 0.0 && rate <= 1.0) {
-                return Err(LineError(format!("sample rate {r} is not in (0, 1]")));
+                return Err(Error::StatsdLine(format!(
+                    "sample rate {r} is not in (0, 1]"
+                )));
             }
         } else if let Some(t) = f.strip_prefix('#') {
             tags = split_tags(t);
@@ -105,9 +108,11 @@ fn metric(line: &str, sink: &mut Sink) -> Result<(), LineError> {
         let value = if mtype == MetricType::Set {
             set_member(v)
         } else {
-            let x: f64 = v.parse().map_err(|_| format!("`{v}` is not a number"))?;
+            let x: f64 = v
+                .parse()
+                .map_err(|_| line_error(format!("`{v}` is not a number")))?;
             if !x.is_finite() {
-                return Err(LineError(format!("`{v}` is not a finite number")));
+                return Err(Error::StatsdLine(format!("`{v}` is not a finite number")));
             }
             x
         };
@@ -145,18 +150,24 @@ fn set_member(v: &str) -> f64 {
     (h.finish() >> 12) as f64
 }
 
-fn service_check(rest: &str, sink: &mut Sink) -> Result<(), LineError> {
+fn service_check(rest: &str, sink: &mut Sink) -> Result<(), Error> {
     let mut fields = rest.split('|');
     let name = fields
         .next()
         .filter(|n| !n.is_empty())
-        .ok_or("service check without a name")?;
-    let status = fields.next().ok_or("service check without a status")?;
+        .ok_or_else(|| line_error("service check without a name"))?;
+    let status = fields
+        .next()
+        .ok_or_else(|| line_error("service check without a status"))?;
     let status = status
         .parse::<i64>()
         .ok()
         .and_then(ServiceCheckStatus::from_code)
-        .ok_or_else(|| format!("service check status `{status}` is not 0, 1, 2 or 3"))?;
+        .ok_or_else(|| {
+            line_error(format!(
+                "service check status `{status}` is not 0, 1, 2 or 3"
+            ))
+        })?;
     let (mut tags, mut message, mut host) = (Vec::new(), String::new(), None);
     for f in fields {
         if let Some(t) = f.strip_prefix('#') {
@@ -174,25 +185,31 @@ fn service_check(rest: &str, sink: &mut Sink) -> Result<(), LineError> {
     Ok(())
 }
 
-fn event(rest: &str, sink: &mut Sink) -> Result<(), LineError> {
-    let (lens, body) = rest.split_once("}:").ok_or("event without `}:`")?;
+fn event(rest: &str, sink: &mut Sink) -> Result<(), Error> {
+    let (lens, body) = rest
+        .split_once("}:")
+        .ok_or_else(|| line_error("event without `}:`"))?;
     let (tl, xl) = lens
         .split_once(',')
-        .ok_or("event lengths are not {title,text}")?;
-    let tl: usize = tl.parse().map_err(|_| "bad event title length")?;
-    let xl: usize = xl.parse().map_err(|_| "bad event text length")?;
+        .ok_or_else(|| line_error("event lengths are not {title,text}"))?;
+    let tl: usize = tl
+        .parse()
+        .map_err(|_| line_error("bad event title length"))?;
+    let xl: usize = xl
+        .parse()
+        .map_err(|_| line_error("bad event text length"))?;
     let title = body
         .get(..tl)
-        .ok_or("event title shorter than its length")?;
+        .ok_or_else(|| line_error("event title shorter than its length"))?;
     let after = body
         .get(tl..)
-        .ok_or("event title shorter than its length")?;
+        .ok_or_else(|| line_error("event title shorter than its length"))?;
     let after = after
         .strip_prefix('|')
-        .ok_or("no `|` after the event title")?;
+        .ok_or_else(|| line_error("no `|` after the event title"))?;
     let text = after
         .get(..xl)
-        .ok_or("event text shorter than its length")?;
+        .ok_or_else(|| line_error("event text shorter than its length"))?;
     let mut ev = Event {
         title: title.to_string(),
         text: text.replace("\\n", "\n"),
@@ -216,7 +233,7 @@ fn event(rest: &str, sink: &mut Sink) -> Result<(), LineError> {
         } else if let Some(v) = f.strip_prefix("d:") {
             ev.timestamp = v
                 .parse()
-                .map_err(|_| format!("bad event timestamp `{v}`"))?;
+                .map_err(|_| line_error(format!("bad event timestamp `{v}`")))?;
         }
     }
     sink.event(ev);

@@ -14,7 +14,7 @@ pub(crate) mod level {
 pub mod sketch;
 
 pub use aggregator::{Aggregator, Flushed};
-pub use sink::{LogLine, Sink, Submission};
+pub use sink::{LogLine, Sink, Submission, SubmittedServiceCheck};
 
 use serde::Serialize;
 

@@ -1,5 +1,6 @@
 //! `RunRecord`: one run of one check instance, whatever kind of check produced it.
 
+use crate::Error;
 use serde::Serialize;
 
 use crate::metrics::{Event, Flushed, Metric, ServiceCheck};
@@ -174,13 +175,13 @@ impl RunRecord {
         instance: usize,
         run: u32,
         started_at: f64,
-        result: Result<(), crate::RunFailure>,
+        result: Result<(), Error>,
         cost: RunCost,
         flushed: Flushed,
     ) -> RunRecord {
         let (status, error) = match result {
             Ok(()) => (RunStatus::Ok, None),
-            Err(e) => (RunStatus::Error, Some(e.0)),
+            Err(e) => (RunStatus::Error, Some(e.to_string())),
         };
         RunRecord {
             check: check.to_string(),

@@ -5,16 +5,12 @@
 //! Finding one costs a Python start, so it is asked only when a name could be an installed
 //! integration: never for a built-in when no interpreter was chosen.
 
+use crate::Error;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-
-crate::error::message_error! {
-    /// Why the interpreter's installed integrations could not be listed.
-    ProbeError
-}
 
 /// Longest the interpreter may take to say what is installed.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
@@ -98,7 +94,7 @@ sys.stdout.write(json.dumps(out))
 
 /// Installed integrations in `python`: the one called `name`, or every one when `name` is
 /// None. An interpreter that cannot be run or answers nonsense is an error naming it.
-pub fn find(python: &str, name: Option<&str>) -> Result<Vec<Installed>, ProbeError> {
+pub fn find(python: &str, name: Option<&str>) -> Result<Vec<Installed>, Error> {
     if name.is_some_and(|n| NOT_INTEGRATIONS.contains(&n)) {
         return Ok(Vec::new());
     }
@@ -112,16 +108,16 @@ pub fn find(python: &str, name: Option<&str>) -> Result<Vec<Installed>, ProbeErr
         PROBE_TIMEOUT,
         PROBE_MAX_BYTES,
     )
-    .map_err(|e| format!("`{python}` listing installed integrations: {e}"))?;
+    .map_err(|e| Error::Installed(format!("`{python}` listing installed integrations: {e}")))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        return Err(ProbeError(format!(
+        return Err(Error::Installed(format!(
             "`{python}` could not list installed integrations: {}",
             err.lines().last().unwrap_or("no message")
         )));
     }
     serde_json::from_slice(&out.stdout).map_err(|e| {
-        ProbeError(format!(
+        Error::Installed(format!(
             "`{python}` listing installed integrations answered nonsense: {e}"
         ))
     })

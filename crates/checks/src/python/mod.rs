@@ -9,6 +9,7 @@
 //! the run's exact start and end; CPU and wall time come from the worker's own clocks taken
 //! right around `run()`. The two mark syscalls inside the window are accounted for exactly.
 
+use crate::Error;
 pub mod installed;
 mod protocol;
 mod reply;
@@ -25,7 +26,6 @@ use crate::profile::{AllocLine, PeakScope, RunCost};
 
 use super::{ExternalCheck, ExternalRun, RunOptions};
 use protocol::Worker;
-pub use protocol::WorkerError;
 use reply::{absorb, alloc_lines, memory_of};
 pub use sampler::{Profiler, Samples};
 
@@ -123,10 +123,9 @@ pub struct FailedInstance {
 
 /// Starts a Python check's worker and loads the check, so one that cannot be loaded is a
 /// configuration error before any run (and no cost table of runs that never happened).
-pub fn load(host: &std::sync::Mutex<PythonHost>) -> Result<(), crate::error::UsageError> {
+pub fn load(host: &std::sync::Mutex<PythonHost>) -> Result<(), Error> {
     let mut h = crate::sync::lock(host);
-    h.start()
-        .map_err(|e| crate::error::UsageError::CheckLoad(e.to_string()))
+    h.start().map_err(|e| Error::CheckLoad(e.to_string()))
 }
 
 /// The instances of a loaded check whose configuration or constructor failed.
@@ -208,7 +207,7 @@ impl PythonHost {
         self.interp = Some(interp.clone());
     }
 
-    fn ensure_started(&mut self) -> Result<&mut Worker, WorkerError> {
+    fn ensure_started(&mut self) -> Result<&mut Worker, Error> {
         if self.worker.is_none() {
             let t0 = std::time::Instant::now();
             let mut w = Worker::spawn(
@@ -233,7 +232,7 @@ impl PythonHost {
             )?;
             if let Some(e) = reply.get("error").and_then(Value::as_str) {
                 let at = reply["where"].as_str().unwrap_or(e.trim_end());
-                return Err(WorkerError::Load {
+                return Err(Error::WorkerLoad {
                     check: self.spec.name.clone(),
                     at: at.to_string(),
                 });
@@ -269,12 +268,12 @@ impl PythonHost {
             self.attach_sampler(w.pid(), &interp);
             self.worker = Some(w);
         }
-        self.worker.as_mut().ok_or(WorkerError::NotRunning)
+        self.worker.as_mut().ok_or(Error::WorkerNotRunning)
     }
 
     /// Starts the worker and loads the check now, so a check that cannot be loaded is found
     /// before any run: the Python error as `file:line: Type: message`.
-    pub fn start(&mut self) -> Result<(), WorkerError> {
+    pub fn start(&mut self) -> Result<(), Error> {
         self.ensure_started().map(|_| ())
     }
 
@@ -295,7 +294,7 @@ impl PythonHost {
     ) -> ExternalRun {
         let started_at = crate::duration::unix_now();
         let failed = |e: String| ExternalRun {
-            result: Err(e.into()),
+            result: Err(Error::Run(e)),
             started_at,
             cost: RunCost::default(),
             memory: None,
@@ -309,7 +308,7 @@ impl PythonHost {
         }
         let plan = self.sampling_plan(opts);
         let Some(w) = self.worker.as_mut() else {
-            return failed(WorkerError::NotRunning.to_string());
+            return failed(Error::WorkerNotRunning.to_string());
         };
         let (outcome, sampled) = w.run(index, opts, timeout, plan);
         self.keep_samples(sampled, &outcome);
@@ -343,24 +342,24 @@ impl PythonHost {
         index: usize,
         timeout: Duration,
         count: crate::Counting,
-    ) -> Result<Option<u64>, crate::RunFailure> {
+    ) -> Result<Option<u64>, Error> {
         let opts = RunOptions {
             count: Some(count),
             ..Default::default()
         };
         if let Some(why) = self.not_loaded(index) {
-            return Err(why.into());
+            return Err(Error::Run(why));
         }
         let outcome = match self.ensure_started() {
             Ok(w) => w.run(index, opts, timeout, protocol::Sampling::Off).0,
-            Err(e) => return Err(e.to_string().into()),
+            Err(e) => return Err(e),
         };
         match outcome {
             Ok(measured) => {
                 absorb(&measured.reply, &mut Sink::default())?;
                 Ok(measured.reply["instructions"].as_u64())
             }
-            Err(e) => Err(self.worker_failed(e).into()),
+            Err(e) => Err(Error::Run(self.worker_failed(e))),
         }
     }
 
@@ -390,7 +389,7 @@ impl PythonHost {
     fn keep_samples(
         &mut self,
         sampled: protocol::Sampled,
-        outcome: &Result<protocol::Measured, WorkerError>,
+        outcome: &Result<protocol::Measured, Error>,
     ) {
         let Profiler::Sample { hz } = self.profiler else {
             return;
@@ -431,11 +430,11 @@ impl PythonHost {
     }
 
     /// Asks the running worker `msg`; its reply, or the error it reported.
-    fn ask(&mut self, msg: &Value) -> Result<Value, WorkerError> {
-        let w = self.worker.as_mut().ok_or(WorkerError::NotRunning)?;
+    fn ask(&mut self, msg: &Value) -> Result<Value, Error> {
+        let w = self.worker.as_mut().ok_or(Error::WorkerNotRunning)?;
         let r = w.request(msg, LOAD_TIMEOUT)?;
         match r.get("error").and_then(Value::as_str) {
-            Some(e) => Err(WorkerError::Reported(e.trim_end().to_string())),
+            Some(e) => Err(Error::WorkerReported(e.trim_end().to_string())),
             None => Ok(r),
         }
     }
@@ -446,7 +445,7 @@ impl PythonHost {
         &mut self,
         top: usize,
         folded: bool,
-    ) -> Result<crate::profile::PstatsReport, WorkerError> {
+    ) -> Result<crate::profile::PstatsReport, Error> {
         let r = self.ask(&json!({"op": "stats", "top": top, "folded": folded}))?;
         let rows = r["rows"]
             .as_array()
@@ -484,13 +483,13 @@ impl PythonHost {
     }
 
     /// Lines whose live memory grew most between the first and the last `--memory` run.
-    pub fn memory_growth(&mut self, top: usize) -> Result<Vec<AllocLine>, WorkerError> {
+    pub fn memory_growth(&mut self, top: usize) -> Result<Vec<AllocLine>, Error> {
         let r = self.ask(&json!({"op": "memgrowth", "top": top}))?;
         Ok(alloc_lines(&r["top"]))
     }
 
     /// What the checks set with `set_metadata` (their version…): per instance, name and value.
-    pub fn metadata(&mut self) -> Result<Vec<CheckMetadata>, WorkerError> {
+    pub fn metadata(&mut self) -> Result<Vec<CheckMetadata>, Error> {
         let r = self.ask(&json!({"op": "metadata"}))?;
         Ok(r["metadata"]
             .as_array()
@@ -507,12 +506,12 @@ impl PythonHost {
     }
 
     /// CPU seconds of a fixed pure-Python loop in this worker: the machine's speed right now.
-    pub fn calibrate(&mut self) -> Result<f64, WorkerError> {
+    pub fn calibrate(&mut self) -> Result<f64, Error> {
         let r = self.ask(&json!({"op": "calibrate"}))?;
         r["seconds"]
             .as_f64()
             .filter(|s| *s > 0.0)
-            .ok_or(WorkerError::Reply("the calibration gave no time"))
+            .ok_or(Error::WorkerReply("the calibration gave no time"))
     }
 
     /// The next worker runs under `wrapper` (a program and its arguments); a running one is
@@ -547,7 +546,7 @@ impl PythonHost {
 
     /// Starts counting instructions in a worker that runs under callgrind: instrumentation
     /// on, and one empty bracket dumped (what a bracket costs by itself).
-    pub fn count_start(&mut self) -> Result<(), WorkerError> {
+    pub fn count_start(&mut self) -> Result<(), Error> {
         self.ensure_started()?;
         self.ask(&json!({"op": "count_start"})).map(|_| ())
     }
@@ -558,7 +557,7 @@ impl PythonHost {
     }
 
     /// Forgets the cProfile statistics of the runs so far.
-    pub fn reset_stats(&mut self) -> Result<(), WorkerError> {
+    pub fn reset_stats(&mut self) -> Result<(), Error> {
         if let Some(s) = self.samples.as_mut() {
             s.clear();
         }
@@ -566,8 +565,8 @@ impl PythonHost {
     }
 
     /// Writes the cumulative statistics as a pstats dump (python -m pstats, snakeviz).
-    pub fn dump_pstats(&mut self, path: &Path) -> Result<(), WorkerError> {
-        let abs = std::path::absolute(path).map_err(|source| WorkerError::Start {
+    pub fn dump_pstats(&mut self, path: &Path) -> Result<(), Error> {
+        let abs = std::path::absolute(path).map_err(|source| Error::WorkerStart {
             what: format!("{}", path.display()),
             source,
         })?;
@@ -586,7 +585,7 @@ impl ExternalCheck for PythonCheck {
         match crate::sync::lock_unless_poisoned(&self.host) {
             Some(mut h) => h.run(self.index, sink, timeout, opts),
             None => ExternalRun {
-                result: Err("the Python host is unusable after an earlier failure".into()),
+                result: Err(Error::WorkerUnusable),
                 started_at: crate::duration::unix_now(),
                 cost: RunCost::default(),
                 memory: None,

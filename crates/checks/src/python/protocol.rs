@@ -2,6 +2,7 @@
 //! (worker -> agentprof), length-prefixed JSON messages and one-byte marks around each run.
 //! Every read has a deadline, so a hung worker is found and stopped, never waited on forever.
 
+use crate::Error;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
@@ -19,52 +20,6 @@ use crate::profile::RunCost;
 const MAX_REPLY: u32 = 256 * 1024 * 1024;
 /// How long the worker may take to answer anything but the run itself.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// What can go wrong talking to the worker.
-#[derive(Debug, thiserror::Error)]
-pub enum WorkerError {
-    /// No answer before the deadline.
-    #[error("the Python worker did not answer in time")]
-    Timeout,
-    /// The worker's end of the channel closed: it exited, with how.
-    #[error("the Python worker exited{0}")]
-    Exited(String),
-    /// Anything else: a failed write or read, a reply out of step or too large.
-    #[error("{0}")]
-    Channel(String),
-    /// The interpreter is not there.
-    #[error(
-        "Python interpreter `{0}` not found: install python3, or set --python, `python:` in agentprof.yaml or $AGENTPROF_PYTHON"
-    )]
-    NotFound(String),
-    /// The worker could not be started (pipes, the process, the host program).
-    #[error("{what}: {source}")]
-    Start {
-        what: String,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The check could not be imported or constructed: the Python error's `file:line`.
-    #[error("check `{check}` could not be loaded: {at}")]
-    Load { check: String, at: String },
-    #[error("the Python worker is not running")]
-    NotRunning,
-    /// The worker answered with an error of its own (a Python exception's words).
-    #[error("{0}")]
-    Reported(String),
-    /// An answer without what it should hold.
-    #[error("{0}")]
-    Reply(&'static str),
-    /// A run over its instance's timeout: the worker was stopped.
-    #[error(
-        "timed out after {} (instance timeout); the Python worker was stopped and starts again for the next run",
-        crate::duration::human(*.0)
-    )]
-    RunTimeout(Duration),
-    /// An earlier failure left the worker's state unusable (a panic while it was held).
-    #[error("the Python host is unusable after an earlier failure")]
-    Unusable,
-}
 
 pub struct Worker {
     child: Child,
@@ -99,11 +54,11 @@ pub struct Measured {
     pub cost: RunCost,
 }
 
-fn pipe() -> Result<(OwnedFd, OwnedFd), WorkerError> {
+fn pipe() -> Result<(OwnedFd, OwnedFd), Error> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills the two-element array we own.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(WorkerError::Start {
+        return Err(Error::WorkerStart {
             what: "cannot create a pipe".into(),
             source: std::io::Error::last_os_error(),
         });
@@ -156,14 +111,14 @@ impl Worker {
     /// process group of its own (a Ctrl-C is agentprof's to handle), unless `terminal`: a
     /// worker that talks to the user on the terminal (pdb) stays in agentprof's foreground
     /// group, where reading the terminal does not stop it.
-    pub fn spawn(python: &str, wrapper: &[String], terminal: bool) -> Result<Worker, WorkerError> {
+    pub fn spawn(python: &str, wrapper: &[String], terminal: bool) -> Result<Worker, Error> {
         let (child_in, to) = pipe()?;
         let (from, child_out) = pipe()?;
         let stdout_to_stderr =
             std::io::stderr()
                 .as_fd()
                 .try_clone_to_owned()
-                .map_err(|source| WorkerError::Start {
+                .map_err(|source| Error::WorkerStart {
                     what: "cannot duplicate stderr".into(),
                     source,
                 })?;
@@ -199,8 +154,8 @@ impl Worker {
             });
         }
         let child = cmd.spawn().map_err(|source| match source.kind() {
-            std::io::ErrorKind::NotFound => WorkerError::NotFound(python.to_string()),
-            _ => WorkerError::Start {
+            std::io::ErrorKind::NotFound => Error::PythonNotFound(python.to_string()),
+            _ => Error::WorkerStart {
                 what: format!("cannot start `{python}`"),
                 source,
             },
@@ -213,7 +168,7 @@ impl Worker {
         {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(WorkerError::Start {
+            return Err(Error::WorkerStart {
                 what: format!("cannot hand the host program to `{python}`"),
                 source: e,
             });
@@ -232,20 +187,20 @@ impl Worker {
         })
     }
 
-    fn send(&mut self, msg: &Value) -> Result<(), WorkerError> {
-        let body = serde_json::to_vec(msg).map_err(|e| WorkerError::Channel(e.to_string()))?;
+    fn send(&mut self, msg: &Value) -> Result<(), Error> {
+        let body = serde_json::to_vec(msg).map_err(|e| Error::WorkerChannel(e.to_string()))?;
         let mut frame = (body.len() as u32).to_be_bytes().to_vec();
         frame.extend_from_slice(&body);
         self.to
             .write_all(&frame)
-            .map_err(|e| WorkerError::Channel(format!("the Python worker stopped listening: {e}")))
+            .map_err(|e| Error::WorkerChannel(format!("the Python worker stopped listening: {e}")))
     }
 
-    fn wait_readable(&self, deadline: Instant) -> Result<(), WorkerError> {
+    fn wait_readable(&self, deadline: Instant) -> Result<(), Error> {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(WorkerError::Timeout);
+                return Err(Error::WorkerTimeout);
             }
             let mut pfd = libc::pollfd {
                 fd: self.from.as_raw_fd(),
@@ -259,7 +214,7 @@ impl Worker {
                 return Ok(());
             }
             if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                return Err(WorkerError::Channel(format!(
+                return Err(Error::WorkerChannel(format!(
                     "poll: {}",
                     std::io::Error::last_os_error()
                 )));
@@ -267,16 +222,16 @@ impl Worker {
         }
     }
 
-    fn read_exact(&mut self, buf: &mut [u8], deadline: Instant) -> Result<(), WorkerError> {
+    fn read_exact(&mut self, buf: &mut [u8], deadline: Instant) -> Result<(), Error> {
         let mut got = 0;
         while got < buf.len() {
             self.wait_readable(deadline)?;
             match self.from.read(&mut buf[got..]) {
-                Ok(0) => return Err(WorkerError::Exited(self.how_it_ended())),
+                Ok(0) => return Err(Error::WorkerExited(self.how_it_ended())),
                 Ok(n) => got += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    return Err(WorkerError::Channel(format!(
+                    return Err(Error::WorkerChannel(format!(
                         "reading from the Python worker: {e}"
                     )));
                 }
@@ -299,32 +254,32 @@ impl Worker {
         String::new()
     }
 
-    fn recv(&mut self, timeout: Duration) -> Result<Value, WorkerError> {
+    fn recv(&mut self, timeout: Duration) -> Result<Value, Error> {
         let deadline = Instant::now() + timeout;
         let mut len = [0u8; 4];
         self.read_exact(&mut len, deadline)?;
         let n = u32::from_be_bytes(len);
         if n > MAX_REPLY {
-            return Err(WorkerError::Channel(format!(
+            return Err(Error::WorkerChannel(format!(
                 "the Python worker sent a {n}-byte reply; the limit is {MAX_REPLY}"
             )));
         }
         let mut body = vec![0u8; n as usize];
         self.read_exact(&mut body, deadline)?;
         serde_json::from_slice(&body)
-            .map_err(|e| WorkerError::Channel(format!("the Python worker sent bad JSON: {e}")))
+            .map_err(|e| Error::WorkerChannel(format!("the Python worker sent bad JSON: {e}")))
     }
 
-    pub fn request(&mut self, msg: &Value, timeout: Duration) -> Result<Value, WorkerError> {
+    pub fn request(&mut self, msg: &Value, timeout: Duration) -> Result<Value, Error> {
         self.send(msg)?;
         self.recv(timeout)
     }
 
-    fn expect_mark(&mut self, mark: u8, deadline: Instant) -> Result<(), WorkerError> {
+    fn expect_mark(&mut self, mark: u8, deadline: Instant) -> Result<(), Error> {
         let mut b = [0u8; 1];
         self.read_exact(&mut b, deadline)?;
         if b[0] != mark {
-            return Err(WorkerError::Channel(format!(
+            return Err(Error::WorkerChannel(format!(
                 "the Python worker is out of step (got {:?})",
                 b[0] as char
             )));
@@ -332,10 +287,10 @@ impl Worker {
         Ok(())
     }
 
-    fn send_mark(&mut self, mark: u8) -> Result<(), WorkerError> {
+    fn send_mark(&mut self, mark: u8) -> Result<(), Error> {
         self.to
             .write_all(&[mark])
-            .map_err(|e| WorkerError::Channel(format!("the Python worker stopped listening: {e}")))
+            .map_err(|e| Error::WorkerChannel(format!("the Python worker stopped listening: {e}")))
     }
 
     /// Runs instance `index`: snapshots at the exact start and end, then the submissions;
@@ -348,7 +303,7 @@ impl Worker {
         opts: RunOptions,
         timeout: Duration,
         sampling: Sampling,
-    ) -> (Result<Measured, WorkerError>, Sampled) {
+    ) -> (Result<Measured, Error>, Sampled) {
         let (cprofile, in_worker, outside) = match sampling {
             Sampling::Off => (false, None, None),
             Sampling::CProfile => (true, None, None),
@@ -375,7 +330,7 @@ impl Worker {
         cprofile: bool,
         sample_hz: Option<u32>,
         sampler: Option<&super::sampler::Running>,
-    ) -> Result<Measured, WorkerError> {
+    ) -> Result<Measured, Error> {
         self.send(&serde_json::json!({"op": "run", "instance": index, "profile": cprofile, "sample_hz": sample_hz, "memory": opts.memory, "memory_lines": opts.memory_lines, "log_level": opts.log_level, "count": counting(opts.count)}))?;
         self.expect_mark(b'r', Instant::now() + REPLY_TIMEOUT)?;
         settled(self.child.id());
@@ -392,7 +347,11 @@ impl Worker {
                     s.run_ended();
                 }
             }
-            Err(WorkerError::Timeout) => return Err(WorkerError::RunTimeout(timeout)),
+            Err(Error::WorkerTimeout) => {
+                return Err(Error::RunTimeout {
+                    after: crate::duration::human(timeout),
+                });
+            }
             Err(e) => return Err(e),
         }
         settled(self.child.id());

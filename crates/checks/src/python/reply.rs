@@ -2,13 +2,14 @@
 //! submissions (metrics, service checks, events, logs, metadata), its traced allocations and
 //! memory figures.
 
+use crate::Error;
 use serde_json::Value;
 
 use crate::metrics::{Event, MetricType, ServiceCheckStatus, Sink, Submission};
 use crate::profile::{AllocLine, MemoryProfile};
 
 /// Moves a run's submissions into `sink`; the run's error, if any.
-pub(super) fn absorb(reply: &Value, sink: &mut Sink) -> Result<(), crate::RunFailure> {
+pub(super) fn absorb(reply: &Value, sink: &mut Sink) -> Result<(), Error> {
     for l in reply["logs"].as_array().into_iter().flatten() {
         if let (Some(level), Some(message)) = (l[0].as_str(), l[1].as_str()) {
             sink.logs.push(crate::metrics::LogLine {
@@ -74,7 +75,7 @@ pub(super) fn absorb(reply: &Value, sink: &mut Sink) -> Result<(), crate::RunFai
         }
     }
     match reply["error"].as_str() {
-        Some(e) => Err(e.to_string().into()),
+        Some(e) => Err(Error::Run(e.to_string())),
         None => Ok(()),
     }
 }

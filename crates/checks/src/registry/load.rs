@@ -1,11 +1,11 @@
 //! Loading one check of the registry: its files' common options per instance, and a
 //! built-in, an exec plugin or a Python check made runnable with them.
 
+use crate::Error;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use crate::config::{CheckConf, InstanceCommon};
-use crate::error::UsageError;
 
 use super::super::builtin::BuiltinSpec;
 use super::super::exec::{ExecCheck, ExecInstance};
@@ -27,7 +27,7 @@ impl Registry<'_> {
         name: &str,
         options: Option<&[&str]>,
         warnings: &mut Vec<String>,
-    ) -> Result<(Vec<CheckConf>, ConfigSource, Vec<InstanceCommon>), UsageError> {
+    ) -> Result<(Vec<CheckConf>, ConfigSource, Vec<InstanceCommon>), Error> {
         let confs = self.confs(name)?;
         let mut commons = Vec::new();
         for c in &confs {
@@ -49,7 +49,7 @@ impl Registry<'_> {
         Ok((confs, source, commons))
     }
 
-    pub(super) fn load_builtin(&self, spec: &BuiltinSpec) -> Result<LoadedCheck, UsageError> {
+    pub(super) fn load_builtin(&self, spec: &BuiltinSpec) -> Result<LoadedCheck, Error> {
         let mut warnings = Vec::new();
         let (confs, source, commons) = self.common(spec.name, Some(spec.options), &mut warnings)?;
         let mut checks = Vec::with_capacity(commons.len());
@@ -62,7 +62,7 @@ impl Registry<'_> {
                 let name = spec.name;
                 let why = e.to_string();
                 let why = why.strip_prefix("(default instance): ").unwrap_or(&why);
-                UsageError::config(
+                Error::config(
                     format!("{confd}/{name}.yaml"),
                     format!(
                         "does not exist (nor {confd}/{name}.d/*.yaml), and {name} has no default instance that can run: {why}. Write it from {confd}/{name}.yaml.example (`agentprof init` writes the examples)"
@@ -88,7 +88,7 @@ impl Registry<'_> {
         })
     }
 
-    pub(super) fn load_exec(&self, name: &str, path: &Path) -> Result<LoadedCheck, UsageError> {
+    pub(super) fn load_exec(&self, name: &str, path: &Path) -> Result<LoadedCheck, Error> {
         let mut warnings = Vec::new();
         let (confs, source, commons) = self.common(name, None, &mut warnings)?;
         let mut built = Vec::with_capacity(commons.len());
@@ -125,11 +125,11 @@ impl Registry<'_> {
         name: &str,
         path: Option<&Path>,
         installed: Option<Installed>,
-    ) -> Result<LoadedCheck, UsageError> {
+    ) -> Result<LoadedCheck, Error> {
         let python = &self.config.python;
         if !interpreter_exists(python) {
             let needed_by = path.map_or_else(|| name.to_string(), |p| p.display().to_string());
-            return Err(UsageError::flag(
+            return Err(Error::flag(
                 "--python",
                 format!(
                     "Python interpreter `{python}` not found (needed by {needed_by}): install python3, or set --python, `python:` in agentprof.yaml or $AGENTPROF_PYTHON"

@@ -1,10 +1,9 @@
 //! The sampler on Linux: a POSIX CPU-clock timer per sampled thread (or one on the
 //! process's clock), the stacks taken out of the signal buffer, and the profile they make.
 
+use crate::Error;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-
-use super::SamplerError;
 
 use super::super::{CallProfile, Frame};
 use super::ThreadId;
@@ -78,9 +77,9 @@ impl Sampler {
     }
 
     /// Starts sampling every thread of agentprof on the process's CPU clock.
-    pub fn start_process(&mut self) -> Result<(), SamplerError> {
+    pub fn start_process(&mut self) -> Result<(), Error> {
         if !install() {
-            return Err(SamplerError::Buffer);
+            return Err(Error::SamplerBuffer);
         }
         NEXT.store(0, Ordering::Relaxed);
         if self.timer.is_none() {
@@ -91,7 +90,7 @@ impl Sampler {
                 sev.sigev_signo = libc::SIGPROF;
                 let mut timer: libc::timer_t = std::ptr::null_mut();
                 if libc::timer_create(libc::CLOCK_PROCESS_CPUTIME_ID, &mut sev, &mut timer) != 0 {
-                    return Err(SamplerError::Timer(std::io::Error::last_os_error()));
+                    return Err(Error::SamplerTimer(std::io::Error::last_os_error()));
                 }
                 timer
             };
@@ -103,7 +102,7 @@ impl Sampler {
         Ok(())
     }
 
-    fn arm(&self, timer: libc::timer_t) -> Result<(), SamplerError> {
+    fn arm(&self, timer: libc::timer_t) -> Result<(), Error> {
         let period = 1_000_000_000i64 / i64::from(self.frequency_hz);
         let ts = libc::timespec {
             tv_sec: period / 1_000_000_000,
@@ -115,7 +114,7 @@ impl Sampler {
         };
         // SAFETY: the timer was just created by this sampler.
         if unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) } != 0 {
-            return Err(SamplerError::Arm(std::io::Error::last_os_error()));
+            return Err(Error::SamplerArm(std::io::Error::last_os_error()));
         }
         Ok(())
     }
@@ -131,9 +130,9 @@ impl Sampler {
     /// still sampled in proportion to its CPU, because the clock counts the thread's CPU,
     /// not the run's. A run on another thread (the runner replaces a thread whose run
     /// timed out) gets a timer of its own, the old one deleted.
-    pub fn start(&mut self, thread: ThreadId) -> Result<(), SamplerError> {
+    pub fn start(&mut self, thread: ThreadId) -> Result<(), Error> {
         if !install() {
-            return Err(SamplerError::Buffer);
+            return Err(Error::SamplerBuffer);
         }
         NEXT.store(0, Ordering::Relaxed);
         if self.timer_thread != Some(thread.tid)
@@ -150,12 +149,12 @@ impl Sampler {
         Ok(())
     }
 
-    fn create_timer(&self, thread: ThreadId) -> Result<libc::timer_t, SamplerError> {
+    fn create_timer(&self, thread: ThreadId) -> Result<libc::timer_t, Error> {
         // SAFETY: plain libc calls on values we own; errors are checked.
         unsafe {
             let mut clock: libc::clockid_t = 0;
             if libc::pthread_getcpuclockid(thread.pthread, &mut clock) != 0 {
-                return Err(SamplerError::Clock);
+                return Err(Error::SamplerClock);
             }
             let mut sev: libc::sigevent = std::mem::zeroed();
             sev.sigev_notify = libc::SIGEV_THREAD_ID;
@@ -163,7 +162,7 @@ impl Sampler {
             sev.sigev_notify_thread_id = thread.tid;
             let mut timer: libc::timer_t = std::ptr::null_mut();
             if libc::timer_create(clock, &mut sev, &mut timer) != 0 {
-                return Err(SamplerError::Timer(std::io::Error::last_os_error()));
+                return Err(Error::SamplerTimer(std::io::Error::last_os_error()));
             }
             TIMER.store(timer, Ordering::Release);
             if let Err(e) = self.arm(timer) {

@@ -7,21 +7,6 @@
 //! A general-purpose sampler (pprof-rs) preallocates its stack buckets and is slow to start:
 //! both would dwarf what a check costs (figures: docs/details.md, "Measured choices").
 
-/// Why CPU sampling could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum SamplerError {
-    #[error("cannot allocate the sample buffer")]
-    Buffer,
-    #[error("cannot read the run thread's CPU clock")]
-    Clock,
-    #[error("cannot create the sampling timer: {0}")]
-    Timer(std::io::Error),
-    #[error("cannot start the sampling timer: {0}")]
-    Arm(std::io::Error),
-    #[error("CPU sampling is supported on Linux only for now")]
-    Unsupported,
-}
-
 /// Name of the thread a built-in check runs on.
 pub const RUN_THREAD_NAME: &str = "agentprof-run";
 
@@ -84,14 +69,14 @@ mod imp {
                 outside_run: 0,
             }
         }
-        pub fn start(&mut self, _thread: ThreadId) -> Result<(), super::SamplerError> {
-            Err(super::SamplerError::Unsupported)
+        pub fn start(&mut self, _thread: ThreadId) -> Result<(), super::Error> {
+            Err(super::Error::SamplerUnsupported)
         }
         pub fn new_process(frequency_hz: u32) -> Sampler {
             Sampler::new(frequency_hz)
         }
-        pub fn start_process(&mut self) -> Result<(), super::SamplerError> {
-            Err(super::SamplerError::Unsupported)
+        pub fn start_process(&mut self) -> Result<(), super::Error> {
+            Err(super::Error::SamplerUnsupported)
         }
         pub fn drain(&mut self) {}
         pub fn samples_so_far(&self) -> u64 {

@@ -2,6 +2,7 @@
 //! defines it (libpython, or the python executable itself), moved by where that file is
 //! mapped in the worker (/proc/PID/maps).
 
+use crate::Error;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -10,22 +11,17 @@ use object::elf::{FileHeader64, PT_LOAD, SHT_DYNSYM, SHT_SYMTAB};
 #[cfg(target_os = "linux")]
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
 
-crate::error::message_error! {
-    /// Why a symbol could not be found in the process's ELF files.
-    ElfError
-}
-
 /// A symbol table past this is not read (libpython's is well under 1 MiB).
 #[cfg(target_os = "linux")]
 const MAX_TABLE_BYTES: u64 = 64 << 20;
 
 /// The address of `symbol` in process `pid`, and the file that defines it; or why not.
-pub fn find_symbol(pid: u32, symbol: &str) -> Result<(u64, PathBuf), ElfError> {
+pub fn find_symbol(pid: u32, symbol: &str) -> Result<(u64, PathBuf), Error> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))
-        .map_err(|e| format!("cannot read /proc/{pid}/maps: {e}"))?;
+        .map_err(|e| Error::Symbol(format!("cannot read /proc/{pid}/maps: {e}")))?;
     let candidates = python_files(&maps);
     if candidates.is_empty() {
-        return Err(ElfError(
+        return Err(Error::Symbol(
             "no python executable or libpython is mapped in the worker".into(),
         ));
     }
@@ -40,7 +36,7 @@ pub fn find_symbol(pid: u32, symbol: &str) -> Result<(u64, PathBuf), ElfError> {
         .iter()
         .map(|(p, _)| p.display().to_string())
         .collect();
-    Err(ElfError(format!(
+    Err(Error::Symbol(format!(
         "{symbol} is not in the symbol tables of {} (stripped?)",
         names.join(", ")
     )))

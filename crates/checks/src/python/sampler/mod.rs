@@ -15,7 +15,7 @@ mod samples;
 mod thread;
 
 pub use layout::Unreadable;
-pub use samples::{FunctionTime, Samples};
+pub use samples::{FunctionTime, SampledFrame, Samples, Values};
 pub use thread::Running;
 
 use memory::Memory;
@@ -94,7 +94,7 @@ fn outside_reader(pid: u32, interp: &Interpreter) -> Result<Reader, Unreadable> 
     }
     let mem = Memory::new(pid);
     let (runtime, _file) =
-        elf::find_symbol(pid, "_PyRuntime").map_err(|e| Unreadable::Other(e.0))?;
+        elf::find_symbol(pid, "_PyRuntime").map_err(|e| Unreadable::Other(e.to_string()))?;
     let layout = match layout::Layout::known(major, minor) {
         Some(l) => l,
         None if (major, minor) >= (3, 13) => {
