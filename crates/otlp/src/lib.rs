@@ -4,6 +4,8 @@
 //! bound a request is held to before it is decoded (`scan`). It knows nothing of servers or
 //! the command line.
 
+#![warn(unnameable_types)]
+
 mod error;
 pub mod export;
 pub mod import;

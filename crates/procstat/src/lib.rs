@@ -1,6 +1,8 @@
 //! Snapshots of one process's figures — memory, CPU, I/O, threads, fds, sockets — taken at the
 //! exact start and end of a run. A figure the OS cannot give is `None` (shown as n/a), never 0.
 
+#![warn(unnameable_types)]
+
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(not(target_os = "linux"))]
