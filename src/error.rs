@@ -4,77 +4,48 @@
 use std::path::PathBuf;
 
 /// A usage or configuration problem: the user must change a flag, a file or an environment
-/// value. The check runner's own (an unknown check, a check's configuration) are
-/// `agentprof_checks::Error`s that say so with `is_usage`.
+/// value. It is the check runner's error of that kind (`agentprof_checks::Error::Flag`,
+/// `Config`, `ConfigAt`, `UnknownCheck`, `CheckLoad`), so a flag, a file and a check are
+/// said the same way everywhere.
 #[derive(Debug, thiserror::Error)]
-pub enum UsageError {
-    #[error("{flag}: {message}")]
-    Flag { flag: String, message: String },
-    #[error("{path}:{line}:{column}: {message}")]
-    ConfigAt {
-        path: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
-    #[error("{path}: {message}")]
-    Config { path: PathBuf, message: String },
-    /// The check runner's: an unknown check, a check that cannot be loaded.
-    #[error(transparent)]
-    Checks(agentprof_checks::Error),
-}
+#[error(transparent)]
+pub struct UsageError(agentprof_checks::Error);
 
-/// The check runner's usage errors, as agentprof's: a flag or a file at fault keeps its
-/// variant; what is not a usage error (`agentprof_checks::Error::is_usage`) is carried as it
-/// is, and `UsageError::is_usage` says so.
+/// What the check runner returns where agentprof expects a usage error (reading a file, a
+/// check's configuration, loading a check); `UsageError::is_usage` says whether it is one.
 impl From<agentprof_checks::Error> for UsageError {
     fn from(e: agentprof_checks::Error) -> UsageError {
-        use agentprof_checks::Error as E;
-        match e {
-            E::Flag { flag, message } => UsageError::Flag { flag, message },
-            E::ConfigAt {
-                path,
-                line,
-                column,
-                message,
-            } => UsageError::ConfigAt {
-                path,
-                line,
-                column,
-                message,
-            },
-            E::Config { path, message } => UsageError::Config { path, message },
-            other => UsageError::Checks(other),
-        }
+        UsageError(e)
     }
 }
 
 impl UsageError {
     pub fn flag(flag: impl Into<String>, message: impl std::fmt::Display) -> Self {
-        UsageError::Flag {
-            flag: flag.into(),
-            message: message.to_string(),
-        }
+        UsageError(agentprof_checks::Error::flag(flag, message))
     }
 
     pub fn config(path: impl Into<PathBuf>, message: impl std::fmt::Display) -> Self {
-        UsageError::Config {
+        UsageError(agentprof_checks::Error::config(path, message))
+    }
+
+    /// A file's line and column at fault.
+    pub fn at(path: impl Into<PathBuf>, line: usize, column: usize, message: String) -> Self {
+        UsageError(agentprof_checks::Error::ConfigAt {
             path: path.into(),
-            message: message.to_string(),
-        }
+            line,
+            column,
+            message,
+        })
     }
 
     /// A YAML error, with its location when the parser knows it.
     pub fn yaml(path: impl Into<PathBuf>, err: &serde_yaml_ng::Error) -> Self {
-        agentprof_checks::Error::yaml(path, err).into()
+        UsageError(agentprof_checks::Error::yaml(path, err))
     }
 
     /// True but for a check runner's error that is not a usage error.
     pub fn is_usage(&self) -> bool {
-        match self {
-            UsageError::Checks(e) => e.is_usage(),
-            _ => true,
-        }
+        self.0.is_usage()
     }
 }
 

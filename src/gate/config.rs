@@ -122,12 +122,12 @@ impl GateSection {
     fn validate(&self, path: &Path, text: &str) -> Result<(), UsageError> {
         match self.problem() {
             None => Ok(()),
-            Some((key, why)) => Err(UsageError::ConfigAt {
-                path: path.to_path_buf(),
-                line: find_key_line(text, key).unwrap_or(1),
-                column: 1,
-                message: format!("gate.{key}: {why}"),
-            }),
+            Some((key, why)) => Err(UsageError::at(
+                path,
+                find_key_line(text, key).unwrap_or(1),
+                1,
+                format!("gate.{key}: {why}"),
+            )),
         }
     }
 

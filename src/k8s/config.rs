@@ -148,12 +148,7 @@ impl InitKeys<'_> {
     fn err(&self, key: &str, msg: String) -> UsageError {
         let message = format!("init_config: {key}: {msg}");
         match crate::config::find_key_line(self.text, key) {
-            Some(line) => UsageError::ConfigAt {
-                path: self.path.to_path_buf(),
-                line,
-                column: 1,
-                message,
-            },
+            Some(line) => UsageError::at(self.path, line, 1, message),
             None => UsageError::config(self.path, message),
         }
     }

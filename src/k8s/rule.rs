@@ -185,12 +185,7 @@ impl At<'_> {
     pub(super) fn err(&self, key: &str, msg: impl std::fmt::Display) -> UsageError {
         let message = format!("kubernetes[{}]: {key}: {msg}", self.index);
         match locate(self.text, self.index, Some(key)) {
-            Some((line, column)) => UsageError::ConfigAt {
-                path: self.path.to_path_buf(),
-                line,
-                column,
-                message,
-            },
+            Some((line, column)) => UsageError::at(self.path, line, column, message),
             None => UsageError::config(self.path, message),
         }
     }

@@ -115,11 +115,13 @@ pub fn load(source: Option<&Path>) -> Result<ReceiveFile, UsageError> {
     }
     let w: Wrapper = serde_yaml_ng::from_str(&text).map_err(|e| UsageError::yaml(path, &e))?;
     let r = w.receive.unwrap_or_default();
-    let at = |key: &str, message: String| UsageError::ConfigAt {
-        path: path.to_path_buf(),
-        line: crate::config::find_key_line(&text, key).unwrap_or(1),
-        column: 1,
-        message,
+    let at = |key: &str, message: String| {
+        UsageError::at(
+            path,
+            crate::config::find_key_line(&text, key).unwrap_or(1),
+            1,
+            message,
+        )
     };
     if let Some(list) = &r.endpoints {
         endpoints(list).map_err(|m| at("endpoints", format!("receive.endpoints: {m}")))?;
