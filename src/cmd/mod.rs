@@ -125,3 +125,39 @@ pub(crate) fn is_usage_error(err: &anyhow::Error) -> bool {
                 .is_some_and(|c| c.is_usage())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::is_usage_error;
+    use crate::checks::Error;
+    use crate::error::UsageError;
+
+    #[test]
+    fn usage_errors_exit_2_wherever_they_sit_in_the_chain_and_the_runners_others_do_not() {
+        let unknown = || Error::UnknownCheck {
+            name: "dsk".into(),
+            suggestion: String::new(),
+        };
+        let usage = [
+            anyhow::Error::new(UsageError::flag("--pause", "`x` is not a duration")),
+            anyhow::Error::new(unknown()),
+            anyhow::Error::new(UsageError::from(unknown())),
+            anyhow::Error::new(Error::CheckLoad("conf.d/x.py:3: NameError".into()))
+                .context("loading check `x`"),
+            anyhow::Error::new(UsageError::at("gate.yaml", 4, 1, "gate.alpha: 2".into()))
+                .context("reading the gate's configuration"),
+        ];
+        for e in &usage {
+            assert!(is_usage_error(e), "{e:#} is a usage error");
+        }
+        let runtime = [
+            anyhow::Error::new(Error::WorkerTimeout),
+            anyhow::Error::new(UsageError::from(Error::WorkerTimeout)),
+            anyhow::Error::new(Error::Run("exit status 1".into())).context("a run"),
+            anyhow::anyhow!("connection refused"),
+        ];
+        for e in &runtime {
+            assert!(!is_usage_error(e), "{e:#} is not a usage error");
+        }
+    }
+}
