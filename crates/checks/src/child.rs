@@ -1,11 +1,12 @@
 //! A program run to its end within a deadline, its output read up to a bound: the probes and
 //! helpers agentprof starts (an interpreter asked what it has installed, git, valgrind).
 
-use crate::Error;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::Error;
 
 /// Runs `cmd` in a process group of its own with `input` on its stdin (none: /dev/null), to
 /// its end within `timeout`; its stdout and stderr are read up to `max` bytes each. Past the

@@ -1,8 +1,9 @@
 //! Durations as users type them: `500ms`, `1s`, `1.5s`, `2m`, `1h`; a bare number is in the
 //! unit the caller names (milliseconds for `--pause`, seconds in check configs).
 
-use crate::Error;
 use std::time::Duration;
+
+use crate::Error;
 
 /// Parses `text`; a number without a unit is taken in `bare_unit_secs` seconds per unit.
 pub fn parse(text: &str, bare_unit_secs: f64) -> Result<Duration, Error> {

@@ -13,7 +13,6 @@
 //! included) and its process group are killed, so nothing it started outlives the run or
 //! holds its output open.
 
-use crate::Error;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -27,6 +26,7 @@ use serde::Deserialize;
 use super::exec_trace::TraceEvent;
 #[cfg(not(target_os = "linux"))]
 use super::exec_trace_none::TraceEvent;
+use crate::Error;
 use crate::metrics::{Sink, dogstatsd};
 use crate::procstat::{Probe, ProcessSnapshot, Target};
 use crate::profile::{PeakScope, RunCost};

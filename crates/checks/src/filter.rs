@@ -7,8 +7,9 @@
 //! no output, `false` or `null` leaves it out. Anything else is refused with the position
 //! where reading stopped.
 
-use crate::Error;
 use serde_json::Value;
+
+use crate::Error;
 
 /// A parsed filter.
 #[derive(Debug, Clone, PartialEq)]

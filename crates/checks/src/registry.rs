@@ -5,12 +5,12 @@
 //! built-in's name overrides it; so does an installed integration when an interpreter was
 //! chosen (with none chosen, a built-in runs without starting Python at all).
 
-use crate::Error;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
+use crate::Error;
 use crate::config::{AgentConfig, CheckConf, InstanceCommon};
 
 use super::builtin::{BUILTINS, BuiltinSpec};

@@ -4,11 +4,11 @@
 //! shows up as a run's threads, VMS or RSS. A run past its `timeout` is reported as failed and
 //! abandoned; the instance is not run again while it is still going.
 
-use crate::Error;
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::Error;
 use crate::config::{AgentConfig, InstanceCommon};
 use crate::metrics::{Aggregator, Flushed, Sink};
 use crate::procstat::{Probe, ProcessSnapshot, Target};

@@ -1,10 +1,10 @@
 //! `cpu`: share of CPU time per state since the previous run, in percent, as the Agent's cpu
 //! check computes it from /proc/stat; the first run only records the counters.
 
-use crate::Error;
 use serde::Deserialize;
 
 use crate::Check;
+use crate::Error;
 use crate::metrics::Sink;
 
 use super::Builtin;

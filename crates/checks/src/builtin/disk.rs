@@ -4,13 +4,13 @@
 //! system.disk.* in KiB, `utilized` a percentage to one decimal as psutil rounds it,
 //! `in_use` that over 100; system.fs.inodes.*; system.disk.read_time/write_time(_pct).
 
-use crate::Error;
 use std::collections::{HashMap, HashSet};
 
 use regex::Regex;
 use serde::Deserialize;
 
 use crate::Check;
+use crate::Error;
 use crate::metrics::Sink;
 use crate::metrics::level::DEBUG;
 

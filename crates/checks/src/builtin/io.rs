@@ -1,7 +1,6 @@
 //! `io`: per-device rates, latency and utilisation from /proc/diskstats, with iostat -x's
 //! formulas, as the Agent's io check reports them. Values need the previous run's counters.
 
-use crate::Error;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -9,6 +8,7 @@ use regex::Regex;
 use serde::Deserialize;
 
 use crate::Check;
+use crate::Error;
 use crate::metrics::Sink;
 
 use super::{Builtin, regex_list};

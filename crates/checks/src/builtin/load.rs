@@ -1,9 +1,9 @@
 //! `load`: 1, 5 and 15 minute load averages, raw and divided by the number of cores.
 
-use crate::Error;
 use serde::Deserialize;
 
 use crate::Check;
+use crate::Error;
 use crate::metrics::Sink;
 
 use super::Builtin;

@@ -1,9 +1,9 @@
 //! `memory`: physical memory and swap in MiB, as the Agent's memory check reports them.
 
-use crate::Error;
 use serde::Deserialize;
 
 use crate::Check;
+use crate::Error;
 use crate::metrics::Sink;
 
 use super::Builtin;

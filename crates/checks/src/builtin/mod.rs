@@ -1,7 +1,6 @@
 //! Built-in system checks in Rust, with the Datadog Agent's metric names, units and types so
 //! dashboards keep working. One file per check; each declares its options so typos warn.
 
-use crate::Error;
 #[cfg(target_os = "linux")]
 mod cpu;
 #[cfg(target_os = "linux")]
@@ -22,6 +21,7 @@ mod uptime;
 use regex::{Regex, RegexBuilder};
 use serde::de::DeserializeOwned;
 
+use crate::Error;
 use crate::config::CheckConf;
 
 use super::Check;

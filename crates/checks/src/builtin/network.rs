@@ -1,11 +1,11 @@
 //! `network`: per-interface traffic, packets, errors and drops (rates), TCP segment counters,
 //! and optionally TCP/UDP connection states, with the Agent's network check names.
 
-use crate::Error;
 use regex::Regex;
 use serde::Deserialize;
 
 use crate::Check;
+use crate::Error;
 use crate::metrics::Sink;
 
 use super::{Builtin, regex_list};

@@ -2,8 +2,9 @@
 //! check reports them (system.processes.* tagged process_name:NAME, and the process.up service
 //! check).
 
-use crate::Error;
 use std::collections::HashMap;
+
+use crate::Error;
 
 /// The shortest window `system.processes.cpu.pct` is computed over (see `run`).
 const CPU_PCT_MIN_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);

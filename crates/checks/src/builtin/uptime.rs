@@ -1,9 +1,9 @@
 //! `uptime`: seconds since the machine booted.
 
-use crate::Error;
 use serde::Deserialize;
 
 use crate::Check;
+use crate::Error;
 use crate::metrics::Sink;
 
 use super::Builtin;

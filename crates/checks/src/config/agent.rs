@@ -1,12 +1,12 @@
 //! agentprof.yaml: searched in --config, $AGENTPROF_CONFIG, ./agentprof.yaml,
 //! /etc/agentprof/agentprof.yaml; DD_HOSTNAME and DD_TAGS override as in the Datadog Agent.
 
-use crate::Error;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use super::validate_tag;
+use crate::Error;
 
 use super::checkconf::{find_key_line, suggest};
 

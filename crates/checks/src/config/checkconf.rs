@@ -1,12 +1,13 @@
 //! One check configuration file (`conf.d/NAME.yaml` or one of `conf.d/NAME.d/*.yaml`) with
 //! `init_config:` and `instances:` exactly as Datadog users write them.
 
-use crate::Error;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_yaml_ng::Value;
+
+use crate::Error;
 
 /// Options every instance of every check understands. `run_timeout` is agentprof's own
 /// deadline for a run: a name no integration uses, so an integration's own `timeout` (an HTTP

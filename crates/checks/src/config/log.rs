@@ -1,6 +1,7 @@
 //! The log settings of agentprof.yaml: `log_level` and sizes such as `log_file_max_size`.
 
 use crate::Error;
+
 /// `log_level`: lines below it are not written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {

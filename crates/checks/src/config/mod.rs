@@ -1,6 +1,5 @@
 //! agentprof.yaml and conf.d: where agentprof finds its settings and each check's instances.
 
-use crate::Error;
 mod agent;
 mod checkconf;
 mod log;
@@ -14,6 +13,8 @@ pub use tags::validate_tag;
 
 use std::io::Read;
 use std::path::Path;
+
+use crate::Error;
 
 /// Largest configuration file agentprof reads; real ones are a few KiB.
 pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;

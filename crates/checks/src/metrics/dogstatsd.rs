@@ -4,10 +4,10 @@
 //! `_e{title_len,text_len}:title|text[|d:ts][|h:host][|k:key][|p:priority][|s:source][|t:type][|#tags]`.
 //! A line that does not parse is a warning naming the line; it never stops the run.
 
-use crate::Error;
 use std::hash::{Hash, Hasher};
 
 use super::{Event, MetricType, ServiceCheckStatus, Sink, Submission};
+use crate::Error;
 
 /// Longest line considered; anything longer is refused without being copied.
 pub const MAX_LINE: usize = 64 * 1024;

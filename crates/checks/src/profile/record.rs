@@ -1,8 +1,8 @@
 //! `RunRecord`: one run of one check instance, whatever kind of check produced it.
 
-use crate::Error;
 use serde::Serialize;
 
+use crate::Error;
 use crate::metrics::{Event, Flushed, Metric, ServiceCheck};
 use crate::procstat::{IoCounters, ProcessSnapshot};
 

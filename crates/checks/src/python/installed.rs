@@ -5,12 +5,13 @@
 //! Finding one costs a Python start, so it is asked only when a name could be an installed
 //! integration: never for a built-in when no interpreter was chosen.
 
-use crate::Error;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::Error;
 
 /// Longest the interpreter may take to say what is installed.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);

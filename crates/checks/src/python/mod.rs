@@ -9,7 +9,6 @@
 //! the run's exact start and end; CPU and wall time come from the worker's own clocks taken
 //! right around `run()`. The two mark syscalls inside the window are accounted for exactly.
 
-use crate::Error;
 pub mod installed;
 mod protocol;
 mod reply;
@@ -21,6 +20,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::Error;
 use crate::metrics::Sink;
 use crate::profile::{AllocLine, PeakScope, RunCost};
 

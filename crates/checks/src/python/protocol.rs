@@ -2,7 +2,6 @@
 //! (worker -> agentprof), length-prefixed JSON messages and one-byte marks around each run.
 //! Every read has a deadline, so a hung worker is found and stopped, never waited on forever.
 
-use crate::Error;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
@@ -12,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::Error;
 use crate::RunOptions;
 use crate::procstat::{Probe, Target};
 use crate::profile::RunCost;

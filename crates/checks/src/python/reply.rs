@@ -2,9 +2,9 @@
 //! submissions (metrics, service checks, events, logs, metadata), its traced allocations and
 //! memory figures.
 
-use crate::Error;
 use serde_json::Value;
 
+use crate::Error;
 use crate::metrics::{Event, MetricType, ServiceCheckStatus, Sink, Submission};
 use crate::profile::{AllocLine, MemoryProfile};
 

@@ -1,10 +1,10 @@
 //! Loading one check of the registry: its files' common options per instance, and a
 //! built-in, an exec plugin or a Python check made runnable with them.
 
-use crate::Error;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use crate::Error;
 use crate::config::{CheckConf, InstanceCommon};
 
 use super::super::builtin::BuiltinSpec;

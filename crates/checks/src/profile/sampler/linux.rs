@@ -1,7 +1,6 @@
 //! The sampler on Linux: a POSIX CPU-clock timer per sampled thread (or one on the
 //! process's clock), the stacks taken out of the signal buffer, and the profile they make.
 
-use crate::Error;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
@@ -11,6 +10,7 @@ use super::buffer::{
     ACTIVE, BUFFER, BUSY_SLOT, CAPACITY, FREE, HEADER, INFLIGHT, NEXT, NOT_SAMPLED, SLOT, TIMER,
     WHOLE, check_word, install, state,
 };
+use crate::Error;
 
 /// What a sampler samples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -69,14 +69,14 @@ mod imp {
                 outside_run: 0,
             }
         }
-        pub fn start(&mut self, _thread: ThreadId) -> Result<(), super::Error> {
-            Err(super::Error::SamplerUnsupported)
+        pub fn start(&mut self, _thread: ThreadId) -> Result<(), crate::Error> {
+            Err(crate::Error::SamplerUnsupported)
         }
         pub fn new_process(frequency_hz: u32) -> Sampler {
             Sampler::new(frequency_hz)
         }
-        pub fn start_process(&mut self) -> Result<(), super::Error> {
-            Err(super::Error::SamplerUnsupported)
+        pub fn start_process(&mut self) -> Result<(), crate::Error> {
+            Err(crate::Error::SamplerUnsupported)
         }
         pub fn drain(&mut self) {}
         pub fn samples_so_far(&self) -> u64 {

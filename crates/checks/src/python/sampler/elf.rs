@@ -2,7 +2,6 @@
 //! defines it (libpython, or the python executable itself), moved by where that file is
 //! mapped in the worker (/proc/PID/maps).
 
-use crate::Error;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -10,6 +9,8 @@ use std::path::{Path, PathBuf};
 use object::elf::{FileHeader64, PT_LOAD, SHT_DYNSYM, SHT_SYMTAB};
 #[cfg(target_os = "linux")]
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
+
+use crate::Error;
 
 /// A symbol table past this is not read (libpython's is well under 1 MiB).
 #[cfg(target_os = "linux")]
