@@ -14,8 +14,8 @@ pub enum GateError {
     /// Instructions could not be counted.
     #[error(transparent)]
     Count(#[from] CountError),
-    /// The check runner's: a usage error (the check, its configuration) or a check that cannot
-    /// be started.
+    /// The check runner's error that is not a usage error (those are `Usage`): a check that
+    /// cannot be started or run.
     #[error(transparent)]
     Checks(agentprof_checks::Error),
     /// The check's instance has no run to warm up (nothing configured to run).
